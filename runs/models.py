@@ -1,0 +1,203 @@
+"""Storage: workspaces, runs (a projection), append-only events, artifact and rule set versions.
+
+Event bodies, artifact bodies and projections are stored as JSON *text* (not JSONField): the
+protocol JSON must come back exactly as it went in (PostgreSQL's jsonb would reorder keys and
+normalise numbers), and hashing always works on the canonical form, never on database text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import models
+
+
+def dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def loads(text: str) -> Any:
+    return orjson.loads(text)
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    REVIEWER = "reviewer", "Reviewer"
+    VIEWER = "viewer", "Viewer"
+
+
+ROLE_RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.OWNER: 2}
+
+
+class Workspace(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    is_personal = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "user"], name="uniq_membership")]
+
+    def has_role(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+
+class RunQuerySet(models.QuerySet):
+    def for_workspace(self, workspace: Workspace) -> RunQuerySet:
+        """The one choke point for reading runs: always scoped to a workspace."""
+        return self.filter(workspace=workspace)
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Run(models.Model):
+    """The projection of a run: derived from its events, updated in the same transaction."""
+
+    id = models.CharField(max_length=200, primary_key=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="runs")
+    workflow_id = models.CharField(max_length=200, db_index=True)
+    workflow_version = models.IntegerField(default=0)
+    title = models.CharField(max_length=300, blank=True)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, db_index=True)
+    started_at = models.DateTimeField(db_index=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    subject = models.JSONField(null=True, blank=True)
+    # Projection: the engine state (RunState.to_json) as JSON text; `doc` is the protocol RunInstance.
+    doc = models.TextField()
+    state = models.TextField()
+    revision = models.IntegerField(default=0)
+    last_seq = models.IntegerField(default=0)
+    has_engine = models.BooleanField(default=True)
+    # An engine snapshot imported verbatim from a bundle, exported unchanged until the next append.
+    imported_engine = models.TextField(null=True, blank=True)
+    pending_gates = models.IntegerField(default=0, db_index=True)
+    event_count = models.IntegerField(default=0)
+    model_calls = models.IntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+    cost_totals = models.JSONField(default=dict, blank=True)  # currency -> decimal string
+    created_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-started_at", "-created_at"]
+        indexes = [models.Index(fields=["workspace", "-started_at"], name="run_ws_started")]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def run_doc(self) -> dict:
+        return loads(self.doc)
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status != RunStatus.RUNNING
+
+
+class RunParent(models.Model):
+    """Lineage: a run's parents (fork source or several parents), in protocol order."""
+
+    child = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="parent_links")
+    parent_run_id = models.CharField(max_length=200, db_index=True)
+    position = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["child", "parent_run_id"], name="uniq_run_parent")]
+
+
+class Event(models.Model):
+    """One trace event, appended and never updated. `body` is the exact protocol JSON."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.IntegerField()
+    event_id = models.CharField(max_length=200)
+    type = models.CharField(max_length=40)
+    ts = models.CharField(max_length=40)
+    step_id = models.CharField(max_length=200, blank=True, default="")
+    correlation_id = models.CharField(max_length=200, blank=True, default="")
+    body = models.TextField()
+    # Who did it (user or token); stored beside the event, never inside its protocol JSON.
+    actor = models.CharField(max_length=200, blank=True, default="")
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="uniq_event_seq")]
+        indexes = [
+            models.Index(fields=["run", "type", "seq"], name="event_run_type"),
+            models.Index(fields=["run", "step_id", "seq"], name="event_run_step"),
+            models.Index(fields=["run", "correlation_id", "seq"], name="event_run_corr"),
+        ]
+
+    @property
+    def data(self) -> dict:
+        return loads(self.body)
+
+
+class ArtifactVersion(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifact_versions")
+    key = models.CharField(max_length=300)
+    version = models.IntegerField()
+    type_id = models.CharField(max_length=200)
+    seq = models.IntegerField(null=True, blank=True)  # the event that produced it, when known
+    body = models.TextField()  # the protocol ArtifactVersion JSON
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["run", "key", "version"], name="uniq_artifact_version")]
+
+    @property
+    def data(self) -> dict:
+        return loads(self.body)
+
+
+class RuleSetVersion(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rule_set_versions")
+    rule_set_id = models.CharField(max_length=200)
+    version = models.IntegerField()
+    seq = models.IntegerField(null=True, blank=True)
+    body = models.TextField()  # the protocol RuleSet JSON
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["run", "rule_set_id", "version"], name="uniq_ruleset_version")]
+
+    @property
+    def data(self) -> dict:
+        return loads(self.body)
+
+
+class RunSnapshot(models.Model):
+    """The projection after event `seq`, kept every N events so state-at-seq stays cheap."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="snapshots")
+    seq = models.IntegerField()
+    state = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="uniq_snapshot_seq")]

@@ -1,0 +1,111 @@
+"""Typed readers for settings that come from the environment.
+
+Each helper fails loudly (ImproperlyConfigured-style ValueError) on a value it
+cannot interpret instead of silently falling back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class EnvError(ValueError):
+    pass
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise EnvError(f"{name}={raw!r} is not a boolean (use one of 1/0, true/false, yes/no, on/off)")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise EnvError(f"{name}={raw!r} is not an integer") from None
+    if minimum is not None and value < minimum:
+        raise EnvError(f"{name}={value} must be >= {minimum}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_secret_key(name: str, *, local_file: Path, allow_generate: bool) -> str:
+    """The secret key: from the environment, else (embedded profile only) a local file made on first run."""
+    raw = os.environ.get(name)
+    if raw:
+        return raw
+    if not allow_generate:
+        raise EnvError(f"{name} must be set when DEBUG is off (production profile)")
+    if local_file.exists():
+        return local_file.read_text().strip()
+    key = secrets.token_urlsafe(50)
+    local_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(local_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key)
+    return key
+
+
+def database_from_url(url: str, *, base_dir: Path) -> dict:
+    """Django DATABASES['default'] from a URL: sqlite:///path or postgres://user:pw@host:port/name."""
+    parsed = urlparse(url)
+    scheme = parsed.scheme
+    options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+    if scheme == "sqlite":
+        # sqlite:///relative.db -> "relative.db"; sqlite:////abs/path.db -> "/abs/path.db"
+        name = unquote(parsed.path)[1:] or "db.sqlite3"
+        if name != ":memory:" and not os.path.isabs(name):
+            name = str(base_dir / name)
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": name,
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": (
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
+                ),
+            },
+            "TEST": {"NAME": options.get("test_name") or None},
+        }
+    if scheme in {"postgres", "postgresql", "pgsql"}:
+        name = unquote(parsed.path.lstrip("/"))
+        if not name:
+            raise EnvError(f"DATABASE_URL {url!r} has no database name")
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "CONN_MAX_AGE": int(options.get("conn_max_age", 0)),
+            "TEST": {"NAME": options.get("test_name") or None},
+        }
+    raise EnvError(f"DATABASE_URL scheme {scheme!r} is not supported (use sqlite:/// or postgres://)")

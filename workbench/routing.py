@@ -1,0 +1,3 @@
+"""Websocket routes (filled by the live-status consumers)."""
+
+websocket_urlpatterns: list = []
