@@ -91,6 +91,10 @@ class Run(models.Model):
     has_engine = models.BooleanField(default=True)
     # An engine snapshot imported verbatim from a bundle, exported unchanged until the next append.
     imported_engine = models.TextField(null=True, blank=True)
+    # For runs that came from a bundle: the bundle's run document and how many events it carried.
+    # Folding replays those events, then takes the bundle's document as authoritative.
+    import_doc = models.TextField(null=True, blank=True)
+    import_seq = models.IntegerField(null=True, blank=True)
     pending_gates = models.IntegerField(default=0, db_index=True)
     event_count = models.IntegerField(default=0)
     model_calls = models.IntegerField(default=0)

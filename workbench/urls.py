@@ -3,5 +3,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", include("runs.api.urls")),
+    path("playground/", include("playground.urls")),
     path("", include("runs.urls")),
 ]

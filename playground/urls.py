@@ -1,0 +1,5 @@
+"""Playground pages, mounted at /playground/."""
+
+app_name = "playground"
+
+urlpatterns: list = []

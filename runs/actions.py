@@ -1,0 +1,463 @@
+"""The one write path.
+
+Every state change (REST, MCP, pages, playground, importer, CLI, the in-process session API) ends
+here: lock the run row, load its projection, ask the engine, append the events with consecutive
+seqs, update the projection, commit, and only then notify listeners.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from runs.engine import commands as cmd
+from runs.engine.commands import Context, decide, fork_run, new_run
+from runs.engine.errors import EngineError
+from runs.engine.fold import apply_event, fold
+from runs.engine.state import RunState
+from runs.models import ArtifactVersion, Event, Run, RunParent, RunSnapshot, RuleSetVersion, Workspace, dumps, loads
+from runs.notify import RunChange, notify_on_commit
+from runs.protocol.bundle import check_bundle
+from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.protocol.schemas import default_registry
+from runs.protocol.validate import validate_event
+
+
+class ActionError(Exception):
+    """A refused write: nothing was changed. `code` is a protocol error code."""
+
+    def __init__(self, code: str, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.path = path
+
+    def __str__(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        return f"{self.code}{where}: {self.message}"
+
+    @classmethod
+    def wrap(cls, exc: EngineError | ProtocolError) -> ActionError:
+        return cls(exc.code, exc.message, getattr(exc, "path", "") or "")
+
+
+@dataclass
+class AppendResult:
+    run: Run
+    state: RunState
+    events: list[dict] = field(default_factory=list)
+    first_seq: int = 0
+    last_seq: int = 0
+
+    @property
+    def seqs(self) -> list[int]:
+        return list(range(self.first_seq, self.last_seq + 1)) if self.events else []
+
+
+def now_iso() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4()}"
+
+
+def engine_context() -> Context:
+    return Context(now=now_iso, new_id=new_id, schemas=default_registry())
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+# --------------------------------------------------------------------------------------------
+# Projection bookkeeping
+
+
+def _projection_fields(state: RunState) -> dict[str, Any]:
+    run = state.run
+    summary = state.summary()
+    return {
+        "status": run["status"],
+        "ended_at": parse_ts(run.get("endedAt")),
+        "tags": list(run.get("tags") or []),
+        "subject": run.get("subject"),
+        "doc": dumps(run),
+        "state": dumps(state.to_json()),
+        "revision": state.revision,
+        "pending_gates": len(state.pending_gates()),
+        "event_count": state.revision,
+        "model_calls": summary["model_calls"],
+        "total_tokens": summary["total_tokens"],
+        "cost_totals": summary["cost_by_currency"],
+    }
+
+
+def _new_run_row(*, workspace: Workspace, state: RunState, actor: str, has_engine: bool = True) -> Run:
+    run_doc = state.run
+    snapshot = run_doc["workflowSnapshot"]
+    run = Run(
+        id=run_doc["id"],
+        workspace=workspace,
+        workflow_id=run_doc["workflowId"],
+        workflow_version=run_doc["workflowVersion"],
+        title=str(snapshot.get("title") or run_doc["workflowId"])[:300],
+        started_at=parse_ts(run_doc["startedAt"]),
+        has_engine=has_engine,
+        created_by=actor,
+        **_projection_fields(state),
+    )
+    run.last_seq = 0
+    return run
+
+
+def _parents_of(run_doc: dict) -> list[str]:
+    context = run_doc.get("context") or {}
+    if context.get("parentRunIds"):
+        return list(context["parentRunIds"])
+    if context.get("parentRunId"):
+        return [context["parentRunId"]]
+    return []
+
+
+def _save_new_run(run: Run) -> None:
+    if Run.objects.filter(pk=run.pk).exists():
+        raise ActionError(ErrorCode.RUN_ID_COLLISION, f"a run with id {run.pk!r} already exists")
+    try:
+        with transaction.atomic():
+            run.save(force_insert=True)
+    except IntegrityError:
+        raise ActionError(ErrorCode.RUN_ID_COLLISION, f"a run with id {run.pk!r} already exists") from None
+    RunParent.objects.bulk_create(
+        RunParent(child=run, parent_run_id=parent, position=i) for i, parent in enumerate(_parents_of(run.run_doc))
+    )
+
+
+def _event_row(run: Run, seq: int, event: dict, actor: str) -> Event:
+    return Event(
+        run=run,
+        seq=seq,
+        event_id=event["id"],
+        type=event["type"],
+        ts=event["ts"],
+        step_id=event.get("stepId") or "",
+        correlation_id=event.get("correlationId") or "",
+        body=dumps(event),
+        actor=actor,
+    )
+
+
+class _Appender:
+    """Applies events to a run's state one by one and collects the rows they produce.
+
+    O(len(events)): nothing here reads or rewrites the earlier trace. Artifact versions and
+    snapshots are taken right after the event that produced them.
+    """
+
+    def __init__(self, run: Run, state: RunState, actor: str, *, derive_versions: bool = True) -> None:
+        self.run = run
+        self.state = state
+        self.actor = actor
+        self.derive_versions = derive_versions
+        self.interval = settings.WORKBENCH_SNAPSHOT_INTERVAL
+        self.first_seq = run.last_seq + 1
+        self.seq = run.last_seq
+        self.events: list[dict] = []
+        self.event_rows: list[Event] = []
+        self.artifact_rows: list[ArtifactVersion] = []
+        self.ruleset_rows: list[RuleSetVersion] = []
+        self.snapshot_rows: list[RunSnapshot] = []
+
+    def append(self, event: dict) -> None:
+        apply_event(self.state, event)
+        self.seq += 1
+        seq = self.seq
+        self.events.append(event)
+        self.event_rows.append(_event_row(self.run, seq, event, self.actor))
+        if self.derive_versions:
+            kind = event["type"]
+            if kind == "artifact_written":
+                self.artifact_rows.append(_artifact_row(self.run, event["artifact"], seq))
+            elif kind == "artifact_patch":
+                self.artifact_rows.append(_artifact_row(self.run, self.state.artifacts[event["artifactKey"]], seq))
+            elif kind == "rule_changed":
+                snapshot = event["snapshot"]
+                self.ruleset_rows.append(
+                    RuleSetVersion(run=self.run, rule_set_id=snapshot["id"], version=seq, seq=seq, body=dumps(snapshot))
+                )
+        if seq % self.interval == 0:
+            self.snapshot_rows.append(RunSnapshot(run=self.run, seq=seq, state=dumps(self.state.to_json())))
+        if len(self.event_rows) >= 5000:
+            self._flush_events()
+
+    def _flush_events(self) -> None:
+        Event.objects.bulk_create(self.event_rows)
+        self.event_rows = []
+
+    def save(self) -> tuple[int, int]:
+        self._flush_events()
+        if self.artifact_rows:
+            ArtifactVersion.objects.bulk_create(self.artifact_rows)
+        if self.ruleset_rows:
+            RuleSetVersion.objects.bulk_create(self.ruleset_rows)
+        if self.snapshot_rows:
+            RunSnapshot.objects.bulk_create(self.snapshot_rows)
+        self.run.last_seq = self.seq
+        return self.first_seq, self.seq
+
+
+def _artifact_row(run: Run, artifact: dict, seq: int | None) -> ArtifactVersion:
+    return ArtifactVersion(
+        run=run,
+        key=artifact["artifactKey"],
+        version=artifact["version"],
+        type_id=artifact["typeId"],
+        seq=seq,
+        body=dumps(artifact),
+    )
+
+
+def _update_projection(run: Run, state: RunState) -> None:
+    for name, value in _projection_fields(state).items():
+        setattr(run, name, value)
+    run.imported_engine = None  # the engine now moves on from whatever snapshot was imported
+    run.save()
+
+
+def _lock_run(workspace: Workspace, run_id: str) -> Run:
+    try:
+        return Run.objects.for_workspace(workspace).select_for_update().get(pk=run_id)
+    except Run.DoesNotExist:
+        raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}") from None
+
+
+def load_state(run: Run) -> RunState:
+    return RunState.from_json(loads(run.state))
+
+
+# --------------------------------------------------------------------------------------------
+# Actions
+
+
+def do_start_run(
+    *,
+    workspace: Workspace,
+    workflow: dict,
+    actor: str = "",
+    run_id: str | None = None,
+    subject: dict | None = None,
+    metadata: dict | None = None,
+    tags: list[str] | None = None,
+    context: dict | None = None,
+) -> Run:
+    ctx = engine_context()
+    try:
+        state = new_run(
+            ctx=ctx, workflow=workflow, run_id=run_id, subject=subject, metadata=metadata, tags=tags, context=context
+        )
+    except (EngineError, ProtocolError) as exc:
+        raise ActionError.wrap(exc) from exc
+    with transaction.atomic():
+        run = _new_run_row(workspace=workspace, state=state, actor=actor)
+        _save_new_run(run)
+        notify_on_commit(RunChange(workspace.pk, run.pk, 0, 0, run.status))
+    return run
+
+
+def do_command(*, workspace: Workspace, run_id: str, command: Any, actor: str = "") -> AppendResult:
+    """Run one engine command against a run: the single door for every state change."""
+    return do_commands(workspace=workspace, run_id=run_id, commands=[command], actor=actor)
+
+
+def do_commands(*, workspace: Workspace, run_id: str, commands: Iterable[Any], actor: str = "") -> AppendResult:
+    """Several commands in one transaction: all of them land, or none does."""
+    ctx = engine_context()
+    with transaction.atomic():
+        run = _lock_run(workspace, run_id)
+        state = load_state(run)
+        appender = _Appender(run, state, actor)
+        try:
+            for command in commands:
+                if isinstance(command, cmd.AppendEvents):
+                    for i, event in enumerate(command.events):
+                        validate_event(event, f"events[{i}]", code=ErrorCode.INVALID_TRACE_EVENT)
+                for event in decide(state, command, ctx):
+                    appender.append(event)
+        except (EngineError, ProtocolError) as exc:
+            raise ActionError.wrap(exc) from exc
+        if not appender.events:
+            return AppendResult(run=run, state=state)
+        first, last = appender.save()
+        _update_projection(run, state)
+        notify_on_commit(RunChange(workspace.pk, run.pk, first, last, run.status))
+    return AppendResult(run=run, state=state, events=appender.events, first_seq=first, last_seq=last)
+
+
+def do_append_events(*, workspace: Workspace, run_id: str, events: list[dict], actor: str = "") -> AppendResult:
+    return do_command(workspace=workspace, run_id=run_id, command=cmd.AppendEvents(events=tuple(events)), actor=actor)
+
+
+def do_import_bundle(
+    *, workspace: Workspace, data: bytes, actor: str = "", as_new_id: bool = False
+) -> Run:
+    """Verify a bundle completely, then store it in one transaction (nothing is left on failure)."""
+    result = check_bundle(data)
+    if not result.ok:
+        raise ActionError(result.code or ErrorCode.INVALID_RUN_BUNDLE, result.message or "invalid bundle")
+    bundle = result.bundle
+    assert bundle is not None
+    if as_new_id:
+        bundle = _with_new_run_id(bundle, new_id("run"))
+    return _store_bundle(workspace=workspace, bundle=bundle, actor=actor)
+
+
+def _with_new_run_id(bundle: dict, run_id: str) -> dict:
+    """A copy of the bundle under another run id (its integrity no longer applies and is dropped)."""
+    renamed = dict(bundle)
+    renamed["run"] = {**bundle["run"], "id": run_id}
+    renamed["trace"] = [{**event, "runId": run_id} for event in bundle["trace"]]
+    renamed.pop("integrity", None)
+    return renamed
+
+
+def initial_run_doc(run_doc: dict) -> dict:
+    """The run as it was when it started: what folding its trace from seq 0 begins with."""
+    start = {k: v for k, v in run_doc.items() if k not in ("endedAt", "annotations")}
+    start["status"] = "running"
+    return start
+
+
+def _store_bundle(*, workspace: Workspace, bundle: dict, actor: str) -> Run:
+    trace = bundle["trace"]
+    state = fold(initial_run_doc(bundle["run"]), [])
+    with transaction.atomic():
+        run = _new_run_row(workspace=workspace, state=state, actor=actor, has_engine="engine" in bundle)
+        _save_new_run(run)
+        appender = _Appender(run, state, actor, derive_versions=False)
+        for event in trace:
+            appender.append(event)
+        appender.save()
+        # The bundle's run document is authoritative (it is what the hash covers).
+        state.run = bundle["run"]
+        run.import_doc = dumps(bundle["run"])
+        run.import_seq = len(trace)
+        for name, value in _projection_fields(state).items():
+            setattr(run, name, value)
+        engine = bundle.get("engine")
+        run.imported_engine = dumps(engine) if engine is not None and engine != state.to_engine_snapshot() else None
+        run.save()
+        ArtifactVersion.objects.bulk_create(_artifact_row(run, art, None) for art in bundle["artifacts"])
+        RuleSetVersion.objects.bulk_create(
+            RuleSetVersion(run=run, rule_set_id=rs["id"], version=0, seq=None, body=dumps(rs))
+            for rs in bundle["ruleSets"]
+        )
+        notify_on_commit(RunChange(workspace.pk, run.pk, 1 if trace else 0, run.last_seq, run.status))
+    return run
+
+
+def do_fork(
+    *,
+    workspace: Workspace,
+    parent_run_id: str,
+    actor: str = "",
+    from_seq: int | None = None,
+    from_step_id: str | None = None,
+    new_run_id: str | None = None,
+    extra_parent_ids: Sequence[str] = (),
+) -> Run:
+    """Branch a run (optionally as it was at `from_seq`): the child starts with its parent's
+    workflow snapshot, latest artifacts, rules and subject, and records `run_forked`."""
+    from runs.selectors import state_at
+
+    ctx = engine_context()
+    with transaction.atomic():
+        parent = _lock_run(workspace, parent_run_id)
+        for extra in extra_parent_ids:
+            if not Run.objects.for_workspace(workspace).filter(pk=extra).exists():
+                raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {extra!r}")
+        parent_state = state_at(parent, from_seq) if from_seq is not None else load_state(parent)
+        try:
+            child_state, events = fork_run(
+                parent_state,
+                ctx=ctx,
+                new_run_id=new_run_id,
+                from_seq=from_seq,
+                from_step_id=from_step_id,
+                extra_parents=tuple(extra_parent_ids),
+            )
+        except (EngineError, ProtocolError) as exc:
+            raise ActionError.wrap(exc) from exc
+        start_state = RunState.from_json(child_state.to_json())
+        child = _new_run_row(workspace=workspace, state=start_state, actor=actor)
+        _save_new_run(child)
+        # Artifacts and rule sets the child starts with are stored as its first versions.
+        ArtifactVersion.objects.bulk_create(_artifact_row(child, art, None) for art in child_state.artifacts.values())
+        RuleSetVersion.objects.bulk_create(
+            RuleSetVersion(run=child, rule_set_id=rs["id"], version=0, seq=None, body=dumps(rs))
+            for rs in child_state.rule_sets.values()
+        )
+        appender = _Appender(child, start_state, actor)
+        for event in events:
+            appender.append(event)
+        first, last = appender.save()
+        _update_projection(child, start_state)
+        notify_on_commit(RunChange(workspace.pk, child.pk, first, last, child.status))
+    return child
+
+
+@dataclass
+class CancelReport:
+    cancelled: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (run id, why)
+
+
+def do_cancel_tree(*, workspace: Workspace, run_id: str, actor: str = "", reason: str | None = None) -> CancelReport:
+    """Cancel a run and every descendant; finished runs are skipped and reported, not touched."""
+    from runs.selectors import descendants
+
+    root = Run.objects.for_workspace(workspace).filter(pk=run_id).first()
+    if root is None:
+        raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}")
+    report = CancelReport()
+    for run in [root, *descendants(workspace, run_id)]:
+        if run.is_finished:
+            report.skipped.append((run.pk, f"already {run.status}"))
+            continue
+        try:
+            do_command(workspace=workspace, run_id=run.pk, command=cmd.CancelRun(reason=reason), actor=actor)
+        except ActionError as exc:
+            report.skipped.append((run.pk, str(exc)))
+        else:
+            report.cancelled.append(run.pk)
+    return report
+
+
+def do_delete_run(*, workspace: Workspace, run_id: str) -> None:
+    with transaction.atomic():
+        run = _lock_run(workspace, run_id)
+        run.delete()
+        notify_on_commit(RunChange(workspace.pk, run_id, 0, 0, "deleted"))
+
+
+def rebuild_projection(run: Run) -> RunState:
+    """Recompute a run's projection by folding its stored events (the fold is the truth)."""
+    from runs.selectors import fold_run
+
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        state = fold_run(run)
+        imported = run.imported_engine
+        for name, value in _projection_fields(state).items():
+            setattr(run, name, value)
+        run.imported_engine = imported
+        run.save()
+    return state

@@ -1,0 +1,3 @@
+"""REST API routes (django-ninja), mounted at /api/."""
+
+urlpatterns: list = []

@@ -1,0 +1,46 @@
+"""Export of stored runs as protocol 1.0.0 bundles (import lives in runs.actions)."""
+
+from __future__ import annotations
+
+from runs.engine.state import RunState
+from runs.models import ArtifactVersion, Run, RuleSetVersion, loads
+from runs.protocol.canonical import canonical_bytes
+from runs.protocol.integrity import sign_bundle
+from runs.selectors import iter_event_bodies
+
+PROTOCOL_VERSION = "1.0.0"
+
+
+def latest_rule_sets(run: Run) -> list[dict]:
+    """The newest version of each rule set, in the order the sets first appeared."""
+    order: dict[str, int] = {}
+    latest: dict[str, str] = {}
+    for rule_set_id, body in RuleSetVersion.objects.filter(run=run).order_by("id").values_list("rule_set_id", "body"):
+        order.setdefault(rule_set_id, len(order))
+        latest[rule_set_id] = body
+    return [loads(latest[key]) for key in sorted(order, key=order.__getitem__)]
+
+
+def engine_snapshot(run: Run) -> dict:
+    if run.imported_engine is not None:
+        return loads(run.imported_engine)
+    return RunState.from_json(loads(run.state)).to_engine_snapshot()
+
+
+def build_bundle(run: Run) -> dict:
+    """The signed RunBundle of a stored run: every event, every artifact version, latest rule sets."""
+    bundle: dict = {
+        "protocolVersion": PROTOCOL_VERSION,
+        "run": run.run_doc,
+        "trace": list(iter_event_bodies(run)),
+        "artifacts": [loads(body) for body in ArtifactVersion.objects.filter(run=run).order_by("id").values_list("body", flat=True)],
+        "ruleSets": latest_rule_sets(run),
+    }
+    if run.has_engine:
+        bundle["engine"] = engine_snapshot(run)
+    return sign_bundle(bundle)
+
+
+def export_bundle_bytes(run: Run) -> bytes:
+    """Canonical JSON (RFC 8785) of the signed bundle: the bytes other implementations verify."""
+    return canonical_bytes(build_bundle(run))

@@ -1,0 +1,106 @@
+"""`manage.py bundle check|import|export`: the bundle CLI (other tools run these exact commands)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from runs.protocol.bundle import check_bundle
+
+
+class Command(BaseCommand):
+    help = "Verify, import or export protocol 1.0.0 run bundles."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        check = sub.add_parser("check", help="verify bundles without importing them")
+        check.add_argument("files", nargs="+")
+        check.add_argument("--json", action="store_true", help="one JSON line per file")
+        imp = sub.add_parser("import", help="verify and import bundles (atomic per bundle)")
+        imp.add_argument("files", nargs="+")
+        imp.add_argument("--workspace", required=True, help="workspace slug (created if missing)")
+        imp.add_argument("--as-new-id", action="store_true", help="import under a fresh run id on collision")
+        exp = sub.add_parser("export", help="export a run as a signed canonical bundle")
+        exp.add_argument("run_id")
+        exp.add_argument("-o", "--output", help="file to write (default: stdout)")
+
+    def handle(self, *args, **options) -> None:
+        action = options["action"]
+        if action == "check":
+            self._check(options["files"], as_json=options["json"])
+        elif action == "import":
+            self._import(options["files"], options["workspace"], as_new_id=options["as_new_id"])
+        else:
+            self._export(options["run_id"], options.get("output"))
+
+    def _check(self, files: list[str], *, as_json: bool) -> None:
+        all_ok = True
+        for name in files:
+            try:
+                data = Path(name).read_bytes()
+            except OSError as exc:
+                line = {"file": name, "ok": False, "code": "INVALID_INPUT", "integrity": "unchecked", "message": str(exc)}
+            else:
+                result = check_bundle(data)
+                line = {
+                    "file": name,
+                    "ok": result.ok,
+                    "code": result.code,
+                    "integrity": result.integrity,
+                    "message": result.message,
+                }
+            all_ok = all_ok and line["ok"]
+            if as_json:
+                self.stdout.write(json.dumps(line, ensure_ascii=False))
+            else:
+                status = "ok" if line["ok"] else f"FAILED {line['code']}"
+                self.stdout.write(f"{name}: {status} (integrity {line['integrity']}) {line['message'] or ''}".rstrip())
+        if not all_ok:
+            sys.exit(1)
+
+    def _import(self, files: list[str], slug: str, *, as_new_id: bool) -> None:
+        from runs.actions import ActionError, do_import_bundle
+        from runs.protocol.errors import ErrorCode
+        from runs.workspaces import get_or_create_workspace
+
+        workspace = get_or_create_workspace(slug)
+        failed = False
+        for name in files:
+            try:
+                data = Path(name).read_bytes()
+            except OSError as exc:
+                self.stderr.write(f"{name}: INVALID_INPUT: {exc}")
+                failed = True
+                continue
+            try:
+                run = do_import_bundle(workspace=workspace, data=data, actor="cli:import")
+            except ActionError as exc:
+                if exc.code == ErrorCode.RUN_ID_COLLISION and as_new_id:
+                    run = do_import_bundle(workspace=workspace, data=data, actor="cli:import", as_new_id=True)
+                else:
+                    self.stderr.write(f"{name}: {exc}")
+                    failed = True
+                    continue
+            self.stdout.write(f"{name}: imported as {run.pk} into {workspace.slug} ({run.last_seq} events)")
+        if failed:
+            sys.exit(1)
+
+    def _export(self, run_id: str, output: str | None) -> None:
+        from runs.bundles import export_bundle_bytes
+        from runs.models import Run
+
+        run = Run.objects.filter(pk=run_id).first()  # CLI is an operator tool: all workspaces
+        if run is None:
+            raise CommandError(f"UNKNOWN_RUN: no run {run_id!r}")
+        data = export_bundle_bytes(run)
+        if output:
+            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        else:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()

@@ -1,0 +1,50 @@
+"""Listeners told about committed appends (the live path registers itself here).
+
+Actions call `notify_on_commit` inside their transaction; listeners run only after the commit,
+with JSON values (ids and seq ranges), never model instances.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunChange:
+    workspace_id: int
+    run_id: str
+    first_seq: int  # 0 when no event was appended (a new run or a projection-only change)
+    last_seq: int
+    status: str
+
+
+_listeners: list[Callable[[RunChange], None]] = []
+
+
+def register_listener(listener: Callable[[RunChange], None]) -> None:
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
+def unregister_listener(listener: Callable[[RunChange], None]) -> None:
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
+def _dispatch(change: RunChange) -> None:
+    for listener in list(_listeners):
+        try:
+            listener(change)
+        except Exception:  # a broken listener must never undo or block a committed write
+            log.exception("run change listener %r failed for %s", listener, change.run_id)
+
+
+def notify_on_commit(change: RunChange) -> None:
+    transaction.on_commit(partial(_dispatch, change))

@@ -1,0 +1,92 @@
+"""Shared fixtures: a workspace with alice (owner), bob (reviewer), vera (viewer); charlie is an outsider."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CONFORMANCE = Path(os.environ.get("WORKBENCH_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
+
+
+@pytest.fixture
+def conformance_dir() -> Path:
+    if not CONFORMANCE.is_dir():
+        pytest.skip(f"conformance corpus not found at {CONFORMANCE}")
+    return CONFORMANCE
+
+
+@pytest.fixture
+def workspace(db):
+    from runs.models import Workspace
+
+    return Workspace.objects.create(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def other_workspace(db):
+    from runs.models import Workspace
+
+    return Workspace.objects.create(slug="globex", name="Globex")
+
+
+def _user(django_user_model, name: str):
+    return django_user_model.objects.create_user(username=name, password=f"{name}-password-123")
+
+
+@pytest.fixture
+def alice(db, django_user_model, workspace):
+    from runs.workspaces import add_member
+
+    user = _user(django_user_model, "alice")
+    add_member(workspace, user, "owner")
+    return user
+
+
+@pytest.fixture
+def bob(db, django_user_model, workspace):
+    from runs.workspaces import add_member
+
+    user = _user(django_user_model, "bob")
+    add_member(workspace, user, "reviewer")
+    return user
+
+
+@pytest.fixture
+def vera(db, django_user_model, workspace):
+    from runs.workspaces import add_member
+
+    user = _user(django_user_model, "vera")
+    add_member(workspace, user, "viewer")
+    return user
+
+
+@pytest.fixture
+def charlie(db, django_user_model, other_workspace):
+    from runs.workspaces import add_member
+
+    user = _user(django_user_model, "charlie")
+    add_member(other_workspace, user, "owner")
+    return user
+
+
+LINEAR_WORKFLOW = {
+    "id": "wf-demo",
+    "version": 1,
+    "title": "Parse, review, publish",
+    "steps": [
+        {"id": "parse", "gatePolicy": "AUTO"},
+        {"id": "review", "gatePolicy": "PAUSE_BEFORE"},
+        {"id": "publish", "gatePolicy": "PAUSE_AFTER"},
+    ],
+    "edges": [{"id": "e1", "from": "parse", "to": "review"}, {"id": "e2", "from": "review", "to": "publish"}],
+}
+
+
+@pytest.fixture
+def workflow() -> dict:
+    import copy
+
+    return copy.deepcopy(LINEAR_WORKFLOW)
