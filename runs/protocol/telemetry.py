@@ -1,0 +1,396 @@
+"""Model telemetry ledger: the reference's ``summarizeModelTelemetry``, reproduced exactly.
+
+The ledger folds ``model_io`` trace events (by default only ``direction == "response"``,
+so a request/response pair is not counted twice) into totals and rollups by provider,
+model, provider+model, step, and the run subject's user, tenant and plan.
+
+Output shape (PROTOCOL.md, "Telemetry ledger")::
+
+    {generatedAt, runIds, totals, entries, byProvider, byModel, byProviderModel,
+     byStep, byUser, byTenant, byPlan}
+
+Numbers follow the reference's JavaScript arithmetic so that the output equals the
+reference's JSON for the same input:
+
+* token counts and ``durationMs`` are added as JavaScript numbers (exact integers up to
+  2**53, IEEE doubles beyond and for fractions);
+* each cost addition is the JavaScript ``Number((total + amount).toFixed(12))``: the two
+  doubles are added, the exact binary value of the sum is rounded to 12 decimals, halves
+  away from zero, with exact ``Decimal`` arithmetic, and the result is read back as the
+  nearest double. (Rounding the decimal texts instead would differ from the reference
+  where a sum's double error reaches the 12th decimal, e.g. ``123456.789 + 0.1``.)
+  Alongside, :class:`LedgerAccumulator` keeps the exact decimal sum of the amounts as
+  written (:meth:`LedgerAccumulator.exact_cost_by_currency`) for callers that need it;
+  the ledger remains an approximation for product decisions, not billing;
+* integral results print as integers (``3``, not ``3.0``) below ``1e21``, like JavaScript;
+* ``costByCurrency`` keys keep JavaScript object order: array-index-like keys ("0", "42")
+  ascending first, then the others in first-seen order.
+
+Rollups are sorted by key with :func:`runs.protocol.collation.collation_key` (ICU en-US,
+as ``localeCompare`` in the reference).
+
+For workspace-wide ledgers over many runs, feed a :class:`LedgerAccumulator` event by
+event (``keep_entries=False`` skips the per-event entry list) and call ``result()``.
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from runs.protocol.collation import collation_key
+from runs.protocol.errors import ErrorCode, ProtocolError
+
+DIRECTIONS = ("request", "response", "stream_chunk")
+DEFAULT_DIRECTIONS: tuple[str, ...] = ("response",)
+
+USAGE_FIELDS = ("inputTokens", "outputTokens", "totalTokens", "cachedInputTokens", "reasoningTokens")
+SUBJECT_FIELDS = ("userId", "tenantId", "accountId", "planId")
+
+_MAX_SAFE = 2**53
+_TWELVE_PLACES = Decimal("1e-12")
+# 1e21 needs 22 integer digits plus 12 decimals; anything larger is returned unrounded.
+_COST_CONTEXT = decimal.Context(prec=64, rounding=decimal.ROUND_HALF_UP)
+_JS_INDEX_LIMIT = 2**32 - 1
+
+Number = int | float
+
+
+# --- JavaScript number semantics ----------------------------------------------------
+
+
+def js_add(a: Number, b: Number) -> Number:
+    """``a + b`` as JavaScript computes it (integers stay exact only up to 2**53)."""
+    if type(a) is int and type(b) is int:
+        total = a + b
+        if -_MAX_SAFE <= total <= _MAX_SAFE:
+            return total
+    return float(a) + float(b)
+
+
+def js_round_cost(value: float) -> Number:
+    """``Number(value.toFixed(12))``: the exact double rounded to 12 decimals, halves away from 0."""
+    if value != value or abs(value) >= 1e21:  # toFixed falls back to ToString: identity
+        return value
+    exact = Decimal(value)  # the exact binary value, as toFixed sees it
+    rounded = exact.quantize(_TWELVE_PLACES, context=_COST_CONTEXT)
+    return float(rounded)
+
+
+def js_value(value: Number) -> Number:
+    """The number as JavaScript would print it: integral doubles below 1e21 become ints."""
+    if type(value) is float and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    return value
+
+
+def _js_index_key(key: str) -> int | None:
+    # ECMAScript orders "array index" keys (canonical integers 0 .. 2**32 - 2) first.
+    if key.isdigit() and key.isascii() and (key == "0" or key[0] != "0"):
+        number = int(key)
+        if number < _JS_INDEX_LIMIT:
+            return number
+    return None
+
+
+def js_object_order(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """Reorder a dict's keys the way a JavaScript object enumerates them."""
+    indexed = [(n, k) for k in mapping if (n := _js_index_key(k)) is not None]
+    if not indexed:
+        return dict(mapping)
+    out = {k: mapping[k] for _, k in sorted(indexed)}
+    out.update((k, v) for k, v in mapping.items() if k not in out)
+    return out
+
+
+def normalize_currency(currency: str) -> str:
+    """Currency codes are trimmed and upper-cased (``" usd "`` -> ``"USD"``)."""
+    return _js_trim(currency).upper()
+
+
+_JS_WHITESPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def _js_trim(text: str) -> str:
+    return text.strip(_JS_WHITESPACE)
+
+
+def now_iso() -> str:
+    """Current time as JavaScript's ``new Date().toISOString()`` prints it."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+# --- totals -------------------------------------------------------------------------
+
+
+class Totals:
+    """Mutable running totals of one rollup bucket (or of the whole ledger)."""
+
+    __slots__ = (
+        "event_count",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cached_input_tokens",
+        "reasoning_tokens",
+        "duration_ms",
+        "cost",
+        "exact_cost",
+    )
+
+    def __init__(self) -> None:
+        self.event_count = 0
+        self.input_tokens: Number = 0
+        self.output_tokens: Number = 0
+        self.total_tokens: Number = 0
+        self.cached_input_tokens: Number = 0
+        self.reasoning_tokens: Number = 0
+        self.duration_ms: Number = 0
+        self.cost: dict[str, Number] = {}
+        self.exact_cost: dict[str, Decimal] = {}
+
+    def add_entry(self, entry: Mapping[str, Any]) -> None:
+        """Add one ledger entry (its usage, duration and normalized cost)."""
+        self.event_count += 1
+        usage = entry.get("usage")
+        if usage is not None:
+            self.input_tokens = js_add(self.input_tokens, usage.get("inputTokens") or 0)
+            self.output_tokens = js_add(self.output_tokens, usage.get("outputTokens") or 0)
+            self.total_tokens = js_add(self.total_tokens, derived_total_tokens(usage))
+            self.cached_input_tokens = js_add(self.cached_input_tokens, usage.get("cachedInputTokens") or 0)
+            self.reasoning_tokens = js_add(self.reasoning_tokens, usage.get("reasoningTokens") or 0)
+        duration = entry.get("durationMs")
+        if duration is not None:
+            self.duration_ms = js_add(self.duration_ms, duration)
+        cost = entry.get("cost")
+        if cost is not None:
+            self.add_cost(cost["currency"], cost["amount"])
+
+    def add_cost(self, currency: str, amount: Number) -> None:
+        """Add an amount in an already normalized currency, rounding like the reference."""
+        previous = self.cost.get(currency, 0)
+        self.cost[currency] = js_round_cost(float(previous) + float(amount))
+        self.exact_cost[currency] = self.exact_cost.get(currency, Decimal(0)) + _decimal_text(amount)
+
+    def merge(self, other: Totals) -> None:
+        """Add another bucket's totals (cost totals are added once per currency, then rounded)."""
+        self.event_count += other.event_count
+        self.input_tokens = js_add(self.input_tokens, other.input_tokens)
+        self.output_tokens = js_add(self.output_tokens, other.output_tokens)
+        self.total_tokens = js_add(self.total_tokens, other.total_tokens)
+        self.cached_input_tokens = js_add(self.cached_input_tokens, other.cached_input_tokens)
+        self.reasoning_tokens = js_add(self.reasoning_tokens, other.reasoning_tokens)
+        self.duration_ms = js_add(self.duration_ms, other.duration_ms)
+        for currency, amount in other.cost.items():
+            previous = self.cost.get(currency, 0)
+            self.cost[currency] = js_round_cost(float(previous) + float(amount))
+        for currency, exact in other.exact_cost.items():
+            self.exact_cost[currency] = self.exact_cost.get(currency, Decimal(0)) + exact
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "eventCount": self.event_count,
+            "inputTokens": js_value(self.input_tokens),
+            "outputTokens": js_value(self.output_tokens),
+            "totalTokens": js_value(self.total_tokens),
+            "cachedInputTokens": js_value(self.cached_input_tokens),
+            "reasoningTokens": js_value(self.reasoning_tokens),
+            "durationMs": js_value(self.duration_ms),
+            "costByCurrency": {k: js_value(v) for k, v in js_object_order(self.cost).items()},
+        }
+
+
+def _decimal_text(amount: Number) -> Decimal:
+    # The amount as written in JSON (shortest round-trip text of the double).
+    return Decimal(repr(amount)) if type(amount) is float else Decimal(amount)
+
+
+def derived_total_tokens(usage: Mapping[str, Any]) -> Number:
+    """The event's own ``totalTokens`` if present, else ``inputTokens + outputTokens``."""
+    total = usage.get("totalTokens")
+    if total is not None:
+        return total
+    return js_add(usage.get("inputTokens") or 0, usage.get("outputTokens") or 0)
+
+
+# --- entries ------------------------------------------------------------------------
+
+
+def ledger_entry(run: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger entry for one ``model_io`` event of ``run`` (fields in the reference's order)."""
+    entry: dict[str, Any] = {
+        "eventId": event["id"],
+        "runId": event["runId"],
+        "ts": event["ts"],
+    }
+    for field in ("stepId", "correlationId"):
+        if event.get(field) is not None:
+            entry[field] = event[field]
+    entry["direction"] = event["direction"]
+    for field in ("provider", "model"):
+        if event.get(field) is not None:
+            entry[field] = event[field]
+    subject = run.get("subject")
+    if subject is not None:
+        entry["subject"] = {k: subject[k] for k in SUBJECT_FIELDS if subject.get(k) is not None}
+    usage = event.get("usage")
+    if usage is not None:
+        entry["usage"] = {k: usage[k] for k in USAGE_FIELDS if usage.get(k) is not None}
+    cost = event.get("cost")
+    if cost is not None:
+        entry["cost"] = {"amount": cost["amount"], "currency": normalize_currency(cost["currency"])}
+    if event.get("durationMs") is not None:
+        entry["durationMs"] = event["durationMs"]
+    return entry
+
+
+def _rollup_keys(entry: Mapping[str, Any]) -> Iterable[tuple[str, str, str]]:
+    """(rollup name, bucket key, bucket label) for every rollup the entry falls into."""
+    provider = entry.get("provider")
+    model = entry.get("model")
+    if provider:
+        yield "byProvider", f"provider:{provider}", provider
+    if model:
+        yield "byModel", f"model:{model}", model
+    if provider or model:
+        p = provider or "unknown"
+        m = model or "unknown"
+        yield "byProviderModel", f"provider:{p}|model:{m}", f"{p} / {m}"
+    step = entry.get("stepId")
+    if step:
+        yield "byStep", f"step:{step}", step
+    subject = entry.get("subject") or {}
+    for rollup, field in (("byUser", "userId"), ("byTenant", "tenantId"), ("byPlan", "planId")):
+        value = subject.get(field)
+        if value:
+            yield rollup, f"{field}:{value}", value
+
+
+ROLLUPS = ("byProvider", "byModel", "byProviderModel", "byStep", "byUser", "byTenant", "byPlan")
+
+
+# --- accumulator --------------------------------------------------------------------
+
+
+class LedgerAccumulator:
+    """Incremental ledger: add runs and their events one at a time, then ``result()``.
+
+    Adding events one by one gives exactly :func:`summarize_model_telemetry`'s output for
+    the same runs and events in the same order. ``keep_entries=False`` keeps only the
+    totals and rollups (``entries`` is then ``[]``), for workspace-wide ledgers.
+    """
+
+    def __init__(self, *, directions: Iterable[str] = DEFAULT_DIRECTIONS, keep_entries: bool = True) -> None:
+        chosen = tuple(directions)
+        unknown = [d for d in chosen if d not in DIRECTIONS]
+        if unknown:
+            raise ProtocolError(
+                ErrorCode.INVALID_INPUT,
+                f"unknown model_io direction(s) {unknown}; expected some of {list(DIRECTIONS)}",
+                "directions",
+            )
+        self.directions = frozenset(chosen)
+        self.keep_entries = keep_entries
+        self.run_ids: dict[str, None] = {}
+        self.totals = Totals()
+        self.entries: list[dict[str, Any]] = []
+        self.rollups: dict[str, dict[str, tuple[str, Totals]]] = {name: {} for name in ROLLUPS}
+
+    def add_run(self, run: Mapping[str, Any]) -> None:
+        """Register a run (its id appears in ``runIds`` even when it has no counted event)."""
+        self.run_ids.setdefault(run["id"], None)
+
+    def add_event(self, run: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
+        """Count one trace event of ``run``; returns whether it entered the ledger."""
+        self.run_ids.setdefault(run["id"], None)
+        if event.get("type") != "model_io" or event.get("direction") not in self.directions:
+            return False
+        entry = ledger_entry(run, event)
+        self.add_entry(entry)
+        return True
+
+    def add_events(self, run: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> None:
+        self.add_run(run)
+        for event in events:
+            self.add_event(run, event)
+
+    def add_entry(self, entry: dict[str, Any]) -> None:
+        """Count a ready-made ledger entry (as produced by :func:`ledger_entry`)."""
+        self.run_ids.setdefault(entry["runId"], None)
+        if self.keep_entries:
+            self.entries.append(entry)
+        self.totals.add_entry(entry)
+        for rollup, key, label in _rollup_keys(entry):
+            buckets = self.rollups[rollup]
+            bucket = buckets.get(key)
+            if bucket is None:
+                bucket = buckets[key] = (label, Totals())
+            bucket[1].add_entry(entry)
+
+    def merge(self, other: LedgerAccumulator) -> None:
+        """Fold another accumulator into this one (e.g. per-run ledgers cached separately).
+
+        Totals equal adding the other's events here, except that each currency's cost is
+        rounded once for the other's whole subtotal rather than per event: the results
+        can differ from the one-pass ledger in the last digits of non-terminating sums.
+        """
+        for run_id in other.run_ids:
+            self.run_ids.setdefault(run_id, None)
+        if self.keep_entries:
+            self.entries.extend(other.entries)
+        self.totals.merge(other.totals)
+        for rollup, buckets in other.rollups.items():
+            mine = self.rollups[rollup]
+            for key, (label, totals) in buckets.items():
+                bucket = mine.get(key)
+                if bucket is None:
+                    bucket = mine[key] = (label, Totals())
+                bucket[1].merge(totals)
+
+    def exact_cost_by_currency(self) -> dict[str, Decimal]:
+        """Unrounded decimal sum of the cost amounts as written, per normalized currency."""
+        return dict(self.totals.exact_cost)
+
+    def result(self, *, now: str | None = None) -> dict[str, Any]:
+        """The ledger, shaped exactly like the reference's ``summarizeModelTelemetry`` output."""
+        out: dict[str, Any] = {
+            "generatedAt": now if now is not None else now_iso(),
+            "runIds": list(self.run_ids),
+            "totals": self.totals.as_dict(),
+            "entries": list(self.entries),
+        }
+        for rollup in ROLLUPS:
+            buckets = sorted(self.rollups[rollup].items(), key=lambda item: collation_key(item[0]))
+            out[rollup] = [
+                {"key": key, "label": label, "totals": totals.as_dict()} for key, (label, totals) in buckets
+            ]
+        return out
+
+
+def summarize_model_telemetry(
+    runs: Iterable[tuple[Mapping[str, Any], Iterable[Mapping[str, Any]]]],
+    *,
+    now: str | None = None,
+    directions: Iterable[str] = DEFAULT_DIRECTIONS,
+) -> dict[str, Any]:
+    """Ledger over ``(run, trace events)`` pairs, equal to the reference's output.
+
+    ``now`` is the ``generatedAt`` timestamp (default: the current time in JavaScript's
+    ISO format); ``directions`` selects the ``model_io`` directions counted.
+    """
+    accumulator = LedgerAccumulator(directions=directions)
+    for run, events in runs:
+        accumulator.add_events(run, events)
+    return accumulator.result(now=now)
+
+
+def summarize_bundle(bundle: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+    """Ledger of one run bundle (or RunStoreState): ``summarize_model_telemetry`` of its run and trace."""
+    return summarize_model_telemetry([(bundle["run"], bundle["trace"])], **options)
