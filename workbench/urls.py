@@ -3,6 +3,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("runs.api.urls")),
     path("playground/", include("playground.urls")),
     path("", include("runs.urls")),
