@@ -461,3 +461,10 @@ def rebuild_projection(run: Run) -> RunState:
         run.imported_engine = imported
         run.save()
     return state
+
+
+def projection_matches_fold(run: Run) -> bool:
+    """True when the stored projection equals the fold of the stored events."""
+    from runs.selectors import fold_run
+
+    return loads(run.state) == loads(dumps(fold_run(run).to_json()))

@@ -1,0 +1,117 @@
+"""The one write path: appends, refusals that change nothing, projection == fold, lineage."""
+
+from __future__ import annotations
+
+import pytest
+
+from runs import actions
+from runs.actions import ActionError
+from runs.engine import commands as cmd
+from runs.models import ArtifactVersion, Event, Run
+from runs.selectors import fold_run, get_run, RunNotFound, state_at
+
+
+pytestmark = pytest.mark.django_db
+
+
+def _start(workspace, workflow, **kw):
+    return actions.do_start_run(workspace=workspace, workflow=workflow, actor="user:alice", **kw)
+
+
+def test_start_and_append_assigns_consecutive_seqs(workspace, workflow):
+    run = _start(workspace, workflow, tags=["t1"])
+    r1 = actions.do_command(workspace=workspace, run_id=run.pk, command=cmd.BeginStep(step_id="parse"), actor="user:alice")
+    r2 = actions.do_commands(
+        workspace=workspace,
+        run_id=run.pk,
+        commands=[
+            cmd.WriteArtifact(key="notes", type_id="free.notes", data={"a": 1}),
+            cmd.CompleteStep(step_id="parse"),
+        ],
+        actor="token:7",
+    )
+    assert r1.seqs == [1]
+    assert r2.seqs[0] == 2 and r2.seqs == list(range(2, 2 + len(r2.events)))
+    run.refresh_from_db()
+    assert run.last_seq == Event.objects.filter(run=run).count() == run.revision
+    assert list(Event.objects.filter(run=run).values_list("actor", flat=True))[-1] == "token:7"
+    assert ArtifactVersion.objects.filter(run=run, key="notes", version=1).exists()
+    assert actions.projection_matches_fold(run)
+
+
+def test_refused_command_changes_nothing(workspace, workflow):
+    run = _start(workspace, workflow)
+    before = (Event.objects.count(), Run.objects.get(pk=run.pk).state)
+    with pytest.raises(ActionError) as exc:
+        actions.do_commands(
+            workspace=workspace,
+            run_id=run.pk,
+            commands=[cmd.BeginStep(step_id="parse"), cmd.BeginStep(step_id="publish")],
+        )
+    assert exc.value.code == "INVALID_STATE_TRANSITION"
+    assert (Event.objects.count(), Run.objects.get(pk=run.pk).state) == before
+
+
+def test_other_workspace_cannot_write_or_read(workspace, other_workspace, workflow):
+    run = _start(workspace, workflow)
+    with pytest.raises(ActionError) as exc:
+        actions.do_command(workspace=other_workspace, run_id=run.pk, command=cmd.BeginStep(step_id="parse"))
+    assert exc.value.code == "UNKNOWN_RUN"
+    with pytest.raises(RunNotFound):
+        get_run(other_workspace, run.pk)
+
+
+def test_gate_flow_and_state_at(workspace, workflow, settings):
+    settings.WORKBENCH_SNAPSHOT_INTERVAL = 10
+    run = _start(workspace, workflow)
+    s = lambda c: actions.do_command(workspace=workspace, run_id=run.pk, command=c)  # noqa: E731
+    s(cmd.BeginStep(step_id="parse"))
+    for i in range(12):
+        s(cmd.Annotate(text=f"note {i}"))
+    s(cmd.CompleteStep(step_id="parse"))
+    s(cmd.RequestGate(step_id="review", gate="PAUSE_BEFORE"))
+    run.refresh_from_db()
+    assert run.pending_gates == 1
+    with pytest.raises(ActionError):
+        s(cmd.BeginStep(step_id="review"))
+    s(cmd.ResolveGate(step_id="review", gate="PAUSE_BEFORE", decision="approved", note="ok"))
+    s(cmd.BeginStep(step_id="review"))
+    run.refresh_from_db()
+    assert run.pending_gates == 0
+    assert run.snapshots.exists()
+    # state at every seq equals a fresh fold of the prefix
+    for seq in (0, 1, 9, 10, 11, run.last_seq):
+        at = state_at(run, seq)
+        assert at.revision == seq
+    assert state_at(run, 1).step_status["parse"] == "running"
+    assert fold_run(run).to_json() == actions.load_state(run).to_json()
+
+
+def test_idempotent_write_collapses(workspace, workflow):
+    run = _start(workspace, workflow)
+    write = cmd.WriteArtifact(key="k", type_id="free", data={"v": 1}, idempotency_key="idem-1")
+    first = actions.do_command(workspace=workspace, run_id=run.pk, command=write)
+    again = actions.do_command(workspace=workspace, run_id=run.pk, command=write)
+    assert len(first.events) == 1 and again.events == []
+    with pytest.raises(ActionError) as exc:
+        actions.do_command(
+            workspace=workspace,
+            run_id=run.pk,
+            command=cmd.WriteArtifact(key="k", type_id="free", data={"v": 2}, idempotency_key="idem-1"),
+        )
+    assert exc.value.code == "IDEMPOTENCY_CONFLICT"
+
+
+def test_fork_and_cancel_tree(workspace, workflow):
+    root = _start(workspace, workflow)
+    actions.do_command(workspace=workspace, run_id=root.pk, command=cmd.WriteArtifact(key="a", type_id="x", data=[1]))
+    child = actions.do_fork(workspace=workspace, parent_run_id=root.pk)
+    grandchild = actions.do_fork(workspace=workspace, parent_run_id=child.pk)
+    finished = actions.do_fork(workspace=workspace, parent_run_id=root.pk)
+    actions.do_command(workspace=workspace, run_id=finished.pk, command=cmd.CompleteRun())
+    assert child.parent_links.get().parent_run_id == root.pk
+    assert ArtifactVersion.objects.filter(run=child, key="a").exists()
+    report = actions.do_cancel_tree(workspace=workspace, run_id=root.pk, reason="stop")
+    assert set(report.cancelled) == {root.pk, child.pk, grandchild.pk}
+    assert [rid for rid, _ in report.skipped] == [finished.pk]
+    assert Run.objects.get(pk=grandchild.pk).status == "cancelled"
