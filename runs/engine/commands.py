@@ -356,7 +356,8 @@ def _complete_step(state: RunState, cmd: CompleteStep, ctx: Context) -> list[dic
     _require_running(state, f'complete step "{cmd.step_id}"')
     sid = _require_step(state, cmd.step_id)
     status = state.step_status[sid]
-    if status != "running":
+    # a step may fail before it started (the reference's failStep allows it)
+    if status != "running" and not (not cmd.ok and status == "pending"):
         raise _err(
             ErrorCode.INVALID_STATE_TRANSITION,
             f'step "{sid}" cannot complete: it is {status}, not running',
@@ -941,7 +942,9 @@ def check_event(state: RunState, event: Any, ctx: Context) -> None:
     elif etype == "step_completed":
         if type(event.get("ok")) is not bool:
             raise _err(ErrorCode.INVALID_TRACE_EVENT, "ok must be a boolean", "ok")
-        if state.step_status[sid] != "running":
+        if state.step_status[sid] != "running" and not (
+            event["ok"] is False and state.step_status[sid] == "pending"
+        ):
             raise _err(
                 ErrorCode.INVALID_STATE_TRANSITION,
                 f'step "{sid}" cannot complete: it is {state.step_status[sid]}, not running',
