@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
 from typing import Any
 
 import orjson
@@ -33,6 +33,7 @@ import orjson
 from runs.protocol.errors import ErrorCode, ProtocolError
 
 MAX_SAFE_INTEGER = 2**53 - 1
+_INF = float("inf")
 
 _SORT = orjson.OPT_SORT_KEYS
 _Fragment = orjson.Fragment
@@ -65,14 +66,32 @@ def parse_json(data: bytes | bytearray | memoryview | str) -> Any:
     raises ``ProtocolError(INVALID_JSON)``; JSON with a non-finite number (``1e400``) or
     a lone surrogate raises :class:`UnrepresentableJSON` (code ``INVALID_JSON`` as well).
     """
+    value = load_json_exact(data)
+    if has_unsafe_integer(value):
+        value = round_unsafe_integers(value)
+    return value
+
+
+def load_json_exact(data: bytes | bytearray | memoryview | str) -> Any:
+    """Like :func:`parse_json` but integers up to 64 bits stay exact Python ints.
+
+    For callers that own the result and apply :func:`round_unsafe_integers` only when
+    needed (the bundle check learns it for free from :func:`canonical_bytes`).
+    """
     try:
         with gc_paused():
-            value = orjson.loads(data)
+            return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise _classify_decode_error(exc) from None
-    if _may_hold_big_int(data):
-        value = _round_big_ints(value)
-    return value
+
+
+def has_unsafe_integer(value: Any) -> bool:
+    """Whether ``value`` holds an int beyond +-(2**53 - 1) (checked in C by orjson)."""
+    try:
+        orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
+    except orjson.JSONEncodeError:
+        return True
+    return False
 
 
 def _classify_decode_error(exc: orjson.JSONDecodeError) -> ProtocolError:
@@ -91,18 +110,8 @@ def _classify_decode_error(exc: orjson.JSONDecodeError) -> ProtocolError:
     return ProtocolError(ErrorCode.INVALID_JSON, f"not valid JSON: {text}")
 
 
-def _may_hold_big_int(data: bytes | bytearray | memoryview | str) -> bool:
-    # orjson keeps integers up to 64 bits exact; only a run of >= 16 digits can exceed 2**53 - 1.
-    if isinstance(data, str):
-        return _BIG_DIGITS_STR.search(data) is not None
-    return _BIG_DIGITS.search(data) is not None
-
-
-_BIG_DIGITS = re.compile(rb"[0-9]{16}")
-_BIG_DIGITS_STR = re.compile(r"[0-9]{16}")
-
-
-def _round_big_ints(value: Any) -> Any:
+def round_unsafe_integers(value: Any) -> Any:
+    """Replace (in place where possible) every int beyond +-(2**53 - 1) by the double it denotes."""
     t = type(value)
     if t is int:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
@@ -112,13 +121,13 @@ def _round_big_ints(value: Any) -> Any:
         for k, v in value.items():
             tv = type(v)
             if tv is dict or tv is list or tv is int:
-                value[k] = _round_big_ints(v)
+                value[k] = round_unsafe_integers(v)
         return value
     if t is list:
         for i, v in enumerate(value):
             tv = type(v)
             if tv is dict or tv is list or tv is int:
-                value[i] = _round_big_ints(v)
+                value[i] = round_unsafe_integers(v)
         return value
     return value
 
@@ -170,51 +179,125 @@ def js_number(value: float | int) -> str:
     return sign + out
 
 
-_INF = float("inf")
-
-
-def _float_fragment(value: float) -> Any:
-    # orjson prints non-integral doubles in [1e-5, 1e15) exactly like JavaScript does.
-    if 1e-5 <= value < 1e15 or -1e15 < value <= -1e-5:
-        if not value.is_integer():
-            return value
-    return _Fragment(js_number(value).encode())
-
-
 def _utf16_key(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
-def _prepare(value: Any) -> Any:
-    """Return ``value`` with JS-incompatible numbers and mis-ordered objects replaced by fragments.
+_ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
 
-    Containers that need no change are returned as is (no copy).
+
+def _may_misorder_keys(out: bytes) -> bool:
+    """Whether UTF-16 order could differ from orjson's code-point order somewhere in ``out``.
+
+    The two orders differ only between a character in U+E000..U+FFFF (UTF-8 lead byte
+    0xEE/0xEF) and one beyond the BMP (lead byte 0xF0..0xF4); without both, no object can
+    be mis-sorted. Single-byte searches run at memchr speed.
+    """
+    if out.isascii():
+        return False
+    if b"\xee" not in out and b"\xef" not in out:
+        return False
+    return any(lead in out for lead in _ASTRAL_LEADS)
+
+
+def _keys_misordered(obj: dict[str, Any]) -> bool:
+    for k in obj:
+        if type(k) is str and not k.isascii():
+            keys = list(obj)
+            return sorted(keys, key=_utf16_key) != sorted(keys)
+    return False
+
+
+def _float_is_safe(value: float) -> bool:
+    """Whether orjson prints ``value`` exactly as JavaScript does (tested over random doubles).
+
+    Both write shortest round-trip digits; they agree on plain decimals for non-integral
+    magnitudes in [1e-5, 1e16) and on exponent form (``1e-7``, ``5e+21``) below 1e-6 and
+    from 1e21 on. Zero, integral values, [1e-6, 1e-5), [1e16, 1e21) and non-finite values
+    take the exact pass.
+    """
+    if 1e-5 <= value < 1e16 or -1e16 < value <= -1e-5:
+        return not value.is_integer()
+    return 1e21 <= value < _INF or -_INF < value <= -1e21 or (0 < value < 1e-6) or (-1e-6 < value < 0)
+
+
+def _needs_exact_pass(value: Any, check_keys: bool) -> bool:
+    """Whether orjson's sorted output of ``value`` could differ from the canonical form.
+
+    True on the first float orjson prints differently from JavaScript, object mis-ordered
+    under UTF-16 (only looked at when ``check_keys``) or value of a non-JSON type.
     """
     t = type(value)
-    if t is str or t is bool or value is None:
-        return value
+    if t is dict:
+        if check_keys and _keys_misordered(value):
+            return True
+        items: Any = value.values()
+    elif t is list:
+        items = value
+    else:
+        return _leaf_needs_exact_pass(value)
+    for v in items:
+        tv = type(v)
+        if tv is str or tv is int or tv is bool or v is None:
+            continue
+        if tv is float:
+            if _float_is_safe(v):
+                continue
+            return True
+        if tv is dict or tv is list:
+            if _needs_exact_pass(v, check_keys):
+                return True
+            continue
+        return True
+    return False
+
+
+def _leaf_needs_exact_pass(value: Any) -> bool:
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return False
+    if t is float:
+        return not _float_is_safe(value)
+    return True
+
+
+def _prepare(value: Any, check_keys: bool = True) -> Any:
+    """Return ``value`` with JS-incompatible numbers and mis-ordered objects replaced by fragments.
+
+    Containers that need no change are returned as is (no copy). ``check_keys`` checks key
+    types and UTF-16 order (skipped when orjson's output showed both cannot be at fault).
+    Raises ``ProtocolError(INVALID_INPUT)`` for what has no canonical form.
+    """
+    t = type(value)
     if t is dict:
         changed: dict[str, Any] | None = None
-        ascii_keys = True
         for k, v in value.items():
-            if type(k) is not str:
-                raise ProtocolError(ErrorCode.INVALID_INPUT, f"object key {k!r} is not a string")
-            if ascii_keys and not k.isascii():
-                ascii_keys = False
             tv = type(v)
             if tv is str or tv is bool or v is None:
                 continue
-            nv = _prepare(v)
-            if nv is not v:
-                if changed is None:
-                    changed = dict(value)
-                changed[k] = nv
+            if tv is int:
+                if -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                    continue
+                nv: Any = _Fragment(js_number(v).encode())
+            elif tv is float:
+                if _float_is_safe(v):
+                    continue
+                nv = _Fragment(js_number(v).encode())
+            else:
+                nv = _prepare(v, check_keys)
+                if nv is v:
+                    continue
+            if changed is None:
+                changed = dict(value)
+            changed[k] = nv
         result = value if changed is None else changed
-        if not ascii_keys:
-            keys = list(result)
-            utf16_order = sorted(keys, key=_utf16_key)
-            if utf16_order != sorted(keys):
-                return _Fragment(_object_in_utf16_order(result, utf16_order))
+        if check_keys:
+            for k in result:
+                if type(k) is not str:
+                    raise ProtocolError(ErrorCode.INVALID_INPUT, f"object key {k!r} is not a string")
+            if _keys_misordered(result):
+                keys = sorted(result, key=_utf16_key)
+                return _Fragment(_object_in_utf16_order(result, keys))
         return result
     if t is list or t is tuple:
         changed_list: list[Any] | None = None
@@ -222,24 +305,39 @@ def _prepare(value: Any) -> Any:
             tv = type(v)
             if tv is str or tv is bool or v is None:
                 continue
-            nv = _prepare(v)
-            if nv is not v:
-                if changed_list is None:
-                    changed_list = list(value)
-                changed_list[i] = nv
+            if tv is int:
+                if -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                    continue
+                nv = _Fragment(js_number(v).encode())
+            elif tv is float:
+                if _float_is_safe(v):
+                    continue
+                nv = _Fragment(js_number(v).encode())
+            else:
+                nv = _prepare(v, check_keys)
+                if nv is v:
+                    continue
+            if changed_list is None:
+                changed_list = list(value)
+            changed_list[i] = nv
         return value if changed_list is None else changed_list
-    if t is float:
-        return _float_fragment(value)
-    if t is int:
-        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+    if t is str or t is bool or value is None:
+        return value
+    if t is float or t is int:
+        if t is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             return value
-        return _Fragment(js_number(value).encode())
-    if isinstance(value, bool | int | float | str | dict | list | tuple):  # subclasses
-        return _prepare(_plain(value))
-    raise ProtocolError(ErrorCode.INVALID_INPUT, f"value of type {type(value).__name__} has no JSON form")
+        if t is float and _float_is_safe(value):
+            return value
+        return _Fragment(js_number(value).encode())  # raises for non-finite values
+    if isinstance(value, bool | int | float | str | dict | list | tuple) and not isinstance(value, Enum):
+        return _prepare(_plain(value), check_keys)
+    raise ProtocolError(
+        ErrorCode.INVALID_INPUT, f"value of type {type(value).__name__} has no canonical JSON form"
+    )
 
 
 def _plain(value: Any) -> Any:
+    """The plain JSON type behind a subclass of one (``str`` subclasses, ``IntFlag`` aside)."""
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
@@ -268,9 +366,37 @@ def _dumps(value: Any) -> bytes:
         ) from None
 
 
+_FAST_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_STRICT_INTEGER
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
+
+def canonical_form(value: Any) -> tuple[bytes, bool]:
+    """Canonical bytes of ``value`` and whether it held integers beyond +-(2**53 - 1).
+
+    Fast path: orjson writes the sorted form (refusing unsafe integers, subclasses and
+    other non-JSON types); one read-only walk confirms no float needs JavaScript's
+    formatting and, only when the output mixes U+E000..U+FFFF with astral characters, that
+    no object is mis-ordered under UTF-16. Otherwise the exact pass rebuilds what differs.
+    """
+    try:
+        out = orjson.dumps(value, option=_FAST_OPTIONS)
+    except orjson.JSONEncodeError:
+        exact = _dumps(_prepare(value))
+        return exact, has_unsafe_integer(value)
+    check_keys = _may_misorder_keys(out)
+    if _needs_exact_pass(value, check_keys):
+        return _dumps(_prepare(value, check_keys)), False
+    return out, False
+
+
 def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 canonical UTF-8 bytes of a JSON value (JavaScript number semantics)."""
-    return _dumps(_prepare(value))
+    return canonical_form(value)[0]
 
 
 def canonical_str(value: Any) -> str:
