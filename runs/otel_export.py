@@ -1,0 +1,182 @@
+"""Ship a run's trace to an OTLP/HTTP collector through the OpenTelemetry SDK.
+
+The spans are those of :func:`runs.protocol.otel.trace_events_to_otel_spans` (the
+reference's mapping), turned into SDK ``ReadableSpan`` objects and sent with the official
+``OTLPSpanExporter`` (OTLP/HTTP, protobuf). Nothing here touches Django.
+
+Identifiers are deterministic, so exporting the same run twice yields the same trace:
+
+* trace id = first 16 bytes of SHA-256 of the mapping's trace id (``lwb-<run id>``);
+* span id = first 8 bytes of SHA-256 of ``<trace id>`` NUL ``<span id>`` (the span ids of
+  the mapping, such as ``step-parse``, repeat across runs);
+* the mapping's string ids travel as attributes ``lwb.trace.id`` / ``lwb.span.id``, and the
+  run id as ``lwb.run.id``.
+
+Times are the events' ISO timestamps in nanoseconds. ``model_io`` spans are instants in the
+mapping (the response event's time) with a ``durationMs``: here they end at the response
+time and start ``durationMs`` earlier, so backends show the call's latency. Status ``ok``
+and ``error`` map to OTel status codes (the error description is the span's
+``exception.message``), ``unset`` stays unset.
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from runs.protocol.otel import trace_events_to_otel_spans
+
+SCOPE = InstrumentationScope("workbench.runs", "1.0.0")
+
+_KINDS = {
+    "internal": SpanKind.INTERNAL,
+    "client": SpanKind.CLIENT,
+    "server": SpanKind.SERVER,
+    "producer": SpanKind.PRODUCER,
+    "consumer": SpanKind.CONSUMER,
+}
+
+_ISO = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:?\d{2})$",
+)
+
+
+class OtlpExportError(RuntimeError):
+    """The collector did not accept the spans (unreachable, timeout, or an error status)."""
+
+
+def iso_to_unix_nanos(text: str) -> int:
+    """Nanoseconds since the epoch for an ISO 8601 timestamp with offset (exact to the ns)."""
+    match = _ISO.match(text)
+    if match is None:
+        parsed = datetime.fromisoformat(text)
+        if parsed.tzinfo is None:
+            raise ValueError(f"timestamp without offset: {text!r}")
+        return int(parsed.timestamp()) * 1_000_000_000 + parsed.microsecond * 1000
+    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    seconds = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute), int(second)))
+    nanos = int((fraction or "0")[:9].ljust(9, "0"))
+    if offset not in ("Z", "z"):
+        sign = -1 if offset[0] == "-" else 1
+        digits = offset[1:].replace(":", "")
+        seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    return seconds * 1_000_000_000 + nanos
+
+
+def otel_trace_id(trace_id: str) -> int:
+    """128-bit OTel trace id for the mapping's string trace id (never 0)."""
+    return int.from_bytes(hashlib.sha256(trace_id.encode()).digest()[:16], "big") or 1
+
+
+def otel_span_id(trace_id: str, span_id: str) -> int:
+    """64-bit OTel span id for a mapping span id within its trace (never 0)."""
+    digest = hashlib.sha256(trace_id.encode() + b"\x00" + span_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") or 1
+
+
+def _context(trace_id: int, span_id: int) -> SpanContext:
+    return SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
+def _status(span: Mapping[str, Any]) -> Status:
+    if span["status"] == "ok":
+        return Status(StatusCode.OK)
+    if span["status"] == "error":
+        message = span["attributes"].get("exception.message")
+        return Status(StatusCode.ERROR, str(message) if message is not None else None)
+    return Status(StatusCode.UNSET)
+
+
+def to_readable_spans(
+    run: Mapping[str, Any], events: Iterable[Mapping[str, Any]], *, service_name: str = "workbench"
+) -> list[ReadableSpan]:
+    """SDK spans for a run's trace events (deterministic ids, parent links, attributes)."""
+    records = trace_events_to_otel_spans(run, list(events))
+    resource = Resource.create({"service.name": service_name})
+    spans = []
+    for record in records:
+        trace_text = record["traceId"]
+        trace_id = otel_trace_id(trace_text)
+        parent = record.get("parentSpanId")
+        end = iso_to_unix_nanos(record["endTimeIso"])
+        start = iso_to_unix_nanos(record["startTimeIso"])
+        duration = record.get("durationMs")
+        if start == end and isinstance(duration, int | float) and 0 < duration < 1e15:
+            start = end - int(duration * 1_000_000)
+        attributes = dict(record["attributes"])
+        attributes["lwb.run.id"] = run["id"]
+        attributes["lwb.trace.id"] = trace_text
+        attributes["lwb.span.id"] = record["spanId"]
+        if parent is not None:
+            attributes["lwb.parent_span.id"] = parent
+        spans.append(
+            ReadableSpan(
+                name=record["name"],
+                context=_context(trace_id, otel_span_id(trace_text, record["spanId"])),
+                parent=_context(trace_id, otel_span_id(trace_text, parent)) if parent is not None else None,
+                resource=resource,
+                attributes=attributes,
+                events=[
+                    Event(
+                        event["name"],
+                        dict(event.get("attributes") or {}),
+                        iso_to_unix_nanos(event["timeIso"]),
+                    )
+                    for event in record["events"]
+                ],
+                kind=_KINDS.get(record["kind"], SpanKind.INTERNAL),
+                status=_status(record),
+                start_time=start,
+                end_time=end,
+                instrumentation_scope=SCOPE,
+            )
+        )
+    return spans
+
+
+def traces_endpoint(endpoint: str) -> str:
+    """The OTLP/HTTP traces URL: a bare collector URL gets the ``/v1/traces`` path."""
+    parts = urlsplit(endpoint)
+    if parts.path in ("", "/"):
+        return urlunsplit(parts._replace(path="/v1/traces"))
+    return endpoint
+
+
+def export_run_to_otlp(
+    run: Mapping[str, Any],
+    events: Iterable[Mapping[str, Any]],
+    *,
+    endpoint: str,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 10,
+    service_name: str = "workbench",
+) -> int:
+    """Send a run's trace as OTel spans to an OTLP/HTTP endpoint; returns the span count.
+
+    Raises :class:`OtlpExportError` when the collector does not accept them.
+    """
+    spans = to_readable_spans(run, events, service_name=service_name)
+    if not spans:
+        return 0
+    exporter = OTLPSpanExporter(
+        endpoint=traces_endpoint(endpoint), headers=dict(headers or {}), timeout=timeout
+    )
+    try:
+        result = exporter.export(spans)
+    finally:
+        exporter.shutdown()
+    if result is not SpanExportResult.SUCCESS:
+        raise OtlpExportError(f"OTLP export of {len(spans)} span(s) to {endpoint} failed")
+    return len(spans)
