@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class RunsConfig(AppConfig):
     name = "runs"
     verbose_name = "Runs"
+
+    def ready(self) -> None:
+        from runs.live import on_run_change
+        from runs.notify import register_listener
+
+        register_listener(on_run_change)  # live status: committed changes -> websocket groups

@@ -1,0 +1,39 @@
+"""`GET /api/runs/{run_id}/transcript.jsonl`: the run's agent exchange transcript, streamed.
+
+Token or session auth with the read scope; another workspace's run answers 404 like a missing one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.http import HttpRequest, StreamingHttpResponse
+from ninja import Router
+
+from accounts.models import Scope
+from runs.api.auth import principal
+from runs.selectors import get_run
+from runs.transcript import iter_run_transcript
+
+router = Router(tags=["runs"])
+
+
+@router.get(
+    "/{run_id}/transcript.jsonl",
+    summary="A run as JSON lines (agent exchange transcript), in seq order",
+    description=(
+        "One complete JSON object per line: seq, run_id, path, ts, type, payload (typed content blocks "
+        "with a fidelity marker), parent/child run linkage. Consumable with jq."
+    ),
+)
+def run_transcript(request: HttpRequest, run_id: str):
+    caller = principal(request)
+    caller.require(Scope.READ)
+    run = get_run(caller.workspace, run_id)
+    response = StreamingHttpResponse(
+        iter_run_transcript(run), content_type="application/jsonl; charset=utf-8"
+    )
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run.pk)[:120]
+    response["Content-Disposition"] = f'inline; filename="{safe}.jsonl"'
+    response["Cache-Control"] = "no-store"
+    return response

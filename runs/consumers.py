@@ -1,0 +1,322 @@
+"""Websocket consumers: live run pages and live workspace lists.
+
+Protocol of `/ws/runs/<run_id>/?last_seq=N` (JSON text frames):
+
+server -> client
+  {"type": "hello", "run_id", "last_seq": <current>, "from_seq": N}
+  {"type": "update", "from_seq": a, "last_seq": b, "status", "html"}
+        timeline rows a+1..b plus fresh status badge, gate panel, graph and ledger totals, as htmx
+        out-of-band swaps. Updates are contiguous: each `from_seq` equals the previous `last_seq`.
+  {"type": "resync", "reason", "after_seq"}   then close(4000): the client reconnects with its seq
+  {"type": "gone"}                             the run was deleted; close(4404)
+client -> server
+  {"type": "ack", "seq": b}            after applying an update (flow control)
+  {"type": "resync", "after_seq": n}   the client saw a gap or lost state: resend from n
+
+Lossless: the consumer keeps only two integers per subscriber (what it sent, what exists) and reads
+rows from the event store, so notifications can be merged or lost without losing rows. Bounded:
+at most `LIVE_MAX_INFLIGHT` un-acked updates per subscriber; while the client lags, later events
+pile up as a seq range (and go out as one bigger update); a client that acks nothing for
+`LIVE_ACK_TIMEOUT_SECONDS` is dropped with a resync notice. Writers never wait for any of this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import orjson
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from runs.live import metrics, publisher, run_group, workspace_group
+
+CLOSE_RESYNC = 4000
+CLOSE_FORBIDDEN = 4403
+CLOSE_GONE = 4404
+
+
+def _setting(name: str, default: float) -> float:
+    return float(getattr(settings, name, default))
+
+
+@dataclass(frozen=True)
+class Subscription:
+    run_id: str
+    workspace_id: int
+    role: str
+    last_seq: int
+
+
+def authorize_run(user, run_id: str) -> Subscription | None:
+    """The caller may watch a run of a workspace they belong to; None for everything else."""
+    from runs.models import Membership, Run
+
+    if user is None or not user.is_authenticated:
+        return None
+    run = Run.objects.filter(pk=run_id).only("pk", "workspace_id", "last_seq").first()
+    if run is None:
+        return None
+    membership = Membership.objects.filter(user=user, workspace_id=run.workspace_id).first()
+    if membership is None:
+        return None
+    return Subscription(run.pk, run.workspace_id, membership.role, run.last_seq)
+
+
+def current_last_seq(run_id: str) -> int | None:
+    from runs.models import Run
+
+    return Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).first()
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering, shared by every subscriber of this process
+
+
+class UpdateCache:
+    """Rendered updates keyed by (run, from, to, role); concurrent misses render once."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple, asyncio.Future] = OrderedDict()
+
+    async def get(self, sub: Subscription, from_seq: int, upto_seq: int) -> dict:
+        if upto_seq <= from_seq:  # panels only: always fresh, never cached
+            return await database_sync_to_async(render_update)(sub, from_seq, upto_seq)
+        key = (sub.run_id, from_seq, upto_seq, sub.role)
+        future = self._entries.get(key)
+        if future is not None and not (future.done() and future.exception() is not None):
+            self._entries.move_to_end(key)
+            return await asyncio.shield(future)
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._entries[key] = future
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        try:
+            result = await database_sync_to_async(render_update)(sub, from_seq, upto_seq)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved
+            self._entries.pop(key, None)
+            raise
+        future.set_result(result)
+        return result
+
+
+update_cache = UpdateCache()
+
+
+def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> dict:
+    """One update message: rows from_seq+1..upto_seq and the current panels, as a JSON-ready dict."""
+    from runs.live_fragments import render_fragments
+
+    html, status = render_fragments(run_id=sub.run_id, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
+    return {"type": "update", "from_seq": from_seq, "last_seq": upto_seq, "status": status, "html": html}
+
+
+# --------------------------------------------------------------------------------------------
+# Consumers
+
+
+class RunLiveConsumer(AsyncWebsocketConsumer):
+    """One open run page."""
+
+    sub: Subscription | None = None
+
+    async def connect(self) -> None:
+        run_id = self.scope["url_route"]["kwargs"]["run_id"]
+        sub = await database_sync_to_async(authorize_run)(self.scope.get("user"), run_id)
+        if sub is None:
+            metrics.add("refused")
+            await self.close(code=CLOSE_FORBIDDEN)  # before accept: the handshake is refused (403)
+            return
+        self.sub = sub
+        publisher.attach_loop(asyncio.get_running_loop())
+        self.group = run_group(run_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        metrics.add("connections")
+        metrics.add("open")
+        # Read the head only after joining the group: nothing committed from here on is missed.
+        head = await database_sync_to_async(current_last_seq)(run_id)
+        head = sub.last_seq if head is None else head
+        client_seq = self._client_seq(head)
+        if client_seq < head:
+            metrics.add("resyncs")
+        self.sent_seq = client_seq
+        self.acked_seq = client_seq
+        self.inflight = 0
+        self.target_seq = head
+        self.status_dirty = False
+        self.last_ack_at = asyncio.get_running_loop().time()
+        self.wake = asyncio.Event()
+        self.acked = asyncio.Event()
+        self.closing = False
+        await self._send_json({"type": "hello", "run_id": run_id, "last_seq": head, "from_seq": client_seq})
+        self.sender = asyncio.ensure_future(self._sender())
+        if self.target_seq > self.sent_seq:
+            self.wake.set()
+
+    def _client_seq(self, head: int) -> int:
+        from urllib.parse import parse_qs
+
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        raw = (query.get("last_seq") or [None])[0]
+        try:
+            value = int(raw) if raw is not None else head
+        except ValueError:
+            value = head
+        return max(0, min(value, head))
+
+    async def disconnect(self, code: int) -> None:
+        if self.sub is None:
+            return
+        metrics.add("open", -1)
+        self.closing = True
+        sender = getattr(self, "sender", None)
+        if sender is not None:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+        await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    # -- from the channel layer: O(1), never renders or waits
+    async def run_changed(self, message: dict) -> None:
+        if message.get("status") == "deleted":
+            await self._send_json({"type": "gone"})
+            await self.close(code=CLOSE_GONE)
+            return
+        first, last = int(message.get("first_seq") or 0), int(message.get("last_seq") or 0)
+        if first and first > self.target_seq + 1:
+            metrics.add("gaps")  # a notification was lost or merged: the store still has the rows
+        if last > self.target_seq:
+            self.target_seq = last
+        else:
+            self.status_dirty = True  # a projection-only change (or a duplicate): refresh the panels
+        self.wake.set()
+
+    # -- from the client
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message = orjson.loads(text_data or bytes_data or b"")
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == "ack":
+            seq = message.get("seq")
+            if isinstance(seq, int) and seq > self.acked_seq:
+                self.acked_seq = min(seq, self.sent_seq)
+            self.inflight = max(0, self.inflight - 1)
+            self.last_ack_at = asyncio.get_running_loop().time()
+            self.acked.set()
+        elif kind == "resync":
+            seq = message.get("after_seq")
+            if isinstance(seq, int) and 0 <= seq <= self.sent_seq:
+                metrics.add("resyncs")
+                self.sent_seq = self.acked_seq = seq
+                self.inflight = 0
+                self.last_ack_at = asyncio.get_running_loop().time()
+                self.acked.set()
+                self.wake.set()
+
+    # -- the per-subscriber sender
+    async def _sender(self) -> None:
+        assert self.sub is not None
+        max_inflight = int(_setting("LIVE_MAX_INFLIGHT", 8))
+        ack_timeout = _setting("LIVE_ACK_TIMEOUT_SECONDS", 10.0)
+        batch = int(_setting("LIVE_MAX_ROWS_PER_UPDATE", 200))
+        loop = asyncio.get_running_loop()
+        while not self.closing:
+            await self.wake.wait()
+            self.wake.clear()
+            while self.sent_seq < self.target_seq or self.status_dirty:
+                while self.inflight >= max_inflight:
+                    self.acked.clear()
+                    waited = loop.time() - self.last_ack_at
+                    try:
+                        await asyncio.wait_for(self.acked.wait(), max(0.05, ack_timeout - waited))
+                    except TimeoutError:
+                        await self._drop("slow")
+                        return
+                upto = min(self.target_seq, self.sent_seq + batch)
+                self.status_dirty = False
+                update = await update_cache.get(self.sub, self.sent_seq, upto)
+                await self.send(text_data=_dumps(update))
+                metrics.add("updates_sent")
+                metrics.add("rows_sent", upto - self.sent_seq)
+                self.sent_seq = upto
+                self.inflight += 1
+
+    async def _drop(self, reason: str) -> None:
+        metrics.add("drops")
+        with contextlib.suppress(Exception):
+            await self._send_json({"type": "resync", "reason": reason, "after_seq": self.acked_seq})
+        self.closing = True
+        await self.close(code=CLOSE_RESYNC)
+
+    async def _send_json(self, message: dict) -> None:
+        await self.send(text_data=_dumps(message))
+
+
+class WorkspaceLiveConsumer(AsyncWebsocketConsumer):
+    """Runs list and review inbox: told which runs changed (coalesced by the publisher).
+
+    Sends `{"type": "run.changed", "run_id", "last_seq", "status"}`; the page refreshes the
+    affected fragment over HTTP (htmx), so nothing is rendered here.
+    """
+
+    workspace_ids: list[int] = []
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self.workspace_ids = await database_sync_to_async(_member_workspaces)(user)
+        if not self.workspace_ids:
+            metrics.add("refused")
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        publisher.attach_loop(asyncio.get_running_loop())
+        for workspace_id in self.workspace_ids:
+            await self.channel_layer.group_add(workspace_group(workspace_id), self.channel_name)
+        await self.accept()
+        metrics.add("connections")
+        metrics.add("open")
+
+    async def disconnect(self, code: int) -> None:
+        if not self.workspace_ids:
+            return
+        metrics.add("open", -1)
+        for workspace_id in self.workspace_ids:
+            await self.channel_layer.group_discard(workspace_group(workspace_id), self.channel_name)
+
+    async def run_changed(self, message: dict) -> None:
+        await self.send(
+            text_data=_dumps(
+                {
+                    "type": "run.changed",
+                    "run_id": message["run_id"],
+                    "workspace_id": message["workspace_id"],
+                    "last_seq": message["last_seq"],
+                    "status": message["status"],
+                }
+            )
+        )
+
+
+def _member_workspaces(user) -> list[int]:
+    from runs.models import Membership
+
+    if user is None or not user.is_authenticated:
+        return []
+    return list(
+        Membership.objects.filter(user=user).order_by("workspace_id").values_list("workspace_id", flat=True)
+    )
+
+
+def _dumps(message: dict) -> str:
+    return orjson.dumps(message).decode()

@@ -1,0 +1,211 @@
+"""The live path's publishing half: committed run changes -> channel layer groups.
+
+`runs.notify` calls `on_run_change` after each commit (registered in `RunsConfig.ready`). The
+listener never talks to the channel layer itself: it merges the change into a pending table (one
+entry per run, seq ranges widened) and returns, so a writer is never slowed by broadcasting. A
+drain task sends what is pending to `run.<id>` and `workspace.<id>`, then waits `LIVE_COALESCE_SECONDS`
+before the next round: a burst of appends becomes one message per run per window.
+
+Messages carry ids and seq ranges only (`{"type": "run.changed", "run_id", "workspace_id",
+"first_seq", "last_seq", "status"}`); consumers read what they render from the event store, so a
+lost or merged notification loses nothing as long as a later one arrives.
+
+The drain runs in the event loop that serves websockets when this process has one (consumers
+`attach_loop` on connect: the in-memory layer only delivers within its loop), otherwise in a small
+daemon thread with its own loop (a writer-only process such as a management command, which then
+flushes at exit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import hashlib
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from runs.notify import RunChange
+
+log = logging.getLogger(__name__)
+
+_GROUP_SAFE = re.compile(r"[A-Za-z0-9_.\-]{1,80}")
+
+
+def _group_key(value: str) -> str:
+    """Channels group names allow only [A-Za-z0-9_.-] and < 100 chars; other ids are hashed."""
+    if _GROUP_SAFE.fullmatch(value):
+        return value
+    return "h" + hashlib.sha256(value.encode()).hexdigest()[:40]
+
+
+def run_group(run_id: str) -> str:
+    return f"run.{_group_key(run_id)}"
+
+
+def workspace_group(workspace_id: int) -> str:
+    return f"workspace.{int(workspace_id)}"
+
+
+def coalesce_seconds() -> float:
+    return float(getattr(settings, "LIVE_COALESCE_SECONDS", 0.03))
+
+
+# --------------------------------------------------------------------------------------------
+# Counters
+
+
+@dataclass
+class LiveMetrics:
+    """Process-local counters of the live path (exposed at /live/metrics)."""
+
+    changes: int = 0  # commits reported by runs.notify
+    broadcasts: int = 0  # run.changed messages sent (per run, after coalescing)
+    coalesced: int = 0  # commits merged into another commit's broadcast
+    publish_errors: int = 0
+    connections: int = 0  # websocket connections accepted
+    refused: int = 0  # connections refused (anonymous, outsider, unknown run)
+    open: int = 0  # connections open now
+    updates_sent: int = 0  # update messages pushed to subscribers
+    rows_sent: int = 0  # timeline rows inside those updates
+    drops: int = 0  # slow subscribers disconnected and told to resync
+    resyncs: int = 0  # catch-ups from an older seq (reconnect with a gap, or a client's resync request)
+    gaps: int = 0  # notifications whose first seq skipped past what a subscriber was known to have
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + amount)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+
+    def reset(self) -> None:
+        with self._lock:
+            for name in list(vars(self)):
+                if not name.startswith("_"):
+                    setattr(self, name, 0)
+
+
+metrics = LiveMetrics()
+
+
+# --------------------------------------------------------------------------------------------
+# Publisher
+
+
+class LivePublisher:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, dict] = {}
+        self._draining = False
+        self._serving_loop: asyncio.AbstractEventLoop | None = None
+        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._idle = threading.Event()
+        self._idle.set()
+        self._progress = time.monotonic()
+
+    # -- where the drain runs
+    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Called by consumers: broadcasts of this process go out from the loop serving websockets."""
+        self._serving_loop = loop
+
+    def _target_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._serving_loop
+        if loop is not None and loop.is_running() and not loop.is_closed():
+            return loop
+        with self._lock:
+            if self._own_loop is None or self._own_loop.is_closed():
+                self._own_loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=self._own_loop.run_forever, name="live-publisher", daemon=True
+                )
+                thread.start()
+                atexit.register(self.flush, 3.0)
+            return self._own_loop
+
+    # -- the listener
+    def submit(self, change: RunChange) -> None:
+        """O(1), never blocks on the channel layer: merge into the pending table."""
+        metrics.add("changes")
+        message = {
+            "type": "run.changed",
+            "run_id": change.run_id,
+            "workspace_id": change.workspace_id,
+            "first_seq": change.first_seq,
+            "last_seq": change.last_seq,
+            "status": change.status,
+        }
+        with self._lock:
+            current = self._pending.get(change.run_id)
+            if current is None:
+                self._pending[change.run_id] = message
+            else:
+                metrics.add("coalesced")
+                if change.first_seq and (not current["first_seq"] or change.first_seq < current["first_seq"]):
+                    current["first_seq"] = change.first_seq
+                current["last_seq"] = max(current["last_seq"], change.last_seq)
+                current["status"] = change.status
+            # A drain scheduled on a loop that stopped before running it would never finish: restart.
+            stalled = self._draining and time.monotonic() - self._progress > 1.0
+            start = not self._draining or stalled
+            if start:
+                self._progress = time.monotonic()
+                self._draining = True
+                self._idle.clear()
+        if start:
+            loop = self._target_loop()
+            try:
+                loop.call_soon_threadsafe(self._start_drain, loop)
+            except RuntimeError:  # the loop closed between the check and the call
+                with self._lock:
+                    self._serving_loop = None
+                self._target_loop().call_soon_threadsafe(self._start_drain, self._target_loop())
+
+    def _start_drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        from channels.layers import get_channel_layer
+
+        try:
+            while True:
+                with self._lock:
+                    self._progress = time.monotonic()
+                    batch = list(self._pending.values())
+                    self._pending.clear()
+                    if not batch:
+                        self._draining = False
+                        self._idle.set()
+                        return
+                layer = get_channel_layer()
+                for message in batch:
+                    try:
+                        await layer.group_send(run_group(message["run_id"]), message)
+                        await layer.group_send(workspace_group(message["workspace_id"]), message)
+                        metrics.add("broadcasts")
+                    except Exception:  # a broken layer must not wedge the drain
+                        metrics.add("publish_errors")
+                        log.exception("live broadcast for run %s failed", message["run_id"])
+                await asyncio.sleep(coalesce_seconds())
+        except BaseException:
+            with self._lock:
+                self._draining = False
+                self._idle.set()
+            raise
+
+    def flush(self, timeout: float = 3.0) -> bool:
+        """Wait until everything submitted so far has been sent (for writer-only processes)."""
+        return self._idle.wait(timeout)
+
+
+publisher = LivePublisher()
+
+
+def on_run_change(change: RunChange) -> None:
+    publisher.submit(change)

@@ -1,0 +1,61 @@
+"""`manage.py transcript RUN_ID [-o FILE] [--workspace SLUG]`: a run as JSON lines (see runs/transcript.py).
+
+Without -o the lines go to stdout. A file is created with mode 0600 (owner only) before anything is
+written to it, and an existing file is narrowed to 0600 too: transcripts carry prompts and tool
+arguments verbatim.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from runs.models import Run, Workspace
+from runs.selectors import RunNotFound, get_run
+from runs.transcript import iter_run_transcript
+
+
+def open_private(path: str):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "wb")
+
+
+class Command(BaseCommand):
+    help = "Write a run's agent exchange transcript as JSON lines (stdout, or -o FILE with mode 0600)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("run_id")
+        parser.add_argument("-o", "--output", help="file to write (created 0600); default stdout")
+        parser.add_argument("--workspace", help="slug of the workspace the run must belong to")
+
+    def handle(self, *args, **options) -> None:
+        run_id = options["run_id"]
+        if options["workspace"]:
+            workspace = Workspace.objects.filter(slug=options["workspace"]).first()
+            if workspace is None:
+                raise CommandError(f"no workspace {options['workspace']!r}")
+            try:
+                run = get_run(workspace, run_id)
+            except RunNotFound:
+                raise CommandError(f"no run {run_id!r}") from None
+        else:
+            # The CLI is an operator tool on the server: run ids are unique across workspaces.
+            run = Run.objects.select_related("workspace").filter(pk=run_id).first()
+            if run is None:
+                raise CommandError(f"no run {run_id!r}")
+        lines = iter_run_transcript(run)
+        if options["output"]:
+            with open_private(options["output"]) as out:
+                for line in lines:
+                    out.write(line)
+        else:
+            out = getattr(self.stdout._out, "buffer", None)  # bytes straight through when it is a real stream
+            for line in lines:
+                if out is not None:
+                    out.write(line)
+                else:
+                    self.stdout.write(line.decode(), ending="")
+            if out is not None:
+                out.flush()
