@@ -1,0 +1,98 @@
+"""Who is calling, on behalf of which workspace, allowed to do what.
+
+A request is made either by a person (Django session; their membership role gives their
+scopes) or by a machine (an API token of one workspace with explicit scopes). Both become a
+:class:`Principal`, the only thing API handlers look at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accounts.models import ApiToken, Scope
+from runs.models import Membership, Role, Workspace
+from runs.workspaces import personal_workspace
+
+ROLE_SCOPES: dict[str, frozenset[str]] = {
+    Role.VIEWER: frozenset({Scope.READ}),
+    Role.REVIEWER: frozenset({Scope.READ, Scope.REVIEW}),
+    Role.OWNER: frozenset({Scope.READ, Scope.WRITE, Scope.REVIEW}),
+}
+
+
+class NotPermitted(Exception):
+    """The caller is known but lacks the scope the operation needs (HTTP 403)."""
+
+    def __init__(self, needed: tuple[str, ...]) -> None:
+        super().__init__(f"this operation needs the {' or '.join(needed)} scope")
+        self.needed = needed
+
+
+@dataclass(frozen=True)
+class Principal:
+    workspace: Workspace
+    actor: str  # "user:<username>" or "token:<key_id>": stored beside every event it writes
+    scopes: frozenset[str] = field(default_factory=frozenset)
+    user: object | None = None
+    token: ApiToken | None = None
+    role: str | None = None
+
+    @property
+    def credential(self) -> str:
+        """The rate-limit bucket of this caller within its workspace."""
+        if self.token is not None:
+            return f"token:{self.token.key_id}"
+        return f"user:{getattr(self.user, 'pk', '')}"
+
+    @property
+    def rate_limit(self) -> int | None:
+        return self.token.rate_limit if self.token is not None else None
+
+    def has_scope(self, *scopes: str) -> bool:
+        return any(s in self.scopes for s in scopes)
+
+    def require(self, *scopes: str) -> None:
+        """Raise NotPermitted unless the caller has one of ``scopes``."""
+        if not self.has_scope(*scopes):
+            raise NotPermitted(scopes)
+
+
+def principal_for_token(token: ApiToken) -> Principal:
+    return Principal(
+        workspace=token.workspace,
+        actor=token.actor,
+        scopes=frozenset(token.scopes),
+        token=token,
+    )
+
+
+def principal_for_user(user, workspace_slug: str | None = None) -> Principal | None:
+    """A signed-in person in a workspace they belong to (their personal one when they have none).
+
+    With ``workspace_slug`` the person must be a member of that workspace, else None.
+    """
+    if user is None or not user.is_authenticated:
+        return None
+    if workspace_slug:
+        membership = (
+            Membership.objects.select_related("workspace")
+            .filter(user=user, workspace__slug=workspace_slug)
+            .first()
+        )
+        if membership is None:
+            return None
+    else:
+        workspace = personal_workspace(user)
+        membership = Membership.objects.select_related("workspace").get(user=user, workspace=workspace)
+    return principal_for_membership(membership)
+
+
+def principal_for_membership(membership: Membership) -> Principal:
+    user = membership.user
+    return Principal(
+        workspace=membership.workspace,
+        actor=f"user:{user.get_username()}",
+        scopes=ROLE_SCOPES[Role(membership.role)],
+        user=user,
+        role=membership.role,
+    )

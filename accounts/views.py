@@ -1,0 +1,67 @@
+"""Token management pages (owners only): list, create (the secret is shown once), revoke."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.forms import TokenForm
+from accounts.models import ApiToken
+from accounts.tokens import TokenError, create_token, list_tokens, revoke_token
+from runs.models import Role
+from runs.web import require_role
+
+
+def _page(
+    request: HttpRequest, membership, form: TokenForm, *, issued=None, status: int = 200
+) -> HttpResponse:
+    workspace = membership.workspace
+    context = {
+        "workspace": workspace,
+        "tokens": list_tokens(workspace),
+        "form": form,
+        "issued": issued,
+        "nav_active": "tokens",
+    }
+    response = render(request, "accounts/tokens.html", context, status=status)
+    if issued is not None:
+        response["Cache-Control"] = "no-store"  # the page shows a secret
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request: HttpRequest) -> HttpResponse:
+    membership = require_role(request, Role.OWNER)
+    if request.method == "GET":
+        return _page(request, membership, TokenForm())
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        return _page(request, membership, form, status=400)
+    try:
+        issued = create_token(
+            workspace=membership.workspace,
+            name=form.cleaned_data["name"],
+            scopes=form.cleaned_data["scopes"],
+            created_by=request.user,
+            expires_in=form.expires_in(),
+        )
+    except TokenError as exc:
+        form.add_error(None, str(exc))
+        return _page(request, membership, form, status=400)
+    return _page(request, membership, TokenForm(), issued=issued, status=201)
+
+
+@login_required
+@require_POST
+def revoke(request: HttpRequest, key_id: str) -> HttpResponse:
+    membership = require_role(request, Role.OWNER)
+    try:
+        token = revoke_token(workspace=membership.workspace, key_id=key_id)
+    except ApiToken.DoesNotExist:
+        raise Http404("no such token") from None
+    messages.success(request, f"Token “{token.name}” ({token.key_id}) is revoked.")
+    return redirect("accounts:tokens")

@@ -1,0 +1,206 @@
+"""The REST API (django-ninja): one NinjaAPI, its error handlers and its routers.
+
+OpenAPI 3.1 is served at /api/openapi.json (public). Every error is
+``{"error": message, "code": CODE}``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
+from ninja.renderers import BaseRenderer
+
+from accounts.idempotency import IdempotencyError
+from accounts.principals import NotPermitted
+from accounts.ratelimit import RateLimited
+from runs.actions import ActionError
+from runs.api import errors
+from runs.api.auth import ReplayStored, TokenAuth, WorkspaceSessionAuth
+from runs.api.errors import ApiError
+from runs.api.schemas import HealthOut
+from runs.bundles import PROTOCOL_VERSION
+from runs.protocol.canonical import parse_json
+from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.selectors import RunNotFound
+
+logger = logging.getLogger("workbench.api")
+
+
+class ProtocolJSONParser(Parser):
+    """Request bodies are parsed with the protocol's number semantics (big integers as doubles)."""
+
+    def parse_body(self, request: HttpRequest):
+        return parse_json(request.body)
+
+
+class JSONRenderer(BaseRenderer):
+    media_type = "application/json"
+
+    def render(self, request: HttpRequest, data, *, response_status: int) -> bytes:
+        return orjson.dumps(data, default=_default)
+
+
+def _default(value):
+    if hasattr(value, "model_dump"):
+        return value.model_dump(by_alias=True, exclude_none=True)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+api = NinjaAPI(
+    title="Workbench API",
+    version="1.0.0",
+    description=(
+        "Runs, trace events, gates, artifacts and bundles of protocol 1.0.0. Authenticate with "
+        "`Authorization: Bearer <token>` (an API token of a workspace) or a session cookie plus CSRF token. "
+        'Errors are `{"error": message, "code": CODE}`.'
+    ),
+    auth=[TokenAuth(), WorkspaceSessionAuth()],
+    parser=ProtocolJSONParser(),
+    renderer=JSONRenderer(),
+    openapi_url="/openapi.json",
+    docs_url="/docs",
+    urls_namespace="api",
+)
+
+
+def error_response(request: HttpRequest, code: str, message: str, status: int | None = None) -> HttpResponse:
+    return api.create_response(
+        request, {"error": message, "code": code}, status=status or errors.status_for(code)
+    )
+
+
+@api.exception_handler(ApiError)
+def _api_error(request, exc: ApiError):
+    return error_response(request, exc.code, exc.message, exc.status)
+
+
+@api.exception_handler(ActionError)
+def _action_error(request, exc: ActionError):
+    message = f"{exc.message} (at {exc.path})" if exc.path else exc.message
+    return error_response(request, exc.code, message)
+
+
+@api.exception_handler(ProtocolError)
+def _protocol_error(request, exc: ProtocolError):
+    message = f"{exc.message} (at {exc.path})" if exc.path else exc.message
+    return error_response(request, exc.code, message)
+
+
+@api.exception_handler(RunNotFound)
+def _run_not_found(request, exc: RunNotFound):
+    return error_response(
+        request, ErrorCode.UNKNOWN_RUN, f"no run {exc.args[0]!r}" if exc.args else "no such run"
+    )
+
+
+@api.exception_handler(Http404)
+def _not_found(request, exc):
+    return error_response(request, errors.NOT_FOUND, "not found")
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request, exc):
+    response = error_response(
+        request, errors.UNAUTHENTICATED, "authentication required: send Authorization: Bearer <token>", 401
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="workbench"'
+    return response
+
+
+@api.exception_handler(NotPermitted)
+def _forbidden(request, exc: NotPermitted):
+    return error_response(request, errors.FORBIDDEN, str(exc), 403)
+
+
+@api.exception_handler(RateLimited)
+def _rate_limited(request, exc: RateLimited):
+    response = error_response(request, errors.RATE_LIMITED, str(exc), 429)
+    response["Retry-After"] = str(exc.decision.retry_after)
+    response["RateLimit-Limit"] = str(exc.decision.limit)
+    response["RateLimit-Remaining"] = "0"
+    return response
+
+
+@api.exception_handler(ReplayStored)
+def _replay(request, exc: ReplayStored):
+    return exc.replay.response()
+
+
+@api.exception_handler(IdempotencyError)
+def _idempotency(request, exc: IdempotencyError):
+    return error_response(request, exc.code, str(exc), exc.status)
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request, exc):
+    return too_large_response(request)
+
+
+def too_large_response(request: HttpRequest) -> HttpResponse:
+    from django.conf import settings
+
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return error_response(request, errors.PAYLOAD_TOO_LARGE, f"request body exceeds {limit} bytes", 413)
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request, exc: ValidationError):
+    first = exc.errors[0] if exc.errors else {}
+    where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "payload"))
+    message = first.get("msg", "invalid request")
+    if where:
+        message = f"{message} (at {where})"
+    if len(exc.errors) > 1:
+        message += f" and {len(exc.errors) - 1} more problem(s)"
+    return error_response(request, ErrorCode.INVALID_INPUT, message, 400)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request, exc: HttpError):
+    cause = exc.__cause__
+    if isinstance(cause, RequestDataTooBig):
+        return too_large_response(request)
+    if isinstance(cause, ProtocolError):
+        return _protocol_error(request, cause)
+    if exc.status_code == 403:
+        return error_response(request, errors.FORBIDDEN, exc.message, 403)
+    if exc.status_code == 401:
+        return _unauthenticated(request, exc)
+    code = {404: errors.NOT_FOUND, 405: errors.METHOD_NOT_ALLOWED, 429: errors.RATE_LIMITED}.get(
+        exc.status_code, ErrorCode.INVALID_INPUT
+    )
+    return error_response(request, code, exc.message, exc.status_code)
+
+
+@api.exception_handler(Exception)
+def _unexpected(request, exc: Exception):
+    logger.exception("unhandled API error on %s %s", request.method, request.path, exc_info=exc)
+    return error_response(request, errors.INTERNAL_ERROR, "internal error", 500)
+
+
+@api.get("/health", auth=None, response=HealthOut, tags=["meta"], summary="Liveness check (public)")
+def health(request):
+    return {"status": "ok", "protocolVersion": PROTOCOL_VERSION}
+
+
+def _register_routers() -> None:
+    from runs.api.bundles import router as bundles_router
+    from runs.api.bundles import runs_router as bundle_export_router
+    from runs.api.commands import router as commands_router
+    from runs.api.runstore import router as runstore_router
+    from runs.api.transcript import router as transcript_router
+
+    api.add_router("/runs", runstore_router)
+    api.add_router("/runs", commands_router)
+    api.add_router("/runs", bundle_export_router)
+    api.add_router("/runs", transcript_router)
+    api.add_router("/bundles", bundles_router)
+
+
+_register_routers()

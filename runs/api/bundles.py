@@ -1,0 +1,89 @@
+"""Bundles: signed export, atomic import, verification without writing."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Query, Router, Schema
+from ninja.responses import Status
+from pydantic import Field
+
+from accounts.models import Scope
+from runs import actions
+from runs.api.errors import ApiError
+from runs.api.responses import etag_for, require, write_result
+from runs.api.schemas import ErrorOut, RunBundle, VerifyResult, WriteResult
+from runs.bundles import export_bundle_bytes
+from runs.protocol.bundle import check_bundle
+from runs.protocol.errors import ErrorCode
+from runs.selectors import get_run
+
+router = Router(tags=["bundles"])
+runs_router = Router(tags=["bundles"])
+
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 413: ErrorOut, 429: ErrorOut}
+BUNDLE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunBundle"}}},
+    }
+}
+
+
+class ImportQuery(Schema):
+    as_new_id: bool = Field(
+        default=False, description="Import under a fresh run id (the integrity then no longer applies)."
+    )
+
+
+@runs_router.get(
+    "/{run_id}/bundle",
+    response={200: RunBundle, **ERRORS},
+    summary="Export a run as a signed bundle",
+    description="Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 implementation.",
+)
+def export_bundle(request: HttpRequest, run_id: str):
+    caller = require(request, Scope.READ)
+    run = get_run(caller.workspace, run_id)
+    response = HttpResponse(export_bundle_bytes(run), content_type="application/json")
+    response["ETag"] = etag_for(run)
+    response["Content-Disposition"] = f'attachment; filename="{run.pk}.bundle.json"'
+    return response
+
+
+def _body(request: HttpRequest) -> bytes:
+    data = request.body
+    if not data:
+        raise ApiError(ErrorCode.INVALID_JSON, "a bundle (JSON) is required as the request body")
+    return data
+
+
+@router.post(
+    "",
+    response={201: WriteResult, **ERRORS, 409: ErrorOut},
+    summary="Import a bundle (verified, atomic)",
+    openapi_extra=BUNDLE_BODY,
+)
+def import_bundle(request: HttpRequest, query: Query[ImportQuery]):
+    caller = require(request, Scope.WRITE)
+    run = actions.do_import_bundle(
+        workspace=caller.workspace, data=_body(request), actor=caller.actor, as_new_id=query.as_new_id
+    )
+    return Status(201, write_result(run, list(range(1, run.last_seq + 1)), created=True))
+
+
+@router.post(
+    "/verify",
+    response={200: VerifyResult, **ERRORS},
+    summary="Verify a bundle without storing it",
+    openapi_extra=BUNDLE_BODY,
+)
+def verify_bundle(request: HttpRequest):
+    require(request, Scope.READ)
+    result = check_bundle(_body(request))
+    integrity = result.integrity
+    return {
+        "ok": bool(result.ok),
+        "code": result.code,
+        "integrity": None if integrity is None else str(getattr(integrity, "value", integrity)),
+        "message": result.message,
+    }

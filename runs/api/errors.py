@@ -1,0 +1,46 @@
+"""API errors: every failure is ``{"error": message, "code": CODE}`` with a fitting status."""
+
+from __future__ import annotations
+
+from runs.protocol.errors import ErrorCode
+
+# Codes the API adds to the protocol's own.
+CONFLICT = "CONFLICT"  # a PUT whose trace does not extend the stored one
+PRECONDITION_FAILED = "PRECONDITION_FAILED"  # If-Match names another revision
+UNAUTHENTICATED = "UNAUTHENTICATED"
+FORBIDDEN = "FORBIDDEN"
+NOT_FOUND = "NOT_FOUND"
+PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+RATE_LIMITED = "RATE_LIMITED"
+METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+INTERNAL_ERROR = "INTERNAL_ERROR"
+
+_STATUS_BY_CODE: dict[str, int] = {
+    ErrorCode.UNKNOWN_RUN: 404,
+    ErrorCode.INVALID_STATE_TRANSITION: 409,
+    ErrorCode.IDEMPOTENCY_CONFLICT: 409,
+    ErrorCode.RUN_ID_COLLISION: 409,
+    ErrorCode.PATCH_FAILED: 409,
+    ErrorCode.STORAGE_UNAVAILABLE: 503,
+    CONFLICT: 409,
+    PRECONDITION_FAILED: 412,
+    UNAUTHENTICATED: 401,
+    FORBIDDEN: 403,
+    NOT_FOUND: 404,
+    PAYLOAD_TOO_LARGE: 413,
+    RATE_LIMITED: 429,
+    INTERNAL_ERROR: 500,
+}
+
+
+def status_for(code: str) -> int:
+    """HTTP status of an error code; any other protocol code is a bad request (400)."""
+    return _STATUS_BY_CODE.get(code, 400)
+
+
+class ApiError(Exception):
+    def __init__(self, code: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status or status_for(code)

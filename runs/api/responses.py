@@ -1,0 +1,57 @@
+"""Small response builders shared by the routers."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from runs.actions import AppendResult
+from runs.api.auth import principal
+from runs.api.errors import ApiError
+from runs.models import Run
+
+
+def etag_for(run: Run) -> str:
+    return f'"{run.revision}"'
+
+
+def write_result(run: Run, seqs: list[int], *, created: bool = False) -> dict:
+    return {
+        "runId": run.pk,
+        "revision": run.revision,
+        "status": run.status,
+        "lastSeq": run.last_seq,
+        "seqs": seqs,
+        "created": created,
+    }
+
+
+def append_result(result: AppendResult) -> dict:
+    return write_result(result.run, result.seqs)
+
+
+def require(request: HttpRequest, *scopes: str):
+    """The caller's principal, after checking it holds one of ``scopes`` (403 otherwise)."""
+    caller = principal(request)
+    caller.require(*scopes)
+    return caller
+
+
+def parse_if_match(value: str | None) -> frozenset[int] | str | None:
+    """``If-Match`` as the set of revisions it names, ``"*"``, or None when absent. Malformed -> 400."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value == "*":
+        return "*"
+    candidates = []
+    for part in value.split(","):
+        part = part.strip()
+        if part.startswith("W/"):
+            part = part[2:]
+        part = part.strip('"')
+        if not part.isdigit():
+            raise ApiError(
+                "INVALID_INPUT", f"If-Match must carry a revision ETag such as '\"3\"', not {value!r}"
+            )
+        candidates.append(int(part))
+    return frozenset(candidates)

@@ -1,0 +1,142 @@
+"""The run store, compatible with the reference's HTTP run repository, plus starting a run.
+
+GET/PUT bodies are RunStoreState; PUT is append-only (409 CONFLICT when the stored trace is not
+a prefix of the new one) and honours ``If-Match: "<revision>"`` (412 on mismatch).
+"""
+
+from __future__ import annotations
+
+import orjson
+from django.http import HttpRequest, HttpResponse
+from ninja import Query, Router, Schema
+from ninja.responses import Status
+from pydantic import Field
+
+from accounts.models import Scope
+from runs import actions
+from runs.actions_runstore import do_put_run_state
+from runs.api.errors import ApiError
+from runs.api.responses import etag_for, parse_if_match, require, write_result
+from runs.api.schemas import ErrorOut, RunStoreState, SavedRunMeta, StartRunIn, WriteResult
+from runs.bundles import build_bundle
+from runs.models import Run, loads
+from runs.protocol.canonical import parse_json
+from runs.protocol.runstore import bundle_to_runstore
+from runs.selectors import get_run
+
+router = Router(tags=["run store"])
+
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: ErrorOut}
+MAX_LIST = 500
+
+
+class ListQuery(Schema):
+    limit: int = Field(default=100, description="How many runs, newest first (clamped to 1..500).")
+
+
+def _saved_meta(run: Run) -> dict:
+    doc = loads(run.doc)
+    meta = {
+        "id": run.pk,
+        "workflowId": run.workflow_id,
+        "startedAt": doc.get("startedAt"),
+        "status": run.status,
+    }
+    if doc.get("endedAt"):
+        meta["endedAt"] = doc["endedAt"]
+    if doc.get("tags") is not None:
+        meta["tags"] = doc["tags"]
+    return meta
+
+
+@router.get(
+    "", response={200: list[SavedRunMeta], **ERRORS}, exclude_none=True, summary="List runs (SavedRunMeta[])"
+)
+def list_runs(request: HttpRequest, query: Query[ListQuery]):
+    caller = require(request, Scope.READ)
+    limit = min(max(query.limit, 1), MAX_LIST)
+    runs = Run.objects.for_workspace(caller.workspace).only("id", "workflow_id", "status", "doc")[:limit]
+    return [_saved_meta(run) for run in runs]
+
+
+@router.post("", response={201: WriteResult, **ERRORS, 409: ErrorOut}, summary="Start a run")
+def start_run(request: HttpRequest, payload: StartRunIn):
+    caller = require(request, Scope.WRITE)
+    run = actions.do_start_run(
+        workspace=caller.workspace,
+        workflow=payload.workflow,
+        actor=caller.actor,
+        run_id=payload.runId,
+        subject=payload.subject,
+        metadata=payload.metadata,
+        tags=payload.tags,
+        context=payload.context,
+    )
+    return Status(201, write_result(run, [], created=True))
+
+
+@router.get(
+    "/{run_id}",
+    response={200: RunStoreState, **ERRORS},
+    summary="Get a run's RunStoreState",
+    description="The body the reference's HTTP run repository loads. The ETag is the revision.",
+)
+def get_run_state(request: HttpRequest, run_id: str):
+    caller = require(request, Scope.READ)
+    run = get_run(caller.workspace, run_id)
+    body = bundle_to_runstore(build_bundle(run))
+    response = HttpResponse(orjson.dumps(body), content_type="application/json")
+    response["ETag"] = etag_for(run)
+    return response
+
+
+@router.put(
+    "/{run_id}",
+    response={200: WriteResult, 201: WriteResult, **ERRORS, 409: ErrorOut, 412: ErrorOut, 413: ErrorOut},
+    summary="Store the next revision of a run (append-only)",
+    description=(
+        "Body: RunStoreState. A new run is imported (validated like a bundle); for an existing run the "
+        "stored trace must be a prefix of the new one (else 409 CONFLICT) and the new events are appended "
+        'through the engine. `If-Match: "<revision>"` makes the write conditional (412 on mismatch). '
+        "`run.id` must equal the URL's run id (else 400)."
+    ),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunStoreState"}}},
+        },
+        "parameters": [
+            {
+                "in": "header",
+                "name": "If-Match",
+                "required": False,
+                "schema": {"type": "string"},
+                "description": "The revision ETag the write is based on.",
+            }
+        ],
+    },
+)
+def put_run_state(request: HttpRequest, run_id: str):
+    caller = require(request, Scope.WRITE)
+    expected = parse_if_match(request.headers.get("If-Match"))
+    if not request.body:
+        raise ApiError("INVALID_RUN_STATE", "a RunStoreState body is required")
+    state = parse_json(request.body)
+    result = do_put_run_state(
+        workspace=caller.workspace, run_id=run_id, state=state, actor=caller.actor, expected_revision=expected
+    )
+    status = 201 if result.created else 200
+    response = HttpResponse(
+        orjson.dumps(write_result(result.run, result.seqs, created=result.created)),
+        status=status,
+        content_type="application/json",
+    )
+    response["ETag"] = etag_for(result.run)
+    return response
+
+
+@router.delete("/{run_id}", response={204: None, **ERRORS}, summary="Delete a run")
+def delete_run(request: HttpRequest, run_id: str):
+    caller = require(request, Scope.WRITE)
+    actions.do_delete_run(workspace=caller.workspace, run_id=run_id)
+    return HttpResponse(status=204)
