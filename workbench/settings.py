@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "runs",
     "playground",
+    "accounts",
 ]
 
 MIDDLEWARE = [
@@ -126,6 +127,13 @@ SECURE_CSP = {
 # Workbench knobs.
 WORKBENCH_SNAPSHOT_INTERVAL = env_int("WORKBENCH_SNAPSHOT_INTERVAL", 1000, minimum=10)
 WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
+# Rate limits (accounts.ratelimit): per credential (token or session) and per workspace (0 = off),
+# counted per window in the cache (Redis when REDIS_URL is set, so every process shares it).
+WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE", 6000, minimum=0)
+WORKBENCH_RATE_LIMIT_WINDOW_SECONDS = env_int("WORKBENCH_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1)
+WORKBENCH_IDEMPOTENCY_TTL_SECONDS = env_int("WORKBENCH_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, minimum=60)
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 
 LOGGING = {
     "version": 1,
