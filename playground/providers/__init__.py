@@ -1,0 +1,40 @@
+"""Provider adapters: the composed request goes to the provider through its official SDK."""
+
+from __future__ import annotations
+
+from playground.providers.base import DeltaSink, ProviderError, ProviderResult, ProviderSettings, Usage
+
+
+def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
+    """Send ``request`` (a composed body) and stream deltas to ``on_delta``; raises ProviderError."""
+    if settings.kind == "anthropic":
+        from playground.providers import anthropic_provider
+
+        return anthropic_provider.call(settings, request, on_delta)
+    if settings.kind == "openai":
+        from playground.providers import openai_provider
+
+        return openai_provider.call(settings, request, on_delta)
+    raise ProviderError("NO_PROVIDER", f"unknown provider kind {settings.kind!r}")
+
+
+def wire_request(kind: str, request: dict) -> dict:
+    """What goes over the wire, as recorded in the run's model_io request event."""
+    if kind == "anthropic":
+        from playground.providers import anthropic_provider
+
+        return anthropic_provider.wire_request(request)
+    from playground.providers import openai_provider
+
+    return openai_provider.wire_request(request)
+
+
+__all__ = [
+    "DeltaSink",
+    "ProviderError",
+    "ProviderResult",
+    "ProviderSettings",
+    "Usage",
+    "call",
+    "wire_request",
+]

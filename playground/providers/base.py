@@ -1,0 +1,159 @@
+"""What every provider adapter returns: the assistant content in canonical form, usage, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# on_delta(kind, text): kind is "text", "thinking" or "tool_input"; text is the new piece only.
+DeltaSink = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    kind: str  # "anthropic" | "openai"
+    api_key: str | None = None
+    base_url: str | None = None  # None: the provider's own endpoint
+    timeout: float = 600.0
+    max_retries: int = 2
+
+
+@dataclass
+class Usage:
+    """Token counts. ``input_tokens`` is the whole prompt (cache reads and writes included)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int | None = None
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
+    def to_protocol(self) -> dict:
+        """The protocol's strict ``model_io.usage`` object."""
+        out = {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "totalTokens": self.input_tokens + self.output_tokens,
+            "cachedInputTokens": self.cache_read_tokens,
+        }
+        if self.reasoning_tokens is not None:
+            out["reasoningTokens"] = self.reasoning_tokens
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> Usage:
+        data = data or {}
+        return cls(
+            input_tokens=int(data.get("input_tokens") or 0),
+            output_tokens=int(data.get("output_tokens") or 0),
+            cache_read_tokens=int(data.get("cache_read_tokens") or 0),
+            cache_write_tokens=int(data.get("cache_write_tokens") or 0),
+            reasoning_tokens=data.get("reasoning_tokens"),
+        )
+
+
+@dataclass
+class ProviderResult:
+    content: list[dict]  # assistant content blocks in canonical (Anthropic) form, as returned
+    text: str
+    usage: Usage
+    model: str
+    stop_reason: str | None = None
+    response_id: str | None = None
+    thinking: str = ""
+    citations: list[dict] = field(default_factory=list)
+    tool_calls: list[dict] = field(default_factory=list)  # [{id, name, input}]
+    raw: dict = field(default_factory=dict)  # the provider's final response object
+
+
+class ProviderError(Exception):
+    """A failed provider call: ``code`` is ours (stable), ``provider_type`` and ``message`` the
+    provider's own words, ``status`` its HTTP status when there was one."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        status: int | None = None,
+        provider_type: str | None = None,
+        retry_after: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.provider_type = provider_type
+        self.retry_after = retry_after
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "status": self.status,
+            "provider_type": self.provider_type,
+            "retry_after": self.retry_after,
+        }
+
+
+_TYPE_CODES = {
+    "rate_limit_error": "RATE_LIMITED",
+    "rate_limit_exceeded": "RATE_LIMITED",
+    "overloaded_error": "OVERLOADED",
+    "authentication_error": "AUTHENTICATION_FAILED",
+    "invalid_api_key": "AUTHENTICATION_FAILED",
+    "permission_error": "PERMISSION_DENIED",
+    "not_found_error": "NOT_FOUND",
+    "model_not_found": "NOT_FOUND",
+    "invalid_request_error": "INVALID_REQUEST",
+    "request_too_large": "REQUEST_TOO_LARGE",
+    "api_error": "PROVIDER_ERROR",
+    "server_error": "PROVIDER_ERROR",
+}
+
+
+def code_for(status: int | None, provider_type: str | None) -> str:
+    if status == 429:
+        return "RATE_LIMITED"
+    if status in (529, 503):
+        return "OVERLOADED"
+    if status == 401:
+        return "AUTHENTICATION_FAILED"
+    if status == 403:
+        return "PERMISSION_DENIED"
+    if status == 404:
+        return "NOT_FOUND"
+    if status == 413:
+        return "REQUEST_TOO_LARGE"
+    if provider_type and provider_type in _TYPE_CODES:
+        return _TYPE_CODES[provider_type]
+    if status is not None and 400 <= status < 500:
+        return "INVALID_REQUEST"
+    return "PROVIDER_ERROR"
+
+
+def error_details(body: Any) -> tuple[str | None, str | None]:
+    """(provider error type or code, message) from an error body of either provider."""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            kind = err.get("type")
+            code = err.get("code")
+            if isinstance(code, str) and kind in (None, "invalid_request_error", "requests", "server_error"):
+                kind = code if code in _TYPE_CODES else kind
+            return kind, err.get("message")
+    return None, None

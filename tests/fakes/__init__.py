@@ -1,0 +1,1 @@
+"""Loopback fakes of provider wire protocols, used with the real SDKs (base_url -> the fake)."""
