@@ -6,7 +6,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("runs.api.urls")),
     path("workspace/", include("accounts.urls")),
-    path("workspace/", include("accounts.urls")),
     path("playground/", include("playground.urls")),
     path("live/", include("runs.live_views")),
     path("", include("runs.urls")),
