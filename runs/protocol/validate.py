@@ -127,6 +127,58 @@ def _opt_str(obj: dict[str, Any], key: str, path: str, code: str, nonempty: bool
 _MISSING: Any = object()
 
 
+def _req_ts(obj: dict[str, Any], key: str, path: str, code: str) -> None:
+    value = obj.get(key, _MISSING)
+    if type(value) is str and _TS.fullmatch(value) is not None and value[8:10] < "29":
+        return
+    if value is _MISSING:
+        raise _fail(code, _join(path, key), "is required")
+    _timestamp(value, _join(path, key), code)
+
+
+def _req_enum(obj: dict[str, Any], key: str, allowed: tuple[str, ...], path: str, code: str) -> None:
+    value = obj.get(key, _MISSING)
+    if type(value) is str and value in allowed:
+        return
+    if value is _MISSING:
+        raise _fail(code, _join(path, key), "is required")
+    _enum(value, allowed, _join(path, key), code)
+
+
+def _opt_enum(obj: dict[str, Any], key: str, allowed: tuple[str, ...], path: str, code: str) -> None:
+    value = obj.get(key, _MISSING)
+    if value is _MISSING or (type(value) is str and value in allowed):
+        return
+    _enum(value, allowed, _join(path, key), code)
+
+
+def _req_int(obj: dict[str, Any], key: str, path: str, code: str, minimum: int | None = None) -> None:
+    value = obj.get(key, _MISSING)
+    if type(value) is int and (minimum is None or value >= minimum):
+        return
+    if value is _MISSING:
+        raise _fail(code, _join(path, key), "is required")
+    _int(value, _join(path, key), code, minimum)
+
+
+def _opt_number(obj: dict[str, Any], key: str, path: str, code: str, minimum: float | None = None) -> None:
+    value = obj.get(key, _MISSING)
+    if value is _MISSING or (
+        type(value) is float and math.isfinite(value) and (minimum is None or value >= minimum)
+    ):
+        return
+    _number(value, _join(path, key), code, minimum)
+
+
+def _req_bool(obj: dict[str, Any], key: str, path: str, code: str) -> None:
+    value = obj.get(key, _MISSING)
+    if type(value) is bool:
+        return
+    if value is _MISSING:
+        raise _fail(code, _join(path, key), "is required")
+    _bool(value, _join(path, key), code)
+
+
 def _is_int(value: Any) -> bool:
     t = type(value)
     return t is int or (t is float and value.is_integer())
@@ -217,7 +269,7 @@ def validate_workflow_shape(
     """``{id, version >= 0, title?, steps: [Step] (>= 1), edges?: [{id, from, to}]}``."""
     obj = _obj(spec, path, code)
     _req_str(obj, "id", path, code)
-    _int(_require(obj, "version", path, code), _join(path, "version"), code, minimum=0)
+    _req_int(obj, "version", path, code, minimum=0)
     _opt_str(obj, "title", path, code)
     steps_path = _join(path, "steps")
     steps = _list(_require(obj, "steps", path, code), steps_path, code)
@@ -312,13 +364,13 @@ def validate_run(run: Any, path: str = "run", code: str = _RB, structural: bool 
     obj = _obj(run, path, code)
     _req_str(obj, "id", path, code)
     _req_str(obj, "workflowId", path, code)
-    _int(_require(obj, "workflowVersion", path, code), _join(path, "workflowVersion"), code, minimum=0)
+    _req_int(obj, "workflowVersion", path, code, minimum=0)
     snapshot_path = _join(path, "workflowSnapshot")
     validate_workflow_shape(_require(obj, "workflowSnapshot", path, code), snapshot_path, code)
-    _timestamp(_require(obj, "startedAt", path, code), _join(path, "startedAt"), code)
+    _req_ts(obj, "startedAt", path, code)
     if "endedAt" in obj:
-        _timestamp(obj["endedAt"], _join(path, "endedAt"), code)
-    _enum(_require(obj, "status", path, code), RUN_STATUSES, _join(path, "status"), code)
+        _req_ts(obj, "endedAt", path, code)
+    _req_enum(obj, "status", RUN_STATUSES, path, code)
     if "context" in obj:
         _context(obj["context"], _join(path, "context"), code)
     if "subject" in obj:
@@ -336,7 +388,7 @@ def validate_run(run: Any, path: str = "run", code: str = _RB, structural: bool 
         for i, note in enumerate(_list(obj["annotations"], annotations_path, code)):
             note_path = f"{annotations_path}[{i}]"
             n = _obj(note, note_path, code)
-            _timestamp(_require(n, "at", note_path, code), _join(note_path, "at"), code)
+            _req_ts(n, "at", note_path, code)
             _req_str(n, "text", note_path, code)
     if structural:
         check_run_workflow_ids(obj, path, code)
@@ -379,7 +431,7 @@ def _context(value: Any, path: str, code: str) -> None:
 def _artifact_ref(value: Any, path: str, code: str) -> None:
     ref = _obj(value, path, code)
     _req_str(ref, "artifactKey", path, code)
-    _int(_require(ref, "version", path, code), _join(path, "version"), code, minimum=1)
+    _req_int(ref, "version", path, code, minimum=1)
 
 
 # ---------------------------------------------------------------- artifacts and rule sets
@@ -395,14 +447,14 @@ def validate_artifact_version(artifact: Any, path: str, code: str = _RB) -> None
         if version is _MISSING:
             raise _fail(code, _join(path, "version"), "is required")
         _int(version, _join(path, "version"), code, minimum=1)
-    _timestamp(_require(obj, "createdAt", path, code), _join(path, "createdAt"), code)
+    _req_ts(obj, "createdAt", path, code)
     if "pointer" in obj:
         _pointer(obj["pointer"], _join(path, "pointer"), code)
 
 
 def _pointer(value: Any, path: str, code: str) -> None:
     pointer = _obj(value, path, code)
-    _enum(_require(pointer, "kind", path, code), POINTER_KINDS, _join(path, "kind"), code)
+    _req_enum(pointer, "kind", POINTER_KINDS, path, code)
     _opt_str(pointer, "ref", path, code)
     if pointer["kind"] == "external" and "ref" not in pointer:
         raise _fail(code, _join(path, "ref"), 'is required when kind is "external"')
@@ -427,8 +479,8 @@ def validate_rule_set(rule_set: Any, path: str, code: str = _RB) -> None:
         rule_path = f"{rules_path}[{i}]"
         r = _obj(rule, rule_path, code)
         _req_str(r, "id", rule_path, code)
-        _int(_require(r, "priority", rule_path, code), _join(rule_path, "priority"), code)
-        _bool(_require(r, "enabled", rule_path, code), _join(rule_path, "enabled"), code)
+        _req_int(r, "priority", rule_path, code)
+        _req_bool(r, "enabled", rule_path, code)
         _opt_str(r, "label", rule_path, code)
 
 
@@ -441,7 +493,7 @@ def _ev_step_started(e: dict[str, Any], path: str, code: str) -> None:
 
 def _ev_step_completed(e: dict[str, Any], path: str, code: str) -> None:
     _req_str(e, "stepId", path, code)
-    _bool(_require(e, "ok", path, code), _join(path, "ok"), code)
+    _req_bool(e, "ok", path, code)
     if "error" in e:
         _error_info(e["error"], _join(path, "error"), code)
 
@@ -480,19 +532,44 @@ def validate_patch(patch: Any, path: str, code: str = _RB) -> None:
 
 def _ev_artifact_patch(e: dict[str, Any], path: str, code: str) -> None:
     _req_str(e, "artifactKey", path, code)
-    _int(_require(e, "fromVersion", path, code), _join(path, "fromVersion"), code, minimum=1)
-    _int(_require(e, "toVersion", path, code), _join(path, "toVersion"), code, minimum=1)
+    _req_int(e, "fromVersion", path, code, minimum=1)
+    _req_int(e, "toVersion", path, code, minimum=1)
     validate_patch(_require(e, "patch", path, code), _join(path, "patch"), code)
     _opt_str(e, "idempotencyKey", path, code)
 
 
+_USAGE_KEY_SET = frozenset(USAGE_KEYS)
+_COST_KEY_SET = frozenset(("amount", "currency"))
+
+
+def _usage_ok(usage: Any) -> bool:
+    if type(usage) is not dict or not _USAGE_KEY_SET.issuperset(usage):
+        return False
+    for value in usage.values():
+        if not (type(value) is int and value >= 0):
+            return False
+    return True
+
+
+def _cost_ok(cost: Any) -> bool:
+    if type(cost) is not dict or len(cost) != 2 or not _COST_KEY_SET.issuperset(cost):
+        return False
+    amount, currency = cost["amount"], cost["currency"]
+    return (
+        (type(amount) is float or type(amount) is int)
+        and 0 <= amount < math.inf
+        and type(currency) is str
+        and currency != ""
+    )
+
+
 def _ev_model_io(e: dict[str, Any], path: str, code: str) -> None:
-    _enum(_require(e, "direction", path, code), MODEL_IO_DIRECTIONS, _join(path, "direction"), code)
+    _req_enum(e, "direction", MODEL_IO_DIRECTIONS, path, code)
     _opt_str(e, "provider", path, code)
     _opt_str(e, "model", path, code)
     _opt_str(e, "summary", path, code)
     usage = e.get("usage", _MISSING)
-    if usage is not _MISSING:
+    if usage is not _MISSING and not _usage_ok(usage):
         usage_path = _join(path, "usage")
         u = _obj(usage, usage_path, code)
         for key, value in u.items():
@@ -501,14 +578,13 @@ def _ev_model_io(e: dict[str, Any], path: str, code: str) -> None:
             if not (type(value) is int and value >= 0):
                 _int(value, _join(usage_path, key), code, minimum=0)
     cost = e.get("cost", _MISSING)
-    if cost is not _MISSING:
+    if cost is not _MISSING and not _cost_ok(cost):
         cost_path = _join(path, "cost")
         c = _obj(cost, cost_path, code)
         _strict(c, ("amount", "currency"), cost_path, code)
         _number(_require(c, "amount", cost_path, code), _join(cost_path, "amount"), code, minimum=0)
         _req_str(c, "currency", cost_path, code, nonempty=True)
-    if "durationMs" in e:
-        _number(e["durationMs"], _join(path, "durationMs"), code, minimum=0)
+    _opt_number(e, "durationMs", path, code, minimum=0)
 
 
 def _ev_tool_call(e: dict[str, Any], path: str, code: str) -> None:
@@ -517,14 +593,14 @@ def _ev_tool_call(e: dict[str, Any], path: str, code: str) -> None:
 
 def _ev_human_gate_requested(e: dict[str, Any], path: str, code: str) -> None:
     _req_str(e, "stepId", path, code)
-    _enum(_require(e, "gate", path, code), GATES, _join(path, "gate"), code)
+    _req_enum(e, "gate", GATES, path, code)
     _opt_str(e, "reason", path, code)
 
 
 def _ev_human_gate_resolved(e: dict[str, Any], path: str, code: str) -> None:
     _req_str(e, "stepId", path, code)
-    _enum(_require(e, "gate", path, code), GATES, _join(path, "gate"), code)
-    _enum(_require(e, "decision", path, code), GATE_DECISIONS, _join(path, "decision"), code)
+    _req_enum(e, "gate", GATES, path, code)
+    _req_enum(e, "decision", GATE_DECISIONS, path, code)
     _opt_str(e, "note", path, code)
 
 
@@ -535,7 +611,7 @@ def _ev_rule_changed(e: dict[str, Any], path: str, code: str) -> None:
 
 def _ev_policy_changed(e: dict[str, Any], path: str, code: str) -> None:
     _req_str(e, "stepId", path, code)
-    _enum(_require(e, "policy", path, code), GATE_POLICIES, _join(path, "policy"), code)
+    _req_enum(e, "policy", GATE_POLICIES, path, code)
 
 
 def _ev_error(e: dict[str, Any], path: str, code: str) -> None:
@@ -563,7 +639,7 @@ def _ev_annotation(e: dict[str, Any], path: str, code: str) -> None:
 
 
 def _ev_run_status_changed(e: dict[str, Any], path: str, code: str) -> None:
-    _enum(_require(e, "status", path, code), RUN_STATUSES, _join(path, "status"), code)
+    _req_enum(e, "status", RUN_STATUSES, path, code)
     _opt_str(e, "reason", path, code)
 
 
@@ -571,18 +647,15 @@ def _ev_span_started(e: dict[str, Any], path: str, code: str) -> None:
     _req_str(e, "spanId", path, code)
     _opt_str(e, "parentSpanId", path, code)
     _req_str(e, "name", path, code, nonempty=True)
-    if "kind" in e:
-        _enum(e["kind"], SPAN_KINDS, _join(path, "kind"), code)
+    _opt_enum(e, "kind", SPAN_KINDS, path, code)
     if "attributes" in e:
         _obj(e["attributes"], _join(path, "attributes"), code)
 
 
 def _ev_span_ended(e: dict[str, Any], path: str, code: str) -> None:
     _req_str(e, "spanId", path, code)
-    if "status" in e:
-        _enum(e["status"], SPAN_STATUSES, _join(path, "status"), code)
-    if "durationMs" in e:
-        _number(e["durationMs"], _join(path, "durationMs"), code, minimum=0)
+    _opt_enum(e, "status", SPAN_STATUSES, path, code)
+    _opt_number(e, "durationMs", path, code, minimum=0)
     if "attributes" in e:
         _obj(e["attributes"], _join(path, "attributes"), code)
     if "error" in e:
@@ -620,7 +693,7 @@ def validate_event(event: Any, path: str = "event", code: str = ErrorCode.INVALI
         _enum(event.get("type"), EVENT_TYPES, _join(path, "type"), code)
     _req_str(event, "id", path, code)
     _req_str(event, "runId", path, code)
-    _timestamp(_require(event, "ts", path, code), _join(path, "ts"), code)
+    _req_ts(event, "ts", path, code)
     _opt_str(event, "stepId", path, code)
     _opt_str(event, "correlationId", path, code)
     validator(event, path, code)  # type: ignore[misc]
@@ -642,7 +715,7 @@ def _pairs(value: Any, path: str, code: str) -> list[list[Any]]:
 def validate_engine_snapshot(engine: Any, path: str = "engine", code: str = _RB) -> None:
     """``{revision >= 0, stepStatus, gateState, idempotency}`` with maps as ``[key, value]`` pairs."""
     obj = _obj(engine, path, code)
-    _int(_require(obj, "revision", path, code), _join(path, "revision"), code, minimum=0)
+    _req_int(obj, "revision", path, code, minimum=0)
     status_path = _join(path, "stepStatus")
     for i, (_, status) in enumerate(_pairs(_require(obj, "stepStatus", path, code), status_path, code)):
         _enum(status, STEP_STATUSES, f"{status_path}[{i}][1]", code)
@@ -650,8 +723,8 @@ def validate_engine_snapshot(engine: Any, path: str = "engine", code: str = _RB)
     for i, (_, gate) in enumerate(_pairs(_require(obj, "gateState", path, code), gates_path, code)):
         gate_path = f"{gates_path}[{i}][1]"
         g = _obj(gate, gate_path, code)
-        _enum(_require(g, "before", gate_path, code), GATE_MARKS, _join(gate_path, "before"), code)
-        _enum(_require(g, "after", gate_path, code), GATE_MARKS, _join(gate_path, "after"), code)
+        _req_enum(g, "before", GATE_MARKS, gate_path, code)
+        _req_enum(g, "after", GATE_MARKS, gate_path, code)
         if "checkpoints" in g:
             checkpoints_path = _join(gate_path, "checkpoints")
             for name, mark in _obj(g["checkpoints"], checkpoints_path, code).items():
