@@ -1,0 +1,182 @@
+"""Template helpers for the pages. Everything that comes from a trace is escaped here or by autoescape.
+
+- ``{{ value|json_tree }}``: a collapsible tree of <details> elements (no JS). Every key and scalar is
+  passed through ``escape``; depth, node count and string length are capped so a hostile or huge
+  event cannot blow up the page.
+- ``{{ value|pretty_json }}``: indented JSON text (a plain str: autoescaped by the template).
+- ``{{ seconds|duration }}``, ``{{ cost_totals|money }}``, ``{{ run|run_duration }}``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+MAX_DEPTH = 24
+MAX_NODES = 1500
+MAX_STRING = 2000
+OPEN_DEPTH = 1
+PRETTY_LIMIT = 200_000
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.nodes = 0
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        text = value if len(value) <= MAX_STRING else value[:MAX_STRING]
+        more = (
+            f' <span class="muted">… ({len(value) - MAX_STRING} more characters)</span>'
+            if len(value) > MAX_STRING
+            else ""
+        )
+        return f'<span class="s">"{escape(text)}"</span>{more}'
+    if value is None:
+        return '<span class="l">null</span>'
+    if isinstance(value, bool):
+        return f'<span class="l">{"true" if value else "false"}</span>'
+    if isinstance(value, int | float):
+        return f'<span class="n">{escape(repr(value) if isinstance(value, float) else str(value))}</span>'
+    return escape(str(value))
+
+
+def _label(key: Any) -> str:
+    if key is None:
+        return ""
+    if isinstance(key, int):
+        return f'<span class="k">[{key}]</span>: '
+    text = str(key)
+    if len(text) > 200:
+        text = text[:200] + "…"
+    return f'<span class="k">{escape(text)}</span>: '
+
+
+def _render(value: Any, key: Any, depth: int, budget: _Budget, parts: list[str]) -> None:
+    budget.nodes += 1
+    if budget.nodes > MAX_NODES:
+        return
+    if isinstance(value, dict | list):
+        n = len(value)
+        if n == 0:
+            parts.append(f'<div class="row">{_label(key)}{"{}" if isinstance(value, dict) else "[]"}</div>')
+            return
+        if depth >= MAX_DEPTH:
+            text = orjson.dumps(value).decode()
+            clipped = text if len(text) <= MAX_STRING else text[:MAX_STRING] + "…"
+            parts.append(
+                f'<div class="row">{_label(key)}<span class="muted">(nested too deep)</span> {escape(clipped)}</div>'
+            )
+            return
+        brief = (
+            f"{{…}} {n} key{'s' if n != 1 else ''}"
+            if isinstance(value, dict)
+            else f"[…] {n} item{'s' if n != 1 else ''}"
+        )
+        opened = " open" if depth < OPEN_DEPTH else ""
+        parts.append(f'<details{opened}><summary>{_label(key)}<span class="muted">{brief}</span></summary>')
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for k, v in items:
+            if budget.nodes > MAX_NODES:
+                parts.append('<div class="row muted">… (more not shown)</div>')
+                break
+            _render(v, k, depth + 1, budget, parts)
+        parts.append("</details>")
+        return
+    parts.append(f'<div class="row">{_label(key)}{_scalar(value)}</div>')
+
+
+@register.filter
+def json_tree(value: Any) -> SafeString:
+    """Escaped, collapsible JSON tree (see module doc)."""
+    parts: list[str] = ['<div class="json-tree">']
+    _render(value, None, 0, _Budget(), parts)
+    parts.append("</div>")
+    return mark_safe("".join(parts))  # every piece of data above went through escape()
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """Indented JSON text, capped; returned as a plain str so the template escapes it."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:
+        text = repr(value)
+    if len(text) > PRETTY_LIMIT:
+        text = text[:PRETTY_LIMIT] + f"\n… ({len(text) - PRETTY_LIMIT} more characters)"
+    return text
+
+
+@register.filter
+def compact_json(value: Any) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = float(seconds)
+    if seconds < 1:
+        return f"{int(seconds * 1000)} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+@register.filter
+def run_duration(run: Any) -> str:
+    start: datetime | None = getattr(run, "started_at", None)
+    end: datetime | None = getattr(run, "ended_at", None)
+    if start is None or end is None:
+        return ""
+    return duration((end - start).total_seconds())
+
+
+@register.filter
+def money(cost_totals: Any) -> str:
+    """``{"USD": "0.0123"}`` -> ``USD 0.0123`` (several currencies joined)."""
+    if not isinstance(cost_totals, dict) or not cost_totals:
+        return ""
+    return ", ".join(f"{cur} {amount}" for cur, amount in cost_totals.items())
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    if isinstance(mapping, dict):
+        return mapping.get(key)
+    return None
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: template.Context, **changes: Any) -> str:
+    """The current query string with some parameters replaced (None/"" removes them)."""
+    request = context.get("request")
+    params = request.GET.copy() if request is not None else None
+    if params is None:
+        from django.http import QueryDict
+
+        params = QueryDict(mutable=True)
+    for key, value in changes.items():
+        if value is None or value == "":
+            params.pop(key, None)
+        else:
+            params[key] = str(value)
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"

@@ -1,0 +1,161 @@
+// Live run page: follows /ws/runs/<id>/ and applies the server's out-of-band swaps with htmx.
+//
+// The page says what it shows: <div id="live" data-run-id data-last-seq>. The socket is opened with
+// ?last_seq=N, so whatever was committed since the page was rendered (or since the socket dropped)
+// comes first, read from the event store by the server. Updates are contiguous (from_seq == the seq
+// we show); anything else is a gap and we ask for a resync from our seq. Each applied update is
+// acked (the server keeps at most a few un-acked updates in flight per page; a page that stops
+// reading is disconnected with a resync notice and reconnects here with its seq).
+//
+// Timeline rows are appended only while the list shows the tail of the trace unfiltered; panels
+// (status, gates, graph, ledger) are always replaced.
+//
+// Pages listing runs may carry data-live-workspace on any element: on each run change the body
+// receives a "live:runs-changed" event (hx-trigger="live:runs-changed from:body" refreshes a list).
+(function () {
+  "use strict";
+  var MAX_BACKOFF_MS = 10000;
+  var FILTER_IDS = ["t-type", "t-step", "t-corr", "t-q"];
+
+  function socketUrl(path) {
+    var proto = window.location.protocol === "https:" ? "wss:" : "ws:";
+    return proto + "//" + window.location.host + path;
+  }
+
+  function backoff(attempt) {
+    var base = Math.min(MAX_BACKOFF_MS, 250 * Math.pow(2, attempt));
+    return base / 2 + Math.random() * base / 2;
+  }
+
+  function followRun(hook) {
+    var runId = hook.getAttribute("data-run-id");
+    var lastSeq = parseInt(hook.getAttribute("data-last-seq") || "0", 10) || 0;
+    var attempt = 0;
+    var ws = null;
+    var stopped = false;
+
+    function setSeq(seq) {
+      lastSeq = seq;
+      hook.setAttribute("data-last-seq", String(seq));
+    }
+
+    function timelineAtTail(fromSeq) {
+      var list = document.getElementById("timeline-list");
+      if (!list) return null;
+      for (var i = 0; i < FILTER_IDS.length; i++) {
+        var field = document.getElementById(FILTER_IDS[i]);
+        if (field && field.value) return null;
+      }
+      var shown = parseInt(list.getAttribute("data-last-seq") || "0", 10) || 0;
+      return shown === fromSeq ? list : null;
+    }
+
+    function apply(msg) {
+      var holder = document.createElement("template");
+      holder.innerHTML = msg.html;
+      var list = timelineAtTail(msg.from_seq);
+      if (!list) {
+        // Not showing the tail (an older page, or filtered): keep the rows out, refresh the panels.
+        var rows = holder.content.querySelectorAll("template");
+        for (var i = 0; i < rows.length; i++) rows[i].remove();
+      }
+      window.htmx.swap(document.body, holder.innerHTML, { swapStyle: "none" });
+      if (list) {
+        list.setAttribute("data-last-seq", String(msg.last_seq));
+        if (msg.last_seq > msg.from_seq) {
+          var empty = list.parentNode && list.parentNode.querySelector(":scope > p.muted.no-events");
+          if (empty) empty.remove();
+        }
+      }
+      setSeq(msg.last_seq);
+      hook.setAttribute("data-live-status", msg.status || "");
+      hook.dispatchEvent(new CustomEvent("live:update", { bubbles: true, detail: msg }));
+    }
+
+    function send(obj) {
+      if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(obj));
+    }
+
+    function onMessage(event) {
+      var msg;
+      try {
+        msg = JSON.parse(event.data);
+      } catch (e) {
+        return;
+      }
+      if (msg.type === "hello") {
+        attempt = 0;
+        hook.setAttribute("data-live", "open");
+      } else if (msg.type === "update") {
+        if (msg.from_seq !== lastSeq) {
+          send({ type: "resync", after_seq: lastSeq });
+          return;
+        }
+        apply(msg);
+        send({ type: "ack", seq: msg.last_seq });
+      } else if (msg.type === "resync") {
+        hook.setAttribute("data-live", "resync");  // the server closes; we reconnect with our seq
+      } else if (msg.type === "gone") {
+        stopped = true;
+        hook.setAttribute("data-live", "gone");
+      }
+    }
+
+    function connect() {
+      if (stopped) return;
+      var path = "/ws/runs/" + encodeURIComponent(runId) + "/?last_seq=" + lastSeq;
+      ws = new WebSocket(socketUrl(path));
+      hook.setAttribute("data-live", "connecting");
+      ws.onmessage = onMessage;
+      ws.onclose = function (event) {
+        ws = null;
+        if (stopped || event.code === 4403 || event.code === 4404) {
+          hook.setAttribute("data-live", event.code === 4404 ? "gone" : "closed");
+          return;
+        }
+        hook.setAttribute("data-live", "reconnecting");
+        var delay = event.code === 4000 ? 50 : backoff(attempt++);
+        window.setTimeout(connect, delay);
+      };
+    }
+
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden && !ws && !stopped) connect();
+    });
+    connect();
+  }
+
+  function followWorkspace() {
+    var attempt = 0;
+    function connect() {
+      var ws = new WebSocket(socketUrl("/ws/workspace/"));
+      ws.onmessage = function (event) {
+        var msg;
+        try {
+          msg = JSON.parse(event.data);
+        } catch (e) {
+          return;
+        }
+        attempt = 0;
+        if (msg.type === "run.changed") {
+          document.body.dispatchEvent(new CustomEvent("live:runs-changed", { bubbles: true, detail: msg }));
+        }
+      };
+      ws.onclose = function (event) {
+        if (event.code === 4403) return;
+        window.setTimeout(connect, backoff(attempt++));
+      };
+    }
+    connect();
+  }
+
+  function start() {
+    if (!window.htmx || !window.WebSocket) return;
+    var hook = document.getElementById("live");
+    if (hook && hook.getAttribute("data-run-id") && hook.getAttribute("data-url-id") !== "demo") followRun(hook);
+    if (document.querySelector("[data-live-workspace]")) followWorkspace();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
