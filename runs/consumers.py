@@ -33,6 +33,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from runs.live import metrics, publisher, run_group, workspace_group
+from runs.live_fragments import CSRF_PLACEHOLDER
 
 CLOSE_RESYNC = 4000
 CLOSE_FORBIDDEN = 4403
@@ -112,7 +113,7 @@ update_cache = UpdateCache()
 
 def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> dict:
     """One update message: rows from_seq+1..upto_seq and the current panels, as a JSON-ready dict."""
-    from runs.live_fragments import render_fragments
+    from runs.live_fragments import render_fragments  # imports the page views: load lazily
 
     html, status = render_fragments(run_id=sub.run_id, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
     return {"type": "update", "from_seq": from_seq, "last_seq": upto_seq, "status": status, "html": html}
@@ -156,6 +157,9 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
         self.wake = asyncio.Event()
         self.acked = asyncio.Event()
         self.closing = False
+        # Forms inside the gate panel post with this socket's own CSRF token (the cookie's secret).
+        cookie = (self.scope.get("cookies") or {}).get(settings.CSRF_COOKIE_NAME, "")
+        self.csrf_token = cookie if cookie.isalnum() else ""
         await self._send_json({"type": "hello", "run_id": run_id, "last_seq": head, "from_seq": client_seq})
         self.sender = asyncio.ensure_future(self._sender())
         if self.target_seq > self.sent_seq:
@@ -247,7 +251,7 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
                 upto = min(self.target_seq, self.sent_seq + batch)
                 self.status_dirty = False
                 update = await update_cache.get(self.sub, self.sent_seq, upto)
-                await self.send(text_data=_dumps(update))
+                await self.send(text_data=_dumps(update).replace(CSRF_PLACEHOLDER, self.csrf_token))
                 metrics.add("updates_sent")
                 metrics.add("rows_sent", upto - self.sent_seq)
                 self.sent_seq = upto

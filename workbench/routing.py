@@ -1,3 +1,10 @@
-"""Websocket routes (filled by the live-status consumers)."""
+"""Websocket routes: live run pages and live workspace lists (see runs/consumers.py)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path, re_path
+
+from runs.consumers import RunLiveConsumer, WorkspaceLiveConsumer
+
+websocket_urlpatterns: list = [
+    path("ws/workspace/", WorkspaceLiveConsumer.as_asgi()),
+    re_path(r"^ws/runs/(?P<run_id>.+)/$", RunLiveConsumer.as_asgi()),
+]

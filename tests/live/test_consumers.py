@@ -1,0 +1,283 @@
+"""Run and workspace websocket consumers on the in-memory layer and on Redis.
+
+Every test opens real sockets through the project's ASGI application (origin validator, session
+auth, URL router) and writes through the actions, so commit -> notify -> publisher -> layer ->
+consumer -> rendered partials is exercised end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import orjson
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import override_settings
+
+from tests.live.conftest import ORIGIN, session_cookie
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+def application():
+    from workbench.asgi import application
+
+    return application
+
+
+async def open_socket(path: str, user=None, *, origin=ORIGIN, last_seq: int | None = None):
+    headers = [origin] if origin else []
+    if user is not None:
+        headers.append((b"cookie", await database_sync_to_async(session_cookie)(user)))
+    if last_seq is not None:
+        path = f"{path}?last_seq={last_seq}"
+    comm = WebsocketCommunicator(application(), path, headers=headers)
+    connected, code = await comm.connect(timeout=5)
+    return comm, connected, code
+
+
+async def receive(comm, timeout: float = 5.0) -> dict:
+    return orjson.loads(await comm.receive_from(timeout=timeout))
+
+
+async def collect_until(comm, last_seq: int, *, ack: bool = True, timeout: float = 10.0) -> list[dict]:
+    """Updates until one reaches `last_seq`; checks they are contiguous; acks each one."""
+    updates: list[dict] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not updates or updates[-1]["last_seq"] < last_seq:
+        message = await receive(comm, timeout=max(0.1, deadline - loop.time()))
+        if message["type"] != "update":
+            continue
+        if updates:
+            assert message["from_seq"] == updates[-1]["last_seq"], "updates must be contiguous"
+        updates.append(message)
+        if ack:
+            await comm.send_to(text_data=orjson.dumps({"type": "ack", "seq": message["last_seq"]}).decode())
+    return updates
+
+
+def seqs_in(updates: list[dict]) -> list[int]:
+    return [int(s) for u in updates for s in re.findall(r'data-seq="(\d+)"', u["html"])]
+
+
+@database_sync_to_async
+def start_run(workspace, workflow, run_id="run_live"):
+    from runs import actions
+
+    return actions.do_start_run(workspace=workspace, workflow=workflow, actor="user:alice", run_id=run_id).pk
+
+
+@database_sync_to_async
+def annotate(workspace, run_id, n=1, text="note"):
+    from runs import actions
+    from runs.engine import commands as cmd
+
+    last = 0
+    for i in range(n):
+        last = actions.do_command(
+            workspace=workspace, run_id=run_id, command=cmd.Annotate(text=f"{text} {i}"), actor="token:w"
+        ).last_seq
+    return last
+
+
+async def test_member_gets_rows_and_panels(channel_layer_kind, workspace, alice, workflow):
+    run_id = await start_run(workspace, workflow)
+    comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+    assert connected
+    hello = await receive(comm)
+    assert hello == {"type": "hello", "run_id": run_id, "last_seq": 0, "from_seq": 0}
+    last = await annotate(workspace, run_id, 3, text="hello-live")
+    updates = await collect_until(comm, last)
+    assert updates[0]["from_seq"] == 0
+    assert seqs_in(updates) == [1, 2, 3]
+    html = "".join(u["html"] for u in updates)
+    assert "hello-live 2" in html
+    assert 'hx-swap-oob="beforeend:#timeline-list"' in html
+    for panel_id in ("run-status", "gate-panel", "graph", "ledger-totals"):
+        assert f'id="{panel_id}"' in updates[-1]["html"], panel_id
+    await comm.disconnect()
+
+
+async def test_gate_panel_changes_when_gate_requested_and_resolved(
+    channel_layer_kind, workspace, bob, workflow
+):
+    from runs import actions
+    from runs.engine import commands as cmd
+
+    run_id = await start_run(workspace, workflow)
+    comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", bob, last_seq=0)
+    assert connected
+    await receive(comm)
+
+    @database_sync_to_async
+    def run_cmds(*commands):
+        return actions.do_commands(
+            workspace=workspace, run_id=run_id, commands=list(commands), actor="user:x"
+        ).last_seq
+
+    last = await run_cmds(cmd.BeginStep("parse"), cmd.CompleteStep("parse"), cmd.BeginStep("review"))
+    updates = await collect_until(comm, last)
+    assert "human_gate_requested" in "".join(u["html"] for u in updates)
+    pending_html = updates[-1]["html"]
+    last = await run_cmds(cmd.ResolveGate(step_id="review", gate="PAUSE_BEFORE", decision="approved"))
+    updates = await collect_until(comm, last)
+    assert updates[-1]["html"] != pending_html
+    assert "human_gate_resolved" in updates[-1]["html"]
+    await comm.disconnect()
+
+
+async def test_refusals(channel_layer_kind, workspace, alice, charlie, workflow):
+    run_id = await start_run(workspace, workflow)
+    for user, path in (
+        (None, f"/ws/runs/{run_id}/"),  # anonymous
+        (charlie, f"/ws/runs/{run_id}/"),  # member of another workspace
+        (alice, "/ws/runs/run_does_not_exist/"),
+    ):
+        comm, connected, _ = await open_socket(path, user)
+        assert not connected, (user, path)
+        await comm.disconnect()
+    comm, connected, _ = await open_socket(
+        f"/ws/runs/{run_id}/", alice, origin=(b"origin", b"http://evil.example")
+    )
+    assert not connected
+    await comm.disconnect()
+    comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, origin=None)
+    assert not connected
+    await comm.disconnect()
+    from runs.live import metrics
+
+    assert metrics.snapshot()["refused"] >= 3
+
+
+async def test_reconnect_catches_up_from_last_seq(channel_layer_kind, workspace, alice, workflow):
+    from runs.live import metrics
+
+    run_id = await start_run(workspace, workflow)
+    last = await annotate(workspace, run_id, 7)
+    comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=4)
+    assert connected
+    hello = await receive(comm)
+    assert (hello["from_seq"], hello["last_seq"]) == (4, 7)
+    updates = await collect_until(comm, last)
+    assert seqs_in(updates) == [5, 6, 7]
+    assert metrics.snapshot()["resyncs"] >= 1
+    # The client reports it lost rows (a gap on its side): everything after its seq comes again.
+    await comm.send_to(text_data='{"type": "resync", "after_seq": 2}')
+    updates = await collect_until(comm, last)
+    assert seqs_in(updates) == [3, 4, 5, 6, 7]
+    await comm.disconnect()
+
+
+async def test_lost_notification_is_recovered_from_the_store(channel_layer_kind, workspace, alice, workflow):
+    """Commits whose broadcast never arrives are still delivered with the next one, in order."""
+    from runs.live import metrics, on_run_change
+    from runs.notify import register_listener, unregister_listener
+
+    run_id = await start_run(workspace, workflow)
+    comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+    assert connected
+    await receive(comm)
+    unregister_listener(on_run_change)
+    try:
+        await annotate(workspace, run_id, 3, text="silent")
+    finally:
+        register_listener(on_run_change)
+    assert await comm.receive_nothing(timeout=0.2)
+    last = await annotate(workspace, run_id, 1, text="loud")
+    updates = await collect_until(comm, last)
+    assert seqs_in(updates) == [1, 2, 3, 4]
+    assert metrics.snapshot()["gaps"] >= 1
+    await comm.disconnect()
+
+
+async def test_slow_subscriber_is_dropped_and_told_to_resync(channel_layer_kind, workspace, alice, workflow):
+    from runs.live import metrics
+
+    run_id = await start_run(workspace, workflow)
+    with override_settings(LIVE_MAX_INFLIGHT=2, LIVE_ACK_TIMEOUT_SECONDS=0.5, LIVE_COALESCE_SECONDS=0.0):
+        slow, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+        assert connected
+        fast, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+        assert connected
+        await receive(slow)
+        await receive(fast)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        for _ in range(6):
+            last = await annotate(workspace, run_id, 1)
+            await asyncio.sleep(0.03)
+        writes_took = loop.time() - started
+        fast_updates = await collect_until(fast, last)
+        assert seqs_in(fast_updates) == list(range(1, last + 1))
+        # The slow one never acked: at most 2 updates in flight, then a resync notice and close 4000.
+        received = []
+        while True:
+            message = await receive(slow, timeout=3)
+            received.append(message)
+            if message["type"] == "resync":
+                break
+        assert [m["type"] for m in received].count("update") <= 2
+        assert received[-1] == {"type": "resync", "reason": "slow", "after_seq": 0}
+        assert (await slow.receive_output(timeout=3))["code"] == 4000
+        assert metrics.snapshot()["drops"] == 1
+        assert writes_took < 3  # the writer never waited for the slow subscriber
+        await fast.disconnect()
+        # It comes back with its seq and gets everything.
+        again, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+        assert connected
+        await receive(again)
+        assert seqs_in(await collect_until(again, last)) == list(range(1, last + 1))
+        await again.disconnect()
+
+
+async def test_bursts_are_coalesced(channel_layer_kind, workspace, alice, workflow):
+    from runs.live import metrics
+
+    run_id = await start_run(workspace, workflow)
+    with override_settings(LIVE_COALESCE_SECONDS=0.2):
+        comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+        assert connected
+        await receive(comm)
+        last = await annotate(workspace, run_id, 40)
+        updates = await collect_until(comm, last)
+        assert seqs_in(updates) == list(range(1, 41))
+        counters = metrics.snapshot()
+        assert counters["changes"] >= 40
+        assert counters["broadcasts"] < 20 and counters["coalesced"] > 20
+        assert len(updates) < 20
+        await comm.disconnect()
+
+
+async def test_workspace_socket_hears_about_runs(channel_layer_kind, workspace, alice, charlie, workflow):
+    comm, connected, _ = await open_socket("/ws/workspace/", alice)
+    assert connected
+    outsider, connected, _ = await open_socket("/ws/workspace/", charlie)
+    assert connected
+    run_id = await start_run(workspace, workflow, run_id="run_ws")
+    message = await receive(comm)
+    assert message["type"] == "run.changed" and message["run_id"] == run_id and message["status"] == "running"
+    last = await annotate(workspace, run_id, 2)
+    message = await receive(comm)
+    while message["last_seq"] < last:
+        message = await receive(comm)
+    assert await outsider.receive_nothing(timeout=0.3)  # other workspace hears nothing
+    await comm.disconnect()
+    await outsider.disconnect()
+    anonymous, connected, _ = await open_socket("/ws/workspace/", None)
+    assert not connected
+    await anonymous.disconnect()
+
+
+async def test_deleted_run_closes_the_socket(channel_layer_kind, workspace, alice, workflow):
+    from runs import actions
+
+    run_id = await start_run(workspace, workflow)
+    comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice)
+    assert connected
+    await receive(comm)
+    await database_sync_to_async(actions.do_delete_run)(workspace=workspace, run_id=run_id)
+    assert await receive(comm) == {"type": "gone"}
+    assert (await comm.receive_output(timeout=3))["code"] == 4404
