@@ -1,0 +1,325 @@
+"""A small Python client for the Workbench REST API, for host applications in other processes.
+
+    from runs.client import WorkbenchClient, make_event
+
+    with WorkbenchClient("http://127.0.0.1:8000", token="wbt_...") as wb:
+        started = wb.start_run(workflow=WORKFLOW, tags=["nightly"])
+        run_id = started["runId"]
+        wb.append_events(run_id, [make_event(run_id, "step_started", stepId="parse")])
+        wb.resolve_gate(run_id, step_id="review", gate="PAUSE_BEFORE", decision="approved")
+        bundle = wb.export_bundle(run_id)          # signed canonical bytes
+
+Behaviour (as the reference client): a 15 s timeout; up to 3 retries with exponential backoff
+(0.25 s x 2^n, at most 4 s; a server's Retry-After is honoured up to that cap) on network errors
+and on 408/425/429/5xx only, never on other 4xx. Every write carries an ``Idempotency-Key``
+(generated unless given) that is reused on its retries, so a retried write is applied once.
+Errors raise :class:`WorkbenchAPIError` with the server's ``code``. Depends on httpx only.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+RETRY_STATUSES = frozenset({408, 425, 429})
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class WorkbenchAPIError(Exception):
+    """The server refused a request (or it kept failing): ``status``, ``code`` and ``message``."""
+
+    def __init__(self, status: int, code: str, message: str, response: httpx.Response | None = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.response = response
+
+
+class WorkbenchTransportError(WorkbenchAPIError):
+    """The server could not be reached (after the retries)."""
+
+    def __init__(self, message: str, cause: Exception) -> None:
+        super().__init__(0, "NETWORK_ERROR", message)
+        self.__cause__ = cause
+
+
+def should_retry(status: int) -> bool:
+    return status in RETRY_STATUSES or status >= 500
+
+
+def now_iso() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def make_event(
+    run_id: str, type: str, *, ts: str | None = None, event_id: str | None = None, **fields: Any
+) -> dict:
+    """A protocol trace event with a fresh id and the current time (fields as on the wire: stepId ...)."""
+    event = {"id": event_id or f"evt_{uuid.uuid4()}", "runId": run_id, "ts": ts or now_iso(), "type": type}
+    event.update({k: v for k, v in fields.items() if v is not None})
+    return event
+
+
+class WorkbenchClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 15.0,
+        retries: int = 3,
+        backoff: float = 0.25,
+        max_backoff: float = 4.0,
+        workspace: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        all_headers = {"Accept": "application/json", "User-Agent": "workbench-client/1"}
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
+        if workspace:
+            all_headers["X-Workspace"] = workspace
+        all_headers.update(headers or {})
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._sleep = sleep
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=timeout, headers=all_headers, transport=transport
+        )
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> WorkbenchClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        delay = min(self.max_backoff, self.backoff * (2**attempt))
+        if response is not None:
+            retry_after = response.headers.get("Retry-After")
+            if retry_after and retry_after.strip().isdigit():
+                delay = min(self.max_backoff, max(delay, float(retry_after)))
+        return delay
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> httpx.Response:
+        """Send a request with retries; return the (2xx) response or raise WorkbenchAPIError."""
+        method = method.upper()
+        send_headers = dict(headers or {})
+        if method in WRITE_METHODS:
+            send_headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+        if content is not None:
+            send_headers.setdefault("Content-Type", "application/json")
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                response = self._http.request(
+                    method, "/api" + path, json=json, content=content, params=params, headers=send_headers
+                )
+            except httpx.TransportError as exc:
+                if attempt >= self.retries:
+                    raise WorkbenchTransportError(f"{method} {path}: {exc}", exc) from exc
+            else:
+                if response.is_success:
+                    return response
+                if not should_retry(response.status_code) or attempt >= self.retries:
+                    raise _api_error(response)
+            self._sleep(self._delay(attempt, response))
+            attempt += 1
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.request(method, path, **kwargs)
+        return response.json() if response.content else None
+
+    # -- endpoints --------------------------------------------------------------------------------
+
+    def health(self) -> dict:
+        return self._json("GET", "/health")
+
+    def list_runs(self, limit: int = 100) -> list[dict]:
+        return self._json("GET", "/runs", params={"limit": limit})
+
+    def get_run_state(self, run_id: str) -> tuple[dict, str]:
+        """The run's RunStoreState and its ETag (pass it as ``if_match`` to put_run_state)."""
+        response = self.request("GET", f"/runs/{_q(run_id)}")
+        return response.json(), response.headers.get("ETag", "")
+
+    def put_run_state(
+        self, run_id: str, state: dict, *, if_match: str | int | None = None, **kw: Any
+    ) -> dict:
+        headers = {}
+        if if_match is not None:
+            headers["If-Match"] = if_match if isinstance(if_match, str) else f'"{if_match}"'
+        return self._json("PUT", f"/runs/{_q(run_id)}", json=state, headers=headers, **kw)
+
+    def delete_run(self, run_id: str, **kw: Any) -> None:
+        self.request("DELETE", f"/runs/{_q(run_id)}", **kw)
+
+    def start_run(
+        self,
+        *,
+        workflow: dict,
+        run_id: str | None = None,
+        subject: dict | None = None,
+        metadata: dict | None = None,
+        tags: list[str] | None = None,
+        context: dict | None = None,
+        **kw: Any,
+    ) -> dict:
+        body = _drop_none(
+            {
+                "workflow": workflow,
+                "runId": run_id,
+                "subject": subject,
+                "metadata": metadata,
+                "tags": tags,
+                "context": context,
+            }
+        )
+        return self._json("POST", "/runs", json=body, **kw)
+
+    def append_events(self, run_id: str, events: list[dict], **kw: Any) -> dict:
+        return self._json("POST", f"/runs/{_q(run_id)}/events", json={"events": events}, **kw)
+
+    def resolve_gate(
+        self,
+        run_id: str,
+        *,
+        step_id: str,
+        gate: str,
+        decision: str,
+        note: str | None = None,
+        checkpoint: str | None = None,
+        edit: dict | None = None,
+        **kw: Any,
+    ) -> dict:
+        body = _drop_none(
+            {
+                "stepId": step_id,
+                "gate": gate,
+                "decision": decision,
+                "note": note,
+                "checkpoint": checkpoint,
+                "edit": edit,
+            }
+        )
+        return self._json("POST", f"/runs/{_q(run_id)}/gates/resolve", json=body, **kw)
+
+    def write_artifact(
+        self,
+        run_id: str,
+        *,
+        key: str,
+        type_id: str,
+        data: Any,
+        artifact_idempotency_key: str | None = None,
+        step_id: str | None = None,
+        **kw: Any,
+    ) -> dict:
+        body = _drop_none(
+            {
+                "artifactKey": key,
+                "typeId": type_id,
+                "idempotencyKey": artifact_idempotency_key,
+                "stepId": step_id,
+            }
+        )
+        body["data"] = data
+        return self._json("POST", f"/runs/{_q(run_id)}/artifacts", json=body, **kw)
+
+    def patch_artifact(
+        self,
+        run_id: str,
+        *,
+        key: str,
+        from_version: int,
+        patch: list[dict],
+        step_id: str | None = None,
+        **kw: Any,
+    ) -> dict:
+        body = _drop_none({"fromVersion": from_version, "patch": patch, "stepId": step_id})
+        return self._json("POST", f"/runs/{_q(run_id)}/artifacts/{_q(key)}/patch", json=body, **kw)
+
+    def annotate(self, run_id: str, text: str, *, tags: list[str] | None = None, **kw: Any) -> dict:
+        return self._json(
+            "POST", f"/runs/{_q(run_id)}/annotations", json=_drop_none({"text": text, "tags": tags}), **kw
+        )
+
+    def cancel(self, run_id: str, *, reason: str | None = None, cascade: bool = False, **kw: Any) -> dict:
+        body = _drop_none({"reason": reason, "cascade": cascade})
+        return self._json("POST", f"/runs/{_q(run_id)}/cancel", json=body, **kw)
+
+    def events(self, run_id: str, *, after_seq: int = 0, limit: int = 1000) -> dict:
+        return self._json(
+            "GET", f"/runs/{_q(run_id)}/events", params={"after_seq": after_seq, "limit": limit}
+        )
+
+    def iter_events(
+        self, run_id: str, *, after_seq: int = 0, page_size: int = 1000
+    ) -> Iterator[tuple[int, dict]]:
+        """Every event after ``after_seq`` as (seq, event), page by page."""
+        while True:
+            page = self.events(run_id, after_seq=after_seq, limit=page_size)
+            for item in page["events"]:
+                yield item["seq"], item["event"]
+            after_seq = page["nextAfterSeq"]
+            if not page["hasMore"]:
+                return
+
+    def export_bundle(self, run_id: str) -> bytes:
+        """The signed bundle as canonical JSON bytes (verify with runs.protocol or any 1.0.0 implementation)."""
+        return self.request("GET", f"/runs/{_q(run_id)}/bundle").content
+
+    def import_bundle(self, data: bytes, *, as_new_id: bool = False, **kw: Any) -> dict:
+        params = {"as_new_id": "true"} if as_new_id else None
+        return self._json("POST", "/bundles", content=data, params=params, **kw)
+
+    def verify_bundle(self, data: bytes) -> dict:
+        return self._json("POST", "/bundles/verify", content=data)
+
+
+def _q(segment: str) -> str:
+    return quote(segment, safe="")
+
+
+def _drop_none(values: dict) -> dict:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _api_error(response: httpx.Response) -> WorkbenchAPIError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and "code" in body:
+        return WorkbenchAPIError(
+            response.status_code, str(body["code"]), str(body.get("error", "")), response
+        )
+    return WorkbenchAPIError(
+        response.status_code, f"HTTP_{response.status_code}", response.text[:500], response
+    )
