@@ -201,11 +201,16 @@ def _may_misorder_keys(out: bytes) -> bool:
 
 
 def _keys_misordered(obj: dict[str, Any]) -> bool:
-    for k in obj:
-        if type(k) is str and not k.isascii():
-            keys = list(obj)
-            return sorted(keys, key=_utf16_key) != sorted(keys)
-    return False
+    """Whether the object's keys sort differently by UTF-16 code units than by code points."""
+    if len(obj) < 2:
+        return False
+    try:
+        if "".join(obj).isascii():  # one C-level pass over all keys
+            return False
+    except TypeError:
+        raise ProtocolError(ErrorCode.INVALID_INPUT, "object keys must be strings") from None
+    keys = list(obj)
+    return sorted(keys, key=_utf16_key) != sorted(keys)
 
 
 def _float_is_safe(value: float) -> bool:
@@ -292,10 +297,7 @@ def _prepare(value: Any, check_keys: bool = True) -> Any:
             changed[k] = nv
         result = value if changed is None else changed
         if check_keys:
-            for k in result:
-                if type(k) is not str:
-                    raise ProtocolError(ErrorCode.INVALID_INPUT, f"object key {k!r} is not a string")
-            if _keys_misordered(result):
+            if _keys_misordered(result):  # raises for non-string keys (single ones: orjson does)
                 keys = sorted(result, key=_utf16_key)
                 return _Fragment(_object_in_utf16_order(result, keys))
         return result

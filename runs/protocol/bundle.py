@@ -1,0 +1,131 @@
+"""Bundle check: everything a bundle import does except writing.
+
+Order (the reference's, so the same error codes come out): parse JSON -> protocol version
+and migration -> schema -> integrity -> structural invariants.
+
+* not JSON: ``INVALID_JSON``; JSON with a non-finite number (``1e400``) or a lone surrogate
+  cannot be canonicalized or hashed: ``INVALID_RUN_BUNDLE`` (the reference would hash
+  ``1e400`` as ``null``; we refuse rather than accept what cannot round-trip);
+* ``protocolVersion`` missing or without a migration path: ``UNSUPPORTED_PROTOCOL_VERSION``;
+* schema: ``INVALID_RUN_BUNDLE`` with the JSON path;
+* no ``integrity``: ``MISSING_INTEGRITY``; hash differs: ``INTEGRITY_MISMATCH``. The hash
+  covers the JSON exactly as received (an added unknown key is a mismatch, unlike the
+  reference). A migrated bundle is verified as received, before migration;
+* structural: ``INVALID_WORKFLOW`` for the graph, ``INVALID_RUN_BUNDLE`` for the rest.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any, Literal
+
+from runs.protocol.canonical import (
+    UnrepresentableJSON,
+    canonical_form,
+    gc_paused,
+    load_json_exact,
+    round_unsafe_integers,
+    sha256_hex,
+)
+from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.protocol.integrity import declared_integrity, hash_input
+from runs.protocol.migrations import migrate_bundle
+from runs.protocol.validate import check_bundle_invariants, validate_bundle_schema
+
+CheckIntegrity = Literal["valid", "mismatch", "missing", "unchecked"]
+
+
+@dataclass
+class CheckResult:
+    """Outcome of :func:`check_bundle`.
+
+    ``code`` is ``None`` when ``ok``; ``integrity`` is ``"unchecked"`` when the check
+    stopped before integrity (unparsable, unsupported version, schema failure);
+    ``message`` is the error (``CODE at path: message``); ``bundle`` is the parsed (and
+    migrated) bundle whenever it parsed, with JavaScript number semantics applied.
+    """
+
+    ok: bool
+    code: str | None
+    integrity: CheckIntegrity
+    message: str | None
+    bundle: dict[str, Any] | None
+    migrated: bool = False
+
+
+def check_bundle(data: bytes | str) -> CheckResult:
+    """Check a run bundle's text as an import would, without writing anything."""
+    with gc_paused():
+        return _check(data)
+
+
+def check_bundle_file(path: str | PathLike[str]) -> CheckResult:
+    """:func:`check_bundle` of a file's bytes (``OSError`` if it cannot be read)."""
+    return check_bundle(Path(path).read_bytes())
+
+
+def _failure(
+    error: ProtocolError, integrity: CheckIntegrity, bundle: Any, migrated: bool = False
+) -> CheckResult:
+    return CheckResult(
+        ok=False,
+        code=error.code,
+        integrity=integrity,
+        message=str(error),
+        bundle=bundle if isinstance(bundle, dict) else None,
+        migrated=migrated,
+    )
+
+
+def _check(data: bytes | str) -> CheckResult:
+    try:
+        received = load_json_exact(data)
+    except UnrepresentableJSON as exc:
+        return _failure(ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, exc.message), "unchecked", None)
+    except ProtocolError as exc:
+        return _failure(exc, "unchecked", None)
+    if type(received) is not dict:
+        error = ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, "run bundle must be a JSON object")
+        return _failure(error, "unchecked", None)
+
+    try:
+        bundle, migrated = migrate_bundle(received)
+    except ProtocolError as exc:
+        return _failure(exc, "unchecked", received)
+
+    try:
+        validate_bundle_schema(bundle)
+        if migrated:
+            validate_bundle_schema(received)  # the hash is checked over what was received
+    except ProtocolError as exc:
+        return _failure(exc, "unchecked", bundle, migrated)
+
+    declared = declared_integrity(received)
+    if declared is None:
+        error = ProtocolError(ErrorCode.MISSING_INTEGRITY, "run bundle has no integrity.sha256", "integrity")
+        return _failure(error, "missing", bundle, migrated)
+    try:
+        canonical, unsafe_ints = canonical_form(hash_input(received))
+    except ProtocolError as exc:  # a value with no canonical form
+        return _failure(
+            ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, exc.message), "unchecked", bundle, migrated
+        )
+    if unsafe_ints:
+        round_unsafe_integers(bundle)
+    actual = sha256_hex(canonical)
+    if not hmac.compare_digest(actual, declared):
+        error = ProtocolError(
+            ErrorCode.INTEGRITY_MISMATCH,
+            f"declared sha256 {declared} but the content hashes to {actual}",
+            "integrity.sha256",
+        )
+        return _failure(error, "mismatch", bundle, migrated)
+
+    try:
+        check_bundle_invariants(bundle)
+    except ProtocolError as exc:
+        return _failure(exc, "valid", bundle, migrated)
+    return CheckResult(ok=True, code=None, integrity="valid", message=None, bundle=bundle, migrated=migrated)
