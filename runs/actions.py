@@ -23,7 +23,7 @@ from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
 from runs.models import ArtifactVersion, Event, Run, RunParent, RunSnapshot, RuleSetVersion, Workspace, dumps, loads
 from runs.notify import RunChange, notify_on_commit
-from runs.protocol.bundle import check_bundle
+
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.schemas import default_registry
 from runs.protocol.validate import validate_event
@@ -85,7 +85,6 @@ def parse_ts(value: str | None) -> datetime | None:
 
 def _projection_fields(state: RunState) -> dict[str, Any]:
     run = state.run
-    summary = state.summary()
     return {
         "status": run["status"],
         "ended_at": parse_ts(run.get("endedAt")),
@@ -96,9 +95,9 @@ def _projection_fields(state: RunState) -> dict[str, Any]:
         "revision": state.revision,
         "pending_gates": len(state.pending_gates()),
         "event_count": state.revision,
-        "model_calls": summary["model_calls"],
-        "total_tokens": summary["total_tokens"],
-        "cost_totals": summary["cost_by_currency"],
+        "model_calls": state.model_calls,
+        "total_tokens": state.tokens.get("totalTokens", 0),
+        "cost_totals": dict(state.cost),
     }
 
 
@@ -310,6 +309,8 @@ def do_import_bundle(
     *, workspace: Workspace, data: bytes, actor: str = "", as_new_id: bool = False
 ) -> Run:
     """Verify a bundle completely, then store it in one transaction (nothing is left on failure)."""
+    from runs.protocol.bundle import check_bundle
+
     result = check_bundle(data)
     if not result.ok:
         raise ActionError(result.code or ErrorCode.INVALID_RUN_BUNDLE, result.message or "invalid bundle")
@@ -396,20 +397,14 @@ def do_fork(
             )
         except (EngineError, ProtocolError) as exc:
             raise ActionError.wrap(exc) from exc
-        start_state = RunState.from_json(child_state.to_json())
-        child = _new_run_row(workspace=workspace, state=start_state, actor=actor)
+        # The child's first events re-write the parent's latest artifacts and rule sets.
+        child = _new_run_row(workspace=workspace, state=child_state, actor=actor)
         _save_new_run(child)
-        # Artifacts and rule sets the child starts with are stored as its first versions.
-        ArtifactVersion.objects.bulk_create(_artifact_row(child, art, None) for art in child_state.artifacts.values())
-        RuleSetVersion.objects.bulk_create(
-            RuleSetVersion(run=child, rule_set_id=rs["id"], version=0, seq=None, body=dumps(rs))
-            for rs in child_state.rule_sets.values()
-        )
-        appender = _Appender(child, start_state, actor)
+        appender = _Appender(child, child_state, actor)
         for event in events:
             appender.append(event)
         first, last = appender.save()
-        _update_projection(child, start_state)
+        _update_projection(child, child_state)
         notify_on_commit(RunChange(workspace.pk, child.pk, first, last, child.status))
     return child
 

@@ -133,7 +133,10 @@ def build_demo(workspace: Workspace) -> list[Run]:
     done.complete_step("score")
     done.request_gate("score", "PAUSE_AFTER")
     done.resolve_gate("score", "PAUSE_AFTER", "approved", actor="user:admin")
-    done.begin_step("draft")
+    opened = done.begin_step("draft")  # a CHECKPOINT step asks for approval before it starts
+    if opened.events and opened.events[0]["type"] == "human_gate_requested":
+        done.resolve_gate("draft", "CHECKPOINT", "approved", actor="user:admin")
+        done.begin_step("draft")
     for checkpoint in ("outline", "final"):
         done.request_gate("draft", "CHECKPOINT", checkpoint=checkpoint, reason=f"Approve the {checkpoint}")
         done.resolve_gate("draft", "CHECKPOINT", "approved", checkpoint=checkpoint, actor="user:admin")
