@@ -62,22 +62,29 @@ Number = int | float
 # --- JavaScript number semantics ----------------------------------------------------
 
 
-def js_add(a: Number, b: Number) -> Number:
-    """``a + b`` as JavaScript computes it (integers stay exact only up to 2**53)."""
-    if type(a) is int and type(b) is int:
-        total = a + b
-        if -_MAX_SAFE <= total <= _MAX_SAFE:
-            return total
-    return float(a) + float(b)
-
-
 def js_round_cost(value: float) -> Number:
-    """``Number(value.toFixed(12))``: the exact double rounded to 12 decimals, halves away from 0."""
+    """``Number(value.toFixed(12))``: the exact double rounded to 12 decimals, halves away from 0.
+
+    ``round(value, 12)`` is correctly rounded from the exact binary value but breaks ties
+    to even. A double is exactly halfway between two 12-decimal numbers only when it is an
+    odd multiple of 2**-13 (its expansion then has 13 decimals, the last a 5): that case
+    goes through ``Decimal`` with halves up; an even multiple already has <= 12 decimals.
+    """
     if value != value or abs(value) >= 1e21:  # toFixed falls back to ToString: identity
         return value
-    exact = Decimal(value)  # the exact binary value, as toFixed sees it
-    rounded = exact.quantize(_TWELVE_PLACES, context=_COST_CONTEXT)
-    return float(rounded)
+    scaled = value * 8192.0
+    if scaled.is_integer():
+        if scaled % 2 == 0:
+            return value
+        return float(Decimal(value).quantize(_TWELVE_PLACES, context=_COST_CONTEXT))
+    return round(value, 12)
+
+
+def js_round_cost_exact(value: float) -> Number:
+    """Reference implementation of :func:`js_round_cost` in plain ``Decimal`` arithmetic."""
+    if value != value or abs(value) >= 1e21:
+        return value
+    return float(Decimal(value).quantize(_TWELVE_PLACES, context=_COST_CONTEXT))
 
 
 def js_value(value: Number) -> Number:
@@ -130,6 +137,40 @@ def now_iso() -> str:
 # --- totals -------------------------------------------------------------------------
 
 
+def js_add(a: Number, b: Number) -> Number:
+    """``a + b`` as JavaScript computes it.
+
+    Python's addition is identical except that an int sum beyond 2**53 must become the
+    double JavaScript would hold.
+    """
+    total = a + b
+    if type(total) is int and (total > _MAX_SAFE or total < -_MAX_SAFE):
+        return float(a) + float(b)
+    return total
+
+
+# What one ledger entry adds to a bucket: (tokens or None, durationMs or None, currency or
+# None, amount), tokens = (input, output, total, cached, reasoning). Computed once per entry.
+Delta = tuple[tuple[Number, Number, Number, Number, Number] | None, Number | None, str | None, Number]
+
+
+def entry_delta(entry: Mapping[str, Any]) -> Delta:
+    usage = entry.get("usage")
+    tokens = None
+    if usage is not None:
+        tokens = (
+            usage.get("inputTokens") or 0,
+            usage.get("outputTokens") or 0,
+            derived_total_tokens(usage),
+            usage.get("cachedInputTokens") or 0,
+            usage.get("reasoningTokens") or 0,
+        )
+    cost = entry.get("cost")
+    if cost is None:
+        return tokens, entry.get("durationMs"), None, 0
+    return tokens, entry.get("durationMs"), cost["currency"], cost["amount"]
+
+
 class Totals:
     """Mutable running totals of one rollup bucket (or of the whole ledger)."""
 
@@ -142,7 +183,6 @@ class Totals:
         "reasoning_tokens",
         "duration_ms",
         "cost",
-        "exact_cost",
     )
 
     def __init__(self) -> None:
@@ -154,30 +194,37 @@ class Totals:
         self.reasoning_tokens: Number = 0
         self.duration_ms: Number = 0
         self.cost: dict[str, Number] = {}
-        self.exact_cost: dict[str, Decimal] = {}
 
     def add_entry(self, entry: Mapping[str, Any]) -> None:
         """Add one ledger entry (its usage, duration and normalized cost)."""
+        self.add(entry_delta(entry))
+
+    def add(self, delta: Delta) -> None:
+        tokens, duration, currency, amount = delta
         self.event_count += 1
-        usage = entry.get("usage")
-        if usage is not None:
-            self.input_tokens = js_add(self.input_tokens, usage.get("inputTokens") or 0)
-            self.output_tokens = js_add(self.output_tokens, usage.get("outputTokens") or 0)
-            self.total_tokens = js_add(self.total_tokens, derived_total_tokens(usage))
-            self.cached_input_tokens = js_add(self.cached_input_tokens, usage.get("cachedInputTokens") or 0)
-            self.reasoning_tokens = js_add(self.reasoning_tokens, usage.get("reasoningTokens") or 0)
-        duration = entry.get("durationMs")
+        if tokens is not None:
+            i, o, t, c, r = tokens
+            ni = self.input_tokens + i
+            no = self.output_tokens + o
+            nt = self.total_tokens + t
+            nc = self.cached_input_tokens + c
+            nr = self.reasoning_tokens + r
+            if ni > _MAX_SAFE or no > _MAX_SAFE or nt > _MAX_SAFE or nc > _MAX_SAFE or nr > _MAX_SAFE:
+                # Rare: beyond 2**53 JavaScript holds doubles.
+                ni = js_add(self.input_tokens, i)
+                no = js_add(self.output_tokens, o)
+                nt = js_add(self.total_tokens, t)
+                nc = js_add(self.cached_input_tokens, c)
+                nr = js_add(self.reasoning_tokens, r)
+            self.input_tokens = ni
+            self.output_tokens = no
+            self.total_tokens = nt
+            self.cached_input_tokens = nc
+            self.reasoning_tokens = nr
         if duration is not None:
             self.duration_ms = js_add(self.duration_ms, duration)
-        cost = entry.get("cost")
-        if cost is not None:
-            self.add_cost(cost["currency"], cost["amount"])
-
-    def add_cost(self, currency: str, amount: Number) -> None:
-        """Add an amount in an already normalized currency, rounding like the reference."""
-        previous = self.cost.get(currency, 0)
-        self.cost[currency] = js_round_cost(float(previous) + float(amount))
-        self.exact_cost[currency] = self.exact_cost.get(currency, Decimal(0)) + _decimal_text(amount)
+        if currency is not None:
+            self.cost[currency] = js_round_cost(float(self.cost.get(currency, 0)) + float(amount))
 
     def merge(self, other: Totals) -> None:
         """Add another bucket's totals (cost totals are added once per currency, then rounded)."""
@@ -189,10 +236,7 @@ class Totals:
         self.reasoning_tokens = js_add(self.reasoning_tokens, other.reasoning_tokens)
         self.duration_ms = js_add(self.duration_ms, other.duration_ms)
         for currency, amount in other.cost.items():
-            previous = self.cost.get(currency, 0)
-            self.cost[currency] = js_round_cost(float(previous) + float(amount))
-        for currency, exact in other.exact_cost.items():
-            self.exact_cost[currency] = self.exact_cost.get(currency, Decimal(0)) + exact
+            self.cost[currency] = js_round_cost(float(self.cost.get(currency, 0)) + float(amount))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -205,6 +249,9 @@ class Totals:
             "durationMs": js_value(self.duration_ms),
             "costByCurrency": {k: js_value(v) for k, v in js_object_order(self.cost).items()},
         }
+
+
+_ZERO = Decimal(0)
 
 
 def _decimal_text(amount: Number) -> Decimal:
@@ -300,6 +347,7 @@ class LedgerAccumulator:
         self.keep_entries = keep_entries
         self.run_ids: dict[str, None] = {}
         self.totals = Totals()
+        self.exact_cost: dict[str, Decimal] = {}
         self.entries: list[dict[str, Any]] = []
         self.rollups: dict[str, dict[str, tuple[str, Totals]]] = {name: {} for name in ROLLUPS}
 
@@ -326,13 +374,18 @@ class LedgerAccumulator:
         self.run_ids.setdefault(entry["runId"], None)
         if self.keep_entries:
             self.entries.append(entry)
-        self.totals.add_entry(entry)
+        delta = entry_delta(entry)
+        self.totals.add(delta)
+        currency = delta[2]
+        if currency is not None:
+            self.exact_cost[currency] = self.exact_cost.get(currency, _ZERO) + _decimal_text(delta[3])
+        rollups = self.rollups
         for rollup, key, label in _rollup_keys(entry):
-            buckets = self.rollups[rollup]
+            buckets = rollups[rollup]
             bucket = buckets.get(key)
             if bucket is None:
                 bucket = buckets[key] = (label, Totals())
-            bucket[1].add_entry(entry)
+            bucket[1].add(delta)
 
     def merge(self, other: LedgerAccumulator) -> None:
         """Fold another accumulator into this one (e.g. per-run ledgers cached separately).
@@ -346,6 +399,8 @@ class LedgerAccumulator:
         if self.keep_entries:
             self.entries.extend(other.entries)
         self.totals.merge(other.totals)
+        for currency, exact in other.exact_cost.items():
+            self.exact_cost[currency] = self.exact_cost.get(currency, _ZERO) + exact
         for rollup, buckets in other.rollups.items():
             mine = self.rollups[rollup]
             for key, (label, totals) in buckets.items():
@@ -356,7 +411,7 @@ class LedgerAccumulator:
 
     def exact_cost_by_currency(self) -> dict[str, Decimal]:
         """Unrounded decimal sum of the cost amounts as written, per normalized currency."""
-        return dict(self.totals.exact_cost)
+        return dict(self.exact_cost)
 
     def result(self, *, now: str | None = None) -> dict[str, Any]:
         """The ledger, shaped exactly like the reference's ``summarizeModelTelemetry`` output."""

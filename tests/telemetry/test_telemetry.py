@@ -255,3 +255,17 @@ def test_rollups_sort_like_locale_compare(key_function):
     assert sorted(["a-b", "ab", "a b", "A", "a", "a_b", "b", "1", "$", "~"], key=key) == [
         "~", "$", "1", "a", "A", "a b", "a_b", "a-b", "ab", "b"
     ]  # fmt: skip
+
+
+def test_fast_cost_rounding_equals_decimal_rounding():
+    import random
+
+    from runs.protocol.telemetry import js_round_cost_exact
+
+    rng = random.Random(7)
+    ties = [k * 2.0**-13 for k in range(1, 4000, 2)]  # 13 decimals ending in 5: halves
+    samples = ties + [rng.random() * 10 ** rng.randint(-14, 22) for _ in range(20000)]
+    samples += [a + b for a, b in zip(samples[::2], samples[1::2], strict=False)]
+    for value in samples:
+        assert js_round_cost(value) == js_round_cost_exact(value), value
+    assert js_round_cost(0.0001220703125) == 0.000122070313  # the half goes up, not to even
