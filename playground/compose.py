@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -960,6 +961,21 @@ def session_from_anthropic_request(request: dict) -> tuple[Session, dict]:
     return session, {"model": request.get("model", "")}
 
 
+_DOC_TEXT = re.compile(r'<document title="(?P<title>[^"]*)">\n(?P<data>.*)\n</document>', re.DOTALL)
+
+
+def _text_or_document(text: str) -> dict:
+    """A text part that carries a text document (as compose_openai writes it) becomes the document again."""
+    match = _DOC_TEXT.fullmatch(text)
+    if match is None:
+        return {"type": "text", "text": text}
+    return {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": match["data"]},
+        "title": match["title"],
+    }
+
+
 def session_from_openai_request(request: dict) -> tuple[Session, dict]:
     """Chat Completions request -> session; the history stays in canonical (Anthropic) form."""
     messages = list(request.get("messages") or [])
@@ -999,7 +1015,7 @@ def session_from_openai_request(request: dict) -> tuple[Session, dict]:
                 parts = []
                 for p in content:
                     if p.get("type") == "text":
-                        parts.append({"type": "text", "text": p.get("text", "")})
+                        parts.append(_text_or_document(p.get("text", "")))
                     elif p.get("type") == "file":
                         data = str(p.get("file", {}).get("file_data", ""))
                         parts.append(
@@ -1049,7 +1065,6 @@ def session_from_openai_request(request: dict) -> tuple[Session, dict]:
     if effort:
         budget = {"low": 2048, "medium": 8192}.get(effort, 16384)
         session = replace(session, thinking=True, advanced=replace(session.advanced, thinking_budget=budget))
-    # Stored text documents come back as tagged text in the prompt; that is what was sent.
     return session, extra
 
 
