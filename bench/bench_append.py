@@ -28,13 +28,25 @@ def make_events(run_id: str, n: int, start: int) -> list[dict]:
     for i in range(start, start + n):
         ts = f"2026-01-01T00:{(i // 60000) % 60:02d}:{(i // 1000) % 60:02d}.{i % 1000:03d}Z"
         if i % 3 == 0:
-            ev = {"type": "model_io", "direction": "response", "provider": "anthropic", "model": "claude-haiku-4-5",
-                  "usage": {"inputTokens": 100 + i % 50, "outputTokens": 20, "totalTokens": 120 + i % 50},
-                  "cost": {"amount": 0.0012, "currency": "USD"}, "durationMs": 300, "stepId": "work",
-                  "correlationId": f"c{i // 3}"}
+            ev = {
+                "type": "model_io",
+                "direction": "response",
+                "provider": "anthropic",
+                "model": "claude-haiku-4-5",
+                "usage": {"inputTokens": 100 + i % 50, "outputTokens": 20, "totalTokens": 120 + i % 50},
+                "cost": {"amount": 0.0012, "currency": "USD"},
+                "durationMs": 300,
+                "stepId": "work",
+                "correlationId": f"c{i // 3}",
+            }
         elif i % 3 == 1:
-            ev = {"type": "tool_call", "name": "search", "args": {"q": f"query {i}"}, "result": {"hits": i % 7},
-                  "stepId": "work"}
+            ev = {
+                "type": "tool_call",
+                "name": "search",
+                "args": {"q": f"query {i}"},
+                "result": {"hits": i % 7},
+                "stepId": "work",
+            }
         else:
             ev = {"type": "annotation", "text": f"progress {i}", "tags": ["bench"]}
         ev.update({"id": f"evt_{uuid.uuid4()}", "runId": run_id, "ts": ts})
@@ -100,8 +112,20 @@ def raw_sqlite_rate() -> float:
             rows = []
             for ev in batch:
                 seq += 1
-                rows.append((ev["runId"], seq, ev["id"], ev["type"], ev["ts"], ev.get("stepId", ""),
-                             ev.get("correlationId", ""), orjson.dumps(ev).decode(), "bench", "2026-01-01"))
+                rows.append(
+                    (
+                        ev["runId"],
+                        seq,
+                        ev["id"],
+                        ev["type"],
+                        ev["ts"],
+                        ev.get("stepId", ""),
+                        ev.get("correlationId", ""),
+                        orjson.dumps(ev).decode(),
+                        "bench",
+                        "2026-01-01",
+                    )
+                )
             con.execute("BEGIN IMMEDIATE")
             con.executemany(
                 "INSERT INTO ev (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor, recorded_at)"
@@ -113,7 +137,9 @@ def raw_sqlite_rate() -> float:
 
 
 def run_child(db_url: str) -> dict[str, float] | None:
-    proc = subprocess.run([sys.executable, __file__, "--child", db_url], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", db_url], capture_output=True, text=True, cwd=ROOT
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT"):
             return {k: float(v) for k, v in (p.split("=") for p in line.split()[1:])}
@@ -144,12 +170,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sqlite = run_child(f"sqlite:///{tmp}/bench.sqlite3")
     if sqlite:
-        print(f"actions on SQLite:              {sqlite['rate']:10.0f} events/s  ({sqlite['rate'] / raw:.2f}x raw; target >= 0.40x)")
+        print(
+            f"actions on SQLite:              {sqlite['rate']:10.0f} events/s  ({sqlite['rate'] / raw:.2f}x raw; target >= 0.40x)"
+        )
         print(f"state at seq {TOTAL // 2} (SQLite):    {sqlite['state_at_ms']:10.1f} ms (target < 50 ms)")
     if ensure_pg_database(PG_URL):
         pg = run_child(PG_URL)
         if pg:
-            print(f"actions on PostgreSQL:          {pg['rate']:10.0f} events/s  ({pg['rate'] / raw:.2f}x raw SQLite)")
+            print(
+                f"actions on PostgreSQL:          {pg['rate']:10.0f} events/s  ({pg['rate'] / raw:.2f}x raw SQLite)"
+            )
             print(f"state at seq {TOTAL // 2} (PostgreSQL): {pg['state_at_ms']:8.1f} ms")
 
 

@@ -21,9 +21,19 @@ from runs.engine.commands import Context, decide, fork_run, new_run
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
-from runs.models import ArtifactVersion, Event, Run, RunParent, RunSnapshot, RuleSetVersion, Workspace, dumps, loads
+from runs.models import (
+    ArtifactVersion,
+    Event,
+    RuleSetVersion,
+    Run,
+    RunParent,
+    RunSnapshot,
+    Workspace,
+    dumps,
+    loads,
+)
 from runs.notify import RunChange, notify_on_commit
-
+from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.schemas import default_registry
 from runs.protocol.validate import validate_event
@@ -137,7 +147,8 @@ def _save_new_run(run: Run) -> None:
     except IntegrityError:
         raise ActionError(ErrorCode.RUN_ID_COLLISION, f"a run with id {run.pk!r} already exists") from None
     RunParent.objects.bulk_create(
-        RunParent(child=run, parent_run_id=parent, position=i) for i, parent in enumerate(_parents_of(run.run_doc))
+        RunParent(child=run, parent_run_id=parent, position=i)
+        for i, parent in enumerate(_parents_of(run.run_doc))
     )
 
 
@@ -187,11 +198,15 @@ class _Appender:
             if kind == "artifact_written":
                 self.artifact_rows.append(_artifact_row(self.run, event["artifact"], seq))
             elif kind == "artifact_patch":
-                self.artifact_rows.append(_artifact_row(self.run, self.state.artifacts[event["artifactKey"]], seq))
+                self.artifact_rows.append(
+                    _artifact_row(self.run, self.state.artifacts[event["artifactKey"]], seq)
+                )
             elif kind == "rule_changed":
                 snapshot = event["snapshot"]
                 self.ruleset_rows.append(
-                    RuleSetVersion(run=self.run, rule_set_id=snapshot["id"], version=seq, seq=seq, body=dumps(snapshot))
+                    RuleSetVersion(
+                        run=self.run, rule_set_id=snapshot["id"], version=seq, seq=seq, body=dumps(snapshot)
+                    )
                 )
         if seq % self.interval == 0:
             self.snapshot_rows.append(RunSnapshot(run=self.run, seq=seq, state=dumps(self.state.to_json())))
@@ -261,7 +276,13 @@ def do_start_run(
     ctx = engine_context()
     try:
         state = new_run(
-            ctx=ctx, workflow=workflow, run_id=run_id, subject=subject, metadata=metadata, tags=tags, context=context
+            ctx=ctx,
+            workflow=workflow,
+            run_id=run_id,
+            subject=subject,
+            metadata=metadata,
+            tags=tags,
+            context=context,
         )
     except (EngineError, ProtocolError) as exc:
         raise ActionError.wrap(exc) from exc
@@ -277,7 +298,9 @@ def do_command(*, workspace: Workspace, run_id: str, command: Any, actor: str = 
     return do_commands(workspace=workspace, run_id=run_id, commands=[command], actor=actor)
 
 
-def do_commands(*, workspace: Workspace, run_id: str, commands: Iterable[Any], actor: str = "") -> AppendResult:
+def do_commands(
+    *, workspace: Workspace, run_id: str, commands: Iterable[Any], actor: str = ""
+) -> AppendResult:
     """Several commands in one transaction: all of them land, or none does."""
     ctx = engine_context()
     with transaction.atomic():
@@ -301,16 +324,16 @@ def do_commands(*, workspace: Workspace, run_id: str, commands: Iterable[Any], a
     return AppendResult(run=run, state=state, events=appender.events, first_seq=first, last_seq=last)
 
 
-def do_append_events(*, workspace: Workspace, run_id: str, events: list[dict], actor: str = "") -> AppendResult:
-    return do_command(workspace=workspace, run_id=run_id, command=cmd.AppendEvents(events=tuple(events)), actor=actor)
+def do_append_events(
+    *, workspace: Workspace, run_id: str, events: list[dict], actor: str = ""
+) -> AppendResult:
+    return do_command(
+        workspace=workspace, run_id=run_id, command=cmd.AppendEvents(events=tuple(events)), actor=actor
+    )
 
 
-def do_import_bundle(
-    *, workspace: Workspace, data: bytes, actor: str = "", as_new_id: bool = False
-) -> Run:
+def do_import_bundle(*, workspace: Workspace, data: bytes, actor: str = "", as_new_id: bool = False) -> Run:
     """Verify a bundle completely, then store it in one transaction (nothing is left on failure)."""
-    from runs.protocol.bundle import check_bundle
-
     result = check_bundle(data)
     if not result.ok:
         raise ActionError(result.code or ErrorCode.INVALID_RUN_BUNDLE, result.message or "invalid bundle")
@@ -354,7 +377,9 @@ def _store_bundle(*, workspace: Workspace, bundle: dict, actor: str) -> Run:
         for name, value in _projection_fields(state).items():
             setattr(run, name, value)
         engine = bundle.get("engine")
-        run.imported_engine = dumps(engine) if engine is not None and engine != state.to_engine_snapshot() else None
+        run.imported_engine = (
+            dumps(engine) if engine is not None and engine != state.to_engine_snapshot() else None
+        )
         run.save()
         ArtifactVersion.objects.bulk_create(_artifact_row(run, art, None) for art in bundle["artifacts"])
         RuleSetVersion.objects.bulk_create(
@@ -415,7 +440,9 @@ class CancelReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (run id, why)
 
 
-def do_cancel_tree(*, workspace: Workspace, run_id: str, actor: str = "", reason: str | None = None) -> CancelReport:
+def do_cancel_tree(
+    *, workspace: Workspace, run_id: str, actor: str = "", reason: str | None = None
+) -> CancelReport:
     """Cancel a run and every descendant; finished runs are skipped and reported, not touched."""
     from runs.selectors import descendants
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runs.engine.state import RunState
-from runs.models import ArtifactVersion, Run, RuleSetVersion, loads
+from runs.models import ArtifactVersion, RuleSetVersion, Run, loads
 from runs.protocol.canonical import canonical_bytes
 from runs.protocol.integrity import sign_bundle
 from runs.selectors import iter_event_bodies
@@ -15,7 +15,9 @@ def latest_rule_sets(run: Run) -> list[dict]:
     """The newest version of each rule set, in the order the sets first appeared."""
     order: dict[str, int] = {}
     latest: dict[str, str] = {}
-    for rule_set_id, body in RuleSetVersion.objects.filter(run=run).order_by("id").values_list("rule_set_id", "body"):
+    for rule_set_id, body in (
+        RuleSetVersion.objects.filter(run=run).order_by("id").values_list("rule_set_id", "body")
+    ):
         order.setdefault(rule_set_id, len(order))
         latest[rule_set_id] = body
     return [loads(latest[key]) for key in sorted(order, key=order.__getitem__)]
@@ -33,7 +35,10 @@ def build_bundle(run: Run) -> dict:
         "protocolVersion": PROTOCOL_VERSION,
         "run": run.run_doc,
         "trace": list(iter_event_bodies(run)),
-        "artifacts": [loads(body) for body in ArtifactVersion.objects.filter(run=run).order_by("id").values_list("body", flat=True)],
+        "artifacts": [
+            loads(body)
+            for body in ArtifactVersion.objects.filter(run=run).order_by("id").values_list("body", flat=True)
+        ],
         "ruleSets": latest_rule_sets(run),
     }
     if run.has_engine:

@@ -173,7 +173,9 @@ class ArtifactVersion(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["run", "key", "version"], name="uniq_artifact_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "key", "version"], name="uniq_artifact_version")
+        ]
 
     @property
     def data(self) -> dict:
@@ -189,7 +191,9 @@ class RuleSetVersion(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["run", "rule_set_id", "version"], name="uniq_ruleset_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "rule_set_id", "version"], name="uniq_ruleset_version")
+        ]
 
     @property
     def data(self) -> dict:

@@ -21,7 +21,9 @@ def get_run(workspace: Workspace, run_id: str) -> Run:
         raise RunNotFound(run_id) from None
 
 
-def iter_event_bodies(run: Run, *, after_seq: int = 0, upto_seq: int | None = None, chunk: int = 2000) -> Iterator[dict]:
+def iter_event_bodies(
+    run: Run, *, after_seq: int = 0, upto_seq: int | None = None, chunk: int = 2000
+) -> Iterator[dict]:
     """Protocol events in seq order, read in keyset-paginated chunks (bounded memory)."""
     last = after_seq
     while True:
@@ -31,7 +33,7 @@ def iter_event_bodies(run: Run, *, after_seq: int = 0, upto_seq: int | None = No
         rows = list(qs.order_by("seq").values_list("seq", "body")[:chunk])
         if not rows:
             return
-        for seq, body in rows:
+        for _seq, body in rows:
             yield loads(body)
         last = rows[-1][0]
         if len(rows) < chunk:
@@ -96,11 +98,14 @@ def descendants(workspace: Workspace, run_id: str) -> list[Run]:
     frontier = [run_id]
     out: list[Run] = []
     while frontier:
-        child_ids = set(
-            RunParent.objects.filter(parent_run_id__in=frontier, child__workspace=workspace).values_list(
-                "child_id", flat=True
+        child_ids = (
+            set(
+                RunParent.objects.filter(parent_run_id__in=frontier, child__workspace=workspace).values_list(
+                    "child_id", flat=True
+                )
             )
-        ) - seen
+            - seen
+        )
         seen |= child_ids
         batch = list(Run.objects.for_workspace(workspace).filter(pk__in=child_ids).order_by("started_at"))
         out.extend(batch)

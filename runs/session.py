@@ -65,8 +65,12 @@ class RunSession:
     def complete_step(self, step_id: str, *, ok: bool = True, error: dict | None = None, **kw: Any):
         return self.execute(cmd.CompleteStep(step_id=step_id, ok=ok, error=error), **kw)
 
-    def request_gate(self, step_id: str, gate: str, *, reason: str | None = None, checkpoint: str | None = None, **kw):
-        return self.execute(cmd.RequestGate(step_id=step_id, gate=gate, reason=reason, checkpoint=checkpoint), **kw)
+    def request_gate(
+        self, step_id: str, gate: str, *, reason: str | None = None, checkpoint: str | None = None, **kw
+    ):
+        return self.execute(
+            cmd.RequestGate(step_id=step_id, gate=gate, reason=reason, checkpoint=checkpoint), **kw
+        )
 
     def resolve_gate(
         self,
@@ -80,7 +84,9 @@ class RunSession:
         **kw: Any,
     ):
         return self.execute(
-            cmd.ResolveGate(step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint, edit=edit),
+            cmd.ResolveGate(
+                step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint, edit=edit
+            ),
             **kw,
         )
 
@@ -90,7 +96,9 @@ class RunSession:
 
     def patch_artifact(self, key: str, from_version: int, patch: list[dict], **options: Any):
         actor = options.pop("actor", None)
-        return self.execute(cmd.PatchArtifact(key=key, from_version=from_version, patch=patch, **options), actor=actor)
+        return self.execute(
+            cmd.PatchArtifact(key=key, from_version=from_version, patch=patch, **options), actor=actor
+        )
 
     def log_model_io(self, **fields: Any):
         actor = fields.pop("actor", None)

@@ -17,7 +17,9 @@ def get_or_create_workspace(slug: str, *, name: str | None = None) -> Workspace:
 
 
 def add_member(workspace: Workspace, user, role: str = Role.VIEWER) -> Membership:
-    membership, created = Membership.objects.get_or_create(workspace=workspace, user=user, defaults={"role": role})
+    membership, created = Membership.objects.get_or_create(
+        workspace=workspace, user=user, defaults={"role": role}
+    )
     if not created and membership.role != role:
         membership.role = role
         membership.save(update_fields=["role"])
@@ -26,7 +28,9 @@ def add_member(workspace: Workspace, user, role: str = Role.VIEWER) -> Membershi
 
 def personal_workspace(user) -> Workspace:
     """A user with no workspace gets a personal one, which they own."""
-    membership = Membership.objects.filter(user=user).select_related("workspace").order_by("created_at").first()
+    membership = (
+        Membership.objects.filter(user=user).select_related("workspace").order_by("created_at").first()
+    )
     if membership is not None:
         return membership.workspace
     with transaction.atomic():
@@ -36,6 +40,8 @@ def personal_workspace(user) -> Workspace:
         while Workspace.objects.filter(slug=slug).exists():
             n += 1
             slug = f"{base}-{n}"
-        workspace = Workspace.objects.create(slug=slug, name=f"{user.get_username()} (personal)", is_personal=True)
+        workspace = Workspace.objects.create(
+            slug=slug, name=f"{user.get_username()} (personal)", is_personal=True
+        )
         add_member(workspace, user, Role.OWNER)
     return workspace

@@ -12,10 +12,34 @@ JOB_SEARCH_WORKFLOW = {
     "version": 3,
     "title": "Job search: profile, postings, scores, applications",
     "steps": [
-        {"id": "parse", "title": "Parse resume", "gatePolicy": "AUTO", "inputs": ["resume"], "outputs": ["profile"]},
-        {"id": "search", "title": "Search postings", "gatePolicy": "PAUSE_BEFORE", "inputs": ["profile"], "outputs": ["postings"]},
-        {"id": "score", "title": "Score matches", "gatePolicy": "PAUSE_AFTER", "inputs": ["postings"], "outputs": ["scores"]},
-        {"id": "draft", "title": "Draft applications", "gatePolicy": "CHECKPOINT", "inputs": ["scores"], "outputs": ["application"]},
+        {
+            "id": "parse",
+            "title": "Parse resume",
+            "gatePolicy": "AUTO",
+            "inputs": ["resume"],
+            "outputs": ["profile"],
+        },
+        {
+            "id": "search",
+            "title": "Search postings",
+            "gatePolicy": "PAUSE_BEFORE",
+            "inputs": ["profile"],
+            "outputs": ["postings"],
+        },
+        {
+            "id": "score",
+            "title": "Score matches",
+            "gatePolicy": "PAUSE_AFTER",
+            "inputs": ["postings"],
+            "outputs": ["scores"],
+        },
+        {
+            "id": "draft",
+            "title": "Draft applications",
+            "gatePolicy": "CHECKPOINT",
+            "inputs": ["scores"],
+            "outputs": ["application"],
+        },
     ],
     "edges": [
         {"id": "e1", "from": "parse", "to": "search"},
@@ -34,31 +58,91 @@ PROFILE = {
 }
 
 POSTINGS = [
-    {"id": "j1", "title": "Staff Backend Engineer", "company": "Northwind", "url": "https://jobs.example/j1", "remote": True,
-     "salary": {"min": 95000, "max": 120000, "currency": "EUR"}},
-    {"id": "j2", "title": "ML Platform Engineer", "company": "Contoso", "url": "https://jobs.example/j2", "location": "Berlin"},
-    {"id": "j3", "title": "Python Developer", "company": "Fabrikam", "url": "https://jobs.example/j3", "remote": False},
+    {
+        "id": "j1",
+        "title": "Staff Backend Engineer",
+        "company": "Northwind",
+        "url": "https://jobs.example/j1",
+        "remote": True,
+        "salary": {"min": 95000, "max": 120000, "currency": "EUR"},
+    },
+    {
+        "id": "j2",
+        "title": "ML Platform Engineer",
+        "company": "Contoso",
+        "url": "https://jobs.example/j2",
+        "location": "Berlin",
+    },
+    {
+        "id": "j3",
+        "title": "Python Developer",
+        "company": "Fabrikam",
+        "url": "https://jobs.example/j3",
+        "remote": False,
+    },
 ]
 
 RULES = {
     "id": "job-filters",
     "ruleSchemaId": "rules.job_filter",
     "rules": [
-        {"id": "r1", "priority": 10, "enabled": True, "label": "Remote friendly", "payload": {"kind": "remote", "value": "yes"}},
-        {"id": "r2", "priority": 20, "enabled": True, "label": "Python roles", "payload": {"kind": "keyword", "value": "python"}},
+        {
+            "id": "r1",
+            "priority": 10,
+            "enabled": True,
+            "label": "Remote friendly",
+            "payload": {"kind": "remote", "value": "yes"},
+        },
+        {
+            "id": "r2",
+            "priority": 20,
+            "enabled": True,
+            "label": "Python roles",
+            "payload": {"kind": "keyword", "value": "python"},
+        },
     ],
 }
 
 
-def _model_call(s: RunSession, step: str, *, provider: str, model: str, summary: str, inp: int, out: int,
-                cost: float, cached: int = 0, reasoning: int = 0, correlation: str) -> None:
-    s.log_model_io(direction="request", provider=provider, model=model, step_id=step, correlation_id=correlation,
-                   summary=f"request: {summary}", payload={"messages": [{"role": "user", "content": summary}]})
+def _model_call(
+    s: RunSession,
+    step: str,
+    *,
+    provider: str,
+    model: str,
+    summary: str,
+    inp: int,
+    out: int,
+    cost: float,
+    cached: int = 0,
+    reasoning: int = 0,
+    correlation: str,
+) -> None:
     s.log_model_io(
-        direction="response", provider=provider, model=model, step_id=step, correlation_id=correlation,
-        usage={"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out,
-               "cachedInputTokens": cached, "reasoningTokens": reasoning},
-        cost={"amount": cost, "currency": "USD"}, duration_ms=420 + out, summary=summary,
+        direction="request",
+        provider=provider,
+        model=model,
+        step_id=step,
+        correlation_id=correlation,
+        summary=f"request: {summary}",
+        payload={"messages": [{"role": "user", "content": summary}]},
+    )
+    s.log_model_io(
+        direction="response",
+        provider=provider,
+        model=model,
+        step_id=step,
+        correlation_id=correlation,
+        usage={
+            "inputTokens": inp,
+            "outputTokens": out,
+            "totalTokens": inp + out,
+            "cachedInputTokens": cached,
+            "reasoningTokens": reasoning,
+        },
+        cost={"amount": cost, "currency": "USD"},
+        duration_ms=420 + out,
+        summary=summary,
     )
 
 
@@ -66,19 +150,40 @@ def _parse_and_search(s: RunSession, *, approve_search: bool | None) -> None:
     s.change_rule_set(RULES)
     s.begin_step("parse")
     s.start_span("span-parse", "parse resume", kind="internal")
-    _model_call(s, "parse", provider="anthropic", model="claude-haiku-4-5", summary="extract profile from resume",
-                inp=1800, out=420, cost=0.0035, cached=1200, correlation="c-parse")
+    _model_call(
+        s,
+        "parse",
+        provider="anthropic",
+        model="claude-haiku-4-5",
+        summary="extract profile from resume",
+        inp=1800,
+        out=420,
+        cost=0.0035,
+        cached=1200,
+        correlation="c-parse",
+    )
     s.write_artifact("profile", "job.profile", PROFILE, step_id="parse", idempotency_key="profile-v1")
-    s.patch_artifact("profile", 1, [{"op": "replace", "path": "/headline", "value": "Staff Python engineer"},
-                                    {"op": "add", "path": "/skills/-", "value": "htmx"}], step_id="parse")
+    s.patch_artifact(
+        "profile",
+        1,
+        [
+            {"op": "replace", "path": "/headline", "value": "Staff Python engineer"},
+            {"op": "add", "path": "/skills/-", "value": "htmx"},
+        ],
+        step_id="parse",
+    )
     s.end_span("span-parse", status="ok", duration_ms=900)
     s.complete_step("parse")
     s.request_gate("search", "PAUSE_BEFORE", reason="Confirm the profile before searching")
     if approve_search is None:
         return
-    s.resolve_gate("search", "PAUSE_BEFORE", "approved" if approve_search else "rejected",
-                   note="Profile looks right" if approve_search else "Wrong seniority: redo the parse",
-                   actor="user:admin")
+    s.resolve_gate(
+        "search",
+        "PAUSE_BEFORE",
+        "approved" if approve_search else "rejected",
+        note="Profile looks right" if approve_search else "Wrong seniority: redo the parse",
+        actor="user:admin",
+    )
 
 
 def build_demo(workspace: Workspace) -> list[Run]:
@@ -89,36 +194,74 @@ def build_demo(workspace: Workspace) -> list[Run]:
     subject = {"userId": "user-ada", "tenantId": "tenant-acme", "planId": "pro"}
 
     # 1. The showcase: waits for a reviewer at the PAUSE_AFTER gate of "score", with history behind it.
-    main = wb.start_run(workflow=JOB_SEARCH_WORKFLOW, run_id=DEMO_RUN_ID, subject=subject,
-                        tags=["demo", "job-search"], metadata={"source": "demo_data", "resume": "ada.pdf"})
+    main = wb.start_run(
+        workflow=JOB_SEARCH_WORKFLOW,
+        run_id=DEMO_RUN_ID,
+        subject=subject,
+        tags=["demo", "job-search"],
+        metadata={"source": "demo_data", "resume": "ada.pdf"},
+    )
     _parse_and_search(main, approve_search=True)
     main.begin_step("search")
-    main.log_tool_call("search_jobs", args={"query": "python remote", "limit": 3}, result={"count": 3},
-                       step_id="search", correlation_id="c-search")
-    _model_call(main, "search", provider="openai", model="gpt-4.1-mini", summary="normalise postings",
-                inp=2400, out=610, cost=0.0021, correlation="c-search-llm")
+    main.log_tool_call(
+        "search_jobs",
+        args={"query": "python remote", "limit": 3},
+        result={"count": 3},
+        step_id="search",
+        correlation_id="c-search",
+    )
+    _model_call(
+        main,
+        "search",
+        provider="openai",
+        model="gpt-4.1-mini",
+        summary="normalise postings",
+        inp=2400,
+        out=610,
+        cost=0.0021,
+        correlation="c-search-llm",
+    )
     main.write_artifact("postings", "job.posting", POSTINGS, step_id="search")
     main.complete_step("search")
     main.begin_step("score")
-    _model_call(main, "score", provider="anthropic", model="claude-sonnet-4-5", summary="score postings",
-                inp=3100, out=900, cost=0.0228, reasoning=350, correlation="c-score")
-    main.write_artifact("scores", "job.match_scores", [
-        {"jobId": "j1", "score": 91, "reasons": ["remote", "python"]},
-        {"jobId": "j2", "score": 74, "reasons": ["ml platform"]},
-        {"jobId": "j3", "score": 55, "reasons": ["junior scope"]},
-    ], step_id="score")
+    _model_call(
+        main,
+        "score",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        summary="score postings",
+        inp=3100,
+        out=900,
+        cost=0.0228,
+        reasoning=350,
+        correlation="c-score",
+    )
+    main.write_artifact(
+        "scores",
+        "job.match_scores",
+        [
+            {"jobId": "j1", "score": 91, "reasons": ["remote", "python"]},
+            {"jobId": "j2", "score": 74, "reasons": ["ml platform"]},
+            {"jobId": "j3", "score": 55, "reasons": ["junior scope"]},
+        ],
+        step_id="score",
+    )
     main.complete_step("score")
     main.request_gate("score", "PAUSE_AFTER", reason="Check the scores before drafting applications")
     main.annotate("Scores look plausible; j3 may be below level.", tags=["review"])
 
     # 2. Waiting at the PAUSE_BEFORE gate of "search".
-    waiting = wb.start_run(workflow=JOB_SEARCH_WORKFLOW, subject={"userId": "user-bo", "planId": "free"},
-                           tags=["demo"])
+    waiting = wb.start_run(
+        workflow=JOB_SEARCH_WORKFLOW, subject={"userId": "user-bo", "planId": "free"}, tags=["demo"]
+    )
     _parse_and_search(waiting, approve_search=None)
 
     # 3. Rejected at the search gate: an explicit stop, nothing skipped.
-    rejected = wb.start_run(workflow=JOB_SEARCH_WORKFLOW, subject={"userId": "user-cy", "planId": "pro"},
-                            tags=["demo", "rejected"])
+    rejected = wb.start_run(
+        workflow=JOB_SEARCH_WORKFLOW,
+        subject={"userId": "user-cy", "planId": "pro"},
+        tags=["demo", "rejected"],
+    )
     _parse_and_search(rejected, approve_search=False)
 
     # 4. Completed end to end, with checkpoints inside "draft".
@@ -128,8 +271,9 @@ def build_demo(workspace: Workspace) -> list[Run]:
     done.write_artifact("postings", "job.posting", POSTINGS[:1], step_id="search")
     done.complete_step("search")
     done.begin_step("score")
-    done.write_artifact("scores", "job.match_scores", [{"jobId": "j1", "score": 88, "reasons": ["remote"]}],
-                        step_id="score")
+    done.write_artifact(
+        "scores", "job.match_scores", [{"jobId": "j1", "score": 88, "reasons": ["remote"]}], step_id="score"
+    )
     done.complete_step("score")
     done.request_gate("score", "PAUSE_AFTER")
     done.resolve_gate("score", "PAUSE_AFTER", "approved", actor="user:admin")
@@ -140,10 +284,23 @@ def build_demo(workspace: Workspace) -> list[Run]:
     for checkpoint in ("outline", "final"):
         done.request_gate("draft", "CHECKPOINT", checkpoint=checkpoint, reason=f"Approve the {checkpoint}")
         done.resolve_gate("draft", "CHECKPOINT", "approved", checkpoint=checkpoint, actor="user:admin")
-    _model_call(done, "draft", provider="anthropic", model="claude-sonnet-4-5", summary="draft cover letter",
-                inp=2200, out=1400, cost=0.0276, correlation="c-draft")
-    done.write_artifact("application", "job.application_draft",
-                        {"jobId": "j1", "coverLetter": "Dear Northwind team, ...", "status": "ready"}, step_id="draft")
+    _model_call(
+        done,
+        "draft",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        summary="draft cover letter",
+        inp=2200,
+        out=1400,
+        cost=0.0276,
+        correlation="c-draft",
+    )
+    done.write_artifact(
+        "application",
+        "job.application_draft",
+        {"jobId": "j1", "coverLetter": "Dear Northwind team, ...", "status": "ready"},
+        step_id="draft",
+    )
     done.complete_step("draft")
     done.complete()
 

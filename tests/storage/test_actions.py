@@ -8,8 +8,7 @@ from runs import actions
 from runs.actions import ActionError
 from runs.engine import commands as cmd
 from runs.models import ArtifactVersion, Event, Run
-from runs.selectors import fold_run, get_run, RunNotFound, state_at
-
+from runs.selectors import RunNotFound, fold_run, get_run, state_at
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +19,9 @@ def _start(workspace, workflow, **kw):
 
 def test_start_and_append_assigns_consecutive_seqs(workspace, workflow):
     run = _start(workspace, workflow, tags=["t1"])
-    r1 = actions.do_command(workspace=workspace, run_id=run.pk, command=cmd.BeginStep(step_id="parse"), actor="user:alice")
+    r1 = actions.do_command(
+        workspace=workspace, run_id=run.pk, command=cmd.BeginStep(step_id="parse"), actor="user:alice"
+    )
     r2 = actions.do_commands(
         workspace=workspace,
         run_id=run.pk,
@@ -104,7 +105,9 @@ def test_idempotent_write_collapses(workspace, workflow):
 
 def test_fork_and_cancel_tree(workspace, workflow):
     root = _start(workspace, workflow)
-    actions.do_command(workspace=workspace, run_id=root.pk, command=cmd.WriteArtifact(key="a", type_id="x", data=[1]))
+    actions.do_command(
+        workspace=workspace, run_id=root.pk, command=cmd.WriteArtifact(key="a", type_id="x", data=[1])
+    )
     child = actions.do_fork(workspace=workspace, parent_run_id=root.pk)
     grandchild = actions.do_fork(workspace=workspace, parent_run_id=child.pk)
     finished = actions.do_fork(workspace=workspace, parent_run_id=root.pk)

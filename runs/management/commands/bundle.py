@@ -43,7 +43,13 @@ class Command(BaseCommand):
             try:
                 data = Path(name).read_bytes()
             except OSError as exc:
-                line = {"file": name, "ok": False, "code": "INVALID_INPUT", "integrity": "unchecked", "message": str(exc)}
+                line = {
+                    "file": name,
+                    "ok": False,
+                    "code": "INVALID_INPUT",
+                    "integrity": "unchecked",
+                    "message": str(exc),
+                }
             else:
                 result = check_bundle(data)
                 line = {
@@ -58,7 +64,9 @@ class Command(BaseCommand):
                 self.stdout.write(json.dumps(line, ensure_ascii=False))
             else:
                 status = "ok" if line["ok"] else f"FAILED {line['code']}"
-                self.stdout.write(f"{name}: {status} (integrity {line['integrity']}) {line['message'] or ''}".rstrip())
+                self.stdout.write(
+                    f"{name}: {status} (integrity {line['integrity']}) {line['message'] or ''}".rstrip()
+                )
         if not all_ok:
             sys.exit(1)
 
