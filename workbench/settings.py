@@ -63,7 +63,9 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": database_from_url(env_str("DATABASE_URL") or "sqlite:///var/db.sqlite3", base_dir=BASE_DIR)}
+DATABASES = {
+    "default": database_from_url(env_str("DATABASE_URL") or "sqlite:///var/db.sqlite3", base_dir=BASE_DIR)
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
@@ -129,7 +131,9 @@ WORKBENCH_SNAPSHOT_INTERVAL = env_int("WORKBENCH_SNAPSHOT_INTERVAL", 1000, minim
 WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 # Rate limits (accounts.ratelimit): per credential (token or session) and per workspace (0 = off),
 # counted per window in the cache (Redis when REDIS_URL is set, so every process shares it).
-WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE", 6000, minimum=0)
+WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int(
+    "WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE", 6000, minimum=0
+)
 WORKBENCH_RATE_LIMIT_WINDOW_SECONDS = env_int("WORKBENCH_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1)
 WORKBENCH_IDEMPOTENCY_TTL_SECONDS = env_int("WORKBENCH_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, minimum=60)
 if REDIS_URL:
