@@ -266,15 +266,18 @@ def _leaf_needs_exact_pass(value: Any) -> bool:
     return True
 
 
-def _prepare(value: Any, check_keys: bool = True) -> Any:
+def _prepare(value: Any, check_keys: bool = True, normalize: bool = False) -> Any:
     """Return ``value`` with JS-incompatible numbers and mis-ordered objects replaced by fragments.
 
     Containers that need no change are returned as is (no copy). ``check_keys`` checks key
     types and UTF-16 order (skipped when orjson's output showed both cannot be at fault).
-    Raises ``ProtocolError(INVALID_INPUT)`` for what has no canonical form.
+    ``normalize`` turns ``str`` subclass keys into plain strings (only needed after orjson
+    refused the value). Raises ``ProtocolError(INVALID_INPUT)`` for what has no canonical form.
     """
     t = type(value)
     if t is dict:
+        if normalize and any(type(k) is not str for k in value):
+            value = {_plain_key(k): v for k, v in value.items()}
         changed: dict[str, Any] | None = None
         for k, v in value.items():
             tv = type(v)
@@ -289,7 +292,7 @@ def _prepare(value: Any, check_keys: bool = True) -> Any:
                     continue
                 nv = _Fragment(js_number(v).encode())
             else:
-                nv = _prepare(v, check_keys)
+                nv = _prepare(v, check_keys, normalize)
                 if nv is v:
                     continue
             if changed is None:
@@ -316,7 +319,7 @@ def _prepare(value: Any, check_keys: bool = True) -> Any:
                     continue
                 nv = _Fragment(js_number(v).encode())
             else:
-                nv = _prepare(v, check_keys)
+                nv = _prepare(v, check_keys, normalize)
                 if nv is v:
                     continue
             if changed_list is None:
@@ -332,10 +335,16 @@ def _prepare(value: Any, check_keys: bool = True) -> Any:
             return value
         return _Fragment(js_number(value).encode())  # raises for non-finite values
     if isinstance(value, bool | int | float | str | dict | list | tuple) and not isinstance(value, Enum):
-        return _prepare(_plain(value), check_keys)
+        return _prepare(_plain(value), check_keys, normalize)
     raise ProtocolError(
         ErrorCode.INVALID_INPUT, f"value of type {type(value).__name__} has no canonical JSON form"
     )
+
+
+def _plain_key(key: Any) -> str:
+    if isinstance(key, str):
+        return str(key)
+    raise ProtocolError(ErrorCode.INVALID_INPUT, f"object key {key!r} is not a string")
 
 
 def _plain(value: Any) -> Any:
@@ -388,7 +397,7 @@ def canonical_form(value: Any) -> tuple[bytes, bool]:
     try:
         out = orjson.dumps(value, option=_FAST_OPTIONS)
     except orjson.JSONEncodeError:
-        exact = _dumps(_prepare(value))
+        exact = _dumps(_prepare(value, check_keys=True, normalize=True))
         return exact, has_unsafe_integer(value)
     check_keys = _may_misorder_keys(out)
     if _needs_exact_pass(value, check_keys):
