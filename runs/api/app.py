@@ -10,6 +10,7 @@ import logging
 
 import orjson
 from django.core.exceptions import RequestDataTooBig
+from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -176,6 +177,14 @@ def _http_error(request, exc: HttpError):
         exc.status_code, ErrorCode.INVALID_INPUT
     )
     return error_response(request, code, exc.message, exc.status_code)
+
+
+@api.exception_handler(IntegrityError)
+def _integrity(request, exc: IntegrityError):
+    logger.warning("write refused by a storage constraint on %s: %s", request.path, exc)
+    return error_response(
+        request, errors.CONFLICT, "the write conflicts with data already stored for this run", 409
+    )
 
 
 @api.exception_handler(Exception)

@@ -38,6 +38,7 @@ class ImportQuery(Schema):
 @runs_router.get(
     "/{run_id}/bundle",
     response={200: RunBundle, **ERRORS},
+    by_alias=True,
     summary="Export a run as a signed bundle",
     description="Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 implementation.",
 )

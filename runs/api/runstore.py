@@ -78,6 +78,7 @@ def start_run(request: HttpRequest, payload: StartRunIn):
 @router.get(
     "/{run_id}",
     response={200: RunStoreState, **ERRORS},
+    by_alias=True,
     summary="Get a run's RunStoreState",
     description="The body the reference's HTTP run repository loads. The ETag is the revision.",
 )
