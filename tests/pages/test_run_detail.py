@@ -1,0 +1,217 @@
+"""Run detail: header, graph, gate panel (decisions with who/when), timeline paging and filters, state diff."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.pages.conftest import login
+
+pytestmark = pytest.mark.django_db
+
+
+def _append_many(run, n, *, workspace):
+    from runs import actions
+    from runs.engine import commands as c
+
+    cmds = []
+    for i in range(n):
+        if i % 10 == 0:
+            cmds.append(
+                c.LogModelIO(
+                    direction="stream_chunk",
+                    provider="p",
+                    model="m",
+                    correlation_id=f"s{i // 50}",
+                    payload={"delta": f"t{i} "},
+                )
+            )
+        elif i % 7 == 0:
+            cmds.append(c.LogToolCall(name=f"tool-{i}", args={"i": i}, correlation_id=f"tc{i}"))
+        else:
+            cmds.append(c.Annotate(text=f"note number {i}"))
+    actions.do_commands(workspace=workspace, run_id=run.pk, commands=cmds, actor="user:alice")
+    run.refresh_from_db()
+    return run
+
+
+def seqs(html: str) -> list[int]:
+    return [int(s) for s in re.findall(r'<li class="ev [^"]*" id="seq-(\d+)"', html)]
+
+
+def test_detail_header_graph_and_partials(client, alice, make_run, workspace):
+    from runs import actions
+
+    parent = make_run("run_parent")
+    child = actions.do_fork(workspace=workspace, parent_run_id=parent.pk, from_seq=3, actor="user:alice")
+    login(client, alice)
+    html = client.get(f"/runs/{parent.pk}/").content.decode()
+    assert 'id="live" data-run-id="run_parent"' in html
+    assert (
+        'id="run-status"' in html
+        and 'id="graph"' in html
+        and 'id="gate-panel"' in html
+        and 'id="timeline-list"' in html
+    )
+    assert "<svg" in html and 'data-step="review"' in html and "gate-pending" in html
+    assert f'href="/runs/{child.pk}/"' in html  # lineage: children
+    assert "userId: u-1" in html and "nightly" in html and "source" in html
+    assert f'href="/runs/{parent.pk}/export/"' in html
+    child_html = client.get(f"/runs/{child.pk}/").content.decode()
+    assert 'href="/runs/run_parent/"' in child_html  # lineage: parents
+
+
+def test_export_downloads_a_verifiable_bundle(client, alice, run):
+    from runs.protocol.bundle import check_bundle
+
+    login(client, alice)
+    response = client.get(f"/runs/{run.pk}/export/")
+    assert response["Content-Disposition"].startswith("attachment;")
+    assert check_bundle(response.content).ok
+
+
+def test_reviewer_approves_gate_and_history_shows_who(client, bob, run):
+    login(client, bob)
+    response = client.post(
+        f"/runs/{run.pk}/gates/resolve/",
+        {"decision": "approved", "step_id": "review", "gate": "PAUSE_BEFORE", "note": "fine by me"},
+        HTTP_HX_REQUEST="true",
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'hx-swap-oob="true"' in html and 'id="run-status"' in html and 'id="graph"' in html
+    assert "by user:bob" in html and "fine by me" in html and "approved" in html
+    from runs.models import Run
+    from runs.views import run_state
+
+    state = run_state(Run.objects.get(pk=run.pk))
+    assert state.gate_state["review"]["before"] == "approved"
+    assert "review" in state.ready_steps()
+
+
+def test_gate_errors_are_shown_not_raised(client, bob, run):
+    login(client, bob)
+    response = client.post(
+        f"/runs/{run.pk}/gates/resolve/",
+        {"decision": "approved", "step_id": "nope", "gate": "PAUSE_BEFORE"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200 and "UNKNOWN_STEP" in response.content.decode()
+    plain = client.post(
+        f"/runs/{run.pk}/gates/resolve/", {"decision": "maybe", "step_id": "review", "gate": "PAUSE_BEFORE"}
+    )
+    assert plain.status_code == 302
+
+
+def test_reject_and_cancel(client, alice, run):
+    login(client, alice)
+    client.post(
+        f"/runs/{run.pk}/gates/resolve/",
+        {"decision": "rejected", "step_id": "review", "gate": "PAUSE_BEFORE", "note": "no"},
+    )
+    client.post(f"/runs/{run.pk}/cancel/", {"reason": "stop"})
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Cancel run" not in page and "rejected" in page
+
+
+def test_timeline_pages_by_seq_window(client, alice, run, workspace):
+    run = _append_many(run, 300, workspace=workspace)
+    login(client, alice)
+    first = client.get(f"/runs/{run.pk}/").content.decode()
+    shown = seqs(first)
+    assert shown[0] == 1 and max(shown) <= 100
+    nxt = client.get(f"/runs/{run.pk}/timeline/?after=100", HTTP_HX_REQUEST="true").content.decode()
+    page2 = seqs(nxt)
+    assert min(page2) > 100 and max(page2) <= 200
+    assert "after=200" in nxt and "before=101" in nxt
+    last = client.get(
+        f"/runs/{run.pk}/timeline/?before={run.last_seq + 1}", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert max(seqs(last)) <= run.last_seq and run.last_seq in [
+        int(s) for s in re.findall(r'id="seq-(\d+)"', last)
+    ]
+    deep = client.get(f"/runs/{run.pk}/?at=250").content.decode()
+    assert 'id="seq-250"' in deep
+    # without htmx the fragment URL falls back to the full page at that window
+    assert client.get(f"/runs/{run.pk}/timeline/?after=100").status_code == 302
+
+
+def test_timeline_filters(client, alice, run, workspace):
+    run = _append_many(run, 120, workspace=workspace)
+    login(client, alice)
+    url = f"/runs/{run.pk}/timeline/"
+    tools = client.get(url, {"type": "tool_call"}, HTTP_HX_REQUEST="true").content.decode()
+    assert tools.count('class="ev ev-tool_call"') == len(seqs(tools)) > 0
+    step = client.get(url, {"step": "parse"}, HTTP_HX_REQUEST="true").content.decode()
+    assert seqs(step) and "ev-annotation" not in step
+    corr = client.get(url, {"corr": "call-1"}, HTTP_HX_REQUEST="true").content.decode()
+    assert len(seqs(corr)) == 2
+    text = client.get(url, {"q": "note number 78"}, HTTP_HX_REQUEST="true").content.decode()
+    assert len(seqs(text)) == 1 and "note number 78" in text
+
+
+def test_stream_chunks_collapse_into_one_row(client, alice, run, workspace):
+    run = _append_many(run, 120, workspace=workspace)
+    login(client, alice)
+    html = client.get(
+        f"/runs/{run.pk}/timeline/", {"type": "model_io"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "stream p/m · 5 chunks" in html
+    assert "t0 t10 t20 t30 t40" in html
+
+
+def test_state_at_event_shows_side_by_side_diff(client, alice, run):
+    from runs.models import Event
+
+    seq = Event.objects.get(run=run, type="artifact_written").seq
+    login(client, alice)
+    html = client.get(f"/runs/{run.pk}/events/{seq}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in html
+    assert "/artifacts/notes" in html and "added" in html
+    assert "Before (#%d)" % (seq - 1) in html and "After (#%d)" % seq in html
+    full = client.get(f"/runs/{run.pk}/events/{seq}/").content.decode()
+    assert "<html" in full and "State after event" in full
+    assert client.get(f"/runs/{run.pk}/events/{run.last_seq + 1}/").status_code == 404
+
+
+def test_runs_list_filters_search_and_pagination(client, alice, make_run):
+    for i in range(3):
+        make_run(f"run_list_{i}", tags=("nightly" if i else "weekly",))
+    login(client, alice)
+    html = client.get("/runs/").content.decode()
+    assert all(f"run_list_{i}" in html for i in range(3))
+    assert "run_list_0" in client.get("/runs/", {"tag": "weekly"}).content.decode()
+    assert "run_list_0" not in client.get("/runs/", {"tag": "nightly"}).content.decode()
+    assert "run_list_1" in client.get("/runs/", {"q": "list_1"}).content.decode()
+    assert "run_list_1" not in client.get("/runs/", {"status": "completed"}).content.decode()
+    assert "run_list_1" in client.get("/runs/", {"workflow": "wf-demo"}).content.decode()
+    frag = client.get("/runs/", {"status": "running"}, HTTP_HX_REQUEST="true").content.decode()
+    assert frag.lstrip().startswith('<div id="run-table">')
+    import runs.views as views
+
+    old = views.RUNS_PER_PAGE
+    views.RUNS_PER_PAGE = 2
+    try:
+        page1 = client.get("/runs/").content.decode()
+        cursor = re.search(r"cursor=([^\"&]+)", page1).group(1)
+        from urllib.parse import unquote
+
+        page2 = client.get("/runs/", {"cursor": unquote(cursor)}).content.decode()
+    finally:
+        views.RUNS_PER_PAGE = old
+    ids1 = set(re.findall(r"run_list_\d", page1))
+    ids2 = set(re.findall(r"run_list_\d", page2))
+    assert len(ids1) == 2 and len(ids2) == 1 and not ids1 & ids2
+
+
+def test_review_inbox_lists_pending_gates_across_runs(client, bob, make_run):
+    make_run("run_inbox_a")
+    make_run("run_inbox_b")
+    make_run("run_inbox_c", finish_parse=False)
+    login(client, bob)
+    html = client.get("/runs/inbox/").content.decode()
+    assert "run_inbox_a" in html and "run_inbox_b" in html and "run_inbox_c" not in html
+    assert "PAUSE_BEFORE" in html
