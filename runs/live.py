@@ -109,6 +109,7 @@ class LivePublisher:
         self._idle = threading.Event()
         self._idle.set()
         self._progress = time.monotonic()
+        self._drain_loop: asyncio.AbstractEventLoop | None = None
 
     # -- where the drain runs
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -152,7 +153,13 @@ class LivePublisher:
                 current["last_seq"] = max(current["last_seq"], change.last_seq)
                 current["status"] = change.status
             # A drain scheduled on a loop that stopped before running it would never finish: restart.
-            stalled = self._draining and time.monotonic() - self._progress > 1.0
+            drain_loop = self._drain_loop
+            stalled = self._draining and (
+                drain_loop is None
+                or drain_loop.is_closed()
+                or not drain_loop.is_running()
+                or time.monotonic() - self._progress > 1.0
+            )
             start = not self._draining or stalled
             if start:
                 self._progress = time.monotonic()
@@ -163,9 +170,10 @@ class LivePublisher:
             try:
                 loop.call_soon_threadsafe(self._start_drain, loop)
             except RuntimeError:  # the loop closed between the check and the call
-                with self._lock:
-                    self._serving_loop = None
-                self._target_loop().call_soon_threadsafe(self._start_drain, self._target_loop())
+                self._serving_loop = None
+                loop = self._target_loop()
+                loop.call_soon_threadsafe(self._start_drain, loop)
+            self._drain_loop = loop
 
     def _start_drain(self, loop: asyncio.AbstractEventLoop) -> None:
         loop.create_task(self._drain())
