@@ -129,6 +129,15 @@ SECURE_CSP = {
 # Workbench knobs.
 WORKBENCH_SNAPSHOT_INTERVAL = env_int("WORKBENCH_SNAPSHOT_INTERVAL", 1000, minimum=10)
 WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
+
+# Playground model calls: "inprocess" (embedded: threads in the web process), "worker" (scaled:
+# `manage.py playground_worker`), "immediate" (synchronous after commit; tests and scripts).
+PLAYGROUND_EXECUTOR = env_str("PLAYGROUND_EXECUTOR", "inprocess")
+if PLAYGROUND_EXECUTOR not in ("inprocess", "worker", "immediate"):
+    raise ValueError("PLAYGROUND_EXECUTOR must be inprocess, worker or immediate")
+PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
+PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
+PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
 # Rate limits (accounts.ratelimit): per credential (token or session) and per workspace (0 = off),
 # counted per window in the cache (Redis when REDIS_URL is set, so every process shares it).
 WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int(

@@ -9,24 +9,11 @@ import pytest
 from playground import compose as c
 from playground import operations
 from playground.providers import ProviderError, ProviderSettings, call
-from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
 
 SONNET = c.ModelSpec("anthropic", "claude-sonnet-4-6")
 GPT = c.ModelSpec("openai", "gpt-5-mini", max_tokens_param="max_completion_tokens")
 CONTRACT = c.Document("contract.txt", "text/plain", "Payment is due within 30 days. " * 40)
-
-
-@pytest.fixture
-def anthropic_fake():
-    with FakeAnthropic() as fake:
-        yield fake
-
-
-@pytest.fixture
-def openai_fake():
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 def a_settings(fake, **kw) -> ProviderSettings:

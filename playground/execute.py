@@ -1,0 +1,602 @@
+"""Executions: a send runs off the request path and is recorded as a run of the playground workflow.
+
+Lifecycle: ``submit`` stores a *pending* execution; after commit it is dispatched. A worker
+*claims* it (a conditional update, so two workers never run the same one), marks it
+*processing*, and keeps a heartbeat while the provider streams. It ends *completed* or
+*failed* (with the provider's code and message). ``recover_stale`` fails executions whose worker
+stopped beating (a crash, a restart) with ``EXECUTION_INTERRUPTED``, so nothing stays in
+processing; pending ones left behind by a restart are simply dispatched again.
+
+Executors (setting ``PLAYGROUND_EXECUTOR``):
+- ``inprocess`` (embedded profile, default): a thread pool in the web process.
+- ``worker`` (scaled profile): the web process only stores; ``manage.py playground_worker``
+  processes (several workers may run; claims keep them apart).
+- ``immediate``: processed synchronously after commit (tests, scripts).
+
+Run recording (all through runs.actions): ``step_started``; ``model_io`` request (the exact wire
+body, secrets redacted); ``model_io`` stream_chunk events sharing the request's correlation id;
+``model_io`` response with usage (cachedInputTokens, reasoningTokens) and cost; ``tool_call``
+per tool the model called; the checked answer as a ``playground.<operation>`` artifact;
+``step_completed`` and the run's end.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from playground import operations, pricing, providers
+from playground.compose import Composition
+from playground.keys import KeyUnreadable
+from playground.models import Execution, ExecutionStatus, ModelEntry, dumps, loads
+from playground.providers.base import ProviderError, ProviderResult
+from runs.actions import ActionError, do_commands, do_start_run
+from runs.engine import commands as cmd
+from runs.models import Workspace
+
+log = logging.getLogger(__name__)
+
+WORKFLOW = {
+    "id": "playground",
+    "version": 1,
+    "title": "Playground",
+    "steps": [{"id": "call", "title": "Model call", "gatePolicy": "AUTO"}],
+    "edges": [],
+}
+STEP = "call"
+SECRET_KEYS = {
+    "api_key",
+    "apikey",
+    "api-key",
+    "x-api-key",
+    "authorization",
+    "password",
+    "secret",
+    "access_token",
+}
+REDACTED = "[redacted]"
+FLUSH_SECONDS = 0.12
+FLUSH_CHARS = 400
+
+
+def executor_mode() -> str:
+    return getattr(settings, "PLAYGROUND_EXECUTOR", "inprocess")
+
+
+def stale_after() -> timedelta:
+    return timedelta(seconds=float(getattr(settings, "PLAYGROUND_STALE_SECONDS", 30)))
+
+
+def heartbeat_seconds() -> float:
+    return float(getattr(settings, "PLAYGROUND_HEARTBEAT_SECONDS", 5))
+
+
+def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
+    """A copy of ``value`` with secret-looking fields and any known secret string blanked out."""
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if str(k).lower() in SECRET_KEYS and v not in (None, "") else redact(v, secrets))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v, secrets) for v in value]
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret and len(secret) >= 6 and secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Submitting
+
+
+def submit(
+    *,
+    workspace: Workspace,
+    user: Any,
+    entry: ModelEntry,
+    composition: Composition,
+    compare_group: str = "",
+    label: str = "",
+) -> Execution:
+    """Store a pending execution; it is dispatched once the surrounding transaction commits."""
+    execution = Execution.objects.create(
+        workspace=workspace,
+        user=user if getattr(user, "is_authenticated", False) else None,
+        model=entry,
+        provider_kind=entry.provider.kind,
+        model_name=entry.model_id,
+        operation_type=composition.flags.get("operation_type", "generic"),
+        compare_group=compare_group,
+        label=label,
+        correlation_id=f"corr_{uuid.uuid4().hex}",
+        request=dumps(composition.request),
+        user_content=dumps(composition.user_content),
+        flags=composition.flags,
+        notes=list(composition.notes),
+        output_tool=composition.output_tool or "",
+        cache_keys=list(composition.cache_keys),
+    )
+    execution_id = execution.pk
+    transaction.on_commit(lambda: dispatch(execution_id))
+    return execution
+
+
+def dispatch(execution_id: uuid.UUID) -> None:
+    mode = executor_mode()
+    if mode == "immediate":
+        process(execution_id, worker_id=f"immediate-{os.getpid()}")
+    elif mode == "inprocess":
+        in_process_runner().submit(execution_id)
+    # "worker": a playground_worker process picks it up
+
+
+# --------------------------------------------------------------------------------------------
+# Processing
+
+
+def claim(execution_id: uuid.UUID, worker_id: str) -> bool:
+    now = timezone.now()
+    return bool(
+        Execution.objects.filter(pk=execution_id, status=ExecutionStatus.PENDING).update(
+            status=ExecutionStatus.PROCESSING, worker_id=worker_id, started_at=now, heartbeat_at=now
+        )
+    )
+
+
+class RunRecorder:
+    """Writes one execution's run through runs.actions."""
+
+    def __init__(self, execution: Execution) -> None:
+        self.execution = execution
+        self.workspace = execution.workspace
+        self.actor = f"user:{execution.user.get_username()}" if execution.user else "playground"
+        self.run_id = execution.run_id
+
+    def _do(self, *commands: Any) -> None:
+        do_commands(workspace=self.workspace, run_id=self.run_id, commands=list(commands), actor=self.actor)
+
+    def start(self, wire_request: dict, secrets: tuple[str, ...]) -> str:
+        ex = self.execution
+        run = do_start_run(
+            workspace=self.workspace,
+            workflow=WORKFLOW,
+            actor=self.actor,
+            metadata={
+                "playground": {
+                    "executionId": str(ex.pk),
+                    "provider": ex.provider_kind,
+                    "model": ex.model_name,
+                    "operationType": ex.operation_type,
+                    "flags": ex.flags,
+                    "notes": ex.notes,
+                    "compareGroup": ex.compare_group or None,
+                    "label": ex.label or None,
+                }
+            },
+            tags=["playground", ex.operation_type],
+        )
+        self.run_id = run.pk
+        self._do(
+            cmd.BeginStep(STEP),
+            cmd.LogModelIO(
+                direction="request",
+                provider=ex.provider_kind,
+                model=ex.model_name,
+                summary=_summary(ex.user_content_json),
+                payload=redact(wire_request, secrets),
+                step_id=STEP,
+                correlation_id=ex.correlation_id,
+            ),
+        )
+        return run.pk
+
+    def chunks(self, pieces: list[dict]) -> None:
+        ex = self.execution
+        self._do(
+            *(
+                cmd.LogModelIO(
+                    direction="stream_chunk",
+                    provider=ex.provider_kind,
+                    model=ex.model_name,
+                    payload=piece,
+                    step_id=STEP,
+                    correlation_id=ex.correlation_id,
+                )
+                for piece in pieces
+            )
+        )
+
+    def complete(
+        self, result: ProviderResult, outcome: operations.Outcome, cost: Decimal | None, duration_ms: int
+    ) -> None:
+        ex = self.execution
+        commands: list[Any] = [
+            cmd.LogModelIO(
+                direction="response",
+                provider=ex.provider_kind,
+                model=result.model or ex.model_name,
+                usage=result.usage.to_protocol(),
+                cost=pricing.protocol_cost(cost, ex.currency or "USD"),
+                duration_ms=duration_ms,
+                summary=(result.text or "")[:200] or None,
+                payload=result.raw,
+                step_id=STEP,
+                correlation_id=ex.correlation_id,
+            )
+        ]
+        for call in result.tool_calls:
+            if call["name"] == ex.output_tool:
+                continue
+            commands.append(
+                cmd.LogToolCall(
+                    name=call["name"], args=call["input"], step_id=STEP, correlation_id=ex.correlation_id
+                )
+            )
+        if outcome.ok:
+            commands.append(
+                cmd.WriteArtifact(
+                    key="answer",
+                    type_id=operations.get(ex.operation_type).type_id,
+                    data=outcome.value,
+                    step_id=STEP,
+                )
+            )
+            commands += [cmd.CompleteStep(STEP, ok=True), cmd.CompleteRun()]
+        else:
+            message = f"structured output invalid: {outcome.error}"
+            commands += [
+                cmd.RecordError(message=message, code="STRUCTURED_OUTPUT_INVALID", step_id=STEP),
+                cmd.CompleteStep(
+                    STEP, ok=False, error={"message": message, "code": "STRUCTURED_OUTPUT_INVALID"}
+                ),
+                cmd.FailRun(reason=message, code="STRUCTURED_OUTPUT_INVALID"),
+            ]
+        self._do(*commands)
+
+    def fail(self, code: str, message: str) -> None:
+        self._do(
+            cmd.RecordError(message=message, code=code, step_id=STEP),
+            cmd.CompleteStep(STEP, ok=False, error={"message": message, "code": code}),
+            cmd.FailRun(reason=message, code=code),
+        )
+
+
+def _summary(user_content: Any) -> str | None:
+    if isinstance(user_content, str):
+        return user_content[:200] or None
+    if isinstance(user_content, list):
+        texts = [b.get("text", "") for b in user_content if isinstance(b, dict) and b.get("type") == "text"]
+        return " ".join(texts)[:200] or None
+    return None
+
+
+class Streamer:
+    """Collects deltas; every ~120 ms saves the partial answer (the page streams from it) and
+    records the new pieces as stream_chunk events. Also the heartbeat while a call streams."""
+
+    def __init__(self, execution: Execution, recorder: RunRecorder | None) -> None:
+        self.execution = execution
+        self.recorder = recorder
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.offsets = {"text": 0, "thinking": 0, "tool_input": 0}
+        self.pending: list[dict] = []
+        self.pending_chars = 0
+        self.last_flush = time.monotonic()
+
+    def on_delta(self, kind: str, text: str) -> None:
+        if not text:
+            return
+        if kind == "text":
+            self.text.append(text)
+        elif kind == "thinking":
+            self.thinking.append(text)
+        if self.pending and self.pending[-1]["kind"] == kind:
+            self.pending[-1]["text"] += text
+        else:
+            self.pending.append({"kind": kind, "offset": self.offsets.get(kind, 0), "text": text})
+        self.offsets[kind] = self.offsets.get(kind, 0) + len(text)
+        self.pending_chars += len(text)
+        if self.pending_chars >= FLUSH_CHARS or time.monotonic() - self.last_flush >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        self.last_flush = time.monotonic()
+        if not self.pending:
+            return
+        pieces, self.pending, self.pending_chars = self.pending, [], 0
+        Execution.objects.filter(pk=self.execution.pk).update(
+            partial_text="".join(self.text),
+            partial_thinking="".join(self.thinking),
+            heartbeat_at=timezone.now(),
+        )
+        if self.recorder is not None:
+            try:
+                self.recorder.chunks(pieces)
+            except ActionError as exc:  # the run was cancelled meanwhile: keep answering the page
+                log.warning("playground: stream chunks not recorded for %s: %s", self.execution.pk, exc)
+                self.recorder = None
+
+
+def _finish(execution_id: uuid.UUID, worker_id: str, **fields: Any) -> bool:
+    """Write the final state unless recovery already failed this execution."""
+    fields["finished_at"] = timezone.now()
+    return bool(
+        Execution.objects.filter(
+            pk=execution_id, status=ExecutionStatus.PROCESSING, worker_id=worker_id
+        ).update(**fields)
+    )
+
+
+def process(execution_id: uuid.UUID, worker_id: str) -> None:
+    """Claim and run one execution to its end (no-op if another worker has it)."""
+    if not claim(execution_id, worker_id):
+        return
+    ex = Execution.objects.select_related("workspace", "user", "model__provider").get(pk=execution_id)
+    started = time.monotonic()
+    entry = ex.model
+    request = ex.request_json
+    wire = providers.wire_request(ex.provider_kind, request)
+    recorder = RunRecorder(ex)
+    try:
+        if entry is None:
+            raise ProviderError("NO_PROVIDER", "the model of this execution was removed from the catalogue")
+        ex.currency = entry.currency
+        problem = entry.provider.missing()
+        if problem:
+            raise ProviderError("NO_PROVIDER", problem)
+        try:
+            provider_settings = entry.provider.provider_settings()
+        except KeyUnreadable as exc:
+            raise ProviderError("NO_PROVIDER", str(exc)) from None
+        secrets = tuple(s for s in (provider_settings.api_key,) if s)
+        run_id = recorder.start(wire, secrets)
+        Execution.objects.filter(pk=ex.pk).update(run_id=run_id, currency=ex.currency)
+        ex.run_id = run_id
+        streamer = Streamer(ex, recorder)
+        result = providers.call(provider_settings, request, streamer.on_delta)
+        streamer.flush()
+    except ProviderError as err:
+        _fail(ex, worker_id, recorder, err, started)
+        return
+    except Exception as exc:  # an unexpected bug must still end the execution
+        log.exception("playground execution %s crashed", execution_id)
+        _fail(
+            ex, worker_id, recorder, ProviderError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}"), started
+        )
+        return
+    duration_ms = int((time.monotonic() - started) * 1000)
+    outcome = operations.check(ex.operation_type, result, ex.output_tool or None)
+    amount = pricing.cost(result.usage, entry.price())
+    try:
+        recorder.complete(result, outcome, amount, duration_ms)
+    except ActionError as exc:
+        log.warning("playground: response of %s not recorded in run %s: %s", ex.pk, ex.run_id, exc)
+    common = {
+        "partial_text": result.text,
+        "partial_thinking": result.thinking,
+        "content": dumps(result.content),
+        "response_text": result.text,
+        "thinking": result.thinking,
+        "citations": result.citations,
+        "tool_calls": [c for c in result.tool_calls if c["name"] != ex.output_tool],
+        "structured_output": outcome.value if operations.get(ex.operation_type).structured else None,
+        "usage": result.usage.to_json(),
+        "cost": amount,
+        "currency": entry.currency,
+        "stop_reason": result.stop_reason or "",
+        "duration_ms": duration_ms,
+    }
+    if outcome.ok:
+        _finish(ex.pk, worker_id, status=ExecutionStatus.COMPLETED, **common)
+    else:
+        _finish(
+            ex.pk,
+            worker_id,
+            status=ExecutionStatus.FAILED,
+            error_code="STRUCTURED_OUTPUT_INVALID",
+            error_message=f"The answer does not match the {ex.operation_type} schema: {outcome.error}",
+            structured_error=dumps({"error": outcome.error, "path": outcome.error_path, "raw": outcome.raw}),
+            **common,
+        )
+
+
+def _fail(ex: Execution, worker_id: str, recorder: RunRecorder, err: ProviderError, started: float) -> None:
+    if recorder.run_id:
+        try:
+            recorder.fail(err.code, err.message)
+        except ActionError as exc:
+            log.warning("playground: failure of %s not recorded: %s", ex.pk, exc)
+    partial = Execution.objects.filter(pk=ex.pk).values_list("partial_text", flat=True).first() or ""
+    _finish(
+        ex.pk,
+        worker_id,
+        status=ExecutionStatus.FAILED,
+        error_code=err.code,
+        error_message=err.message,
+        error_status=err.status,
+        provider_error_type=err.provider_type or "",
+        response_text=partial,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Recovery
+
+
+INTERRUPTED = "EXECUTION_INTERRUPTED"
+INTERRUPTED_MESSAGE = (
+    "The worker running this execution stopped (crash or restart) before it finished. Send it again."
+)
+
+
+def recover_stale(*, now: Any = None, execution_ids: list | None = None) -> list[uuid.UUID]:
+    """Fail every processing execution whose heartbeat is older than the stale limit."""
+    now = now or timezone.now()
+    qs = Execution.objects.filter(status=ExecutionStatus.PROCESSING, heartbeat_at__lt=now - stale_after())
+    if execution_ids is not None:
+        qs = qs.filter(pk__in=execution_ids)
+    recovered = []
+    for ex in qs.select_related("workspace"):
+        updated = Execution.objects.filter(
+            pk=ex.pk, status=ExecutionStatus.PROCESSING, heartbeat_at=ex.heartbeat_at
+        ).update(
+            status=ExecutionStatus.FAILED,
+            error_code=INTERRUPTED,
+            error_message=INTERRUPTED_MESSAGE,
+            finished_at=now,
+            response_text=ex.partial_text,
+        )
+        if not updated:
+            continue
+        recovered.append(ex.pk)
+        if ex.run_id:
+            try:
+                do_commands(
+                    workspace=ex.workspace,
+                    run_id=ex.run_id,
+                    commands=[
+                        cmd.RecordError(message=INTERRUPTED_MESSAGE, code=INTERRUPTED, step_id=STEP),
+                        cmd.FailRun(reason=INTERRUPTED_MESSAGE, code=INTERRUPTED),
+                    ],
+                    actor="playground",
+                )
+            except ActionError as exc:
+                log.warning("playground: interrupted run %s not updated: %s", ex.run_id, exc)
+    return recovered
+
+
+def heal(execution: Execution) -> Execution:
+    """Readers call this: a stale processing execution is failed on the spot."""
+    if execution.status == ExecutionStatus.PROCESSING and recover_stale(execution_ids=[execution.pk]):
+        execution.refresh_from_db()
+    return execution
+
+
+# --------------------------------------------------------------------------------------------
+# Runners
+
+
+def new_worker_id(prefix: str) -> str:
+    return f"{prefix}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class Runner:
+    """A thread pool that processes executions, with a heartbeat for the ones it holds."""
+
+    def __init__(self, *, workers: int = 4, prefix: str = "inprocess") -> None:
+        self.worker_id = new_worker_id(prefix)
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="playground")
+        self.in_flight: set[uuid.UUID] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat_loop, name="playground-heartbeat", daemon=True)
+        self._beat.start()
+
+    def submit(self, execution_id: uuid.UUID) -> bool:
+        with self._lock:
+            if execution_id in self.in_flight:
+                return False
+            self.in_flight.add(execution_id)
+        self.pool.submit(self._run, execution_id)
+        return True
+
+    def _run(self, execution_id: uuid.UUID) -> None:
+        close_old_connections()
+        try:
+            process(execution_id, self.worker_id)
+        except Exception:
+            log.exception("playground: execution %s", execution_id)
+        finally:
+            with self._lock:
+                self.in_flight.discard(execution_id)
+            connection.close()
+
+    def beat(self) -> None:
+        Execution.objects.filter(worker_id=self.worker_id, status=ExecutionStatus.PROCESSING).update(
+            heartbeat_at=timezone.now()
+        )
+
+    def _heartbeat_loop(self) -> None:
+        last_recovery = 0.0
+        while not self._stop.wait(heartbeat_seconds()):
+            try:
+                close_old_connections()
+                self.beat()
+                if time.monotonic() - last_recovery > stale_after().total_seconds():
+                    recover_stale()
+                    last_recovery = time.monotonic()
+            except Exception:
+                log.exception("playground heartbeat")
+            finally:
+                connection.close()
+
+    def pick_up_pending(self, limit: int = 50) -> int:
+        """Dispatch pending executions (left by a restart, or stored for a worker)."""
+        ids = list(
+            Execution.objects.filter(status=ExecutionStatus.PENDING)
+            .order_by("created_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        return sum(1 for pk in ids if self.submit(pk))
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._stop.set()
+        self.pool.shutdown(wait=wait)
+
+
+_runner: Runner | None = None
+_runner_lock = threading.Lock()
+
+
+def in_process_runner() -> Runner:
+    """The web process's runner, started on first use; it first heals what a restart left."""
+    global _runner
+    with _runner_lock:
+        if _runner is None:
+            _runner = Runner(workers=int(getattr(settings, "PLAYGROUND_WORKERS", 4)))
+            recover_stale()
+            _runner.pick_up_pending()
+        return _runner
+
+
+def execution_state(ex: Execution) -> dict:
+    """What the page needs about an execution (also sent over the websocket)."""
+    return {
+        "id": str(ex.pk),
+        "status": ex.status,
+        "run_id": ex.run_id or None,
+        "model": ex.model_name,
+        "provider": ex.provider_kind,
+        "label": ex.label,
+        "partial_text": ex.partial_text,
+        "partial_thinking": ex.partial_thinking,
+        "error": {"code": ex.error_code, "message": ex.error_message, "status": ex.error_status}
+        if ex.error_code
+        else None,
+        "content": loads(ex.content) if ex.content else None,
+        "user_content": ex.user_content_json,
+        "usage": ex.usage or None,
+        "cost": None if ex.cost is None else str(ex.cost),
+        "currency": ex.currency,
+        "structured_output": ex.structured_output,
+        "duration_ms": ex.duration_ms,
+        "cache_keys": ex.cache_keys,
+        "flags": ex.flags,
+    }

@@ -1,0 +1,296 @@
+"""Playground storage: providers and models per workspace (with the price table), saved prompts,
+and executions (the audit trail of every send, each also recorded as a run).
+
+Configuration hierarchy: rows with ``workspace = NULL`` are the global defaults; a workspace adds
+its own providers (its own API keys) and models and may choose its default model; a saved
+prompt fixes an operation, a model and settings; the page's toggles come last.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from playground import keys
+from playground.compose import ModelSpec
+from playground.pricing import Price
+from playground.providers.base import ProviderSettings
+from runs.models import Workspace
+
+
+def dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def loads(text: str | None) -> Any:
+    return orjson.loads(text) if text else None
+
+
+class ProviderKind(models.TextChoices):
+    ANTHROPIC = "anthropic", "Anthropic Messages"
+    OPENAI = "openai", "OpenAI Chat Completions (or compatible)"
+
+
+class ScopedQuerySet(models.QuerySet):
+    def visible_to(self, workspace: Workspace) -> ScopedQuerySet:
+        """Global defaults plus the workspace's own rows."""
+        return self.filter(Q(workspace__isnull=True) | Q(workspace=workspace))
+
+
+class ProviderConfig(models.Model):
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="playground_providers"
+    )
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=ProviderKind.choices)
+    base_url = models.URLField(blank=True, help_text="Empty: the provider's own endpoint.")
+    api_key_encrypted = models.TextField(blank=True)
+    api_key_hint = models.CharField(max_length=16, blank=True)
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Environment variable holding the key."
+    )
+    key_required = models.BooleanField(default=True)
+    timeout_seconds = models.FloatField(default=600.0)
+    max_retries = models.IntegerField(default=2)
+    is_enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["workspace_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="uniq_provider_name"),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(workspace__isnull=True), name="uniq_global_provider_name"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_api_key(self, plain: str) -> None:
+        plain = plain.strip()
+        self.api_key_encrypted = keys.encrypt(plain) if plain else ""
+        self.api_key_hint = keys.hint(plain) if plain else ""
+
+    def api_key(self) -> str | None:
+        """The key for a call: the stored one, else the environment variable's (None if neither)."""
+        if self.api_key_encrypted:
+            return keys.decrypt(self.api_key_encrypted)
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env) or None
+        return None
+
+    @property
+    def key_source(self) -> str:
+        if self.api_key_encrypted:
+            return f"stored key {self.api_key_hint}"
+        if self.api_key_env and os.environ.get(self.api_key_env):
+            return f"environment variable {self.api_key_env}"
+        return "none"
+
+    def missing(self) -> str | None:
+        """What has to be configured before this provider can answer (None when usable)."""
+        if not self.is_enabled:
+            return f"{self.name} is disabled"
+        if (
+            self.key_required
+            and not self.api_key_encrypted
+            and not (self.api_key_env and os.environ.get(self.api_key_env))
+        ):
+            env = f" or set the environment variable {self.api_key_env}" if self.api_key_env else ""
+            return f"{self.name} needs an API key: add it in Playground settings{env}"
+        return None
+
+    def provider_settings(self) -> ProviderSettings:
+        return ProviderSettings(
+            kind=self.kind,
+            api_key=self.api_key(),
+            base_url=self.base_url or None,
+            timeout=self.timeout_seconds,
+            max_retries=self.max_retries,
+        )
+
+
+class ModelEntry(models.Model):
+    """A model in the catalogue, with its capabilities and its row of the price table."""
+
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="playground_models"
+    )
+    provider = models.ForeignKey(ProviderConfig, on_delete=models.CASCADE, related_name="models")
+    model_id = models.CharField(max_length=200, help_text="The name the API knows the model by.")
+    display_name = models.CharField(max_length=200)
+    context_window = models.IntegerField(null=True, blank=True)
+    supports_thinking = models.BooleanField(default=False)
+    supports_citations = models.BooleanField(default=False)
+    supports_pdf = models.BooleanField(default=False)
+    max_tokens_param = models.CharField(max_length=32, default="max_tokens")
+    is_default = models.BooleanField(default=False)
+    is_active = models.BooleanField(default=True)
+    position = models.IntegerField(default=0)
+    # Price table, per million tokens. NULL = unknown (the cost is then shown as unknown).
+    currency = models.CharField(max_length=8, default="USD")
+    input_price = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    output_price = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cache_read_price = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    cache_write_price = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+
+    objects = ScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["position", "display_name"]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+    @property
+    def kind(self) -> str:
+        return self.provider.kind
+
+    def spec(self) -> ModelSpec:
+        return ModelSpec(
+            provider=self.provider.kind,
+            model=self.model_id,
+            context_window=self.context_window,
+            supports_thinking=self.supports_thinking,
+            supports_citations=self.supports_citations,
+            supports_pdf=self.supports_pdf,
+            max_tokens_param=self.max_tokens_param,
+        )
+
+    def price(self) -> Price:
+        return Price(
+            input=self.input_price,
+            output=self.output_price,
+            cache_read=self.cache_read_price,
+            cache_write=self.cache_write_price,
+            currency=self.currency,
+        )
+
+
+class WorkspacePlayground(models.Model):
+    """A workspace's own choices on top of the global defaults."""
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="playground")
+    default_model = models.ForeignKey(
+        ModelEntry, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    hidden_models = models.ManyToManyField(ModelEntry, blank=True, related_name="+")
+
+
+class SavedPrompt(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="playground_prompts")
+    name = models.CharField(max_length=200)
+    operation_type = models.CharField(max_length=32, default="generic")
+    model = models.ForeignKey(ModelEntry, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    system_prompt = models.TextField(blank=True)
+    prompt = models.TextField(blank=True)
+    options = models.JSONField(
+        default=dict, blank=True
+    )  # toggles and advanced settings (session JSON subset)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_saved_prompt")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ExecutionStatus(models.TextChoices):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class ExecutionQuerySet(models.QuerySet):
+    def for_workspace(self, workspace: Workspace) -> ExecutionQuerySet:
+        return self.filter(workspace=workspace)
+
+
+class Execution(models.Model):
+    """One send: pending -> processing -> completed | failed. Also recorded as run ``run_id``."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="playground_executions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    model = models.ForeignKey(ModelEntry, null=True, on_delete=models.SET_NULL, related_name="executions")
+    provider_kind = models.CharField(max_length=16, choices=ProviderKind.choices)
+    model_name = models.CharField(max_length=200)
+    status = models.CharField(
+        max_length=16, choices=ExecutionStatus.choices, default=ExecutionStatus.PENDING, db_index=True
+    )
+    operation_type = models.CharField(max_length=32, default="generic")
+    compare_group = models.CharField(max_length=64, blank=True, db_index=True)
+    label = models.CharField(max_length=40, blank=True)
+    run_id = models.CharField(max_length=200, blank=True)
+    correlation_id = models.CharField(max_length=200, blank=True)
+    # What was composed (JSON text, kept exact): request body, the new user content, flags, notes.
+    request = models.TextField()
+    user_content = models.TextField()
+    flags = models.JSONField(default=dict)
+    notes = models.JSONField(default=list)
+    output_tool = models.CharField(max_length=100, blank=True)
+    cache_keys = models.JSONField(default=list)
+    # Streaming progress, then the result.
+    partial_text = models.TextField(blank=True)
+    partial_thinking = models.TextField(blank=True)
+    content = models.TextField(blank=True)  # assistant content blocks (JSON text), exact
+    response_text = models.TextField(blank=True)
+    thinking = models.TextField(blank=True)
+    citations = models.JSONField(default=list)
+    tool_calls = models.JSONField(default=list)
+    structured_output = models.JSONField(null=True, blank=True)
+    structured_error = models.TextField(blank=True)
+    usage = models.JSONField(default=dict)
+    cost = models.DecimalField(max_digits=18, decimal_places=9, null=True, blank=True)
+    currency = models.CharField(max_length=8, blank=True)
+    stop_reason = models.CharField(max_length=40, blank=True)
+    error_code = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+    error_status = models.IntegerField(null=True, blank=True)
+    provider_error_type = models.CharField(max_length=100, blank=True)
+    duration_ms = models.IntegerField(null=True, blank=True)
+    worker_id = models.CharField(max_length=100, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ExecutionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="exec_status_heartbeat")]
+
+    @property
+    def request_json(self) -> dict:
+        return loads(self.request)
+
+    @property
+    def content_json(self) -> Any:
+        return loads(self.content)
+
+    @property
+    def user_content_json(self) -> Any:
+        return loads(self.user_content)
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (ExecutionStatus.COMPLETED, ExecutionStatus.FAILED)

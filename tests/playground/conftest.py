@@ -1,0 +1,72 @@
+"""Playground fixtures: loopback fake providers configured as a workspace's own providers."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.openai_api import FakeOpenAI
+
+
+@pytest.fixture
+def anthropic_fake():
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+@pytest.fixture
+def openai_fake():
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_models(db, workspace, anthropic_fake, openai_fake, settings):
+    """A workspace with its own Anthropic and OpenAI-compatible providers pointing at the fakes."""
+    from playground.models import ModelEntry, ProviderConfig
+
+    settings.PLAYGROUND_EXECUTOR = "immediate"
+    anth = ProviderConfig(
+        workspace=workspace,
+        name="Fake Anthropic",
+        kind="anthropic",
+        base_url=anthropic_fake.url,
+        max_retries=0,
+    )
+    anth.set_api_key("test-anthropic-key")
+    anth.save()
+    oai = ProviderConfig(
+        workspace=workspace,
+        name="Fake OpenAI",
+        kind="openai",
+        base_url=openai_fake.url + "/v1",
+        max_retries=0,
+    )
+    oai.set_api_key("test-openai-key")
+    oai.save()
+    sonnet = ModelEntry.objects.create(
+        workspace=workspace,
+        provider=anth,
+        model_id="claude-sonnet-4-6",
+        display_name="Fake Sonnet",
+        context_window=200_000,
+        supports_thinking=True,
+        supports_citations=True,
+        supports_pdf=True,
+        is_default=True,
+        input_price=Decimal("3"),
+        output_price=Decimal("15"),
+        cache_read_price=Decimal("0.3"),
+        cache_write_price=Decimal("3.75"),
+    )
+    local = ModelEntry.objects.create(
+        workspace=workspace,
+        provider=oai,
+        model_id="llama-local",
+        display_name="Fake local llama",
+        context_window=8192,
+        position=1,
+    )
+    return {"sonnet": sonnet, "local": local, "anthropic": anth, "openai": oai}
