@@ -22,7 +22,7 @@ Gate semantics over the workflow DAG:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -894,10 +894,24 @@ EVENT_TYPES = frozenset(
 def _append_events(state: RunState, cmd: AppendEvents, ctx: Context) -> list[dict[str, Any]]:
     """Check externally supplied events one by one against the state they would meet."""
     events = list(cmd.events)
-    trial = state.clone()
+    append_in_place(state.clone(), events, ctx)
+    return events
+
+
+def append_in_place(
+    state: RunState,
+    events: Iterable[Any],
+    ctx: Context,
+    on_applied: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Check each event against the state it meets and apply it to ``state`` in place.
+
+    The fast path for a host's batch: no trial copy of the state. On an error ``state`` is left
+    half-applied, so callers must discard it (the actions roll their transaction back).
+    """
     for i, event in enumerate(events):
         try:
-            check_event(trial, event, ctx)
+            check_event(state, event, ctx)
         except EngineError as exc:
             where = f"events[{i}]" + (f".{exc.path}" if exc.path else "")
             raise EngineError(
@@ -905,8 +919,9 @@ def _append_events(state: RunState, cmd: AppendEvents, ctx: Context) -> list[dic
                 f"event {i} ({event.get('type') if isinstance(event, dict) else '?'}): {exc.message}",
                 where,
             ) from None
-        apply_event(trial, event)
-    return events
+        apply_event(state, event)
+        if on_applied is not None:
+            on_applied(event)
 
 
 def check_event(state: RunState, event: Any, ctx: Context) -> None:

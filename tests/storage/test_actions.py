@@ -118,3 +118,9 @@ def test_fork_and_cancel_tree(workspace, workflow):
     assert set(report.cancelled) == {root.pk, child.pk, grandchild.pk}
     assert [rid for rid, _ in report.skipped] == [finished.pk]
     assert Run.objects.get(pk=grandchild.pk).status == "cancelled"
+
+
+def test_fast_event_insert_covers_every_event_column():
+    """The executemany fast path must write exactly the columns the Event model declares."""
+    columns = {f.column for f in Event._meta.concrete_fields if not f.primary_key}
+    assert set(actions._EVENT_COLUMNS) == columns
