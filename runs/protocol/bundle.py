@@ -59,12 +59,17 @@ class CheckResult:
 def check_bundle(data: bytes | str) -> CheckResult:
     """Check a run bundle's text as an import would, without writing anything."""
     with gc_paused():
-        return _check(data)
+        return _check([data])
 
 
 def check_bundle_file(path: str | PathLike[str]) -> CheckResult:
-    """:func:`check_bundle` of a file's bytes (``OSError`` if it cannot be read)."""
-    return check_bundle(Path(path).read_bytes())
+    """:func:`check_bundle` of a file's bytes (``OSError`` if it cannot be read).
+
+    The file's bytes are released as soon as they are parsed (lower peak memory).
+    """
+    holder = [Path(path).read_bytes()]
+    with gc_paused():
+        return _check(holder)
 
 
 def _failure(
@@ -80,9 +85,9 @@ def _failure(
     )
 
 
-def _check(data: bytes | str) -> CheckResult:
+def _check(holder: list[bytes | str]) -> CheckResult:
     try:
-        received = load_json_exact(data)
+        received = load_json_exact(holder.pop())  # the text is no longer referenced once parsed
     except UnrepresentableJSON as exc:
         return _failure(ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, exc.message), "unchecked", None)
     except ProtocolError as exc:
