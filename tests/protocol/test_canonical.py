@@ -29,7 +29,9 @@ SAFE = 2**53 - 1
 json_floats = st.floats(allow_nan=False, allow_infinity=False)
 json_ints = st.integers(min_value=-SAFE, max_value=SAFE)
 # Text without lone surrogates; keys lean on the characters where UTF-16 and code-point order part.
-tricky_chars = st.sampled_from(["\ue000", "\uffff", "\ufb01", "\U0001f600", "\U00010000", "\U0010ffff", "a", "é"])
+tricky_chars = st.sampled_from(
+    ["\ue000", "\uffff", "\ufb01", "\U0001f600", "\U00010000", "\U0010ffff", "a", "é"]
+)
 text = st.text(st.characters(blacklist_categories=("Cs",)))
 keys = st.one_of(text, st.lists(tricky_chars, max_size=4).map("".join))
 scalars = st.one_of(st.none(), st.booleans(), json_ints, json_floats, text)
@@ -39,7 +41,20 @@ json_values = st.recursive(
     max_leaves=40,
 )
 
-SPECIFIED_FLOATS = [1.0, 0.0, -0.0, 1e-7, 3e-6, 1e16, 5e21, 1e21, float(2**53), float(2**53 + 1), 1e300, 5e-324]
+SPECIFIED_FLOATS = [
+    1.0,
+    0.0,
+    -0.0,
+    1e-7,
+    3e-6,
+    1e16,
+    5e21,
+    1e21,
+    float(2**53),
+    float(2**53 + 1),
+    1e300,
+    5e-324,
+]
 
 
 @pytest.mark.parametrize("value", SPECIFIED_FLOATS)

@@ -17,7 +17,8 @@ CONFORMANCE = Path(os.environ.get("WORKBENCH_CONFORMANCE_DIR", REPO.parent / "sh
 
 if not (CONFORMANCE / "manifest.json").exists():
     pytest.skip(
-        f"conformance corpus not found at {CONFORMANCE} (set WORKBENCH_CONFORMANCE_DIR)", allow_module_level=True
+        f"conformance corpus not found at {CONFORMANCE} (set WORKBENCH_CONFORMANCE_DIR)",
+        allow_module_level=True,
     )
 
 MANIFEST = json.loads((CONFORMANCE / "manifest.json").read_text())
