@@ -189,7 +189,7 @@ def _event_row(run_id: str, seq: int, event: dict, actor: str, recorded_at: obje
 
 
 def _insert_events(rows: list[tuple]) -> None:
-    """The append-only event table's fast path: one executemany, no model instances.
+    """The append-only event table's fast path: COPY on PostgreSQL, executemany on SQLite.
 
     Events are never updated, so the ORM's per-instance bookkeeping buys nothing here; the rows
     are the same columns the Event model declares (checked by tests/storage/test_actions.py).
@@ -198,9 +198,14 @@ def _insert_events(rows: list[tuple]) -> None:
         return
     table = connection.ops.quote_name(Event._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(c) for c in _EVENT_COLUMNS)
-    placeholders = ", ".join(["%s"] * len(_EVENT_COLUMNS))
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            placeholders = ", ".join(["%s"] * len(_EVENT_COLUMNS))
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
 
 
 class _Appender:
