@@ -1231,6 +1231,28 @@ def _import_dir() -> Path:
 IMPORT_SESSION_KEY = "workbench_imports"
 
 
+def import_stages(result: Any) -> list[dict[str, str]]:
+    """check_bundle's verdict as the stages it runs in order: JSON and version, schema, integrity, structure."""
+    parse_codes = ("INVALID_JSON", "UNSUPPORTED_PROTOCOL_VERSION")
+    stages = []
+    parse_failed = result.integrity == "unchecked" and result.code in parse_codes
+    stages.append({"name": "JSON and protocol version", "state": "failed" if parse_failed else "ok"})
+    if parse_failed:
+        schema = "skipped"
+    elif result.integrity == "unchecked" and not result.ok:
+        schema = "failed"
+    else:
+        schema = "ok"
+    stages.append({"name": "Schema", "state": schema})
+    integrity = {"valid": "ok", "mismatch": "failed", "missing": "failed"}.get(result.integrity, "skipped")
+    stages.append(
+        {"name": "Integrity (SHA-256 over canonical JSON)", "state": integrity, "detail": result.integrity}
+    )
+    structure = "skipped" if result.integrity != "valid" else ("ok" if result.ok else "failed")
+    stages.append({"name": "Structure (steps, events, versions)", "state": structure})
+    return stages
+
+
 @login_required
 def import_bundle(request: HttpRequest) -> HttpResponse:
     """Upload a bundle, see the verification (integrity, schema, structure), then confirm the import."""
@@ -1283,6 +1305,7 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     data = upload.read()
     result = check_bundle(data)
     ctx["check"] = result
+    ctx["stages"] = import_stages(result)
     ctx["filename"] = upload.name
     ctx["size"] = len(data)
     if result.ok:

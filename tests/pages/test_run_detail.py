@@ -171,7 +171,7 @@ def test_state_at_event_shows_side_by_side_diff(client, alice, run):
     html = client.get(f"/runs/{run.pk}/events/{seq}/", HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in html
     assert "/artifacts/notes" in html and "added" in html
-    assert "Before (#%d)" % (seq - 1) in html and "After (#%d)" % seq in html
+    assert f"Before (#{seq - 1})" in html and f"After (#{seq})" in html
     full = client.get(f"/runs/{run.pk}/events/{seq}/").content.decode()
     assert "<html" in full and "State after event" in full
     assert client.get(f"/runs/{run.pk}/events/{run.last_seq + 1}/").status_code == 404
