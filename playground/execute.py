@@ -34,7 +34,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from playground import operations, pricing, providers
@@ -315,22 +315,40 @@ class Streamer:
         if self.pending_chars >= FLUSH_CHARS or time.monotonic() - self.last_flush >= FLUSH_SECONDS:
             self.flush()
 
-    def flush(self) -> None:
+    def flush(self, *, final: bool = False) -> None:
+        """Save the partial answer and record the pending pieces. A busy database (SQLite under
+        concurrent writers) only delays this: the pieces stay pending for the next flush; the
+        final flush retries for a while."""
         self.last_flush = time.monotonic()
         if not self.pending:
             return
-        pieces, self.pending, self.pending_chars = self.pending, [], 0
-        Execution.objects.filter(pk=self.execution.pk).update(
-            partial_text="".join(self.text),
-            partial_thinking="".join(self.thinking),
-            heartbeat_at=timezone.now(),
-        )
-        if self.recorder is not None:
+        attempts = 50 if final else 1
+        for attempt in range(attempts):
             try:
-                self.recorder.chunks(pieces)
-            except ActionError as exc:  # the run was cancelled meanwhile: keep answering the page
-                log.warning("playground: stream chunks not recorded for %s: %s", self.execution.pk, exc)
-                self.recorder = None
+                self._write()
+                return
+            except OperationalError as exc:
+                if attempt == attempts - 1:
+                    if final:
+                        raise
+                    log.info("playground: flush of %s delayed: %s", self.execution.pk, exc)
+                    return
+                time.sleep(0.1)
+
+    def _write(self) -> None:
+        with transaction.atomic():
+            Execution.objects.filter(pk=self.execution.pk).update(
+                partial_text="".join(self.text),
+                partial_thinking="".join(self.thinking),
+                heartbeat_at=timezone.now(),
+            )
+            if self.recorder is not None:
+                try:
+                    self.recorder.chunks(self.pending)
+                except ActionError as exc:  # the run was cancelled meanwhile: keep answering the page
+                    log.warning("playground: stream chunks not recorded for %s: %s", self.execution.pk, exc)
+                    self.recorder = None
+        self.pending, self.pending_chars = [], 0
 
 
 def _finish(execution_id: uuid.UUID, worker_id: str, **fields: Any) -> bool:
@@ -370,7 +388,7 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
         ex.run_id = run_id
         streamer = Streamer(ex, recorder)
         result = providers.call(provider_settings, request, streamer.on_delta)
-        streamer.flush()
+        streamer.flush(final=True)
     except ProviderError as err:
         _fail(ex, worker_id, recorder, err, started)
         return

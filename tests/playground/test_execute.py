@@ -275,3 +275,40 @@ def test_heal_on_read_and_heartbeat_keeps_a_live_execution(workspace, alice, fak
         assert execute.heal(Execution.objects.get(pk=ex.pk)).status == "failed"
     finally:
         runner.shutdown()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_command_processes_pending_executions(
+    transactional_db, workspace, alice, settings, anthropic_fake
+):
+    from django.core.management import call_command
+
+    from playground.models import ProviderConfig
+
+    settings.PLAYGROUND_EXECUTOR = "worker"
+    provider = ProviderConfig(
+        workspace=workspace, name="F", kind="anthropic", base_url=anthropic_fake.url, max_retries=0
+    )
+    provider.set_api_key("test-anthropic-key")
+    provider.save()
+    entry = ModelEntry.objects.create(
+        workspace=workspace, provider=provider, model_id="claude-sonnet-4-6", display_name="S"
+    )
+    ids = [
+        execute.submit(
+            workspace=workspace,
+            user=alice,
+            entry=entry,
+            composition=c.compose(c.Session(prompt=f"q{i}"), entry.spec()),
+        ).pk
+        for i in range(3)
+    ]
+    assert set(Execution.objects.values_list("status", flat=True)) == {"pending"}
+    from django.db import connection
+
+    # SQLite's shared in-memory test database locks whole tables: one thread there, two on PostgreSQL
+    concurrency = "1" if connection.vendor == "sqlite" else "2"
+    call_command("playground_worker", "--once", "--concurrency", concurrency)
+    done = Execution.objects.filter(pk__in=ids)
+    assert {e.status for e in done} == {"completed"}
+    assert sorted(e.response_text for e in done) == ["Echo: q0", "Echo: q1", "Echo: q2"]

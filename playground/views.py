@@ -1,0 +1,541 @@
+"""Playground pages and their JSON endpoints. Views parse, call compose/execute/config, render.
+
+Roles: any member sees the page; sending (which spends money) needs reviewer; provider keys,
+models and prices need owner. Executions and runs of other workspaces answer 404.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import replace
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from playground import compose as c
+from playground import config, execute, operations
+from playground.models import (
+    Execution,
+    ModelEntry,
+    ProviderConfig,
+    ProviderKind,
+    SavedPrompt,
+    WorkspacePlayground,
+)
+from runs.models import Event, Role
+from runs.web import current_workspace, get_run_for_user, has_role, require_role
+
+MAX_BODY_NOTE = "The request is too large."
+
+
+def _json_body(request: HttpRequest) -> dict:
+    try:
+        data = json.loads(request.body or b"{}")
+    except ValueError:
+        raise c.ComposeError("body", "the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise c.ComposeError("body", "the request body must be a JSON object")
+    return data
+
+
+def _error(field: str, message: str, status: int = 400) -> JsonResponse:
+    return JsonResponse({"error": {"field": field, "message": message}}, status=status)
+
+
+def _model_pk(value: Any) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise c.ComposeError("model", "unknown model") from None
+
+
+def _schema(op: str) -> dict | None:
+    operation = operations.get(op)
+    return operation.schema if operation.structured else None
+
+
+def _compose_for(session: c.Session, entry: ModelEntry) -> c.Composition:
+    return c.compose(session, entry.spec(), _schema(session.operation_type))
+
+
+def _context(request: HttpRequest, **extra: Any) -> dict:
+    workspace = current_workspace(request)
+    choices = config.model_choices(workspace)
+    default = config.default_model(workspace)
+    ctx = {
+        "nav_active": "playground",
+        "workspace": workspace,
+        "models": choices,
+        "default_model": default.pk if default else None,
+        "setup_problem": config.setup_problem(workspace),
+        "operations": list(operations.OPERATIONS.values()),
+        "can_send": has_role(request, Role.REVIEWER),
+        "is_owner": has_role(request, Role.OWNER),
+        "saved_prompts": SavedPrompt.objects.filter(workspace=workspace).order_by("name"),
+    }
+    ctx.update(extra)
+    return ctx
+
+
+# --------------------------------------------------------------------------------------------
+# The page
+
+
+@login_required
+@require_GET
+def playground(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace(request)
+    initial: dict[str, Any] = {"session": c.session_to_json(c.Session()), "model": None, "origin": None}
+    saved_id = request.GET.get("prompt")
+    if saved_id:
+        saved = get_object_or_404(SavedPrompt, pk=saved_id, workspace=workspace)
+        initial["session"] = _saved_session(saved)
+        initial["model"] = saved.model_id
+        initial["saved_prompt"] = {"id": saved.pk, "name": saved.name}
+    from_event = request.GET.get("from_event")
+    if from_event:
+        initial.update(_restore_from_event(request, from_event))
+    return render(request, "playground/playground.html", _context(request, initial=initial))
+
+
+def _saved_session(saved: SavedPrompt) -> dict:
+    data = dict(saved.options or {})
+    data.update(
+        {"system_prompt": saved.system_prompt, "prompt": saved.prompt, "operation_type": saved.operation_type}
+    )
+    return c.session_to_json(c.session_from_json(data))
+
+
+def _restore_from_event(request: HttpRequest, ref: str) -> dict:
+    """``<run_id>:<seq>`` of a model_io event -> the exact request as a session, plus the
+    original response (matched by correlation id) to show beside the re-run."""
+    run_id, _, seq_text = ref.rpartition(":")
+    if not run_id or not seq_text.isdigit():
+        raise Http404("from_event is <run_id>:<seq>")
+    run = get_run_for_user(request, run_id)
+    event = Event.objects.filter(run=run, seq=int(seq_text), type="model_io").first()
+    if event is None:
+        raise Http404("no model call at that sequence number")
+    data = event.data
+    correlation = data.get("correlationId")
+    request_body = data.get("payload") if data.get("direction") == "request" else None
+    response = data if data.get("direction") == "response" else None
+    if correlation:
+        related = Event.objects.filter(run=run, type="model_io", correlation_id=correlation).order_by("seq")
+        for other in related:
+            body = other.data
+            if request_body is None and body.get("direction") == "request":
+                request_body = body.get("payload")
+            if response is None and body.get("direction") == "response":
+                response = body
+    origin: dict[str, Any] = {
+        "run_id": run.pk,
+        "seq": event.seq,
+        "provider": data.get("provider"),
+        "model": data.get("model"),
+    }
+    if response is not None:
+        origin["response"] = {
+            "summary": response.get("summary"),
+            "usage": response.get("usage"),
+            "cost": response.get("cost"),
+            "text": _response_text(response.get("payload")),
+        }
+    if not isinstance(request_body, dict) or not isinstance(request_body.get("messages"), list):
+        origin["problem"] = "This model call did not record its request payload, so it cannot be restored."
+        return {"origin": origin}
+    provider = data.get("provider") or ""
+    is_openai = provider == "openai" or any(m.get("role") == "system" for m in request_body["messages"])
+    try:
+        if is_openai:
+            session, extra = c.session_from_openai_request(request_body)
+        else:
+            session, extra = c.session_from_anthropic_request(request_body)
+    except (c.ComposeError, KeyError, TypeError, ValueError) as exc:
+        origin["problem"] = f"The recorded request cannot be restored: {exc}"
+        return {"origin": origin}
+    origin["request"] = request_body
+    model = _match_model(
+        current_workspace(request), extra.get("model"), "openai" if is_openai else "anthropic"
+    )
+    return {"session": c.session_to_json(session), "model": model, "origin": origin}
+
+
+def _response_text(payload: Any) -> str:
+    if not isinstance(payload, dict):
+        return ""
+    if isinstance(payload.get("content"), list):
+        return "".join(
+            b.get("text", "") for b in payload["content"] if isinstance(b, dict) and b.get("type") == "text"
+        )
+    choices = payload.get("choices")
+    if isinstance(choices, list) and choices:
+        message = choices[0].get("message") or {}
+        return str(message.get("content") or "")
+    return ""
+
+
+def _match_model(workspace, model_id: str | None, kind: str) -> int | None:
+    for entry in config.available_models(workspace):
+        if entry.model_id == model_id and entry.provider.kind == kind:
+            return entry.pk
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# JSON endpoints
+
+
+@login_required
+@require_POST
+def preview(request: HttpRequest) -> JsonResponse:
+    """Apply one change (with its smart behaviours) and show the exact request it would send."""
+    workspace = current_workspace(request)
+    try:
+        data = _json_body(request)
+        session = c.session_from_json(data.get("session") or {})
+        change = data.get("change")
+        if isinstance(change, dict) and change.get("name"):
+            if change["name"] == "after_send":
+                session = _after_send(workspace, session, change.get("value"))
+            else:
+                session = c.apply_change(session, str(change["name"]), change.get("value"))
+        out: dict[str, Any] = {"session": c.session_to_json(session)}
+        try:
+            entry = config.resolve_model(workspace, _model_pk(data.get("model")))
+        except config.NoProvider as exc:
+            out["problem"] = exc.message
+            return JsonResponse(out)
+        out["model"] = {"pk": entry.pk, "kind": entry.provider.kind, "context_window": entry.context_window}
+        if not session.prompt.strip() and not c.pending_tool_uses(session.history):
+            session = replace(session, prompt="…")  # preview the shape before a prompt is written
+        try:
+            comp = _compose_for(session, entry)
+        except c.ComposeError as exc:
+            out["compose_error"] = {"field": exc.field, "message": exc.message}
+            return JsonResponse(out)
+        out.update({"request": comp.request, "notes": list(comp.notes), "flags": comp.flags})
+        return JsonResponse(out)
+    except c.ComposeError as exc:
+        return _error(exc.field, exc.message)
+
+
+def _after_send(workspace, session: c.Session, execution_id: Any) -> c.Session:
+    try:
+        ex = Execution.objects.for_workspace(workspace).get(pk=uuid.UUID(str(execution_id)))
+    except (ValueError, Execution.DoesNotExist):
+        raise c.ComposeError("execution", "unknown execution") from None
+    if ex.status != "completed":
+        return replace(session, create_cache=False)
+    comp = c.Composition(
+        provider=ex.provider_kind,
+        request={},
+        user_content=ex.user_content_json,
+        notes=(),
+        flags=ex.flags,
+        cache_keys=tuple(ex.cache_keys),
+    )
+    return c.after_send(session, comp, ex.content_json)
+
+
+@login_required
+@require_POST
+def send(request: HttpRequest) -> JsonResponse:
+    """Compose and store the execution(s); the provider call runs off the request path."""
+    workspace = current_workspace(request)
+    if not has_role(request, Role.REVIEWER):
+        return _error("role", "sending needs the reviewer role in this workspace", status=403)
+    try:
+        data = _json_body(request)
+        session = c.session_from_json(data.get("session") or {})
+        targets = [_model_pk(data.get("model"))]
+        if data.get("compare_model") not in (None, ""):
+            targets.append(_model_pk(data.get("compare_model")))
+        entries = []
+        for pk in targets:
+            try:
+                entries.append(config.resolve_model(workspace, pk))
+            except config.NoProvider as exc:
+                return _error("model", exc.message, status=409)
+        for entry in entries:
+            problem = entry.provider.missing()
+            if problem:
+                return _error("model", problem, status=409)
+        compositions = [_compose_for(session, entry) for entry in entries]
+    except c.ComposeError as exc:
+        return _error(exc.field, exc.message)
+    group = uuid.uuid4().hex if len(entries) > 1 else ""
+    with transaction.atomic():
+        executions = [
+            execute.submit(
+                workspace=workspace,
+                user=request.user,
+                entry=entry,
+                composition=comp,
+                compare_group=group,
+                label=entry.display_name if group else "",
+            )
+            for entry, comp in zip(entries, compositions, strict=True)
+        ]
+    return JsonResponse(
+        {
+            "executions": [
+                {
+                    **execute.execution_state(ex),
+                    "ws_url": f"/ws/playground/executions/{ex.pk}/",
+                    "request": comp.request,
+                    "notes": list(comp.notes),
+                }
+                for ex, comp in zip(executions, compositions, strict=True)
+            ],
+            "compare_group": group or None,
+        },
+        status=202,
+    )
+
+
+def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:
+    workspace = current_workspace(request)
+    ex = Execution.objects.for_workspace(workspace).select_related("model").filter(pk=execution_id).first()
+    if ex is None:
+        raise Http404("no such execution")
+    return execute.heal(ex)
+
+
+@login_required
+@require_GET
+def execution_detail(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
+    ex = _get_execution(request, execution_id)
+    return JsonResponse(state_with_context(ex))
+
+
+def state_with_context(ex: Execution) -> dict:
+    state = execute.execution_state(ex)
+    usage = ex.usage or {}
+    window = ex.model.context_window if ex.model else None
+    state["context"] = (
+        c.context_window_use(usage.get("input_tokens", 0), usage.get("output_tokens", 0), window)
+        if usage
+        else None
+    )
+    return state
+
+
+@login_required
+@require_GET
+def execution_message(request: HttpRequest, execution_id: uuid.UUID) -> HttpResponse:
+    """The assistant message as HTML (structured output rendered for people)."""
+    ex = _get_execution(request, execution_id)
+    return render(request, "playground/_assistant.html", message_context(ex))
+
+
+def message_context(ex: Execution) -> dict:
+    structured = ex.structured_output
+    raw_structured = None
+    if ex.structured_error:
+        raw_structured = json.loads(ex.structured_error).get("raw")
+    usage = ex.usage or {}
+    return {
+        "ex": ex,
+        "usage": usage,
+        "structured": structured,
+        "structured_json": json.dumps(
+            structured if structured is not None else raw_structured, indent=2, ensure_ascii=False
+        ),
+        "op": ex.operation_type,
+        "rating_percent": _rating_percent(structured)
+        if ex.operation_type == "rating" and structured
+        else None,
+        "confidence_percent": _percent((structured or {}).get("confidence")) if structured else None,
+        "alternatives": [
+            {**alt, "percent": _percent(alt.get("confidence"))}
+            for alt in (structured or {}).get("alternative_categories", [])
+        ]
+        if ex.operation_type == "classification" and structured
+        else [],
+        "extracted": sorted(((structured or {}).get("extracted_data") or {}).items())
+        if ex.operation_type == "extraction"
+        else [],
+        "cost_text": "unknown"
+        if ex.cost is None
+        else f"{ex.cost.quantize(Decimal('0.000001'))} {ex.currency}",
+    }
+
+
+def _percent(value: Any) -> int | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return max(0, min(100, round(value * 100)))
+    return None
+
+
+def _rating_percent(data: dict) -> int | None:
+    score, top = data.get("score"), data.get("max_score") or 10
+    if isinstance(score, int | float) and isinstance(top, int | float) and top > 0:
+        return max(0, min(100, round(100 * score / top)))
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Saved prompts
+
+
+@login_required
+@require_POST
+def save_prompt(request: HttpRequest) -> JsonResponse:
+    workspace = current_workspace(request)
+    if not has_role(request, Role.REVIEWER):
+        return _error("role", "saving prompts needs the reviewer role", status=403)
+    try:
+        data = _json_body(request)
+        session = c.session_from_json(data.get("session") or {})
+        name = str(data.get("name") or "").strip()[:200]
+        if not name:
+            raise c.ComposeError("name", "give the prompt a name")
+        model_pk = _model_pk(data.get("model"))
+    except c.ComposeError as exc:
+        return _error(exc.field, exc.message)
+    model = ModelEntry.objects.visible_to(workspace).filter(pk=model_pk).first() if model_pk else None
+    options = c.session_to_json(
+        replace(session, history=(), document=None, tool_results={}, cached=frozenset(), prompt="")
+    )
+    for key in ("prompt", "system_prompt", "operation_type", "history", "file", "tool_results", "cached"):
+        options.pop(key, None)
+    saved, _ = SavedPrompt.objects.update_or_create(
+        workspace=workspace,
+        name=name,
+        defaults={
+            "operation_type": session.operation_type,
+            "model": model,
+            "system_prompt": session.system_prompt,
+            "prompt": session.prompt,
+            "options": options,
+            "created_by": request.user,
+        },
+    )
+    return JsonResponse({"id": saved.pk, "name": saved.name, "url": f"/playground/?prompt={saved.pk}"})
+
+
+# --------------------------------------------------------------------------------------------
+# Settings: providers, models, prices (owner only)
+
+
+@login_required
+def settings_page(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace(request)
+    if request.method == "POST":
+        require_role(request, Role.OWNER)
+        action = request.POST.get("action", "")
+        try:
+            _apply_settings(workspace, action, request.POST)
+        except ValueError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Saved.")
+        return redirect("playground:settings")
+    prefs = WorkspacePlayground.objects.filter(workspace=workspace).first()
+    providers = list(ProviderConfig.objects.visible_to(workspace).order_by("workspace_id", "name"))
+    models = list(
+        ModelEntry.objects.visible_to(workspace)
+        .select_related("provider")
+        .order_by("workspace_id", "position")
+    )
+    return render(
+        request,
+        "playground/settings.html",
+        {
+            "nav_active": "playground",
+            "workspace": workspace,
+            "providers": providers,
+            "models": models,
+            "kinds": ProviderKind.choices,
+            "is_owner": has_role(request, Role.OWNER),
+            "default_model": prefs.default_model_id if prefs else None,
+            "setup_problem": config.setup_problem(workspace),
+        },
+    )
+
+
+def _decimal_or_none(value: str | None) -> Decimal | None:
+    value = (value or "").strip()
+    if not value:
+        return None
+    try:
+        result = Decimal(value)
+    except InvalidOperation:
+        raise ValueError(f"{value!r} is not a price") from None
+    if result < 0:
+        raise ValueError("prices cannot be negative")
+    return result
+
+
+def _apply_settings(workspace, action: str, post) -> None:
+    if action == "add_provider":
+        kind = post.get("kind")
+        if kind not in ProviderKind.values:
+            raise ValueError("choose Anthropic or OpenAI (also for OpenAI-compatible servers)")
+        name = (post.get("name") or "").strip()
+        if not name:
+            raise ValueError("give the provider a name")
+        if ProviderConfig.objects.filter(workspace=workspace, name=name).exists():
+            raise ValueError("a provider with that name exists")
+        provider = ProviderConfig(
+            workspace=workspace,
+            name=name,
+            kind=kind,
+            base_url=(post.get("base_url") or "").strip(),
+            api_key_env=(post.get("api_key_env") or "").strip(),
+            key_required=post.get("key_required") == "on",
+        )
+        provider.set_api_key(post.get("api_key") or "")
+        provider.save()
+    elif action == "set_key":
+        provider = get_object_or_404(ProviderConfig, pk=post.get("provider"), workspace=workspace)
+        provider.set_api_key(post.get("api_key") or "")
+        provider.save()
+    elif action == "add_model":
+        provider = ProviderConfig.objects.visible_to(workspace).filter(pk=post.get("provider")).first()
+        if provider is None:
+            raise ValueError("choose a provider")
+        model_id = (post.get("model_id") or "").strip()
+        if not model_id:
+            raise ValueError("the model id is the name the API knows the model by")
+        ModelEntry.objects.create(
+            workspace=workspace,
+            provider=provider,
+            model_id=model_id,
+            display_name=(post.get("display_name") or model_id).strip(),
+            context_window=int(post["context_window"])
+            if (post.get("context_window") or "").isdigit()
+            else None,
+            supports_thinking=post.get("supports_thinking") == "on",
+            supports_citations=post.get("supports_citations") == "on" and provider.kind == "anthropic",
+            supports_pdf=post.get("supports_pdf") == "on",
+            max_tokens_param=post.get("max_tokens_param") or "max_tokens",
+        )
+    elif action == "prices":
+        for entry in ModelEntry.objects.filter(workspace=workspace):
+            prefix = f"m{entry.pk}_"
+            if f"{prefix}input" not in post:
+                continue
+            entry.input_price = _decimal_or_none(post.get(f"{prefix}input"))
+            entry.output_price = _decimal_or_none(post.get(f"{prefix}output"))
+            entry.cache_read_price = _decimal_or_none(post.get(f"{prefix}cache_read"))
+            entry.cache_write_price = _decimal_or_none(post.get(f"{prefix}cache_write"))
+            entry.currency = (post.get(f"{prefix}currency") or "USD").strip().upper()[:8]
+            entry.save()
+    elif action == "default_model":
+        entry = ModelEntry.objects.visible_to(workspace).filter(pk=post.get("model")).first()
+        prefs, _ = WorkspacePlayground.objects.get_or_create(workspace=workspace)
+        prefs.default_model = entry
+        prefs.save()
+    else:
+        raise ValueError("unknown action")

@@ -1,0 +1,412 @@
+/* Playground page. The session (toggles, prompts, file, history in its exact sent form) lives here;
+   every change goes to /playground/preview/ which applies the smart behaviours server-side
+   (playground/compose.py) and returns the normalised session plus the exact request. Sends go to
+   /playground/send/; each execution streams over /ws/playground/executions/<id>/. */
+(function () {
+  "use strict";
+  const root = document.getElementById("playground");
+  if (!root) return;
+  const $ = (id) => document.getElementById(id);
+  const initial = JSON.parse($("pg-initial").textContent);
+  const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
+  const state = { session: initial.session, model: initial.model, busy: false, log: [] };
+  let previewTimer = null;
+
+  // ---------------------------------------------------------------- server calls
+  async function post(url, body) {
+    const resp = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf ? csrf[1] : "" },
+      body: JSON.stringify(body),
+      credentials: "same-origin",
+    });
+    let data = {};
+    try { data = await resp.json(); } catch (e) { data = { error: { message: "HTTP " + resp.status } }; }
+    return { ok: resp.ok, status: resp.status, data };
+  }
+
+  async function preview(change) {
+    readFreeFields();
+    const body = { session: state.session, model: $("model").value || null };
+    if (change) body.change = change;
+    const { ok, data } = await post(root.dataset.previewUrl, body);
+    if (!ok) { showComposeError(data.error ? data.error.message : "Cannot compose"); return; }
+    state.session = data.session;
+    renderControls();
+    const pre = $("request-preview");
+    pre.textContent = data.request ? JSON.stringify(data.request, null, 2) : "";
+    const notes = $("notes");
+    notes.replaceChildren(...(data.notes || []).map((n) => el("li", {}, n)));
+    showComposeError(data.compose_error ? data.compose_error.message : (data.problem || ""));
+  }
+
+  function schedulePreview() {
+    clearTimeout(previewTimer);
+    previewTimer = setTimeout(() => preview(null), 250);
+  }
+
+  // ---------------------------------------------------------------- DOM helpers
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+  function showComposeError(message) {
+    const box = $("compose-error");
+    box.textContent = message || "";
+    box.hidden = !message;
+  }
+  function setChecked(id, value) { $(id).checked = !!value; }
+
+  // ---------------------------------------------------------------- controls <-> session
+  function readFreeFields() {
+    const s = state.session;
+    s.prompt = $("prompt").value;
+    s.system_prompt = $("system-prompt").value;
+    s.send_system_prompt = $("send-system-prompt").checked;
+    s.send_file = $("send-file").checked;
+    s.create_cache = $("create-cache").checked;
+    s.citations = $("citations").checked;
+    s.tool_use = $("tool-use").checked;
+    s.operation_type = $("operation-type").value;
+    s.advanced.temperature.value = Number($("temperature").value || 1);
+    s.advanced.top_p.value = Number($("top-p").value || 1);
+    s.advanced.top_k.value = parseInt($("top-k").value || "40", 10);
+    s.tool_results = {};
+    document.querySelectorAll("[data-tool-result]").forEach((input) => { s.tool_results[input.dataset.toolResult] = input.value; });
+    const toolsError = $("tools-error");
+    toolsError.hidden = true;
+    if (s.tool_use) {
+      try { s.tools = JSON.parse($("tools").value || "[]"); } catch (e) {
+        toolsError.textContent = "Tools are not valid JSON: " + e.message; toolsError.hidden = false; s.tools = [];
+      }
+    } else { s.tools = []; }
+  }
+
+  function renderControls() {
+    const s = state.session;
+    const a = s.advanced;
+    document.querySelectorAll("[data-mode]").forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.mode === s.mode)));
+    $("mode-hint").textContent = s.mode === "stateful" ? "History is sent with each message." : "Each message stands alone; output is cleared between messages.";
+    if (document.activeElement !== $("prompt")) $("prompt").value = s.prompt;
+    if (document.activeElement !== $("system-prompt")) $("system-prompt").value = s.system_prompt;
+    setChecked("send-system-prompt", s.send_system_prompt);
+    setChecked("send-file", s.send_file);
+    setChecked("create-cache", s.create_cache);
+    setChecked("thinking", s.thinking);
+    setChecked("citations", s.citations);
+    setChecked("tool-use", s.tool_use);
+    $("tools-row").hidden = !s.tool_use;
+    if (s.tools && s.tools.length && document.activeElement !== $("tools")) $("tools").value = JSON.stringify(s.tools, null, 1);
+    $("operation-type").value = s.operation_type;
+    const opt = $("operation-type").selectedOptions[0];
+    $("operation-hint").textContent = opt ? opt.dataset.description + " " + opt.dataset.guidance : "";
+    $("file-info").hidden = !s.file;
+    $("send-file-row").hidden = !s.file;
+    if (s.file) {
+      $("file-name").textContent = s.file.name;
+      $("file-size").textContent = s.file.media_type + " · " + Math.round(s.file.data.length / 1024) + " KB";
+    }
+    $("max-tokens").value = a.max_tokens;
+    $("budget-row").hidden = !s.thinking;
+    $("thinking-budget").value = a.thinking_budget;
+    $("thinking-budget").max = a.max_tokens - 1;
+    override("temperature", a.temperature, 1.0);
+    $("temperature-enabled").disabled = s.thinking;
+    if (s.thinking) $("temperature-hint").textContent = "Not available while thinking is on.";
+    override("top-p", a.top_p, 1.0);
+    override("top-k", a.top_k, 40);
+    setChecked("stop-enabled", a.stop_enabled);
+    $("stop-list").replaceChildren(...a.stop_sequences.map((seq, i) => {
+      const rm = el("button", { type: "button", "aria-label": "Remove stop sequence " + seq, "data-remove-stop": String(i) }, "×");
+      return el("li", {}, el("code", { text: seq }), " ", rm);
+    }));
+    $("stop-add").disabled = a.stop_sequences.length >= 4;
+    renderToolResults();
+    renderContext();
+  }
+
+  function override(id, value, dflt) {
+    setChecked(id + "-enabled", value.enabled);
+    if (document.activeElement !== $(id)) $(id).value = value.value;
+    $(id).disabled = !value.enabled;
+    $(id + "-hint").textContent = value.enabled ? "Default: " + dflt + " → Sending: " + value.value : "Not sent: the model uses its default (" + dflt + ").";
+  }
+
+  function pendingToolUses() {
+    const h = state.session.history;
+    if (!h.length || h[h.length - 1].role !== "assistant" || !Array.isArray(h[h.length - 1].content)) return [];
+    return h[h.length - 1].content.filter((b) => b.type === "tool_use" && !/^record_/.test(b.name));
+  }
+
+  function renderToolResults() {
+    const uses = pendingToolUses();
+    $("tool-results").hidden = uses.length === 0;
+    const box = $("tool-result-fields");
+    const existing = {};
+    box.querySelectorAll("[data-tool-result]").forEach((i) => { existing[i.dataset.toolResult] = i.value; });
+    box.replaceChildren(...uses.map((u) => {
+      const id = "tool-result-" + u.id;
+      const input = el("textarea", { id, rows: "2", "data-tool-result": u.id });
+      input.value = existing[u.id] || state.session.tool_results[u.id] || "";
+      return el("div", { class: "pg-row" }, el("label", { for: id }, "Result of " + u.name + " (" + u.id + ")"), input);
+    }));
+  }
+
+  function renderContext() {
+    const last = [...state.log].reverse().find((m) => m.role === "assistant" && m.context);
+    const box = $("context");
+    if (state.session.mode !== "stateful" || !last) { box.textContent = ""; return; }
+    const c = last.context;
+    box.textContent = "Context: " + c.used.toLocaleString() + "/" + c.window.toLocaleString() + " (" + c.percent + "%) • " + c.remaining.toLocaleString() + " remaining";
+  }
+
+  // ---------------------------------------------------------------- conversation
+  function textOf(content) {
+    if (typeof content === "string") return content;
+    return content.filter((b) => b.type === "text").map((b) => b.text).join(" ");
+  }
+
+  function flagsLine(flags) {
+    const yes = (v) => (v ? "✓" : "✗");
+    return el("div", { class: "pg-flags" },
+      el("span", {}, "Mode: " + (flags.mode === "stateful" ? "Stateful" : "Stateless")),
+      el("span", {}, "Cache: " + yes(flags.create_cache)),
+      el("span", {}, "System prompt: " + yes(flags.system_prompt)),
+      el("span", {}, "File: " + yes(flags.file)),
+      el("span", {}, "Thinking: " + yes(flags.thinking)),
+      el("span", {}, "Citations: " + yes(flags.citations)),
+      el("span", {}, "Operation: " + flags.operation_type));
+  }
+
+  function addUserMessage(userContent, flags) {
+    const docs = Array.isArray(userContent) ? userContent.filter((b) => b.type === "document") : [];
+    const li = el("li", { class: "pg-msg pg-msg-user", "data-role": "user" },
+      el("div", { class: "pg-msg-head" }, el("strong", {}, "You"), el("time", {}, new Date().toLocaleTimeString())),
+      flagsLine(flags),
+      docs.length ? el("p", { class: "pg-hint" }, "📎 " + docs.map((d) => d.title || "document").join(", ")) : null,
+      el("div", { class: "pg-stream" }, textOf(userContent)));
+    $("conversation").append(li);
+    state.log.push({ role: "user", content: userContent, flags, at: new Date().toISOString() });
+  }
+
+  function addAssistantSlot(ex, container) {
+    const badge = el("span", { class: "pg-badge pg-badge-" + ex.status, "data-status-badge": "" }, statusLabel(ex.status));
+    const thinking = el("div", { class: "pg-stream-thinking", "data-stream": "thinking" });
+    const text = el("div", { class: "pg-stream", "data-stream": "text" });
+    const body = el("div", { "data-body": "" }, thinking, text);
+    const item = el("div", { class: "pg-msg pg-msg-assistant", "data-execution": ex.id, "data-role": "assistant" },
+      el("div", { class: "pg-msg-head" }, el("strong", {}, "Assistant" + (ex.label ? " · " + ex.label : "")), badge), body);
+    container.append(item);
+    const entry = { role: "assistant", execution: ex.id, model: ex.model, status: ex.status, content: null, text: "", thinking: "" };
+    state.log.push(entry);
+    return { item, badge, thinking, text, body, entry };
+  }
+
+  function statusLabel(status) {
+    return { pending: "⏳ Pending", processing: "⚡ Processing", completed: "✓ Completed", failed: "✗ Failed" }[status] || status;
+  }
+
+  function follow(ex, slot, primary) {
+    const got = { text: 0, thinking: 0 };
+    let finished = false;
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    let socket;
+    try { socket = new WebSocket(scheme + location.host + ex.ws_url); } catch (e) { poll(); return; }
+    socket.addEventListener("message", (event) => {
+      const msg = JSON.parse(event.data);
+      if (msg.type === "delta") {
+        if (msg.offset !== got[msg.kind]) {
+          if (msg.offset > got[msg.kind]) { got.text = 0; got.thinking = 0; slot.text.textContent = ""; slot.thinking.textContent = ""; socket.send(JSON.stringify({ type: "resync" })); }
+          return;
+        }
+        slot[msg.kind].append(msg.text);
+        got[msg.kind] += msg.text.length;
+      } else if (msg.type === "status") {
+        setStatus(slot, msg.status);
+      } else if (msg.type === "done") {
+        finished = true;
+        done(msg.state, msg.html, slot, primary);
+        socket.close();
+      }
+    });
+    socket.addEventListener("close", () => { if (!finished) poll(); });
+    function poll() {
+      if (finished) return;
+      fetch("/playground/executions/" + ex.id + "/", { credentials: "same-origin" }).then((r) => r.json()).then((st) => {
+        slot.text.textContent = st.partial_text || ""; slot.thinking.textContent = st.partial_thinking || "";
+        setStatus(slot, st.status);
+        if (st.status === "completed" || st.status === "failed") {
+          finished = true;
+          fetch("/playground/executions/" + ex.id + "/message/", { credentials: "same-origin" }).then((r) => r.text()).then((html) => done(st, html, slot, primary));
+        } else { setTimeout(poll, 500); }
+      });
+    }
+  }
+
+  function setStatus(slot, status) {
+    slot.badge.className = "pg-badge pg-badge-" + status;
+    slot.badge.textContent = statusLabel(status);
+    slot.item.dataset.status = status;
+    slot.entry.status = status;
+  }
+
+  async function done(st, html, slot, primary) {
+    setStatus(slot, st.status);
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html; // server-rendered by Django (escaped)
+    slot.body.replaceChildren(tpl.content);
+    Object.assign(slot.entry, { content: st.content, text: st.partial_text, thinking: st.partial_thinking, usage: st.usage, cost: st.cost, currency: st.currency, duration_ms: st.duration_ms, structured_output: st.structured_output, error: st.error, run_id: st.run_id, context: st.context });
+    if (primary) {
+      await preview({ name: "after_send", value: st.id });
+      state.busy = false;
+      $("send").disabled = false;
+      $("send-status").textContent = st.status === "completed" ? "Done." : "Failed: " + (st.error ? st.error.code : "");
+    }
+    renderContext();
+  }
+
+  async function send() {
+    if (state.busy) return;
+    readFreeFields();
+    showComposeError("");
+    const body = { session: state.session, model: $("model").value || null, compare_model: $("compare-model").value || null };
+    state.busy = true;
+    $("send").disabled = true;
+    $("send-status").textContent = "Sending…";
+    const { ok, data } = await post(root.dataset.sendUrl, body);
+    if (!ok) {
+      state.busy = false; $("send").disabled = false; $("send-status").textContent = "";
+      showComposeError(data.error ? data.error.message : "Send failed");
+      return;
+    }
+    if (state.session.mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+    const first = data.executions[0];
+    addUserMessage(first.user_content, first.flags);
+    let container = $("conversation");
+    if (data.executions.length > 1) {
+      const row = el("li", { class: "pg-compare", "data-compare": data.compare_group });
+      container.append(row);
+      container = row;
+    } else {
+      const li = el("li", {});
+      container.append(li);
+      container = li;
+    }
+    data.executions.forEach((ex, i) => follow(ex, addAssistantSlot(ex, container), i === 0));
+    $("send-status").textContent = "Streaming…";
+    $("prompt").value = "";
+    state.session.prompt = "";
+  }
+
+  // ---------------------------------------------------------------- export
+  function exportConversation() {
+    readFreeFields();
+    const data = {
+      exported_at: new Date().toISOString(),
+      model: $("model").selectedOptions[0] ? $("model").selectedOptions[0].textContent.trim() : null,
+      mode: state.session.mode,
+      system_prompt: state.session.system_prompt,
+      operation_type: state.session.operation_type,
+      history: state.session.history,
+      messages: state.log,
+    };
+    const blob = new Blob([JSON.stringify(data, null, 2)], { type: "application/json" });
+    const a = el("a", { href: URL.createObjectURL(blob), download: "playground-conversation.json" });
+    document.body.append(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  }
+
+  // ---------------------------------------------------------------- file
+  function readFile(file) {
+    const isPdf = file.type === "application/pdf" || /\.pdf$/i.test(file.name);
+    const reader = new FileReader();
+    reader.onload = () => {
+      let data = reader.result;
+      if (isPdf) data = String(data).split(",", 2)[1] || "";
+      state.session.file = { name: file.name, media_type: isPdf ? "application/pdf" : (file.type || "text/plain"), data };
+      state.session.send_file = true;
+      preview(null);
+    };
+    if (isPdf) reader.readAsDataURL(file); else reader.readAsText(file);
+  }
+
+  // ---------------------------------------------------------------- wiring
+  document.querySelectorAll("[data-mode]").forEach((b) => b.addEventListener("click", async () => {
+    const mode = b.dataset.mode;
+    await preview({ name: "mode", value: mode });
+    if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+  }));
+  $("thinking").addEventListener("change", (e) => preview({ name: "thinking", value: e.target.checked }));
+  $("max-tokens").addEventListener("change", (e) => preview({ name: "max_tokens", value: parseInt(e.target.value || "1", 10) }));
+  $("thinking-budget").addEventListener("change", (e) => preview({ name: "thinking_budget", value: parseInt(e.target.value || "1024", 10) }));
+  $("temperature-enabled").addEventListener("change", (e) => preview({ name: "temperature_enabled", value: e.target.checked }));
+  $("top-p-enabled").addEventListener("change", (e) => preview({ name: "top_p_enabled", value: e.target.checked }));
+  $("top-k-enabled").addEventListener("change", (e) => preview({ name: "top_k_enabled", value: e.target.checked }));
+  $("stop-enabled").addEventListener("change", (e) => preview({ name: "stop_enabled", value: e.target.checked }));
+  $("stop-add").addEventListener("click", () => { const v = $("stop-input").value; $("stop-input").value = ""; preview({ name: "add_stop_sequence", value: v }); });
+  $("stop-list").addEventListener("click", (e) => { const i = e.target.dataset.removeStop; if (i !== undefined) preview({ name: "remove_stop_sequence", value: parseInt(i, 10) }); });
+  $("reset-advanced").addEventListener("click", () => preview({ name: "reset_advanced", value: null }));
+  $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; renderContext(); });
+  $("export").addEventListener("click", exportConversation);
+  $("send").addEventListener("click", send);
+  $("prompt").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(); });
+  $("file").addEventListener("change", (e) => { if (e.target.files[0]) readFile(e.target.files[0]); });
+  $("file-remove").addEventListener("click", () => { state.session.file = null; $("file").value = ""; preview(null); });
+  ["send-system-prompt", "send-file", "create-cache", "citations", "tool-use", "operation-type", "model", "temperature", "top-p", "top-k"].forEach((id) =>
+    $(id).addEventListener("change", () => preview(null)));
+  ["prompt", "system-prompt", "tools"].forEach((id) => $(id).addEventListener("input", schedulePreview));
+  $("save-prompt").addEventListener("click", async () => {
+    readFreeFields();
+    const { ok, data } = await post(root.dataset.saveUrl, { session: state.session, model: $("model").value || null, name: $("save-name").value });
+    $("save-status").textContent = ok ? "Saved as “" + data.name + "”." : (data.error ? data.error.message : "Not saved");
+  });
+  // structured output: formatted/raw toggle and copy (delegated: answers arrive later)
+  $("conversation").addEventListener("click", (e) => {
+    const btn = e.target.closest("button[data-action]");
+    if (!btn) return;
+    const box = btn.closest(".pg-structured");
+    if (!box) return;
+    const raw = box.querySelector(".pg-raw");
+    if (btn.dataset.action === "toggle-raw") {
+      const showRaw = raw.hidden;
+      raw.hidden = !showRaw;
+      box.querySelector(".pg-formatted").hidden = showRaw;
+      btn.setAttribute("aria-pressed", String(showRaw));
+      btn.textContent = showRaw ? "Formatted" : "Raw JSON";
+    } else if (btn.dataset.action === "copy" && navigator.clipboard) {
+      navigator.clipboard.writeText(raw.textContent).then(() => { btn.textContent = "Copied"; });
+    }
+  });
+
+  // ---------------------------------------------------------------- start
+  if (initial.model) $("model").value = String(initial.model);
+  const origin = initial.origin;
+  if (origin) {
+    $("origin").hidden = false;
+    $("origin-ref").replaceChildren("Model call at seq " + origin.seq + " of run ", el("a", { href: "/runs/" + encodeURIComponent(origin.run_id) + "/" }, origin.run_id), " (" + (origin.provider || "?") + " / " + (origin.model || "?") + "). The request below is restored exactly; edit it and send to compare.");
+    if (origin.problem) { $("origin-problem").textContent = origin.problem; $("origin-problem").hidden = false; }
+    if (origin.response) {
+      $("origin-response-box").hidden = false;
+      $("origin-response").textContent = origin.response.text || origin.response.summary || "";
+      const u = origin.response.usage || {};
+      $("origin-usage").textContent = "Input " + (u.inputTokens ?? "?") + " · output " + (u.outputTokens ?? "?") + " · cached " + (u.cachedInputTokens ?? 0) + (origin.response.cost ? " · cost " + origin.response.cost.amount + " " + origin.response.cost.currency : " · cost unknown");
+    }
+    // show the restored history as the conversation so far
+    const hist = state.session.history;
+    for (let i = 0; i < hist.length; i++) {
+      const m = hist[i];
+      const li = el("li", { class: "pg-msg pg-msg-" + m.role, "data-role": m.role, "data-restored": "" },
+        el("div", { class: "pg-msg-head" }, el("strong", {}, m.role === "user" ? "You (restored)" : "Assistant (restored)")),
+        el("div", { class: "pg-stream" }, textOf(m.content)));
+      $("conversation").append(li);
+    }
+    $("request-preview-box").open = true;
+  }
+  renderControls();
+  preview(null);
+})();
