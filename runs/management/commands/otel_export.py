@@ -1,0 +1,45 @@
+"""`manage.py otel_export RUN_ID --endpoint URL`: ship a run's trace as OTLP spans (OpenTelemetry SDK)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from runs.models import Run
+from runs.otel_export import OtlpExportError, export_run_to_otlp
+from runs.selectors import iter_event_bodies
+
+
+class Command(BaseCommand):
+    help = "Export a run's trace to an OTLP/HTTP collector (spans per the protocol's OTel mapping)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("run_id")
+        parser.add_argument(
+            "--endpoint", required=True, help="collector base URL, e.g. http://127.0.0.1:4318"
+        )
+        parser.add_argument(
+            "--header", action="append", default=[], help="extra header NAME=VALUE (repeatable)"
+        )
+        parser.add_argument("--timeout", type=float, default=10.0)
+
+    def handle(self, *args, **options) -> None:
+        run = Run.objects.filter(pk=options["run_id"]).first()  # operator tool: all workspaces
+        if run is None:
+            raise CommandError(f"UNKNOWN_RUN: no run {options['run_id']!r}")
+        headers = {}
+        for item in options["header"]:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise CommandError(f"INVALID_INPUT: --header wants NAME=VALUE, got {item!r}")
+            headers[name] = value
+        try:
+            count = export_run_to_otlp(
+                run.run_doc,
+                list(iter_event_bodies(run)),
+                endpoint=options["endpoint"],
+                headers=headers or None,
+                timeout=options["timeout"],
+            )
+        except OtlpExportError as exc:
+            raise CommandError(f"STORAGE_UNAVAILABLE: {exc}") from exc
+        self.stdout.write(f"{run.pk}: exported {count} spans to {options['endpoint']}")
