@@ -18,7 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from accounts import idempotency
 from runs.api.app import api, error_response, too_large_response
-from runs.api.errors import NOT_FOUND
+from runs.api.errors import METHOD_NOT_ALLOWED, NOT_FOUND
 
 DESCRIBED_BY = '</api/openapi.json>; rel="describedby"'
 
@@ -40,6 +40,15 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
                 response = view(request, *args, **kwargs)
             except RequestDataTooBig:
                 response = too_large_response(request)
+            if response.status_code == 405 and not response.get("Content-Type", "").startswith(
+                "application/json"
+            ):
+                allowed = response.get("Allow", "")
+                response = error_response(
+                    request, METHOD_NOT_ALLOWED, f"{request.method} is not allowed here", 405
+                )
+                if allowed:
+                    response["Allow"] = allowed
             record = getattr(request, "idempotency_record", None)
             if record is not None:
                 idempotency.finish(record, response)
