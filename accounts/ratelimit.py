@@ -48,7 +48,8 @@ def hit(key: str, *, limit: int, window: int | None = None, now: float | None = 
     window = window or window_seconds()
     now = time.time() if now is None else now
     start = math.floor(now / window) * window
-    cache_key = f"wb:rl:{key}:{start}"
+    prefix = getattr(settings, "WORKBENCH_RATE_LIMIT_KEY_PREFIX", "wb:rl")
+    cache_key = f"{prefix}:{key}:{start}"
     cache = _cache()
     if cache.add(cache_key, 1, timeout=window + 5):
         count = 1
