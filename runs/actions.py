@@ -264,10 +264,24 @@ class _Appender:
         _insert_events(self.event_rows)
         self.event_rows = []
 
+    def _new_artifact_rows(self) -> list[ArtifactVersion]:
+        """Artifact versions not stored yet. A run imported from a RunStoreState may already hold
+        the version an appended event writes: the same content is kept once, other content is refused."""
+        wanted = {(row.key, row.version): row for row in self.artifact_rows}
+        existing = ArtifactVersion.objects.filter(run=self.run, key__in={key for key, _ in wanted})
+        for key, version, body in existing.values_list("key", "version", "body"):
+            row = wanted.pop((key, version), None)
+            if row is not None and loads(body) != loads(row.body):
+                raise ActionError(
+                    ErrorCode.INVALID_STATE_TRANSITION,
+                    f"artifact {key!r} version {version} already exists with other content",
+                )
+        return list(wanted.values())
+
     def save(self) -> tuple[int, int]:
         self._flush_events()
         if self.artifact_rows:
-            ArtifactVersion.objects.bulk_create(self.artifact_rows)
+            ArtifactVersion.objects.bulk_create(self._new_artifact_rows())
         if self.ruleset_rows:
             RuleSetVersion.objects.bulk_create(self.ruleset_rows)
         if self.snapshot_rows:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from runs.client import make_event
-from runs.models import Run
+from runs.models import ArtifactVersion, Run
 
 
 def _reference_bodies(conformance_dir):
@@ -94,14 +94,32 @@ def test_put_appends_the_new_suffix_through_the_engine(api, reference):
     assert refused.status_code == 409 and refused.json()["code"] == "INVALID_STATE_TRANSITION"
 
 
-def test_put_extending_an_inconsistent_state_is_refused_not_a_server_error(api, reference):
-    """A first state whose artifacts are ahead of its trace, then the events that write them."""
+def test_put_state_with_artifacts_ahead_of_its_trace(api, reference):
+    """A first state whose artifacts are ahead of its trace, then the events that write them:
+    the same versions are kept once; a version with other content is refused, never a 500."""
     run_id = reference["run"]["id"]
     short = _running_prefix(reference, 5)
     short["artifactsByKey"] = reference["artifactsByKey"]
     assert api.put(f"/api/runs/{run_id}", short).status_code == 201
-    response = api.put(f"/api/runs/{run_id}", reference)
-    assert 400 <= response.status_code < 500 and response.json()["code"]
+    assert api.put(f"/api/runs/{run_id}", reference).status_code == 200
+    keys = [key for key, _ in reference["artifactsByKey"]]
+    stored = ArtifactVersion.objects.filter(run_id=run_id, key__in=keys)
+    assert stored.count() == len(set(stored.values_list("key", "version")))
+
+    other_id = run_id + "-b"
+    tampered = copy.deepcopy(short)
+    tampered["run"]["id"] = other_id
+    for event in tampered["trace"]:
+        event["runId"] = other_id
+    for _, artifact in tampered["artifactsByKey"]:
+        artifact["data"] = {"changed": True}
+    assert api.put(f"/api/runs/{other_id}", tampered).status_code == 201
+    full = copy.deepcopy(reference)
+    full["run"]["id"] = other_id
+    for event in full["trace"]:
+        event["runId"] = other_id
+    response = api.put(f"/api/runs/{other_id}", full)
+    assert response.status_code == 409 and "other content" in response.json()["error"], response.json()
 
 
 def test_put_non_prefix_trace_is_409(api, reference):
