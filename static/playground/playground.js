@@ -25,7 +25,15 @@
     return { ok: resp.ok, status: resp.status, data };
   }
 
-  async function preview(change) {
+  // Previews run one after another, each from the session the previous one returned, so a slow
+  // answer can never overwrite a later change.
+  let previewChain = Promise.resolve();
+  function preview(change) {
+    previewChain = previewChain.then(() => doPreview(change)).catch((e) => showComposeError(String(e)));
+    return previewChain;
+  }
+
+  async function doPreview(change) {
     readFreeFields();
     const body = { session: state.session, model: $("model").value || null };
     if (change) body.change = change;
