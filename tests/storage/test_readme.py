@@ -27,3 +27,20 @@ def test_in_process_example_runs():
         "step_completed",
         "human_gate_requested",
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_remote_client_example_runs(live_server, capsys):
+    from accounts.tokens import create_token
+    from runs.workspaces import get_or_create_workspace
+
+    issued = create_token(
+        workspace=get_or_create_workspace("demo"), name="readme", scopes=["read", "write", "review"]
+    )
+    section = README.read_text().split("## Recording from another process (REST client)", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    code = code.replace("http://127.0.0.1:8000", live_server.url).replace("wbt_...", issued.secret)
+    exec(compile(code, "README.md", "exec"), {})
+    assert "'ok': True" in capsys.readouterr().out
+    run = Run.objects.get(workspace__slug="demo")
+    assert run.last_seq == 3
