@@ -16,7 +16,7 @@ from typing import Any
 
 SUMMARY_LIMIT = 240
 STREAM_TEXT_LIMIT = 4000
-MAX_CHUNKS_LISTED = 50
+MAX_CHUNKS_LISTED = 20
 MAX_DIFF_CHANGES = 500
 
 
@@ -48,6 +48,7 @@ class Row:
     chunk_count: int = 0
     last_seq: int = 0
     stream_text: str = ""
+    links: dict[str, str] = field(default_factory=dict)  # filled by the view (permalink, state, step, corr)
 
     @property
     def is_stream(self) -> bool:

@@ -22,6 +22,7 @@ from datetime import date, datetime, time, timedelta
 from functools import lru_cache, wraps
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jsonpatch
 import orjson
@@ -167,11 +168,18 @@ def gate_panel_context(
     error: str = "",
     oob: bool = False,
 ) -> dict[str, Any]:
-    history = list(
-        Event.objects.filter(run=run, type__in=("human_gate_requested", "human_gate_resolved"))
-        .order_by("-seq")
-        .values("seq", "type", "ts", "step_id", "actor", "body")[:HISTORY_LIMIT]
-    )
+    # One query per type so each is a backwards range scan of the (run, type, seq) index; an IN over
+    # both types makes SQLite walk the whole trace by (run, seq) instead.
+    history = sorted(
+        (
+            row
+            for etype in ("human_gate_requested", "human_gate_resolved")
+            for row in Event.objects.filter(run=run, type=etype)
+            .order_by("-seq")
+            .values("seq", "type", "ts", "step_id", "actor", "body")[:HISTORY_LIMIT]
+        ),
+        key=lambda row: -row["seq"],
+    )[:HISTORY_LIMIT]
     for item in history:
         item["data"] = loads(item.pop("body"))
     return {
@@ -329,6 +337,16 @@ def timeline_context(
     filters = filters or TimelineFilters()
     page = timeline_page(run, after=after, before=before, filters=filters, limit=limit)
     url_id = url_id or run.pk
+    detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
+    # URLs per row built by string concatenation: a {% url %} per row costs more than the query.
+    state_base = reverse("runs:event_state", args=[url_id, 1])[: -len("1/")]
+    for row in page.rows:
+        row.links = {
+            "permalink": f"{detail_url}?at={row.seq}#seq-{row.seq}",
+            "state": f"{state_base}{row.last_seq}/",
+            "step": f"{detail_url}?step={quote(row.step_id)}#timeline" if row.step_id else "",
+            "corr": f"{detail_url}?corr={quote(row.correlation_id)}#timeline" if row.correlation_id else "",
+        }
     return {
         "run": run,
         "url_id": url_id,
@@ -337,7 +355,7 @@ def timeline_context(
         "filters": filters,
         "filter_query": filters.as_query(),
         "event_types": EVENT_TYPES,
-        "detail_url": reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id]),
+        "detail_url": detail_url,
         "timeline_url": reverse("runs:timeline", args=[url_id]),
         "oob": oob,
     }

@@ -1,0 +1,282 @@
+"""The Workbench pages in real Chromium against a daphne server with a file-based SQLite database.
+
+Run separately: ``.venv/bin/pytest tests/browser/test_pages_browser.py -m browser``.
+Sign in, open a run, approve a pending gate and see the run move on, filter the timeline, open the
+state diff, follow a deep link, edit an artifact (invalid, then valid), import a bundle; screenshots
+of every page go to test-results/screenshots/. Console errors (CSP violations included) fail a test.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "test-results" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+SETUP = """
+import django; django.setup()
+from django.contrib.auth import get_user_model
+from runs import actions
+from runs.bundles import export_bundle_bytes
+from runs.engine import commands as c
+from runs.workspaces import add_member, get_or_create_workspace
+ws = get_or_create_workspace("acme", name="Acme")
+other = get_or_create_workspace("elsewhere", name="Elsewhere")
+User = get_user_model()
+add_member(ws, User.objects.create_user("bob", password="bob-password-123"), "reviewer")
+wf = {"id": "wf-review", "version": 1, "title": "Parse, review, publish",
+      "steps": [{"id": "parse"}, {"id": "review", "gatePolicy": "PAUSE_BEFORE"}, {"id": "publish"}],
+      "edges": [{"id": "e1", "from": "parse", "to": "review"}, {"id": "e2", "from": "review", "to": "publish"}]}
+def do(ws, rid, cmd):
+    actions.do_command(workspace=ws, run_id=rid, command=cmd, actor="pipeline")
+actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_browser", tags=["browser"],
+                     subject={"userId": "u-7"}, metadata={"note": "<script>alert(1)</script>"})
+do(ws, "run_browser", c.BeginStep(step_id="parse"))
+do(ws, "run_browser", c.LogModelIO(direction="request", provider="anthropic", model="haiku", step_id="parse", correlation_id="m1"))
+for i in range(4):
+    do(ws, "run_browser", c.LogModelIO(direction="stream_chunk", provider="anthropic", model="haiku", step_id="parse",
+                                       correlation_id="m1", payload={"delta": f"part{i} "}))
+do(ws, "run_browser", c.LogModelIO(direction="response", provider="anthropic", model="haiku", step_id="parse", correlation_id="m1",
+                                   usage={"inputTokens": 100, "outputTokens": 20}, cost={"amount": 0.001, "currency": "USD"}))
+do(ws, "run_browser", c.WriteArtifact(key="profile", type_id="job.profile",
+                                      data={"headline": "Engineer", "skills": ["python"], "summary": "ok"}))
+do(ws, "run_browser", c.CompleteStep(step_id="parse"))
+actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_long")
+actions.do_commands(workspace=ws, run_id="run_long", actor="pipeline",
+                    commands=[c.Annotate(text=f"note {i}") for i in range(160)])
+actions.do_start_run(workspace=other, workflow=wf, actor="pipeline", run_id="run_to_import", tags=["imported"])
+do(other, "run_to_import", c.BeginStep(step_id="parse"))
+demo = get_or_create_workspace("demo", name="Demo")
+actions.do_start_run(workspace=demo, workflow=wf, actor="pipeline", run_id="run_demo_jobsearch", tags=["demo"])
+do(demo, "run_demo_jobsearch", c.BeginStep(step_id="parse"))
+do(demo, "run_demo_jobsearch", c.CompleteStep(step_id="parse"))
+from runs.models import Run
+open(__BUNDLE__, "wb").write(export_bundle_bytes(Run.objects.get(pk="run_to_import")))
+actions.do_delete_run(workspace=other, run_id="run_to_import")  # run ids are unique across workspaces
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium is not installed")
+    tmp = tmp_path_factory.mktemp("pages-browser")
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
+        "SECRET_KEY": "browser-test-secret-key-0123456789abcdef",
+        "WORKBENCH_VAR_DIR": str(tmp),
+        "DEBUG": "1",
+        "DJANGO_SETTINGS_MODULE": "workbench.settings",
+        "PYTHONPATH": str(REPO),
+    }
+    env.pop("REDIS_URL", None)
+    python = sys.executable
+    bundle = tmp / "bundle.json"
+    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    subprocess.run([python, "-c", SETUP.replace("__BUNDLE__", repr(str(bundle)))], cwd=REPO, env=env, check=True)
+    port = _free_port()
+    daphne = str(Path(python).with_name("daphne"))
+    proc = subprocess.Popen(
+        [daphne, "-b", "127.0.0.1", "-p", str(port), "workbench.asgi:application"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "daphne.log", "w"),  # noqa: SIM115
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("daphne did not start")
+    yield {"url": f"http://127.0.0.1:{port}", "bundle": bundle}
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+def _page(browser, server, *, width=1280, scheme="light", sign_in=True):
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    page = context.new_page()
+    errors: list[str] = []
+    # 422 answers are expected (validation errors are shown with that status); anything else counts
+    page.on(
+        "console",
+        lambda msg: errors.append(msg.text) if msg.type == "error" and "status of 422" not in msg.text else None,
+    )
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.console_errors = errors  # type: ignore[attr-defined]
+    if sign_in:
+        page.goto(f"{server['url']}/accounts/login/")
+        page.fill("#id_username", "bob")
+        page.fill("#id_password", "bob-password-123")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{server['url']}/runs/")
+    return page
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_sign_in_open_run_approve_gate_and_see_it_progress(browser, server):
+    page = _page(browser, server)
+    shot(page, "runs-list")
+    page.click('a[href="/runs/run_browser/"]')
+    page.wait_for_selector("#gate-panel")
+    assert "gate-pending" in page.get_attribute('[data-step="review"]', "class")
+    assert page.locator("#run-status").inner_text().endswith("1 gate pending")
+    shot(page, "run-detail")
+    page.fill("#gate-panel textarea[name=note]", "looks right")
+    page.click("#gate-panel button[value=approved]")
+    page.wait_for_selector("#gate-panel >> text=No gate is waiting")
+    history = page.locator("#gate-panel .history").inner_text()
+    assert "approved" in history and "by user:bob" in history and "looks right" in history
+    # the out-of-band swaps moved the rest of the page along
+    assert "gate-pending" not in (page.get_attribute('[data-step="review"]', "class") or "")
+    assert "pending" not in page.locator("#run-status").inner_text()
+    shot(page, "run-detail-approved")
+    # the inbox is empty now
+    page.click("nav >> text=Review inbox")
+    assert "Nothing waits for review" in page.inner_text("main")
+    assert page.console_errors == []
+
+
+def test_filter_timeline_open_state_diff_and_deep_link(browser, server):
+    page = _page(browser, server)
+    page.goto(f"{server['url']}/runs/run_browser/")
+    assert "part0 part1 part2 part3" in page.text_content("#timeline-list")  # stream collapsed into one row
+    page.select_option("#t-type", "model_io")
+    page.click("#timeline form button[type=submit]")
+    page.wait_for_selector("#timeline-body >> text=Filtered by type")
+    types = page.locator("#timeline-list > li").evaluate_all("els => els.map(e => e.className)")
+    assert types and all("ev-model_io" in t for t in types)
+    shot(page, "timeline-filtered")
+    page.click("#timeline-list > li:first-child details.state-at > summary")
+    page.wait_for_selector("#timeline-list > li:first-child .state-diff")
+    diff = page.inner_text("#timeline-list > li:first-child .state-diff")
+    assert "What changed since" in diff and "Before" in diff and "After" in diff
+    shot(page, "state-diff")
+    # a deep link to an event outside the first page jumps to the window holding it
+    page.goto(f"{server['url']}/runs/run_long/#seq-150")
+    page.wait_for_selector("#seq-150")
+    assert "at=150" in page.url
+    assert (
+        page.evaluate("() => document.querySelector(':target') && document.querySelector(':target').id")
+        == "seq-150"
+    )
+    page.click("text=Later →") if page.locator("text=Later →").count() else None
+    assert page.console_errors == []
+
+
+def test_edit_artifact_invalid_then_valid(browser, server):
+    page = _page(browser, server)
+    page.goto(f"{server['url']}/runs/run_browser/artifacts/?key=profile")
+    page.fill("#artifact-data", '{"headline": "", "skills": ["python"]}')
+    page.click("text=Save new version")
+    page.wait_for_selector("#data-errors")
+    errors = page.inner_text("#data-errors")
+    assert "/headline" in errors and "/summary" in errors
+    assert page.get_attribute("#artifact-data", "aria-invalid") == "true"
+    shot(page, "artifact-invalid")
+    page.fill("#artifact-data", '{"headline": "Staff engineer", "skills": ["python"], "summary": "ok"}')
+    page.click("text=Save new version")
+    page.wait_for_selector("text=Saved profile v2")
+    assert "v2" in page.inner_text("#versions-h + form + ul")
+    page.select_option("#diff-a", "1")
+    page.select_option("#diff-b", "2")
+    page.click("text=Compare")
+    page.wait_for_selector("text=/headline")
+    shot(page, "artifact-diff")
+    assert page.console_errors == []
+
+
+def test_import_a_bundle(browser, server):
+    page = _page(browser, server)
+    page.click("nav >> text=Import")
+    page.set_input_files("#bundle-file", str(server["bundle"]))
+    page.click("text=Verify")
+    page.wait_for_selector("#check-result")
+    assert page.locator("#check-result .check-ok").count() == 4
+    shot(page, "import-verified")
+    page.click("text=Import this run")
+    page.wait_for_load_state()
+    if page.locator("#run-status").count() == 0:
+        pytest.fail(page.inner_text("main"))
+    assert "/runs/run_to_import/" in page.url
+    assert "imported" in page.inner_text(".run-header")
+    assert page.console_errors == []
+
+
+def test_small_screen_dark_mode_and_ledger(browser, server):
+    page = _page(browser, server, width=375, scheme="dark")
+    page.goto(f"{server['url']}/runs/run_browser/")
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= 380  # nothing but the graph's own scroller is wider than the screen
+    bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    assert bg != "rgb(255, 255, 255)"
+    page.keyboard.press("Tab")
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
+    shot(page, "run-detail-375-dark")
+    page.goto(f"{server['url']}/runs/run_browser/ledger/")
+    assert "anthropic / haiku" in page.inner_text("main")
+    shot(page, "run-ledger-375-dark")
+    assert page.console_errors == []
+
+
+def test_public_demo_needs_no_sign_in(browser, server):
+    page = _page(browser, server, sign_in=False)
+    response = page.goto(f"{server['url']}/runs/")
+    assert "/accounts/login/" in page.url and response.ok
+    shot(page, "sign-in")
+    page.goto(f"{server['url']}/runs/demo")
+    page.wait_for_selector("#gate-panel")
+    assert "run_demo_jobsearch" in page.inner_text(".run-header")
+    assert page.locator("#gate-panel button").count() == 0
+    page.click("#timeline-list > li:first-child details.state-at > summary")
+    page.wait_for_selector("#timeline-list > li:first-child .state-diff")
+    shot(page, "public-demo")
+    assert page.console_errors == []
