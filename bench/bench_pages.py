@@ -111,9 +111,7 @@ def event_body(run_id: str, seq: int) -> tuple[str, str, str, str, dict]:
 
 def build_run(workspace, n: int) -> Run:
     run_id = f"run_bench_{n}"
-    run = actions.do_start_run(
-        workspace=workspace, workflow=WORKFLOW, actor="bench", run_id=run_id, tags=["bench"]
-    )
+    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="bench", run_id=run_id, tags=["bench"])
     result = actions.do_command(
         workspace=workspace, run_id=run_id, command=c.BeginStep(step_id="parse"), actor="bench"
     )

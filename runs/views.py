@@ -63,6 +63,7 @@ TIMELINE_MAX_PAGE = 500
 SEARCH_WINDOW = 20_000  # events scanned per text-search request (keeps a search of a huge run bounded)
 INBOX_LIMIT = 200
 HISTORY_LIMIT = 50
+NOTES_LIMIT = 10
 ARTIFACT_ROWS_LIMIT = 2000
 
 
@@ -389,6 +390,12 @@ def run_detail_context(
         "state": state,
         "nav_active": "runs",
         "annotations": doc.get("annotations") or [],
+        "notes": [
+            {"seq": seq, "ts": ts, "actor": actor, "data": loads(body)}
+            for seq, ts, actor, body in Event.objects.filter(run=run, type="annotation")
+            .order_by("-seq")
+            .values_list("seq", "ts", "actor", "body")[:NOTES_LIMIT]
+        ],
     }
     ctx.update(lineage_context(run))
     ctx.update(graph_context(run, state, url_id=url_id))

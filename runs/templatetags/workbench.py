@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from html import escape as _stdlib_escape
 from typing import Any
 
 import orjson
-from html import escape as _stdlib_escape
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
@@ -24,6 +24,7 @@ def escape(text: str) -> str:
     """HTML-escape & < > " ' (what django.utils.html.escape does, without its lazy-string wrapper:
     the tree escapes thousands of strings per page)."""
     return _stdlib_escape(text, quote=True)
+
 
 MAX_DEPTH = 24
 MAX_NODES = 1500

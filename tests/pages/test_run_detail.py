@@ -58,6 +58,13 @@ def test_detail_header_graph_and_partials(client, alice, make_run, workspace):
     assert f'href="/runs/{child.pk}/"' in html  # lineage: children
     assert "userId: u-1" in html and "nightly" in html and "source" in html
     assert f'href="/runs/{parent.pk}/export/"' in html
+    from runs.engine import commands as c
+
+    actions.do_command(
+        workspace=workspace, run_id=parent.pk, command=c.Annotate(text="checked by hand", tags=["qa"])
+    )
+    html = client.get(f"/runs/{parent.pk}/").content.decode()
+    assert "checked by hand" in html and '<span class="tag">qa</span>' in html
     child_html = client.get(f"/runs/{child.pk}/").content.decode()
     assert 'href="/runs/run_parent/"' in child_html  # lineage: parents
 
