@@ -41,6 +41,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from jsonschema import Draft202012Validator
 
+from runs import actions
 from runs.engine import commands as cmd
 from runs.engine.state import RunState
 from runs.graph import bar_chart, layout_workflow
@@ -65,18 +66,6 @@ INBOX_LIMIT = 200
 HISTORY_LIMIT = 50
 NOTES_LIMIT = 10
 ARTIFACT_ROWS_LIMIT = 2000
-
-
-class _Actions:
-    """runs.actions, imported on first use (it pulls in the bundle verifier, which may land later)."""
-
-    def __getattr__(self, name: str) -> Any:
-        from runs import actions as module
-
-        return getattr(module, name)
-
-
-actions = _Actions()
 
 
 @lru_cache(maxsize=1)
