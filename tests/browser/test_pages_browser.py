@@ -98,7 +98,9 @@ def server(tmp_path_factory):
     python = sys.executable
     bundle = tmp / "bundle.json"
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    subprocess.run([python, "-c", SETUP.replace("__BUNDLE__", repr(str(bundle)))], cwd=REPO, env=env, check=True)
+    subprocess.run(
+        [python, "-c", SETUP.replace("__BUNDLE__", repr(str(bundle)))], cwd=REPO, env=env, check=True
+    )
     port = _free_port()
     daphne = str(Path(python).with_name("daphne"))
     proc = subprocess.Popen(
@@ -143,7 +145,9 @@ def _page(browser, server, *, width=1280, scheme="light", sign_in=True):
     # 422 answers are expected (validation errors are shown with that status); anything else counts
     page.on(
         "console",
-        lambda msg: errors.append(msg.text) if msg.type == "error" and "status of 422" not in msg.text else None,
+        lambda msg: (
+            errors.append(msg.text) if msg.type == "error" and "status of 422" not in msg.text else None
+        ),
     )
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.console_errors = errors  # type: ignore[attr-defined]
