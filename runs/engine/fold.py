@@ -162,6 +162,11 @@ def _model_io(state: RunState, event: dict[str, Any]) -> None:
             value = usage.get(name)
             if type(value) is int:
                 tokens[name] += value
+        if type(usage.get("totalTokens")) is not int:
+            # like the telemetry ledger: a usage without its own total counts input + output
+            tokens["totalTokens"] += sum(
+                v for v in (usage.get("inputTokens"), usage.get("outputTokens")) if type(v) is int
+            )
     duration = event.get("durationMs")
     if isinstance(duration, int | float) and not isinstance(duration, bool):
         state.model_duration_ms += duration

@@ -422,3 +422,18 @@ def test_fork_copies_artifacts_rules_and_lineage(diamond, ctx):
     assert child.policy("d") == "PAUSE_AFTER" and child.parent_run_ids == [d.state.run_id, "run_other"]
     with pytest.raises(EngineError):
         fork_run(d.state, ctx=ctx, from_seq=1)
+
+
+def test_total_tokens_fall_back_to_input_plus_output():
+    from runs.engine import LogModelIO, apply_event, decide, new_run
+    from tests.engine.conftest import GATED, make_ctx
+
+    ctx = make_ctx()
+    state = new_run(ctx=ctx, workflow=GATED, run_id="run_tokens")
+    for usage in (
+        {"inputTokens": 10, "outputTokens": 5},
+        {"inputTokens": 1, "outputTokens": 1, "totalTokens": 7},
+    ):
+        for event in decide(state, LogModelIO("response", usage=usage), ctx):
+            apply_event(state, event)
+    assert state.tokens["totalTokens"] == 15 + 7
