@@ -330,12 +330,17 @@ def timeline_context(
     detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
     # URLs per row built by string concatenation: a {% url %} per row costs more than the query.
     state_base = reverse("runs:event_state", args=[url_id, 1])[: -len("1/")]
+    playground = reverse("playground:page") if url_id != "demo" else ""
     for row in page.rows:
         row.links = {
             "permalink": f"{detail_url}?at={row.seq}#seq-{row.seq}",
             "state": f"{state_base}{row.last_seq}/",
             "step": f"{detail_url}?step={quote(row.step_id)}#timeline" if row.step_id else "",
             "corr": f"{detail_url}?corr={quote(row.correlation_id)}#timeline" if row.correlation_id else "",
+            # Open a model call in the playground: the exact request restored, editable, re-runnable.
+            "playground": f"{playground}?from_event={quote(run.pk)}:{row.seq}"
+            if playground and row.type == "model_io"
+            else "",
         }
     return {
         "run": run,

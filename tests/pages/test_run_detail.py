@@ -222,3 +222,16 @@ def test_review_inbox_lists_pending_gates_across_runs(client, bob, make_run):
     html = client.get("/runs/inbox/").content.decode()
     assert "run_inbox_a" in html and "run_inbox_b" in html and "run_inbox_c" not in html
     assert "PAUSE_BEFORE" in html
+
+
+def test_model_calls_open_in_playground(client, alice, run):
+    from runs.models import Event
+
+    login(client, alice)
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+    call_seqs = list(Event.objects.filter(run=run, type="model_io").values_list("seq", flat=True))
+    links = re.findall(r'href="(/playground/\?from_event=[^"]+)"', html)
+    assert links == [f"/playground/?from_event={run.pk}:{seq}" for seq in call_seqs]
+    assert client.get(links[-1].replace("&amp;", "&")).status_code == 200
+    public = client.get("/runs/demo")
+    assert "from_event" not in public.content.decode()
