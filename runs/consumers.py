@@ -28,12 +28,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import orjson
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from runs.live import metrics, publisher, run_group, workspace_group
-from runs.live_fragments import CSRF_PLACEHOLDER
+from runs.live_fragments import CSRF_PLACEHOLDER, RenderedUpdate
 
 CLOSE_RESYNC = 4000
 CLOSE_FORBIDDEN = 4403
@@ -84,9 +85,9 @@ class UpdateCache:
         self.size = size
         self._entries: OrderedDict[tuple, asyncio.Future] = OrderedDict()
 
-    async def get(self, sub: Subscription, from_seq: int, upto_seq: int) -> dict:
+    async def get(self, sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
         if upto_seq <= from_seq:  # panels only: always fresh, never cached
-            return await database_sync_to_async(render_update)(sub, from_seq, upto_seq)
+            return await _render(sub, from_seq, upto_seq)
         key = (sub.run_id, from_seq, upto_seq, sub.role)
         future = self._entries.get(key)
         if future is not None and not (future.done() and future.exception() is not None):
@@ -98,7 +99,7 @@ class UpdateCache:
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
         try:
-            result = await database_sync_to_async(render_update)(sub, from_seq, upto_seq)
+            result = await _render(sub, from_seq, upto_seq)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved
@@ -111,19 +112,98 @@ class UpdateCache:
 update_cache = UpdateCache()
 
 
-def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> dict:
-    """One update message: rows from_seq+1..upto_seq and the current panels, as a JSON-ready dict."""
+async def _render(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
+    # Off the thread that serves sync HTTP views: rendering for sockets never queues page requests
+    # or API writes behind it.
+    metrics.add("renders")
+    return await database_sync_to_async(render_update, thread_sensitive=False)(sub, from_seq, upto_seq)
+
+
+def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
     from runs.live_fragments import render_fragments  # imports the page views: load lazily
 
-    html, status = render_fragments(run_id=sub.run_id, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
-    return {"type": "update", "from_seq": from_seq, "last_seq": upto_seq, "status": status, "html": html}
+    return render_fragments(run_id=sub.run_id, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
+
+
+# --------------------------------------------------------------------------------------------
+# Per-process fan-out
+
+
+class RunHub:
+    """The one subscription of this process to a run's group, shared by its local sockets.
+
+    A hundred pages open on one run cost one channel-layer delivery per broadcast in this process
+    (not a hundred); each page's sender is then woken directly. Hubs live per event loop.
+    """
+
+    def __init__(self, run_id: str, loop: asyncio.AbstractEventLoop) -> None:
+        self.run_id = run_id
+        self.loop = loop
+        self.subscribers: set[RunLiveConsumer] = set()
+        self.channel: str | None = None
+        self.pump: asyncio.Task | None = None
+        self.ready = asyncio.Event()
+
+    async def add(self, consumer: RunLiveConsumer, layer) -> None:
+        self.subscribers.add(consumer)
+        if self.pump is None:
+            self.pump = asyncio.ensure_future(self._pump(layer))
+        await self.ready.wait()  # joined the group: nothing committed from now on is missed
+
+    async def remove(self, consumer: RunLiveConsumer) -> None:
+        self.subscribers.discard(consumer)
+        if not self.subscribers and self.pump is not None:
+            _hubs.pop((id(self.loop), self.run_id), None)
+            self.pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.pump
+
+    async def _pump(self, layer) -> None:
+        group = run_group(self.run_id)
+        self.channel = await layer.new_channel()  # the default prefix: channels_redis shares one reader
+        await layer.group_add(group, self.channel)
+        self.ready.set()
+        try:
+            while True:
+                message = await layer.receive(self.channel)
+                if message.get("type") != "run.changed":
+                    continue
+                for consumer in list(self.subscribers):
+                    consumer.on_change(message)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(layer.group_discard(group, self.channel))
+
+
+_hubs: dict[tuple[int, str], RunHub] = {}
+
+
+def hub_for(run_id: str) -> RunHub:
+    loop = asyncio.get_running_loop()
+    key = (id(loop), run_id)
+    hub = _hubs.get(key)
+    if hub is None or hub.loop is not loop:
+        hub = _hubs[key] = RunHub(run_id, loop)
+    return hub
 
 
 # --------------------------------------------------------------------------------------------
 # Consumers
 
 
-class RunLiveConsumer(AsyncWebsocketConsumer):
+class LiveConsumer(AsyncWebsocketConsumer):
+    async def dispatch(self, message: dict) -> None:
+        # Channels hops to the sync thread before every handler to close stale DB connections
+        # (aclose_old_connections). These handlers never touch the database themselves (every query
+        # goes through database_sync_to_async, which does that cleanup in its own thread), and at
+        # thousands of acks and notifications per second that hop is the bottleneck: skip it.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
+
+class RunLiveConsumer(LiveConsumer):
     """One open run page."""
 
     sub: Subscription | None = None
@@ -137,12 +217,15 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
             return
         self.sub = sub
         publisher.attach_loop(asyncio.get_running_loop())
-        self.group = run_group(run_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.target_seq = 0
+        self.status_dirty = False
+        self.wake = asyncio.Event()
+        self.hub = hub_for(run_id)
+        await self.hub.add(self, self.channel_layer)
         await self.accept()
         metrics.add("connections")
         metrics.add("open")
-        # Read the head only after joining the group: nothing committed from here on is missed.
+        # Read the head only after the hub joined the group: nothing committed from here on is missed.
         head = await database_sync_to_async(current_last_seq)(run_id)
         head = sub.last_seq if head is None else head
         client_seq = self._client_seq(head)
@@ -151,10 +234,9 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
         self.sent_seq = client_seq
         self.acked_seq = client_seq
         self.inflight = 0
-        self.target_seq = head
-        self.status_dirty = False
+        self.target_seq = max(self.target_seq, head)
+        self.panel_digests: dict[str, str] = {}  # what this page shows now (unknown until we send)
         self.last_ack_at = asyncio.get_running_loop().time()
-        self.wake = asyncio.Event()
         self.acked = asyncio.Event()
         self.closing = False
         # Forms inside the gate panel post with this socket's own CSRF token (the cookie's secret).
@@ -186,13 +268,12 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await sender
-        await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.hub.remove(self)
 
-    # -- from the channel layer: O(1), never renders or waits
-    async def run_changed(self, message: dict) -> None:
+    # -- from the hub: O(1), never renders or waits
+    def on_change(self, message: dict) -> None:
         if message.get("status") == "deleted":
-            await self._send_json({"type": "gone"})
-            await self.close(code=CLOSE_GONE)
+            asyncio.ensure_future(self._gone())
             return
         first, last = int(message.get("first_seq") or 0), int(message.get("last_seq") or 0)
         if first and first > self.target_seq + 1:
@@ -202,6 +283,11 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
         else:
             self.status_dirty = True  # a projection-only change (or a duplicate): refresh the panels
         self.wake.set()
+
+    async def _gone(self) -> None:
+        self.closing = True
+        await self._send_json({"type": "gone"})
+        await self.close(code=CLOSE_GONE)
 
     # -- from the client
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -235,6 +321,7 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
         max_inflight = int(_setting("LIVE_MAX_INFLIGHT", 8))
         ack_timeout = _setting("LIVE_ACK_TIMEOUT_SECONDS", 10.0)
         batch = int(_setting("LIVE_MAX_ROWS_PER_UPDATE", 200))
+        spacing = _setting("LIVE_MIN_UPDATE_SECONDS", 0.05)
         loop = asyncio.get_running_loop()
         while not self.closing:
             await self.wake.wait()
@@ -251,11 +338,27 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
                 upto = min(self.target_seq, self.sent_seq + batch)
                 self.status_dirty = False
                 update = await update_cache.get(self.sub, self.sent_seq, upto)
-                await self.send(text_data=_dumps(update).replace(CSRF_PLACEHOLDER, self.csrf_token))
+                await self.send(text_data=self._compose(update))
                 metrics.add("updates_sent")
                 metrics.add("rows_sent", upto - self.sent_seq)
                 self.sent_seq = upto
                 self.inflight += 1
+                if spacing:
+                    # At most one update per `spacing` per page: what arrives meanwhile rides along.
+                    await asyncio.sleep(spacing)
+
+    def _compose(self, update: RenderedUpdate) -> str:
+        """The update as this subscriber needs it: rows plus the panels that changed for it."""
+        parts = [update.rows.encoded] if update.rows is not None else []
+        for panel in update.panels:
+            if self.panel_digests.get(panel.name) != panel.digest:
+                self.panel_digests[panel.name] = panel.digest
+                parts.append(panel.encoded)
+        html = "".join(parts).replace(CSRF_PLACEHOLDER, self.csrf_token)
+        return (
+            f'{{"type":"update","from_seq":{update.after_seq},"last_seq":{update.upto_seq},'
+            f'"status":{_dumps(update.status)},"html":"{html}"}}'
+        )
 
     async def _drop(self, reason: str) -> None:
         metrics.add("drops")
@@ -268,7 +371,7 @@ class RunLiveConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=_dumps(message))
 
 
-class WorkspaceLiveConsumer(AsyncWebsocketConsumer):
+class WorkspaceLiveConsumer(LiveConsumer):
     """Runs list and review inbox: told which runs changed (coalesced by the publisher).
 
     Sends `{"type": "run.changed", "run_id", "last_seq", "status"}`; the page refreshes the
@@ -322,5 +425,5 @@ def _member_workspaces(user) -> list[int]:
     )
 
 
-def _dumps(message: dict) -> str:
+def _dumps(message: object) -> str:
     return orjson.dumps(message).decode()

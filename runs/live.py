@@ -70,6 +70,7 @@ class LiveMetrics:
     connections: int = 0  # websocket connections accepted
     refused: int = 0  # connections refused (anonymous, outsider, unknown run)
     open: int = 0  # connections open now
+    renders: int = 0  # updates rendered (shared by every subscriber at the same seq range and role)
     updates_sent: int = 0  # update messages pushed to subscribers
     rows_sent: int = 0  # timeline rows inside those updates
     drops: int = 0  # slow subscribers disconnected and told to resync
@@ -181,8 +182,18 @@ class LivePublisher:
     async def _drain(self) -> None:
         from channels.layers import get_channel_layer
 
+        current = asyncio.get_running_loop()
         try:
             while True:
+                serving = self._serving_loop
+                if serving is not None and serving is not current and serving.is_running():
+                    # A websocket loop appeared since this drain started elsewhere: continue there
+                    # (the in-memory layer only delivers safely from its own loop).
+                    with self._lock:
+                        self._drain_loop = serving
+                        self._progress = time.monotonic()
+                    serving.call_soon_threadsafe(self._start_drain, serving)
+                    return
                 with self._lock:
                     self._progress = time.monotonic()
                     batch = list(self._pending.values())

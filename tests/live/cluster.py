@@ -74,11 +74,13 @@ class Cluster:
         redis_db: int | None = None,
         servers: int = 1,
         extra_env: dict[str, str] | None = None,
+        launcher: Path | None = None,
     ) -> None:
         self.database = database
         self.redis_db = redis_db
         self.n_servers = servers
         self.extra_env = extra_env or {}
+        self.launcher = launcher  # a script taking PORT CONTROL_DIR instead of the daphne CLI
         self.tmp = Path(tempfile.mkdtemp(prefix="wb-live-"))
         self.db_name = f"workbench_live_test_{uuid.uuid4().hex[:8]}"
         self.procs: list[subprocess.Popen] = []
@@ -163,8 +165,19 @@ class Cluster:
         port = free_port()
         log = self.tmp / f"daphne-{index}.log"
         handle = log.open("wb")
+        if self.launcher is not None:
+            command = [sys.executable, str(self.launcher), str(port), str(self.control_dir(index))]
+        else:
+            command = [
+                str(VENV_BIN / "daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "workbench.asgi:application",
+            ]
         proc = subprocess.Popen(
-            [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "workbench.asgi:application"],
+            command,
             cwd=ROOT,
             env=self.env(),
             stdout=handle,
@@ -184,6 +197,9 @@ class Cluster:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"daphne did not start: {log.read_text()}")
+
+    def control_dir(self, index: int) -> Path:
+        return self.tmp / f"control-{index}"
 
     def close(self) -> None:
         for proc in self.procs:

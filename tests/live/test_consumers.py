@@ -59,6 +59,14 @@ async def collect_until(comm, last_seq: int, *, ack: bool = True, timeout: float
     return updates
 
 
+async def settle(comm, quiet: float = 0.3) -> None:
+    """Let earlier broadcasts (the run's start) arrive and discard them."""
+    while not await comm.receive_nothing(timeout=quiet):
+        message = await receive(comm)
+        if message["type"] == "update":
+            await comm.send_to(text_data=orjson.dumps({"type": "ack", "seq": message["last_seq"]}).decode())
+
+
 def seqs_in(updates: list[dict]) -> list[int]:
     return [int(s) for u in updates for s in re.findall(r'data-seq="(\d+)"', u["html"])]
 
@@ -84,20 +92,30 @@ def annotate(workspace, run_id, n=1, text="note"):
 
 
 async def test_member_gets_rows_and_panels(channel_layer_kind, workspace, alice, workflow):
+    from runs import actions
+    from runs.engine import commands as cmd
+
     run_id = await start_run(workspace, workflow)
     comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
     assert connected
     hello = await receive(comm)
     assert hello == {"type": "hello", "run_id": run_id, "last_seq": 0, "from_seq": 0}
+    await database_sync_to_async(actions.do_command)(
+        workspace=workspace, run_id=run_id, command=cmd.BeginStep("parse"), actor="token:w"
+    )
     last = await annotate(workspace, run_id, 3, text="hello-live")
     updates = await collect_until(comm, last)
     assert updates[0]["from_seq"] == 0
-    assert seqs_in(updates) == [1, 2, 3]
+    assert seqs_in(updates) == [1, 2, 3, 4]
     html = "".join(u["html"] for u in updates)
     assert "hello-live 2" in html
     assert 'hx-swap-oob="beforeend:#timeline-list"' in html
     for panel_id in ("run-status", "gate-panel", "graph", "ledger-totals"):
-        assert f'id="{panel_id}"' in updates[-1]["html"], panel_id
+        assert f'id="{panel_id}"' in updates[0]["html"], panel_id  # a step started: every panel comes
+    # Annotations change no panel: later updates carry only rows.
+    last = await annotate(workspace, run_id, 1, text="rows-only")
+    later = await collect_until(comm, last)
+    assert "rows-only" in later[-1]["html"] and 'id="graph"' not in later[-1]["html"]
     await comm.disconnect()
 
 
@@ -164,6 +182,7 @@ async def test_reconnect_catches_up_from_last_seq(channel_layer_kind, workspace,
     updates = await collect_until(comm, last)
     assert seqs_in(updates) == [5, 6, 7]
     assert metrics.snapshot()["resyncs"] >= 1
+    await settle(comm)
     # The client reports it lost rows (a gap on its side): everything after its seq comes again.
     await comm.send_to(text_data='{"type": "resync", "after_seq": 2}')
     updates = await collect_until(comm, last)
@@ -180,6 +199,7 @@ async def test_lost_notification_is_recovered_from_the_store(channel_layer_kind,
     comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
     assert connected
     await receive(comm)
+    await settle(comm)
     unregister_listener(on_run_change)
     try:
         await annotate(workspace, run_id, 3, text="silent")
@@ -280,6 +300,7 @@ async def test_deleted_run_closes_the_socket(channel_layer_kind, workspace, alic
     comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice)
     assert connected
     await receive(comm)
+    await settle(comm)
     await database_sync_to_async(actions.do_delete_run)(workspace=workspace, run_id=run_id)
     assert await receive(comm) == {"type": "gone"}
     assert (await comm.receive_output(timeout=3))["code"] == 4404

@@ -1,0 +1,287 @@
+"""Live status under load: 100 websocket subscribers on one run, a writer appending 100 events/s for 10 s.
+
+Profiles (each with real daphne processes on loopback, started and stopped here):
+- embedded: one daphne, SQLite, in-memory channel layer;
+- scaled:   two daphne processes, PostgreSQL (a dedicated database, dropped after), Redis layer;
+            the subscribers are split between the two servers.
+
+Writer (LIVE_BENCH_WRITER): "inproc" (default) appends `tool_call` events one commit each through
+the session API (runs.session), paced to the rate, and records the time each commit returned:
+inside server 0 in the embedded profile (the in-memory layer only reaches sockets of its own
+process), in a writer process of its own in the scaled profile (bench/live_server.py); "rest" posts them to `POST /api/runs/{id}/events` of server 0 (then
+the commit lies between request and response; "commit -> receipt" is measured from the response,
+clamped at 0, and "request -> receipt" is printed too). Each subscriber behaves like
+static/workbench/live.js: connects with ?last_seq, checks that updates are contiguous, acks them,
+and reconnects with its seq when dropped.
+
+Figures: the fraction of (subscriber, event) pairs shown, the fraction of events every subscriber
+shows (target 100%), commit -> receipt latency p50/p99 over all (subscriber, event) pairs (target
+p99 < 250 ms), and the servers' /live/metrics counters.
+
+Env: LIVE_BENCH_SUBSCRIBERS (100), LIVE_BENCH_RATE (100/s), LIVE_BENCH_SECONDS (10),
+LIVE_BENCH_PROFILES (embedded,scaled), LIVE_BENCH_WRITER (inproc|rest).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from bench.live_server import tool_event  # noqa: E402
+from tests.conftest import LINEAR_WORKFLOW  # noqa: E402
+from tests.live.cluster import ORIGIN, Cluster  # noqa: E402
+
+SUBSCRIBERS = int(os.environ.get("LIVE_BENCH_SUBSCRIBERS", "100"))
+RATE = float(os.environ.get("LIVE_BENCH_RATE", "100"))
+SECONDS = float(os.environ.get("LIVE_BENCH_SECONDS", "10"))
+PROFILES = [
+    p.strip() for p in os.environ.get("LIVE_BENCH_PROFILES", "embedded,scaled").split(",") if p.strip()
+]
+WRITER = os.environ.get("LIVE_BENCH_WRITER", "inproc")
+LAUNCHER = ROOT / "bench" / "live_server.py"
+SEQ_RE = re.compile(r'data-seq="(\d+)"')
+
+
+class Subscriber:
+    def __init__(self, url: str, cookie: str) -> None:
+        self.url = url
+        self.cookie = cookie
+        self.last_seq = 0
+        self.received: dict[int, float] = {}
+        self.reconnects = 0
+        self.gaps = 0
+        self.bytes = 0
+        self.connected = asyncio.Event()
+        self.done = False
+
+    async def run(self) -> None:
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import ConnectionClosed
+
+        while not self.done:
+            try:
+                async with connect(
+                    f"{self.url}?last_seq={self.last_seq}",
+                    origin=ORIGIN,
+                    additional_headers={"Cookie": self.cookie},
+                    max_size=None,
+                    open_timeout=30,
+                ) as ws:
+                    async for raw in ws:
+                        now = time.time()
+                        self.bytes += len(raw)
+                        message = json.loads(raw)
+                        if message["type"] == "hello":
+                            self.connected.set()
+                        elif message["type"] == "update":
+                            if message["from_seq"] != self.last_seq:
+                                self.gaps += 1
+                                await ws.send(json.dumps({"type": "resync", "after_seq": self.last_seq}))
+                                continue
+                            for seq in SEQ_RE.findall(message["html"]):
+                                self.received.setdefault(int(seq), now)
+                            self.last_seq = message["last_seq"]
+                            await ws.send(json.dumps({"type": "ack", "seq": self.last_seq}))
+                        if self.done:
+                            return
+            except (ConnectionClosed, OSError, TimeoutError):
+                pass
+            if not self.done:
+                self.reconnects += 1
+                await asyncio.sleep(0.05)
+
+
+async def inproc_writer(cluster: Cluster, seed: dict, total: int) -> tuple[dict, int, float]:
+    """The writer thread inside server 0 (bench/live_server.py), or with Redis a writer process of
+    its own: exact commit times either way."""
+    control = cluster.control_dir(0)
+    proc = None
+    if cluster.redis_url:
+        control = cluster.tmp / "control-writer"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(LAUNCHER), "write", str(control), cwd=ROOT, env=cluster.env()
+        )
+        await asyncio.sleep(0.5)
+    control.mkdir(parents=True, exist_ok=True)
+    spec = {"workspace": "acme", "run_id": seed["run_id"], "events": total, "rate": RATE}
+    (control / "start.json").write_text(json.dumps(spec))
+    done = control / "commits.json"
+    deadline = time.monotonic() + SECONDS * 10 + 60
+    while not done.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the in-process writer did not finish")
+        await asyncio.sleep(0.1)
+    out = json.loads(done.read_text())
+    if proc is not None:
+        await proc.wait()
+    commits = {int(seq): (at, at) for seq, at in out["commits"].items()}
+    return commits, out["failures"], out["seconds"]
+
+
+async def rest_writer(cluster: Cluster, run_id: str, token: str, total: int) -> tuple[dict, int, float]:
+    commits: dict[int, tuple[float, float]] = {}
+    failures = 0
+    limit = asyncio.Semaphore(16)
+
+    async def write(http: httpx.AsyncClient, i: int) -> None:
+        nonlocal failures
+        async with limit:
+            started = time.time()
+            try:
+                response = await http.post(
+                    cluster.url(0, f"/api/runs/{run_id}/events"),
+                    json={"events": [tool_event(run_id, i)]},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+            except httpx.HTTPError:
+                failures += 1
+                return
+            finished = time.time()
+            if response.status_code != 200:
+                failures += 1
+                return
+            for seq in response.json()["seqs"]:
+                commits[seq] = (started, finished)
+
+    t0 = time.monotonic()
+    async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=16)) as http:
+        writes = []
+        for i in range(total):
+            delay = t0 + i / RATE - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            writes.append(asyncio.create_task(write(http, i)))
+        await asyncio.gather(*writes)
+    return commits, failures, time.monotonic() - t0
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+async def scenario(cluster: Cluster, seed: dict) -> dict:
+    run_id, token = seed["run_id"], seed["token"]
+    cookie = f"sessionid={seed['sessions']['alice']}"
+    subs = [
+        Subscriber(cluster.ws_url(i % len(cluster.ports), f"/ws/runs/{run_id}/"), cookie)
+        for i in range(SUBSCRIBERS)
+    ]
+    tasks = [asyncio.create_task(s.run()) for s in subs]
+    await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in subs)), 60)
+
+    total = int(RATE * SECONDS)
+    if WRITER == "rest":
+        commits, failures, write_seconds = await rest_writer(cluster, run_id, token, total)
+    else:
+        commits, failures, write_seconds = await inproc_writer(cluster, seed, total)
+    last = max(commits) if commits else 0
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(s.last_seq < last for s in subs):
+        await asyncio.sleep(0.1)
+    for s in subs:
+        s.done = True
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+    seqs = sorted(commits)
+    pairs = sum(1 for s in subs for seq in seqs if seq in s.received)
+    everyone = sum(1 for seq in seqs if all(seq in s.received for s in subs))
+    after_commit, after_request = [], []
+    for s in subs:
+        for seq in seqs:
+            if seq in s.received:
+                started, finished = commits[seq]
+                after_commit.append(max(0.0, s.received[seq] - finished) * 1000)
+                after_request.append((s.received[seq] - started) * 1000)
+    counters: dict[str, int] = {}
+    async with httpx.AsyncClient(timeout=10, cookies={"sessionid": seed["sessions"]["alice"]}) as http:
+        for i in range(len(cluster.ports)):
+            response = await http.get(cluster.url(i, "/live/metrics"))
+            if response.status_code == 200:
+                for key, value in response.json()["counters"].items():
+                    counters[key] = counters.get(key, 0) + value
+    keys = ("broadcasts", "coalesced", "renders", "updates_sent", "drops", "resyncs", "gaps")
+    return {
+        "events": len(seqs),
+        "write_failures": failures,
+        "write_seconds": write_seconds,
+        "shown_pairs": pairs / (len(seqs) * len(subs)) if seqs else 0.0,
+        "shown_by_all": everyone / len(seqs) if seqs else 0.0,
+        "p50_after_commit": percentile(after_commit, 0.5),
+        "p99_after_commit": percentile(after_commit, 0.99),
+        "p50_after_request": percentile(after_request, 0.5),
+        "p99_after_request": percentile(after_request, 0.99),
+        "client_reconnects": sum(s.reconnects for s in subs),
+        "client_gaps": sum(s.gaps for s in subs),
+        "megabytes": sum(s.bytes for s in subs) / 1e6,
+        "server": {k: counters.get(k, 0) for k in keys},
+    }
+
+
+LABELS = {"embedded": "1 daphne, SQLite, in-memory layer", "scaled": "2 daphne, PostgreSQL, Redis layer"}
+
+
+def run_profile(name: str) -> dict:
+    if name == "embedded":
+        cluster = Cluster(database="sqlite", servers=1, launcher=LAUNCHER)
+    elif name == "scaled":
+        cluster = Cluster(database="postgres", redis_db=12, servers=2, launcher=LAUNCHER)
+    else:
+        raise SystemExit(f"unknown profile {name!r}")
+    with cluster:
+        seed = cluster.seed(workflow=LINEAR_WORKFLOW, run_id="run_bench_live")
+        return asyncio.run(scenario(cluster, seed))
+
+
+def main() -> int:
+    how = "REST appends to server 0" if WRITER == "rest" else "in-process appends in server 0"
+    print(
+        f"live bench: {SUBSCRIBERS} subscribers on one run, writer {RATE:.0f} events/s for {SECONDS:.0f} s "
+        f"({how}, one commit per event)"
+    )
+    ok = True
+    for name in PROFILES:
+        started = time.monotonic()
+        r = run_profile(name)
+        print(f"\n[{name}] {LABELS[name]}  ({time.monotonic() - started:.0f} s)")
+        rate = r["events"] / r["write_seconds"] if r["write_seconds"] else 0
+        print(
+            f"  events committed       {r['events']} in {r['write_seconds']:.1f} s ({rate:.0f}/s, "
+            f"{r['write_failures']} failed)"
+        )
+        print(f"  shown (sub x event)    {r['shown_pairs'] * 100:.2f} %")
+        print(f"  shown by every sub     {r['shown_by_all'] * 100:.2f} %   (target 100 %)")
+        print(
+            f"  commit -> receipt      p50 {r['p50_after_commit']:.0f} ms  p99 {r['p99_after_commit']:.0f} ms"
+            "   (target p99 < 250 ms)"
+        )
+        if WRITER == "rest":
+            print(
+                f"  request -> receipt     p50 {r['p50_after_request']:.0f} ms  p99 {r['p99_after_request']:.0f} ms"
+            )
+        print(
+            f"  client reconnects {r['client_reconnects']}, client-seen gaps {r['client_gaps']}, "
+            f"{r['megabytes']:.1f} MB received"
+        )
+        print("  server counters " + ", ".join(f"{k} {v}" for k, v in r["server"].items()))
+        ok = ok and r["shown_by_all"] == 1.0 and r["p99_after_commit"] < 250
+    print(f"\nlive bench: {'targets met' if ok else 'targets NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
