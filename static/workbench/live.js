@@ -76,6 +76,23 @@
       if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(obj));
     }
 
+    // While an htmx request of the page is in flight, updates wait: replacing the element such a
+    // request targets (a gate form inside the gate panel) would make its response land in a detached
+    // node. They are applied, in order, as soon as the request is done.
+    var inFlight = 0;
+    var queued = [];
+    document.body.addEventListener("htmx:beforeRequest", function () {
+      inFlight++;
+    });
+    document.body.addEventListener("htmx:afterRequest", function () {
+      inFlight = Math.max(0, inFlight - 1);
+      if (!inFlight) window.setTimeout(drain, 0);
+    });
+
+    function drain() {
+      while (!inFlight && queued.length) handle(queued.shift());
+    }
+
     function onMessage(event) {
       var msg;
       try {
@@ -83,6 +100,11 @@
       } catch (e) {
         return;
       }
+      if (inFlight || queued.length) queued.push(msg);
+      else handle(msg);
+    }
+
+    function handle(msg) {
       if (msg.type === "hello") {
         attempt = 0;
         hook.setAttribute("data-live", "open");

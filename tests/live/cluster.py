@@ -161,10 +161,10 @@ class Cluster:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
         return result.stdout
 
-    def start_server(self, index: int) -> int:
-        port = free_port()
+    def start_server(self, index: int, port: int | None = None) -> int:
+        port = port or free_port()
         log = self.tmp / f"daphne-{index}.log"
-        handle = log.open("wb")
+        handle = log.open("ab")
         if self.launcher is not None:
             command = [sys.executable, str(self.launcher), str(port), str(self.control_dir(index))]
         else:
@@ -183,9 +183,12 @@ class Cluster:
             stdout=handle,
             stderr=subprocess.STDOUT,
         )
-        self.procs.append(proc)
-        self.ports.append(port)
-        self.logs.append(log)
+        if index < len(self.procs):
+            self.procs[index] = proc
+        else:
+            self.procs.append(proc)
+            self.ports.append(port)
+            self.logs.append(log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -197,6 +200,35 @@ class Cluster:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"daphne did not start: {log.read_text()}")
+
+    def stop_server(self, index: int) -> None:
+        proc = self.procs[index]
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+    def restart_server(self, index: int) -> None:
+        """Stop server `index` and start it again on the same port (clients see their socket drop)."""
+        self.stop_server(index)
+        self.start_server(index, self.ports[index])
+
+    def python(self, code: str, timeout: float = 60) -> str:
+        """Run Python with this cluster's settings (django.setup() first) in a process of its own."""
+        result = subprocess.run(
+            [sys.executable, "-c", "import django; django.setup()\n" + code],
+            cwd=ROOT,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"python failed:\n{result.stdout}\n{result.stderr}")
+        return result.stdout
 
     def control_dir(self, index: int) -> Path:
         return self.tmp / f"control-{index}"
