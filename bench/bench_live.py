@@ -61,8 +61,20 @@ class Subscriber:
         self.reconnects = 0
         self.gaps = 0
         self.bytes = 0
+        self.unacked = 0
+        self.ack_timer: asyncio.TimerHandle | None = None
         self.connected = asyncio.Event()
         self.done = False
+
+    async def ack(self, ws) -> None:
+        if self.ack_timer is not None:
+            self.ack_timer.cancel()
+            self.ack_timer = None
+        self.unacked = 0
+        try:
+            await ws.send(json.dumps({"type": "ack", "seq": self.last_seq}))
+        except Exception:
+            pass
 
     async def run(self) -> None:
         from websockets.asyncio.client import connect
@@ -91,7 +103,13 @@ class Subscriber:
                             for seq in SEQ_RE.findall(message["html"]):
                                 self.received.setdefault(int(seq), now)
                             self.last_seq = message["last_seq"]
-                            await ws.send(json.dumps({"type": "ack", "seq": self.last_seq}))
+                            self.unacked += 1
+                            if self.unacked >= 4:  # cumulative acks, as live.js sends them
+                                await self.ack(ws)
+                            elif self.ack_timer is None:
+                                self.ack_timer = asyncio.get_running_loop().call_later(
+                                    0.1, lambda ws=ws: asyncio.ensure_future(self.ack(ws))
+                                )
                         if self.done:
                             return
             except (ConnectionClosed, OSError, TimeoutError):

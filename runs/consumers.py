@@ -10,7 +10,8 @@ server -> client
   {"type": "resync", "reason", "after_seq"}   then close(4000): the client reconnects with its seq
   {"type": "gone"}                             the run was deleted; close(4404)
 client -> server
-  {"type": "ack", "seq": b}            after applying an update (flow control)
+  {"type": "ack", "seq": b}            cumulative: every update up to b is applied (flow control);
+                                       a client may ack every update or a few at a time
   {"type": "resync", "after_seq": n}   the client saw a gap or lost state: resend from n
 
 Lossless: the consumer keeps only two integers per subscriber (what it sent, what exists) and reads
@@ -23,6 +24,7 @@ pile up as a seq range (and go out as one bigger update); a client that acks not
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -233,7 +235,7 @@ class RunLiveConsumer(LiveConsumer):
             metrics.add("resyncs")
         self.sent_seq = client_seq
         self.acked_seq = client_seq
-        self.inflight = 0
+        self.unacked: collections.deque[int] = collections.deque()  # last_seq of each un-acked update
         self.target_seq = max(self.target_seq, head)
         self.panel_digests: dict[str, str] = {}  # what this page shows now (unknown until we send)
         self.last_ack_at = asyncio.get_running_loop().time()
@@ -298,11 +300,12 @@ class RunLiveConsumer(LiveConsumer):
         if not isinstance(message, dict):
             return
         kind = message.get("type")
-        if kind == "ack":
+        if kind == "ack":  # cumulative: acknowledges every update up to `seq`
             seq = message.get("seq")
             if isinstance(seq, int) and seq > self.acked_seq:
                 self.acked_seq = min(seq, self.sent_seq)
-            self.inflight = max(0, self.inflight - 1)
+                while self.unacked and self.unacked[0] <= self.acked_seq:
+                    self.unacked.popleft()
             self.last_ack_at = asyncio.get_running_loop().time()
             self.acked.set()
         elif kind == "resync":
@@ -310,7 +313,7 @@ class RunLiveConsumer(LiveConsumer):
             if isinstance(seq, int) and 0 <= seq <= self.sent_seq:
                 metrics.add("resyncs")
                 self.sent_seq = self.acked_seq = seq
-                self.inflight = 0
+                self.unacked.clear()
                 self.last_ack_at = asyncio.get_running_loop().time()
                 self.acked.set()
                 self.wake.set()
@@ -327,7 +330,7 @@ class RunLiveConsumer(LiveConsumer):
             await self.wake.wait()
             self.wake.clear()
             while self.sent_seq < self.target_seq or self.status_dirty:
-                while self.inflight >= max_inflight:
+                while len(self.unacked) >= max_inflight:
                     self.acked.clear()
                     waited = loop.time() - self.last_ack_at
                     try:
@@ -342,7 +345,7 @@ class RunLiveConsumer(LiveConsumer):
                 metrics.add("updates_sent")
                 metrics.add("rows_sent", upto - self.sent_seq)
                 self.sent_seq = upto
-                self.inflight += 1
+                self.unacked.append(upto)
                 if spacing:
                     # At most one update per `spacing` per page: what arrives meanwhile rides along.
                     await asyncio.sleep(spacing)

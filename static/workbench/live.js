@@ -72,6 +72,20 @@
       hook.dispatchEvent(new CustomEvent("live:update", { bubbles: true, detail: msg }));
     }
 
+    // Acks are cumulative: one for every few updates (or shortly after the last one) is enough.
+    var unacked = 0;
+    var ackTimer = null;
+    function flushAck() {
+      if (ackTimer) window.clearTimeout(ackTimer);
+      ackTimer = null;
+      unacked = 0;
+      send({ type: "ack", seq: lastSeq });
+    }
+    function scheduleAck() {
+      if (++unacked >= 4) flushAck();
+      else if (!ackTimer) ackTimer = window.setTimeout(flushAck, 100);
+    }
+
     function send(obj) {
       if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(obj));
     }
@@ -114,7 +128,7 @@
           return;
         }
         apply(msg);
-        send({ type: "ack", seq: msg.last_seq });
+        scheduleAck();
       } else if (msg.type === "resync") {
         hook.setAttribute("data-live", "resync");  // the server closes; we reconnect with our seq
       } else if (msg.type === "gone") {
