@@ -8,7 +8,20 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CONFORMANCE = Path(os.environ.get("WORKBENCH_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
+
+
+def _find_conformance() -> Path:
+    """The reference's conformance corpus: $WORKBENCH_CONFORMANCE_DIR, else ../shared/conformance
+    beside the checkout, else the shared folder of this workplace (CI clones elsewhere)."""
+    if os.environ.get("WORKBENCH_CONFORMANCE_DIR"):
+        return Path(os.environ["WORKBENCH_CONFORMANCE_DIR"])
+    for candidate in (REPO.parent / "shared" / "conformance", Path("/work/shared/conformance")):
+        if candidate.is_dir():
+            return candidate
+    return REPO.parent / "shared" / "conformance"
+
+
+CONFORMANCE = _find_conformance()
 
 
 @pytest.fixture

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from runs.engine import AppendEvents, RunState, apply_event, decide, fold
+from tests.conftest import CONFORMANCE
 from tests.engine.conftest import make_ctx
 
-CONFORMANCE = Path("/work/shared/conformance")
 VALID = sorted(p for p in (CONFORMANCE / "valid").glob("*.json") if not p.name.endswith(".canonical.json"))
 
 pytestmark = pytest.mark.skipif(not VALID, reason="conformance corpus not available")

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from runs.protocol.bundle import check_bundle_file
 from runs.protocol.canonical import canonical_bytes, parse_json
 from runs.protocol.integrity import hash_input
-
-REPO = Path(__file__).resolve().parents[2]
-CONFORMANCE = Path(os.environ.get("WORKBENCH_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
+from tests.conftest import CONFORMANCE
 
 if not (CONFORMANCE / "manifest.json").exists():
     pytest.skip(
