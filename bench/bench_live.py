@@ -58,6 +58,7 @@ class Subscriber:
         self.cookie = cookie
         self.last_seq = 0
         self.received: dict[int, float] = {}
+        self.sent: dict[int, float] = {}  # server time the row left (update "sent_at")
         self.reconnects = 0
         self.gaps = 0
         self.bytes = 0
@@ -102,6 +103,7 @@ class Subscriber:
                                 continue
                             for seq in SEQ_RE.findall(message["html"]):
                                 self.received.setdefault(int(seq), now)
+                                self.sent.setdefault(int(seq), message["sent_at"])
                             self.last_seq = message["last_seq"]
                             self.unacked += 1
                             if self.unacked >= 4:  # cumulative acks, as live.js sends them
@@ -218,13 +220,15 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
     seqs = sorted(commits)
     pairs = sum(1 for s in subs for seq in seqs if seq in s.received)
     everyone = sum(1 for seq in seqs if all(seq in s.received for s in subs))
-    after_commit, after_request = [], []
+    after_commit, after_request, server_side, client_side = [], [], [], []
     for s in subs:
         for seq in seqs:
             if seq in s.received:
                 started, finished = commits[seq]
                 after_commit.append(max(0.0, s.received[seq] - finished) * 1000)
                 after_request.append((s.received[seq] - started) * 1000)
+                server_side.append((s.sent[seq] - finished) * 1000)
+                client_side.append((s.received[seq] - s.sent[seq]) * 1000)
     counters: dict[str, int] = {}
     async with httpx.AsyncClient(timeout=10, cookies={"sessionid": seed["sessions"]["alice"]}) as http:
         for i in range(len(cluster.ports)):
@@ -241,6 +245,10 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
         "shown_by_all": everyone / len(seqs) if seqs else 0.0,
         "p50_after_commit": percentile(after_commit, 0.5),
         "p99_after_commit": percentile(after_commit, 0.99),
+        "p50_server": percentile(server_side, 0.5),
+        "p99_server": percentile(server_side, 0.99),
+        "p50_client": percentile(client_side, 0.5),
+        "p99_client": percentile(client_side, 0.99),
         "p50_after_request": percentile(after_request, 0.5),
         "p99_after_request": percentile(after_request, 0.99),
         "client_reconnects": sum(s.reconnects for s in subs),
@@ -286,6 +294,10 @@ def main() -> int:
         print(
             f"  commit -> receipt      p50 {r['p50_after_commit']:.0f} ms  p99 {r['p99_after_commit']:.0f} ms"
             "   (target p99 < 250 ms)"
+        )
+        print(
+            f"    of which commit -> sent  p50 {r['p50_server']:.0f} ms  p99 {r['p99_server']:.0f} ms;"
+            f"  sent -> received  p50 {r['p50_client']:.0f} ms  p99 {r['p99_client']:.0f} ms"
         )
         if WRITER == "rest":
             print(

@@ -72,11 +72,22 @@ def writer(control: Path) -> None:
     (control / "commits.tmp").rename(control / "commits.json")
 
 
+def apply_overrides() -> None:
+    """LIVE_BENCH_SETTINGS='{"LIVE_MIN_UPDATE_SECONDS": 0.03}': try other live knobs in a bench run."""
+    raw = os.environ.get("LIVE_BENCH_SETTINGS")
+    if raw:
+        from django.conf import settings
+
+        for name, value in json.loads(raw).items():
+            setattr(settings, name, value)
+
+
 def main() -> None:
     if sys.argv[1] == "write":  # writer-only process (scaled profile: broadcasts travel through Redis)
         import django
 
         django.setup()
+        apply_overrides()
         control = Path(sys.argv[2])
         control.mkdir(parents=True, exist_ok=True)
         writer(control)
@@ -89,8 +100,7 @@ def main() -> None:
     import django
 
     django.setup()
-    if os.environ.get("LIVE_SWITCH_INTERVAL"):
-        sys.setswitchinterval(float(os.environ["LIVE_SWITCH_INTERVAL"]))
+    apply_overrides()
     threading.Thread(target=writer, args=(control,), name="bench-writer", daemon=True).start()
     from daphne.cli import CommandLineInterface
 

@@ -4,7 +4,7 @@ Protocol of `/ws/runs/<run_id>/?last_seq=N` (JSON text frames):
 
 server -> client
   {"type": "hello", "run_id", "last_seq": <current>, "from_seq": N}
-  {"type": "update", "from_seq": a, "last_seq": b, "status", "html"}
+  {"type": "update", "from_seq": a, "last_seq": b, "status", "sent_at", "html"}
         timeline rows a+1..b plus fresh status badge, gate panel, graph and ledger totals, as htmx
         out-of-band swaps. Updates are contiguous: each `from_seq` equals the previous `last_seq`.
   {"type": "resync", "reason", "after_seq"}   then close(4000): the client reconnects with its seq
@@ -26,7 +26,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
+import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import orjson
@@ -114,11 +117,37 @@ class UpdateCache:
 update_cache = UpdateCache()
 
 
+# Renders run on a thread of their own, off the thread that serves sync HTTP views (so pushing
+# to sockets never queues page requests or API writes behind it). Unlike database_sync_to_async,
+# which closes the connection after every call (CONN_MAX_AGE=0 by default), this thread keeps its
+# connection: a render per broadcast would otherwise open a database connection per broadcast. A
+# connection that went bad is dropped and the render retried once on a fresh one.
+_render_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-render")
+
+
+def close_render_connection() -> None:
+    """Close the render thread's database connection (tests, before the test database goes)."""
+    from django.db import connections
+
+    _render_pool.submit(connections.close_all).result()
+
+
+def _render_with_connection(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
+    from django.db import DatabaseError, connection
+
+    try:
+        return render_update(sub, from_seq, upto_seq)
+    except DatabaseError:
+        connection.close()
+        return render_update(sub, from_seq, upto_seq)
+
+
 async def _render(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
-    # Off the thread that serves sync HTTP views: rendering for sockets never queues page requests
-    # or API writes behind it.
     metrics.add("renders")
-    return await database_sync_to_async(render_update, thread_sensitive=False)(sub, from_seq, upto_seq)
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(
+        _render_pool, contextvars.copy_context().run, _render_with_connection, sub, from_seq, upto_seq
+    )
 
 
 def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
@@ -145,6 +174,9 @@ class RunHub:
         self.channel: str | None = None
         self.pump: asyncio.Task | None = None
         self.ready = asyncio.Event()
+        self.pending: dict | None = None  # notifications merged since the last tick
+        self.last_tick = 0.0
+        self.tick_handle: asyncio.TimerHandle | None = None
 
     async def add(self, consumer: RunLiveConsumer, layer) -> None:
         self.subscribers.add(consumer)
@@ -170,11 +202,45 @@ class RunHub:
                 message = await layer.receive(self.channel)
                 if message.get("type") != "run.changed":
                     continue
-                for consumer in list(self.subscribers):
-                    consumer.on_change(message)
+                self._merge(message)
+                self._schedule()
         finally:
+            if self.tick_handle is not None:
+                self.tick_handle.cancel()
             with contextlib.suppress(Exception):
                 await asyncio.shield(layer.group_discard(group, self.channel))
+
+    def _merge(self, message: dict) -> None:
+        pending = self.pending
+        if pending is None:
+            self.pending = dict(message)
+            return
+        first = int(message.get("first_seq") or 0)
+        if first and (not pending.get("first_seq") or first < pending["first_seq"]):
+            pending["first_seq"] = first
+        pending["last_seq"] = max(int(pending.get("last_seq") or 0), int(message.get("last_seq") or 0))
+        pending["status"] = message.get("status")
+
+    def _schedule(self) -> None:
+        """Wake the local pages at most once per LIVE_MIN_UPDATE_SECONDS, all at the same moment:
+        pages in step ask for the same seq range, so one rendering serves them all."""
+        if self.tick_handle is not None:
+            return
+        spacing = _setting("LIVE_MIN_UPDATE_SECONDS", 0.05)
+        wait = self.last_tick + spacing - self.loop.time()
+        if wait <= 0 or (self.pending or {}).get("status") == "deleted":
+            self._tick()
+        else:
+            self.tick_handle = self.loop.call_later(wait, self._tick)
+
+    def _tick(self) -> None:
+        self.tick_handle = None
+        self.last_tick = self.loop.time()
+        message, self.pending = self.pending, None
+        if message is None:
+            return
+        for consumer in list(self.subscribers):
+            consumer.on_change(message)
 
 
 _hubs: dict[tuple[int, str], RunHub] = {}
@@ -324,7 +390,6 @@ class RunLiveConsumer(LiveConsumer):
         max_inflight = int(_setting("LIVE_MAX_INFLIGHT", 8))
         ack_timeout = _setting("LIVE_ACK_TIMEOUT_SECONDS", 10.0)
         batch = int(_setting("LIVE_MAX_ROWS_PER_UPDATE", 200))
-        spacing = _setting("LIVE_MIN_UPDATE_SECONDS", 0.05)
         loop = asyncio.get_running_loop()
         while not self.closing:
             await self.wake.wait()
@@ -346,9 +411,6 @@ class RunLiveConsumer(LiveConsumer):
                 metrics.add("rows_sent", upto - self.sent_seq)
                 self.sent_seq = upto
                 self.unacked.append(upto)
-                if spacing:
-                    # At most one update per `spacing` per page: what arrives meanwhile rides along.
-                    await asyncio.sleep(spacing)
 
     def _compose(self, update: RenderedUpdate) -> str:
         """The update as this subscriber needs it: rows plus the panels that changed for it."""
@@ -360,7 +422,7 @@ class RunLiveConsumer(LiveConsumer):
         html = "".join(parts).replace(CSRF_PLACEHOLDER, self.csrf_token)
         return (
             f'{{"type":"update","from_seq":{update.after_seq},"last_seq":{update.upto_seq},'
-            f'"status":{_dumps(update.status)},"html":"{html}"}}'
+            f'"status":{_dumps(update.status)},"sent_at":{time.time():.4f},"html":"{html}"}}'
         )
 
     async def _drop(self, reason: str) -> None:

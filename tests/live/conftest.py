@@ -50,6 +50,9 @@ def channel_layer_kind(request):
 
         metrics.reset()
         yield kind
+        from runs.consumers import close_render_connection
+
+        close_render_connection()
     if kind == "redis":
         import redis
 

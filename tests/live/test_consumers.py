@@ -217,7 +217,12 @@ async def test_slow_subscriber_is_dropped_and_told_to_resync(channel_layer_kind,
     from runs.live import metrics
 
     run_id = await start_run(workspace, workflow)
-    with override_settings(LIVE_MAX_INFLIGHT=2, LIVE_ACK_TIMEOUT_SECONDS=0.5, LIVE_COALESCE_SECONDS=0.0):
+    with override_settings(
+        LIVE_MAX_INFLIGHT=2,
+        LIVE_ACK_TIMEOUT_SECONDS=0.5,
+        LIVE_COALESCE_SECONDS=0.0,
+        LIVE_MIN_UPDATE_SECONDS=0.0,
+    ):
         slow, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
         assert connected
         fast, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
