@@ -27,6 +27,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import logging
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -36,10 +37,13 @@ import orjson
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from runs.live import metrics, publisher, run_group, workspace_group
 from runs.live_fragments import CSRF_PLACEHOLDER, RenderedUpdate
+
+log = logging.getLogger(__name__)
 
 CLOSE_RESYNC = 4000
 CLOSE_FORBIDDEN = 4403
@@ -194,21 +198,45 @@ class RunHub:
 
     async def _pump(self, layer) -> None:
         group = run_group(self.run_id)
-        self.channel = await layer.new_channel()  # the default prefix: channels_redis shares one reader
-        await layer.group_add(group, self.channel)
-        self.ready.set()
-        try:
-            while True:
-                message = await layer.receive(self.channel)
-                if message.get("type") != "run.changed":
-                    continue
-                self._merge(message)
-                self._schedule()
-        finally:
-            if self.tick_handle is not None:
-                self.tick_handle.cancel()
-            with contextlib.suppress(Exception):
-                await asyncio.shield(layer.group_discard(group, self.channel))
+        first = True
+        while True:
+            try:
+                self.channel = (
+                    await layer.new_channel()
+                )  # the default prefix: channels_redis shares one reader
+                await layer.group_add(group, self.channel)
+                self.ready.set()
+                if not first:
+                    # Notifications may have been lost while the layer was away: ask the store.
+                    head = await database_sync_to_async(current_last_seq)(self.run_id)
+                    if head is not None:
+                        self._merge(
+                            {
+                                "type": "run.changed",
+                                "run_id": self.run_id,
+                                "first_seq": 0,
+                                "last_seq": head,
+                                "status": None,
+                            }
+                        )
+                        self._schedule()
+                first = False
+                while True:
+                    message = await layer.receive(self.channel)
+                    if message.get("type") != "run.changed":
+                        continue
+                    self._merge(message)
+                    self._schedule()
+            except asyncio.CancelledError:
+                if self.tick_handle is not None:
+                    self.tick_handle.cancel()
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(layer.group_discard(group, self.channel))
+                raise
+            except Exception:
+                metrics.add("layer_errors")
+                log.exception("live: the channel layer failed for run %s; rejoining", self.run_id)
+                await asyncio.sleep(1.0)
 
     def _merge(self, message: dict) -> None:
         pending = self.pending
@@ -219,7 +247,8 @@ class RunHub:
         if first and (not pending.get("first_seq") or first < pending["first_seq"]):
             pending["first_seq"] = first
         pending["last_seq"] = max(int(pending.get("last_seq") or 0), int(message.get("last_seq") or 0))
-        pending["status"] = message.get("status")
+        if message.get("status") and pending.get("status") != "deleted":
+            pending["status"] = message["status"]
 
     def _schedule(self) -> None:
         """Wake the local pages at most once per LIVE_MIN_UPDATE_SECONDS, all at the same moment:
@@ -274,6 +303,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
 class RunLiveConsumer(LiveConsumer):
     """One open run page."""
 
+    # No channel of its own on the layer: the run's hub subscribes once for the whole process, so a
+    # page neither costs a layer receiver nor dies with the layer's connection (the hub rejoins).
+    channel_layer_alias = "__live_pages_use_the_run_hub__"
     sub: Subscription | None = None
 
     async def connect(self) -> None:
@@ -289,7 +321,7 @@ class RunLiveConsumer(LiveConsumer):
         self.status_dirty = False
         self.wake = asyncio.Event()
         self.hub = hub_for(run_id)
-        await self.hub.add(self, self.channel_layer)
+        await self.hub.add(self, get_channel_layer())
         await self.accept()
         metrics.add("connections")
         metrics.add("open")
@@ -405,7 +437,14 @@ class RunLiveConsumer(LiveConsumer):
                         return
                 upto = min(self.target_seq, self.sent_seq + batch)
                 self.status_dirty = False
-                update = await update_cache.get(self.sub, self.sent_seq, upto)
+                try:
+                    update = await update_cache.get(self.sub, self.sent_seq, upto)
+                except Exception:  # e.g. the run was deleted meanwhile: the page reconnects and sees
+                    log.exception(
+                        "live: rendering run %s %s..%s failed", self.sub.run_id, self.sent_seq, upto
+                    )
+                    await self._drop("error")
+                    return
                 await self.send(text_data=self._compose(update))
                 metrics.add("updates_sent")
                 metrics.add("rows_sent", upto - self.sent_seq)
@@ -426,7 +465,8 @@ class RunLiveConsumer(LiveConsumer):
         )
 
     async def _drop(self, reason: str) -> None:
-        metrics.add("drops")
+        if reason == "slow":
+            metrics.add("drops")
         with contextlib.suppress(Exception):
             await self._send_json({"type": "resync", "reason": reason, "after_seq": self.acked_seq})
         self.closing = True

@@ -67,6 +67,7 @@ class LiveMetrics:
     broadcasts: int = 0  # run.changed messages sent (per run, after coalescing)
     coalesced: int = 0  # commits merged into another commit's broadcast
     publish_errors: int = 0
+    layer_errors: int = 0  # a run hub lost its channel-layer subscription and rejoined
     connections: int = 0  # websocket connections accepted
     refused: int = 0  # connections refused (anonymous, outsider, unknown run)
     open: int = 0  # connections open now

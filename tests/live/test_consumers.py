@@ -309,3 +309,33 @@ async def test_deleted_run_closes_the_socket(channel_layer_kind, workspace, alic
     await database_sync_to_async(actions.do_delete_run)(workspace=workspace, run_id=run_id)
     assert await receive(comm) == {"type": "gone"}
     assert (await comm.receive_output(timeout=3))["code"] == 4404
+
+
+async def test_hub_rejoins_after_the_layer_connection_dies(channel_layer_kind, workspace, alice, workflow):
+    """Redis drops our connections: the run's hub rejoins and catches up from the store."""
+    if channel_layer_kind != "redis":
+        pytest.skip("only the Redis layer has a connection to lose")
+    import redis
+
+    from runs.live import metrics
+    from tests.live.conftest import REDIS_DB, redis_url
+
+    run_id = await start_run(workspace, workflow)
+    comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+    assert connected
+    await receive(comm)
+    await settle(comm)
+    admin = redis.Redis.from_url(redis_url())
+    ours = [
+        c["id"]
+        for c in admin.client_list()
+        if int(c.get("db", -1)) == REDIS_DB and c["id"] != admin.client_id()
+    ]
+    assert ours, "the hub holds a Redis connection on the test database"
+    for client_id in ours:
+        admin.client_kill_filter(_id=client_id)
+    last = await annotate(workspace, run_id, 2, text="after the cut")
+    updates = await collect_until(comm, last, timeout=15)
+    assert seqs_in(updates) == [1, 2]
+    assert metrics.snapshot()["layer_errors"] >= 1
+    await comm.disconnect()
