@@ -23,6 +23,21 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 EXAMPLE_RUN = "run_example"
 
 
+@pytest.fixture(autouse=True)
+def keep_test_connection():
+    """Requests go through the real WSGI handler, whose request signals close the database
+    connection; inside the test's transaction that would close it under the test (PostgreSQL).
+    Django's own test client detaches the same handler."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
 @pytest.fixture
 def bearer(workspace, workflow):
     from accounts.tokens import create_token
