@@ -5,8 +5,9 @@ Protocol of `/ws/runs/<run_id>/?last_seq=N` (JSON text frames):
 server -> client
   {"type": "hello", "run_id", "last_seq": <current>, "from_seq": N}
   {"type": "update", "from_seq": a, "last_seq": b, "status", "sent_at", "html"}
-        timeline rows a+1..b plus fresh status badge, gate panel, graph and ledger totals, as htmx
-        out-of-band swaps. Updates are contiguous: each `from_seq` equals the previous `last_seq`.
+        timeline rows a+1..b plus the status badge, gate panel, graph and ledger totals that changed
+        since this socket last got them, as htmx out-of-band swaps. Updates are contiguous: each
+        `from_seq` equals the previous `last_seq`. `sent_at` is the server's clock (diagnostics).
   {"type": "resync", "reason", "after_seq"}   then close(4000): the client reconnects with its seq
   {"type": "gone"}                             the run was deleted; close(4404)
 client -> server
@@ -19,6 +20,16 @@ rows from the event store, so notifications can be merged or lost without losing
 at most `LIVE_MAX_INFLIGHT` un-acked updates per subscriber; while the client lags, later events
 pile up as a seq range (and go out as one bigger update); a client that acks nothing for
 `LIVE_ACK_TIMEOUT_SECONDS` is dropped with a resync notice. Writers never wait for any of this.
+
+Fan-out: one `RunHub` per run and process holds the only channel-layer subscription (group
+`run.<id>`) and wakes its pages together at most every `LIVE_MIN_UPDATE_SECONDS`, so pages in step
+share one rendering (`UpdateCache`) and the layer carries one message per process, not per page.
+
+Settings (all optional): LIVE_COALESCE_SECONDS (publisher window, 0.03), LIVE_MIN_UPDATE_SECONDS
+(0.05), LIVE_MAX_INFLIGHT (8), LIVE_ACK_TIMEOUT_SECONDS (10), LIVE_MAX_ROWS_PER_UPDATE (200).
+
+`/ws/workspace/` (runs list, review inbox) sends `{"type": "run.changed", "run_id", "workspace_id",
+"last_seq", "status"}` for the runs of every workspace the user belongs to; pages refresh over HTTP.
 """
 
 from __future__ import annotations
