@@ -4,9 +4,10 @@
     python bench/live_server.py write CONTROL_DIR      (the writer alone, no server)
 
 Serves workbench.asgi:application like `daphne -b 127.0.0.1 -p PORT`. A writer thread waits for
-CONTROL_DIR/start.json ({"workspace", "run_id", "events", "rate"}), then appends that many
-`tool_call` events through the in-process session API (runs.session: one action, one commit per
-event) at the given rate, and writes CONTROL_DIR/commits.json: {seq: unix time right after the
+CONTROL_DIR/start.json ({"workspace", "run_id", "events", "rate", "warmup"}), appends `warmup`
+events (not measured), pauses 1 s, then appends `events`
+`tool_call` events (through the session API, runs.session: one action, one commit per event) at
+the given rate, and writes CONTROL_DIR/commits.json: {seq: unix time right after the
 commit returned}. In-process, because with the in-memory channel layer only a write inside the
 serving process can reach its sockets (as with the playground or an embedded host application).
 """
@@ -52,6 +53,13 @@ def writer(control: Path) -> None:
     session = Workbench(workspace=spec["workspace"], actor="pipeline:bench").session(spec["run_id"])
     commits: dict[int, float] = {}
     failures = 0
+    # Warm-up: a few events first (templates compiled, connections opened), not measured.
+    warmup = int(spec.get("warmup", 0))
+    for i in range(warmup):
+        session.append_events([tool_event(spec["run_id"], -1 - i)])
+        time.sleep(1 / spec["rate"])
+    first_measured = (session.run.last_seq + 1) if warmup else 1
+    time.sleep(1.0 if warmup else 0)
     t0 = time.monotonic()
     for i in range(spec["events"]):
         delay = t0 + i / spec["rate"] - time.monotonic()
@@ -67,7 +75,7 @@ def writer(control: Path) -> None:
         for seq in result.seqs:
             commits[seq] = committed
     elapsed = time.monotonic() - t0
-    out = {"commits": commits, "failures": failures, "seconds": elapsed}
+    out = {"commits": commits, "failures": failures, "seconds": elapsed, "first_measured": first_measured}
     (control / "commits.tmp").write_text(json.dumps(out))
     (control / "commits.tmp").rename(control / "commits.json")
 
