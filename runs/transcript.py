@@ -470,3 +470,20 @@ def iter_run_transcript(run, *, chunk: int = 2000) -> Iterator[bytes]:
         )
     for obj in transcript_lines(run.run_doc, stored(), kids):
         yield dump_line(obj)
+
+
+async def aiter_run_transcript(run, *, lines_per_chunk: int = 500):
+    """The same bytes for an ASGI response: the database is read on the sync thread, a chunk of
+    lines at a time, so a long run streams in bounded memory instead of being buffered."""
+    from asgiref.sync import sync_to_async
+
+    lines = iter_run_transcript(run)
+
+    def take() -> bytes:
+        return b"".join(line for _, line in zip(range(lines_per_chunk), lines, strict=False))
+
+    while True:
+        chunk = await sync_to_async(take, thread_sensitive=True)()
+        if not chunk:
+            return
+        yield chunk

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 
 from accounts.models import Scope
 from runs.api.auth import principal
 from runs.selectors import get_run
-from runs.transcript import iter_run_transcript
+from runs.transcript import aiter_run_transcript, iter_run_transcript
 
 router = Router(tags=["runs"])
 
@@ -30,9 +31,10 @@ def run_transcript(request: HttpRequest, run_id: str):
     caller = principal(request)
     caller.require(Scope.READ)
     run = get_run(caller.workspace, run_id)
-    response = StreamingHttpResponse(
-        iter_run_transcript(run), content_type="application/jsonl; charset=utf-8"
-    )
+    # Under ASGI an async iterator streams in bounded memory (Django would buffer a sync one whole);
+    # under WSGI (tests, management tools) the plain generator streams.
+    lines = aiter_run_transcript(run) if isinstance(request, ASGIRequest) else iter_run_transcript(run)
+    response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run.pk)[:120]
     response["Content-Disposition"] = f'inline; filename="{safe}.jsonl"'
     response["Cache-Control"] = "no-store"

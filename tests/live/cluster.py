@@ -86,6 +86,7 @@ class Cluster:
         self.procs: list[subprocess.Popen] = []
         self.ports: list[int] = []
         self.logs: list[Path] = []
+        self.handles: list = []
 
     # -- environment
     @property
@@ -165,6 +166,7 @@ class Cluster:
         port = port or free_port()
         log = self.tmp / f"daphne-{index}.log"
         handle = log.open("ab")
+        self.handles.append(handle)
         if self.launcher is not None:
             command = [sys.executable, str(self.launcher), str(port), str(self.control_dir(index))]
         else:
@@ -244,6 +246,9 @@ class Cluster:
                 proc.kill()
                 proc.wait(timeout=5)
         self.procs.clear()
+        for handle in self.handles:
+            handle.close()
+        self.handles.clear()
         try:
             self.drop_database()
         finally:

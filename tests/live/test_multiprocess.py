@@ -95,6 +95,19 @@ def test_write_through_one_server_reaches_a_socket_of_the_other():
 
         asyncio.run(scenario())
 
+        # The transcript over HTTP from a real ASGI server (streamed by an async iterator) is the
+        # same as the CLI's, line for line.
+        response = httpx.get(
+            cluster.url(1, f"/api/runs/{run_id}/transcript.jsonl"),
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"].startswith("application/jsonl")
+        assert response.text == cluster.manage("transcript", run_id)
+        lines = [json.loads(line) for line in response.text.splitlines()]
+        assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
+        assert [line["type"] for line in lines] == ["run.started", "annotation", "annotation"]
+
         # Outsiders are refused by the second server too.
         async def outsider() -> None:
             from websockets.exceptions import InvalidStatus
