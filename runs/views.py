@@ -500,6 +500,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
+@vary_on_headers("HX-Request")
 def review_inbox(request: HttpRequest) -> HttpResponse:
     """Every pending gate across the workspace's runs (the reviewer's inbox)."""
     workspace = current_workspace(request)
@@ -514,7 +515,7 @@ def review_inbox(request: HttpRequest) -> HttpResponse:
             items.append({"run": run, "gate": gate})
     return render(
         request,
-        "runs/inbox.html",
+        "runs/inbox.html#inbox_table" if request.htmx else "runs/inbox.html",
         {"items": items, "runs_count": len(runs), "limit": INBOX_LIMIT, "nav_active": "inbox"},
     )
 

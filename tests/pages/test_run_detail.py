@@ -196,7 +196,7 @@ def test_runs_list_filters_search_and_pagination(client, alice, make_run):
     assert "run_list_1" not in client.get("/runs/", {"status": "completed"}).content.decode()
     assert "run_list_1" in client.get("/runs/", {"workflow": "wf-demo"}).content.decode()
     frag = client.get("/runs/", {"status": "running"}, HTTP_HX_REQUEST="true").content.decode()
-    assert frag.lstrip().startswith('<div id="run-table">')
+    assert frag.lstrip().startswith('<div id="run-table"')
     import runs.views as views
 
     old = views.RUNS_PER_PAGE
@@ -209,8 +209,8 @@ def test_runs_list_filters_search_and_pagination(client, alice, make_run):
         page2 = client.get("/runs/", {"cursor": unquote(cursor)}).content.decode()
     finally:
         views.RUNS_PER_PAGE = old
-    ids1 = set(re.findall(r"run_list_\d", page1))
-    ids2 = set(re.findall(r"run_list_\d", page2))
+    ids1 = set(re.findall(r'href="/runs/(run_list_\d)/"', page1))
+    ids2 = set(re.findall(r'href="/runs/(run_list_\d)/"', page2))
     assert len(ids1) == 2 and len(ids2) == 1 and not ids1 & ids2
 
 
@@ -235,3 +235,16 @@ def test_model_calls_open_in_playground(client, alice, run):
     assert client.get(links[-1].replace("&amp;", "&")).status_code == 200
     public = client.get("/runs/demo")
     assert "from_event" not in public.content.decode()
+
+
+def test_list_and_inbox_refresh_themselves_on_workspace_changes(client, bob, make_run):
+    """Both pages follow the workspace socket (live.js) and re-fetch only their table fragment."""
+    make_run("run_live_list")
+    login(client, bob)
+    for url, fragment_id in (("/runs/", "run-table"), ("/runs/inbox/", "inbox-table")):
+        page = client.get(url).content.decode()
+        assert f'id="{fragment_id}" data-live-workspace' in page
+        assert 'hx-trigger="live:runs-changed from:body throttle:1s"' in page
+        fragment = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+        assert fragment.lstrip().startswith("<div") and "run_live_list" in fragment
+        assert "<html" not in fragment
