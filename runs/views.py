@@ -47,6 +47,7 @@ from runs.engine.state import RunState
 from runs.graph import bar_chart, layout_workflow
 from runs.models import ArtifactVersion, Event, Membership, Role, Run, RunStatus, loads
 from runs.protocol.schemas import SchemaRegistry, default_registry
+from runs.protocol.validate import EVENT_TYPES
 from runs.timeline import EventRecord, build_rows, changed_top_keys, diff_values
 from runs.web import (
     actor_for,
@@ -214,26 +215,6 @@ class TimelineFilters:
             for k, v in (("type", self.type), ("step", self.step), ("corr", self.corr), ("q", self.q))
             if v
         }
-
-
-EVENT_TYPES = [
-    "step_started",
-    "step_completed",
-    "artifact_written",
-    "artifact_patch",
-    "model_io",
-    "tool_call",
-    "human_gate_requested",
-    "human_gate_resolved",
-    "rule_changed",
-    "policy_changed",
-    "error",
-    "run_forked",
-    "annotation",
-    "run_status_changed",
-    "span_started",
-    "span_ended",
-]
 
 
 @dataclass

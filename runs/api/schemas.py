@@ -12,28 +12,13 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
+from runs.protocol.validate import EVENT_TYPES
+
 GatePolicy = Literal["AUTO", "PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT"]
 Gate = Literal["PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT"]
 Decision = Literal["approved", "rejected", "edited"]
 RunStatus = Literal["running", "completed", "failed", "cancelled"]
-EventType = Literal[
-    "step_started",
-    "step_completed",
-    "artifact_written",
-    "artifact_patch",
-    "model_io",
-    "tool_call",
-    "human_gate_requested",
-    "human_gate_resolved",
-    "rule_changed",
-    "policy_changed",
-    "error",
-    "run_forked",
-    "annotation",
-    "run_status_changed",
-    "span_started",
-    "span_ended",
-]
+EventType = Literal[EVENT_TYPES]  # the protocol's own list (runs.protocol.validate)
 
 
 class ProtocolObject(Schema):

@@ -35,6 +35,7 @@ from runs.engine.workflow import GATE_POLICIES, normalize_workflow
 from runs.protocol.errors import ProtocolError
 from runs.protocol.patch import check_patch
 from runs.protocol.schemas import SchemaRegistry, default_registry
+from runs.protocol.validate import EVENT_TYPES as PROTOCOL_EVENT_TYPES
 
 GATES = ("PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT")
 DECISIONS = ("approved", "rejected", "edited")
@@ -869,26 +870,7 @@ def _fail_run(state: RunState, cmd: FailRun, ctx: Context) -> list[dict[str, Any
 
 # --------------------------------------------------------------------------- external events
 
-EVENT_TYPES = frozenset(
-    {
-        "step_started",
-        "step_completed",
-        "artifact_written",
-        "artifact_patch",
-        "model_io",
-        "tool_call",
-        "human_gate_requested",
-        "human_gate_resolved",
-        "rule_changed",
-        "policy_changed",
-        "error",
-        "run_forked",
-        "annotation",
-        "run_status_changed",
-        "span_started",
-        "span_ended",
-    }
-)
+EVENT_TYPES = frozenset(PROTOCOL_EVENT_TYPES)
 
 
 def _append_events(state: RunState, cmd: AppendEvents, ctx: Context) -> list[dict[str, Any]]:
