@@ -12,21 +12,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.browser.support import launch, require_chromium
 from tests.conftest import LINEAR_WORKFLOW
 from tests.live.cluster import Cluster
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 
 
 def event(run_id: str, n: int, **fields) -> dict:
@@ -36,6 +26,7 @@ def event(run_id: str, n: int, **fields) -> dict:
 def test_page_follows_rows_and_gate_panel():
     from playwright.sync_api import expect, sync_playwright
 
+    require_chromium()
     with Cluster(database="sqlite", servers=1) as cluster:
         seed = cluster.seed(
             workflow=LINEAR_WORKFLOW,
@@ -47,7 +38,7 @@ def test_page_follows_rows_and_gate_panel():
         api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            browser = launch(p)
             errors: list[str] = []
             pages = {}
             for name in ("alice", "bob"):

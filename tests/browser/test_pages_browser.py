@@ -8,29 +8,16 @@ of every page go to test-results/screenshots/. Console errors (CSP violations in
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.browser.support import launch, serve_app
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "test-results" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 SETUP = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
@@ -74,58 +61,12 @@ actions.do_delete_run(workspace=other, run_id="run_to_import")  # run ids are un
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("chromium is not installed")
     tmp = tmp_path_factory.mktemp("pages-browser")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-        "SECRET_KEY": "browser-test-secret-key-0123456789abcdef",
-        "WORKBENCH_VAR_DIR": str(tmp),
-        "DEBUG": "1",
-        "DJANGO_SETTINGS_MODULE": "workbench.settings",
-        "PYTHONPATH": str(REPO),
-    }
-    env.pop("REDIS_URL", None)
-    python = sys.executable
     bundle = tmp / "bundle.json"
-    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    subprocess.run(
-        [python, "-c", SETUP.replace("__BUNDLE__", repr(str(bundle)))], cwd=REPO, env=env, check=True
-    )
-    port = _free_port()
-    daphne = str(Path(python).with_name("daphne"))
-    proc = subprocess.Popen(
-        [daphne, "-b", "127.0.0.1", "-p", str(port), "workbench.asgi:application"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp / "daphne.log", "w"),  # noqa: SIM115
-    )
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("daphne did not start")
-    yield {"url": f"http://127.0.0.1:{port}", "bundle": bundle}
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with serve_app(tmp, setup_code=SETUP.replace("__BUNDLE__", repr(str(bundle)))) as url:
+        yield {"url": url, "bundle": bundle}
 
 
 @pytest.fixture
@@ -133,7 +74,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        b = launch(pw)
         yield b
         b.close()
 

@@ -8,30 +8,16 @@ switch mode, then open the recorded model call from its run in the playground.
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.browser.support import launch, serve_app
 from tests.fakes.anthropic_api import FakeAnthropic
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 SETUP = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
@@ -50,12 +36,6 @@ ModelEntry.objects.create(workspace=ws, provider=p, model_id="claude-sonnet-4-6"
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def fake():
     with FakeAnthropic() as server:
@@ -64,48 +44,11 @@ def fake():
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, fake):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("chromium is not installed")
     tmp = tmp_path_factory.mktemp("pg-browser")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-        "SECRET_KEY": "browser-test-secret-key-0123456789abcdef",
-        "WORKBENCH_VAR_DIR": str(tmp),
-        "DEBUG": "1",
-        "PLAYGROUND_EXECUTOR": "inprocess",
-        "DJANGO_SETTINGS_MODULE": "workbench.settings",
-        "PYTHONPATH": str(REPO),
-    }
-    env.pop("REDIS_URL", None)
-    python = sys.executable
-    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    subprocess.run([python, "-c", SETUP.format(url=fake.url)], cwd=REPO, env=env, check=True)
-    port = _free_port()
-    daphne = str(Path(python).with_name("daphne"))
-    proc = subprocess.Popen(
-        [daphne, "-b", "127.0.0.1", "-p", str(port), "workbench.asgi:application"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp / "daphne.log", "w"),  # noqa: SIM115
-    )
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("daphne did not start")
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with serve_app(
+        tmp, setup_code=SETUP.format(url=fake.url), extra_env={"PLAYGROUND_EXECUTOR": "inprocess"}
+    ) as url:
+        yield url
 
 
 @pytest.fixture
@@ -113,7 +56,7 @@ def page(server):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = launch(pw)
         context = browser.new_context(accept_downloads=True)
         pg = context.new_page()
         errors: list[str] = []

@@ -1,0 +1,95 @@
+"""Shared by the browser tests: Debian's Chromium through Playwright, and the app served by daphne."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+# Playwright's own browser download cannot work here; these flags keep Chromium off the network.
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+
+def require_chromium() -> None:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium is not installed (make chromium)")
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve_app(tmp: Path, *, setup_code: str, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """A fresh SQLite database in `tmp`, migrated and seeded by `setup_code`, served by daphne."""
+    require_chromium()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
+        "SECRET_KEY": "browser-test-secret-key-0123456789abcdef",
+        "WORKBENCH_VAR_DIR": str(tmp),
+        "DEBUG": "1",
+        "DJANGO_SETTINGS_MODULE": "workbench.settings",
+        "PYTHONPATH": str(REPO),
+        **(extra_env or {}),
+    }
+    env.pop("REDIS_URL", None)
+    python = sys.executable
+    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    subprocess.run([python, "-c", setup_code], cwd=REPO, env=env, check=True)
+    port = free_port()
+    with open(tmp / "daphne.log", "w") as log:
+        proc = subprocess.Popen(
+            [
+                str(Path(python).with_name("daphne")),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "workbench.asgi:application",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    pytest.fail(f"daphne did not start: {(tmp / 'daphne.log').read_text()[-2000:]}")
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
