@@ -375,7 +375,9 @@ def do_commands(
                     # failure rolls the whole transaction back, so no trial copy is needed).
                     for i, event in enumerate(command.events):
                         validate_event(event, f"events[{i}]", code=ErrorCode.INVALID_TRACE_EVENT)
-                    append_in_place(state, command.events, ctx, on_applied=appender.record)
+                    append_in_place(
+                        state, command.events, ctx, on_applied=appender.record, shape_checked=True
+                    )
                     continue
                 for event in decide(state, command, ctx):
                     appender.append(event)

@@ -885,6 +885,8 @@ def append_in_place(
     events: Iterable[Any],
     ctx: Context,
     on_applied: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    shape_checked: bool = False,
 ) -> None:
     """Check each event against the state it meets and apply it to ``state`` in place.
 
@@ -893,7 +895,7 @@ def append_in_place(
     """
     for i, event in enumerate(events):
         try:
-            check_event(state, event, ctx)
+            check_event(state, event, ctx, shape_checked=shape_checked)
         except EngineError as exc:
             where = f"events[{i}]" + (f".{exc.path}" if exc.path else "")
             raise EngineError(
@@ -906,13 +908,18 @@ def append_in_place(
             on_applied(event)
 
 
-def check_event(state: RunState, event: Any, ctx: Context) -> None:
-    """Raise :class:`EngineError` unless ``event`` is a legal next event for ``state``."""
-    if not isinstance(event, dict):
-        raise _err(ErrorCode.INVALID_TRACE_EVENT, "an event is an object")
-    for key in ("id", "runId", "ts"):
-        if not isinstance(event.get(key), str) or not event[key]:
-            raise _err(ErrorCode.INVALID_TRACE_EVENT, f"{key} must be a non-empty string", key)
+def check_event(state: RunState, event: Any, ctx: Context, *, shape_checked: bool = False) -> None:
+    """Raise :class:`EngineError` unless ``event`` is a legal next event for ``state``.
+
+    ``shape_checked=True`` says the protocol's validator (runs.protocol.validate.validate_event)
+    has already checked the event's shape, so only what depends on the state is checked here.
+    """
+    if not shape_checked:
+        if not isinstance(event, dict):
+            raise _err(ErrorCode.INVALID_TRACE_EVENT, "an event is an object")
+        for key in ("id", "runId", "ts"):
+            if not isinstance(event.get(key), str) or not event[key]:
+                raise _err(ErrorCode.INVALID_TRACE_EVENT, f"{key} must be a non-empty string", key)
     if event["runId"] != state.run_id:
         raise _err(
             ErrorCode.INVALID_TRACE_EVENT,
@@ -971,6 +978,8 @@ def check_event(state: RunState, event: Any, ctx: Context) -> None:
     elif etype == "artifact_patch":
         _check_patch_event(state, event, ctx)
     elif etype == "model_io":
+        if shape_checked:
+            return
         if event.get("direction") not in ("request", "response", "stream_chunk"):
             raise _err(
                 ErrorCode.INVALID_INPUT, "direction must be request, response or stream_chunk", "direction"
