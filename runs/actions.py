@@ -217,6 +217,7 @@ class _Appender:
 
     def __init__(self, run: Run, state: RunState, actor: str, *, derive_versions: bool = True) -> None:
         self.run = run
+        self.run_id = run.pk
         self.state = state
         self.actor = actor
         self.derive_versions = derive_versions
@@ -239,7 +240,7 @@ class _Appender:
         self.seq += 1
         seq = self.seq
         self.events.append(event)
-        self.event_rows.append(_event_row(self.run.pk, seq, event, self.actor, self.recorded_at))
+        self.event_rows.append(_event_row(self.run_id, seq, event, self.actor, self.recorded_at))
         if self.derive_versions:
             kind = event["type"]
             if kind == "artifact_written":

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from runs.engine.artifacts import patch_digest, patched_version, write_digest
-from runs.engine.state import AFTER_POLICIES, APPROVED, PENDING, USAGE_FIELDS, RunState, gate_slot
+from runs.engine.state import AFTER_POLICIES, APPROVED, PENDING, RunState, gate_slot
 from runs.protocol.errors import ProtocolError
 
 CHECKPOINT_CORRELATION_PREFIX = "checkpoint:"
@@ -158,9 +158,8 @@ def _model_io(state: RunState, event: dict[str, Any]) -> None:
     usage = event.get("usage")
     if isinstance(usage, dict):
         tokens = state.tokens
-        for name in USAGE_FIELDS:
-            value = usage.get(name)
-            if type(value) is int:
+        for name, value in usage.items():
+            if type(value) is int and name in tokens:
                 tokens[name] += value
         if type(usage.get("totalTokens")) is not int:
             # like the telemetry ledger: a usage without its own total counts input + output
