@@ -109,9 +109,11 @@ def raw_sqlite_rate() -> float:
         con = sqlite3.connect(Path(tmp) / "raw.sqlite3", isolation_level=None)
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
+        # The same table as runs_event (its primary key is (run_id, seq); three secondary indexes).
         con.execute(
-            "CREATE TABLE ev (id INTEGER PRIMARY KEY, run_id TEXT, seq INT, event_id TEXT, type TEXT, ts TEXT,"
-            " step_id TEXT, correlation_id TEXT, body TEXT, actor TEXT, recorded_at TEXT, UNIQUE(run_id, seq))"
+            "CREATE TABLE ev (run_id TEXT NOT NULL, seq INT NOT NULL, event_id TEXT, type TEXT, ts TEXT,"
+            " step_id TEXT, correlation_id TEXT, body TEXT, actor TEXT, recorded_at TEXT,"
+            " PRIMARY KEY (run_id, seq))"
         )
         for idx in ("run_id, type, seq", "run_id, step_id, seq", "run_id, correlation_id, seq"):
             con.execute(f"CREATE INDEX ix_{abs(hash(idx))} ON ev ({idx})")

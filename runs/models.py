@@ -137,7 +137,9 @@ class RunParent(models.Model):
 class Event(models.Model):
     """One trace event, appended and never updated. `body` is the exact protocol JSON."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    # The key is (run, seq): no surrogate id, and its index serves every lookup by run.
+    pk = models.CompositePrimaryKey("run", "seq")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.IntegerField()
     event_id = models.CharField(max_length=200)
     type = models.CharField(max_length=40)
@@ -151,7 +153,6 @@ class Event(models.Model):
 
     class Meta:
         ordering = ["seq"]
-        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="uniq_event_seq")]
         indexes = [
             models.Index(fields=["run", "type", "seq"], name="event_run_type"),
             models.Index(fields=["run", "step_id", "seq"], name="event_run_step"),

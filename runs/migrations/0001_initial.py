@@ -89,7 +89,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Event',
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('pk', models.CompositePrimaryKey('run', 'seq', blank=True, editable=False, primary_key=True, serialize=False)),
                 ('seq', models.IntegerField()),
                 ('event_id', models.CharField(max_length=200)),
                 ('type', models.CharField(max_length=40)),
@@ -99,12 +99,11 @@ class Migration(migrations.Migration):
                 ('body', models.TextField()),
                 ('actor', models.CharField(blank=True, default='', max_length=200)),
                 ('recorded_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='runs.run')),
+                ('run', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='runs.run')),
             ],
             options={
                 'ordering': ['seq'],
                 'indexes': [models.Index(fields=['run', 'type', 'seq'], name='event_run_type'), models.Index(fields=['run', 'step_id', 'seq'], name='event_run_step'), models.Index(fields=['run', 'correlation_id', 'seq'], name='event_run_corr')],
-                'constraints': [models.UniqueConstraint(fields=('run', 'seq'), name='uniq_event_seq')],
             },
         ),
         migrations.CreateModel(
