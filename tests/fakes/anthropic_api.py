@@ -18,13 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer, Received, Reply, sse
+from tests.fakes.loopback import Received, Reply, ScriptedFake, sse
 from tests.fakes.schema_example import example_for
 
 ERROR_TYPES = {
@@ -61,33 +60,11 @@ class BadRequest(Exception):
     pass
 
 
-class FakeAnthropic:
+class FakeAnthropic(ScriptedFake):
     def __init__(self, *, api_key: str | None = "test-anthropic-key", min_cache_tokens: int = 0) -> None:
-        self.api_key = api_key
-        self.min_cache_tokens = min_cache_tokens
+        super().__init__(api_key=api_key, min_cache_tokens=min_cache_tokens)
         self.cache: set[str] = set()
-        self.requests: list[dict] = []
         self.headers: list[dict] = []
-        self._script: list[dict] = []
-        self._lock = threading.Lock()
-        self.chunk_delay = 0.0
-        self.server = LoopbackServer(self.handle)
-
-    # -- lifecycle -----------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def __enter__(self) -> FakeAnthropic:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.stop()
-
-    def script(self, *replies: dict) -> None:
-        with self._lock:
-            self._script.extend(replies)
 
     # -- HTTP ----------------------------------------------------------------------------
     def handle(self, req: Received) -> Reply:

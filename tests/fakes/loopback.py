@@ -105,3 +105,35 @@ def sse(event: str | None, data: dict | str) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {payload}\n\n".encode()
+
+
+class ScriptedFake:
+    """What both provider fakes share: a loopback server, the requests it saw, and a script of
+    replies (errors, delays, tool calls...) consumed one per request before the default answer."""
+
+    def __init__(self, *, api_key: str | None, min_cache_tokens: int = 0) -> None:
+        self.api_key = api_key
+        self.min_cache_tokens = min_cache_tokens
+        self.requests: list[dict] = []
+        self._script: list[dict] = []
+        self._lock = threading.Lock()
+        self.chunk_delay = 0.0
+        self.server = LoopbackServer(self.handle)
+
+    def handle(self, req: Received) -> Reply:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def __enter__(self):
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.stop()
+
+    def script(self, *replies: dict) -> None:
+        with self._lock:
+            self._script.extend(replies)

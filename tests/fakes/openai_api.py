@@ -14,13 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 
 from tests.fakes.anthropic_api import count_tokens
-from tests.fakes.loopback import LoopbackServer, Received, Reply, sse
+from tests.fakes.loopback import Received, Reply, ScriptedFake, sse
 from tests.fakes.schema_example import example_for
 
 ERRORS = {
@@ -33,31 +32,10 @@ ERRORS = {
 }
 
 
-class FakeOpenAI:
+class FakeOpenAI(ScriptedFake):
     def __init__(self, *, api_key: str | None = "test-openai-key", min_cache_tokens: int = 0) -> None:
-        self.api_key = api_key
-        self.min_cache_tokens = min_cache_tokens
+        super().__init__(api_key=api_key, min_cache_tokens=min_cache_tokens)
         self.prefixes: set[str] = set()
-        self.requests: list[dict] = []
-        self._script: list[dict] = []
-        self._lock = threading.Lock()
-        self.chunk_delay = 0.0
-        self.server = LoopbackServer(self.handle)
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def __enter__(self) -> FakeOpenAI:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.stop()
-
-    def script(self, *replies: dict) -> None:
-        with self._lock:
-            self._script.extend(replies)
 
     def handle(self, req: Received) -> Reply:
         path = req.path.split("?")[0].rstrip("/")
