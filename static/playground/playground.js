@@ -11,6 +11,11 @@
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
   const state = { session: initial.session, model: initial.model, busy: false, log: [] };
   let previewTimer = null;
+  // Bumped by every edit of a control: a preview answer that left while the user kept editing
+  // must not put the older values back into the controls.
+  let inputGen = 0;
+  root.addEventListener("input", () => { inputGen += 1; }, true);
+  root.addEventListener("change", () => { inputGen += 1; }, true);
 
   // ---------------------------------------------------------------- server calls
   async function post(url, body) {
@@ -35,11 +40,14 @@
 
   async function doPreview(change) {
     readFreeFields();
+    const sentGen = inputGen;
     const body = { session: state.session, model: $("model").value || null };
     if (change) body.change = change;
     const { ok, data } = await post(root.dataset.previewUrl, body);
     if (!ok) { showComposeError(data.error ? data.error.message : "Cannot compose"); return; }
     state.session = data.session;
+    // Controls edited while this answer was on its way win (the next preview composes them).
+    if (inputGen !== sentGen) readFreeFields();
     renderControls();
     const pre = $("request-preview");
     pre.textContent = data.request ? JSON.stringify(data.request, null, 2) : "";
