@@ -45,44 +45,33 @@ def other_workspace(db):
     return Workspace.objects.create(slug="globex", name="Globex")
 
 
-def _user(django_user_model, name: str):
-    return django_user_model.objects.create_user(username=name, password=f"{name}-password-123")
+def _member(django_user_model, workspace, name: str, role: str):
+    """A user `name` (password `<name>-password-123`) with `role` in `workspace`."""
+    from runs.workspaces import add_member
+
+    user = django_user_model.objects.create_user(username=name, password=f"{name}-password-123")
+    add_member(workspace, user, role)
+    return user
 
 
 @pytest.fixture
 def alice(db, django_user_model, workspace):
-    from runs.workspaces import add_member
-
-    user = _user(django_user_model, "alice")
-    add_member(workspace, user, "owner")
-    return user
+    return _member(django_user_model, workspace, "alice", "owner")
 
 
 @pytest.fixture
 def bob(db, django_user_model, workspace):
-    from runs.workspaces import add_member
-
-    user = _user(django_user_model, "bob")
-    add_member(workspace, user, "reviewer")
-    return user
+    return _member(django_user_model, workspace, "bob", "reviewer")
 
 
 @pytest.fixture
 def vera(db, django_user_model, workspace):
-    from runs.workspaces import add_member
-
-    user = _user(django_user_model, "vera")
-    add_member(workspace, user, "viewer")
-    return user
+    return _member(django_user_model, workspace, "vera", "viewer")
 
 
 @pytest.fixture
 def charlie(db, django_user_model, other_workspace):
-    from runs.workspaces import add_member
-
-    user = _user(django_user_model, "charlie")
-    add_member(other_workspace, user, "owner")
-    return user
+    return _member(django_user_model, other_workspace, "charlie", "owner")
 
 
 LINEAR_WORKFLOW = {
