@@ -8,10 +8,12 @@ REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
 .PHONY: setup run test test-sqlite test-postgres test-browser lint bench services chromium clean
 
-# Idempotent: (re)installs only when pyproject.toml changed since the last install.
+# Idempotent: (re)installs only when the packaging or the C canonicalizer changed since the
+# last install. The editable install compiles runs/protocol/_jcs.c in place (optional: without
+# a C compiler the pure-Python path is used; `make test` insists on it, see lint).
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py runs/protocol/_jcs.c
 	@test -x $(PY) || $$(scripts/find_python.sh) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
@@ -23,6 +25,7 @@ run: setup
 	$(BIN)/daphne -b 127.0.0.1 -p 8000 workbench.asgi:application
 
 lint: setup
+	$(PY) -c "import runs.protocol._jcs" || { echo "runs/protocol/_jcs.c was not built (gcc, libssl-dev?)"; exit 1; }
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports

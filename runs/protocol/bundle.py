@@ -17,6 +17,7 @@ and migration -> schema -> integrity -> structural invariants.
 from __future__ import annotations
 
 import hmac
+import threading
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -25,13 +26,15 @@ from typing import Any, Literal
 from runs.protocol.canonical import (
     UnrepresentableJSON,
     canonical_form,
+    canonical_text_sha256,
     gc_paused,
+    has_text_accelerator,
     load_json_exact,
     round_unsafe_integers,
     sha256_hex,
 )
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.protocol.integrity import declared_integrity, hash_input
+from runs.protocol.integrity import HASHED_KEYS, declared_integrity, hash_input
 from runs.protocol.migrations import migrate_bundle
 from runs.protocol.validate import check_bundle_invariants, validate_bundle_schema
 
@@ -72,6 +75,54 @@ def check_bundle_file(path: str | PathLike[str]) -> CheckResult:
         return _check(holder)
 
 
+# Texts from this size on are canonicalized in a thread while orjson parses them.
+OVERLAP_MIN_BYTES = 1 << 20
+_HASHED_MEMBERS = (*HASHED_KEYS, "engine")
+
+
+class _TextDigest:
+    """The integrity hash computed from the received text, beside the parse.
+
+    Large texts go to a thread: the C canonicalizer releases the GIL, so it runs on a
+    second core while orjson builds the tree, and it hashes as it writes, so it adds a
+    few MB, not the canonical form's size, to the parse's peak. ``result()`` is ``None``
+    when the text path is unavailable or refused the text; the tree path then decides.
+    """
+
+    def __init__(self, data: bytes | str) -> None:
+        self._data: bytes | bytearray | None = None
+        self._result: tuple[str, bool] | None = None
+        self._thread: threading.Thread | None = None
+        if not has_text_accelerator() or not isinstance(data, bytes | bytearray):
+            return
+        if len(data) >= OVERLAP_MIN_BYTES:
+            self._thread = threading.Thread(target=self._run, args=(data,), name="bundle-canonical")
+            self._thread.start()
+        else:
+            self._data = data
+
+    def _run(self, data: bytes | bytearray) -> None:
+        self._result = canonical_text_sha256(data, _HASHED_MEMBERS)
+
+    def result(self) -> tuple[str, bool] | None:
+        """The hex digest and whether the text held unsafe integers (asked once)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        elif self._data is not None:
+            self._run(self._data)
+            self._data = None
+        result, self._result = self._result, None
+        return result
+
+    def discard(self) -> None:
+        """Drop whatever was not asked for; waits for a running thread."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._data = self._result = None
+
+
 def _failure(
     error: ProtocolError, integrity: CheckIntegrity, bundle: Any, migrated: bool = False
 ) -> CheckResult:
@@ -86,8 +137,16 @@ def _failure(
 
 
 def _check(holder: list[bytes | str]) -> CheckResult:
+    text = _TextDigest(holder[-1])  # starts before the parse; holds the text until done
     try:
-        received = load_json_exact(holder.pop())  # the text is no longer referenced once parsed
+        return _check_parsed(holder, text)
+    finally:
+        text.discard()
+
+
+def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
+    try:
+        received = load_json_exact(holder.pop())  # our reference to the text goes once parsed
     except UnrepresentableJSON as exc:
         return _failure(ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, exc.message), "unchecked", None)
     except ProtocolError as exc:
@@ -112,15 +171,20 @@ def _check(holder: list[bytes | str]) -> CheckResult:
     if declared is None:
         error = ProtocolError(ErrorCode.MISSING_INTEGRITY, "run bundle has no integrity.sha256", "integrity")
         return _failure(error, "missing", bundle, migrated)
-    try:
-        canonical, unsafe_ints = canonical_form(hash_input(received))
-    except ProtocolError as exc:  # a value with no canonical form
-        return _failure(
-            ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, exc.message), "unchecked", bundle, migrated
-        )
+    from_text = text.result()
+    if from_text is not None:
+        actual, unsafe_ints = from_text
+    else:
+        try:
+            canonical, unsafe_ints = canonical_form(hash_input(received))
+        except ProtocolError as exc:  # a value with no canonical form
+            return _failure(
+                ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, exc.message), "unchecked", bundle, migrated
+            )
+        actual = sha256_hex(canonical)
+        del canonical
     if unsafe_ints:
         round_unsafe_integers(bundle)
-    actual = sha256_hex(canonical)
     if not hmac.compare_digest(actual, declared):
         error = ProtocolError(
             ErrorCode.INTEGRITY_MISMATCH,

@@ -17,6 +17,12 @@ replaces every float whose orjson text differs from JavaScript's by an
 ``orjson.Fragment`` holding the JavaScript text, and every object whose key order under
 UTF-16 code units differs from code-point order by a fragment serialized in UTF-16 order.
 orjson's string escaping equals JCS's (minimal escapes, lowercase ``\\u00xx``).
+
+From JSON *text*, :func:`canonical_text` uses the compiled ``runs.protocol._jcs`` (built by
+setup.py where a C compiler exists): it parses and writes the canonical form in one pass
+with the GIL released, so a bundle check can hash the text while orjson parses it in
+another thread. It yields the same bytes as ``canonical_form(parse_json(text))`` (tested
+differentially) or ``None``, in which case the caller uses the tree.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ from typing import Any
 import orjson
 
 from runs.protocol.errors import ErrorCode, ProtocolError
+
+try:
+    from runs.protocol import _jcs  # type: ignore[attr-defined]
+except ImportError:  # not built (no C compiler): the tree path gives the same bytes
+    _jcs = None
 
 MAX_SAFE_INTEGER = 2**53 - 1
 _INF = float("inf")
@@ -405,6 +416,46 @@ def canonical_form(value: Any) -> tuple[bytes, bool]:
     return out, False
 
 
+def canonical_text(
+    data: bytes | bytearray | memoryview, members: tuple[str, ...] | None = None
+) -> tuple[memoryview, bool] | None:
+    """Canonical form of JSON text, and whether it held integers beyond +-(2**53 - 1).
+
+    With ``members`` the text must be an object and only those top-level members are kept
+    (``hash_input`` of a bundle, computed from its text). Runs with the GIL released.
+    ``None`` when the accelerator is not built or the text has no canonical form (not
+    JSON, a non-finite number, a lone surrogate): parse it to learn why.
+    """
+    if _jcs is None:
+        return None
+    try:
+        result = _jcs.canonicalize(data, members)
+    except ValueError:
+        return None
+    return memoryview(result), result.unsafe_integers
+
+
+def canonical_text_sha256(
+    data: bytes | bytearray | memoryview, members: tuple[str, ...] | None = None
+) -> tuple[str, bool] | None:
+    """:func:`sha256_hex` of :func:`canonical_text`, hashed as it is written (a few MB held).
+
+    What a bundle check needs: the GIL is released throughout, so it can run in a thread
+    while another parses the same text.
+    """
+    if _jcs is None:
+        return None
+    try:
+        return _jcs.canonical_sha256(data, members)
+    except ValueError:
+        return None
+
+
+def has_text_accelerator() -> bool:
+    """Whether :func:`canonical_text` is available (the C module was built)."""
+    return _jcs is not None
+
+
 def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 canonical UTF-8 bytes of a JSON value (JavaScript number semantics)."""
     return canonical_form(value)[0]
@@ -415,6 +466,6 @@ def canonical_str(value: Any) -> str:
     return canonical_bytes(value).decode("utf-8")
 
 
-def sha256_hex(data: bytes) -> str:
+def sha256_hex(data: bytes | memoryview) -> str:
     """Lowercase hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,1204 @@
+/*
+ * RFC 8785 (JCS) canonical JSON straight from JSON text, with JavaScript number semantics.
+ *
+ * canonicalize(data, members=None) -> CanonicalText
+ * canonical_sha256(data, members=None) -> (hex digest, unsafe_integers)
+ *
+ * Parses the UTF-8 JSON text in `data` and writes its canonical form: no insignificant
+ * whitespace, object members sorted by the UTF-16 code units of their keys (a repeated
+ * key keeps its last value, as JSON.parse does), strings with JCS's minimal escaping,
+ * numbers as ECMAScript's Number::toString writes the double they denote. With
+ * `members` (a tuple of plain ASCII names) the text must hold an object and only those
+ * top-level members are kept: the integrity input of a run bundle.
+ *
+ * The work runs with the GIL released and touches no Python object, so a caller can
+ * parse the same text with orjson in another thread meanwhile. Text that is not JSON,
+ * or has no canonical form (a non-finite number, a lone surrogate), raises ValueError:
+ * the caller then reports the error from its own parser. UTF-8 validity is the
+ * caller's parser's business too; bytes are copied through unchanged.
+ *
+ * canonicalize's result exposes the bytes through the buffer protocol (no copy) and says,
+ * in `unsafe_integers`, whether the text held an integer beyond +-(2**53 - 1).
+ * canonical_sha256 hashes (OpenSSL's libcrypto) the output as it goes, dropping it once
+ * no open object can still reorder it: memory stays at the size of the largest object
+ * outside arrays, not of the whole form. With `members`, the top-level members are
+ * located first and written in key order.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <locale.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#define MAX_DEPTH 1024
+#define FLUSH_BYTES (1u << 18)
+#define MAX_MEMBERS 16
+
+typedef struct {
+    char *buf;
+    size_t len;
+    size_t cap;
+} Out;
+
+static locale_t c_locale = (locale_t)0; /* numbers are read and written the C way */
+
+typedef struct {
+    size_t start;   /* offset of the key's opening quote in out */
+    size_t colon;   /* offset of the ':' after the key */
+    size_t end;     /* offset just past the value */
+} Member;
+
+typedef struct {
+    const unsigned char *p;
+    const unsigned char *end;
+    Out out;
+    Out scratch;          /* reordering area */
+    Member *members;      /* stack shared by all objects being parsed */
+    size_t nmembers;
+    size_t capmembers;
+    Member *sortbuf;
+    size_t capsort;
+    int unsafe_integers;
+    const char *error;
+    size_t error_at;
+    locale_t c_locale;
+    EVP_MD_CTX *sha;      /* when set, finished output is hashed and dropped as it comes */
+    int open_objects;     /* objects being written (their text may still be reordered) */
+} Parser;
+
+static int fail(Parser *ps, const char *message) {
+    if (ps->error == NULL) {
+        ps->error = message;
+        ps->error_at = 0;
+    }
+    return -1;
+}
+
+static int out_reserve(Parser *ps, Out *o, size_t n) {
+    if (o->cap - o->len >= n) {
+        return 0;
+    }
+    size_t cap = o->cap ? o->cap : 4096;
+    while (cap - o->len < n) {
+        if (cap > ((size_t)-1) / 2) {
+            return fail(ps, "out of memory");
+        }
+        cap *= 2;
+    }
+    char *grown = PyMem_RawRealloc(o->buf, cap);
+    if (grown == NULL) {
+        return fail(ps, "out of memory");
+    }
+    o->buf = grown;
+    o->cap = cap;
+    return 0;
+}
+
+static inline int put(Parser *ps, const void *data, size_t n) {
+    if (out_reserve(ps, &ps->out, n) < 0) {
+        return -1;
+    }
+    memcpy(ps->out.buf + ps->out.len, data, n);
+    ps->out.len += n;
+    return 0;
+}
+
+static inline int put_char(Parser *ps, char c) {
+    if (ps->out.len == ps->out.cap && out_reserve(ps, &ps->out, 1) < 0) {
+        return -1;
+    }
+    ps->out.buf[ps->out.len++] = c;
+    return 0;
+}
+
+static inline void skip_ws(Parser *ps) {
+    const unsigned char *p = ps->p;
+    while (p < ps->end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
+        p++;
+    }
+    ps->p = p;
+}
+
+/* ---------------------------------------------------------------- strings */
+
+static int put_escaped_codepoint(Parser *ps, uint32_t cp) {
+    char tmp[8];
+    size_t n = 0;
+    if (cp == '"') {
+        return put(ps, "\\\"", 2);
+    }
+    if (cp == '\\') {
+        return put(ps, "\\\\", 2);
+    }
+    if (cp < 0x20) {
+        switch (cp) {
+        case '\b': return put(ps, "\\b", 2);
+        case '\t': return put(ps, "\\t", 2);
+        case '\n': return put(ps, "\\n", 2);
+        case '\f': return put(ps, "\\f", 2);
+        case '\r': return put(ps, "\\r", 2);
+        default:
+            n = (size_t)snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned)cp);
+            return put(ps, tmp, n);
+        }
+    }
+    if (cp < 0x80) {
+        tmp[n++] = (char)cp;
+    } else if (cp < 0x800) {
+        tmp[n++] = (char)(0xC0 | (cp >> 6));
+        tmp[n++] = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        tmp[n++] = (char)(0xE0 | (cp >> 12));
+        tmp[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        tmp[n++] = (char)(0x80 | (cp & 0x3F));
+    } else {
+        tmp[n++] = (char)(0xF0 | (cp >> 18));
+        tmp[n++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        tmp[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        tmp[n++] = (char)(0x80 | (cp & 0x3F));
+    }
+    return put(ps, tmp, n);
+}
+
+static int hex4(const unsigned char *p, uint32_t *value) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') {
+            v |= (uint32_t)(c - '0');
+        } else if (c >= 'a' && c <= 'f') {
+            v |= (uint32_t)(c - 'a' + 10);
+        } else if (c >= 'A' && c <= 'F') {
+            v |= (uint32_t)(c - 'A' + 10);
+        } else {
+            return -1;
+        }
+    }
+    *value = v;
+    return 0;
+}
+
+/* ps->p is on the opening quote. Writes the canonical string. */
+static int parse_string(Parser *ps) {
+    const unsigned char *p = ps->p + 1;
+    const unsigned char *end = ps->end;
+    if (put_char(ps, '"') < 0) {
+        return -1;
+    }
+    for (;;) {
+        const unsigned char *run = p;
+        while (p < end && *p != '"' && *p != '\\' && *p >= 0x20) {
+            p++;
+        }
+        if (p > run && put(ps, run, (size_t)(p - run)) < 0) {
+            return -1;
+        }
+        if (p >= end) {
+            return fail(ps, "unterminated string");
+        }
+        if (*p == '"') {
+            ps->p = p + 1;
+            return put_char(ps, '"');
+        }
+        if (*p < 0x20) {
+            return fail(ps, "control character in string");
+        }
+        /* escape */
+        if (end - p < 2) {
+            return fail(ps, "unterminated escape");
+        }
+        unsigned char e = p[1];
+        uint32_t cp;
+        switch (e) {
+        case '"': cp = '"'; p += 2; break;
+        case '\\': cp = '\\'; p += 2; break;
+        case '/': cp = '/'; p += 2; break;
+        case 'b': cp = '\b'; p += 2; break;
+        case 'f': cp = '\f'; p += 2; break;
+        case 'n': cp = '\n'; p += 2; break;
+        case 'r': cp = '\r'; p += 2; break;
+        case 't': cp = '\t'; p += 2; break;
+        case 'u':
+            if (end - p < 6 || hex4(p + 2, &cp) < 0) {
+                return fail(ps, "bad \\u escape");
+            }
+            p += 6;
+            if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                return fail(ps, "lone surrogate");
+            }
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                uint32_t low;
+                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &low) < 0 ||
+                    low < 0xDC00 || low > 0xDFFF) {
+                    return fail(ps, "lone surrogate");
+                }
+                p += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            }
+            break;
+        default:
+            return fail(ps, "bad escape");
+        }
+        if (put_escaped_codepoint(ps, cp) < 0) {
+            return -1;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- numbers */
+
+/* Writes ECMAScript's Number::toString of 0.<digits> * 10**n (digits: k >= 1 significant
+ * digits, no leading or trailing zeros). */
+static int put_js_number(Parser *ps, int negative, const char *digits, int k, int n) {
+    char tmp[64];
+    size_t len = 0;
+    if (negative) {
+        tmp[len++] = '-';
+    }
+    if (k <= n && n <= 21) {
+        memcpy(tmp + len, digits, (size_t)k);
+        len += (size_t)k;
+        memset(tmp + len, '0', (size_t)(n - k));
+        len += (size_t)(n - k);
+    } else if (0 < n && n <= 21) {
+        memcpy(tmp + len, digits, (size_t)n);
+        len += (size_t)n;
+        tmp[len++] = '.';
+        memcpy(tmp + len, digits + n, (size_t)(k - n));
+        len += (size_t)(k - n);
+    } else if (-6 < n && n <= 0) {
+        tmp[len++] = '0';
+        tmp[len++] = '.';
+        memset(tmp + len, '0', (size_t)(-n));
+        len += (size_t)(-n);
+        memcpy(tmp + len, digits, (size_t)k);
+        len += (size_t)k;
+    } else {
+        int e = n - 1;
+        tmp[len++] = digits[0];
+        if (k > 1) {
+            tmp[len++] = '.';
+            memcpy(tmp + len, digits + 1, (size_t)(k - 1));
+            len += (size_t)(k - 1);
+        }
+        len += (size_t)snprintf(tmp + len, sizeof tmp - len, "e%c%d", e >= 0 ? '+' : '-', e >= 0 ? e : -e);
+    }
+    return put(ps, tmp, len);
+}
+
+/* Shortest digits of a finite non-zero double that read back as it, the closest such
+ * when there are several (what repr() and JavaScript print): the correctly rounded
+ * 15-, 16- or 17-digit form, whichever is the first to round-trip. A double that some
+ * decimal of at most 15 digits denotes is denoted by its 15-digit rounding (DBL_DIG). */
+static int shortest_digits(Parser *ps, double value, char *digits, int *k, int *n) {
+    char text[40];
+    char check[48];
+    /* below DBL_MIN fewer digits are exact: search from one digit up */
+    for (int precision = value < 2.2250738585072014e-308 ? 1 : 15; precision <= 17; precision++) {
+        /* "d.ddde+XX"; the decimal point may follow the locale, so take digits only */
+        snprintf(text, sizeof text, "%.*e", precision - 1, value);
+        const char *t = text;
+        int count = 0;
+        while (*t && *t != 'e') {
+            if (*t >= '0' && *t <= '9') {
+                digits[count++] = *t;
+            }
+            t++;
+        }
+        if (*t != 'e') {
+            return fail(ps, "cannot format number");
+        }
+        int exponent = atoi(t + 1);
+        int c = snprintf(check, sizeof check, "%c.%.*se%d", digits[0], count - 1, digits + 1, exponent);
+        if (c <= 0 || (size_t)c >= sizeof check) {
+            return fail(ps, "cannot format number");
+        }
+        if (precision == 17 || strtod_l(check, NULL, ps->c_locale) == value) {
+            while (count > 1 && digits[count - 1] == '0') {
+                count--;
+            }
+            *k = count;
+            *n = exponent + 1;
+            return 0;
+        }
+    }
+    return fail(ps, "cannot format number");
+}
+
+static int parse_number(Parser *ps) {
+    const unsigned char *start = ps->p;
+    const unsigned char *p = start;
+    const unsigned char *end = ps->end;
+    int negative = 0;
+    if (p < end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    const unsigned char *int_start = p;
+    if (p < end && *p == '0') {
+        p++;
+    } else if (p < end && *p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+    } else {
+        return fail(ps, "bad number");
+    }
+    const unsigned char *int_end = p;
+    const unsigned char *frac_start = p;
+    const unsigned char *frac_end = p;
+    int is_integer = 1;
+    if (p < end && *p == '.') {
+        is_integer = 0;
+        p++;
+        frac_start = p;
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+        frac_end = p;
+        if (frac_end == frac_start) {
+            return fail(ps, "bad number");
+        }
+    }
+    long exponent = 0;
+    int exponent_huge = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_integer = 0;
+        p++;
+        int exp_negative = 0;
+        if (p < end && (*p == '+' || *p == '-')) {
+            exp_negative = *p == '-';
+            p++;
+        }
+        const unsigned char *exp_start = p;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (exponent < 100000) {
+                exponent = exponent * 10 + (*p - '0');
+            } else {
+                exponent_huge = 1;
+            }
+            p++;
+        }
+        if (p == exp_start) {
+            return fail(ps, "bad number");
+        }
+        if (exp_negative) {
+            exponent = -exponent;
+        }
+    }
+    ps->p = p;
+
+    /* Significant digits: integer and fraction digits without leading/trailing zeros. */
+    char digits[40];
+    int k = 0;
+    int total = 0;      /* significant digits seen, including the ones beyond the buffer */
+    int n = 0;          /* value = 0.<digits> * 10**n */
+    int leading = 1;
+    for (const unsigned char *q = int_start; q < int_end; q++) {
+        if (leading && *q == '0') {
+            continue;
+        }
+        leading = 0;
+        if (total < (int)sizeof digits) {
+            digits[total] = (char)*q;
+        }
+        total++;
+    }
+    n = total; /* every integer digit after the first non-zero one counts */
+    for (const unsigned char *q = frac_start; q < frac_end; q++) {
+        if (leading && *q == '0') {
+            n--;
+            continue;
+        }
+        leading = 0;
+        if (total < (int)sizeof digits) {
+            digits[total] = (char)*q;
+        }
+        total++;
+    }
+    if (total == 0) {
+        return put_char(ps, '0'); /* zero, -0 and 0e999 alike */
+    }
+    /* trailing zeros are not significant */
+    int significant = total;
+    if (significant <= (int)sizeof digits) {
+        while (significant > 1 && digits[significant - 1] == '0') {
+            significant--;
+        }
+        k = significant;
+    }
+    long decimal_exponent = n + exponent;
+
+    if (is_integer && total >= 16 &&
+        (total > 16 || memcmp(digits, "9007199254740991", 16) > 0)) {
+        ps->unsafe_integers = 1; /* JavaScript reads it as the nearest double */
+    }
+    if (!exponent_huge && total <= (int)sizeof digits && k <= 15 && decimal_exponent > -290 &&
+        decimal_exponent < 290) {
+        /* at most 15 significant digits: exactly the shortest digits of the double */
+        return put_js_number(ps, negative, digits, k, (int)decimal_exponent);
+    }
+
+    /* general case: the correctly rounded double, then its shortest digits */
+    size_t length = (size_t)(p - start);
+    char stack_text[128];
+    char *text = length < sizeof stack_text ? stack_text : PyMem_RawMalloc(length + 1);
+    if (text == NULL) {
+        return fail(ps, "out of memory");
+    }
+    memcpy(text, start, length);
+    text[length] = '\0';
+    double value = strtod_l(text, NULL, ps->c_locale);
+    if (text != stack_text) {
+        PyMem_RawFree(text);
+    }
+    if (!isfinite(value)) {
+        return fail(ps, "number is not finite");
+    }
+    if (value == 0) {
+        return put_char(ps, '0');
+    }
+    char shortest[24];
+    int sk;
+    int sn;
+    if (shortest_digits(ps, fabs(value), shortest, &sk, &sn) < 0) {
+        return -1;
+    }
+    return put_js_number(ps, value < 0, shortest, sk, sn);
+}
+
+/* ---------------------------------------------------------------- key order */
+
+/* Next code point of a canonical key text (UTF-8 with JCS escapes), as a weight whose
+ * order is UTF-16 code unit order: U+0000..U+D7FF, then the astral planes, then
+ * U+E000..U+FFFF. Bytes that are not UTF-8 weigh as themselves (the text is refused
+ * by the caller's parser anyway). */
+static uint32_t next_weight(const unsigned char **pp, const unsigned char *end) {
+    const unsigned char *p = *pp;
+    uint32_t c = *p++;
+    uint32_t cp = c;
+    if (c == '\\' && p < end) {
+        unsigned char e = *p++;
+        switch (e) {
+        case 'b': cp = '\b'; break;
+        case 't': cp = '\t'; break;
+        case 'n': cp = '\n'; break;
+        case 'f': cp = '\f'; break;
+        case 'r': cp = '\r'; break;
+        case 'u':
+            if (end - p >= 4 && hex4(p, &cp) == 0) {
+                p += 4;
+            }
+            break;
+        default: cp = e; break; /* \" and \\ */
+        }
+    } else if (c >= 0xF0 && end - p >= 3) {
+        cp = ((c & 0x07) << 18) | ((uint32_t)(p[0] & 0x3F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) |
+             (p[2] & 0x3F);
+        p += 3;
+    } else if (c >= 0xE0 && end - p >= 2) {
+        cp = ((c & 0x0F) << 12) | ((uint32_t)(p[0] & 0x3F) << 6) | (p[1] & 0x3F);
+        p += 2;
+    } else if (c >= 0xC0 && end - p >= 1) {
+        cp = ((c & 0x1F) << 6) | (p[0] & 0x3F);
+        p += 1;
+    }
+    *pp = p;
+    if (cp < 0xD800) {
+        return cp;
+    }
+    if (cp >= 0x10000) {
+        return 0xD800 + (cp - 0x10000);
+    }
+    return 0x10D800 + cp; /* U+E000..U+FFFF after every astral character */
+}
+
+static int compare_keys(const char *base, const Member *a, const Member *b) {
+    /* keys are the text between the quotes */
+    const unsigned char *pa = (const unsigned char *)base + a->start + 1;
+    const unsigned char *ea = (const unsigned char *)base + a->colon - 1;
+    const unsigned char *pb = (const unsigned char *)base + b->start + 1;
+    const unsigned char *eb = (const unsigned char *)base + b->colon - 1;
+    /* shared plain prefix */
+    while (pa < ea && pb < eb && *pa == *pb && *pa < 0x80 && *pa != '\\') {
+        pa++;
+        pb++;
+    }
+    while (pa < ea && pb < eb) {
+        uint32_t wa = next_weight(&pa, ea);
+        uint32_t wb = next_weight(&pb, eb);
+        if (wa != wb) {
+            return wa < wb ? -1 : 1;
+        }
+    }
+    if (pa < ea) {
+        return 1;
+    }
+    if (pb < eb) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Stable merge sort of members by key. */
+static void merge_sort(const char *base, Member *items, Member *tmp, size_t count) {
+    if (count < 12) {
+        for (size_t i = 1; i < count; i++) {
+            Member item = items[i];
+            size_t j = i;
+            while (j > 0 && compare_keys(base, &items[j - 1], &item) > 0) {
+                items[j] = items[j - 1];
+                j--;
+            }
+            items[j] = item;
+        }
+        return;
+    }
+    size_t half = count / 2;
+    merge_sort(base, items, tmp, half);
+    merge_sort(base, items + half, tmp, count - half);
+    size_t i = 0, j = half, o = 0;
+    while (i < half && j < count) {
+        if (compare_keys(base, &items[j], &items[i]) < 0) {
+            tmp[o++] = items[j++];
+        } else {
+            tmp[o++] = items[i++];
+        }
+    }
+    while (i < half) {
+        tmp[o++] = items[i++];
+    }
+    while (j < count) {
+        tmp[o++] = items[j++];
+    }
+    memcpy(items, tmp, count * sizeof(Member));
+}
+
+/* ---------------------------------------------------------------- values */
+
+static int parse_value(Parser *ps, int depth);
+
+/* Hash and drop the output written so far, unless an open object may still reorder it. */
+static int flush(Parser *ps) {
+    if (ps->sha == NULL || ps->open_objects > 0) {
+        return 0;
+    }
+    if (ps->out.len > 0 && EVP_DigestUpdate(ps->sha, ps->out.buf, ps->out.len) != 1) {
+        return fail(ps, "sha256 failed");
+    }
+    ps->out.len = 0;
+    return 0;
+}
+
+static int push_member(Parser *ps, Member m) {
+    if (ps->nmembers == ps->capmembers) {
+        size_t cap = ps->capmembers ? ps->capmembers * 2 : 256;
+        Member *grown = PyMem_RawRealloc(ps->members, cap * sizeof(Member));
+        if (grown == NULL) {
+            return fail(ps, "out of memory");
+        }
+        ps->members = grown;
+        ps->capmembers = cap;
+    }
+    ps->members[ps->nmembers++] = m;
+    return 0;
+}
+
+/* Members are written in input order, comma-separated; then, unless already in order
+ * without repeats, the object's text is rebuilt in key order from a copy. */
+static int parse_object(Parser *ps, int depth) {
+    size_t object_start = ps->out.len;
+    size_t first = ps->nmembers;
+    if (put_char(ps, '{') < 0) {
+        return -1;
+    }
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+        return put_char(ps, '}');
+    }
+    ps->open_objects++;
+    int ordered = 1;
+    for (;;) {
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != '"') {
+            return fail(ps, "expected a key");
+        }
+        size_t count = ps->nmembers - first;
+        if (count > 0 && put_char(ps, ',') < 0) {
+            return -1;
+        }
+        Member m;
+        m.start = ps->out.len;
+        if (parse_string(ps) < 0) {
+            return -1;
+        }
+        m.colon = ps->out.len;
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != ':') {
+            return fail(ps, "expected ':'");
+        }
+        ps->p++;
+        if (put_char(ps, ':') < 0) {
+            return -1;
+        }
+        skip_ws(ps);
+        if (parse_value(ps, depth) < 0) {
+            return -1;
+        }
+        m.end = ps->out.len;
+        if (count > 0 && ordered && compare_keys(ps->out.buf, &ps->members[ps->nmembers - 1], &m) >= 0) {
+            ordered = 0;
+        }
+        if (push_member(ps, m) < 0) {
+            return -1;
+        }
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == '}') {
+            ps->p++;
+            break;
+        }
+        return fail(ps, "expected ',' or '}'");
+    }
+    size_t count = ps->nmembers - first;
+    if (!ordered) {
+        /* copy the members' text aside, sort them (stable) there, keep the last of equal
+         * keys and write them back in order */
+        Member *items = ps->members + first;
+        if (ps->capsort < count) {
+            Member *grown = PyMem_RawRealloc(ps->sortbuf, count * sizeof(Member));
+            if (grown == NULL) {
+                return fail(ps, "out of memory");
+            }
+            ps->sortbuf = grown;
+            ps->capsort = count;
+        }
+        size_t body_start = object_start + 1;
+        size_t body_length = ps->out.len - body_start;
+        ps->scratch.len = 0;
+        if (out_reserve(ps, &ps->scratch, body_length) < 0) {
+            return -1;
+        }
+        memcpy(ps->scratch.buf, ps->out.buf + body_start, body_length);
+        for (size_t i = 0; i < count; i++) {
+            items[i].start -= body_start;
+            items[i].colon -= body_start;
+            items[i].end -= body_start;
+        }
+        const char *copy = ps->scratch.buf;
+        merge_sort(copy, items, ps->sortbuf, count);
+        size_t w = body_start;
+        int written = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (i + 1 < count && compare_keys(copy, &items[i], &items[i + 1]) == 0) {
+                continue; /* a later member has the same key */
+            }
+            if (written) {
+                ps->out.buf[w++] = ',';
+            }
+            size_t length = items[i].end - items[i].start;
+            memcpy(ps->out.buf + w, copy + items[i].start, length);
+            w += length;
+            written = 1;
+        }
+        ps->out.len = w;
+    }
+    ps->nmembers = first;
+    ps->open_objects--;
+    return put_char(ps, '}');
+}
+
+static int parse_array(Parser *ps, int depth) {
+    if (put_char(ps, '[') < 0) {
+        return -1;
+    }
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == ']') {
+        ps->p++;
+        return put_char(ps, ']');
+    }
+    for (;;) {
+        skip_ws(ps);
+        if (parse_value(ps, depth) < 0) {
+            return -1;
+        }
+        if (ps->out.len >= FLUSH_BYTES && flush(ps) < 0) {
+            return -1;
+        }
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            if (put_char(ps, ',') < 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == ']') {
+            ps->p++;
+            return put_char(ps, ']');
+        }
+        return fail(ps, "expected ',' or ']'");
+    }
+}
+
+static int literal(Parser *ps, const char *word, size_t length) {
+    if ((size_t)(ps->end - ps->p) < length || memcmp(ps->p, word, length) != 0) {
+        return fail(ps, "unexpected character");
+    }
+    ps->p += length;
+    return put(ps, word, length);
+}
+
+static int parse_value(Parser *ps, int depth) {
+    if (ps->p >= ps->end) {
+        return fail(ps, "unexpected end of text");
+    }
+    switch (*ps->p) {
+    case '{':
+        if (depth >= MAX_DEPTH) {
+            return fail(ps, "nested too deeply");
+        }
+        return parse_object(ps, depth + 1);
+    case '[':
+        if (depth >= MAX_DEPTH) {
+            return fail(ps, "nested too deeply");
+        }
+        return parse_array(ps, depth + 1);
+    case '"':
+        return parse_string(ps);
+    case 't':
+        return literal(ps, "true", 4);
+    case 'f':
+        return literal(ps, "false", 5);
+    case 'n':
+        return literal(ps, "null", 4);
+    default:
+        return parse_number(ps);
+    }
+}
+
+
+/* ---------------------------------------------------------------- top-level members */
+
+static int skip_string(Parser *ps) {
+    const unsigned char *p = ps->p + 1;
+    while (p < ps->end) {
+        if (*p == '"') {
+            ps->p = p + 1;
+            return 0;
+        }
+        p += *p == '\\' ? 2 : 1;
+    }
+    return fail(ps, "unterminated string");
+}
+
+/* Steps over one value without writing it (its text is checked when it is written). */
+static int skip_value(Parser *ps) {
+    if (ps->p >= ps->end) {
+        return fail(ps, "unexpected end of text");
+    }
+    if (*ps->p == '"') {
+        return skip_string(ps);
+    }
+    if (*ps->p == '{' || *ps->p == '[') {
+        size_t depth = 0;
+        while (ps->p < ps->end) {
+            unsigned char c = *ps->p;
+            if (c == '"') {
+                if (skip_string(ps) < 0) {
+                    return -1;
+                }
+                continue;
+            }
+            if (c == '{' || c == '[') {
+                depth++;
+            } else if (c == '}' || c == ']') {
+                depth--;
+                if (depth == 0) {
+                    ps->p++;
+                    return 0;
+                }
+            }
+            ps->p++;
+        }
+        return fail(ps, "unterminated value");
+    }
+    while (ps->p < ps->end && *ps->p != ',' && *ps->p != '}' && *ps->p != ']' && *ps->p != ' ' &&
+           *ps->p != '\n' && *ps->p != '\r' && *ps->p != '\t') {
+        ps->p++;
+    }
+    return 0;
+}
+
+typedef struct {
+    const char *name;     /* plain ASCII name */
+    size_t length;
+    const unsigned char *start; /* the value's text, when the member is present */
+    const unsigned char *end;
+} Selected;
+
+/* The object holding only the selected top-level members of the text's object, in key
+ * order (names are ASCII, so byte order is UTF-16 order). A repeated member keeps its
+ * last value. Members are located first, then written one by one, so output flushes. */
+static int parse_selected(Parser *ps, Selected *selected, size_t count) {
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != '{') {
+        return fail(ps, "expected an object");
+    }
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+    } else {
+        for (;;) {
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != '"') {
+                return fail(ps, "expected a key");
+            }
+            size_t key_start = ps->out.len;
+            if (parse_string(ps) < 0) {
+                return -1;
+            }
+            const char *key = ps->out.buf + key_start + 1;
+            size_t key_length = ps->out.len - key_start - 2;
+            Selected *hit = NULL;
+            for (size_t i = 0; i < count; i++) {
+                if (selected[i].length == key_length && memcmp(selected[i].name, key, key_length) == 0) {
+                    hit = &selected[i];
+                }
+            }
+            ps->out.len = key_start;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') {
+                return fail(ps, "expected ':'");
+            }
+            ps->p++;
+            skip_ws(ps);
+            const unsigned char *value_start = ps->p;
+            if (skip_value(ps) < 0) {
+                return -1;
+            }
+            if (hit != NULL) {
+                hit->start = value_start;
+                hit->end = ps->p;
+            }
+            skip_ws(ps);
+            if (ps->p < ps->end && *ps->p == ',') {
+                ps->p++;
+                continue;
+            }
+            if (ps->p < ps->end && *ps->p == '}') {
+                ps->p++;
+                break;
+            }
+            return fail(ps, "expected ',' or '}'");
+        }
+    }
+    skip_ws(ps);
+    if (ps->p != ps->end) {
+        return fail(ps, "extra data after the value");
+    }
+    const unsigned char *text_end = ps->end;
+    if (put_char(ps, '{') < 0) {
+        return -1;
+    }
+    int written = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (selected[i].start == NULL) {
+            continue;
+        }
+        if ((written && put_char(ps, ',') < 0) || put_char(ps, '"') < 0 ||
+            put(ps, selected[i].name, selected[i].length) < 0 || put(ps, "\":", 2) < 0) {
+            return -1;
+        }
+        ps->p = selected[i].start;
+        ps->end = selected[i].end;
+        if (parse_value(ps, 1) < 0) {
+            return -1;
+        }
+        if (ps->p != ps->end) {
+            return fail(ps, "extra data in a member");
+        }
+        if (flush(ps) < 0) {
+            return -1;
+        }
+        written = 1;
+    }
+    ps->p = ps->end = text_end;
+    return put_char(ps, '}');
+}
+
+/* ---------------------------------------------------------------- result type */
+
+typedef struct {
+    PyObject_HEAD
+    char *buf;
+    Py_ssize_t len;
+    int unsafe_integers;
+    Py_ssize_t exports;
+} CanonicalText;
+
+static void CanonicalText_dealloc(CanonicalText *self) {
+    PyMem_RawFree(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int CanonicalText_getbuffer(CanonicalText *self, Py_buffer *view, int flags) {
+    if (PyBuffer_FillInfo(view, (PyObject *)self, self->buf, self->len, 1, flags) < 0) {
+        return -1;
+    }
+    self->exports++;
+    return 0;
+}
+
+static void CanonicalText_releasebuffer(CanonicalText *self, Py_buffer *view) {
+    (void)view;
+    self->exports--;
+}
+
+static Py_ssize_t CanonicalText_length(CanonicalText *self) {
+    return self->len;
+}
+
+static PyObject *CanonicalText_get_unsafe(CanonicalText *self, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(self->unsafe_integers);
+}
+
+static PyBufferProcs CanonicalText_as_buffer = {
+    (getbufferproc)CanonicalText_getbuffer,
+    (releasebufferproc)CanonicalText_releasebuffer,
+};
+
+static PySequenceMethods CanonicalText_as_sequence = {
+    .sq_length = (lenfunc)CanonicalText_length,
+};
+
+static PyGetSetDef CanonicalText_getset[] = {
+    {"unsafe_integers", (getter)CanonicalText_get_unsafe, NULL,
+     "whether the text held an integer beyond +-(2**53 - 1)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CanonicalTextType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "runs.protocol._jcs.CanonicalText",
+    .tp_basicsize = sizeof(CanonicalText),
+    .tp_dealloc = (destructor)CanonicalText_dealloc,
+    .tp_as_buffer = &CanonicalText_as_buffer,
+    .tp_as_sequence = &CanonicalText_as_sequence,
+    .tp_getset = CanonicalText_getset,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Canonical JSON bytes (buffer protocol, no copy).",
+};
+
+/* ---------------------------------------------------------------- entry point */
+
+static void parser_free(Parser *ps) {
+    PyMem_RawFree(ps->out.buf);
+    PyMem_RawFree(ps->scratch.buf);
+    PyMem_RawFree(ps->members);
+    PyMem_RawFree(ps->sortbuf);
+}
+
+/* The selected names from a Python tuple, sorted (they are ASCII: byte order is key order). */
+static int read_members(PyObject *members, Selected *selected, size_t *count) {
+    *count = 0;
+    if (members == Py_None) {
+        return 0;
+    }
+    if (!PyTuple_Check(members) || PyTuple_GET_SIZE(members) > MAX_MEMBERS) {
+        PyErr_SetString(PyExc_TypeError, "members must be a tuple of at most 16 names");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); i++) {
+        PyObject *name = PyTuple_GET_ITEM(members, i);
+        Py_ssize_t length = 0;
+        const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &length) : NULL;
+        int plain = text != NULL && length > 0;
+        for (Py_ssize_t j = 0; plain && j < length; j++) {
+            unsigned char c = (unsigned char)text[j];
+            plain = c >= 0x20 && c < 0x7F && c != '"' && c != '\\';
+        }
+        if (!plain) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "members must be plain ASCII names");
+            return -1;
+        }
+        Selected item = {text, (size_t)length, NULL, NULL};
+        size_t j = *count;
+        while (j > 0) {
+            const Selected *prev = &selected[j - 1];
+            size_t shorter = prev->length < item.length ? prev->length : item.length;
+            int order = memcmp(prev->name, item.name, shorter);
+            if (order < 0 || (order == 0 && prev->length <= item.length)) {
+                break;
+            }
+            selected[j] = selected[j - 1];
+            j--;
+        }
+        selected[j] = item;
+        (*count)++;
+    }
+    return 0;
+}
+
+/* Runs the parser over `view` with the GIL released. 0 or -1 (ps->error says why). */
+static int run(Parser *ps, Py_buffer *view, Selected *selected, size_t count, int has_members) {
+    int status;
+    ps->p = view->buf;
+    ps->end = (const unsigned char *)view->buf + view->len;
+    ps->c_locale = c_locale;
+    Py_BEGIN_ALLOW_THREADS
+    size_t initial = ps->sha ? FLUSH_BYTES * 2 : (size_t)view->len + 64;
+    status = out_reserve(ps, &ps->out, initial);
+    if (status == 0 && has_members) {
+        status = parse_selected(ps, selected, count);
+    } else if (status == 0) {
+        skip_ws(ps);
+        status = parse_value(ps, 0);
+        if (status == 0) {
+            skip_ws(ps);
+            if (ps->p != ps->end) {
+                status = fail(ps, "extra data after the value");
+            }
+        }
+    }
+    if (status == 0 && ps->sha != NULL) {
+        status = flush(ps);
+    }
+    if (status < 0) {
+        ps->error_at = (size_t)(ps->p - (const unsigned char *)view->buf);
+    }
+    Py_END_ALLOW_THREADS
+    return status;
+}
+
+static PyObject *raise_parse_error(Parser *ps) {
+    PyErr_Format(PyExc_ValueError, "%s at byte %zu", ps->error ? ps->error : "error", ps->error_at);
+    return NULL;
+}
+
+static PyObject *jcs_canonicalize(PyObject *module, PyObject *args, PyObject *kwargs) {
+    (void)module;
+    static char *keywords[] = {"data", "members", NULL};
+    Py_buffer view;
+    PyObject *members = Py_None;
+    Selected selected[MAX_MEMBERS];
+    size_t count;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|O:canonicalize", keywords, &view, &members)) {
+        return NULL;
+    }
+    if (read_members(members, selected, &count) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Parser ps;
+    memset(&ps, 0, sizeof ps);
+    int status = run(&ps, &view, selected, count, members != Py_None);
+    PyBuffer_Release(&view);
+    if (status < 0) {
+        raise_parse_error(&ps);
+        parser_free(&ps);
+        return NULL;
+    }
+    CanonicalText *result = PyObject_New(CanonicalText, &CanonicalTextType);
+    if (result == NULL) {
+        parser_free(&ps);
+        return NULL;
+    }
+    /* hand the output over; shrink it to its length */
+    char *shrunk = PyMem_RawRealloc(ps.out.buf, ps.out.len ? ps.out.len : 1);
+    result->buf = shrunk ? shrunk : ps.out.buf;
+    result->len = (Py_ssize_t)ps.out.len;
+    result->unsafe_integers = ps.unsafe_integers;
+    result->exports = 0;
+    ps.out.buf = NULL;
+    parser_free(&ps);
+    return (PyObject *)result;
+}
+
+static PyObject *jcs_canonical_sha256(PyObject *module, PyObject *args, PyObject *kwargs) {
+    (void)module;
+    static char *keywords[] = {"data", "members", NULL};
+    Py_buffer view;
+    PyObject *members = Py_None;
+    Selected selected[MAX_MEMBERS];
+    size_t count;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|O:canonical_sha256", keywords, &view, &members)) {
+        return NULL;
+    }
+    if (read_members(members, selected, &count) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Parser ps;
+    memset(&ps, 0, sizeof ps);
+    ps.sha = EVP_MD_CTX_new();
+    if (ps.sha == NULL || EVP_DigestInit_ex(ps.sha, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(ps.sha);
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    int status = run(&ps, &view, selected, count, members != Py_None);
+    PyBuffer_Release(&view);
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_length = 0;
+    if (status == 0 && EVP_DigestFinal_ex(ps.sha, digest, &digest_length) != 1) {
+        status = fail(&ps, "sha256 failed");
+    }
+    EVP_MD_CTX_free(ps.sha);
+    if (status < 0) {
+        raise_parse_error(&ps);
+        parser_free(&ps);
+        return NULL;
+    }
+    char hex[2 * EVP_MAX_MD_SIZE + 1];
+    for (unsigned int i = 0; i < digest_length; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    }
+    int unsafe = ps.unsafe_integers;
+    parser_free(&ps);
+    return Py_BuildValue("(s#O)", hex, (Py_ssize_t)(2 * digest_length), unsafe ? Py_True : Py_False);
+}
+
+static PyMethodDef methods[] = {
+    {"canonicalize", (PyCFunction)(void (*)(void))jcs_canonicalize, METH_VARARGS | METH_KEYWORDS,
+     "canonicalize(data, members=None) -> CanonicalText: RFC 8785 form of JSON text."},
+    {"canonical_sha256", (PyCFunction)(void (*)(void))jcs_canonical_sha256, METH_VARARGS | METH_KEYWORDS,
+     "canonical_sha256(data, members=None) -> (hex digest, unsafe_integers): the canonical form\n"
+     "hashed as it is written, never held whole."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_jcs", "RFC 8785 canonical JSON from JSON text (GIL released).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__jcs(void) {
+    if (c_locale == (locale_t)0) {
+        c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        if (c_locale == (locale_t)0) {
+            PyErr_SetString(PyExc_ImportError, "cannot create the C locale");
+            return NULL;
+        }
+    }
+    if (PyType_Ready(&CanonicalTextType) < 0) {
+        return NULL;
+    }
+    return PyModule_Create(&module_def);
+}
