@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from runs.protocol.errors import ErrorCode, ProtocolError
@@ -43,7 +43,8 @@ SUBJECT_KEYS = ("userId", "tenantId", "accountId", "planId")
 
 _TS = re.compile(
     r"(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d"
-    r"(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
+    r"(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)",
+    re.ASCII,  # \d is 0-9 only, as in JavaScript (not every Unicode digit)
 )
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -127,9 +128,29 @@ def _opt_str(obj: dict[str, Any], key: str, path: str, code: str, nonempty: bool
 _MISSING: Any = object()
 
 
+_fromisoformat = datetime.fromisoformat
+
+
+def _common_ts_ok(value: str) -> bool:
+    """Fast accept of the usual form ``YYYY-MM-DDTHH:MM:SS.sssZ`` (what JavaScript writes).
+
+    ``datetime.fromisoformat`` (C) checks the digits, ranges and calendar once the
+    separators are pinned; anything else goes to the regular expression.
+    """
+    if len(value) != 24 or value[23] != "Z" or value[4:20:3] != "--T::.":
+        return False
+    try:
+        _fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _req_ts(obj: dict[str, Any], key: str, path: str, code: str) -> None:
     value = obj.get(key, _MISSING)
-    if type(value) is str and _TS.fullmatch(value) is not None and value[8:10] < "29":
+    if type(value) is str and (
+        _common_ts_ok(value) or (_TS.fullmatch(value) is not None and value[8:10] < "29")
+    ):
         return
     if value is _MISSING:
         raise _fail(code, _join(path, key), "is required")
@@ -543,6 +564,9 @@ _COST_KEY_SET = frozenset(("amount", "currency"))
 
 
 def _usage_ok(usage: Any) -> bool:
+    """Absent (``_MISSING``) or a valid usage object."""
+    if usage is _MISSING:
+        return True
     if type(usage) is not dict or not _USAGE_KEY_SET.issuperset(usage):
         return False
     for value in usage.values():
@@ -552,6 +576,9 @@ def _usage_ok(usage: Any) -> bool:
 
 
 def _cost_ok(cost: Any) -> bool:
+    """Absent (``_MISSING``) or a valid cost object."""
+    if cost is _MISSING:
+        return True
     if type(cost) is not dict or len(cost) != 2 or not _COST_KEY_SET.issuperset(cost):
         return False
     amount, currency = cost["amount"], cost["currency"]
@@ -564,6 +591,21 @@ def _cost_ok(cost: Any) -> bool:
 
 
 def _ev_model_io(e: dict[str, Any], path: str, code: str) -> None:
+    get = e.get
+    direction = get("direction")
+    duration = get("durationMs", 0.0)
+    if (
+        type(direction) is str
+        and direction in MODEL_IO_DIRECTIONS
+        and type(get("provider", "")) is str
+        and type(get("model", "")) is str
+        and type(get("summary", "")) is str
+        and _usage_ok(get("usage", _MISSING))
+        and _cost_ok(get("cost", _MISSING))
+        and (type(duration) is float or type(duration) is int)
+        and 0 <= duration < math.inf
+    ):
+        return  # the usual event, checked in one expression; the lines below explain failures
     _req_enum(e, "direction", MODEL_IO_DIRECTIONS, path, code)
     _opt_str(e, "provider", path, code)
     _opt_str(e, "model", path, code)
@@ -702,6 +744,17 @@ def validate_event(event: Any, path: str = "event", code: str = ErrorCode.INVALI
     validator(event, path, code)  # type: ignore[misc]
 
 
+def _validate_events(events: list[Any], path: str, code: str) -> None:
+    """:func:`validate_event` of each item; paths are only spelt out for the one that fails."""
+    i = 0
+    try:
+        for i, event in enumerate(events):  # noqa: B007 (i names the failing event below)
+            validate_event(event, path, code)
+    except ProtocolError:
+        validate_event(events[i], f"{path}[{i}]", code)  # raises again, with its path
+        raise
+
+
 # ---------------------------------------------------------------- engine snapshot
 
 
@@ -744,9 +797,7 @@ def validate_bundle_schema(obj: Any, code: str = _RB) -> None:
     """Shapes of a RunBundle (``protocolVersion`` is the migration layer's business)."""
     bundle = _obj(obj, "", code)
     validate_run(_require(bundle, "run", "", code), "run", code, structural=False)
-    trace = _list(_require(bundle, "trace", "", code), "trace", code)
-    for i, event in enumerate(trace):
-        validate_event(event, f"trace[{i}]", code)
+    _validate_events(_list(_require(bundle, "trace", "", code), "trace", code), "trace", code)
     for i, artifact in enumerate(_list(_require(bundle, "artifacts", "", code), "artifacts", code)):
         validate_artifact_version(artifact, f"artifacts[{i}]", code)
     for i, rule_set in enumerate(_list(_require(bundle, "ruleSets", "", code), "ruleSets", code)):
@@ -785,6 +836,16 @@ def check_bundle_invariants(obj: dict[str, Any], code: str = _RB) -> None:
 
 
 def _check_trace(trace: list[dict[str, Any]], run_id: str, step_ids: set[str], path: str, code: str) -> None:
+    # One pass per rule over the whole trace (set comprehensions); the loop below only runs
+    # to name the first offending event when one of them fails.
+    step_refs = {event.get("stepId") for event in trace}
+    step_refs.discard(None)
+    if (
+        {event["runId"] for event in trace} <= {run_id}
+        and step_refs <= step_ids
+        and len({event["id"] for event in trace}) == len(trace)
+    ):
+        return
     seen_ids: set[str] = set()
     for i, event in enumerate(trace):
         event_id = event["id"]
@@ -833,8 +894,7 @@ def validate_run_store_state(obj: Any) -> None:
     _int(_require(state, "revision", "", code), "revision", code, minimum=0)
     validate_run(_require(state, "run", "", code), "run", code)
     trace = _list(_require(state, "trace", "", code), "trace", code)
-    for i, event in enumerate(trace):
-        validate_event(event, f"trace[{i}]", code)
+    _validate_events(trace, "trace", code)
     artifacts = _pairs(_require(state, "artifactsByKey", "", code), "artifactsByKey", code)
     for i, (key, artifact) in enumerate(artifacts):
         validate_artifact_version(artifact, f"artifactsByKey[{i}][1]", code)
