@@ -836,16 +836,6 @@ def check_bundle_invariants(obj: dict[str, Any], code: str = _RB) -> None:
 
 
 def _check_trace(trace: list[dict[str, Any]], run_id: str, step_ids: set[str], path: str, code: str) -> None:
-    # One pass per rule over the whole trace (set comprehensions); the loop below only runs
-    # to name the first offending event when one of them fails.
-    step_refs = {event.get("stepId") for event in trace}
-    step_refs.discard(None)
-    if (
-        {event["runId"] for event in trace} <= {run_id}
-        and step_refs <= step_ids
-        and len({event["id"] for event in trace}) == len(trace)
-    ):
-        return
     seen_ids: set[str] = set()
     for i, event in enumerate(trace):
         event_id = event["id"]
