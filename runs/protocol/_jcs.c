@@ -36,7 +36,10 @@
 
 #include <openssl/evp.h>
 
-#define MAX_DEPTH 1024
+/* Nested arrays and objects, the outermost included: as deep as orjson.dumps (the tree path,
+ * which stores every event) can write. Deeper text is refused here and left to the tree path,
+ * which refuses it with its own message. */
+#define MAX_DEPTH 254
 #define FLUSH_BYTES (1u << 18)
 #define MAX_MEMBERS 16
 
@@ -296,10 +299,15 @@ static int put_js_number(Parser *ps, int negative, const char *digits, int k, in
 /* Shortest digits of a finite non-zero double that read back as it, the closest such
  * when there are several (what repr() and JavaScript print): the correctly rounded
  * 15-, 16- or 17-digit form, whichever is the first to round-trip. A double that some
- * decimal of at most 15 digits denotes is denoted by its 15-digit rounding (DBL_DIG). */
+ * decimal of at most 15 digits denotes is denoted by its 15-digit rounding (DBL_DIG).
+ * At a power of two the doubles below are twice as close as those above: when the
+ * rounding falls below and does not read back, the next decimal up may (2**-24 is
+ * 5.960464477539063e-8, not ...062e-8 nor the 17 digits ...0625e-8). */
 static int shortest_digits(Parser *ps, double value, char *digits, int *k, int *n) {
     char text[40];
     char check[48];
+    int binary_exponent;
+    int power_of_two = frexp(value, &binary_exponent) == 0.5;
     /* below DBL_MIN fewer digits are exact: search from one digit up */
     for (int precision = value < 2.2250738585072014e-308 ? 1 : 15; precision <= 17; precision++) {
         /* "d.ddde+XX"; the decimal point may follow the locale, so take digits only */
@@ -312,21 +320,38 @@ static int shortest_digits(Parser *ps, double value, char *digits, int *k, int *
             }
             t++;
         }
-        if (*t != 'e') {
+        if (*t != 'e' || count == 0) {
             return fail(ps, "cannot format number");
         }
         int exponent = atoi(t + 1);
-        int c = snprintf(check, sizeof check, "%c.%.*se%d", digits[0], count - 1, digits + 1, exponent);
-        if (c <= 0 || (size_t)c >= sizeof check) {
-            return fail(ps, "cannot format number");
-        }
-        if (precision == 17 || strtod_l(check, NULL, ps->c_locale) == value) {
-            while (count > 1 && digits[count - 1] == '0') {
-                count--;
+        for (int attempt = 0; attempt < 2; attempt++) {
+            int c = snprintf(check, sizeof check, "%c.%.*se%d", digits[0], count - 1, digits + 1, exponent);
+            if (c <= 0 || (size_t)c >= sizeof check) {
+                return fail(ps, "cannot format number");
             }
-            *k = count;
-            *n = exponent + 1;
-            return 0;
+            double back = strtod_l(check, NULL, ps->c_locale);
+            if (precision == 17 || back == value) {
+                while (count > 1 && digits[count - 1] == '0') {
+                    count--;
+                }
+                *k = count;
+                *n = exponent + 1;
+                return 0;
+            }
+            if (attempt > 0 || !power_of_two || back > value) {
+                break;
+            }
+            /* one unit up in the last digit, carrying */
+            int i = count - 1;
+            while (i >= 0 && digits[i] == '9') {
+                digits[i--] = '0';
+            }
+            if (i < 0) {
+                digits[0] = '1';
+                exponent++;
+            } else {
+                digits[i]++;
+            }
         }
     }
     return fail(ps, "cannot format number");
@@ -805,7 +830,7 @@ static int skip_string(Parser *ps) {
     return fail(ps, "unterminated string");
 }
 
-/* Steps over one value without writing it (its text is checked when it is written). */
+/* Steps over a selected member's value (its text is checked when it is written). */
 static int skip_value(Parser *ps) {
     if (ps->p >= ps->end) {
         return fail(ps, "unexpected end of text");
@@ -841,6 +866,18 @@ static int skip_value(Parser *ps) {
         ps->p++;
     }
     return 0;
+}
+
+/* Checks one value without keeping its canonical text (nothing is hashed meanwhile):
+ * members that are not written, and the earlier values of a repeated member, must be
+ * JSON too, and their integers count for `unsafe_integers`. */
+static int check_value(Parser *ps) {
+    size_t mark = ps->out.len;
+    ps->open_objects++;
+    int status = parse_value(ps, 1);
+    ps->open_objects--;
+    ps->out.len = mark;
+    return status;
 }
 
 typedef struct {
@@ -887,11 +924,29 @@ static int parse_selected(Parser *ps, Selected *selected, size_t count) {
             }
             ps->p++;
             skip_ws(ps);
-            const unsigned char *value_start = ps->p;
-            if (skip_value(ps) < 0) {
-                return -1;
-            }
-            if (hit != NULL) {
+            if (hit == NULL) {
+                if (check_value(ps) < 0) {
+                    return -1;
+                }
+            } else {
+                if (hit->start != NULL) { /* repeated: the earlier value is dropped, check it */
+                    const unsigned char *resume = ps->p;
+                    const unsigned char *text_end = ps->end;
+                    ps->p = hit->start;
+                    ps->end = hit->end;
+                    if (check_value(ps) < 0) {
+                        return -1;
+                    }
+                    if (ps->p != ps->end) {
+                        return fail(ps, "extra data in a member");
+                    }
+                    ps->p = resume;
+                    ps->end = text_end;
+                }
+                const unsigned char *value_start = ps->p;
+                if (skip_value(ps) < 0) {
+                    return -1;
+                }
                 hit->start = value_start;
                 hit->end = ps->p;
             }

@@ -177,6 +177,9 @@ def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
     else:
         try:
             canonical, unsafe_ints = canonical_form(hash_input(received))
+            # the members outside the hash, as the text path sees them: JSON numbers, nesting
+            rest = {key: value for key, value in received.items() if key not in _HASHED_MEMBERS}
+            unsafe_ints = canonical_form(rest)[1] or unsafe_ints
         except ProtocolError as exc:  # a value with no canonical form
             return _failure(
                 ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, exc.message), "unchecked", bundle, migrated

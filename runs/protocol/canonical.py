@@ -44,6 +44,10 @@ except ImportError:  # not built (no C compiler): the tree path gives the same b
     _jcs = None
 
 MAX_SAFE_INTEGER = 2**53 - 1
+# Nested arrays and objects (the outermost counts): what orjson.dumps writes, so what every
+# stored event can hold. Deeper values have no canonical form here (a coded error).
+MAX_NESTING = 254
+_TOO_DEEP = f"nested deeper than {MAX_NESTING} arrays and objects"
 _INF = float("inf")
 
 _SORT = orjson.OPT_SORT_KEYS
@@ -74,12 +78,20 @@ def parse_json(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse JSON text with the reference's (JavaScript) number semantics.
 
     Integers beyond +-(2**53 - 1) become the double they denote. Text that is not JSON
-    raises ``ProtocolError(INVALID_JSON)``; JSON with a non-finite number (``1e400``) or
-    a lone surrogate raises :class:`UnrepresentableJSON` (code ``INVALID_JSON`` as well).
+    raises ``ProtocolError(INVALID_JSON)``; JSON with a non-finite number (``1e400``), a
+    lone surrogate or more than :data:`MAX_NESTING` levels raises
+    :class:`UnrepresentableJSON` (code ``INVALID_JSON`` as well).
     """
     value = load_json_exact(data)
-    if has_unsafe_integer(value):
-        value = round_unsafe_integers(value)
+    try:
+        orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
+    except orjson.JSONEncodeError as exc:
+        try:
+            if "Recursion" not in str(exc):
+                value = round_unsafe_integers(value)
+            orjson.dumps(value)  # refuses what is too deep
+        except (orjson.JSONEncodeError, RecursionError):
+            raise UnrepresentableJSON(ErrorCode.INVALID_JSON, f"JSON text is {_TOO_DEEP}") from None
     return value
 
 
@@ -383,8 +395,9 @@ def _dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value, option=_SORT)
     except orjson.JSONEncodeError as exc:
+        reason = _TOO_DEEP if "Recursion" in str(exc) else str(exc)
         raise ProtocolError(
-            ErrorCode.INVALID_INPUT, f"value has no canonical JSON (RFC 8785) form: {exc}"
+            ErrorCode.INVALID_INPUT, f"value has no canonical JSON (RFC 8785) form: {reason}"
         ) from None
 
 
@@ -408,7 +421,12 @@ def canonical_form(value: Any) -> tuple[bytes, bool]:
     try:
         out = orjson.dumps(value, option=_FAST_OPTIONS)
     except orjson.JSONEncodeError:
-        exact = _dumps(_prepare(value, check_keys=True, normalize=True))
+        try:
+            exact = _dumps(_prepare(value, check_keys=True, normalize=True))
+        except RecursionError:
+            raise ProtocolError(
+                ErrorCode.INVALID_INPUT, f"value has no canonical JSON (RFC 8785) form: {_TOO_DEEP}"
+            ) from None
         return exact, has_unsafe_integer(value)
     check_keys = _may_misorder_keys(out)
     if _needs_exact_pass(value, check_keys):
