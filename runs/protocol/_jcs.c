@@ -29,6 +29,7 @@
 
 #include <locale.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,19 @@ static int hex4(const unsigned char *p, uint32_t *value) {
     return 0;
 }
 
+/* Whether any of the 8 bytes is a quote, a backslash or a control character (exact as a
+ * yes/no: the classic has-zero-byte and has-byte-less-than tests). */
+static inline int has_string_special(const unsigned char *p) {
+    const uint64_t ones = 0x0101010101010101ULL;
+    const uint64_t highs = 0x8080808080808080ULL;
+    uint64_t v;
+    memcpy(&v, p, 8);
+    uint64_t quote = v ^ (ones * '"');
+    uint64_t backslash = v ^ (ones * '\\');
+    uint64_t found = ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | ((v - ones * 0x20) & ~v);
+    return (found & highs) != 0;
+}
+
 /* ps->p is on the opening quote. Writes the canonical string. */
 static int parse_string(Parser *ps) {
     const unsigned char *p = ps->p + 1;
@@ -197,6 +211,9 @@ static int parse_string(Parser *ps) {
     }
     for (;;) {
         const unsigned char *run = p;
+        while (end - p >= 8 && !has_string_special(p)) {
+            p += 8;
+        }
         while (p < end && *p != '"' && *p != '\\' && *p >= 0x20) {
             p++;
         }
@@ -357,6 +374,105 @@ static int shortest_digits(Parser *ps, double value, char *digits, int *k, int *
     return fail(ps, "cannot format number");
 }
 
+
+/* ---- exact checks of a 16- or 17-digit token against the double it denotes
+ *
+ * A token written by JSON.stringify or repr() already holds the digits JavaScript prints:
+ * no shorter decimal reads back as the double, and none of its length lies closer. Both
+ * are checked exactly with 128-bit integers; when a product would not fit (extreme
+ * exponents) or a comparison ties, the caller formats the double itself. */
+
+typedef unsigned __int128 u128;
+
+static const uint64_t POW5[28] = {
+    1ULL, 5ULL, 25ULL, 125ULL, 625ULL, 3125ULL, 15625ULL, 78125ULL, 390625ULL, 1953125ULL,
+    9765625ULL, 48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL, 30517578125ULL,
+    152587890625ULL, 762939453125ULL, 3814697265625ULL, 19073486328125ULL, 95367431640625ULL,
+    476837158203125ULL, 2384185791015625ULL, 11920928955078125ULL, 59604644775390625ULL,
+    298023223876953125ULL, 1490116119384765625ULL, 7450580596923828125ULL,
+};
+
+static int mul_pow5(u128 *x, long p) {
+    while (p > 0) {
+        long step = p < 27 ? p : 27;
+        uint64_t factor = POW5[step];
+        if (*x > ((u128)-1) / factor) {
+            return 0;
+        }
+        *x *= factor;
+        p -= step;
+    }
+    return 1;
+}
+
+static int shift_left(u128 *x, long s) {
+    if (s == 0 || *x == 0) {
+        return 1;
+    }
+    if (s >= 127 || (*x >> (127 - s)) != 0) {
+        return 0;
+    }
+    *x <<= s;
+    return 1;
+}
+
+/* Sign of a * 10**q - b * 2**e: -1, 0 or 1; 2 when it does not fit in 128 bits. */
+static int compare_scaled(uint64_t a, long q, uint64_t b, long e) {
+    u128 left = a;
+    u128 right = b;
+    if (!(q >= 0 ? mul_pow5(&left, q) : mul_pow5(&right, -q))) {
+        return 2;
+    }
+    long z = e - q; /* 10**q = 5**q * 2**q: the powers of two left over */
+    if (!(z >= 0 ? shift_left(&right, z) : shift_left(&left, -z))) {
+        return 2;
+    }
+    return left < right ? -1 : (left > right ? 1 : 0);
+}
+
+/* Whether the decimal c * 10**q reads back as the double m * 2**e (round half to even). */
+static int reads_back(uint64_t c, long q, uint64_t m, long e) {
+    /* the double's interval: halfway to each neighbour; below a power of two the
+     * neighbour is twice as close */
+    int power_of_two = m == (1ULL << 52) && e > -1074;
+    int low = power_of_two ? compare_scaled(c, q, 4 * m - 1, e - 2) : compare_scaled(c, q, 2 * m - 1, e - 1);
+    int high = compare_scaled(c, q, 2 * m + 1, e - 1);
+    if (low == 2 || high == 2) {
+        return -1; /* unknown */
+    }
+    int even = (m & 1) == 0;
+    return (low > 0 || (low == 0 && even)) && (high < 0 || (high == 0 && even));
+}
+
+/* Whether the k significant digits (0.<digits> * 10**n, k = 16 or 17) of a token that
+ * reads as `value` (finite, > 0) are what JavaScript prints for it. */
+static int digits_are_javascripts(const char *digits, int k, long n, double value) {
+    int binary_exponent;
+    double fraction = frexp(value, &binary_exponent);
+    uint64_t m = (uint64_t)ldexp(fraction, 53);
+    long e = (long)binary_exponent - 53;
+    if (e < -1074) { /* subnormal: m * 2**e with e = -1074 */
+        m >>= -1074 - e;
+        e = -1074;
+    }
+    uint64_t number = 0;
+    for (int i = 0; i < k; i++) {
+        number = number * 10 + (uint64_t)(digits[i] - '0');
+    }
+    long q = n - k;
+    /* no decimal with k - 1 digits reads back: neither neighbour of the token on that grid */
+    uint64_t below = number / 10;
+    int r1 = reads_back(below, q + 1, m, e);
+    int r2 = reads_back(below + 1, q + 1, m, e);
+    if (r1 != 0 || r2 != 0) {
+        return 0; /* shorter (or unknown) */
+    }
+    /* closest of its length: strictly within half a unit of the last digit */
+    int c1 = compare_scaled(2 * number - 1, q, m, e + 1);
+    int c2 = compare_scaled(2 * number + 1, q, m, e + 1);
+    return c1 == -1 && c2 == 1;
+}
+
 static int parse_number(Parser *ps) {
     const unsigned char *start = ps->p;
     const unsigned char *p = start;
@@ -489,6 +605,10 @@ static int parse_number(Parser *ps) {
     }
     if (value == 0) {
         return put_char(ps, '0');
+    }
+    if (!exponent_huge && (k == 16 || k == 17) && total <= (int)sizeof digits &&
+        digits_are_javascripts(digits, k, decimal_exponent, fabs(value))) {
+        return put_js_number(ps, negative, digits, k, (int)decimal_exponent); /* repr/JS wrote it */
     }
     char shortest[24];
     int sk;
@@ -818,53 +938,73 @@ static int parse_value(Parser *ps, int depth) {
 
 /* ---------------------------------------------------------------- top-level members */
 
-static int skip_string(Parser *ps) {
-    const unsigned char *p = ps->p + 1;
-    while (p < ps->end) {
-        if (*p == '"') {
-            ps->p = p + 1;
-            return 0;
+/* Past the string whose opening quote is at p: the next quote not escaped by an odd run of
+ * backslashes (memchr finds the candidates). NULL if the text ends first. */
+static const unsigned char *string_end(const unsigned char *p, const unsigned char *end) {
+    const unsigned char *content = p + 1;
+    const unsigned char *from = content;
+    for (;;) {
+        const unsigned char *quote = memchr(from, '"', (size_t)(end - from));
+        if (quote == NULL) {
+            return NULL;
         }
-        p += *p == '\\' ? 2 : 1;
+        size_t backslashes = 0;
+        while (quote - backslashes > content && quote[-1 - (ptrdiff_t)backslashes] == '\\') {
+            backslashes++;
+        }
+        if (backslashes % 2 == 0) {
+            return quote + 1;
+        }
+        from = quote + 1;
     }
-    return fail(ps, "unterminated string");
 }
+
+/* Byte classes for skipping: 1 quote, 2 opening bracket, 3 closing bracket. */
+static unsigned char skip_class[256];
 
 /* Steps over a selected member's value (its text is checked when it is written). */
 static int skip_value(Parser *ps) {
-    if (ps->p >= ps->end) {
+    const unsigned char *p = ps->p;
+    const unsigned char *end = ps->end;
+    if (p >= end) {
         return fail(ps, "unexpected end of text");
     }
-    if (*ps->p == '"') {
-        return skip_string(ps);
-    }
-    if (*ps->p == '{' || *ps->p == '[') {
+    if (*p == '"' || *p == '{' || *p == '[') {
         size_t depth = 0;
-        while (ps->p < ps->end) {
-            unsigned char c = *ps->p;
-            if (c == '"') {
-                if (skip_string(ps) < 0) {
-                    return -1;
+        while (p < end) {
+            unsigned char kind = skip_class[*p];
+            if (kind == 0) {
+                p++;
+                continue;
+            }
+            if (kind == 1) {
+                p = string_end(p, end);
+                if (p == NULL) {
+                    ps->p = end;
+                    return fail(ps, "unterminated string");
+                }
+                if (depth == 0) {
+                    ps->p = p;
+                    return 0;
                 }
                 continue;
             }
-            if (c == '{' || c == '[') {
+            if (kind == 2) {
                 depth++;
-            } else if (c == '}' || c == ']') {
-                depth--;
-                if (depth == 0) {
-                    ps->p++;
-                    return 0;
-                }
+            } else if (--depth == 0) {
+                ps->p = p + 1;
+                return 0;
             }
-            ps->p++;
+            p++;
         }
+        ps->p = end;
         return fail(ps, "unterminated value");
     }
-    while (ps->p < ps->end && *ps->p != ',' && *ps->p != '}' && *ps->p != ']' && *ps->p != ' ' &&
-           *ps->p != '\n' && *ps->p != '\r' && *ps->p != '\t') {
-        ps->p++;
+    while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' && *p != '\r' &&
+           *p != '\t') {
+        p++;
     }
+    ps->p = p;
     return 0;
 }
 
@@ -1252,6 +1392,9 @@ PyMODINIT_FUNC PyInit__jcs(void) {
             return NULL;
         }
     }
+    skip_class['"'] = 1;
+    skip_class['{'] = skip_class['['] = 2;
+    skip_class['}'] = skip_class[']'] = 3;
     if (PyType_Ready(&CanonicalTextType) < 0) {
         return NULL;
     }

@@ -735,3 +735,28 @@ def test_parse_json_refuses_deep_text() -> None:
         assert info.value.code == ErrorCode.INVALID_JSON
         assert "nested deeper than" in info.value.message
     assert parse_json("[" * MAX_NESTING + "]" * MAX_NESTING) is not None
+
+
+def test_many_random_doubles_in_printed_forms() -> None:
+    """Tokens as repr()/JSON.stringify and printf write them (16 and 17 digits mostly): the C
+    path keeps a token's own digits only when they are JavaScript's, checked exactly."""
+    rng = random.Random(20261121)
+    tokens = []
+    for _ in range(30_000):
+        pick = rng.random()
+        if pick < 0.35:
+            value = rng.random() * 10.0 ** rng.randint(-30, 30)
+        elif pick < 0.65:
+            value = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(63)))[0]
+        elif pick < 0.75:
+            value = 2.0 ** rng.randint(-1074, 1023)
+        else:
+            value = rng.randint(1, 2**60) * 2.0 ** rng.randint(-80, 10)
+        if value == 0 or value != value or value == float("inf"):
+            continue
+        form = rng.random()
+        tokens.append(repr(value) if form < 0.6 else f"{value:.16e}" if form < 0.8 else f"{value:.15e}")
+    text = ("[" + ",".join(tokens) + "]").encode()
+    got = canonical_text(text)
+    assert got is not None
+    assert bytes(got[0]) == oracle(text)
