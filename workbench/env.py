@@ -92,7 +92,10 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
                 ),
             },
-            "TEST": {"NAME": options.get("test_name") or None},
+            # Tests use a file too (WAL, as served): Django's default in-memory test database
+            # shares one cache between connections, whose table locks ("database table is
+            # locked") a websocket consumer reading beside a writer would hit at random.
+            "TEST": {"NAME": options.get("test_name") or (None if name == ":memory:" else f"{name}.test")},
         }
     if scheme in {"postgres", "postgresql", "pgsql"}:
         name = unquote(parsed.path.lstrip("/"))

@@ -374,7 +374,6 @@ static int shortest_digits(Parser *ps, double value, char *digits, int *k, int *
     return fail(ps, "cannot format number");
 }
 
-
 /* ---- exact checks of a 16- or 17-digit token against the double it denotes
  *
  * A token written by JSON.stringify or repr() already holds the digits JavaScript prints:
