@@ -61,7 +61,7 @@ class CheckResult:
 
 def check_bundle(data: bytes | str) -> CheckResult:
     """Check a run bundle's text as an import would, without writing anything."""
-    with gc_paused():
+    with gc_paused(promote=len(data) >= OVERLAP_MIN_BYTES):
         return _check([data])
 
 
@@ -71,7 +71,7 @@ def check_bundle_file(path: str | PathLike[str]) -> CheckResult:
     The file's bytes are released as soon as they are parsed (lower peak memory).
     """
     holder = [Path(path).read_bytes()]
-    with gc_paused():
+    with gc_paused(promote=len(holder[0]) >= OVERLAP_MIN_BYTES):
         return _check(holder)
 
 
@@ -161,7 +161,7 @@ def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
         return _failure(exc, "unchecked", received)
 
     try:
-        validate_bundle_schema(bundle)
+        facts = validate_bundle_schema(bundle)
         if migrated:
             validate_bundle_schema(received)  # the hash is checked over what was received
     except ProtocolError as exc:
@@ -197,7 +197,7 @@ def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
         return _failure(error, "mismatch", bundle, migrated)
 
     try:
-        check_bundle_invariants(bundle)
+        check_bundle_invariants(bundle, facts=facts)
     except ProtocolError as exc:
         return _failure(exc, "valid", bundle, migrated)
     return CheckResult(ok=True, code=None, integrity="valid", message=None, bundle=bundle, migrated=migrated)

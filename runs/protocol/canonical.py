@@ -59,11 +59,17 @@ class UnrepresentableJSON(ProtocolError):
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(promote: bool = False) -> Iterator[None]:
     """Pause the cyclic garbage collector while building large acyclic trees.
 
     Parsing a 100 MB bundle allocates millions of containers; each allocation burst would
     trigger a full collection that finds nothing. Cheap to use around any bulk work.
+
+    ``promote`` (for a tree that outlives the block): on leaving, what was allocated moves
+    straight to the oldest generation (``gc.freeze(); gc.unfreeze()``, constant time), so
+    the first young collection after the pause does not walk the millions of containers
+    (0.15 s for 86 MB here) only to find no cycle. Other young objects of the process move
+    with them and wait for the next full collection instead.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -71,6 +77,9 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            if promote:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
@@ -729,39 +730,77 @@ def validate_event(event: Any, path: str = "event", code: str = ErrorCode.INVALI
     """A TraceEvent: common fields (``id, runId, ts, stepId?, correlationId?``) and its type's fields."""
     if type(event) is not dict:
         raise _expected(code, path, "an object", event)
+    # The hot path (a bundle's trace, a host's batch): the usual event's common fields in one
+    # expression. Whatever it cannot vouch for goes to the helpers below, which find and
+    # explain the first fault in field order.
+    try:
+        event_type = event["type"]
+        validator = _EVENT_VALIDATORS[event_type]
+        ts = event["ts"]
+        usual = (
+            type(event_type) is str
+            and type(event["id"]) is str
+            and type(event["runId"]) is str
+            and type(ts) is str
+            and len(ts) == 24
+            and ts[23] == "Z"
+            and ts[4:20:3] == "--T::."
+            and _fromisoformat(ts) is not None  # digits, ranges, calendar
+            and type(event.get("stepId", "")) is str
+            and type(event.get("correlationId", "")) is str
+        )
+    except (KeyError, TypeError, ValueError):
+        usual = False
+    if usual:
+        validator(event, path, code)
+        return
     event_type = event.get("type")
     validator = _EVENT_VALIDATORS.get(event_type) if type(event_type) is str else None
     if validator is None:
         _enum(event.get("type"), EVENT_TYPES, _join(path, "type"), code)
-    # The common fields in one expression for the hot path (a bundle's trace, a host's
-    # batch); when it fails, the helpers find and explain the first fault, in field order.
-    get = event.get
-    ts = get("ts")
-    if not (
-        type(get("id")) is str
-        and type(get("runId")) is str
-        and type(ts) is str
-        and _common_ts_ok(ts)
-        and type(get("stepId", "")) is str
-        and type(get("correlationId", "")) is str
-    ):
-        _req_str(event, "id", path, code)
-        _req_str(event, "runId", path, code)
-        _req_ts(event, "ts", path, code)
-        for key in ("stepId", "correlationId"):
-            _opt_str(event, key, path, code)
+    _req_str(event, "id", path, code)
+    _req_str(event, "runId", path, code)
+    _req_ts(event, "ts", path, code)
+    for key in ("stepId", "correlationId"):
+        _opt_str(event, key, path, code)
     validator(event, path, code)  # type: ignore[misc]
 
 
-def _validate_events(events: list[Any], path: str, code: str) -> None:
+@dataclass
+class TraceFacts:
+    """What the structural invariants need from a trace, gathered while it is validated
+    (each event is still in the CPU cache then; a second walk of 100k events is not)."""
+
+    length: int
+    ids: set[Any]
+    run_ids: set[Any]
+    step_ids: set[Any]
+
+    def all_fine(self, run_id: str, workflow_step_ids: set[str]) -> bool:
+        """No duplicate id, no other run, no unknown step: :func:`_check_trace` would pass."""
+        self.step_ids.discard(None)
+        return (
+            len(self.ids) == self.length and self.run_ids <= {run_id} and self.step_ids <= workflow_step_ids
+        )
+
+
+def _validate_events(events: list[Any], path: str, code: str) -> TraceFacts:
     """:func:`validate_event` of each item; paths are only spelt out for the one that fails."""
+    ids: set[Any] = set()
+    run_ids: set[Any] = set()
+    step_ids: set[Any] = set()
+    add_id, add_run_id, add_step_id = ids.add, run_ids.add, step_ids.add
     i = 0
     try:
         for i, event in enumerate(events):  # noqa: B007 (i names the failing event below)
             validate_event(event, path, code)
+            add_id(event["id"])
+            add_run_id(event["runId"])
+            add_step_id(event.get("stepId"))
     except ProtocolError:
         validate_event(events[i], f"{path}[{i}]", code)  # raises again, with its path
         raise
+    return TraceFacts(len(events), ids, run_ids, step_ids)
 
 
 # ---------------------------------------------------------------- engine snapshot
@@ -802,11 +841,14 @@ def validate_engine_snapshot(engine: Any, path: str = "engine", code: str = _RB)
 # ---------------------------------------------------------------- bundle
 
 
-def validate_bundle_schema(obj: Any, code: str = _RB) -> None:
-    """Shapes of a RunBundle (``protocolVersion`` is the migration layer's business)."""
+def validate_bundle_schema(obj: Any, code: str = _RB) -> TraceFacts:
+    """Shapes of a RunBundle (``protocolVersion`` is the migration layer's business).
+
+    Returns what :func:`check_bundle_invariants` can use to skip its own walk of the trace.
+    """
     bundle = _obj(obj, "", code)
     validate_run(_require(bundle, "run", "", code), "run", code, structural=False)
-    _validate_events(_list(_require(bundle, "trace", "", code), "trace", code), "trace", code)
+    facts = _validate_events(_list(_require(bundle, "trace", "", code), "trace", code), "trace", code)
     for i, artifact in enumerate(_list(_require(bundle, "artifacts", "", code), "artifacts", code)):
         validate_artifact_version(artifact, f"artifacts[{i}]", code)
     for i, rule_set in enumerate(_list(_require(bundle, "ruleSets", "", code), "ruleSets", code)):
@@ -816,19 +858,24 @@ def validate_bundle_schema(obj: Any, code: str = _RB) -> None:
     if "integrity" in bundle:
         integrity = _obj(bundle["integrity"], "integrity", code)
         _req_str(integrity, "sha256", "integrity", code)
+    return facts
 
 
-def check_bundle_invariants(obj: dict[str, Any], code: str = _RB) -> None:
+def check_bundle_invariants(obj: dict[str, Any], code: str = _RB, facts: TraceFacts | None = None) -> None:
     """Structural invariants of a schema-valid bundle.
 
     Graph errors are ``INVALID_WORKFLOW``; events of another run, unknown steps (events,
-    engine), duplicate event ids, artifact versions or rule set ids are ``code``.
+    engine), duplicate event ids, artifact versions or rule set ids are ``code``. ``facts``
+    (from :func:`validate_bundle_schema` of the same, unchanged bundle) spares the trace walk
+    when they show nothing wrong.
     """
     run = obj["run"]
     workflow = run["workflowSnapshot"]
     check_workflow_graph(workflow, "run.workflowSnapshot")
     check_run_workflow_ids(run, "run", code)
-    _check_trace(obj["trace"], run["id"], {s["id"] for s in workflow["steps"]}, "trace", code)
+    step_ids = {s["id"] for s in workflow["steps"]}
+    if facts is None or not facts.all_fine(run["id"], step_ids):
+        _check_trace(obj["trace"], run["id"], step_ids, "trace", code)
     seen_versions: set[tuple[str, int]] = set()
     for i, artifact in enumerate(obj["artifacts"]):
         key = (artifact["artifactKey"], int(artifact["version"]))
@@ -841,7 +888,7 @@ def check_bundle_invariants(obj: dict[str, Any], code: str = _RB) -> None:
             raise _fail(code, f"ruleSets[{i}].id", f"duplicate rule set id {rule_set['id']!r}")
         seen_rule_sets.add(rule_set["id"])
     if "engine" in obj:
-        _check_engine_steps(obj["engine"], {s["id"] for s in workflow["steps"]}, "engine", code)
+        _check_engine_steps(obj["engine"], step_ids, "engine", code)
 
 
 def _check_trace(trace: list[dict[str, Any]], run_id: str, step_ids: set[str], path: str, code: str) -> None:
