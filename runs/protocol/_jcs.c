@@ -2,7 +2,7 @@
  * RFC 8785 (JCS) canonical JSON straight from JSON text, with JavaScript number semantics.
  *
  * canonicalize(data, members=None) -> CanonicalText
- * canonical_sha256(data, members=None) -> (hex digest, unsafe_integers)
+ * canonical_sha256(data, members=None) -> (hex digest, unsafe_integers, places)
  *
  * Parses the UTF-8 JSON text in `data` and writes its canonical form: no insignificant
  * whitespace, object members sorted by the UTF-16 code units of their keys (a repeated
@@ -43,6 +43,12 @@
 #define MAX_DEPTH 254
 #define FLUSH_BYTES (1u << 18)
 #define MAX_MEMBERS 16
+#define MAX_PLACES 4096 /* where integers beyond 2**53 - 1 were seen; more means "anywhere" */
+
+typedef struct {
+    int member;   /* selected member (index in sorted order), -1 for any other text */
+    long element; /* index in that member's array value, -1 when it is not an array */
+} Place;
 
 typedef struct {
     char *buf;
@@ -74,7 +80,31 @@ typedef struct {
     locale_t c_locale;
     EVP_MD_CTX *sha;      /* when set, finished output is hashed and dropped as it comes */
     int open_objects;     /* objects being written (their text may still be reordered) */
+    int member;           /* selected member being written, -1 otherwise */
+    long element;         /* index in the member's array value being written, -1 otherwise */
+    Place *places;        /* where unsafe integers were seen (consecutive repeats merged) */
+    size_t nplaces;
+    int places_overflow;
 } Parser;
+
+/* Notes an integer beyond +-(2**53 - 1) and where it is, so the caller can round just there. */
+static void note_unsafe_integer(Parser *ps) {
+    ps->unsafe_integers = 1;
+    if (ps->nplaces > 0 && ps->places[ps->nplaces - 1].member == ps->member &&
+        ps->places[ps->nplaces - 1].element == ps->element) {
+        return;
+    }
+    if (ps->places == NULL && !ps->places_overflow) {
+        ps->places = PyMem_RawMalloc(MAX_PLACES * sizeof(Place));
+    }
+    if (ps->places == NULL || ps->nplaces == MAX_PLACES) {
+        ps->places_overflow = 1;
+        return;
+    }
+    ps->places[ps->nplaces].member = ps->member;
+    ps->places[ps->nplaces].element = ps->element;
+    ps->nplaces++;
+}
 
 static int fail(Parser *ps, const char *message) {
     if (ps->error == NULL) {
@@ -578,7 +608,7 @@ static int parse_number(Parser *ps) {
 
     if (is_integer && total >= 16 &&
         (total > 16 || memcmp(digits, "9007199254740991", 16) > 0)) {
-        ps->unsafe_integers = 1; /* JavaScript reads it as the nearest double */
+        note_unsafe_integer(ps); /* JavaScript reads it as the nearest double */
     }
     if (!exponent_huge && total <= (int)sizeof digits && k <= 15 && decimal_exponent > -290 &&
         decimal_exponent < 290) {
@@ -874,8 +904,12 @@ static int parse_array(Parser *ps, int depth) {
         ps->p++;
         return put_char(ps, ']');
     }
-    for (;;) {
+    int track = depth == 2 && ps->member >= 0; /* a selected member's array: number its items */
+    for (long index = 0;; index++) {
         skip_ws(ps);
+        if (track) {
+            ps->element = index;
+        }
         if (parse_value(ps, depth) < 0) {
             return -1;
         }
@@ -892,6 +926,9 @@ static int parse_array(Parser *ps, int depth) {
         }
         if (ps->p < ps->end && *ps->p == ']') {
             ps->p++;
+            if (track) {
+                ps->element = -1;
+            }
             return put_char(ps, ']');
         }
         return fail(ps, "expected ',' or ']'");
@@ -1120,9 +1157,12 @@ static int parse_selected(Parser *ps, Selected *selected, size_t count) {
         }
         ps->p = selected[i].start;
         ps->end = selected[i].end;
+        ps->member = (int)i;
+        ps->element = -1;
         if (parse_value(ps, 1) < 0) {
             return -1;
         }
+        ps->member = -1;
         if (ps->p != ps->end) {
             return fail(ps, "extra data in a member");
         }
@@ -1202,6 +1242,7 @@ static PyTypeObject CanonicalTextType = {
 /* ---------------------------------------------------------------- entry point */
 
 static void parser_free(Parser *ps) {
+    PyMem_RawFree(ps->places);
     PyMem_RawFree(ps->out.buf);
     PyMem_RawFree(ps->scratch.buf);
     PyMem_RawFree(ps->members);
@@ -1256,6 +1297,8 @@ static int run(Parser *ps, Py_buffer *view, Selected *selected, size_t count, in
     ps->p = view->buf;
     ps->end = (const unsigned char *)view->buf + view->len;
     ps->c_locale = c_locale;
+    ps->member = -1;
+    ps->element = -1;
     Py_BEGIN_ALLOW_THREADS
     size_t initial = ps->sha ? FLUSH_BYTES * 2 : (size_t)view->len + 64;
     status = out_reserve(ps, &ps->out, initial);
@@ -1279,6 +1322,31 @@ static int run(Parser *ps, Py_buffer *view, Selected *selected, size_t count, in
     }
     Py_END_ALLOW_THREADS
     return status;
+}
+
+/* ((member name or None, index or -1), ...) where unsafe integers were seen; None when
+ * there were too many places to list (the caller then looks everywhere). */
+static PyObject *places_tuple(Parser *ps, const Selected *selected) {
+    if (ps->places_overflow) {
+        Py_RETURN_NONE;
+    }
+    PyObject *result = PyTuple_New((Py_ssize_t)ps->nplaces);
+    if (result == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < ps->nplaces; i++) {
+        const Place *place = &ps->places[i];
+        PyObject *item = place->member >= 0
+                             ? Py_BuildValue("(s#l)", selected[place->member].name,
+                                             (Py_ssize_t)selected[place->member].length, place->element)
+                             : Py_BuildValue("(Ol)", Py_None, place->element);
+        if (item == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(result, (Py_ssize_t)i, item);
+    }
+    return result;
 }
 
 static PyObject *raise_parse_error(Parser *ps) {
@@ -1364,17 +1432,22 @@ static PyObject *jcs_canonical_sha256(PyObject *module, PyObject *args, PyObject
     for (unsigned int i = 0; i < digest_length; i++) {
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
     }
+    PyObject *places = places_tuple(&ps, selected);
     int unsafe = ps.unsafe_integers;
     parser_free(&ps);
-    return Py_BuildValue("(s#O)", hex, (Py_ssize_t)(2 * digest_length), unsafe ? Py_True : Py_False);
+    if (places == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(s#ON)", hex, (Py_ssize_t)(2 * digest_length), unsafe ? Py_True : Py_False, places);
 }
 
 static PyMethodDef methods[] = {
     {"canonicalize", (PyCFunction)(void (*)(void))jcs_canonicalize, METH_VARARGS | METH_KEYWORDS,
      "canonicalize(data, members=None) -> CanonicalText: RFC 8785 form of JSON text."},
     {"canonical_sha256", (PyCFunction)(void (*)(void))jcs_canonical_sha256, METH_VARARGS | METH_KEYWORDS,
-     "canonical_sha256(data, members=None) -> (hex digest, unsafe_integers): the canonical form\n"
-     "hashed as it is written, never held whole."},
+     "canonical_sha256(data, members=None) -> (hex digest, unsafe_integers, places): the canonical\n"
+     "form hashed as it is written, never held whole. places: ((member or None, index or -1), ...)\n"
+     "where integers beyond 2**53 - 1 were seen, None when too many to list."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from runs.protocol.canonical import (
     UnrepresentableJSON,
+    UnsafePlaces,
     canonical_form,
     canonical_text_sha256,
     gc_paused,
@@ -91,7 +92,7 @@ class _TextDigest:
 
     def __init__(self, data: bytes | str) -> None:
         self._data: bytes | bytearray | None = None
-        self._result: tuple[str, bool] | None = None
+        self._result: tuple[str, bool, UnsafePlaces | None] | None = None
         self._thread: threading.Thread | None = None
         if not has_text_accelerator() or not isinstance(data, bytes | bytearray):
             return
@@ -104,8 +105,8 @@ class _TextDigest:
     def _run(self, data: bytes | bytearray) -> None:
         self._result = canonical_text_sha256(data, _HASHED_MEMBERS)
 
-    def result(self) -> tuple[str, bool] | None:
-        """The hex digest and whether the text held unsafe integers (asked once)."""
+    def result(self) -> tuple[str, bool, UnsafePlaces | None] | None:
+        """The hex digest, whether the text held unsafe integers and where (asked once)."""
         if self._thread is not None:
             self._thread.join()
             self._thread = None
@@ -121,6 +122,23 @@ class _TextDigest:
             self._thread.join()
             self._thread = None
         self._data = self._result = None
+
+
+def _round_unsafe_integers(bundle: dict[str, Any], places: UnsafePlaces | None) -> None:
+    """JavaScript's reading of integers beyond +-(2**53 - 1), applied where the text path saw
+    them (a few events rather than a walk of the whole tree), or everywhere without places."""
+    if places is None:
+        round_unsafe_integers(bundle)
+        return
+    for member, index in places:
+        if member is None:  # outside the hashed members
+            for key, value in bundle.items():
+                if key not in _HASHED_MEMBERS:
+                    bundle[key] = round_unsafe_integers(value)
+        elif index < 0:
+            bundle[member] = round_unsafe_integers(bundle[member])
+        else:
+            bundle[member][index] = round_unsafe_integers(bundle[member][index])
 
 
 def _failure(
@@ -172,8 +190,9 @@ def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
         error = ProtocolError(ErrorCode.MISSING_INTEGRITY, "run bundle has no integrity.sha256", "integrity")
         return _failure(error, "missing", bundle, migrated)
     from_text = text.result()
+    unsafe_places: UnsafePlaces | None = None
     if from_text is not None:
-        actual, unsafe_ints = from_text
+        actual, unsafe_ints, unsafe_places = from_text
     else:
         try:
             canonical, unsafe_ints = canonical_form(hash_input(received))
@@ -187,7 +206,7 @@ def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
         actual = sha256_hex(canonical)
         del canonical
     if unsafe_ints:
-        round_unsafe_integers(bundle)
+        _round_unsafe_integers(bundle, None if migrated else unsafe_places)
     if not hmac.compare_digest(actual, declared):
         error = ProtocolError(
             ErrorCode.INTEGRITY_MISMATCH,

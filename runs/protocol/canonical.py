@@ -462,13 +462,19 @@ def canonical_text(
     return memoryview(result), result.unsafe_integers
 
 
+UnsafePlaces = tuple[tuple[str | None, int], ...]
+
+
 def canonical_text_sha256(
     data: bytes | bytearray | memoryview, members: tuple[str, ...] | None = None
-) -> tuple[str, bool] | None:
+) -> tuple[str, bool, UnsafePlaces | None] | None:
     """:func:`sha256_hex` of :func:`canonical_text`, hashed as it is written (a few MB held).
 
     What a bundle check needs: the GIL is released throughout, so it can run in a thread
-    while another parses the same text.
+    while another parses the same text. Returns ``(hex digest, unsafe_integers, places)``:
+    ``places`` says where integers beyond +-(2**53 - 1) were seen, as ``(member, index)``
+    pairs (``index`` -1 when the member's value is not an array, ``member`` ``None`` for
+    text outside the members), or is ``None`` when there were too many to list.
     """
     if _jcs is None:
         return None

@@ -100,7 +100,9 @@ def check_text(text: bytes) -> bytes | None:
     out, unsafe = got
     assert bytes(out) == expected, text
     assert unsafe is has_unsafe_token(text), text
-    assert digest == (hashlib.sha256(expected).hexdigest(), unsafe), text
+    assert digest is not None, text
+    assert digest[:2] == (hashlib.sha256(expected).hexdigest(), unsafe), text
+    assert (digest[2] != ()) is unsafe, text  # places listed exactly when there are unsafe integers
     return expected
 
 
@@ -116,7 +118,8 @@ def check_members(text: bytes, members: tuple[str, ...]) -> bytes | None:
     out, unsafe = got
     assert bytes(out) == expected, (text, members)
     assert unsafe is has_unsafe_token(text), (text, members)  # anywhere, selected or not
-    assert digest == (hashlib.sha256(expected).hexdigest(), unsafe), (text, members)
+    assert digest is not None, (text, members)
+    assert digest[:2] == (hashlib.sha256(expected).hexdigest(), unsafe), (text, members)
     return expected
 
 
@@ -467,7 +470,7 @@ def test_depth_limit(depth: int) -> None:
         got = canonical_text(spaced)
         assert got is not None
         assert (bytes(got[0]), got[1]) == (text, False)
-        assert canonical_text_sha256(spaced) == (hashlib.sha256(text).hexdigest(), False)
+        assert canonical_text_sha256(spaced) == (hashlib.sha256(text).hexdigest(), False, ())
         if members:
             got = canonical_text(spaced, members)
             assert got is not None
@@ -497,7 +500,7 @@ def test_buffer_kinds() -> None:
         got = canonical_text(data)
         assert got is not None
         assert bytes(got[0]) == expected
-        assert canonical_text_sha256(data) == (hashlib.sha256(expected).hexdigest(), False)
+        assert canonical_text_sha256(data) == (hashlib.sha256(expected).hexdigest(), False, ())
     result = _jcs.canonicalize(text)
     assert len(result) == len(expected)
     assert result.unsafe_integers is False
@@ -574,7 +577,7 @@ def test_threads_give_the_same_results(big_array_text: bytes) -> None:
     for view, digest in zip(views, expected, strict=True):
         assert (view is None) is (digest is None)
         if view is not None:
-            assert (hashlib.sha256(view[0]).hexdigest(), view[1]) == digest
+            assert (hashlib.sha256(view[0]).hexdigest(), view[1]) == digest[:2]
 
 
 # ---------------------------------------------------------------- the bundle check, both paths
@@ -760,3 +763,50 @@ def test_many_random_doubles_in_printed_forms() -> None:
     got = canonical_text(text)
     assert got is not None
     assert bytes(got[0]) == oracle(text)
+
+
+def test_unsafe_integer_places() -> None:
+    """Where integers beyond 2**53 - 1 sit: (member, index in its array) or (member, -1), and
+    (None, -1) for text outside the members; consecutive repeats are merged."""
+    text = (
+        b'{"zz": 9007199254740993, "trace": [{"a": 1}, {"b": [18446744073709551617]},'
+        b' {"c": 1.5}, {"d": 9007199254740993, "e": -9007199254740993}],'
+        b' "run": {"x": {"y": 123456789012345678901}}, "artifacts": [1, 2], "engine": 2e300}'
+    )
+    got = canonical_text_sha256(text, ("run", "trace", "artifacts", "ruleSets", "engine"))
+    assert got is not None
+    assert got[1] is True
+    assert sorted(got[2], key=repr) == sorted([(None, -1), ("trace", 1), ("trace", 3), ("run", -1)], key=repr)
+    assert canonical_text_sha256(b'{"trace": [1, 2]}', ("trace",)) == (
+        hashlib.sha256(b'{"trace":[1,2]}').hexdigest(),
+        False,
+        (),
+    )
+    many = b'{"trace": [' + b",".join(b"9007199254740993" for _ in range(5000)) + b"]}"
+    got = canonical_text_sha256(many, ("trace",))
+    assert got is not None
+    assert got[1:] == (True, None)  # too many places to list: the caller looks everywhere
+
+
+def test_rounding_where_the_text_path_saw_unsafe_integers(
+    big_bundle_texts: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounding only the listed events gives the same bundle as the tree path's full walk."""
+    bundle = orjson.loads(big_bundle_texts[0])
+    bundle.pop("integrity")
+    bundle["trace"][5].setdefault("payload", {})["big"] = 2**64 + 1
+    bundle["trace"][7]["big"] = [-(2**60) - 1]
+    bundle["artifacts"][3]["data"]["big"] = 2**53 + 1
+    bundle["run"]["metadata"]["big"] = 10**30
+    bundle["extra"] = {"big": 2**63}
+    text = json.dumps(sign_bundle(bundle), indent=2, ensure_ascii=False).encode()  # orjson stops at 64 bits
+    assert len(text) >= OVERLAP_MIN_BYTES
+    fast = check_bundle(text)
+    with monkeypatch.context() as patch:
+        patch.setattr(bundle_module, "has_text_accelerator", lambda: False)
+        slow = check_bundle(text)
+    assert fast.ok and slow.ok, (fast.message, slow.message)
+    assert fast.bundle is not None and slow.bundle is not None
+    assert fast.bundle["trace"][5]["payload"]["big"] == float(2**64 + 1)
+    assert type(fast.bundle["run"]["metadata"]["big"]) is float
+    assert repr(fast.bundle) == repr(slow.bundle)  # values and int/float types alike
