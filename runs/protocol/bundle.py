@@ -69,7 +69,7 @@ def check_bundle(data: bytes | str) -> CheckResult:
 def check_bundle_file(path: str | PathLike[str]) -> CheckResult:
     """:func:`check_bundle` of a file's bytes (``OSError`` if it cannot be read).
 
-    The file's bytes are released as soon as they are parsed (lower peak memory).
+    The file's bytes are released as soon as they are parsed and hashed (lower peak memory).
     """
     holder = [Path(path).read_bytes()]
     with gc_paused(promote=len(holder[0]) >= OVERLAP_MIN_BYTES):
