@@ -77,7 +77,6 @@ typedef struct {
     int unsafe_integers;
     const char *error;
     size_t error_at;
-    locale_t c_locale;
     EVP_MD_CTX *sha;      /* when set, finished output is hashed and dropped as it comes */
     int open_objects;     /* objects being written (their text may still be reordered) */
     int member;           /* selected member being written, -1 otherwise */
@@ -376,7 +375,7 @@ static int shortest_digits(Parser *ps, double value, char *digits, int *k, int *
             if (c <= 0 || (size_t)c >= sizeof check) {
                 return fail(ps, "cannot format number");
             }
-            double back = strtod_l(check, NULL, ps->c_locale);
+            double back = strtod_l(check, NULL, c_locale);
             if (precision == 17 || back == value) {
                 while (count > 1 && digits[count - 1] == '0') {
                     count--;
@@ -625,7 +624,7 @@ static int parse_number(Parser *ps) {
     }
     memcpy(text, start, length);
     text[length] = '\0';
-    double value = strtod_l(text, NULL, ps->c_locale);
+    double value = strtod_l(text, NULL, c_locale);
     if (text != stack_text) {
         PyMem_RawFree(text);
     }
@@ -1182,7 +1181,6 @@ typedef struct {
     char *buf;
     Py_ssize_t len;
     int unsafe_integers;
-    Py_ssize_t exports;
 } CanonicalText;
 
 static void CanonicalText_dealloc(CanonicalText *self) {
@@ -1191,16 +1189,7 @@ static void CanonicalText_dealloc(CanonicalText *self) {
 }
 
 static int CanonicalText_getbuffer(CanonicalText *self, Py_buffer *view, int flags) {
-    if (PyBuffer_FillInfo(view, (PyObject *)self, self->buf, self->len, 1, flags) < 0) {
-        return -1;
-    }
-    self->exports++;
-    return 0;
-}
-
-static void CanonicalText_releasebuffer(CanonicalText *self, Py_buffer *view) {
-    (void)view;
-    self->exports--;
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->buf, self->len, 1, flags);
 }
 
 static Py_ssize_t CanonicalText_length(CanonicalText *self) {
@@ -1214,7 +1203,7 @@ static PyObject *CanonicalText_get_unsafe(CanonicalText *self, void *closure) {
 
 static PyBufferProcs CanonicalText_as_buffer = {
     (getbufferproc)CanonicalText_getbuffer,
-    (releasebufferproc)CanonicalText_releasebuffer,
+    NULL, /* the view holds a reference; nothing else to release */
 };
 
 static PySequenceMethods CanonicalText_as_sequence = {
@@ -1296,7 +1285,6 @@ static int run(Parser *ps, Py_buffer *view, Selected *selected, size_t count, in
     int status;
     ps->p = view->buf;
     ps->end = (const unsigned char *)view->buf + view->len;
-    ps->c_locale = c_locale;
     ps->member = -1;
     ps->element = -1;
     Py_BEGIN_ALLOW_THREADS
@@ -1354,23 +1342,35 @@ static PyObject *raise_parse_error(Parser *ps) {
     return NULL;
 }
 
+/* (data, members=None) of both entry points: the text's buffer (the caller releases it)
+ * and the selected names. -1 with an exception set. */
+static int read_arguments(PyObject *args, PyObject *kwargs, const char *format, Py_buffer *view,
+                          Selected *selected, size_t *count, int *has_members) {
+    static char *keywords[] = {"data", "members", NULL};
+    PyObject *members = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, view, &members)) {
+        return -1;
+    }
+    if (read_members(members, selected, count) < 0) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *has_members = members != Py_None;
+    return 0;
+}
+
 static PyObject *jcs_canonicalize(PyObject *module, PyObject *args, PyObject *kwargs) {
     (void)module;
-    static char *keywords[] = {"data", "members", NULL};
     Py_buffer view;
-    PyObject *members = Py_None;
     Selected selected[MAX_MEMBERS];
     size_t count;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|O:canonicalize", keywords, &view, &members)) {
-        return NULL;
-    }
-    if (read_members(members, selected, &count) < 0) {
-        PyBuffer_Release(&view);
+    int has_members;
+    if (read_arguments(args, kwargs, "y*|O:canonicalize", &view, selected, &count, &has_members) < 0) {
         return NULL;
     }
     Parser ps;
     memset(&ps, 0, sizeof ps);
-    int status = run(&ps, &view, selected, count, members != Py_None);
+    int status = run(&ps, &view, selected, count, has_members);
     PyBuffer_Release(&view);
     if (status < 0) {
         raise_parse_error(&ps);
@@ -1387,7 +1387,6 @@ static PyObject *jcs_canonicalize(PyObject *module, PyObject *args, PyObject *kw
     result->buf = shrunk ? shrunk : ps.out.buf;
     result->len = (Py_ssize_t)ps.out.len;
     result->unsafe_integers = ps.unsafe_integers;
-    result->exports = 0;
     ps.out.buf = NULL;
     parser_free(&ps);
     return (PyObject *)result;
@@ -1395,16 +1394,11 @@ static PyObject *jcs_canonicalize(PyObject *module, PyObject *args, PyObject *kw
 
 static PyObject *jcs_canonical_sha256(PyObject *module, PyObject *args, PyObject *kwargs) {
     (void)module;
-    static char *keywords[] = {"data", "members", NULL};
     Py_buffer view;
-    PyObject *members = Py_None;
     Selected selected[MAX_MEMBERS];
     size_t count;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|O:canonical_sha256", keywords, &view, &members)) {
-        return NULL;
-    }
-    if (read_members(members, selected, &count) < 0) {
-        PyBuffer_Release(&view);
+    int has_members;
+    if (read_arguments(args, kwargs, "y*|O:canonical_sha256", &view, selected, &count, &has_members) < 0) {
         return NULL;
     }
     Parser ps;
@@ -1415,7 +1409,7 @@ static PyObject *jcs_canonical_sha256(PyObject *module, PyObject *args, PyObject
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
-    int status = run(&ps, &view, selected, count, members != Py_None);
+    int status = run(&ps, &view, selected, count, has_members);
     PyBuffer_Release(&view);
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int digest_length = 0;

@@ -742,14 +742,11 @@ def validate_event(event: Any, path: str = "event", code: str = ErrorCode.INVALI
             and type(event["id"]) is str
             and type(event["runId"]) is str
             and type(ts) is str
-            and len(ts) == 24
-            and ts[23] == "Z"
-            and ts[4:20:3] == "--T::."
-            and _fromisoformat(ts) is not None  # digits, ranges, calendar
+            and _common_ts_ok(ts)
             and type(event.get("stepId", "")) is str
             and type(event.get("correlationId", "")) is str
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError):
         usual = False
     if usual:
         validator(event, path, code)
