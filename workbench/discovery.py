@@ -361,11 +361,18 @@ def build_security_txt(request: HttpRequest) -> str:
 
 
 def build_security_md(request: HttpRequest) -> str:
+    contact = security_contact(request)
+    if contact.startswith(("http://", "https://")):
+        where = (
+            "the operator of this deployment (no security contact is configured: WORKBENCH_SECURITY_CONTACT)"
+        )
+    else:
+        where = contact
     return "\n".join(
         [
             f"# Security policy of {site_name()}",
             "",
-            f"Report a vulnerability to {security_contact(request)}. Please include the affected URL or "
+            f"Report a vulnerability to {where}. Please include the affected URL or "
             "component, how to reproduce it and its impact; do not access data that is not yours, and give "
             "us reasonable time to fix the problem before disclosing it.",
             "",

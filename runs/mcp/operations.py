@@ -339,11 +339,19 @@ def decision_status(run: Run, *, step_id: str, gate: str, checkpoint: str | None
         event = loads(body)
         if event.get("gate") != gate:
             continue
+        note = event.get("note")
+        if checkpoint:  # the resolution's note names the checkpoint; the reviewer's note follows it
+            note = None
+            follow = Event.objects.filter(
+                run=run, seq=seq + 1, type="annotation", correlation_id=corr
+            ).first()
+            if follow is not None and "gate-note" in (loads(follow.body).get("tags") or []):
+                note = loads(follow.body).get("text")
         return {
             **base,
             "status": "decided",
             "decision": event["decision"],
-            "note": event.get("note"),
+            "note": note,
             "decidedBy": actor or None,
             "decidedAtSeq": seq,
         }
