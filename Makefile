@@ -6,6 +6,10 @@ PY := $(BIN)/python
 PG_URL ?= postgres://postgres@127.0.0.1:5432/workbench
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
+# Let Python cache compiled bytecode even where the shell disables it: without the caches every
+# manage.py start compiles the project's sources again (about 0.3 s).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: setup run test test-sqlite test-postgres test-browser lint bench services chromium clean
 
 # Idempotent: (re)installs only when the packaging or the C canonicalizer changed since the
@@ -30,6 +34,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py makemigrations --check --dry-run
+	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py check --fail-level WARNING
 
 services:
 	@scripts/ensure_services.sh

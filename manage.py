@@ -11,6 +11,9 @@ if __name__ == "__main__":
     if status is not None:
         sys.exit(status)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+    from workbench.startup import configure_for_command
+
+    configure_for_command(sys.argv)
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -14,8 +14,9 @@ SECRET_KEY = env_secret_key("SECRET_KEY", local_file=VAR_DIR / "secret_key", all
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# "workbench" comes before staticfiles: its `runserver` (daphne, ASGI) wins over the WSGI one.
 INSTALLED_APPS = [
-    "daphne",
+    "workbench",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
