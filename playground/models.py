@@ -227,6 +227,10 @@ class ExecutionStatus(models.TextChoices):
     PROCESSING = "processing"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATUSES = ("pending", "processing")  # everything else is final
 
 
 class ExecutionQuerySet(models.QuerySet):
@@ -235,7 +239,8 @@ class ExecutionQuerySet(models.QuerySet):
 
 
 class Execution(models.Model):
-    """One send: pending -> processing -> completed | failed. Also recorded as run ``run_id``."""
+    """One send: pending -> processing -> completed | failed | cancelled (Stop). Also recorded
+    as run ``run_id``."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="playground_executions")
@@ -304,4 +309,4 @@ class Execution(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (ExecutionStatus.COMPLETED, ExecutionStatus.FAILED)
+        return self.status not in ACTIVE_STATUSES

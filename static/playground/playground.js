@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const initial = JSON.parse($("pg-initial").textContent);
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
-  const state = { session: initial.session, model: initial.model, busy: false, log: [] };
+  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null };
   let previewTimer = null;
   // Bumped by every edit of a control: a preview answer that left while the user kept editing
   // must not put the older values back into the controls.
@@ -219,14 +219,19 @@
     container.append(item);
     const entry = { role: "assistant", execution: ex.id, model: ex.model, status: ex.status, content: null, text: "", thinking: "" };
     state.log.push(entry);
-    return { item, badge, thinking, text, body, entry };
+    const slot = { item, badge, thinking, text, body, entry };
+    item._slot = slot;
+    return slot;
   }
 
   function statusLabel(status) {
-    return { pending: "⏳ Pending", processing: "⚡ Processing", completed: "✓ Completed", failed: "✗ Failed" }[status] || status;
+    return { pending: "⏳ Pending", processing: "⚡ Processing", completed: "✓ Completed", failed: "✗ Failed", cancelled: "■ Stopped" }[status] || status;
   }
 
   function follow(ex, slot, primary) {
+    state.inflight.set(ex.id, slot);
+    slot.entry.execution = ex.id;
+    slot.item.dataset.execution = ex.id;
     const got = { text: 0, thinking: 0 };
     let finished = false;
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
@@ -255,7 +260,7 @@
       fetch("/playground/executions/" + ex.id + "/", { credentials: "same-origin" }).then((r) => r.json()).then((st) => {
         slot.text.textContent = st.partial_text || ""; slot.thinking.textContent = st.partial_thinking || "";
         setStatus(slot, st.status);
-        if (st.status === "completed" || st.status === "failed") {
+        if (st.status !== "pending" && st.status !== "processing") {
           finished = true;
           fetch("/playground/executions/" + ex.id + "/message/", { credentials: "same-origin" }).then((r) => r.text()).then((html) => done(st, html, slot, primary));
         } else { setTimeout(poll, 500); }
@@ -271,18 +276,56 @@
   }
 
   async function done(st, html, slot, primary) {
+    state.inflight.delete(st.id);
     setStatus(slot, st.status);
     const tpl = document.createElement("template");
     tpl.innerHTML = html; // server-rendered by Django (escaped)
     slot.body.replaceChildren(tpl.content);
     Object.assign(slot.entry, { content: st.content, text: st.partial_text, thinking: st.partial_thinking, usage: st.usage, cost: st.cost, currency: st.currency, duration_ms: st.duration_ms, structured_output: st.structured_output, error: st.error, run_id: st.run_id, context: st.context });
+    slot.primary = primary;
     if (primary) {
+      if (st.status === "completed" && state.sentPrompt !== null) {
+        // The prompt is kept until its answer arrives; cleared only if it was not edited since.
+        if ($("prompt").value === state.sentPrompt) { $("prompt").value = ""; state.session.prompt = ""; }
+        state.sentPrompt = null;
+      }
       await preview({ name: "after_send", value: st.id });
-      state.busy = false;
-      $("send").disabled = false;
-      $("send-status").textContent = st.status === "completed" ? "Done." : "Failed: " + (st.error ? st.error.code : "");
+      $("send-status").textContent = st.status === "completed" ? "Done." : (st.status === "cancelled" ? "Stopped." : "Failed: " + (st.error ? st.error.code : "")) + (st.status === "completed" ? "" : " Your message is kept: edit it or press Retry.");
     }
+    if (!state.inflight.size) idle();
     renderContext();
+  }
+
+  function idle() {
+    state.busy = false;
+    $("send").disabled = false;
+    $("stop").hidden = true;
+  }
+
+  async function stopAll() {
+    const ids = [...state.inflight.keys()];
+    $("stop").disabled = true;
+    await Promise.all(ids.map((id) => post("/playground/executions/" + id + "/cancel/", {})));
+    $("stop").disabled = false;
+  }
+
+  async function retry(executionId, button) {
+    if (state.busy) return;
+    const item = button.closest("[data-role=assistant]");
+    const slot = item && item._slot;
+    if (!slot) return;
+    button.disabled = true;
+    const { ok, data } = await post("/playground/executions/" + executionId + "/retry/", {});
+    if (!ok) { button.disabled = false; showComposeError(data.error ? data.error.message : "Retry failed"); return; }
+    state.busy = true;
+    $("send").disabled = true;
+    $("stop").hidden = false;
+    $("send-status").textContent = "Retrying…";
+    slot.thinking.textContent = ""; slot.text.textContent = "";
+    slot.body.replaceChildren(slot.thinking, slot.text);
+    Object.assign(slot.entry, { status: data.status, retry_of: executionId });
+    setStatus(slot, data.status);
+    follow(data, slot, !!slot.primary);
   }
 
   async function send() {
@@ -293,9 +336,10 @@
     state.busy = true;
     $("send").disabled = true;
     $("send-status").textContent = "Sending…";
+    state.sentPrompt = $("prompt").value;
     const { ok, data } = await post(root.dataset.sendUrl, body);
     if (!ok) {
-      state.busy = false; $("send").disabled = false; $("send-status").textContent = "";
+      state.busy = false; $("send").disabled = false; $("send-status").textContent = ""; state.sentPrompt = null;
       showComposeError(data.error ? data.error.message : "Send failed");
       return;
     }
@@ -312,10 +356,9 @@
       container.append(li);
       container = li;
     }
-    data.executions.forEach((ex, i) => follow(ex, addAssistantSlot(ex, container), i === 0));
+    $("stop").hidden = false;
+    data.executions.forEach((ex, i) => { const slot = addAssistantSlot(ex, container); slot.primary = i === 0; follow(ex, slot, i === 0); });
     $("send-status").textContent = "Streaming…";
-    $("prompt").value = "";
-    state.session.prompt = "";
   }
 
   // ---------------------------------------------------------------- export
@@ -345,7 +388,9 @@
       let data = reader.result;
       if (isPdf) data = String(data).split(",", 2)[1] || "";
       state.session.file = { name: file.name, media_type: isPdf ? "application/pdf" : (file.type || "text/plain"), data };
+      // A newly chosen file is meant to be sent: tick "Send file" again (readFreeFields reads it).
       state.session.send_file = true;
+      $("send-file").checked = true;
       preview(null);
     };
     if (isPdf) reader.readAsDataURL(file); else reader.readAsText(file);
@@ -370,6 +415,7 @@
   $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; renderContext(); });
   $("export").addEventListener("click", exportConversation);
   $("send").addEventListener("click", send);
+  $("stop").addEventListener("click", stopAll);
   $("prompt").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(); });
   $("file").addEventListener("change", (e) => { if (e.target.files[0]) readFile(e.target.files[0]); });
   $("file-remove").addEventListener("click", () => { state.session.file = null; $("file").value = ""; preview(null); });
@@ -385,6 +431,7 @@
   $("conversation").addEventListener("click", (e) => {
     const btn = e.target.closest("button[data-action]");
     if (!btn) return;
+    if (btn.dataset.action === "retry") { retry(btn.dataset.execution, btn); return; }
     const box = btn.closest(".pg-structured");
     if (!box) return;
     const raw = box.querySelector(".pg-raw");
