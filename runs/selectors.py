@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
-from runs.models import Event, Run, RunParent, RunSnapshot, Workspace, loads
+from runs.models import ArtifactVersion, Event, Run, RunParent, RunSnapshot, Workspace, loads
+from runs.timeline import EventRecord, build_rows
 
 
 class RunNotFound(Exception):
@@ -111,3 +114,152 @@ def descendants(workspace: Workspace, run_id: str) -> list[Run]:
         out.extend(batch)
         frontier = [r.pk for r in batch]
     return out
+
+
+# --- page reads -------------------------------------------------------------------------------
+
+TIMELINE_PAGE = 100
+
+
+TIMELINE_MAX_PAGE = 500
+
+
+SEARCH_WINDOW = 20_000  # events scanned per text-search request (keeps a search of a huge run bounded)
+
+
+ARTIFACT_ROWS_LIMIT = 2000
+
+
+def run_state(run: Run) -> RunState:
+    return RunState.from_json(loads(run.state))
+
+
+@dataclass
+class TimelineFilters:
+    type: str = ""
+    step: str = ""
+    corr: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> TimelineFilters:
+        return cls(
+            type=params.get("type", "").strip()[:40],
+            step=params.get("step", "").strip()[:200],
+            corr=params.get("corr", "").strip()[:200],
+            q=params.get("q", "").strip()[:200],
+        )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.type or self.step or self.corr or self.q)
+
+    def as_query(self) -> dict[str, str]:
+        return {
+            k: v
+            for k, v in (("type", self.type), ("step", self.step), ("corr", self.corr), ("q", self.q))
+            if v
+        }
+
+
+@dataclass
+class TimelinePage:
+    rows: list
+    first_seq: int | None
+    last_seq: int | None
+    next_after: int | None  # a newer page exists after this seq
+    prev_before: int | None  # an older page may exist before this seq
+    searched_to: int | None = None  # text search stopped at this seq (window exhausted)
+    searched_from: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def timeline_page(
+    run: Run,
+    *,
+    after: int = 0,
+    before: int | None = None,
+    filters: TimelineFilters | None = None,
+    limit: int = TIMELINE_PAGE,
+) -> TimelinePage:
+    """One keyset page of the trace: events with seq > after (or < before), filtered, in seq order.
+
+    Only indexed range scans on (run, seq) / (run, type, seq) / (run, step_id, seq) /
+    (run, correlation_id, seq); a text search scans at most SEARCH_WINDOW seqs per request and says
+    where it stopped. Never counts or loads the whole trace.
+    """
+    filters = filters or TimelineFilters()
+    limit = max(1, min(limit, TIMELINE_MAX_PAGE))
+    qs = Event.objects.filter(run=run)
+    if filters.type:
+        qs = qs.filter(type=filters.type)
+    if filters.step:
+        qs = qs.filter(step_id=filters.step)
+    if filters.corr:
+        qs = qs.filter(correlation_id=filters.corr)
+    if filters.q:
+        qs = qs.filter(body__icontains=filters.q)
+    cols = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")
+    searched_to = searched_from = None
+    if before is not None:
+        if filters.q:
+            low = max(0, before - SEARCH_WINDOW)
+            qs = qs.filter(seq__gte=low)
+            searched_from = low if low > 1 else None
+        raw = list(qs.filter(seq__lt=before).order_by("-seq").values_list(*cols)[: limit + 1])
+        older = len(raw) > limit
+        raw = list(reversed(raw[:limit]))
+        next_after = raw[-1][0] if raw and raw[-1][0] < run.last_seq else None
+        prev_before = raw[0][0] if raw and (older or searched_from) else None
+    else:
+        if filters.q:
+            high = after + SEARCH_WINDOW
+            qs = qs.filter(seq__lte=high)
+            searched_to = high if high < run.last_seq else None
+        raw = list(qs.filter(seq__gt=after).order_by("seq").values_list(*cols)[: limit + 1])
+        newer = len(raw) > limit
+        raw = raw[:limit]
+        if newer:
+            next_after = raw[-1][0]
+        elif searched_to is not None:
+            next_after = searched_to
+        else:
+            next_after = None
+        prev_before = raw[0][0] if raw and raw[0][0] > 1 else (after + 1 if after > 0 else None)
+    records = [
+        EventRecord(seq, t, ts, step, corr, actor, loads(body)) for seq, t, ts, step, corr, actor, body in raw
+    ]
+    return TimelinePage(
+        rows=build_rows(records),
+        first_seq=records[0].seq if records else None,
+        last_seq=records[-1].seq if records else None,
+        next_after=next_after,
+        prev_before=prev_before,
+        searched_to=searched_to if searched_to and not (len(raw) >= limit) else None,
+        searched_from=searched_from,
+    )
+
+
+def artifact_versions_by_key(run: Run) -> dict[str, list[dict[str, Any]]]:
+    rows = (
+        ArtifactVersion.objects.filter(run=run)
+        .order_by("key", "version")
+        .values("key", "version", "type_id", "seq")
+    )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows[:ARTIFACT_ROWS_LIMIT]:
+        out.setdefault(row["key"], []).append(row)
+    return out
+
+
+def run_ledger_data(run: Run) -> tuple[dict[str, Any], dict[str, str]]:
+    from runs.protocol.telemetry import LedgerAccumulator
+
+    acc = LedgerAccumulator(keep_entries=False)
+    doc = run.run_doc
+    acc.add_run(doc)
+    rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
+    for body in rows.iterator(chunk_size=2000):
+        acc.add_event(doc, loads(body))
+    exact = {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()}
+    return acc.result(), exact
