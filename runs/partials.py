@@ -24,9 +24,9 @@ from django.urls import reverse
 
 from runs.engine.state import RunState
 from runs.graph import layout_workflow
-from runs.models import Event, Run, loads
+from runs.models import Run
 from runs.protocol.validate import EVENT_TYPES
-from runs.selectors import TIMELINE_PAGE, TimelineFilters, children, parents, timeline_page
+from runs.selectors import TIMELINE_PAGE, TimelineFilters, children, gate_history, parents, timeline_page
 
 HISTORY_LIMIT = 50
 
@@ -58,20 +58,7 @@ def gate_panel_context(
     error: str = "",
     oob: bool = False,
 ) -> dict[str, Any]:
-    # One query per type so each is a backwards range scan of the (run, type, seq) index; an IN over
-    # both types makes SQLite walk the whole trace by (run, seq) instead.
-    history = sorted(
-        (
-            row
-            for etype in ("human_gate_requested", "human_gate_resolved")
-            for row in Event.objects.filter(run=run, type=etype)
-            .order_by("-seq")
-            .values("seq", "type", "ts", "step_id", "actor", "body")[:HISTORY_LIMIT]
-        ),
-        key=lambda row: -row["seq"],
-    )[:HISTORY_LIMIT]
-    for item in history:
-        item["data"] = loads(item.pop("body"))
+    history = gate_history(run, limit=HISTORY_LIMIT)
     return {
         "run": run,
         "url_id": url_id or run.pk,

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+import orjson
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
 
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
-from runs.models import ArtifactVersion, Event, Run, RunParent, RunSnapshot, Workspace, loads
+from runs.models import ArtifactVersion, Event, Run, RunParent, RunSnapshot, RunStatus, Workspace, loads
 from runs.timeline import EventRecord, build_rows
 
 
@@ -263,3 +269,163 @@ def run_ledger_data(run: Run) -> tuple[dict[str, Any], dict[str, str]]:
         acc.add_event(doc, loads(body))
     exact = {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()}
     return acc.result(), exact
+
+
+# --- runs list, inbox, panels ------------------------------------------------------------------
+
+RUN_LIST_FIELDS = (
+    "id",
+    "workflow_id",
+    "title",
+    "status",
+    "started_at",
+    "ended_at",
+    "tags",
+    "pending_gates",
+    "event_count",
+    "model_calls",
+    "total_tokens",
+    "cost_totals",
+)
+
+
+@dataclass
+class RunListFilters:
+    status: str = ""
+    workflow: str = ""
+    tag: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> RunListFilters:
+        return cls(
+            status=params.get("status", "").strip(),
+            workflow=params.get("workflow", "").strip(),
+            tag=params.get("tag", "").strip(),
+            q=params.get("q", "").strip()[:200],
+        )
+
+
+class BadCursor(ValueError):
+    code = "INVALID_INPUT"
+
+
+def _tag_filter(tag: str) -> Q:
+    needles = {orjson.dumps(tag).decode(), json.dumps(tag)}
+    q = Q()
+    for needle in needles:
+        q |= Q(tags_text__contains=needle)
+    return q
+
+
+def runs_page(
+    workspace: Workspace, filters: RunListFilters, *, cursor: str = "", limit: int = 50
+) -> tuple[list[Run], str]:
+    """One keyset page of the workspace's runs, newest first, and the cursor of the next page ("")."""
+    qs = Run.objects.for_workspace(workspace)
+    if filters.status in RunStatus.values:
+        qs = qs.filter(status=filters.status)
+    if filters.workflow:
+        qs = qs.filter(workflow_id=filters.workflow)
+    if filters.tag:
+        qs = qs.annotate(tags_text=Cast("tags", TextField())).filter(_tag_filter(filters.tag))
+    if filters.q:
+        text = filters.q
+        qs = qs.filter(
+            Q(id__icontains=text)
+            | Q(title__icontains=text)
+            | Q(workflow_id__icontains=text)
+            | Q(doc__icontains=text)
+        )
+    if cursor:
+        try:
+            ts_text, run_id = cursor.split("|", 1)
+            ts = datetime.fromisoformat(ts_text)
+        except ValueError:
+            raise BadCursor(cursor) from None
+        qs = qs.filter(Q(started_at__lt=ts) | Q(started_at=ts, pk__lt=run_id))
+    runs = list(qs.order_by("-started_at", "-pk").only(*RUN_LIST_FIELDS)[: limit + 1])
+    next_cursor = ""
+    if len(runs) > limit:
+        runs = runs[:limit]
+        last = runs[-1]
+        next_cursor = f"{last.started_at.isoformat()}|{last.pk}"
+    return runs, next_cursor
+
+
+def workflow_ids(workspace: Workspace, *, limit: int = 200) -> list[str]:
+    return list(
+        Run.objects.for_workspace(workspace)
+        .order_by("workflow_id")
+        .values_list("workflow_id", flat=True)
+        .distinct()[:limit]
+    )
+
+
+def runs_waiting_for_review(workspace: Workspace, *, limit: int) -> list[Run]:
+    """Running runs with at least one pending gate, newest first."""
+    return list(
+        Run.objects.for_workspace(workspace)
+        .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
+        .order_by("-started_at", "-pk")[:limit]
+    )
+
+
+def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
+    """The latest gate requests and resolutions of a run, newest first, bodies parsed as ``data``."""
+    # One query per type so each is a backwards range scan of the (run, type, seq) index; an IN over
+    # both types makes SQLite walk the whole trace by (run, seq) instead.
+    history = sorted(
+        (
+            row
+            for etype in ("human_gate_requested", "human_gate_resolved")
+            for row in Event.objects.filter(run=run, type=etype)
+            .order_by("-seq")
+            .values("seq", "type", "ts", "step_id", "actor", "body")[:limit]
+        ),
+        key=lambda row: -row["seq"],
+    )[:limit]
+    for item in history:
+        item["data"] = loads(item.pop("body"))
+    return history
+
+
+def run_notes(run: Run, *, limit: int) -> list[dict[str, Any]]:
+    """The latest annotation events of a run, newest first."""
+    return [
+        {"seq": seq, "ts": ts, "actor": actor, "data": loads(body)}
+        for seq, ts, actor, body in Event.objects.filter(run=run, type="annotation")
+        .order_by("-seq")
+        .values_list("seq", "ts", "actor", "body")[:limit]
+    ]
+
+
+def event_at(run: Run, seq: int) -> dict[str, Any] | None:
+    """One stored event (columns and parsed body as ``data``), or None."""
+    event = Event.objects.filter(run=run, seq=seq).values("seq", "type", "ts", "actor", "body").first()
+    if event is None:
+        return None
+    return {**event, "data": loads(event["body"])}
+
+
+def artifact_versions(run: Run, key: str, versions: list[int]) -> dict[int, ArtifactVersion]:
+    return {r.version: r for r in ArtifactVersion.objects.filter(run=run, key=key, version__in=versions)}
+
+
+def workspace_ledger_data(workspace: Workspace, *, lo, hi):
+    """Ledger over the workspace's runs started in [lo, hi): (accumulator, number of runs)."""
+    from runs.protocol.telemetry import LedgerAccumulator
+
+    runs = Run.objects.for_workspace(workspace).filter(started_at__gte=lo, started_at__lt=hi)
+    docs = {rid: loads(doc) for rid, doc in runs.values_list("id", "doc")}
+    acc = LedgerAccumulator(keep_entries=False)
+    for doc in docs.values():
+        acc.add_run(doc)
+    events = (
+        Event.objects.filter(run__in=runs.values("pk"), type="model_io")
+        .order_by("run_id", "seq")
+        .values_list("run_id", "body")
+    )
+    for run_id, body in events.iterator(chunk_size=2000):
+        acc.add_event(docs[run_id], loads(body))
+    return acc, len(docs)

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from runs import actions
 from runs.engine import commands as cmd
-from runs.models import ArtifactVersion, Role
+from runs.models import Role
 from runs.pages.access import RunAccess, run_page
 from runs.pages.artifact_forms import (
     coerce_form_value,
@@ -25,6 +25,7 @@ from runs.pages.artifact_forms import (
 )
 from runs.pages.params import int_param, parse_json_field
 from runs.selectors import (
+    artifact_versions,
     artifact_versions_by_key,
     run_state,
 )
@@ -157,13 +158,8 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
 
     if errors:
         return rerender()
-    if ikey in state.idempotency:
-        # A repeated submit of a form that was already saved: the same key answers the same version.
-        done = state.idempotency[ikey]
-        messages.success(request, f"Saved {done['artifactKey']} v{done['version']}.")
-        return redirect(reverse("runs:artifacts", args=[run.pk]) + f"?key={key}")
     if mode == "patch":
-        base_row = ArtifactVersion.objects.filter(run=run, key=key, version=base_version).first()
+        base_row = artifact_versions(run, key, [base_version]).get(base_version)
         base_data = base_row.data.get("data") if base_row else None
         if base_row is None or base_data is None:
             mode = "write"
@@ -174,13 +170,13 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
                 key=key, from_version=base_version, patch=patch, idempotency_key=ikey
             )
         else:
-            if base_version != latest["version"]:
-                raise actions.ActionError(
-                    "PATCH_FAILED",
-                    f"artifact {key} is at version {latest['version']}; you edited version {base_version}",
-                    "fromVersion",
-                )
-            command = cmd.WriteArtifact(key=key, type_id=latest["typeId"], data=data, idempotency_key=ikey)
+            command = cmd.WriteArtifact(
+                key=key,
+                type_id=latest["typeId"],
+                data=data,
+                idempotency_key=ikey,
+                expected_version=base_version,
+            )
         result = actions.do_command(
             workspace=run.workspace, run_id=run.pk, command=command, actor=actor_for(request)
         )
@@ -189,7 +185,9 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
         field_name = path.split(".", 1)[1].split(".")[0].split("[")[0] if path.startswith("data.") else ""
         errors = [{"path": path or "/", "field": field_name, "message": f"{exc.code}: {exc.message}"}]
         return rerender(409 if exc.code in ("PATCH_FAILED", "IDEMPOTENCY_CONFLICT") else 422)
-    version = result.state.artifacts.get(key, {}).get("version")
+    # A repeated submit of a saved form is an idempotent no-op: the key answers the version it made.
+    done = result.state.idempotency.get(ikey) or result.state.artifacts.get(key, {})
+    version = done.get("version")
     messages.success(request, f"Saved {key} v{version}.")
     return redirect(reverse("runs:artifacts", args=[run.pk]) + f"?key={key}")
 
@@ -200,10 +198,7 @@ def artifact_diff(request: HttpRequest, access: RunAccess) -> HttpResponse:
     key = request.GET.get("key", "")
     a = int_param(request.GET, "a", 1, minimum=1)
     b = int_param(request.GET, "b", None, minimum=1)
-    rows = {
-        r.version: r
-        for r in ArtifactVersion.objects.filter(run=access.run, key=key, version__in=[v for v in (a, b) if v])
-    }
+    rows = artifact_versions(access.run, key, [v for v in (a, b) if v])
     if a not in rows or (b is not None and b not in rows):
         raise Http404("no such version")
     if b is None:

@@ -13,7 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
 from runs.engine.state import RunState
-from runs.models import Event, Run, loads
+from runs.models import Run
 from runs.pages.access import RunAccess, run_page, run_write
 from runs.pages.params import int_param
 from runs.partials import (
@@ -26,7 +26,10 @@ from runs.partials import (
 from runs.selectors import (
     TIMELINE_PAGE,
     TimelineFilters,
+    event_at,
+    run_notes,
     run_state,
+    state_at,
 )
 from runs.timeline import changed_top_keys, diff_values
 from runs.web import (
@@ -58,12 +61,7 @@ def run_detail_context(
         "state": state,
         "nav_active": "runs",
         "annotations": doc.get("annotations") or [],
-        "notes": [
-            {"seq": seq, "ts": ts, "actor": actor, "data": loads(body)}
-            for seq, ts, actor, body in Event.objects.filter(run=run, type="annotation")
-            .order_by("-seq")
-            .values_list("seq", "ts", "actor", "body")[:NOTES_LIMIT]
-        ],
+        "notes": run_notes(run, limit=NOTES_LIMIT),
     }
     ctx.update(lineage_context(run))
     ctx.update(graph_context(run, state, url_id=url_id))
@@ -167,11 +165,9 @@ def state_view(state: RunState) -> dict[str, Any]:
 
 
 def event_state_context(run: Run, seq: int, *, url_id: str | None = None) -> dict[str, Any]:
-    from runs.selectors import state_at
-
     if seq < 1 or seq > run.last_seq:
         raise Http404("no such event")
-    event = Event.objects.filter(run=run, seq=seq).values("seq", "type", "ts", "actor", "body").first()
+    event = event_at(run, seq)
     if event is None:
         raise Http404("no such event")
     before = state_view(state_at(run, seq - 1))
@@ -184,7 +180,7 @@ def event_state_context(run: Run, seq: int, *, url_id: str | None = None) -> dic
         "run": run,
         "url_id": url_id,
         "seq": seq,
-        "event": {**event, "data": loads(event["body"])},
+        "event": event,
         "changes": changes,
         "sides": sides,
         "after_state": after,

@@ -8,9 +8,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from runs.models import Run, RunStatus
 from runs.selectors import (
     run_state,
+    runs_waiting_for_review,
 )
 from runs.web import (
     current_workspace,
@@ -25,11 +25,7 @@ INBOX_LIMIT = 200
 def review_inbox(request: HttpRequest) -> HttpResponse:
     """Every pending gate across the workspace's runs (the reviewer's inbox)."""
     workspace = current_workspace(request)
-    runs = list(
-        Run.objects.for_workspace(workspace)
-        .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
-        .order_by("-started_at", "-pk")[:INBOX_LIMIT]
-    )
+    runs = runs_waiting_for_review(workspace, limit=INBOX_LIMIT)
     items = []
     for run in runs:
         for gate in run_state(run).pending_gates():

@@ -13,10 +13,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from runs.graph import bar_chart
-from runs.models import Event, Run, loads
 from runs.pages.access import RunAccess, run_page
 from runs.selectors import (
     run_ledger_data,
+    workspace_ledger_data,
 )
 from runs.web import (
     current_workspace,
@@ -83,8 +83,6 @@ def _parse_day(text: str) -> date | None:
 @require_GET
 def workspace_ledger(request: HttpRequest) -> HttpResponse:
     """Ledger over every run of the workspace started within a date range (default: last 30 days)."""
-    from runs.protocol.telemetry import LedgerAccumulator
-
     workspace = current_workspace(request)
     today = timezone.now().date()
     start = _parse_day(request.GET.get("from", "")) or today - timedelta(days=30)
@@ -94,18 +92,7 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
     tz = timezone.get_current_timezone()
     lo = datetime.combine(start, time.min, tzinfo=tz)
     hi = datetime.combine(end + timedelta(days=1), time.min, tzinfo=tz)
-    runs = Run.objects.for_workspace(workspace).filter(started_at__gte=lo, started_at__lt=hi)
-    docs = {rid: loads(doc) for rid, doc in runs.values_list("id", "doc")}
-    acc = LedgerAccumulator(keep_entries=False)
-    for doc in docs.values():
-        acc.add_run(doc)
-    events = (
-        Event.objects.filter(run__in=runs.values("pk"), type="model_io")
-        .order_by("run_id", "seq")
-        .values_list("run_id", "body")
-    )
-    for run_id, body in events.iterator(chunk_size=2000):
-        acc.add_event(docs[run_id], loads(body))
+    acc, run_count = workspace_ledger_data(workspace, lo=lo, hi=hi)
     ledger = acc.result()
     ctx = {
         "ledger": ledger,
@@ -114,7 +101,7 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
         "chart": _step_chart(ledger),
         "start": start,
         "end": end,
-        "run_count": len(docs),
+        "run_count": run_count,
         "nav_active": "ledger",
     }
     return render(request, "runs/ledger.html", ctx)

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from runs import actions
 from runs.engine import commands as cmd
+from runs.engine.rules import DIRECTIONS, edit_rule, move_rule, ordered_rules, toggle_rule
 from runs.models import Role
 from runs.pages.access import RunAccess, run_page
 from runs.pages.artifact_forms import (
@@ -26,11 +27,6 @@ from runs.web import (
 )
 
 
-def _rule_order(rules: list[dict]) -> list[dict]:
-    """Highest priority first (ties keep their stored order)."""
-    return sorted(rules, key=lambda r: -r.get("priority", 0) if isinstance(r.get("priority"), int) else 0)
-
-
 def rules_context(
     access: RunAccess, *, errors: dict[str, str] | None = None, texts: dict[str, str] | None = None
 ):
@@ -38,7 +34,7 @@ def rules_context(
     rule_sets = []
     for rs in state.rule_sets.values():
         rules = []
-        for rule in _rule_order(list(rs.get("rules", []))):
+        for rule in ordered_rules(list(rs.get("rules", []))):
             token = f"{rs['id']}::{rule.get('id')}"
             rules.append(
                 {
@@ -77,25 +73,13 @@ def rules(request: HttpRequest, access: RunAccess) -> HttpResponse:
     current = state.rule_sets.get(rs_id)
     if current is None:
         raise Http404("no such rule set")
-    new_set = {**current, "rules": [dict(r) for r in current.get("rules", [])]}
-    ordered = _rule_order(new_set["rules"])
-    target = next((r for r in new_set["rules"] if r.get("id") == rule_id), None)
-    if target is None:
+    if not any(r.get("id") == rule_id for r in current.get("rules", [])):
         raise Http404("no such rule")
     token = f"{rs_id}::{rule_id}"
     if op == "toggle":
-        target["enabled"] = not target.get("enabled", False)
-    elif op in ("up", "down"):
-        idx = next(i for i, r in enumerate(ordered) if r.get("id") == rule_id)
-        other_idx = idx - 1 if op == "up" else idx + 1
-        if 0 <= other_idx < len(ordered):
-            other = next(r for r in new_set["rules"] if r.get("id") == ordered[other_idx].get("id"))
-            a, b = target.get("priority", 0), other.get("priority", 0)
-            if a == b:
-                a, b = (b + 1, b) if op == "up" else (b - 1, b)
-                target["priority"], other["priority"] = a, b
-            else:
-                target["priority"], other["priority"] = b, a
+        new_set = toggle_rule(current, rule_id)
+    elif op in DIRECTIONS:
+        new_set = move_rule(current, rule_id, op)
     elif op == "edit":
         payload, problem = parse_json_field(post.get("payload", ""))
         if not problem:
@@ -106,10 +90,7 @@ def rules(request: HttpRequest, access: RunAccess) -> HttpResponse:
         if problem:
             ctx = rules_context(access, errors={token: problem}, texts={token: post.get("payload", "")})
             return render(request, "runs/rules.html", ctx, status=422)
-        target["payload"] = payload
-        label = post.get("label")
-        if label is not None and label.strip():
-            target["label"] = label.strip()[:200]
+        new_set = edit_rule(current, rule_id, payload=payload, label=post.get("label"))
     else:
         return HttpResponseBadRequest("unknown operation")
     try:
