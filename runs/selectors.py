@@ -268,7 +268,7 @@ def run_ledger_data(run: Run) -> tuple[dict[str, Any], dict[str, str]]:
     for body in rows.iterator(chunk_size=2000):
         acc.add_event(doc, loads(body))
     exact = {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()}
-    return acc.result(), exact
+    return acc.result(strict=False), exact
 
 
 # --- runs list, inbox, panels ------------------------------------------------------------------

@@ -93,7 +93,7 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
     lo = datetime.combine(start, time.min, tzinfo=tz)
     hi = datetime.combine(end + timedelta(days=1), time.min, tzinfo=tz)
     acc, run_count = workspace_ledger_data(workspace, lo=lo, hi=hi)
-    ledger = acc.result()
+    ledger = acc.result(strict=False)
     ctx = {
         "ledger": ledger,
         "exact_costs": {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()},
