@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from django.db.models import Q, TextField
+from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 
 from runs.engine.fold import apply_event, fold
@@ -336,6 +336,8 @@ def runs_page(
             | Q(title__icontains=text)
             | Q(workflow_id__icontains=text)
             | Q(doc__icontains=text)
+            # what was said: prompts and answers live in the model calls' bodies
+            | Exists(Event.objects.filter(run=OuterRef("pk"), type="model_io", body__icontains=text))
         )
     if cursor:
         try:

@@ -167,3 +167,12 @@ WORKBENCH_SECURITY_POLICY_URL = env_str("WORKBENCH_SECURITY_POLICY_URL", "")
 WORKBENCH_SECURITY_TXT_DAYS = env_int("WORKBENCH_SECURITY_TXT_DAYS", 180, minimum=1)
 if WORKBENCH_SECURITY_TXT_DAYS > 364:
     raise ValueError("WORKBENCH_SECURITY_TXT_DAYS must be under a year (RFC 9116)")
+
+# Continuous OTLP/HTTP export of finished runs (runs/otel_stream.py): on when
+# OTEL_EXPORTER_OTLP_ENDPOINT names a collector (headers from OTEL_EXPORTER_OTLP_HEADERS).
+# WORKBENCH_OTEL_SEMCONV: "reference" (the reference's mapping, default) or "current" (GenAI 1.42).
+WORKBENCH_OTEL_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+WORKBENCH_OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "workbench")
+WORKBENCH_OTEL_SEMCONV = env_str("WORKBENCH_OTEL_SEMCONV", "reference")
+if WORKBENCH_OTEL_SEMCONV not in ("reference", "current"):
+    raise ValueError("WORKBENCH_OTEL_SEMCONV must be reference or current")
