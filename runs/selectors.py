@@ -14,7 +14,17 @@ from django.db.models.functions import Cast
 
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
-from runs.models import ArtifactVersion, Event, Run, RunParent, RunSnapshot, RunStatus, Workspace, loads
+from runs.models import (
+    ArtifactVersion,
+    Event,
+    Run,
+    RunFork,
+    RunParent,
+    RunSnapshot,
+    RunStatus,
+    Workspace,
+    loads,
+)
 from runs.timeline import EventRecord, build_rows
 
 
@@ -431,3 +441,12 @@ def workspace_ledger_data(workspace: Workspace, *, lo, hi):
     for run_id, body in events.iterator(chunk_size=2000):
         acc.add_event(docs[run_id], loads(body))
     return acc, len(docs)
+
+
+def get_fork(workspace: Workspace, run_id: str) -> RunFork:
+    """The fork record of a run of this workspace (RunNotFound when the run is missing or no fork)."""
+    run = get_run(workspace, run_id)
+    fork = RunFork.objects.select_related("run", "source").filter(run=run).first()
+    if fork is None:
+        raise RunNotFound(run_id)
+    return fork

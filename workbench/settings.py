@@ -136,6 +136,15 @@ WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600
 PLAYGROUND_EXECUTOR = env_str("PLAYGROUND_EXECUTOR", "inprocess")
 if PLAYGROUND_EXECUTOR not in ("inprocess", "worker", "immediate"):
     raise ValueError("PLAYGROUND_EXECUTOR must be inprocess, worker or immediate")
+# Forks re-executed by the workbench: "inprocess" (a thread after commit), "worker"
+# (`manage.py replay_worker`), "immediate" (synchronously after commit; tests and scripts).
+WORKBENCH_REPLAY_EXECUTOR = env_str("WORKBENCH_REPLAY_EXECUTOR", "inprocess")
+if WORKBENCH_REPLAY_EXECUTOR not in ("inprocess", "worker", "immediate"):
+    raise ValueError("WORKBENCH_REPLAY_EXECUTOR must be inprocess, worker or immediate")
+# Modules that register step code (runs.programs) in every process, comma-separated.
+WORKBENCH_PROGRAM_MODULES = [
+    m.strip() for m in env_str("WORKBENCH_PROGRAM_MODULES", "runs.demo.job_search").split(",") if m.strip()
+]
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
