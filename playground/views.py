@@ -7,6 +7,7 @@ models and prices need owner. Executions and runs of other workspaces answer 404
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
@@ -257,11 +258,13 @@ def send(request: HttpRequest) -> JsonResponse:
     try:
         data = _json_body(request)
         session = c.session_from_json(data.get("session") or {})
-        targets = [_model_pk(data.get("model"))]
-        if data.get("compare_model") not in (None, ""):
-            targets.append(_model_pk(data.get("compare_model")))
+        columns = _compare_columns(data)
+        targets = [(_model_pk(data.get("model")), session, "")]
+        for i, column in enumerate(columns):
+            label = str(column.get("label") or chr(ord("B") + i))[:8]
+            targets.append((_model_pk(column.get("model")), c.with_overrides(session, column), label))
         entries = []
-        for pk in targets:
+        for pk, _, _ in targets:
             try:
                 entries.append(config.resolve_model(workspace, pk))
             except config.NoProvider as exc:
@@ -270,7 +273,11 @@ def send(request: HttpRequest) -> JsonResponse:
             problem = entry.provider.missing()
             if problem:
                 return _error("model", problem, status=409)
-        compositions = [_compose_for(session, entry) for entry in entries]
+        compositions = [
+            _compose_for(column_session, entry)
+            for (_, column_session, _), entry in zip(targets, entries, strict=True)
+        ]
+        conversation_id, parent_run_id = _conversation(workspace, session, data.get("conversation"))
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
     group = uuid.uuid4().hex if len(entries) > 1 else ""
@@ -282,9 +289,11 @@ def send(request: HttpRequest) -> JsonResponse:
                 entry=entry,
                 composition=comp,
                 compare_group=group,
-                label=entry.display_name if group else "",
+                label=f"{label or 'A'} · {entry.display_name}"[:40] if group else "",
+                conversation_id=conversation_id,
+                parent_run_id=parent_run_id,
             )
-            for entry, comp in zip(entries, compositions, strict=True)
+            for (_, _, label), entry, comp in zip(targets, entries, compositions, strict=True)
         ]
     return JsonResponse(
         {
@@ -298,9 +307,52 @@ def send(request: HttpRequest) -> JsonResponse:
                 for ex, comp in zip(executions, compositions, strict=True)
             ],
             "compare_group": group or None,
+            # The first column's answer continues the conversation unless the user picks another.
+            "joins_history": str(executions[0].pk),
+            "conversation": conversation_id or None,
         },
         status=202,
     )
+
+
+def _conversation(workspace, session: c.Session, data: Any) -> tuple[str, str]:
+    """(conversation id, parent run id) of a send. Stateful sends belong to a conversation: the
+    page's (``{id, parent}``: parent is the execution whose answer ends the history), or a new
+    one. Stateless sends stand alone."""
+    if session.mode != "stateful":
+        return "", ""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise c.ComposeError("conversation", "conversation must be an object {id, parent}")
+    conversation_id = data.get("id") or uuid.uuid4().hex
+    if not isinstance(conversation_id, str) or not re.fullmatch(r"[0-9a-f]{32}", conversation_id):
+        raise c.ComposeError("conversation", "a conversation id is 32 hexadecimal characters")
+    parent_run_id = ""
+    if data.get("parent") and session.history:
+        try:
+            parent = Execution.objects.for_workspace(workspace).get(pk=uuid.UUID(str(data["parent"])))
+        except (ValueError, Execution.DoesNotExist):
+            raise c.ComposeError("conversation", "unknown parent execution") from None
+        parent_run_id = parent.run_id
+    return conversation_id, parent_run_id
+
+
+def _compare_columns(data: dict) -> list[dict]:
+    """Extra columns of a compare send: ``compare`` (a list of column objects: model, label and
+    any of prompt, system prompt, temperature, top P, top K, max tokens, thinking), or the older
+    ``compare_model`` (the same settings on a second model)."""
+    columns = data.get("compare")
+    if columns is None:
+        columns = [] if data.get("compare_model") in (None, "") else [{"model": data["compare_model"]}]
+    if not isinstance(columns, list):
+        raise c.ComposeError("compare", "compare must be a list of columns")
+    if len(columns) + 1 > c.MAX_COMPARE_COLUMNS:
+        raise c.ComposeError("compare", f"at most {c.MAX_COMPARE_COLUMNS} columns can be compared")
+    for column in columns:
+        if not isinstance(column, dict):
+            raise c.ComposeError("compare", "each compare column must be an object")
+    return columns
 
 
 def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:

@@ -156,6 +156,15 @@ WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600
 PLAYGROUND_EXECUTOR = env_str("PLAYGROUND_EXECUTOR", "inprocess")
 if PLAYGROUND_EXECUTOR not in ("inprocess", "worker", "immediate"):
     raise ValueError("PLAYGROUND_EXECUTOR must be inprocess, worker or immediate")
+# Forks re-executed by the workbench: "inprocess" (a thread after commit), "worker"
+# (`manage.py replay_worker`), "immediate" (synchronously after commit; tests and scripts).
+WORKBENCH_REPLAY_EXECUTOR = env_str("WORKBENCH_REPLAY_EXECUTOR", "inprocess")
+if WORKBENCH_REPLAY_EXECUTOR not in ("inprocess", "worker", "immediate"):
+    raise ValueError("WORKBENCH_REPLAY_EXECUTOR must be inprocess, worker or immediate")
+# Modules that register step code (runs.programs) in every process, comma-separated.
+WORKBENCH_PROGRAM_MODULES = [
+    m.strip() for m in env_str("WORKBENCH_PROGRAM_MODULES", "runs.demo.job_search").split(",") if m.strip()
+]
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
@@ -176,3 +185,23 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
     "loggers": {"django": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "WARNING")}},
 }
+
+# Discovery files (workbench/discovery.py): the public origin used in absolute links (default:
+# the request's own), the security.txt contact (an address or URI; default: the first of ADMINS,
+# else the policy page) and policy URL, and how far ahead security.txt expires (RFC 9116: < 1 year).
+WORKBENCH_SITE_NAME = env_str("WORKBENCH_SITE_NAME", "Workbench")
+WORKBENCH_SITE_URL = env_str("WORKBENCH_SITE_URL", "")
+WORKBENCH_SECURITY_CONTACT = env_str("WORKBENCH_SECURITY_CONTACT", "")
+WORKBENCH_SECURITY_POLICY_URL = env_str("WORKBENCH_SECURITY_POLICY_URL", "")
+WORKBENCH_SECURITY_TXT_DAYS = env_int("WORKBENCH_SECURITY_TXT_DAYS", 180, minimum=1)
+if WORKBENCH_SECURITY_TXT_DAYS > 364:
+    raise ValueError("WORKBENCH_SECURITY_TXT_DAYS must be under a year (RFC 9116)")
+
+# Continuous OTLP/HTTP export of finished runs (runs/otel_stream.py): on when
+# OTEL_EXPORTER_OTLP_ENDPOINT names a collector (headers from OTEL_EXPORTER_OTLP_HEADERS).
+# WORKBENCH_OTEL_SEMCONV: "reference" (the reference's mapping, default) or "current" (GenAI 1.42).
+WORKBENCH_OTEL_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+WORKBENCH_OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "workbench")
+WORKBENCH_OTEL_SEMCONV = env_str("WORKBENCH_OTEL_SEMCONV", "reference")
+if WORKBENCH_OTEL_SEMCONV not in ("reference", "current"):
+    raise ValueError("WORKBENCH_OTEL_SEMCONV must be reference or current")

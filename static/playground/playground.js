@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const initial = JSON.parse($("pg-initial").textContent);
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
-  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null };
+  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null } };
   let previewTimer = null;
   // Bumped by every edit of a control: a preview answer that left while the user kept editing
   // must not put the older values back into the controls.
@@ -289,11 +289,84 @@
         if ($("prompt").value === state.sentPrompt) { $("prompt").value = ""; state.session.prompt = ""; }
         state.sentPrompt = null;
       }
+      if (st.status === "completed" && state.session.mode === "stateful") state.conversation.parent = st.id;
       await preview({ name: "after_send", value: st.id });
       $("send-status").textContent = st.status === "completed" ? "Done." : (st.status === "cancelled" ? "Stopped." : "Failed: " + (st.error ? st.error.code : "")) + (st.status === "completed" ? "" : " Your message is kept: edit it or press Retry.");
     }
     if (!state.inflight.size) idle();
+    renderJoin();
     renderContext();
+  }
+
+  // ---------------------------------------------------------------- compare columns
+  function addColumn() {
+    const list = $("compare-columns");
+    if (list.children.length >= 4) return;
+    const node = $("compare-template").content.firstElementChild.cloneNode(true);
+    const select = node.querySelector("[data-col=model]");
+    for (const opt of $("model").options) select.append(new Option(opt.textContent, opt.value));
+    select.value = $("model").value;
+    list.append(node);
+    relabelColumns();
+  }
+  function relabelColumns() {
+    [...$("compare-columns").children].forEach((li, i) => {
+      const label = String.fromCharCode(66 + i);
+      li.dataset.label = label;
+      li.querySelector("[data-col-label]").textContent = "Column " + label;
+      li.querySelectorAll("[data-col]").forEach((input) => input.setAttribute("aria-label", "Column " + label + " " + input.dataset.col.replace("_", " ")));
+    });
+    $("compare-add").disabled = $("compare-columns").children.length >= 4;
+  }
+  function readColumns() {
+    return [...$("compare-columns").children].map((li) => {
+      const column = { label: li.dataset.label };
+      li.querySelectorAll("[data-col]").forEach((input) => {
+        const v = input.value.trim();
+        if (!v) return;
+        const name = input.dataset.col;
+        if (name === "model") column.model = v;
+        else if (name === "prompt" || name === "system_prompt") column[name] = input.value;
+        else column[name] = Number(v);
+      });
+      return column;
+    });
+  }
+  function renderJoin() {
+    const row = state.compareRow;
+    if (!row) return;
+    const allDone = row.slots.every((s) => !["pending", "processing"].includes(s.entry.status));
+    row.slots.forEach((slot, i) => {
+      const box = slot.item.querySelector("[data-join]");
+      if (!box) return;
+      if (slot.entry.execution === row.chosen && slot.entry.status === "completed") {
+        box.replaceChildren(el("span", { class: "pg-join-chosen", "data-joined": "" }, "✓ This answer joins the history"));
+      } else if (slot.entry.status === "completed" && allDone) {
+        const btn = el("button", { type: "button", "data-choose": String(i) }, "Continue with this answer");
+        btn.addEventListener("click", () => choose(i));
+        box.replaceChildren(btn);
+      } else {
+        box.replaceChildren(slot.entry.execution === row.chosen ? el("span", { class: "pg-hint" }, "Joins the history once it answers") : "");
+      }
+    });
+  }
+  async function choose(index) {
+    const row = state.compareRow;
+    if (!row || state.busy) return;
+    const slot = row.slots[index];
+    const column = row.columns[index] || {};
+    // Undo the previous choice, take the column's own settings, then add its exchange.
+    state.session.history = JSON.parse(JSON.stringify(row.before.history));
+    state.session.cached = [...row.before.cached];
+    if (column.system_prompt !== undefined) { state.session.system_prompt = column.system_prompt; state.session.send_system_prompt = !!column.system_prompt.trim(); $("system-prompt").value = column.system_prompt; }
+    ["temperature", "top_p", "top_k"].forEach((name) => { if (column[name] !== undefined) state.session.advanced[name] = { enabled: true, value: column[name] }; });
+    if (column.max_tokens !== undefined) state.session.advanced.max_tokens = column.max_tokens;
+    renderControls();
+    if (column.model) $("model").value = String(column.model);
+    row.chosen = slot.entry.execution;
+    state.conversation.parent = slot.entry.execution;
+    await preview({ name: "after_send", value: slot.entry.execution });
+    renderJoin();
   }
 
   function idle() {
@@ -324,6 +397,7 @@
     slot.thinking.textContent = ""; slot.text.textContent = "";
     slot.body.replaceChildren(slot.thinking, slot.text);
     Object.assign(slot.entry, { status: data.status, retry_of: executionId });
+    if (state.compareRow && state.compareRow.chosen === executionId) state.compareRow.chosen = data.id;
     setStatus(slot, data.status);
     follow(data, slot, !!slot.primary);
   }
@@ -332,7 +406,9 @@
     if (state.busy) return;
     readFreeFields();
     showComposeError("");
-    const body = { session: state.session, model: $("model").value || null, compare_model: $("compare-model").value || null };
+    const columns = readColumns();
+    const body = { session: state.session, model: $("model").value || null, compare: columns,
+      conversation: state.session.mode === "stateful" ? state.conversation : null };
     state.busy = true;
     $("send").disabled = true;
     $("send-status").textContent = "Sending…";
@@ -344,6 +420,10 @@
       return;
     }
     if (state.session.mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+    if (data.conversation) state.conversation.id = data.conversation;
+    // Older compare rows can no longer change the history: the conversation moved on.
+    document.querySelectorAll(".pg-join").forEach((j) => j.replaceChildren());
+    state.compareRow = null;
     const first = data.executions[0];
     addUserMessage(first.user_content, first.flags);
     let container = $("conversation");
@@ -357,7 +437,18 @@
       container = li;
     }
     $("stop").hidden = false;
-    data.executions.forEach((ex, i) => { const slot = addAssistantSlot(ex, container); slot.primary = i === 0; follow(ex, slot, i === 0); });
+    const slots = data.executions.map((ex, i) => { const slot = addAssistantSlot(ex, container); slot.primary = i === 0; return slot; });
+    if (data.compare_group) {
+      state.compareRow = {
+        slots,
+        columns: [{ model: body.model }, ...columns],
+        chosen: data.joins_history,
+        before: { history: JSON.parse(JSON.stringify(state.session.history)), cached: [...(state.session.cached || [])] },
+      };
+      slots.forEach((slot) => slot.item.append(el("div", { class: "pg-join", "data-join": "" })));
+      renderJoin();
+    }
+    data.executions.forEach((ex, i) => follow(ex, slots[i], i === 0));
     $("send-status").textContent = "Streaming…";
   }
 
@@ -400,7 +491,7 @@
   document.querySelectorAll("[data-mode]").forEach((b) => b.addEventListener("click", async () => {
     const mode = b.dataset.mode;
     await preview({ name: "mode", value: mode });
-    if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+    if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; state.conversation = { id: null, parent: null }; }
   }));
   $("thinking").addEventListener("change", (e) => preview({ name: "thinking", value: e.target.checked }));
   $("max-tokens").addEventListener("change", (e) => preview({ name: "max_tokens", value: parseInt(e.target.value || "1", 10) }));
@@ -412,10 +503,12 @@
   $("stop-add").addEventListener("click", () => { const v = $("stop-input").value; $("stop-input").value = ""; preview({ name: "add_stop_sequence", value: v }); });
   $("stop-list").addEventListener("click", (e) => { const i = e.target.dataset.removeStop; if (i !== undefined) preview({ name: "remove_stop_sequence", value: parseInt(i, 10) }); });
   $("reset-advanced").addEventListener("click", () => preview({ name: "reset_advanced", value: null }));
-  $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; renderContext(); });
+  $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; state.conversation = { id: null, parent: null }; renderContext(); });
   $("export").addEventListener("click", exportConversation);
   $("send").addEventListener("click", send);
   $("stop").addEventListener("click", stopAll);
+  $("compare-add").addEventListener("click", addColumn);
+  $("compare-columns").addEventListener("click", (e) => { if (e.target.closest("[data-col-remove]")) { e.target.closest("[data-column]").remove(); relabelColumns(); } });
   $("prompt").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(); });
   $("file").addEventListener("change", (e) => { if (e.target.files[0]) readFile(e.target.files[0]); });
   $("file-remove").addEventListener("click", () => { state.session.file = null; $("file").value = ""; preview(null); });

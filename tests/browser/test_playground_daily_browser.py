@@ -178,3 +178,46 @@ def test_sampling_settings_stop_retry_keep_prompt_and_file_toggle(page, server, 
     page.goto(server + run_href)
     assert "cancelled" in page.text_content("body").lower()
     assert not [e for e in page.console_errors if "Content Security Policy" in e or "Refused" in e]
+
+
+def test_compare_columns_and_choose_the_answer_that_joins_the_history(page, server, fakes):
+    anthropic, openai = fakes
+    page.goto(f"{server}/playground/")
+    page.fill("#system-prompt", "Be brief.")
+    page.click("#compare-add")
+    page.click("#compare-add")
+    page.fill("[aria-label='Column B system prompt']", "Be thorough.")
+    page.fill("[aria-label='Column B temperature']", "0.2")
+    col_c = page.locator("[data-column]").nth(1)
+    gpt = page.eval_on_selector(
+        "#model", "sel => [...sel.options].find(o => o.textContent.includes('Fake GPT')).value"
+    )
+    col_c.locator("[data-col=model]").select_option(gpt)
+    page.fill("[aria-label='Column C prompt']", "Another question")
+    page.fill("#prompt", "Main question")
+    page.click("#send")
+    page.wait_for_function(
+        """() => { const row = document.querySelector('.pg-compare');
+                   return row && [...row.querySelectorAll('.pg-msg-assistant')].every(m => m.dataset.status === 'completed')
+                     && row.querySelectorAll('[data-choose]').length === 2; }""",
+        timeout=30000,
+    )
+    cols = page.locator(".pg-compare .pg-msg-assistant")
+    assert cols.count() == 3
+    assert "A · Fake Sonnet" in cols.nth(0).text_content()
+    assert "joins the history" in cols.nth(0).text_content()
+    assert "Echo: Another question" in cols.nth(2).text_content()
+    assert anthropic.requests[-1]["system"] in ("Be brief.", "Be thorough.")
+    assert {r.get("temperature") for r in anthropic.requests[-2:]} == {None, 0.2}
+    assert openai.requests[-1]["messages"][-1]["content"] == "Another question"
+    # Choose column C: its exchange becomes the history the next message carries.
+    cols.nth(2).locator("[data-choose]").click()
+    page.wait_for_function(
+        "() => document.querySelectorAll('.pg-compare [data-joined]').length === 1"
+        " && document.querySelectorAll('.pg-compare .pg-msg-assistant')[2].querySelector('[data-joined]')"
+    )
+    page.wait_for_function(
+        "() => document.getElementById('request-preview').textContent.includes('Echo: Another question')"
+    )
+    assert "Main question" not in page.text_content("#request-preview")
+    assert page.input_value("#model") == gpt
