@@ -180,7 +180,9 @@ def _types(prop: dict) -> list[str]:
     return []
 
 
-def _leaf(prop: Any, pointer: str, name: str, required: bool, value: Any, present: bool, depth: int) -> FormField:
+def _leaf(
+    prop: Any, pointer: str, name: str, required: bool, value: Any, present: bool, depth: int
+) -> FormField:
     label = (prop.get("title") if isinstance(prop, dict) else None) or name
     f = FormField(
         pointer=pointer,
@@ -210,10 +212,15 @@ def _leaf(prop: Any, pointer: str, name: str, required: bool, value: Any, presen
         if vtype == "integer" and "integer" not in types:
             vtype = "number"
         f.chosen_type = vtype if vtype in types else types[0]
-    elif types == ["array"] and isinstance(prop.get("items"), dict) and _types(prop["items"]) in (
-        ["string"],
-        ["number"],
-        ["integer"],
+    elif (
+        types == ["array"]
+        and isinstance(prop.get("items"), dict)
+        and _types(prop["items"])
+        in (
+            ["string"],
+            ["number"],
+            ["integer"],
+        )
     ):
         f.kind, f.item_type = "lines", _types(prop["items"])[0]
     if f.kind == "lines":
@@ -230,7 +237,9 @@ def _children(schema: dict, pointer: str, obj: dict, depth: int) -> list[FormFie
     out = []
     for name, prop in schema["properties"].items():
         out.append(
-            _leaf(prop, f"{pointer}/{_escape(name)}", name, name in required, obj.get(name), name in obj, depth)
+            _leaf(
+                prop, f"{pointer}/{_escape(name)}", name, name in required, obj.get(name), name in obj, depth
+            )
         )
     return out
 
