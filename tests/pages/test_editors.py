@@ -130,7 +130,7 @@ def test_artifact_diff_between_versions(client, alice, profile_run, workspace):
 def test_simple_schemas_get_a_form(client, alice, make_run, workspace):
     from runs import actions
     from runs.engine import commands as c
-    from runs.views import schema_registry
+    from runs.pages.artifact_forms import schema_registry
 
     schema = {
         "type": "object",
@@ -167,14 +167,14 @@ def test_simple_schemas_get_a_form(client, alice, make_run, workspace):
         {**form, "editor": "form", "field_name": "b", "field_score": "4", "field_ok": "on", "mode": "write"},
     )
     assert good.status_code == 302
-    from runs.views import run_state
+    from runs.selectors import run_state
 
     run.refresh_from_db()
     assert run_state(run).artifacts["s"]["data"] == {"name": "b", "score": 4, "ok": True}
 
 
 def test_rules_toggle_reorder_and_validated_edit(client, bob, profile_run):
-    from runs.views import run_state
+    from runs.selectors import run_state
 
     login(client, bob)
     url = f"/runs/{profile_run.pk}/rules/"
