@@ -21,7 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from playground import compose as c
-from playground import config, execute, operations
+from playground import config, execute, highlight, operations
 from playground.models import (
     Execution,
     ModelEntry,
@@ -445,14 +445,14 @@ def message_context(ex: Execution) -> dict:
         "ex": ex,
         "can_retry": ex.status in ("failed", "cancelled") and ex.model_id is not None,
         "tool_calls": [
-            {**call, "input_json": json.dumps(call.get("input"), indent=2, ensure_ascii=False)}
-            for call in ex.tool_calls or []
+            {**call, "input_html": highlight.json_html(call.get("input"))} for call in ex.tool_calls or []
         ],
         "usage": usage,
         "structured": structured,
-        "structured_json": json.dumps(
-            structured if structured is not None else raw_structured, indent=2, ensure_ascii=False
-        ),
+        "structured_html": highlight.json_html(structured if structured is not None else raw_structured),
+        "structured_xml": highlight.xml_html(structured, root=ex.operation_type)
+        if structured is not None
+        else "",
         "op": ex.operation_type,
         "rating_percent": _rating_percent(structured)
         if ex.operation_type == "rating" and structured

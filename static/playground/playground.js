@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const initial = JSON.parse($("pg-initial").textContent);
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
-  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null } };
+  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null }, calls: [], cache: null };
   let previewTimer = null;
   // Bumped by every edit of a control: a preview answer that left while the user kept editing
   // must not put the older values back into the controls.
@@ -53,6 +53,9 @@
     pre.textContent = data.request ? JSON.stringify(data.request, null, 2) : "";
     const notes = $("notes");
     notes.replaceChildren(...(data.notes || []).map((n) => el("li", {}, n)));
+    const cacheNotes = (data.notes || []).filter((n) => /caches (prompts )?from/.test(n));
+    $("cache-hint").textContent = cacheNotes.join(" ");
+    $("cache-hint").hidden = !cacheNotes.length;
     showComposeError(data.compose_error ? data.compose_error.message : (data.problem || ""));
   }
 
@@ -148,6 +151,7 @@
   function override(id, value, dflt) {
     setChecked(id + "-enabled", value.enabled);
     if (document.activeElement !== $(id)) $(id).value = value.value;
+    if ($(id + "-out")) $(id + "-out").textContent = String(value.value);
     $(id).disabled = !value.enabled;
     $(id + "-hint").textContent = value.enabled ? "Default: " + dflt + " → Sending: " + value.value : "Not sent: the model uses its default (" + dflt + ").";
   }
@@ -204,8 +208,10 @@
       el("div", { class: "pg-msg-head" }, el("strong", {}, "You"), el("time", {}, new Date().toLocaleTimeString())),
       flagsLine(flags),
       docs.length ? el("p", { class: "pg-hint" }, "📎 " + docs.map((d) => d.title || "document").join(", ")) : null,
+      el("p", { class: "pg-user-tokens", "data-user-tokens": "" }),
       el("div", { class: "pg-stream" }, textOf(userContent)));
     $("conversation").append(li);
+    state.lastUser = li;
     state.log.push({ role: "user", content: userContent, flags, at: new Date().toISOString() });
   }
 
@@ -219,7 +225,7 @@
     container.append(item);
     const entry = { role: "assistant", execution: ex.id, model: ex.model, status: ex.status, content: null, text: "", thinking: "" };
     state.log.push(entry);
-    const slot = { item, badge, thinking, text, body, entry };
+    const slot = { item, badge, thinking, text, body, entry, userLi: state.lastUser };
     item._slot = slot;
     return slot;
   }
@@ -281,7 +287,20 @@
     const tpl = document.createElement("template");
     tpl.innerHTML = html; // server-rendered by Django (escaped)
     slot.body.replaceChildren(tpl.content);
-    Object.assign(slot.entry, { content: st.content, text: st.partial_text, thinking: st.partial_thinking, usage: st.usage, cost: st.cost, currency: st.currency, duration_ms: st.duration_ms, structured_output: st.structured_output, error: st.error, run_id: st.run_id, context: st.context });
+    Object.assign(slot.entry, { content: st.content, text: st.partial_text, thinking: st.partial_thinking, usage: st.usage, cost: st.cost, currency: st.currency, duration_ms: st.duration_ms, structured_output: st.structured_output, error: st.error, run_id: st.run_id, context: st.context, provider: st.provider, at: new Date().toISOString() });
+    const head = slot.item.querySelector(".pg-msg-head");
+    if (head && !head.querySelector("time")) head.append(el("time", { datetime: slot.entry.at }, new Date().toLocaleTimeString()));
+    if (st.usage && slot.userLi && primary) {
+      const u = st.usage;
+      slot.userLi.querySelector("[data-user-tokens]").textContent = "Input: " + u.input_tokens.toLocaleString() + " tokens (" + (u.cache_read_tokens || 0).toLocaleString() + " cached)";
+    }
+    if (st.usage && (st.usage.cache_read_tokens > 0 || st.usage.cache_write_tokens > 0)) {
+      state.cache = { until: Date.now() + 300000, read: st.usage.cache_read_tokens || 0, written: st.usage.cache_write_tokens || 0, provider: st.provider, at: Date.now() };
+    }
+    // Session totals survive Clear and stateless sends (they count what this page spent).
+    if (st.usage) state.calls.push({ usage: st.usage, cost: st.cost, currency: st.currency });
+    renderTotals();
+    renderCache();
     slot.primary = primary;
     if (primary) {
       if (st.status === "completed" && state.sentPrompt !== null) {
@@ -367,6 +386,38 @@
     state.conversation.parent = slot.entry.execution;
     await preview({ name: "after_send", value: slot.entry.execution });
     renderJoin();
+  }
+
+  // ---------------------------------------------------------------- cache lifetime and session totals
+  function renderCache() {
+    const c = state.cache;
+    const box = $("cache-status");
+    if (!c) { box.hidden = true; return; }
+    box.hidden = false;
+    const left = Math.max(0, Math.round((c.until - Date.now()) / 1000));
+    const what = c.read > 0 ? "last request read " + c.read.toLocaleString() + " tokens from the cache" : "last request wrote " + c.written.toLocaleString() + " tokens to the cache";
+    const ttl = c.provider === "openai" ? "automatic prefix cache, kept about 5 to 10 minutes of inactivity" : "5-minute lifetime, renewed by every hit";
+    box.dataset.left = String(left);
+    box.textContent = left > 0
+      ? "Cache: " + what + " · about " + Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0") + " left (" + ttl + ")"
+      : "Cache: expired (" + ttl + "); the next marked request writes it again";
+  }
+  setInterval(renderCache, 1000);
+
+  function renderTotals() {
+    const done = state.calls;
+    const box = $("session-totals");
+    if (!done.length) { box.hidden = true; return; }
+    let input = 0, cached = 0, written = 0, output = 0, unknown = 0;
+    const cost = {};
+    for (const m of done) {
+      input += m.usage.input_tokens || 0; cached += m.usage.cache_read_tokens || 0;
+      written += m.usage.cache_write_tokens || 0; output += m.usage.output_tokens || 0;
+      if (m.cost === null || m.cost === undefined) unknown += 1; else cost[m.currency] = (cost[m.currency] || 0) + Number(m.cost);
+    }
+    const money = Object.entries(cost).map(([cur, v]) => v.toFixed(6) + " " + cur).join(" + ") || "unknown";
+    box.hidden = false;
+    box.textContent = "Session: " + done.length + " call" + (done.length > 1 ? "s" : "") + " · input " + input.toLocaleString() + " (" + cached.toLocaleString() + " read from cache, " + written.toLocaleString() + " written) · output " + output.toLocaleString() + " · cost " + money + (unknown && Object.keys(cost).length ? " (+ " + unknown + " of unknown cost)" : "");
   }
 
   function idle() {
@@ -515,6 +566,7 @@
   ["send-system-prompt", "send-file", "create-cache", "citations", "tool-use", "operation-type", "model", "temperature", "top-p", "top-k"].forEach((id) =>
     $(id).addEventListener("change", () => preview(null)));
   ["prompt", "system-prompt", "tools"].forEach((id) => $(id).addEventListener("input", schedulePreview));
+  ["temperature", "top-p"].forEach((id) => $(id).addEventListener("input", () => { $(id + "-out").textContent = $(id).value; }));
   $("save-prompt").addEventListener("click", async () => {
     readFreeFields();
     const { ok, data } = await post(root.dataset.saveUrl, { session: state.session, model: $("model").value || null, name: $("save-name").value });
@@ -527,15 +579,15 @@
     if (btn.dataset.action === "retry") { retry(btn.dataset.execution, btn); return; }
     const box = btn.closest(".pg-structured");
     if (!box) return;
-    const raw = box.querySelector(".pg-raw");
-    if (btn.dataset.action === "toggle-raw") {
-      const showRaw = raw.hidden;
-      raw.hidden = !showRaw;
-      box.querySelector(".pg-formatted").hidden = showRaw;
-      btn.setAttribute("aria-pressed", String(showRaw));
-      btn.textContent = showRaw ? "Formatted" : "Raw JSON";
+    if (btn.dataset.action === "view") {
+      const view = btn.dataset.view;
+      box.querySelector(".pg-formatted").hidden = view !== "formatted";
+      box.querySelectorAll("[data-view-pane]").forEach((pane) => { pane.hidden = pane.dataset.viewPane !== view; });
+      box.querySelectorAll("button[data-view]").forEach((b) => b.setAttribute("aria-pressed", String(b === btn)));
+      box.dataset.view = view;
     } else if (btn.dataset.action === "copy" && navigator.clipboard) {
-      navigator.clipboard.writeText(raw.textContent).then(() => { btn.textContent = "Copied"; });
+      const pane = box.querySelector("[data-view-pane=" + (box.dataset.view === "xml" ? "xml" : "json") + "]");
+      navigator.clipboard.writeText(pane.textContent).then(() => { btn.textContent = "Copied"; });
     }
   });
 
@@ -556,8 +608,10 @@
     const hist = state.session.history;
     for (let i = 0; i < hist.length; i++) {
       const m = hist[i];
+      const docs = Array.isArray(m.content) ? m.content.filter((b) => b.type === "document") : [];
       const li = el("li", { class: "pg-msg pg-msg-" + m.role, "data-role": m.role, "data-restored": "" },
         el("div", { class: "pg-msg-head" }, el("strong", {}, m.role === "user" ? "You (restored)" : "Assistant (restored)")),
+        docs.length ? el("p", { class: "pg-hint", "data-documents": "" }, "📎 " + docs.map((d) => (d.title || "document") + " (" + (d.source && d.source.type === "base64" ? "PDF" : Math.round(((d.source && d.source.data) || "").length / 1024) + " KB text") + ")").join(", ")) : null,
         el("div", { class: "pg-stream" }, textOf(m.content)));
       $("conversation").append(li);
     }
