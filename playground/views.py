@@ -105,6 +105,11 @@ def playground(request: HttpRequest) -> HttpResponse:
     from_event = request.GET.get("from_event")
     if from_event:
         initial.update(_restore_from_event(request, from_event))
+    elif initial["model"] is None:
+        remembered = config.remembered_model(workspace, request.user)
+        initial["model"] = remembered.pk if remembered else None
+        initial["model_source"] = "remembered" if remembered else "default"
+    initial["levels"] = config.levels(workspace, request.user)
     return render(request, "playground/playground.html", _context(request, initial=initial))
 
 
@@ -165,9 +170,18 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
         origin["problem"] = f"The recorded request cannot be restored: {exc}"
         return {"origin": origin}
     origin["request"] = request_body
-    model = _match_model(
-        current_workspace(request), extra.get("model"), "openai" if is_openai else "anthropic"
-    )
+    kind = "openai" if is_openai else "anthropic"
+    workspace = current_workspace(request)
+    model = _match_model(workspace, extra.get("model"), kind)
+    if model is None:
+        fallback = config.default_model(workspace)
+        instead = f"{fallback.display_name} (the default) is selected instead" if fallback else "choose one"
+        recorded = extra.get("model") or data.get("model")
+        origin["model_notice"] = (
+            f"The recorded call used {recorded} ({kind}), which is not configured in this workspace: {instead}."
+            if recorded
+            else f"The recorded call does not name its model: {instead}. Check it before sending."
+        )
     return {"session": c.session_to_json(session), "model": model, "origin": origin}
 
 
@@ -281,6 +295,7 @@ def send(request: HttpRequest) -> JsonResponse:
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
     group = uuid.uuid4().hex if len(entries) > 1 else ""
+    config.remember_model(workspace, request.user, entries[0])
     with transaction.atomic():
         executions = [
             execute.submit(

@@ -146,6 +146,50 @@
     $("stop-add").disabled = a.stop_sequences.length >= 4;
     renderToolResults();
     renderContext();
+    renderLevels();
+  }
+
+  // ---------------------------------------------------------------- configuration levels
+  const baseline = JSON.parse(JSON.stringify(initial.session)); // what the page opened with
+  const initialModel = initial.model ? String(initial.model) : null;
+  const DEFAULTS = { max_tokens: 4096, thinking_budget: 10000, temperature: { enabled: false, value: 1 }, top_p: { enabled: false, value: 1 }, top_k: { enabled: false, value: 40 }, stop_enabled: false, stop_sequences: [] };
+  function sourceOf(current, opened, dflt) {
+    const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+    if (initial.saved_prompt && same(current, opened)) return "saved prompt “" + initial.saved_prompt.name + "”";
+    if (initial.origin && same(current, opened)) return "the recorded call";
+    if (same(current, dflt)) return "global default";
+    return "this page (session)";
+  }
+  function renderLevels() {
+    const L = initial.levels;
+    if (!L) return;
+    const s = state.session, a = s.advanced, b = baseline.advanced;
+    const pk = $("model").value;
+    const m = L.models[pk];
+    let modelFrom;
+    if (initialModel && pk === initialModel) {
+      modelFrom = initial.saved_prompt ? "saved prompt “" + initial.saved_prompt.name + "”" : (initial.origin ? "the recorded call" : "your last send (remembered for you)");
+    } else if (!initialModel && pk === String(L.effective_default)) {
+      modelFrom = String(L.workspace_default) === pk ? "workspace default" : (String(L.global_default) === pk ? "global default" : "first usable model");
+    } else { modelFrom = "this page (session)"; }
+    const onOff = (o) => (o.enabled ? "sent: " + o.value : "not sent");
+    const rows = [
+      ["Model", m ? m.label : "—", modelFrom],
+      ["Provider and key", m ? m.provider + " · key: " + m.key_source : "—", m ? (m.provider_scope === "workspace" ? "workspace" : "global") : ""],
+      ["Timeout and retries", m ? m.timeout + " s, " + m.retries + " retries" : "—", m ? (m.provider_scope === "workspace" ? "workspace (provider settings)" : "global (provider settings)") : ""],
+      ["Prices", m ? (m.priced ? "known" : "unknown (cost shown as unknown)") : "—", m ? (m.model_scope === "workspace" ? "workspace" : "global") : ""],
+      ["Operation type", s.operation_type, sourceOf(s.operation_type, baseline.operation_type, "generic")],
+      ["System prompt", s.system_prompt ? (s.send_system_prompt ? "sent" : "not sent") : "none", sourceOf([s.system_prompt, s.send_system_prompt], [baseline.system_prompt, baseline.send_system_prompt], ["", true])],
+      ["Max tokens", String(a.max_tokens), sourceOf(a.max_tokens, b.max_tokens, DEFAULTS.max_tokens)],
+      ["Temperature", onOff(a.temperature), sourceOf(a.temperature, b.temperature, DEFAULTS.temperature)],
+      ["Top P", onOff(a.top_p), sourceOf(a.top_p, b.top_p, DEFAULTS.top_p)],
+      ["Top K", onOff(a.top_k), sourceOf(a.top_k, b.top_k, DEFAULTS.top_k)],
+      ["Stop sequences", a.stop_enabled && a.stop_sequences.length ? a.stop_sequences.join(", ") : "not sent", sourceOf([a.stop_enabled, a.stop_sequences], [b.stop_enabled, b.stop_sequences], [false, []])],
+      ["Thinking", s.thinking ? "on, budget " + a.thinking_budget : "off", sourceOf([s.thinking, a.thinking_budget], [baseline.thinking, b.thinking_budget], [false, 10000])],
+      ["Mode", s.mode, sourceOf(s.mode, baseline.mode, "stateful")],
+    ];
+    $("levels-table").tBodies[0].replaceChildren(...rows.map(([name, value, from]) =>
+      el("tr", { "data-level": name }, el("th", { scope: "row" }, name), el("td", {}, value), el("td", {}, from))));
   }
 
   function override(id, value, dflt) {
@@ -598,6 +642,7 @@
     $("origin").hidden = false;
     $("origin-ref").replaceChildren("Model call at seq " + origin.seq + " of run ", el("a", { href: "/runs/" + encodeURIComponent(origin.run_id) + "/" }, origin.run_id), " (" + (origin.provider || "?") + " / " + (origin.model || "?") + "). The request below is restored exactly; edit it and send to compare.");
     if (origin.problem) { $("origin-problem").textContent = origin.problem; $("origin-problem").hidden = false; }
+    if (origin.model_notice) { $("origin-model-notice").textContent = origin.model_notice; $("origin-model-notice").hidden = false; }
     if (origin.response) {
       $("origin-response-box").hidden = false;
       $("origin-response").textContent = origin.response.text || origin.response.summary || "";

@@ -293,3 +293,45 @@ def test_cache_guidance_totals_conversation_links_metadata_and_structured_views(
     tool_input = page.locator(".pg-msg-assistant").last.locator("[data-json]").text_content()
     assert '"city": "city example"' in tool_input
     assert not [e for e in page.console_errors if "Content Security Policy" in e or "Refused" in e]
+
+
+def _level(page, name: str) -> tuple[str, str]:
+    row = page.locator(f"#levels-table tr[data-level='{name}'] td")
+    return row.nth(0).text_content(), row.nth(1).text_content()
+
+
+def test_remembered_model_and_configuration_levels(page, server, fakes):
+    page.goto(f"{server}/playground/")
+    page.click("#levels summary")
+    assert _level(page, "Model") == ("Fake Sonnet", "workspace default")
+    assert _level(page, "Timeout and retries")[1].startswith("workspace")
+    assert _level(page, "Temperature") == ("not sent", "global default")
+    page.click("#advanced summary")
+    page.check("#temperature-enabled")
+    page.wait_for_function(
+        "() => document.querySelector(\"#levels-table tr[data-level='Temperature'] td:last-child\").textContent"
+        " === 'this page (session)'"
+    )
+    page.click(".pg-saved summary")
+    page.fill("#save-name", "Careful reviewer")
+    page.click("#save-prompt")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.startsWith('Saved')")
+    page.goto(f"{server}/playground/")
+    saved = page.get_attribute(".pg-saved a", "href")
+    page.goto(f"{server}/playground/{saved}")
+    page.click("#levels summary")
+    assert _level(page, "Temperature") == ("sent: 1", "saved prompt “Careful reviewer”")
+
+    # Item 9: the model last sent to is remembered for this user.
+    _model(page, "Fake GPT")
+    page.wait_for_function(
+        "() => document.querySelector(\"#levels-table tr[data-level='Model'] td:last-child\").textContent"
+        " === 'this page (session)'"
+    )
+    page.fill("#prompt", "remember me")
+    _send(page)
+    page.goto(f"{server}/playground/")
+    assert "Fake GPT" in page.eval_on_selector("#model", "s => s.selectedOptions[0].textContent")
+    page.click("#levels summary")
+    assert _level(page, "Model") == ("Fake GPT", "your last send (remembered for you)")
+    assert "key: stored key" in _level(page, "Provider and key")[0]
