@@ -13,10 +13,10 @@ REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 # a C compiler the pure-Python path is used; `make test` insists on it, see lint).
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py runs/protocol/_jcs.c
+$(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c
 	@test -x $(PY) || $$(scripts/find_python.sh) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	@touch $@
 
 run: setup

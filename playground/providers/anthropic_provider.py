@@ -15,6 +15,7 @@ from playground.providers.base import (
     Usage,
     code_for,
     error_details,
+    sdk_arguments,
 )
 
 
@@ -73,7 +74,7 @@ def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> Prov
         ),
     )
     try:
-        with client.messages.stream(**request) as stream:
+        with client.messages.stream(**sdk_arguments(client.messages.stream, request)) as stream:
             for event in stream:
                 if event.type == "text":
                     on_delta("text", event.text)
