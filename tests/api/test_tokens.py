@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
-import logging
 import json
+import logging
 from datetime import timedelta
 
 import pytest
