@@ -144,6 +144,31 @@ def do_set_provider_key(*, membership: Membership, provider_pk: object, api_key:
     return provider
 
 
+def _bounded(value: object, name: str, low: float, high: float, kind: type) -> float:
+    text = value.strip() if isinstance(value, str) else ""
+    try:
+        number = kind(text)
+    except ValueError:
+        raise SettingsError(
+            "INVALID_INPUT", f"the {name} must be a number between {low:g} and {high:g}", name
+        ) from None
+    if not low <= number <= high:  # NaN fails this too
+        raise SettingsError("INVALID_INPUT", f"the {name} must be between {low:g} and {high:g}", name)
+    return number
+
+
+def do_set_provider_limits(
+    *, membership: Membership, provider_pk: object, timeout_seconds: object, max_retries: object
+) -> ProviderConfig:
+    """Timeout (1 to 3600 s) and retries (0 to 10) of one of the workspace's own providers."""
+    workspace = _require_owner(membership).workspace
+    provider = _own_provider(workspace, provider_pk)
+    provider.timeout_seconds = _bounded(timeout_seconds, "timeout", 1, 3600, float)
+    provider.max_retries = int(_bounded(max_retries, "retries", 0, 10, int))
+    provider.save(update_fields=["timeout_seconds", "max_retries", "updated_at"])
+    return provider
+
+
 def parse_pk(value: object) -> int | None:
     """A database id from form input; None for anything that is not a small positive integer."""
     text = str(value).strip() if value is not None else ""

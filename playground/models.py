@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from playground import keys
-from playground.compose import ModelSpec
-from playground.pricing import Price
-from playground.providers import egress
-from playground.providers.base import DEFAULT_BASE_URLS, ProviderSettings
 from runs.models import Workspace
+
+if TYPE_CHECKING:  # imported where used: management commands start without cryptography & co.
+    from playground.compose import ModelSpec
+    from playground.pricing import Price
+    from playground.providers.base import ProviderSettings
 
 
 def dumps(value: Any) -> str:
@@ -85,6 +85,8 @@ class ProviderConfig(models.Model):
         return self.name
 
     def set_api_key(self, plain: str) -> None:
+        from playground import keys
+
         plain = plain.strip()
         self.api_key_encrypted = keys.encrypt(plain) if plain else ""
         self.api_key_hint = keys.hint(plain) if plain else ""
@@ -92,6 +94,8 @@ class ProviderConfig(models.Model):
     @property
     def endpoint(self) -> str:
         """Where calls go: the base URL, else the provider kind's own endpoint."""
+        from playground.providers.base import DEFAULT_BASE_URLS
+
         return (self.base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")
 
     def operator_key_allowed(self) -> bool:
@@ -108,6 +112,8 @@ class ProviderConfig(models.Model):
     def api_key(self) -> str | None:
         """The key for a call: the stored one, else the operator's (None if neither)."""
         if self.api_key_encrypted:
+            from playground import keys
+
             return keys.decrypt(self.api_key_encrypted)
         return self._operator_key()
 
@@ -132,9 +138,13 @@ class ProviderConfig(models.Model):
 
     def check_destination(self) -> None:
         """Raise egress.EgressRefused when calls may not go to this provider's endpoint now."""
+        from playground.providers import egress
+
         egress.check_destination(self.endpoint, tuple(getattr(settings, "PLAYGROUND_EGRESS_ALLOW", ())))
 
     def provider_settings(self) -> ProviderSettings:
+        from playground.providers.base import ProviderSettings
+
         return ProviderSettings(
             kind=self.kind,
             api_key=self.api_key(),
@@ -182,6 +192,8 @@ class ModelEntry(models.Model):
         return self.provider.kind
 
     def spec(self) -> ModelSpec:
+        from playground.compose import ModelSpec
+
         return ModelSpec(
             provider=self.provider.kind,
             model=self.model_id,
@@ -193,6 +205,8 @@ class ModelEntry(models.Model):
         )
 
     def price(self) -> Price:
+        from playground.pricing import Price
+
         return Price(
             input=self.input_price,
             output=self.output_price,
@@ -241,6 +255,10 @@ class ExecutionStatus(models.TextChoices):
     PROCESSING = "processing"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATUSES = ("pending", "processing")  # everything else is final
 
 
 class ExecutionQuerySet(models.QuerySet):
@@ -249,7 +267,8 @@ class ExecutionQuerySet(models.QuerySet):
 
 
 class Execution(models.Model):
-    """One send: pending -> processing -> completed | failed. Also recorded as run ``run_id``."""
+    """One send: pending -> processing -> completed | failed | cancelled (Stop). Also recorded
+    as run ``run_id``."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="playground_executions")
@@ -318,4 +337,4 @@ class Execution(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (ExecutionStatus.COMPLETED, ExecutionStatus.FAILED)
+        return self.status not in ACTIVE_STATUSES

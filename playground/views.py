@@ -236,8 +236,8 @@ def _after_send(workspace, session: c.Session, execution_id: Any) -> c.Session:
         ex = Execution.objects.for_workspace(workspace).get(pk=uuid.UUID(str(execution_id)))
     except (ValueError, Execution.DoesNotExist):
         raise c.ComposeError("execution", "unknown execution") from None
-    if ex.status != "completed":
-        return replace(session, create_cache=False)
+    if ex.status != "completed":  # nothing joins the history; the toggles stay for another try
+        return session
     comp = c.Composition(
         provider=ex.provider_kind,
         request={},
@@ -259,11 +259,13 @@ def send(request: HttpRequest) -> JsonResponse:
     try:
         data = _json_body(request)
         session = c.session_from_json(data.get("session") or {})
-        targets = [_model_pk(data.get("model"))]
-        if data.get("compare_model") not in (None, ""):
-            targets.append(_model_pk(data.get("compare_model")))
+        columns = _compare_columns(data)
+        targets = [(_model_pk(data.get("model")), session, "")]
+        for i, column in enumerate(columns):
+            label = str(column.get("label") or chr(ord("B") + i))[:8]
+            targets.append((_model_pk(column.get("model")), c.with_overrides(session, column), label))
         entries = []
-        for pk in targets:
+        for pk, _, _ in targets:
             try:
                 entries.append(config.resolve_model(workspace, pk))
             except config.NoProvider as exc:
@@ -276,7 +278,10 @@ def send(request: HttpRequest) -> JsonResponse:
                 entry.provider.check_destination()  # checked again when the call connects
             except egress.EgressRefused as exc:
                 return _error("model", exc.message, status=409, code=exc.code)
-        compositions = [_compose_for(session, entry) for entry in entries]
+        compositions = [
+            _compose_for(column_session, entry)
+            for (_, column_session, _), entry in zip(targets, entries, strict=True)
+        ]
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
     group = uuid.uuid4().hex if len(entries) > 1 else ""
@@ -288,9 +293,9 @@ def send(request: HttpRequest) -> JsonResponse:
                 entry=entry,
                 composition=comp,
                 compare_group=group,
-                label=entry.display_name if group else "",
+                label=f"{label or 'A'} · {entry.display_name}"[:40] if group else "",
             )
-            for entry, comp in zip(entries, compositions, strict=True)
+            for (_, _, label), entry, comp in zip(targets, entries, compositions, strict=True)
         ]
     return JsonResponse(
         {
@@ -304,9 +309,28 @@ def send(request: HttpRequest) -> JsonResponse:
                 for ex, comp in zip(executions, compositions, strict=True)
             ],
             "compare_group": group or None,
+            # The first column's answer continues the conversation unless the user picks another.
+            "joins_history": str(executions[0].pk),
         },
         status=202,
     )
+
+
+def _compare_columns(data: dict) -> list[dict]:
+    """Extra columns of a compare send: ``compare`` (a list of column objects: model, label and
+    any of prompt, system prompt, temperature, top P, top K, max tokens, thinking), or the older
+    ``compare_model`` (the same settings on a second model)."""
+    columns = data.get("compare")
+    if columns is None:
+        columns = [] if data.get("compare_model") in (None, "") else [{"model": data["compare_model"]}]
+    if not isinstance(columns, list):
+        raise c.ComposeError("compare", "compare must be a list of columns")
+    if len(columns) + 1 > c.MAX_COMPARE_COLUMNS:
+        raise c.ComposeError("compare", f"at most {c.MAX_COMPARE_COLUMNS} columns can be compared")
+    for column in columns:
+        if not isinstance(column, dict):
+            raise c.ComposeError("compare", "each compare column must be an object")
+    return columns
 
 
 def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:
@@ -337,6 +361,51 @@ def state_with_context(ex: Execution) -> dict:
 
 
 @login_required
+@require_POST
+def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
+    """Stop: the provider call is dropped and the execution (and its run) end ``cancelled``."""
+    ex = _get_execution(request, execution_id)
+    if not has_role(request, Role.REVIEWER):
+        return _error("role", "stopping a call needs the reviewer role in this workspace", status=403)
+    stopped = execute.cancel(ex, actor=f"user:{request.user.get_username()}")
+    if not stopped:
+        ex.refresh_from_db()
+    return JsonResponse({"stopped": stopped, **state_with_context(ex)})
+
+
+@login_required
+@require_POST
+def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
+    """Send a failed or stopped execution's exact request again, as a new execution."""
+    workspace = current_workspace(request)
+    ex = _get_execution(request, execution_id)
+    if not has_role(request, Role.REVIEWER):
+        return _error("role", "sending needs the reviewer role in this workspace", status=403)
+    if ex.status not in ("failed", "cancelled"):
+        return _error(
+            "execution", f"only a failed or stopped call can be retried (this one is {ex.status})", 409
+        )
+    entry = ex.model
+    if entry is None or entry.pk not in {m.pk for m in config.available_models(workspace)}:
+        return _error(
+            "model", "the model of this call is no longer available: choose another and send again", 409
+        )
+    problem = entry.provider.missing()
+    if problem:
+        return _error("model", problem, status=409)
+    with transaction.atomic():
+        again = execute.resubmit(ex, user=request.user)
+    return JsonResponse(
+        {
+            **execute.execution_state(again),
+            "ws_url": f"/ws/playground/executions/{again.pk}/",
+            "retry_of": str(ex.pk),
+        },
+        status=202,
+    )
+
+
+@login_required
 @require_GET
 def execution_message(request: HttpRequest, execution_id: uuid.UUID) -> HttpResponse:
     """The assistant message as HTML (structured output rendered for people)."""
@@ -352,6 +421,11 @@ def message_context(ex: Execution) -> dict:
     usage = ex.usage or {}
     return {
         "ex": ex,
+        "can_retry": ex.status in ("failed", "cancelled") and ex.model_id is not None,
+        "tool_calls": [
+            {**call, "input_json": json.dumps(call.get("input"), indent=2, ensure_ascii=False)}
+            for call in ex.tool_calls or []
+        ],
         "usage": usage,
         "structured": structured,
         "structured_json": json.dumps(
@@ -489,6 +563,13 @@ def _apply_settings(membership, action: str, post) -> None:
     elif action == "set_key":
         actions.do_set_provider_key(
             membership=membership, provider_pk=post.get("provider"), api_key=post.get("api_key", "")
+        )
+    elif action == "limits":
+        actions.do_set_provider_limits(
+            membership=membership,
+            provider_pk=post.get("provider"),
+            timeout_seconds=post.get("timeout_seconds", ""),
+            max_retries=post.get("max_retries", ""),
         )
     elif action == "add_model":
         actions.do_add_model(
