@@ -281,6 +281,10 @@ class Execution(models.Model):
     )
     operation_type = models.CharField(max_length=32, default="generic")
     compare_group = models.CharField(max_length=64, blank=True, db_index=True)
+    # The conversation this send belongs to (its runs are linked: tag conversation:<id>, and each
+    # turn's run names the run of the answer it continues as its parent).
+    conversation_id = models.CharField(max_length=32, blank=True, db_index=True)
+    parent_run_id = models.CharField(max_length=200, blank=True)
     label = models.CharField(max_length=40, blank=True)
     run_id = models.CharField(max_length=200, blank=True)
     correlation_id = models.CharField(max_length=200, blank=True)

@@ -282,6 +282,7 @@ def send(request: HttpRequest) -> JsonResponse:
             _compose_for(column_session, entry)
             for (_, column_session, _), entry in zip(targets, entries, strict=True)
         ]
+        conversation_id, parent_run_id = _conversation(workspace, session, data.get("conversation"))
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
     group = uuid.uuid4().hex if len(entries) > 1 else ""
@@ -294,6 +295,8 @@ def send(request: HttpRequest) -> JsonResponse:
                 composition=comp,
                 compare_group=group,
                 label=f"{label or 'A'} · {entry.display_name}"[:40] if group else "",
+                conversation_id=conversation_id,
+                parent_run_id=parent_run_id,
             )
             for (_, _, label), entry, comp in zip(targets, entries, compositions, strict=True)
         ]
@@ -311,9 +314,33 @@ def send(request: HttpRequest) -> JsonResponse:
             "compare_group": group or None,
             # The first column's answer continues the conversation unless the user picks another.
             "joins_history": str(executions[0].pk),
+            "conversation": conversation_id or None,
         },
         status=202,
     )
+
+
+def _conversation(workspace, session: c.Session, data: Any) -> tuple[str, str]:
+    """(conversation id, parent run id) of a send. Stateful sends belong to a conversation: the
+    page's (``{id, parent}``: parent is the execution whose answer ends the history), or a new
+    one. Stateless sends stand alone."""
+    if session.mode != "stateful":
+        return "", ""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise c.ComposeError("conversation", "conversation must be an object {id, parent}")
+    conversation_id = data.get("id") or uuid.uuid4().hex
+    if not isinstance(conversation_id, str) or not re.fullmatch(r"[0-9a-f]{32}", conversation_id):
+        raise c.ComposeError("conversation", "a conversation id is 32 hexadecimal characters")
+    parent_run_id = ""
+    if data.get("parent") and session.history:
+        try:
+            parent = Execution.objects.for_workspace(workspace).get(pk=uuid.UUID(str(data["parent"])))
+        except (ValueError, Execution.DoesNotExist):
+            raise c.ComposeError("conversation", "unknown parent execution") from None
+        parent_run_id = parent.run_id
+    return conversation_id, parent_run_id
 
 
 def _compare_columns(data: dict) -> list[dict]:

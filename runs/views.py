@@ -31,7 +31,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.db.models import Q, TextField
+from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
@@ -429,6 +429,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
             | Q(title__icontains=text)
             | Q(workflow_id__icontains=text)
             | Q(doc__icontains=text)
+            # what was said: prompts and answers live in the model calls' bodies
+            | Exists(Event.objects.filter(run=OuterRef("pk"), type="model_io", body__icontains=text))
         )
     cursor = request.GET.get("cursor", "")
     if cursor:

@@ -263,6 +263,29 @@ def write_artifact(
     return _command(caller, run_id, command)
 
 
+def fork_run(
+    principal: Principal | None,
+    *,
+    run_id: str,
+    from_seq: int | None = None,
+    from_step_id: str | None = None,
+    new_run_id: str | None = None,
+) -> dict:
+    """Branch a run (as it was at ``from_seq`` when given) into a new run of the same workspace."""
+    caller = _caller(principal, Scope.WRITE)
+    _run(caller, run_id)
+    child = _write(
+        actions.do_fork,
+        workspace=caller.workspace,
+        parent_run_id=run_id,
+        actor=caller.actor,
+        from_seq=from_seq,
+        from_step_id=from_step_id,
+        new_run_id=new_run_id,
+    )
+    return {**write_result(child, list(range(1, child.last_seq + 1)), created=True), "parentRunId": run_id}
+
+
 # --------------------------------------------------------------------------------------------
 # A human decision requested by an agent
 

@@ -113,6 +113,10 @@ class WriteResult(BaseModel):
     created: bool = False
 
 
+class ForkResult(WriteResult):
+    parentRunId: str
+
+
 class IntegrityResult(BaseModel):
     runId: str
     ok: bool
@@ -209,6 +213,7 @@ TOOL_SCOPES: dict[str, str] = {
     "write_artifact": "write or review",
     "export_bundle": "read",
     "request_decision": "write",
+    "fork_run": "write",
 }
 
 
@@ -331,6 +336,22 @@ def build_server() -> WorkbenchMCPServer:
         return ExportedBundle(
             runId=runId, sha256=bundle["integrity"]["sha256"], uri=resource_uri(runId), bundle=data.decode()
         )
+
+    @mcp.tool(title="Fork a run", annotations=WRITES)
+    async def fork_run(
+        ctx: Context,
+        runId: RunId,
+        fromSeq: Annotated[
+            int | None, Field(ge=0, description="Branch the run as it was after this seq.")
+        ] = None,
+        fromStepId: StepId | None = None,
+        newRunId: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+    ) -> ForkResult:
+        """Branch a run into a new one (latest artifacts, rules and subject carried over; needs write)."""
+        result = await _call(
+            ctx, ops.fork_run, run_id=runId, from_seq=fromSeq, from_step_id=fromStepId, new_run_id=newRunId
+        )
+        return ForkResult(**result)
 
     @mcp.tool(
         title="Ask a human for a decision",

@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const initial = JSON.parse($("pg-initial").textContent);
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
-  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null };
+  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null } };
   let previewTimer = null;
   // Bumped by every edit of a control: a preview answer that left while the user kept editing
   // must not put the older values back into the controls.
@@ -289,6 +289,7 @@
         if ($("prompt").value === state.sentPrompt) { $("prompt").value = ""; state.session.prompt = ""; }
         state.sentPrompt = null;
       }
+      if (st.status === "completed" && state.session.mode === "stateful") state.conversation.parent = st.id;
       await preview({ name: "after_send", value: st.id });
       $("send-status").textContent = st.status === "completed" ? "Done." : (st.status === "cancelled" ? "Stopped." : "Failed: " + (st.error ? st.error.code : "")) + (st.status === "completed" ? "" : " Your message is kept: edit it or press Retry.");
     }
@@ -363,6 +364,7 @@
     renderControls();
     if (column.model) $("model").value = String(column.model);
     row.chosen = slot.entry.execution;
+    state.conversation.parent = slot.entry.execution;
     await preview({ name: "after_send", value: slot.entry.execution });
     renderJoin();
   }
@@ -405,7 +407,8 @@
     readFreeFields();
     showComposeError("");
     const columns = readColumns();
-    const body = { session: state.session, model: $("model").value || null, compare: columns };
+    const body = { session: state.session, model: $("model").value || null, compare: columns,
+      conversation: state.session.mode === "stateful" ? state.conversation : null };
     state.busy = true;
     $("send").disabled = true;
     $("send-status").textContent = "Sending…";
@@ -417,6 +420,7 @@
       return;
     }
     if (state.session.mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+    if (data.conversation) state.conversation.id = data.conversation;
     // Older compare rows can no longer change the history: the conversation moved on.
     document.querySelectorAll(".pg-join").forEach((j) => j.replaceChildren());
     state.compareRow = null;
@@ -487,7 +491,7 @@
   document.querySelectorAll("[data-mode]").forEach((b) => b.addEventListener("click", async () => {
     const mode = b.dataset.mode;
     await preview({ name: "mode", value: mode });
-    if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+    if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; state.conversation = { id: null, parent: null }; }
   }));
   $("thinking").addEventListener("change", (e) => preview({ name: "thinking", value: e.target.checked }));
   $("max-tokens").addEventListener("change", (e) => preview({ name: "max_tokens", value: parseInt(e.target.value || "1", 10) }));
@@ -499,7 +503,7 @@
   $("stop-add").addEventListener("click", () => { const v = $("stop-input").value; $("stop-input").value = ""; preview({ name: "add_stop_sequence", value: v }); });
   $("stop-list").addEventListener("click", (e) => { const i = e.target.dataset.removeStop; if (i !== undefined) preview({ name: "remove_stop_sequence", value: parseInt(i, 10) }); });
   $("reset-advanced").addEventListener("click", () => preview({ name: "reset_advanced", value: null }));
-  $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; renderContext(); });
+  $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; state.conversation = { id: null, parent: null }; renderContext(); });
   $("export").addEventListener("click", exportConversation);
   $("send").addEventListener("click", send);
   $("stop").addEventListener("click", stopAll);

@@ -39,6 +39,7 @@ MUTATING = {
     "resolve_gate": {"runId": "run_mcp", "stepId": "review", "gate": "PAUSE_BEFORE", "decision": "approved"},
     "write_artifact": {"runId": "run_mcp", "artifactKey": "notes", "typeId": "any", "data": {"a": 1}},
     "request_decision": {"runId": "run_mcp", "stepId": "parse"},
+    "fork_run": {"runId": "run_mcp"},
 }
 
 TOKENS = r"""
@@ -87,7 +88,7 @@ def test_tools_listed_without_a_token(server, mode, version):
             assert c.protocol_version == version
             tools = {tool.name: tool for tool in (await c.list_tools()).tools}
             assert REQUIRED_TOOLS <= set(tools)
-            assert "request_decision" in tools
+            assert {"request_decision", "fork_run"} <= set(tools)
             for tool in tools.values():
                 assert tool.input_schema["type"] == "object"
                 assert tool.output_schema is not None and tool.output_schema["type"] == "object"
@@ -194,6 +195,13 @@ def test_owner_writes_through_the_actions(server):
                 )
             )
             assert "UNKNOWN_STEP" in wrong
+            forked = await c.call_tool(
+                "fork_run", {"runId": "run_mcp_w", "fromSeq": 0, "newRunId": "run_mcp_f"}
+            )
+            assert forked.structured_content["runId"] == "run_mcp_f", forked
+            assert forked.structured_content["parentRunId"] == "run_mcp_w"
+            detail = (await c.call_tool("get_run", {"runId": "run_mcp_f"})).structured_content
+            assert detail["run"]["context"]["parentRunId"] == "run_mcp_w"
 
     run(scenario())
     # The event written over MCP is in the REST view of the run, attributed to the token.
