@@ -13,7 +13,7 @@ def forget_workspace_env_keys(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0003_execution_cancelled'),
+        ('playground', '0004_execution_conversation'),
         ('runs', '0001_initial'),
     ]
 
