@@ -13,7 +13,7 @@ def forget_workspace_env_keys(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0004_execution_conversation'),
+        ('playground', '0005_user_playground'),
         ('runs', '0001_initial'),
     ]
 
