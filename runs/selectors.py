@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
-from runs.models import Event, Run, RunParent, RunSnapshot, Workspace, loads
+from runs.models import Event, Run, RunFork, RunParent, RunSnapshot, Workspace, loads
 
 
 class RunNotFound(Exception):
@@ -111,3 +111,12 @@ def descendants(workspace: Workspace, run_id: str) -> list[Run]:
         out.extend(batch)
         frontier = [r.pk for r in batch]
     return out
+
+
+def get_fork(workspace: Workspace, run_id: str) -> RunFork:
+    """The fork record of a run of this workspace (RunNotFound when the run is missing or no fork)."""
+    run = get_run(workspace, run_id)
+    fork = RunFork.objects.select_related("run", "source").filter(run=run).first()
+    if fork is None:
+        raise RunNotFound(run_id)
+    return fork
