@@ -342,7 +342,9 @@ class _Appender:
         if self.model_responses:
             from runs import responsecache
 
-            responsecache.fill_from_responses(self.run, self.model_responses)
+            responsecache.fill_from_responses(
+                self.run, self.model_responses, recent=self.events, recent_first=self.first_seq
+            )
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
 

@@ -55,15 +55,53 @@ def model_io_fields(event: dict) -> dict[str, Any]:
     return {k: event[k] for k in MODEL_IO_FIELDS if k in event}
 
 
-def _request_and_chunks(run: Run, seq: int, response: dict) -> tuple[tuple[int, dict] | None, list[dict]]:
+def _in_batch(
+    recent: list[dict], recent_first: int, seq: int, correlation: str | None
+) -> tuple[bool, tuple[int, dict] | None, list[dict]]:
+    """The same search among the events appended in this batch (seqs recent_first...), which need
+    not be in the table yet: (decided, request, chunks newest first)."""
+    index = seq - recent_first - 1  # the event right before the response
+    if not correlation:
+        if index < 0:
+            return False, None, []
+        event = recent[index]
+        if (
+            event.get("type") == "model_io"
+            and event.get("direction") == "request"
+            and not event.get("correlationId")
+        ):
+            return True, (seq - 1, event), []
+        return True, None, []
+    chunks: list[dict] = []
+    while index >= 0:
+        event = recent[index]
+        if event.get("type") == "model_io" and event.get("correlationId") == correlation:
+            direction = event.get("direction")
+            if direction == "request":
+                return True, (recent_first + index, event), chunks
+            if direction == "response":
+                return True, None, []
+            chunks.append(event)
+        index -= 1
+    return False, None, chunks
+
+
+def _request_and_chunks(
+    run: Run, seq: int, response: dict, recent: list[dict] | None = None, recent_first: int = 0
+) -> tuple[tuple[int, dict] | None, list[dict]]:
     correlation = response.get("correlationId")
+    chunks: list[dict] = []
+    if recent:
+        decided, found, chunks = _in_batch(recent, recent_first, seq, correlation)
+        if decided:
+            return found, list(reversed(chunks))
+        seq = recent_first  # go on with what was stored before this batch
     if correlation:
         rows = list(
             Event.objects.filter(run=run, correlation_id=correlation, seq__lt=seq, type="model_io")
             .order_by("-seq")
             .values_list("seq", "body")[:5000]
         )
-        chunks: list[dict] = []
         for row_seq, body in rows:
             event = loads(body)
             direction = event.get("direction")
@@ -86,11 +124,17 @@ def _request_and_chunks(run: Run, seq: int, response: dict) -> tuple[tuple[int, 
     return None, []
 
 
-def fill_from_responses(run: Run, responses: list[tuple[int, dict]]) -> int:
-    """Store the calls these appended responses complete (inside the appending transaction)."""
+def fill_from_responses(
+    run: Run, responses: list[tuple[int, dict]], *, recent: list[dict] | None = None, recent_first: int = 0
+) -> int:
+    """Store the calls these appended responses complete (inside the appending transaction).
+
+    `recent` are the events of the appending batch (seqs `recent_first`...), searched in memory
+    first: a batch of recorded calls costs no query per response, and its rows may still be
+    waiting to be written together with the run row."""
     rows = []
     for seq, response in responses:
-        found, chunks = _request_and_chunks(run, seq, response)
+        found, chunks = _request_and_chunks(run, seq, response, recent, recent_first)
         if found is None:
             continue
         request_seq, request = found

@@ -62,3 +62,55 @@ def test_an_unknown_run_changes_nothing(workspace):
         actions.do_append_events(workspace=workspace, run_id="run_missing", events=[tool("run_missing", 1)])
     assert info.value.code == "UNKNOWN_RUN"
     assert not Event.objects.exists()
+
+
+def model_io(run_id: str, i: int, direction: str, correlation: str | None, text: str = "") -> dict:
+    event = {
+        "id": f"evt_mio_{i}",
+        "runId": run_id,
+        "ts": "2026-01-01T00:00:00.000Z",
+        "type": "model_io",
+        "stepId": "a",
+        "direction": direction,
+        "provider": "openai",
+        "model": "m",
+        "payload": {"messages": [{"role": "user", "content": f"q{i}"}]}
+        if direction == "request"
+        else {"text": text},
+    }
+    if correlation:
+        event["correlationId"] = correlation
+    return event
+
+
+def test_response_cache_is_filled_within_and_across_batches(workspace, run):
+    """Requests, stream chunks and responses found among the batch's own rows (not written yet
+    when the response is processed) and in earlier batches alike."""
+    from runs.models import CachedResponse
+
+    rid = run.pk
+    begin = {
+        "id": "evt_begin",
+        "runId": rid,
+        "ts": "2026-01-01T00:00:00.000Z",
+        "type": "step_started",
+        "stepId": "a",
+    }
+    same_batch = [
+        begin,
+        model_io(rid, 1, "request", "c1"),
+        model_io(rid, 2, "stream_chunk", "c1", "hel"),
+        model_io(rid, 3, "response", "c1", "hello"),
+        model_io(rid, 4, "request", None),
+        model_io(rid, 5, "response", None, "plain"),
+        model_io(rid, 6, "request", "c2"),
+    ]
+    actions.do_append_events(workspace=workspace, run_id=rid, events=same_batch)
+    actions.do_append_events(
+        workspace=workspace, run_id=rid, events=[model_io(rid, 7, "response", "c2", "later")]
+    )
+    entries = {e.request_seq: e for e in CachedResponse.objects.filter(run=run)}
+    assert sorted((e.request_seq, e.response_seq) for e in entries.values()) == [(2, 4), (5, 6), (7, 8)]
+    import orjson
+
+    assert [c["payload"] for c in orjson.loads(entries[2].response)["chunks"]] == [{"text": "hel"}]
