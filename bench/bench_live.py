@@ -52,7 +52,9 @@ SUBSCRIBERS = int(os.environ.get("LIVE_BENCH_SUBSCRIBERS", "100"))
 RATE = float(os.environ.get("LIVE_BENCH_RATE", "100"))
 SECONDS = float(os.environ.get("LIVE_BENCH_SECONDS", "10"))
 PROFILES = [
-    p.strip() for p in os.environ.get("LIVE_BENCH_PROFILES", "embedded,scaled,scaled4").split(",") if p.strip()
+    p.strip()
+    for p in os.environ.get("LIVE_BENCH_PROFILES", "embedded,scaled,scaled4").split(",")
+    if p.strip()
 ]
 WRITER = os.environ.get("LIVE_BENCH_WRITER", "inproc")
 WARMUP = int(os.environ.get("LIVE_BENCH_WARMUP", "20"))  # events before the measured ones (inproc writer)
