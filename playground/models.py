@@ -198,6 +198,20 @@ class WorkspacePlayground(models.Model):
     hidden_models = models.ManyToManyField(ModelEntry, blank=True, related_name="+")
 
 
+class UserPlayground(models.Model):
+    """One user's own choices in one workspace's playground (the model they last sent to)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    last_model = models.ForeignKey(
+        ModelEntry, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "workspace"], name="uniq_user_playground")]
+
+
 class SavedPrompt(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="playground_prompts")
     name = models.CharField(max_length=200)

@@ -21,7 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from playground import compose as c
-from playground import config, execute, operations
+from playground import config, execute, highlight, operations
 from playground.models import (
     Execution,
     ModelEntry,
@@ -105,6 +105,11 @@ def playground(request: HttpRequest) -> HttpResponse:
     from_event = request.GET.get("from_event")
     if from_event:
         initial.update(_restore_from_event(request, from_event))
+    elif initial["model"] is None:
+        remembered = config.remembered_model(workspace, request.user)
+        initial["model"] = remembered.pk if remembered else None
+        initial["model_source"] = "remembered" if remembered else "default"
+    initial["levels"] = config.levels(workspace, request.user)
     return render(request, "playground/playground.html", _context(request, initial=initial))
 
 
@@ -165,9 +170,18 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
         origin["problem"] = f"The recorded request cannot be restored: {exc}"
         return {"origin": origin}
     origin["request"] = request_body
-    model = _match_model(
-        current_workspace(request), extra.get("model"), "openai" if is_openai else "anthropic"
-    )
+    kind = "openai" if is_openai else "anthropic"
+    workspace = current_workspace(request)
+    model = _match_model(workspace, extra.get("model"), kind)
+    if model is None:
+        fallback = config.default_model(workspace)
+        instead = f"{fallback.display_name} (the default) is selected instead" if fallback else "choose one"
+        recorded = extra.get("model") or data.get("model")
+        origin["model_notice"] = (
+            f"The recorded call used {recorded} ({kind}), which is not configured in this workspace: {instead}."
+            if recorded
+            else f"The recorded call does not name its model: {instead}. Check it before sending."
+        )
     return {"session": c.session_to_json(session), "model": model, "origin": origin}
 
 
@@ -281,6 +295,7 @@ def send(request: HttpRequest) -> JsonResponse:
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
     group = uuid.uuid4().hex if len(entries) > 1 else ""
+    config.remember_model(workspace, request.user, entries[0])
     with transaction.atomic():
         executions = [
             execute.submit(
@@ -445,14 +460,14 @@ def message_context(ex: Execution) -> dict:
         "ex": ex,
         "can_retry": ex.status in ("failed", "cancelled") and ex.model_id is not None,
         "tool_calls": [
-            {**call, "input_json": json.dumps(call.get("input"), indent=2, ensure_ascii=False)}
-            for call in ex.tool_calls or []
+            {**call, "input_html": highlight.json_html(call.get("input"))} for call in ex.tool_calls or []
         ],
         "usage": usage,
         "structured": structured,
-        "structured_json": json.dumps(
-            structured if structured is not None else raw_structured, indent=2, ensure_ascii=False
-        ),
+        "structured_html": highlight.json_html(structured if structured is not None else raw_structured),
+        "structured_xml": highlight.xml_html(structured, root=ex.operation_type)
+        if structured is not None
+        else "",
         "op": ex.operation_type,
         "rating_percent": _rating_percent(structured)
         if ex.operation_type == "rating" and structured

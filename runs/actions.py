@@ -112,6 +112,7 @@ def _projection_fields(state: RunState) -> dict[str, Any]:
         "state": dumps(state.to_json()),
         "revision": state.revision,
         "pending_gates": len(state.pending_gates()),
+        "rejected_gates": sum(len(slots) for slots in state.rejections.values()),
         "event_count": state.revision,
         "model_calls": state.model_calls,
         "total_tokens": state.tokens.get("totalTokens", 0),

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "ninja",  # its static Swagger UI files serve /api/docs (no CDN; templates/ninja/swagger.html)
     "runs",
     "playground",
     "accounts",
