@@ -109,8 +109,17 @@ def test_response_cache_is_filled_within_and_across_batches(workspace, run):
     actions.do_append_events(
         workspace=workspace, run_id=rid, events=[model_io(rid, 7, "response", "c2", "later")]
     )
+    actions.do_append_events(workspace=workspace, run_id=rid, events=[model_io(rid, 9, "request", None)])
+    actions.do_append_events(
+        workspace=workspace, run_id=rid, events=[model_io(rid, 10, "response", None, "x")]
+    )
     entries = {e.request_seq: e for e in CachedResponse.objects.filter(run=run)}
-    assert sorted((e.request_seq, e.response_seq) for e in entries.values()) == [(2, 4), (5, 6), (7, 8)]
+    assert sorted((e.request_seq, e.response_seq) for e in entries.values()) == [
+        (2, 4),
+        (5, 6),
+        (7, 8),
+        (9, 10),
+    ]
     import orjson
 
     assert [c["payload"] for c in orjson.loads(entries[2].response)["chunks"]] == [{"text": "hel"}]
