@@ -207,7 +207,8 @@ class LivePublisher:
                 for message in batch:
                     try:
                         await layer.group_send(run_group(message["run_id"]), message)
-                        await layer.group_send(workspace_group(message["workspace_id"]), message)
+                        if message["workspace_id"] is not None:
+                            await layer.group_send(workspace_group(message["workspace_id"]), message)
                         metrics.add("broadcasts")
                     except Exception:  # a broken layer must not wedge the drain
                         metrics.add("publish_errors")
