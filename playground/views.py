@@ -10,7 +10,7 @@ import json
 import re
 import uuid
 from dataclasses import replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
@@ -20,8 +20,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from playground import actions, config, execute, highlight, operations
 from playground import compose as c
-from playground import config, execute, highlight, operations
 from playground.models import (
     Execution,
     ModelEntry,
@@ -30,6 +30,7 @@ from playground.models import (
     SavedPrompt,
     WorkspacePlayground,
 )
+from playground.providers import egress
 from runs.models import Event, Role
 from runs.web import current_workspace, get_run_for_user, has_role, require_role
 
@@ -46,8 +47,8 @@ def _json_body(request: HttpRequest) -> dict:
     return data
 
 
-def _error(field: str, message: str, status: int = 400) -> JsonResponse:
-    return JsonResponse({"error": {"field": field, "message": message}}, status=status)
+def _error(field: str, message: str, status: int = 400, code: str = "INVALID_INPUT") -> JsonResponse:
+    return JsonResponse({"error": {"field": field, "message": message, "code": code}}, status=status)
 
 
 def _model_pk(value: Any) -> int | None:
@@ -282,11 +283,15 @@ def send(request: HttpRequest) -> JsonResponse:
             try:
                 entries.append(config.resolve_model(workspace, pk))
             except config.NoProvider as exc:
-                return _error("model", exc.message, status=409)
+                return _error("model", exc.message, status=409, code="NO_PROVIDER")
         for entry in entries:
             problem = entry.provider.missing()
             if problem:
-                return _error("model", problem, status=409)
+                return _error("model", problem, status=409, code="NO_PROVIDER")
+            try:
+                entry.provider.check_destination()  # checked again when the call connects
+            except egress.EgressRefused as exc:
+                return _error("model", exc.message, status=409, code=exc.code)
         compositions = [
             _compose_for(column_session, entry)
             for (_, column_session, _), entry in zip(targets, entries, strict=True)
@@ -548,16 +553,20 @@ def save_prompt(request: HttpRequest) -> JsonResponse:
 @login_required
 def settings_page(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
+    status = 200
     if request.method == "POST":
-        require_role(request, Role.OWNER)
+        membership = require_role(request, Role.OWNER)
         action = request.POST.get("action", "")
         try:
-            _apply_settings(workspace, action, request.POST)
-        except ValueError as exc:
+            _apply_settings(membership, action, request.POST)
+        except actions.SettingsError as exc:
             messages.error(request, str(exc))
+            status = 400
         else:
             messages.success(request, "Saved.")
-        return redirect("playground:settings")
+            return redirect("playground:settings")
+    elif request.method != "GET":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     prefs = WorkspacePlayground.objects.filter(workspace=workspace).first()
     providers = list(ProviderConfig.objects.visible_to(workspace).order_by("workspace_id", "name"))
     models = list(
@@ -578,98 +587,58 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "default_model": prefs.default_model_id if prefs else None,
             "setup_problem": config.setup_problem(workspace),
         },
+        status=status,
     )
 
 
-def _decimal_or_none(value: str | None) -> Decimal | None:
-    value = (value or "").strip()
-    if not value:
-        return None
-    try:
-        result = Decimal(value)
-    except InvalidOperation:
-        raise ValueError(f"{value!r} is not a price") from None
-    if result < 0:
-        raise ValueError("prices cannot be negative")
-    return result
-
-
-def _bounded(value: str | None, name: str, low: float, high: float, kind: type) -> float:
-    try:
-        number = kind((value or "").strip())
-    except ValueError:
-        raise ValueError(f"the {name} must be a number between {low:g} and {high:g}") from None
-    if not low <= number <= high:
-        raise ValueError(f"the {name} must be between {low:g} and {high:g}")
-    return number
-
-
-def _apply_settings(workspace, action: str, post) -> None:
+def _apply_settings(membership, action: str, post) -> None:
     if action == "add_provider":
-        kind = post.get("kind")
-        if kind not in ProviderKind.values:
-            raise ValueError("choose Anthropic or OpenAI (also for OpenAI-compatible servers)")
-        name = (post.get("name") or "").strip()
-        if not name:
-            raise ValueError("give the provider a name")
-        if ProviderConfig.objects.filter(workspace=workspace, name=name).exists():
-            raise ValueError("a provider with that name exists")
-        provider = ProviderConfig(
-            workspace=workspace,
-            name=name,
-            kind=kind,
-            base_url=(post.get("base_url") or "").strip(),
-            api_key_env=(post.get("api_key_env") or "").strip(),
+        actions.do_add_provider(
+            membership=membership,
+            name=post.get("name", ""),
+            kind=post.get("kind", ""),
+            base_url=post.get("base_url", ""),
+            api_key=post.get("api_key", ""),
             key_required=post.get("key_required") == "on",
+            api_key_env=(post.get("api_key_env") or "").strip(),
         )
-        provider.set_api_key(post.get("api_key") or "")
-        provider.save()
     elif action == "set_key":
-        provider = get_object_or_404(ProviderConfig, pk=post.get("provider"), workspace=workspace)
-        provider.set_api_key(post.get("api_key") or "")
-        provider.save()
+        actions.do_set_provider_key(
+            membership=membership, provider_pk=post.get("provider"), api_key=post.get("api_key", "")
+        )
     elif action == "limits":
-        provider = ProviderConfig.objects.filter(pk=post.get("provider"), workspace=workspace).first()
-        if provider is None:
-            raise ValueError("only this workspace's own providers can be changed here")
-        provider.timeout_seconds = _bounded(post.get("timeout_seconds"), "timeout", 1, 3600, float)
-        provider.max_retries = int(_bounded(post.get("max_retries"), "retries", 0, 10, int))
-        provider.save(update_fields=["timeout_seconds", "max_retries", "updated_at"])
+        actions.do_set_provider_limits(
+            membership=membership,
+            provider_pk=post.get("provider"),
+            timeout_seconds=post.get("timeout_seconds", ""),
+            max_retries=post.get("max_retries", ""),
+        )
     elif action == "add_model":
-        provider = ProviderConfig.objects.visible_to(workspace).filter(pk=post.get("provider")).first()
-        if provider is None:
-            raise ValueError("choose a provider")
-        model_id = (post.get("model_id") or "").strip()
-        if not model_id:
-            raise ValueError("the model id is the name the API knows the model by")
-        ModelEntry.objects.create(
-            workspace=workspace,
-            provider=provider,
-            model_id=model_id,
-            display_name=(post.get("display_name") or model_id).strip(),
-            context_window=int(post["context_window"])
-            if (post.get("context_window") or "").isdigit()
-            else None,
+        actions.do_add_model(
+            membership=membership,
+            provider_pk=post.get("provider"),
+            model_id=post.get("model_id", ""),
+            display_name=post.get("display_name", ""),
+            context_window=post.get("context_window", ""),
             supports_thinking=post.get("supports_thinking") == "on",
-            supports_citations=post.get("supports_citations") == "on" and provider.kind == "anthropic",
+            supports_citations=post.get("supports_citations") == "on",
             supports_pdf=post.get("supports_pdf") == "on",
-            max_tokens_param=post.get("max_tokens_param") or "max_tokens",
+            max_tokens_param=post.get("max_tokens_param", ""),
         )
     elif action == "prices":
-        for entry in ModelEntry.objects.filter(workspace=workspace):
-            prefix = f"m{entry.pk}_"
-            if f"{prefix}input" not in post:
-                continue
-            entry.input_price = _decimal_or_none(post.get(f"{prefix}input"))
-            entry.output_price = _decimal_or_none(post.get(f"{prefix}output"))
-            entry.cache_read_price = _decimal_or_none(post.get(f"{prefix}cache_read"))
-            entry.cache_write_price = _decimal_or_none(post.get(f"{prefix}cache_write"))
-            entry.currency = (post.get(f"{prefix}currency") or "USD").strip().upper()[:8]
-            entry.save()
+        rows: dict[int, dict[str, str]] = {}
+        for key in post:
+            match = _PRICE_FIELD.fullmatch(key)
+            if match:
+                pk = actions.parse_pk(match["pk"])
+                if pk is not None:
+                    rows.setdefault(pk, {})[match["field"]] = post.get(key, "")
+        rows = {pk: row for pk, row in rows.items() if "input" in row}  # rows the form showed
+        actions.do_set_prices(membership=membership, prices=rows)
     elif action == "default_model":
-        entry = ModelEntry.objects.visible_to(workspace).filter(pk=post.get("model")).first()
-        prefs, _ = WorkspacePlayground.objects.get_or_create(workspace=workspace)
-        prefs.default_model = entry
-        prefs.save()
+        actions.do_set_default_model(membership=membership, model_pk=post.get("model"))
     else:
-        raise ValueError("unknown action")
+        raise actions.SettingsError("INVALID_INPUT", "unknown action")
+
+
+_PRICE_FIELD = re.compile(r"m(?P<pk>[0-9]{1,18})_(?P<field>input|output|cache_read|cache_write|currency)")

@@ -104,6 +104,9 @@ class Run(models.Model):
     import_doc = models.TextField(null=True, blank=True)
     import_seq = models.IntegerField(null=True, blank=True)
     pending_gates = models.IntegerField(default=0, db_index=True)
+    # Gates whose last decision was a rejection (not requested again since): the run waits for a
+    # retry or a fork. A rejected run is still "running" in the protocol; pages show it apart.
+    rejected_gates = models.IntegerField(default=0, db_index=True)
     event_count = models.IntegerField(default=0)
     model_calls = models.IntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)

@@ -292,6 +292,7 @@ RUN_LIST_FIELDS = (
     "ended_at",
     "tags",
     "pending_gates",
+    "rejected_gates",
     "event_count",
     "model_calls",
     "total_tokens",
@@ -316,6 +317,9 @@ class RunListFilters:
         )
 
 
+REJECTED_FILTER = "rejected"  # runs with a rejected gate, whatever their protocol status
+
+
 class BadCursor(ValueError):
     code = "INVALID_INPUT"
 
@@ -333,7 +337,9 @@ def runs_page(
 ) -> tuple[list[Run], str]:
     """One keyset page of the workspace's runs, newest first, and the cursor of the next page ("")."""
     qs = Run.objects.for_workspace(workspace)
-    if filters.status in RunStatus.values:
+    if filters.status == REJECTED_FILTER:
+        qs = qs.filter(rejected_gates__gt=0)
+    elif filters.status in RunStatus.values:
         qs = qs.filter(status=filters.status)
     if filters.workflow:
         qs = qs.filter(workflow_id=filters.workflow)
@@ -393,12 +399,16 @@ def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
             for etype in ("human_gate_requested", "human_gate_resolved")
             for row in Event.objects.filter(run=run, type=etype)
             .order_by("-seq")
-            .values("seq", "type", "ts", "step_id", "actor", "body")[:limit]
+            .values("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")[:limit]
         ),
         key=lambda row: -row["seq"],
     )[:limit]
     for item in history:
         item["data"] = loads(item.pop("body"))
+        # the named checkpoint an event of this engine is about (it sets correlationId for them);
+        # a resolution's note is then the checkpoint's name, not words of the reviewer
+        corr = item.get("correlation_id") or ""
+        item["checkpoint"] = corr[len("checkpoint:") :] if corr.startswith("checkpoint:") else ""
     return history
 
 

@@ -55,6 +55,37 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_networks(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list of IP networks (CIDR or single addresses), each checked here."""
+    import ipaddress
+
+    items = env_list(name, default)
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise EnvError(f"{name}: {item!r} is not an IP network (use CIDR, e.g. 127.0.0.0/8)") from None
+    return items
+
+
+def env_endpoints(name: str, default: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``VAR=https://host/path,VAR=https://other`` -> {VAR: [urls]} (a variable may repeat)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    out: dict[str, list[str]] = {}
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        var, sep, url = item.partition("=")
+        var, url = var.strip(), url.strip().rstrip("/")
+        if not sep or not var or not url.startswith(("https://", "http://")):
+            raise EnvError(f"{name}: {item!r} is not VARIABLE=https://endpoint")
+        out.setdefault(var, []).append(url)
+    return out
+
+
 def weak_secret_key(key: str) -> str | None:
     """Why `key` is too weak for production (Django's own deploy check: at least 50 characters,
     5 distinct ones, not a generated `django-insecure-` key), or None."""

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from pathlib import Path
 
 from workbench.env import (
     database_from_url,
     env_bool,
+    env_endpoints,
     env_int,
     env_list,
+    env_networks,
     env_proxy_header,
     env_secret_key,
     env_str,
@@ -106,7 +109,9 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# django-ninja's Swagger UI files serve /api/docs (no CDN; templates/ninja/swagger.html). Found
+# without importing django-ninja, which is not an installed app: management commands start faster.
+STATICFILES_DIRS = [BASE_DIR / "static", Path(find_spec("ninja").origin).parent / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
@@ -168,6 +173,21 @@ WORKBENCH_PROGRAM_MODULES = [
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
+# Outbound provider calls (playground.providers.egress). Provider base URLs are typed by workspace
+# owners, so calls only go to public addresses, plus the networks listed here (CIDRs). The
+# embedded profile (SQLite, no Redis: one person's machine) allows loopback by default so a local
+# Ollama or llama.cpp server works; the scaled profile allows nothing beyond public addresses.
+EMBEDDED_PROFILE = DATABASES["default"]["ENGINE"].endswith("sqlite3") and not REDIS_URL
+PLAYGROUND_EGRESS_ALLOW = env_networks(
+    "PLAYGROUND_EGRESS_ALLOW", ["127.0.0.0/8", "::1/128"] if EMBEDDED_PROFILE else []
+)
+# Operator keys: the environment variables that global (operator) providers may read, each with
+# the only endpoints its value is ever sent to. A workspace never names a variable.
+# Format: PLAYGROUND_OPERATOR_KEYS="ANTHROPIC_API_KEY=https://api.anthropic.com,OPENAI_API_KEY=..."
+PLAYGROUND_OPERATOR_KEYS = env_endpoints(
+    "PLAYGROUND_OPERATOR_KEYS",
+    {"ANTHROPIC_API_KEY": ["https://api.anthropic.com"], "OPENAI_API_KEY": ["https://api.openai.com/v1"]},
+)
 # Rate limits (accounts.ratelimit): per credential (token or session) and per workspace (0 = off),
 # counted per window in the cache (Redis when REDIS_URL is set, so every process shares it).
 WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from typing import Any
+from urllib.parse import quote
 
 import jsonpatch
 import orjson
@@ -18,10 +19,12 @@ from runs.engine import commands as cmd
 from runs.models import Role
 from runs.pages.access import RunAccess, run_page
 from runs.pages.artifact_forms import (
-    coerce_form_value,
+    attach_errors,
+    build_form,
+    fill_from_post,
+    parse_form,
     schema_errors,
     schema_registry,
-    simple_form_fields,
 )
 from runs.pages.params import int_param, parse_json_field
 from runs.selectors import (
@@ -36,13 +39,22 @@ from runs.web import (
 )
 
 
+def _engine_path_to_pointer(path: str) -> str:
+    """``data.a[2].b`` (an engine error path) as the JSON pointer ``/a/2/b``."""
+    if not path.startswith("data"):
+        return "/"
+    rest = path[len("data") :].replace("[", ".").replace("]", "")
+    return "/" + "/".join(p for p in rest.split(".") if p)
+
+
 def artifact_context(
     access: RunAccess,
     key: str | None,
     *,
+    editor: str = "",
     text: str | None = None,
     errors: list[dict[str, str]] | None = None,
-    form_values: dict[str, Any] | None = None,
+    post=None,
     base_version: int | None = None,
     idempotency_key: str | None = None,
     mode: str = "patch",
@@ -55,17 +67,22 @@ def artifact_context(
         key = keys[0]
     latest = state.artifacts.get(key) if key else None
     schema = schema_registry().get(latest["typeId"]) if latest else None
-    fields = simple_form_fields(schema)
     data = latest.get("data") if latest else None
     errors = errors or []
-    field_errors: dict[str, list[str]] = {}
-    for err in errors:
-        field_errors.setdefault(err.get("field", ""), []).append(f"{err['path']}: {err['message']}")
-    if fields:
-        values = form_values if form_values is not None else (data if isinstance(data, dict) else {})
-        for f in fields:
-            f["value"] = values.get(f["name"]) if isinstance(values, dict) else None
-            f["errors"] = field_errors.get(f["name"], [])
+    form = build_form(schema, data) if latest and "data" in latest else None
+    form_note = ""
+    if latest and form is None:
+        if schema is None:
+            form_note = f"No schema is registered for {latest['typeId']}, so this artifact is edited as JSON."
+        else:
+            form_note = "This schema's top level is not an object with named fields, so it is edited as JSON."
+    use_form = form is not None and editor != "json"
+    other_errors = errors
+    if use_form:
+        if post is not None:
+            fill_from_post(form, post)
+        other_errors = attach_errors(form, errors)
+    json_fields = [f for f in form.walk() if f.kind == "json"] if use_form else []
     return {
         "run": run,
         "url_id": access.url_id,
@@ -76,13 +93,13 @@ def artifact_context(
         "latest": latest,
         "versions": versions.get(key, []) if key else [],
         "schema": schema,
-        "fields": fields,
+        "form": form if use_form else None,
+        "form_available": form is not None,
+        "form_note": form_note,
+        "json_fields": json_fields,
         "text": text if text is not None else orjson.dumps(data, option=orjson.OPT_INDENT_2).decode(),
         "errors": errors,
-        "field_errors": field_errors,
-        "other_errors": [
-            e for e in errors if not fields or e.get("field", "") not in {f["name"] for f in fields}
-        ],
+        "other_errors": other_errors,
         "base_version": base_version if base_version is not None else (latest["version"] if latest else 0),
         "idempotency_key": idempotency_key or f"web-{secrets.token_hex(12)}",
         "mode": mode,
@@ -96,7 +113,8 @@ def artifact_editor(request: HttpRequest, access: RunAccess) -> HttpResponse:
     if request.method == "POST":
         return _save_artifact(request, access)
     key = request.GET.get("key") or None
-    return render(request, "runs/artifacts.html", artifact_context(access, key))
+    editor = "json" if request.GET.get("editor") == "json" else ""
+    return render(request, "runs/artifacts.html", artifact_context(access, key, editor=editor))
 
 
 def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
@@ -117,39 +135,33 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
     if latest is None:
         raise Http404("no such artifact")
     schema = schema_registry().get(latest["typeId"])
-    fields = simple_form_fields(schema)
+    form = build_form(schema, latest.get("data")) if "data" in latest else None
+    use_form = form is not None and post.get("editor") == "form"
     errors: list[dict[str, str]] = []
-    form_values: dict[str, Any] | None = None
     text = post.get("data", "")
     data: Any = None
-    if fields and post.get("editor") == "form":
-        base = dict(latest.get("data") or {}) if isinstance(latest.get("data"), dict) else {}
-        form_values = {}
-        for f in fields:
-            value, problem = coerce_form_value(f["type"], post.get(f"field_{f['name']}", ""))
-            form_values[f["name"]] = value
-            if problem:
-                errors.append({"path": f"/{f['name']}", "field": f["name"], "message": problem})
-            elif value is None and f["type"] != "boolean":
-                base.pop(f["name"], None)
-            else:
-                base[f["name"]] = value
-        data = base
+    if use_form:
+        data, errors = parse_form(form, post, latest.get("data"))
         text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
     else:
         data, problem = parse_json_field(text)
         if problem:
             errors.append({"path": "/", "field": "", "message": problem})
-    if not errors:
+    if use_form:
+        # every problem at once: what could not be read, then the schema's view of the rest
+        unreadable = {e["path"] for e in errors}
+        errors += [e for e in schema_errors(schema, data) if e["path"] not in unreadable]
+    elif not errors:
         errors = schema_errors(schema, data)
 
     def rerender(status: int = 422) -> HttpResponse:
         ctx = artifact_context(
             access,
             key,
+            editor="" if use_form else "json",
             text=text,
             errors=errors,
-            form_values=form_values,
+            post=post if use_form else None,
             base_version=base_version,
             idempotency_key=ikey,
             mode=mode,
@@ -181,15 +193,15 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
             workspace=run.workspace, run_id=run.pk, command=command, actor=actor_for(request)
         )
     except actions.ActionError as exc:
-        path = exc.path or ""
-        field_name = path.split(".", 1)[1].split(".")[0].split("[")[0] if path.startswith("data.") else ""
-        errors = [{"path": path or "/", "field": field_name, "message": f"{exc.code}: {exc.message}"}]
+        pointer = _engine_path_to_pointer(exc.path or "")
+        field_name = pointer.split("/")[1] if pointer != "/" else ""
+        errors = [{"path": pointer, "field": field_name, "message": f"{exc.code}: {exc.message}"}]
         return rerender(409 if exc.code in ("PATCH_FAILED", "IDEMPOTENCY_CONFLICT") else 422)
     # A repeated submit of a saved form is an idempotent no-op: the key answers the version it made.
     done = result.state.idempotency.get(ikey) or result.state.artifacts.get(key, {})
     version = done.get("version")
     messages.success(request, f"Saved {key} v{version}.")
-    return redirect(reverse("runs:artifacts", args=[run.pk]) + f"?key={key}")
+    return redirect(reverse("runs:artifacts", args=[run.pk]) + f"?key={quote(key)}")
 
 
 @run_page

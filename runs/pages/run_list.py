@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from runs.models import RunStatus
-from runs.selectors import BadCursor, RunListFilters, runs_page, workflow_ids
+from runs.selectors import REJECTED_FILTER, BadCursor, RunListFilters, runs_page, workflow_ids
 from runs.web import current_workspace, switch_workspace
 
 RUNS_PER_PAGE = 50
@@ -31,7 +31,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "runs": runs,
         "next_cursor": next_cursor,
         "cursor": cursor,
-        "statuses": RunStatus.values,
+        "statuses": [*RunStatus.values, REJECTED_FILTER],
         "workflows": workflow_ids(workspace),
         "f": {"status": filters.status, "workflow": filters.workflow, "tag": filters.tag, "q": filters.q},
         "nav_active": "runs",
