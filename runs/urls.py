@@ -3,7 +3,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from runs.pages import artifacts, detail, gates, imports, inbox, ledger, members, rules, run_list
+from runs.pages import artifacts, detail, fork, gates, imports, inbox, ledger, members, rules, run_list
 
 app_name = "runs"
 
@@ -29,4 +29,6 @@ urlpatterns = [
     path("runs/<str:run_id>/ledger/", ledger.run_ledger, name="run_ledger"),
     path("runs/<str:run_id>/export/", detail.export_bundle, name="export"),
     path("runs/<str:run_id>/cancel/", detail.cancel_run, name="cancel"),
+    path("runs/<str:run_id>/fork/", fork.fork_run, name="fork"),
+    path("runs/<str:run_id>/determinism/", fork.determinism, name="determinism"),
 ]
