@@ -429,6 +429,52 @@ def apply_change(session: Session, name: str, value: Any) -> Session:
             raise ComposeError(name, f"unknown setting {name!r}")
 
 
+MAX_COMPARE_COLUMNS = 5
+COLUMN_FIELDS = ("system_prompt", "prompt", "temperature", "top_p", "top_k", "max_tokens", "thinking")
+
+
+def with_overrides(session: Session, column: Any) -> Session:
+    """One compare column: the session with the column's own prompt, system prompt or sampling
+    parameters. Absent (or null) fields keep the session's value; a value given is sent (a
+    sampling value turns its override on), after the same smart behaviours as the page's."""
+    if not isinstance(column, dict):
+        raise ComposeError("compare", "each compare column must be an object")
+    unknown = sorted(set(column) - {*COLUMN_FIELDS, "model", "label"})
+    if unknown:
+        raise ComposeError("compare", f"unknown compare setting {unknown[0]!r}")
+    given = {k: column[k] for k in COLUMN_FIELDS if column.get(k) is not None}
+    if "system_prompt" in given:
+        text = given["system_prompt"]
+        if not isinstance(text, str):
+            raise ComposeError("compare", "a column's system prompt must be text")
+        session = replace(session, system_prompt=text, send_system_prompt=bool(text.strip()))
+    if "prompt" in given:
+        if not isinstance(given["prompt"], str):
+            raise ComposeError("compare", "a column's prompt must be text")
+        session = replace(session, prompt=given["prompt"])
+    if "thinking" in given:
+        if not isinstance(given["thinking"], bool):
+            raise ComposeError("compare", "a column's thinking must be true or false")
+        session = set_thinking(session, given["thinking"])
+    if "max_tokens" in given:
+        value = _int(given["max_tokens"], "max_tokens")
+        if not 1 <= value <= MAX_TOKENS_LIMIT:
+            raise ComposeError("compare", f"max tokens must be between 1 and {MAX_TOKENS_LIMIT:,}")
+        session = replace(session, advanced=set_max_tokens(session.advanced, value))
+    for name, low, high in (("temperature", 0.0, 1.0), ("top_p", 0.0, 1.0)):
+        if name in given:
+            value = _number(given[name], name)
+            if not low <= value <= high:
+                raise ComposeError("compare", f"{name} must be between {low:g} and {high:g}")
+            session = replace(session, advanced=replace(session.advanced, **{name: Override(True, value)}))
+    if "top_k" in given:
+        value = _int(given["top_k"], "top_k")
+        if value < 0:
+            raise ComposeError("compare", "top_k must be 0 or more")
+        session = replace(session, advanced=replace(session.advanced, top_k=Override(True, value)))
+    return session
+
+
 def after_send(session: Session, composition: Composition, assistant_content: Any) -> Session:
     """The session after a successful send: the exact messages join the history (stateful
     only), "create cache" turns itself off, and the blocks it marked stay marked from now on."""
@@ -659,6 +705,7 @@ def compose_anthropic(session: Session, model: ModelSpec, schema: dict | None = 
         request["tool_choice"] = {"type": "auto"} if thinking else {"type": "tool", "name": output_tool}
     if tools:
         request["tools"] = tools
+    _cache_size_note(request, model, notes)
     return Composition(
         provider="anthropic",
         request=request,
@@ -670,6 +717,49 @@ def compose_anthropic(session: Session, model: ModelSpec, schema: dict | None = 
         cache_keys=tuple(keys),
         output_tool=output_tool,
     )
+
+
+CACHE_TTL_SECONDS = 300  # an ephemeral marker lives 5 minutes, refreshed by every hit
+
+
+def min_cacheable_tokens(model: ModelSpec) -> int:
+    """The smallest prefix the provider caches (shorter marked prefixes are silently not
+    cached): 2,048 tokens for Anthropic's Haiku models, 1,024 for the others and for OpenAI."""
+    if model.provider == "anthropic" and "haiku" in model.model.lower():
+        return 2048
+    return 1024
+
+
+def estimate_tokens(value: Any) -> int:
+    """A rough count (about four characters per token) of the text in ``value``, enough to warn
+    that a prefix is too short to cache; the usage of the answer has the real counts."""
+    if isinstance(value, str):
+        return len(value) // 4
+    if isinstance(value, dict):
+        return sum(estimate_tokens(v) for k, v in value.items() if k not in ("cache_control", "type"))
+    if isinstance(value, list):
+        return sum(estimate_tokens(v) for v in value)
+    return 0
+
+
+def _cache_size_note(request: dict, model: ModelSpec, notes: list[str]) -> None:
+    """Warn when the longest prefix marked for caching is below the provider's minimum."""
+    sequence: list[Any] = [*request.get("tools", [])]
+    system = request.get("system")
+    sequence.extend(system if isinstance(system, list) else [system] if system else [])
+    for msg in request["messages"]:
+        sequence.extend(msg["content"] if isinstance(msg["content"], list) else [msg["content"]])
+    prefix = longest = 0
+    for item in sequence:
+        prefix += estimate_tokens(item)
+        if isinstance(item, dict) and "cache_control" in item:
+            longest = prefix
+    minimum = min_cacheable_tokens(model)
+    if longest and longest < minimum:
+        notes.append(
+            f"cache: the marked prefix is about {longest:,} tokens; {model.model} caches from "
+            f"{minimum:,} tokens, so this request will not create or read a cache"
+        )
 
 
 def _object_schema(schema: dict) -> dict:
@@ -815,6 +905,7 @@ def compose_openai(session: Session, model: ModelSpec, schema: dict | None = Non
         notes.append(
             "cache: no markers are sent (OpenAI-compatible servers cache repeated prefixes themselves)"
         )
+
     structured = session.operation_type != "generic" and schema is not None
 
     messages: list[dict] = []
@@ -828,6 +919,14 @@ def compose_openai(session: Session, model: ModelSpec, schema: dict | None = Non
     messages.extend(to_openai_messages([{"role": "user", "content": user_content}]))
 
     request: dict = {"model": model.model, "messages": messages, model.max_tokens_param: adv.max_tokens}
+    if session.create_cache:
+        prompt_tokens = estimate_tokens(messages)
+        minimum = min_cacheable_tokens(model)
+        if prompt_tokens < minimum:
+            notes.append(
+                f"cache: this prompt is about {prompt_tokens:,} tokens; {model.model} caches prompts "
+                f"from {minimum:,} tokens, so nothing will be cached"
+            )
     if thinking:
         effort = reasoning_effort(adv.thinking_budget)
         request["reasoning_effort"] = effort

@@ -12,3 +12,10 @@ class RunsConfig(AppConfig):
 
         register_durable_sink(record_change)  # transcripts: committed events -> JSONL files, first
         register_listener(on_run_change)  # live status: committed changes -> websocket groups
+
+        from django.conf import settings
+
+        if getattr(settings, "WORKBENCH_OTEL_ENDPOINT", ""):
+            from runs.otel_stream import start_from_settings
+
+            start_from_settings()  # finished runs -> OTLP collector, off the write path

@@ -14,6 +14,7 @@ from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.docs import Swagger, _csrf_needed
 from ninja.parser import Parser
 from ninja.renderers import BaseRenderer
 
@@ -59,6 +60,23 @@ def _default(value):
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
+class ProjectSwagger(Swagger):
+    """django-ninja's Swagger UI page rendered from templates/ninja/swagger.html with its files
+    served as project static files (settings.STATICFILES_DIRS), so "ninja" need not be an
+    installed app: that app would import all of django-ninja at the start of every command."""
+
+    def render_page(self, request: HttpRequest, api, **kwargs) -> HttpResponse:
+        from django.shortcuts import render
+
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        context = {
+            "swagger_settings": orjson.dumps(self.settings, option=orjson.OPT_INDENT_2).decode(),
+            "api": api,
+            "add_csrf": _csrf_needed(api),
+        }
+        return render(request, self.template, context)
+
+
 api = NinjaAPI(
     title="Workbench API",
     version="1.0.0",
@@ -72,6 +90,7 @@ api = NinjaAPI(
     renderer=JSONRenderer(),
     openapi_url="/openapi.json",
     docs_url="/docs",
+    docs=ProjectSwagger(),
     urls_namespace="api",
 )
 
@@ -208,14 +227,18 @@ def _register_routers() -> None:
     from runs.api.bundles import router as bundles_router
     from runs.api.bundles import runs_router as bundle_export_router
     from runs.api.commands import router as commands_router
+    from runs.api.fork import cache_router
+    from runs.api.fork import router as fork_router
     from runs.api.runstore import router as runstore_router
     from runs.api.transcript import router as transcript_router
 
+    api.add_router("/runs", fork_router)  # first: "/runs/{id}:fork" must not reach "/runs/{id}"
     api.add_router("/runs", runstore_router)
     api.add_router("/runs", commands_router)
     api.add_router("/runs", bundle_export_router)
     api.add_router("/runs", transcript_router)
     api.add_router("/bundles", bundles_router)
+    api.add_router("/cache", cache_router)
 
 
 _register_routers()

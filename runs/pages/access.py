@@ -1,0 +1,67 @@
+"""Who may see or change the run a page shows: the public demo, a member, a reviewer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest
+from django.views.decorators.http import require_POST
+
+from runs.models import Role, Run
+from runs.web import (
+    current_membership,
+    get_demo_run,
+    get_run_for_user,
+    require_role,
+)
+
+
+@dataclass
+class RunAccess:
+    run: Run
+    url_id: str
+    demo: bool
+    can_review: bool
+
+    @property
+    def read_only(self) -> bool:
+        return not self.can_review
+
+
+def run_access(request: HttpRequest, run_id: str) -> RunAccess:
+    """The run a page shows: the public demo (read-only) or a run of the user's current workspace."""
+    if run_id == "demo":
+        return RunAccess(run=get_demo_run(), url_id="demo", demo=True, can_review=False)
+    run = get_run_for_user(request, run_id)
+    membership = current_membership(request)
+    can_review = bool(membership and membership.has_role(Role.REVIEWER))
+    return RunAccess(run=run, url_id=run.pk, demo=False, can_review=can_review)
+
+
+def run_page(view):
+    """Read-only run views: the demo is public, every other run needs a signed-in member."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, run_id: str, *args, **kwargs):
+        if run_id != "demo" and not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        return view(request, run_access(request, run_id), *args, **kwargs)
+
+    return wrapper
+
+
+def run_write(view):
+    """Writing run views: POST, signed in, reviewer or owner of the run's workspace."""
+
+    @wraps(view)
+    @login_required
+    @require_POST
+    def wrapper(request: HttpRequest, run_id: str, *args, **kwargs):
+        run = get_run_for_user(request, run_id)  # 404 first: a foreign run is never revealed
+        require_role(request, Role.REVIEWER)
+        return view(request, run, *args, **kwargs)
+
+    return wrapper
