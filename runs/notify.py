@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunChange:
-    workspace_id: int
+    workspace_id: int | None  # None: not a run (the playground's executions), no workspace broadcast
     run_id: str
     first_seq: int  # 0 when no event was appended (a new run or a projection-only change)
     last_seq: int
