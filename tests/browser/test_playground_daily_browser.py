@@ -24,6 +24,7 @@ from playground.models import ProviderConfig, ModelEntry
 ws = Workspace.objects.create(slug="acme", name="Acme")
 user = get_user_model().objects.create_user(username="tess", password="tess-password-123")
 add_member(ws, user, "owner")
+add_member(ws, get_user_model().objects.create_user(username="rita", password="rita-password-123"), "owner")
 a = ProviderConfig(workspace=ws, name="Fake Anthropic", kind="anthropic", base_url={anthropic!r}, max_retries=0)
 a.set_api_key("test-anthropic-key"); a.save()
 o = ProviderConfig(workspace=ws, name="Fake OpenAI", kind="openai", base_url={openai!r} + "/v1", max_retries=0)
@@ -174,7 +175,7 @@ def test_sampling_settings_stop_retry_keep_prompt_and_file_toggle(page, server, 
     page.wait_for_selector("#stop", state="hidden")
     assert page.is_enabled("#send")
     assert page.input_value("#prompt").startswith("Long answer")
-    run_href = last.locator(".pg-meta a").get_attribute("href")
+    run_href = last.locator(".pg-meta a").first.get_attribute("href")
     page.goto(server + run_href)
     assert "cancelled" in page.text_content("body").lower()
     assert not [e for e in page.console_errors if "Content Security Policy" in e or "Refused" in e]
@@ -301,6 +302,12 @@ def _level(page, name: str) -> tuple[str, str]:
 
 
 def test_remembered_model_and_configuration_levels(page, server, fakes):
+    page.context.clear_cookies()  # rita: a user who has not sent anything yet
+    page.goto(f"{server}/accounts/login/")
+    page.fill("input[name=username]", "rita")
+    page.fill("input[name=password]", "rita-password-123")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_load_state()
     page.goto(f"{server}/playground/")
     page.click("#levels summary")
     assert _level(page, "Model") == ("Fake Sonnet", "workspace default")
