@@ -1,11 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from accounts.login import ThrottledLoginView
 from workbench import discovery
 
 urlpatterns = [
     *discovery.urlpatterns(),
     path("admin/", admin.site.urls),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("runs.api.urls")),
     path("workspace/", include("accounts.urls")),
