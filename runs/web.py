@@ -134,6 +134,15 @@ class Nav:
         )
 
     @cached_property
+    def pending_gates(self) -> int:
+        """Gates waiting for a decision in the current workspace (the inbox count in the navigation)."""
+        if self.workspace is None:
+            return 0
+        from runs.selectors import pending_gate_count
+
+        return pending_gate_count(self.workspace)
+
+    @cached_property
     def is_owner(self) -> bool:
         return bool(self.membership and self.membership.has_role(Role.OWNER))
 

@@ -147,7 +147,11 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
         data, problem = parse_json_field(text)
         if problem:
             errors.append({"path": "/", "field": "", "message": problem})
-    if not errors:
+    if use_form:
+        # every problem at once: what could not be read, then the schema's view of the rest
+        unreadable = {e["path"] for e in errors}
+        errors += [e for e in schema_errors(schema, data) if e["path"] not in unreadable]
+    elif not errors:
         errors = schema_errors(schema, data)
 
     def rerender(status: int = 422) -> HttpResponse:
