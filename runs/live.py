@@ -218,10 +218,10 @@ class LivePublisher:
     @staticmethod
     async def _broadcast(layer, message: dict) -> None:
         try:
-            await asyncio.gather(
-                layer.group_send(run_group(message["run_id"]), message),
-                layer.group_send(workspace_group(message["workspace_id"]), message),
-            )
+            groups = [run_group(message["run_id"])]
+            if message["workspace_id"] is not None:  # None: not a run (a playground execution)
+                groups.append(workspace_group(message["workspace_id"]))
+            await asyncio.gather(*(layer.group_send(group, message) for group in groups))
             metrics.add("broadcasts")
         except Exception:  # a broken layer must not wedge the drain
             metrics.add("publish_errors")

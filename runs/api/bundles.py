@@ -15,6 +15,7 @@ from runs.api.schemas import ErrorOut, RunBundle, VerifyResult, WriteResult
 from runs.bundles import export_bundle_bytes
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
+from runs.protocol.redaction import POLICIES
 from runs.selectors import get_run
 
 router = Router(tags=["bundles"])
@@ -40,12 +41,22 @@ class ImportQuery(Schema):
     response={200: RunBundle, **ERRORS},
     by_alias=True,
     summary="Export a run as a signed bundle",
-    description="Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 implementation.",
+    description=(
+        "Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 "
+        "implementation. `redact=user|mask|drop` exports a redacted user bundle instead: payloads dropped "
+        "or masked by that policy, signed over what it holds, the policy (and a hash of every removed value) "
+        'named in `run.metadata["workbench.redaction"]`.'
+    ),
 )
-def export_bundle(request: HttpRequest, run_id: str):
+def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None):
     caller = require(request, Scope.READ)
     run = get_run(caller.workspace, run_id)
-    response = HttpResponse(export_bundle_bytes(run), content_type="application/json")
+    if redact is not None and redact not in POLICIES:
+        raise ApiError(
+            ErrorCode.INVALID_INPUT,
+            f"unknown redaction policy {redact!r}; expected one of {', '.join(POLICIES)}",
+        )
+    response = HttpResponse(export_bundle_bytes(run, redact=redact), content_type="application/json")
     response["ETag"] = etag_for(run)
     response["Content-Disposition"] = f'attachment; filename="{run.pk}.bundle.json"'
     return response

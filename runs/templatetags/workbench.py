@@ -203,3 +203,21 @@ def subject_text(subject: Any) -> str:
     if not isinstance(subject, dict):
         return ""
     return " · ".join(str(subject[k]) for k in ("userId", "tenantId", "planId") if subject.get(k))
+
+
+@register.filter
+def highlight(text: Any, needle: Any) -> SafeString:
+    """``text`` escaped, with each case-insensitive occurrence of ``needle`` in <mark>."""
+    import re
+
+    from django.utils.html import escape as html_escape
+    from django.utils.safestring import mark_safe
+
+    text = "" if text is None else str(text)
+    needle = "" if needle is None else str(needle)
+    if not needle:
+        return mark_safe(html_escape(text))
+    parts = re.split(f"({re.escape(needle)})", text, flags=re.IGNORECASE)
+    return mark_safe(
+        "".join(f"<mark>{html_escape(p)}</mark>" if i % 2 else html_escape(p) for i, p in enumerate(parts))
+    )

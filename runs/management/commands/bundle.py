@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.protocol.redaction import POLICIES
 from runs.protocol.verify_cli import check_files
 
 
@@ -26,6 +27,11 @@ class Command(BaseCommand):
         exp = sub.add_parser("export", help="export a run as a signed canonical bundle")
         exp.add_argument("run_id")
         exp.add_argument("-o", "--output", help="file to write (default: stdout)")
+        exp.add_argument(
+            "--redact",
+            choices=POLICIES,
+            help="export a redacted user bundle by this policy (still signed; policy named in run.metadata)",
+        )
 
     def handle(self, *args, **options) -> None:
         action = options["action"]
@@ -34,7 +40,7 @@ class Command(BaseCommand):
         elif action == "import":
             self._import(options["files"], options["workspace"], as_new_id=options["as_new_id"])
         else:
-            self._export(options["run_id"], options.get("output"))
+            self._export(options["run_id"], options.get("output"), options.get("redact"))
 
     def _check(self, files: list[str], *, as_json: bool) -> None:
         # The same lines as workbench-verify (manage.py hands plain `bundle check` to it
@@ -69,14 +75,14 @@ class Command(BaseCommand):
         if failed:
             sys.exit(1)
 
-    def _export(self, run_id: str, output: str | None) -> None:
+    def _export(self, run_id: str, output: str | None, redact: str | None = None) -> None:
         from runs.bundles import export_bundle_bytes
         from runs.models import Run
 
         run = Run.objects.filter(pk=run_id).first()  # CLI is an operator tool: all workspaces
         if run is None:
             raise CommandError(f"UNKNOWN_RUN: no run {run_id!r}")
-        data = export_bundle_bytes(run)
+        data = export_bundle_bytes(run, redact=redact)
         if output:
             fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as fh:
