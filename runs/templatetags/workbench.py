@@ -221,3 +221,15 @@ def highlight(text: Any, needle: Any) -> SafeString:
     return mark_safe(
         "".join(f"<mark>{html_escape(p)}</mark>" if i % 2 else html_escape(p) for i, p in enumerate(parts))
     )
+
+
+@register.filter
+def thousands(value: Any) -> str:
+    """Whole numbers with thousands separators (12,345); other numbers rounded to 2 places; the rest as is."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
+    return str(value)
