@@ -138,7 +138,7 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
             if response is None and body.get("direction") == "response":
                 response = body
     origin: dict[str, Any] = {
-        "run_id": run.pk,
+        "run_id": run.run_id,
         "seq": event.seq,
         "provider": data.get("provider"),
         "model": data.get("model"),

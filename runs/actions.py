@@ -122,7 +122,7 @@ def _new_run_row(*, workspace: Workspace, state: RunState, actor: str, has_engin
     run_doc = state.run
     snapshot = run_doc["workflowSnapshot"]
     run = Run(
-        id=run_doc["id"],
+        run_id=run_doc["id"],
         workspace=workspace,
         workflow_id=run_doc["workflowId"],
         workflow_version=run_doc["workflowVersion"],
@@ -146,13 +146,18 @@ def _parents_of(run_doc: dict) -> list[str]:
 
 
 def _save_new_run(run: Run) -> None:
-    if Run.objects.filter(pk=run.pk).exists():
-        raise ActionError(ErrorCode.RUN_ID_COLLISION, f"a run with id {run.pk!r} already exists")
+    """Insert a new run row; an id already taken *in the same workspace* is RUN_ID_COLLISION
+    (other workspaces' ids are invisible here and never collide)."""
+    collision = ActionError(
+        ErrorCode.RUN_ID_COLLISION, f"a run with id {run.run_id!r} already exists in this workspace"
+    )
+    if Run.objects.by_run_id(run.workspace, run.run_id).exists():
+        raise collision
     try:
         with transaction.atomic():
             run.save(force_insert=True)
     except IntegrityError:
-        raise ActionError(ErrorCode.RUN_ID_COLLISION, f"a run with id {run.pk!r} already exists") from None
+        raise collision from None
     RunParent.objects.bulk_create(
         RunParent(child=run, parent_run_id=parent, position=i)
         for i, parent in enumerate(_parents_of(run.run_doc))
@@ -173,9 +178,9 @@ _EVENT_COLUMNS = (
 )
 
 
-def _event_row(run_id: str, seq: int, event: dict, actor: str, recorded_at: object) -> tuple:
+def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: object) -> tuple:
     return (
-        run_id,
+        run_pk,
         seq,
         event["id"],
         event["type"],
@@ -217,7 +222,7 @@ class _Appender:
 
     def __init__(self, run: Run, state: RunState, actor: str, *, derive_versions: bool = True) -> None:
         self.run = run
-        self.run_id = run.pk
+        self.run_pk = run.pk
         self.state = state
         self.actor = actor
         self.derive_versions = derive_versions
@@ -240,7 +245,7 @@ class _Appender:
         self.seq += 1
         seq = self.seq
         self.events.append(event)
-        self.event_rows.append(_event_row(self.run_id, seq, event, self.actor, self.recorded_at))
+        self.event_rows.append(_event_row(self.run_pk, seq, event, self.actor, self.recorded_at))
         if self.derive_versions:
             kind = event["type"]
             if kind == "artifact_written":
@@ -311,7 +316,7 @@ def _update_projection(run: Run, state: RunState) -> None:
 
 def _lock_run(workspace: Workspace, run_id: str) -> Run:
     try:
-        return Run.objects.for_workspace(workspace).select_for_update().get(pk=run_id)
+        return Run.objects.by_run_id(workspace, run_id).select_for_update().get()
     except Run.DoesNotExist:
         raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}") from None
 
@@ -351,7 +356,7 @@ def do_start_run(
     with transaction.atomic():
         run = _new_run_row(workspace=workspace, state=state, actor=actor)
         _save_new_run(run)
-        notify_on_commit(RunChange(workspace.pk, run.pk, 0, 0, run.status))
+        notify_on_commit(RunChange.of(run, 0, 0))
     return run
 
 
@@ -388,7 +393,7 @@ def do_commands(
             return AppendResult(run=run, state=state)
         first, last = appender.save()
         _update_projection(run, state)
-        notify_on_commit(RunChange(workspace.pk, run.pk, first, last, run.status))
+        notify_on_commit(RunChange.of(run, first, last))
     return AppendResult(run=run, state=state, events=appender.events, first_seq=first, last_seq=last)
 
 
@@ -454,7 +459,7 @@ def _store_bundle(*, workspace: Workspace, bundle: dict, actor: str) -> Run:
             RuleSetVersion(run=run, rule_set_id=rs["id"], version=0, seq=None, body=dumps(rs))
             for rs in bundle["ruleSets"]
         )
-        notify_on_commit(RunChange(workspace.pk, run.pk, 1 if trace else 0, run.last_seq, run.status))
+        notify_on_commit(RunChange.of(run, 1 if trace else 0, run.last_seq))
     return run
 
 
@@ -476,7 +481,7 @@ def do_fork(
     with transaction.atomic():
         parent = _lock_run(workspace, parent_run_id)
         for extra in extra_parent_ids:
-            if not Run.objects.for_workspace(workspace).filter(pk=extra).exists():
+            if not Run.objects.by_run_id(workspace, extra).exists():
                 raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {extra!r}")
         parent_state = state_at(parent, from_seq) if from_seq is not None else load_state(parent)
         try:
@@ -498,7 +503,7 @@ def do_fork(
             appender.append(event)
         first, last = appender.save()
         _update_projection(child, child_state)
-        notify_on_commit(RunChange(workspace.pk, child.pk, first, last, child.status))
+        notify_on_commit(RunChange.of(child, first, last))
     return child
 
 
@@ -514,28 +519,31 @@ def do_cancel_tree(
     """Cancel a run and every descendant; finished runs are skipped and reported, not touched."""
     from runs.selectors import descendants
 
-    root = Run.objects.for_workspace(workspace).filter(pk=run_id).first()
+    root = Run.objects.by_run_id(workspace, run_id).first()
     if root is None:
         raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}")
     report = CancelReport()
     for run in [root, *descendants(workspace, run_id)]:
         if run.is_finished:
-            report.skipped.append((run.pk, f"already {run.status}"))
+            report.skipped.append((run.run_id, f"already {run.status}"))
             continue
         try:
-            do_command(workspace=workspace, run_id=run.pk, command=cmd.CancelRun(reason=reason), actor=actor)
+            do_command(
+                workspace=workspace, run_id=run.run_id, command=cmd.CancelRun(reason=reason), actor=actor
+            )
         except ActionError as exc:
-            report.skipped.append((run.pk, str(exc)))
+            report.skipped.append((run.run_id, str(exc)))
         else:
-            report.cancelled.append(run.pk)
+            report.cancelled.append(run.run_id)
     return report
 
 
 def do_delete_run(*, workspace: Workspace, run_id: str) -> None:
     with transaction.atomic():
         run = _lock_run(workspace, run_id)
+        change = RunChange.of(run, 0, 0, status="deleted")
         run.delete()
-        notify_on_commit(RunChange(workspace.pk, run_id, 0, 0, "deleted"))
+        notify_on_commit(change)
 
 
 def rebuild_projection(run: Run) -> RunState:

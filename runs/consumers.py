@@ -67,31 +67,51 @@ def _setting(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Subscription:
-    run_id: str
+    run_id: str  # the protocol id, as in the page's URL
     workspace_id: int
     role: str
     last_seq: int
+    run_pk: int  # the run row: what groups, hubs and renders are keyed by
 
 
-def authorize_run(user, run_id: str) -> Subscription | None:
-    """The caller may watch a run of a workspace they belong to; None for everything else."""
+def session_workspace_slug(scope: dict) -> str | None:
+    session = scope.get("session")
+    if session is None:
+        return None
+    from runs.web import SESSION_KEY
+
+    return session.get(SESSION_KEY)
+
+
+def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subscription | None:
+    """The caller may watch a run of the workspace their session shows (as the page does: the
+    session's workspace, else their first membership); None for everything else."""
     from runs.models import Membership, Run
 
     if user is None or not user.is_authenticated:
         return None
-    run = Run.objects.filter(pk=run_id).only("pk", "workspace_id", "last_seq").first()
-    if run is None:
-        return None
-    membership = Membership.objects.filter(user=user, workspace_id=run.workspace_id).first()
+    memberships = Membership.objects.filter(user=user)
+    membership = None
+    if workspace_slug:
+        membership = memberships.filter(workspace__slug=workspace_slug).first()
+    if membership is None:
+        membership = memberships.order_by("created_at", "pk").first()
     if membership is None:
         return None
-    return Subscription(run.pk, run.workspace_id, membership.role, run.last_seq)
+    run = (
+        Run.objects.filter(workspace_id=membership.workspace_id, run_id=run_id)
+        .only("pk", "run_id", "workspace_id", "last_seq")
+        .first()
+    )
+    if run is None:
+        return None
+    return Subscription(run.run_id, run.workspace_id, membership.role, run.last_seq, run.pk)
 
 
-def current_last_seq(run_id: str) -> int | None:
+def current_last_seq(run_pk: int) -> int | None:
     from runs.models import Run
 
-    return Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).first()
+    return Run.objects.filter(pk=run_pk).values_list("last_seq", flat=True).first()
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,7 +128,7 @@ class UpdateCache:
     async def get(self, sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
         if upto_seq <= from_seq:  # panels only: always fresh, never cached
             return await _render(sub, from_seq, upto_seq)
-        key = (sub.run_id, from_seq, upto_seq, sub.role)
+        key = (sub.run_pk, from_seq, upto_seq, sub.role)
         future = self._entries.get(key)
         if future is not None and not (future.done() and future.exception() is not None):
             self._entries.move_to_end(key)
@@ -168,7 +188,7 @@ async def _render(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUp
 def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
     from runs.live_fragments import render_fragments  # imports the page views: load lazily
 
-    return render_fragments(run_id=sub.run_id, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
+    return render_fragments(run_pk=sub.run_pk, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,8 +202,8 @@ class RunHub:
     (not a hundred); each page's sender is then woken directly. Hubs live per event loop.
     """
 
-    def __init__(self, run_id: str, loop: asyncio.AbstractEventLoop) -> None:
-        self.run_id = run_id
+    def __init__(self, run_pk: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.run_pk = run_pk
         self.loop = loop
         self.subscribers: set[RunLiveConsumer] = set()
         self.channel: str | None = None
@@ -202,13 +222,13 @@ class RunHub:
     async def remove(self, consumer: RunLiveConsumer) -> None:
         self.subscribers.discard(consumer)
         if not self.subscribers and self.pump is not None:
-            _hubs.pop((id(self.loop), self.run_id), None)
+            _hubs.pop((id(self.loop), self.run_pk), None)
             self.pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.pump
 
     async def _pump(self, layer) -> None:
-        group = run_group(self.run_id)
+        group = run_group(self.run_pk)
         first = True
         while True:
             try:
@@ -219,12 +239,12 @@ class RunHub:
                 self.ready.set()
                 if not first:
                     # Notifications may have been lost while the layer was away: ask the store.
-                    head = await database_sync_to_async(current_last_seq)(self.run_id)
+                    head = await database_sync_to_async(current_last_seq)(self.run_pk)
                     if head is not None:
                         self._merge(
                             {
                                 "type": "run.changed",
-                                "run_id": self.run_id,
+                                "run_pk": self.run_pk,
                                 "first_seq": 0,
                                 "last_seq": head,
                                 "status": None,
@@ -246,7 +266,7 @@ class RunHub:
                 raise
             except Exception:
                 metrics.add("layer_errors")
-                log.exception("live: the channel layer failed for run %s; rejoining", self.run_id)
+                log.exception("live: the channel layer failed for run #%s; rejoining", self.run_pk)
                 await asyncio.sleep(1.0)
 
     def _merge(self, message: dict) -> None:
@@ -283,15 +303,15 @@ class RunHub:
             consumer.on_change(message)
 
 
-_hubs: dict[tuple[int, str], RunHub] = {}
+_hubs: dict[tuple[int, int], RunHub] = {}
 
 
-def hub_for(run_id: str) -> RunHub:
+def hub_for(run_pk: int) -> RunHub:
     loop = asyncio.get_running_loop()
-    key = (id(loop), run_id)
+    key = (id(loop), run_pk)
     hub = _hubs.get(key)
     if hub is None or hub.loop is not loop:
-        hub = _hubs[key] = RunHub(run_id, loop)
+        hub = _hubs[key] = RunHub(run_pk, loop)
     return hub
 
 
@@ -321,7 +341,9 @@ class RunLiveConsumer(LiveConsumer):
 
     async def connect(self) -> None:
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        sub = await database_sync_to_async(authorize_run)(self.scope.get("user"), run_id)
+        sub = await database_sync_to_async(authorize_run)(
+            self.scope.get("user"), run_id, session_workspace_slug(self.scope)
+        )
         if sub is None:
             metrics.add("refused")
             await self.close(code=CLOSE_FORBIDDEN)  # before accept: the handshake is refused (403)
@@ -331,13 +353,13 @@ class RunLiveConsumer(LiveConsumer):
         self.target_seq = 0
         self.status_dirty = False
         self.wake = asyncio.Event()
-        self.hub = hub_for(run_id)
+        self.hub = hub_for(sub.run_pk)
         await self.hub.add(self, get_channel_layer())
         await self.accept()
         metrics.add("connections")
         metrics.add("open")
         # Read the head only after the hub joined the group: nothing committed from here on is missed.
-        head = await database_sync_to_async(current_last_seq)(run_id)
+        head = await database_sync_to_async(current_last_seq)(sub.run_pk)
         head = sub.last_seq if head is None else head
         client_seq = self._client_seq(head)
         if client_seq < head:

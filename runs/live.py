@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import hashlib
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,18 +31,11 @@ from runs.notify import RunChange
 
 log = logging.getLogger(__name__)
 
-_GROUP_SAFE = re.compile(r"[A-Za-z0-9_.\-]{1,80}")
 
-
-def _group_key(value: str) -> str:
-    """Channels group names allow only [A-Za-z0-9_.-] and < 100 chars; other ids are hashed."""
-    if _GROUP_SAFE.fullmatch(value):
-        return value
-    return "h" + hashlib.sha256(value.encode()).hexdigest()[:40]
-
-
-def run_group(run_id: str) -> str:
-    return f"run.{_group_key(run_id)}"
+def run_group(run_pk: int) -> str:
+    """A run's group is named after its row's surrogate key: protocol run ids are unique only
+    within a workspace (and may hold any character)."""
+    return f"run.{int(run_pk)}"
 
 
 def workspace_group(workspace_id: int) -> str:
@@ -104,7 +95,7 @@ metrics = LiveMetrics()
 class LivePublisher:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[str, dict] = {}
+        self._pending: dict[int, dict] = {}
         self._draining = False
         self._serving_loop: asyncio.AbstractEventLoop | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
@@ -139,15 +130,16 @@ class LivePublisher:
         message = {
             "type": "run.changed",
             "run_id": change.run_id,
+            "run_pk": change.run_pk,
             "workspace_id": change.workspace_id,
             "first_seq": change.first_seq,
             "last_seq": change.last_seq,
             "status": change.status,
         }
         with self._lock:
-            current = self._pending.get(change.run_id)
+            current = self._pending.get(change.run_pk)
             if current is None:
-                self._pending[change.run_id] = message
+                self._pending[change.run_pk] = message
             else:
                 metrics.add("coalesced")
                 if change.first_seq and (not current["first_seq"] or change.first_seq < current["first_seq"]):
@@ -206,7 +198,7 @@ class LivePublisher:
                 layer = get_channel_layer()
                 for message in batch:
                     try:
-                        await layer.group_send(run_group(message["run_id"]), message)
+                        await layer.group_send(run_group(message["run_pk"]), message)
                         await layer.group_send(workspace_group(message["workspace_id"]), message)
                         metrics.add("broadcasts")
                     except Exception:  # a broken layer must not wedge the drain

@@ -56,12 +56,12 @@ def _fragment(name: str, html: str) -> Fragment:
     return Fragment(name, hashlib.blake2b(html.encode(), digest_size=12).hexdigest(), encoded)
 
 
-def render_fragments(*, run_id: str, role: str, after_seq: int, upto_seq: int) -> RenderedUpdate:
+def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -> RenderedUpdate:
     """Rows after_seq+1..upto_seq and, when they may have changed, the current panels. The run is
     read fresh; `role` decides which controls show (the gate panel's buttons)."""
     from runs import views
 
-    run = Run.objects.defer(*HEAVY_FIELDS).get(pk=run_id)
+    run = Run.objects.defer(*HEAVY_FIELDS).get(pk=run_pk)
     rows = None
     if upto_seq > after_seq:
         rows_ctx = views.timeline_context(run, after=after_seq, limit=upto_seq - after_seq)
@@ -73,7 +73,7 @@ def render_fragments(*, run_id: str, role: str, after_seq: int, upto_seq: int) -
         )
         if {row.type for row in rows_ctx["rows"]} <= PANEL_NEUTRAL_TYPES:
             return RenderedUpdate(after_seq, upto_seq, run.status, rows, ())
-    run = Run.objects.select_related("workspace").get(pk=run_id)
+    run = Run.objects.select_related("workspace").get(pk=run_pk)
     state = views.run_state(run)
     can_review = role in (Role.OWNER, Role.REVIEWER)
     contexts = (

@@ -16,7 +16,7 @@ class RunNotFound(Exception):
 def get_run(workspace: Workspace, run_id: str) -> Run:
     """A run of this workspace; another workspace's run is exactly as missing as a missing one."""
     try:
-        return Run.objects.for_workspace(workspace).get(pk=run_id)
+        return Run.objects.by_run_id(workspace, run_id).get()
     except Run.DoesNotExist:
         raise RunNotFound(run_id) from None
 
@@ -82,13 +82,13 @@ def _adopt_import_doc(run: Run, state: RunState, seq: int) -> None:
 
 
 def children(workspace: Workspace, run_id: str) -> list[Run]:
-    child_ids = RunParent.objects.filter(parent_run_id=run_id, child__workspace=workspace).values("child_id")
-    return list(Run.objects.for_workspace(workspace).filter(pk__in=child_ids).order_by("started_at"))
+    child_pks = RunParent.objects.filter(parent_run_id=run_id, child__workspace=workspace).values("child_id")
+    return list(Run.objects.for_workspace(workspace).filter(pk__in=child_pks).order_by("started_at"))
 
 
 def parents(workspace: Workspace, run: Run) -> list[tuple[str, Run | None]]:
     ids = list(run.parent_links.values_list("parent_run_id", flat=True))
-    found = {r.pk: r for r in Run.objects.for_workspace(workspace).filter(pk__in=ids)}
+    found = {r.run_id: r for r in Run.objects.for_workspace(workspace).filter(run_id__in=ids)}
     return [(pid, found.get(pid)) for pid in ids]
 
 
@@ -98,16 +98,39 @@ def descendants(workspace: Workspace, run_id: str) -> list[Run]:
     frontier = [run_id]
     out: list[Run] = []
     while frontier:
-        child_ids = (
-            set(
-                RunParent.objects.filter(parent_run_id__in=frontier, child__workspace=workspace).values_list(
-                    "child_id", flat=True
-                )
-            )
-            - seen
-        )
-        seen |= child_ids
-        batch = list(Run.objects.for_workspace(workspace).filter(pk__in=child_ids).order_by("started_at"))
+        batch = [
+            run
+            for run in Run.objects.for_workspace(workspace)
+            .filter(parent_links__parent_run_id__in=frontier)
+            .distinct()
+            .order_by("started_at")
+            if run.run_id not in seen
+        ]
+        seen |= {run.run_id for run in batch}
         out.extend(batch)
-        frontier = [r.pk for r in batch]
+        frontier = [r.run_id for r in batch]
     return out
+
+
+class AmbiguousRunId(Exception):
+    """Several workspaces hold a run with this id (operator tools must name the workspace)."""
+
+    code = "INVALID_INPUT"
+
+
+def dangerously_find_run_any_workspace(run_id: str, workspace_slug: str | None = None) -> Run:
+    """Operator tools (manage.py) only: a run by id across workspaces, or in the named one.
+
+    Run ids are unique per workspace only; when several workspaces hold the id, the caller must
+    name the workspace (AmbiguousRunId lists the candidates). Never use this behind a request.
+    """
+    qs = Run.objects.select_related("workspace").filter(run_id=run_id)
+    if workspace_slug:
+        qs = qs.filter(workspace__slug=workspace_slug)
+    found = list(qs[:10])
+    if not found:
+        raise RunNotFound(run_id)
+    if len(found) > 1:
+        slugs = ", ".join(sorted(run.workspace.slug for run in found))
+        raise AmbiguousRunId(f"run id {run_id!r} exists in several workspaces ({slugs}): pass --workspace")
+    return found[0]

@@ -30,14 +30,14 @@ class Workbench:
 
     def start_run(self, *, workflow: dict, **kwargs: Any) -> RunSession:
         run = actions.do_start_run(workspace=self.workspace, workflow=workflow, actor=self.actor, **kwargs)
-        return RunSession(self, run.pk)
+        return RunSession(self, run.run_id)
 
     def session(self, run_id: str) -> RunSession:
         return RunSession(self, run_id)
 
     def fork(self, run_id: str, **kwargs: Any) -> RunSession:
         child = actions.do_fork(workspace=self.workspace, parent_run_id=run_id, actor=self.actor, **kwargs)
-        return RunSession(self, child.pk)
+        return RunSession(self, child.run_id)
 
 
 class RunSession:
@@ -49,7 +49,7 @@ class RunSession:
 
     @property
     def run(self) -> Run:
-        return Run.objects.for_workspace(self.workbench.workspace).get(pk=self.run_id)
+        return Run.objects.by_run_id(self.workbench.workspace, self.run_id).get()
 
     def execute(self, command: Any, *, actor: str | None = None) -> actions.AppendResult:
         return actions.do_command(

@@ -96,7 +96,7 @@ def run_access(request: HttpRequest, run_id: str) -> RunAccess:
     run = get_run_for_user(request, run_id)
     membership = current_membership(request)
     can_review = bool(membership and membership.has_role(Role.REVIEWER))
-    return RunAccess(run=run, url_id=run.pk, demo=False, can_review=can_review)
+    return RunAccess(run=run, url_id=run.run_id, demo=False, can_review=can_review)
 
 
 def run_page(view):
@@ -133,7 +133,7 @@ def run_state(run: Run) -> RunState:
 
 
 def status_context(run: Run, *, url_id: str | None = None, oob: bool = False) -> dict[str, Any]:
-    return {"run": run, "url_id": url_id or run.pk, "oob": oob}
+    return {"run": run, "url_id": url_id or run.run_id, "oob": oob}
 
 
 def graph_context(
@@ -147,7 +147,7 @@ def graph_context(
         pending_steps={g["stepId"] for g in pending},
         rejected_steps=set(state.rejections),
     )
-    return {"run": run, "url_id": url_id or run.pk, "layout": layout, "oob": oob}
+    return {"run": run, "url_id": url_id or run.run_id, "layout": layout, "oob": oob}
 
 
 def gate_panel_context(
@@ -175,7 +175,7 @@ def gate_panel_context(
         item["data"] = loads(item.pop("body"))
     return {
         "run": run,
-        "url_id": url_id or run.pk,
+        "url_id": url_id or run.run_id,
         "pending": state.pending_gates(),
         "history": history,
         "can_review": can_review and not run.is_finished,
@@ -307,7 +307,7 @@ def timeline_context(
 ) -> dict[str, Any]:
     filters = filters or TimelineFilters()
     page = timeline_page(run, after=after, before=before, filters=filters, limit=limit)
-    url_id = url_id or run.pk
+    url_id = url_id or run.run_id
     detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
     # URLs per row built by string concatenation: a {% url %} per row costs more than the query.
     state_base = reverse("runs:event_state", args=[url_id, 1])[: -len("1/")]
@@ -319,7 +319,7 @@ def timeline_context(
             "step": f"{detail_url}?step={quote(row.step_id)}#timeline" if row.step_id else "",
             "corr": f"{detail_url}?corr={quote(row.correlation_id)}#timeline" if row.correlation_id else "",
             # Open a model call in the playground: the exact request restored, editable, re-runnable.
-            "playground": f"{playground}?from_event={quote(run.pk)}:{row.seq}"
+            "playground": f"{playground}?from_event={quote(run.run_id)}:{row.seq}"
             if playground and row.type == "model_io"
             else "",
         }
@@ -340,7 +340,7 @@ def timeline_context(
 def lineage_context(run: Run) -> dict[str, Any]:
     from runs.selectors import children, parents
 
-    return {"parents": parents(run.workspace, run), "children": children(run.workspace, run.pk)}
+    return {"parents": parents(run.workspace, run), "children": children(run.workspace, run.run_id)}
 
 
 def run_detail_context(
@@ -353,7 +353,7 @@ def run_detail_context(
     before: int | None = None,
     filters: TimelineFilters | None = None,
 ) -> dict[str, Any]:
-    url_id = url_id or run.pk
+    url_id = url_id or run.run_id
     state = run_state(run)
     doc = state.run
     ctx: dict[str, Any] = {
@@ -425,7 +425,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
         qs = qs.annotate(tags_text=Cast("tags", TextField())).filter(_tag_filter(tag))
     if text:
         qs = qs.filter(
-            Q(id__icontains=text)
+            Q(run_id__icontains=text)
             | Q(title__icontains=text)
             | Q(workflow_id__icontains=text)
             | Q(doc__icontains=text)
@@ -433,14 +433,15 @@ def run_list(request: HttpRequest) -> HttpResponse:
     cursor = request.GET.get("cursor", "")
     if cursor:
         try:
-            ts_text, run_id = cursor.split("|", 1)
+            ts_text, run_pk = cursor.split("|", 1)
             ts = datetime.fromisoformat(ts_text)
-            qs = qs.filter(Q(started_at__lt=ts) | Q(started_at=ts, pk__lt=run_id))
+            qs = qs.filter(Q(started_at__lt=ts) | Q(started_at=ts, pk__lt=int(run_pk)))
         except ValueError:
             return HttpResponseBadRequest("bad cursor")
     runs = list(
         qs.order_by("-started_at", "-pk").only(
             "id",
+            "run_id",
             "workflow_id",
             "title",
             "status",
@@ -612,7 +613,7 @@ def event_state_context(run: Run, seq: int, *, url_id: str | None = None) -> dic
     changes = diff_values(before, after)
     keys = [k for k in changed_top_keys(changes) if k != "revision"]
     sides = [{"key": k, "before": before.get(k), "after": after.get(k)} for k in keys]
-    url_id = url_id or run.pk
+    url_id = url_id or run.run_id
     return {
         "run": run,
         "url_id": url_id,
@@ -642,7 +643,7 @@ def export_bundle(request: HttpRequest, access: RunAccess) -> HttpResponse:
 
     data = export_bundle_bytes(access.run)
     response = HttpResponse(data, content_type="application/json")
-    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in access.run.pk)[:100]
+    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in access.run.run_id)[:100]
     response["Content-Disposition"] = f'attachment; filename="{safe_name}.bundle.json"'
     return response
 
@@ -652,7 +653,7 @@ def cancel_run(request: HttpRequest, run: Run) -> HttpResponse:
     reason = request.POST.get("reason", "").strip()[:500] or "cancelled from the run page"
     try:
         report = actions.do_cancel_tree(
-            workspace=run.workspace, run_id=run.pk, actor=actor_for(request), reason=reason
+            workspace=run.workspace, run_id=run.run_id, actor=actor_for(request), reason=reason
         )
     except actions.ActionError as exc:
         messages.error(request, f"Could not cancel: {exc}")
@@ -661,7 +662,7 @@ def cancel_run(request: HttpRequest, run: Run) -> HttpResponse:
             messages.success(request, f"Cancelled {len(report.cancelled)} run(s).")
         for rid, why in report.skipped:
             messages.info(request, f"{rid}: {why}")
-    return redirect("runs:detail", run.pk)
+    return redirect("runs:detail", run.run_id)
 
 
 # --- gates --------------------------------------------------------------------------------------
@@ -703,7 +704,7 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
         try:
             actions.do_command(
                 workspace=run.workspace,
-                run_id=run.pk,
+                run_id=run.run_id,
                 command=cmd.ResolveGate(
                     step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint, edit=edit
                 ),
@@ -722,7 +723,7 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
         messages.error(request, error)
     else:
         messages.success(request, f"Gate {gate} on {step_id}: {decision}.")
-    return redirect(reverse("runs:detail", args=[run.pk]) + "#gates")
+    return redirect(reverse("runs:detail", args=[run.run_id]) + "#gates")
 
 
 # --- artifacts ----------------------------------------------------------------------------------
@@ -874,7 +875,7 @@ def artifact_context(
         "idempotency_key": idempotency_key or f"web-{secrets.token_hex(12)}",
         "mode": mode,
         "nav_active": "runs",
-        "detail_url": reverse("runs:demo") if access.demo else reverse("runs:detail", args=[run.pk]),
+        "detail_url": reverse("runs:demo") if access.demo else reverse("runs:detail", args=[run.run_id]),
     }
 
 
@@ -949,7 +950,7 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
         # A repeated submit of a form that was already saved: the same key answers the same version.
         done = state.idempotency[ikey]
         messages.success(request, f"Saved {done['artifactKey']} v{done['version']}.")
-        return redirect(reverse("runs:artifacts", args=[run.pk]) + f"?key={key}")
+        return redirect(reverse("runs:artifacts", args=[run.run_id]) + f"?key={key}")
     if mode == "patch":
         base_row = ArtifactVersion.objects.filter(run=run, key=key, version=base_version).first()
         base_data = base_row.data.get("data") if base_row else None
@@ -970,7 +971,7 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
                 )
             command = cmd.WriteArtifact(key=key, type_id=latest["typeId"], data=data, idempotency_key=ikey)
         result = actions.do_command(
-            workspace=run.workspace, run_id=run.pk, command=command, actor=actor_for(request)
+            workspace=run.workspace, run_id=run.run_id, command=command, actor=actor_for(request)
         )
     except actions.ActionError as exc:
         path = exc.path or ""
@@ -979,7 +980,7 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
         return rerender(409 if exc.code in ("PATCH_FAILED", "IDEMPOTENCY_CONFLICT") else 422)
     version = result.state.artifacts.get(key, {}).get("version")
     messages.success(request, f"Saved {key} v{version}.")
-    return redirect(reverse("runs:artifacts", args=[run.pk]) + f"?key={key}")
+    return redirect(reverse("runs:artifacts", args=[run.run_id]) + f"?key={key}")
 
 
 @run_page
@@ -1039,7 +1040,9 @@ def rules_context(
         "can_edit": access.can_review and not access.run.is_finished,
         "rule_sets": rule_sets,
         "nav_active": "runs",
-        "detail_url": reverse("runs:demo") if access.demo else reverse("runs:detail", args=[access.run.pk]),
+        "detail_url": reverse("runs:demo")
+        if access.demo
+        else reverse("runs:detail", args=[access.run.run_id]),
     }
 
 
@@ -1095,7 +1098,7 @@ def rules(request: HttpRequest, access: RunAccess) -> HttpResponse:
     try:
         actions.do_command(
             workspace=run.workspace,
-            run_id=run.pk,
+            run_id=run.run_id,
             command=cmd.ChangeRuleSet(rule_set=new_set),
             actor=actor_for(request),
         )
@@ -1103,7 +1106,7 @@ def rules(request: HttpRequest, access: RunAccess) -> HttpResponse:
         ctx = rules_context(access, errors={token: f"{exc.code}: {exc.message}"})
         return render(request, "runs/rules.html", ctx, status=422)
     messages.success(request, f"Rule set {rs_id} saved.")
-    return redirect(reverse("runs:rules", args=[run.pk]) + f"#rule-{rule_id}")
+    return redirect(reverse("runs:rules", args=[run.run_id]) + f"#rule-{rule_id}")
 
 
 # --- telemetry ledger ----------------------------------------------------------------------------
@@ -1167,7 +1170,9 @@ def run_ledger(request: HttpRequest, access: RunAccess) -> HttpResponse:
         "tables": _ledger_tables(ledger),
         "chart": _step_chart(ledger),
         "nav_active": "runs",
-        "detail_url": reverse("runs:demo") if access.demo else reverse("runs:detail", args=[access.run.pk]),
+        "detail_url": reverse("runs:demo")
+        if access.demo
+        else reverse("runs:detail", args=[access.run.run_id]),
     }
     return render(request, "runs/run_ledger.html", ctx)
 
@@ -1297,8 +1302,8 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
         pending.pop(token, None)
         request.session[IMPORT_SESSION_KEY] = pending
         path.unlink(missing_ok=True)
-        messages.success(request, f"Imported run {run.pk}.")
-        return redirect("runs:detail", run.pk)
+        messages.success(request, f"Imported run {run.run_id}.")
+        return redirect("runs:detail", run.run_id)
     upload = request.FILES.get("bundle")
     if upload is None:
         ctx["upload_error"] = "Choose a bundle file (.json) to upload."
@@ -1325,7 +1330,7 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
             "events": len(bundle.get("trace") or []),
             "artifacts": len(bundle.get("artifacts") or []),
             "rule_sets": len(bundle.get("ruleSets") or []),
-            "exists": Run.objects.for_workspace(workspace).filter(pk=run_doc.get("id")).exists(),
+            "exists": Run.objects.by_run_id(workspace, str(run_doc.get("id"))).exists(),
         }
     return render(request, "runs/import.html", ctx, status=200 if result.ok else 422)
 

@@ -62,7 +62,7 @@ def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
         for i, body in enumerate(iter_event_bodies(run, after_seq=after, upto_seq=upto))
     ]
     page = {
-        "runId": run.pk,
+        "runId": run.run_id,
         "afterSeq": query.after_seq,
         "lastSeq": run.last_seq,
         "nextAfterSeq": upto,

@@ -16,7 +16,7 @@ def etag_for(run: Run) -> str:
 
 def write_result(run: Run, seqs: list[int], *, created: bool = False) -> dict:
     return {
-        "runId": run.pk,
+        "runId": run.run_id,
         "revision": run.revision,
         "status": run.status,
         "lastSeq": run.last_seq,

@@ -37,7 +37,7 @@ class ListQuery(Schema):
 def _saved_meta(run: Run) -> dict:
     doc = loads(run.doc)
     meta = {
-        "id": run.pk,
+        "id": run.run_id,
         "workflowId": run.workflow_id,
         "startedAt": doc.get("startedAt"),
         "status": run.status,
@@ -55,7 +55,7 @@ def _saved_meta(run: Run) -> dict:
 def list_runs(request: HttpRequest, query: Query[ListQuery]):
     caller = require(request, Scope.READ)
     limit = min(max(query.limit, 1), MAX_LIST)
-    runs = Run.objects.for_workspace(caller.workspace).only("id", "workflow_id", "status", "doc")[:limit]
+    runs = Run.objects.for_workspace(caller.workspace).only("run_id", "workflow_id", "status", "doc")[:limit]
     return [_saved_meta(run) for run in runs]
 
 

@@ -35,7 +35,7 @@ def run_transcript(request: HttpRequest, run_id: str):
     # under WSGI (tests, management tools) the plain generator streams.
     lines = aiter_run_transcript(run) if isinstance(request, ASGIRequest) else iter_run_transcript(run)
     response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run.pk)[:120]
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run.run_id)[:120]
     response["Content-Disposition"] = f'inline; filename="{safe}.jsonl"'
     response["Cache-Control"] = "no-store"
     return response
