@@ -3,20 +3,26 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
-PG_URL ?= postgres://postgres@127.0.0.1:5432/workbench
-REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
+# PostgreSQL and Redis: the machine's own (127.0.0.1:5432 and :6379) when they answer, else servers
+# that scripts/services.py provisions under var/services/ on free ports and stops afterwards. It
+# hands the command PG_URL, REDIS_TEST_URL & co. (WORKBENCH_SERVICES=self forces the fallback).
+WITH_SERVICES := $(PY) scripts/services.py run --
 
-.PHONY: setup run test test-sqlite test-postgres test-browser lint bench services chromium clean
+# Let Python cache compiled bytecode even where the shell disables it: without the caches every
+# manage.py start compiles the project's sources again (about 0.3 s).
+unexport PYTHONDONTWRITEBYTECODE
+
+.PHONY: setup run test test-sqlite test-postgres test-browser lint bench services services-down chromium clean
 
 # Idempotent: (re)installs only when the packaging or the C canonicalizer changed since the
 # last install. The editable install compiles runs/protocol/_jcs.c in place (optional: without
 # a C compiler the pure-Python path is used; `make test` insists on it, see lint).
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py runs/protocol/_jcs.c
+$(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c
 	@test -x $(PY) || $$(scripts/find_python.sh) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	@touch $@
 
 run: setup
@@ -30,15 +36,19 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py makemigrations --check --dry-run
+	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py check --fail-level WARNING
 
-services:
-	@scripts/ensure_services.sh
+services: setup
+	@$(PY) scripts/services.py up
+
+services-down: setup
+	@$(PY) scripts/services.py down
 
 test-sqlite: setup
 	DATABASE_URL= $(BIN)/pytest -m "not browser" -p no:randomly
 
-test-postgres: setup services
-	DATABASE_URL=$(PG_URL) REDIS_TEST_URL=$(REDIS_TEST_URL) $(BIN)/pytest -m "not browser"
+test-postgres: setup
+	$(WITH_SERVICES) sh -c 'DATABASE_URL="$$PG_URL" $(BIN)/pytest -m "not browser"'
 
 chromium:
 	@scripts/ensure_chromium.sh
@@ -46,10 +56,10 @@ chromium:
 test-browser: setup chromium
 	DATABASE_URL= $(BIN)/pytest -m browser tests/browser
 
-test: setup services lint test-sqlite test-postgres test-browser
+test: setup lint test-sqlite test-postgres test-browser
 
-bench: setup services
-	$(PY) bench/run_all.py
+bench: setup
+	$(WITH_SERVICES) $(PY) bench/run_all.py
 
 clean:
 	rm -rf $(VENV) var

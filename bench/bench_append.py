@@ -166,7 +166,8 @@ def ensure_pg_database(url: str) -> bool:
         return False
     name = url.rsplit("/", 1)[1]
     try:
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as con:
+        admin = url.rsplit("/", 1)[0].replace("postgres://", "postgresql://", 1) + "/postgres"
+        with psycopg.connect(admin, autocommit=True) as con:
             con.execute(f'DROP DATABASE IF EXISTS "{name}"')
             con.execute(f'CREATE DATABASE "{name}"')
         return True

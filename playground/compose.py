@@ -429,6 +429,52 @@ def apply_change(session: Session, name: str, value: Any) -> Session:
             raise ComposeError(name, f"unknown setting {name!r}")
 
 
+MAX_COMPARE_COLUMNS = 5
+COLUMN_FIELDS = ("system_prompt", "prompt", "temperature", "top_p", "top_k", "max_tokens", "thinking")
+
+
+def with_overrides(session: Session, column: Any) -> Session:
+    """One compare column: the session with the column's own prompt, system prompt or sampling
+    parameters. Absent (or null) fields keep the session's value; a value given is sent (a
+    sampling value turns its override on), after the same smart behaviours as the page's."""
+    if not isinstance(column, dict):
+        raise ComposeError("compare", "each compare column must be an object")
+    unknown = sorted(set(column) - {*COLUMN_FIELDS, "model", "label"})
+    if unknown:
+        raise ComposeError("compare", f"unknown compare setting {unknown[0]!r}")
+    given = {k: column[k] for k in COLUMN_FIELDS if column.get(k) is not None}
+    if "system_prompt" in given:
+        text = given["system_prompt"]
+        if not isinstance(text, str):
+            raise ComposeError("compare", "a column's system prompt must be text")
+        session = replace(session, system_prompt=text, send_system_prompt=bool(text.strip()))
+    if "prompt" in given:
+        if not isinstance(given["prompt"], str):
+            raise ComposeError("compare", "a column's prompt must be text")
+        session = replace(session, prompt=given["prompt"])
+    if "thinking" in given:
+        if not isinstance(given["thinking"], bool):
+            raise ComposeError("compare", "a column's thinking must be true or false")
+        session = set_thinking(session, given["thinking"])
+    if "max_tokens" in given:
+        value = _int(given["max_tokens"], "max_tokens")
+        if not 1 <= value <= MAX_TOKENS_LIMIT:
+            raise ComposeError("compare", f"max tokens must be between 1 and {MAX_TOKENS_LIMIT:,}")
+        session = replace(session, advanced=set_max_tokens(session.advanced, value))
+    for name, low, high in (("temperature", 0.0, 1.0), ("top_p", 0.0, 1.0)):
+        if name in given:
+            value = _number(given[name], name)
+            if not low <= value <= high:
+                raise ComposeError("compare", f"{name} must be between {low:g} and {high:g}")
+            session = replace(session, advanced=replace(session.advanced, **{name: Override(True, value)}))
+    if "top_k" in given:
+        value = _int(given["top_k"], "top_k")
+        if value < 0:
+            raise ComposeError("compare", "top_k must be 0 or more")
+        session = replace(session, advanced=replace(session.advanced, top_k=Override(True, value)))
+    return session
+
+
 def after_send(session: Session, composition: Composition, assistant_content: Any) -> Session:
     """The session after a successful send: the exact messages join the history (stateful
     only), "create cache" turns itself off, and the blocks it marked stay marked from now on."""

@@ -3,7 +3,9 @@
 Lifecycle: ``submit`` stores a *pending* execution; after commit it is dispatched. A worker
 *claims* it (a conditional update, so two workers never run the same one), marks it
 *processing*, and keeps a heartbeat while the provider streams. It ends *completed* or
-*failed* (with the provider's code and message). ``recover_stale`` fails executions whose worker
+*failed* (with the provider's code and message), or *cancelled* when someone presses Stop:
+``cancel`` marks it at once (and cancels its run); the worker notices at its next write, drops
+the provider's stream (closing the HTTP response) and writes nothing more. ``recover_stale`` fails executions whose worker
 stopped beating (a crash, a restart) with ``EXECUTION_INTERRUPTED``, so nothing stays in
 processing; pending ones left behind by a restart are simply dispatched again.
 
@@ -35,12 +37,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from playground import operations, pricing, providers
 from playground.compose import Composition
 from playground.keys import KeyUnreadable
-from playground.models import Execution, ExecutionStatus, ModelEntry, dumps, loads
+from playground.models import ACTIVE_STATUSES, Execution, ExecutionStatus, ModelEntry, dumps, loads
 from playground.providers.base import ProviderError, ProviderResult
 from runs.actions import ActionError, do_commands, do_start_run
 from runs.engine import commands as cmd
@@ -136,6 +139,30 @@ def submit(
     return execution
 
 
+def resubmit(previous: Execution, *, user: Any) -> Execution:
+    """A new pending execution with ``previous``'s exact request (Retry)."""
+    execution = Execution.objects.create(
+        workspace=previous.workspace,
+        user=user if getattr(user, "is_authenticated", False) else None,
+        model=previous.model,
+        provider_kind=previous.provider_kind,
+        model_name=previous.model_name,
+        operation_type=previous.operation_type,
+        compare_group=previous.compare_group,
+        label=previous.label,
+        correlation_id=f"corr_{uuid.uuid4().hex}",
+        request=previous.request,
+        user_content=previous.user_content,
+        flags=previous.flags,
+        notes=previous.notes,
+        output_tool=previous.output_tool,
+        cache_keys=previous.cache_keys,
+    )
+    execution_id = execution.pk
+    transaction.on_commit(lambda: dispatch(execution_id))
+    return execution
+
+
 def dispatch(execution_id: uuid.UUID) -> None:
     mode = executor_mode()
     if mode == "immediate":
@@ -156,6 +183,48 @@ def claim(execution_id: uuid.UUID, worker_id: str) -> bool:
             status=ExecutionStatus.PROCESSING, worker_id=worker_id, started_at=now, heartbeat_at=now
         )
     )
+
+
+class Cancelled(Exception):
+    """Raised inside the provider's stream when the execution was stopped: leaving the SDK's
+    stream context closes the HTTP response, so the provider stops generating."""
+
+
+CANCELLED = "CANCELLED"
+
+
+def cancel(execution: Execution, *, actor: str) -> bool:
+    """Stop a pending or processing execution; False when it had already finished."""
+    message = f"Stopped by {actor.removeprefix('user:')} before the answer was complete."
+    updated = Execution.objects.filter(pk=execution.pk, status__in=ACTIVE_STATUSES).update(
+        status=ExecutionStatus.CANCELLED,
+        error_code=CANCELLED,
+        error_message=message,
+        finished_at=timezone.now(),
+        response_text=F("partial_text"),
+    )
+    if not updated:
+        return False
+    execution.refresh_from_db()
+    if execution.run_id:
+        _cancel_run(execution, message, actor)
+    return True
+
+
+def _cancel_run(execution: Execution, message: str, actor: str) -> None:
+    try:
+        do_commands(
+            workspace=execution.workspace,
+            run_id=execution.run_id,
+            commands=[
+                cmd.RecordError(message=message, code=CANCELLED, step_id=STEP),
+                cmd.CompleteStep(STEP, ok=False, error={"message": message, "code": CANCELLED}),
+                cmd.CancelRun(reason=message),
+            ],
+            actor=actor,
+        )
+    except ActionError as exc:  # already ended (the answer's last events won the race)
+        log.info("playground: run %s of %s not cancelled: %s", execution.run_id, execution.pk, exc)
 
 
 class RunRecorder:
@@ -337,11 +406,15 @@ class Streamer:
 
     def _write(self) -> None:
         with transaction.atomic():
-            Execution.objects.filter(pk=self.execution.pk).update(
+            still_running = Execution.objects.filter(
+                pk=self.execution.pk, status=ExecutionStatus.PROCESSING
+            ).update(
                 partial_text="".join(self.text),
                 partial_thinking="".join(self.thinking),
                 heartbeat_at=timezone.now(),
             )
+            if not still_running:  # stopped (or failed by recovery) meanwhile
+                raise Cancelled()
             if self.recorder is not None:
                 try:
                     self.recorder.chunks(self.pending)
@@ -386,9 +459,14 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
         run_id = recorder.start(wire, secrets)
         Execution.objects.filter(pk=ex.pk).update(run_id=run_id, currency=ex.currency)
         ex.run_id = run_id
+        if not Execution.objects.filter(pk=ex.pk, status=ExecutionStatus.PROCESSING).exists():
+            raise Cancelled()  # stopped before its run existed: cancel the run just started
         streamer = Streamer(ex, recorder)
         result = providers.call(provider_settings, request, streamer.on_delta)
         streamer.flush(final=True)
+    except Cancelled:
+        _stopped(ex)
+        return
     except ProviderError as err:
         _fail(ex, worker_id, recorder, err, started)
         return
@@ -432,6 +510,15 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
             structured_error=dumps({"error": outcome.error, "path": outcome.error_path, "raw": outcome.raw}),
             **common,
         )
+
+
+def _stopped(ex: Execution) -> None:
+    """The worker's side of a Stop: ``cancel`` already wrote the execution; make sure its run
+    ends cancelled too (cancel may have run before the run existed)."""
+    ex.refresh_from_db()
+    log.info("playground: execution %s stopped (%s)", ex.pk, ex.status)
+    if ex.status == ExecutionStatus.CANCELLED and ex.run_id:
+        _cancel_run(ex, ex.error_message, "playground")
 
 
 def _fail(ex: Execution, worker_id: str, recorder: RunRecorder, err: ProviderError, started: float) -> None:

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from playground import keys
-from playground.compose import ModelSpec
-from playground.pricing import Price
-from playground.providers.base import ProviderSettings
 from runs.models import Workspace
+
+if TYPE_CHECKING:  # imported where used: management commands start without cryptography & co.
+    from playground.compose import ModelSpec
+    from playground.pricing import Price
+    from playground.providers.base import ProviderSettings
 
 
 def dumps(value: Any) -> str:
@@ -77,6 +78,8 @@ class ProviderConfig(models.Model):
         return self.name
 
     def set_api_key(self, plain: str) -> None:
+        from playground import keys
+
         plain = plain.strip()
         self.api_key_encrypted = keys.encrypt(plain) if plain else ""
         self.api_key_hint = keys.hint(plain) if plain else ""
@@ -84,6 +87,8 @@ class ProviderConfig(models.Model):
     def api_key(self) -> str | None:
         """The key for a call: the stored one, else the environment variable's (None if neither)."""
         if self.api_key_encrypted:
+            from playground import keys
+
             return keys.decrypt(self.api_key_encrypted)
         if self.api_key_env:
             return os.environ.get(self.api_key_env) or None
@@ -111,6 +116,8 @@ class ProviderConfig(models.Model):
         return None
 
     def provider_settings(self) -> ProviderSettings:
+        from playground.providers.base import ProviderSettings
+
         return ProviderSettings(
             kind=self.kind,
             api_key=self.api_key(),
@@ -157,6 +164,8 @@ class ModelEntry(models.Model):
         return self.provider.kind
 
     def spec(self) -> ModelSpec:
+        from playground.compose import ModelSpec
+
         return ModelSpec(
             provider=self.provider.kind,
             model=self.model_id,
@@ -168,6 +177,8 @@ class ModelEntry(models.Model):
         )
 
     def price(self) -> Price:
+        from playground.pricing import Price
+
         return Price(
             input=self.input_price,
             output=self.output_price,
@@ -216,6 +227,10 @@ class ExecutionStatus(models.TextChoices):
     PROCESSING = "processing"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATUSES = ("pending", "processing")  # everything else is final
 
 
 class ExecutionQuerySet(models.QuerySet):
@@ -224,7 +239,8 @@ class ExecutionQuerySet(models.QuerySet):
 
 
 class Execution(models.Model):
-    """One send: pending -> processing -> completed | failed. Also recorded as run ``run_id``."""
+    """One send: pending -> processing -> completed | failed | cancelled (Stop). Also recorded
+    as run ``run_id``."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="playground_executions")
@@ -293,4 +309,4 @@ class Execution(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (ExecutionStatus.COMPLETED, ExecutionStatus.FAILED)
+        return self.status not in ACTIVE_STATUSES

@@ -18,4 +18,6 @@ urlpatterns = [
     path("settings/", views.settings_page, name="settings"),
     path("executions/<uuid:execution_id>/", views.execution_detail, name="execution"),
     path("executions/<uuid:execution_id>/message/", views.execution_message, name="execution_message"),
+    path("executions/<uuid:execution_id>/cancel/", views.execution_cancel, name="execution_cancel"),
+    path("executions/<uuid:execution_id>/retry/", views.execution_retry, name="execution_retry"),
 ]

@@ -234,8 +234,8 @@ def _after_send(workspace, session: c.Session, execution_id: Any) -> c.Session:
         ex = Execution.objects.for_workspace(workspace).get(pk=uuid.UUID(str(execution_id)))
     except (ValueError, Execution.DoesNotExist):
         raise c.ComposeError("execution", "unknown execution") from None
-    if ex.status != "completed":
-        return replace(session, create_cache=False)
+    if ex.status != "completed":  # nothing joins the history; the toggles stay for another try
+        return session
     comp = c.Composition(
         provider=ex.provider_kind,
         request={},
@@ -257,11 +257,13 @@ def send(request: HttpRequest) -> JsonResponse:
     try:
         data = _json_body(request)
         session = c.session_from_json(data.get("session") or {})
-        targets = [_model_pk(data.get("model"))]
-        if data.get("compare_model") not in (None, ""):
-            targets.append(_model_pk(data.get("compare_model")))
+        columns = _compare_columns(data)
+        targets = [(_model_pk(data.get("model")), session, "")]
+        for i, column in enumerate(columns):
+            label = str(column.get("label") or chr(ord("B") + i))[:8]
+            targets.append((_model_pk(column.get("model")), c.with_overrides(session, column), label))
         entries = []
-        for pk in targets:
+        for pk, _, _ in targets:
             try:
                 entries.append(config.resolve_model(workspace, pk))
             except config.NoProvider as exc:
@@ -270,7 +272,10 @@ def send(request: HttpRequest) -> JsonResponse:
             problem = entry.provider.missing()
             if problem:
                 return _error("model", problem, status=409)
-        compositions = [_compose_for(session, entry) for entry in entries]
+        compositions = [
+            _compose_for(column_session, entry)
+            for (_, column_session, _), entry in zip(targets, entries, strict=True)
+        ]
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
     group = uuid.uuid4().hex if len(entries) > 1 else ""
@@ -282,9 +287,9 @@ def send(request: HttpRequest) -> JsonResponse:
                 entry=entry,
                 composition=comp,
                 compare_group=group,
-                label=entry.display_name if group else "",
+                label=f"{label or 'A'} · {entry.display_name}"[:40] if group else "",
             )
-            for entry, comp in zip(entries, compositions, strict=True)
+            for (_, _, label), entry, comp in zip(targets, entries, compositions, strict=True)
         ]
     return JsonResponse(
         {
@@ -298,9 +303,28 @@ def send(request: HttpRequest) -> JsonResponse:
                 for ex, comp in zip(executions, compositions, strict=True)
             ],
             "compare_group": group or None,
+            # The first column's answer continues the conversation unless the user picks another.
+            "joins_history": str(executions[0].pk),
         },
         status=202,
     )
+
+
+def _compare_columns(data: dict) -> list[dict]:
+    """Extra columns of a compare send: ``compare`` (a list of column objects: model, label and
+    any of prompt, system prompt, temperature, top P, top K, max tokens, thinking), or the older
+    ``compare_model`` (the same settings on a second model)."""
+    columns = data.get("compare")
+    if columns is None:
+        columns = [] if data.get("compare_model") in (None, "") else [{"model": data["compare_model"]}]
+    if not isinstance(columns, list):
+        raise c.ComposeError("compare", "compare must be a list of columns")
+    if len(columns) + 1 > c.MAX_COMPARE_COLUMNS:
+        raise c.ComposeError("compare", f"at most {c.MAX_COMPARE_COLUMNS} columns can be compared")
+    for column in columns:
+        if not isinstance(column, dict):
+            raise c.ComposeError("compare", "each compare column must be an object")
+    return columns
 
 
 def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:
@@ -331,6 +355,51 @@ def state_with_context(ex: Execution) -> dict:
 
 
 @login_required
+@require_POST
+def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
+    """Stop: the provider call is dropped and the execution (and its run) end ``cancelled``."""
+    ex = _get_execution(request, execution_id)
+    if not has_role(request, Role.REVIEWER):
+        return _error("role", "stopping a call needs the reviewer role in this workspace", status=403)
+    stopped = execute.cancel(ex, actor=f"user:{request.user.get_username()}")
+    if not stopped:
+        ex.refresh_from_db()
+    return JsonResponse({"stopped": stopped, **state_with_context(ex)})
+
+
+@login_required
+@require_POST
+def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
+    """Send a failed or stopped execution's exact request again, as a new execution."""
+    workspace = current_workspace(request)
+    ex = _get_execution(request, execution_id)
+    if not has_role(request, Role.REVIEWER):
+        return _error("role", "sending needs the reviewer role in this workspace", status=403)
+    if ex.status not in ("failed", "cancelled"):
+        return _error(
+            "execution", f"only a failed or stopped call can be retried (this one is {ex.status})", 409
+        )
+    entry = ex.model
+    if entry is None or entry.pk not in {m.pk for m in config.available_models(workspace)}:
+        return _error(
+            "model", "the model of this call is no longer available: choose another and send again", 409
+        )
+    problem = entry.provider.missing()
+    if problem:
+        return _error("model", problem, status=409)
+    with transaction.atomic():
+        again = execute.resubmit(ex, user=request.user)
+    return JsonResponse(
+        {
+            **execute.execution_state(again),
+            "ws_url": f"/ws/playground/executions/{again.pk}/",
+            "retry_of": str(ex.pk),
+        },
+        status=202,
+    )
+
+
+@login_required
 @require_GET
 def execution_message(request: HttpRequest, execution_id: uuid.UUID) -> HttpResponse:
     """The assistant message as HTML (structured output rendered for people)."""
@@ -346,6 +415,11 @@ def message_context(ex: Execution) -> dict:
     usage = ex.usage or {}
     return {
         "ex": ex,
+        "can_retry": ex.status in ("failed", "cancelled") and ex.model_id is not None,
+        "tool_calls": [
+            {**call, "input_json": json.dumps(call.get("input"), indent=2, ensure_ascii=False)}
+            for call in ex.tool_calls or []
+        ],
         "usage": usage,
         "structured": structured,
         "structured_json": json.dumps(
@@ -477,6 +551,16 @@ def _decimal_or_none(value: str | None) -> Decimal | None:
     return result
 
 
+def _bounded(value: str | None, name: str, low: float, high: float, kind: type) -> float:
+    try:
+        number = kind((value or "").strip())
+    except ValueError:
+        raise ValueError(f"the {name} must be a number between {low:g} and {high:g}") from None
+    if not low <= number <= high:
+        raise ValueError(f"the {name} must be between {low:g} and {high:g}")
+    return number
+
+
 def _apply_settings(workspace, action: str, post) -> None:
     if action == "add_provider":
         kind = post.get("kind")
@@ -501,6 +585,13 @@ def _apply_settings(workspace, action: str, post) -> None:
         provider = get_object_or_404(ProviderConfig, pk=post.get("provider"), workspace=workspace)
         provider.set_api_key(post.get("api_key") or "")
         provider.save()
+    elif action == "limits":
+        provider = ProviderConfig.objects.filter(pk=post.get("provider"), workspace=workspace).first()
+        if provider is None:
+            raise ValueError("only this workspace's own providers can be changed here")
+        provider.timeout_seconds = _bounded(post.get("timeout_seconds"), "timeout", 1, 3600, float)
+        provider.max_retries = int(_bounded(post.get("max_retries"), "retries", 0, 10, int))
+        provider.save(update_fields=["timeout_seconds", "max_retries", "updated_at"])
     elif action == "add_model":
         provider = ProviderConfig.objects.visible_to(workspace).filter(pk=post.get("provider")).first()
         if provider is None:

@@ -38,6 +38,7 @@ from runs.notify import RunChange, notify_on_commit
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.schemas import default_registry
+from runs.protocol.timestamps import to_datetime
 from runs.protocol.validate import validate_event
 
 
@@ -91,9 +92,9 @@ def engine_context() -> Context:
 
 
 def parse_ts(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    """A protocol timestamp as an aware datetime for a column (year 0000 and other instants
+    Python cannot hold are clamped; the protocol text in the document stays authoritative)."""
+    return to_datetime(value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,11 +183,12 @@ def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: obje
     return (
         run_pk,
         seq,
-        event["id"],
+        # filter columns, cut to their width; the body keeps the full protocol text
+        event["id"][:200],
         event["type"],
-        event["ts"],
-        event.get("stepId") or "",
-        event.get("correlationId") or "",
+        event["ts"][:40],
+        (event.get("stepId") or "")[:200],
+        (event.get("correlationId") or "")[:200],
         dumps(event),
         actor,
         recorded_at,

@@ -10,3 +10,10 @@ class RunsConfig(AppConfig):
         from runs.notify import register_listener
 
         register_listener(on_run_change)  # live status: committed changes -> websocket groups
+
+        from django.conf import settings
+
+        if getattr(settings, "WORKBENCH_OTEL_ENDPOINT", ""):
+            from runs.otel_stream import start_from_settings
+
+            start_from_settings()  # finished runs -> OTLP collector, off the write path

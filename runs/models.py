@@ -13,9 +13,17 @@ import orjson
 from django.conf import settings
 from django.db import models
 
+from runs.protocol.canonical import wire_bytes
+
 
 def dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError as exc:
+        if "Recursion" not in str(exc):
+            raise
+    # deeper than orjson writes (254 levels; the protocol layer accepts up to MAX_NESTING)
+    return wire_bytes(value).decode()
 
 
 def loads(text: str) -> Any:

@@ -37,6 +37,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from runs.protocol.otel import trace_events_to_otel_spans
+from runs.protocol.otel_semconv import to_current_conventions
+
+SEMCONV_CHOICES = ("reference", "current")
 
 SCOPE = InstrumentationScope("workbench.runs", "1.0.0")
 
@@ -100,10 +103,23 @@ def _status(span: Mapping[str, Any]) -> Status:
 
 
 def to_readable_spans(
-    run: Mapping[str, Any], events: Iterable[Mapping[str, Any]], *, service_name: str = "workbench"
+    run: Mapping[str, Any],
+    events: Iterable[Mapping[str, Any]],
+    *,
+    service_name: str = "workbench",
+    semconv: str = "reference",
 ) -> list[ReadableSpan]:
-    """SDK spans for a run's trace events (deterministic ids, parent links, attributes)."""
-    records = trace_events_to_otel_spans(run, list(events))
+    """SDK spans for a run's trace events (deterministic ids, parent links, attributes).
+
+    ``semconv="current"`` rewrites model spans to the GenAI conventions 1.42
+    (:mod:`runs.protocol.otel_semconv`); the default is the reference's mapping.
+    """
+    if semconv not in SEMCONV_CHOICES:
+        raise ValueError(f"semconv must be one of {', '.join(SEMCONV_CHOICES)}")
+    events = list(events)
+    records = trace_events_to_otel_spans(run, events)
+    if semconv == "current":
+        records = to_current_conventions(records, events)
     resource = Resource.create({"service.name": service_name})
     spans = []
     for record in records:
@@ -162,12 +178,13 @@ def export_run_to_otlp(
     headers: Mapping[str, str] | None = None,
     timeout: float = 10,
     service_name: str = "workbench",
+    semconv: str = "reference",
 ) -> int:
     """Send a run's trace as OTel spans to an OTLP/HTTP endpoint; returns the span count.
 
     Raises :class:`OtlpExportError` when the collector does not accept them.
     """
-    spans = to_readable_spans(run, events, service_name=service_name)
+    spans = to_readable_spans(run, events, service_name=service_name, semconv=semconv)
     if not spans:
         return 0
     exporter = OTLPSpanExporter(

@@ -1137,7 +1137,7 @@ def run_ledger_data(run: Run) -> tuple[dict[str, Any], dict[str, str]]:
     for body in rows.iterator(chunk_size=2000):
         acc.add_event(doc, loads(body))
     exact = {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()}
-    return acc.result(), exact
+    return acc.result(strict=False), exact
 
 
 def _step_chart(ledger: dict[str, Any]):
@@ -1211,7 +1211,7 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
     )
     for run_id, body in events.iterator(chunk_size=2000):
         acc.add_event(docs[run_id], loads(body))
-    ledger = acc.result()
+    ledger = acc.result(strict=False)
     ctx = {
         "ledger": ledger,
         "exact_costs": {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()},

@@ -1,4 +1,9 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django, websockets through Channels, MCP at /api/mcp.
+
+The MCP endpoint (runs/mcp/asgi.py) is the official SDK's Streamable HTTP app, served in the
+same process. Its session manager is started by the ASGI lifespan when the server sends one
+(uvicorn) and lazily on the first MCP request otherwise (daphne).
+"""
 
 import os
 
@@ -14,9 +19,38 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from workbench.routing import websocket_urlpatterns  # noqa: E402
 
+try:
+    from runs.mcp.asgi import endpoint as mcp_endpoint  # noqa: E402
+    from runs.mcp.asgi import is_mcp_path  # noqa: E402
+except ImportError:  # the MCP extra is not installed: /api/mcp is an unknown API path
+    mcp_endpoint = None
+
+
+async def http_app(scope, receive, send):
+    if mcp_endpoint is not None and is_mcp_path(scope.get("path", "")):
+        await mcp_endpoint(scope, receive, send)
+    else:
+        await django_asgi_app(scope, receive, send)
+
+
+async def lifespan_app(scope, receive, send):
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            if mcp_endpoint is not None:
+                await mcp_endpoint.start()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            if mcp_endpoint is not None:
+                await mcp_endpoint.stop()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "lifespan": lifespan_app,
     }
 )

@@ -14,8 +14,9 @@ SECRET_KEY = env_secret_key("SECRET_KEY", local_file=VAR_DIR / "secret_key", all
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# "workbench" comes before staticfiles: its `runserver` (daphne, ASGI) wins over the WSGI one.
 INSTALLED_APPS = [
-    "daphne",
+    "workbench",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -155,3 +156,23 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
     "loggers": {"django": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "WARNING")}},
 }
+
+# Discovery files (workbench/discovery.py): the public origin used in absolute links (default:
+# the request's own), the security.txt contact (an address or URI; default: the first of ADMINS,
+# else the policy page) and policy URL, and how far ahead security.txt expires (RFC 9116: < 1 year).
+WORKBENCH_SITE_NAME = env_str("WORKBENCH_SITE_NAME", "Workbench")
+WORKBENCH_SITE_URL = env_str("WORKBENCH_SITE_URL", "")
+WORKBENCH_SECURITY_CONTACT = env_str("WORKBENCH_SECURITY_CONTACT", "")
+WORKBENCH_SECURITY_POLICY_URL = env_str("WORKBENCH_SECURITY_POLICY_URL", "")
+WORKBENCH_SECURITY_TXT_DAYS = env_int("WORKBENCH_SECURITY_TXT_DAYS", 180, minimum=1)
+if WORKBENCH_SECURITY_TXT_DAYS > 364:
+    raise ValueError("WORKBENCH_SECURITY_TXT_DAYS must be under a year (RFC 9116)")
+
+# Continuous OTLP/HTTP export of finished runs (runs/otel_stream.py): on when
+# OTEL_EXPORTER_OTLP_ENDPOINT names a collector (headers from OTEL_EXPORTER_OTLP_HEADERS).
+# WORKBENCH_OTEL_SEMCONV: "reference" (the reference's mapping, default) or "current" (GenAI 1.42).
+WORKBENCH_OTEL_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+WORKBENCH_OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "workbench")
+WORKBENCH_OTEL_SEMCONV = env_str("WORKBENCH_OTEL_SEMCONV", "reference")
+if WORKBENCH_OTEL_SEMCONV not in ("reference", "current"):
+    raise ValueError("WORKBENCH_OTEL_SEMCONV must be reference or current")

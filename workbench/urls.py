@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from workbench import discovery
+
 urlpatterns = [
+    *discovery.urlpatterns(),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("runs.api.urls")),

@@ -14,6 +14,7 @@ from playground.providers.base import (
     Usage,
     code_for,
     error_details,
+    sdk_arguments,
 )
 
 
@@ -66,7 +67,7 @@ def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> Prov
         max_retries=settings.max_retries,
     )
     try:
-        with client.messages.stream(**request) as stream:
+        with client.messages.stream(**sdk_arguments(client.messages.stream, request)) as stream:
             for event in stream:
                 if event.type == "text":
                     on_delta("text", event.text)

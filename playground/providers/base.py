@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 # on_delta(kind, text): kind is "text", "thinking" or "tool_input"; text is the new piece only.
 DeltaSink = Callable[[str, str], None]
+
+
+_SDK_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
+
+
+def sdk_arguments(method: Callable[..., Any], request: dict) -> dict:
+    """Keyword arguments for an SDK ``method`` that put exactly ``request`` on the wire.
+
+    The SDKs name only some body fields as parameters, and which ones changes between
+    releases (anthropic 2.x dropped ``temperature``, ``top_p`` and ``top_k`` from
+    ``messages.stream``). Fields the method does not name travel in ``extra_body``, which the
+    SDK merges into the JSON body unchanged, so the request composed is the request sent."""
+    params = inspect.signature(method).parameters
+    named = {k: v for k, v in request.items() if k in params and k not in _SDK_OPTIONS}
+    extra = {k: v for k, v in request.items() if k not in named}
+    if extra:
+        named["extra_body"] = extra
+    return named
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from playground.providers.base import (
     Usage,
     code_for,
     error_details,
+    sdk_arguments,
 )
 
 NO_KEY = "no-key-required"
@@ -71,9 +72,8 @@ def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> Prov
     model = request.get("model", "")
     response_id = None
     try:
-        stream = client.chat.completions.create(
-            **request, stream=True, stream_options={"include_usage": True}
-        )
+        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        stream = client.chat.completions.create(**sdk_arguments(client.chat.completions.create, body))
         for chunk in stream:
             response_id = response_id or chunk.id
             model = chunk.model or model

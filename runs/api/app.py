@@ -26,7 +26,7 @@ from runs.api.auth import ReplayStored, TokenAuth, WorkspaceSessionAuth
 from runs.api.errors import ApiError
 from runs.api.schemas import HealthOut
 from runs.bundles import PROTOCOL_VERSION
-from runs.protocol.canonical import parse_json
+from runs.protocol.canonical import parse_json, wire_bytes
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors import RunNotFound
 
@@ -41,10 +41,16 @@ class ProtocolJSONParser(Parser):
 
 
 class JSONRenderer(BaseRenderer):
+    """Every API body as JavaScript's JSON.stringify writes it (runs.protocol.canonical.wire_bytes):
+    members in their order, numbers spelt as ECMAScript prints them."""
+
     media_type = "application/json"
 
     def render(self, request: HttpRequest, data, *, response_status: int) -> bytes:
-        return orjson.dumps(data, default=_default)
+        try:
+            return wire_bytes(data)
+        except ProtocolError:  # schema objects (pydantic models) and the like: plain JSON first
+            return wire_bytes(orjson.loads(orjson.dumps(data, default=_default)))
 
 
 def _default(value):

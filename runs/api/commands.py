@@ -6,7 +6,6 @@ header a retried request gets the first response.
 
 from __future__ import annotations
 
-import orjson
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from pydantic import Field
@@ -29,6 +28,7 @@ from runs.api.schemas import (
     WriteResult,
 )
 from runs.engine import commands as cmd
+from runs.protocol.canonical import wire_bytes
 from runs.protocol.errors import ErrorCode
 from runs.selectors import get_run, iter_event_bodies
 
@@ -69,7 +69,7 @@ def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
         "hasMore": upto < run.last_seq,
         "events": events,
     }
-    return HttpResponse(orjson.dumps(page), content_type="application/json")
+    return HttpResponse(wire_bytes(page), content_type="application/json")
 
 
 @router.post("/{run_id}/events", response={200: WriteResult, **ERRORS}, summary="Append a batch of events")

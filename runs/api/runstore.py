@@ -6,7 +6,6 @@ a prefix of the new one) and honours ``If-Match: "<revision>"`` (412 on mismatch
 
 from __future__ import annotations
 
-import orjson
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from ninja.responses import Status
@@ -20,7 +19,7 @@ from runs.api.responses import etag_for, parse_if_match, require, write_result
 from runs.api.schemas import ErrorOut, RunStoreState, SavedRunMeta, StartRunIn, WriteResult
 from runs.bundles import build_bundle
 from runs.models import Run, loads
-from runs.protocol.canonical import parse_json
+from runs.protocol.canonical import parse_json, wire_bytes
 from runs.protocol.runstore import bundle_to_runstore
 from runs.selectors import get_run
 
@@ -86,7 +85,7 @@ def get_run_state(request: HttpRequest, run_id: str):
     caller = require(request, Scope.READ)
     run = get_run(caller.workspace, run_id)
     body = bundle_to_runstore(build_bundle(run))
-    response = HttpResponse(orjson.dumps(body), content_type="application/json")
+    response = HttpResponse(wire_bytes(body), content_type="application/json")
     response["ETag"] = etag_for(run)
     return response
 
@@ -128,7 +127,7 @@ def put_run_state(request: HttpRequest, run_id: str):
     )
     status = 201 if result.created else 200
     response = HttpResponse(
-        orjson.dumps(write_result(result.run, result.seqs, created=result.created)),
+        wire_bytes(write_result(result.run, result.seqs, created=result.created)),
         status=status,
         content_type="application/json",
     )

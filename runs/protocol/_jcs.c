@@ -37,10 +37,10 @@
 
 #include <openssl/evp.h>
 
-/* Nested arrays and objects, the outermost included: as deep as orjson.dumps (the tree path,
- * which stores every event) can write. Deeper text is refused here and left to the tree path,
+/* Nested arrays and objects, the outermost included: canonical.MAX_NESTING, the deepest
+ * document the tree path accepts. Deeper text is refused here and left to the tree path,
  * which refuses it with its own message. */
-#define MAX_DEPTH 254
+#define MAX_DEPTH 512
 #define FLUSH_BYTES (1u << 18)
 #define MAX_MEMBERS 16
 #define MAX_PLACES 4096 /* where integers beyond 2**53 - 1 were seen; more means "anywhere" */

@@ -3,10 +3,13 @@
 Order (the reference's, so the same error codes come out): parse JSON -> protocol version
 and migration -> schema -> integrity -> structural invariants.
 
-* not JSON: ``INVALID_JSON``; JSON with a non-finite number (``1e400``) or a lone surrogate
-  cannot be canonicalized or hashed: ``INVALID_RUN_BUNDLE`` (the reference would hash
-  ``1e400`` as ``null``; we refuse rather than accept what cannot round-trip);
-* ``protocolVersion`` missing or without a migration path: ``UNSUPPORTED_PROTOCOL_VERSION``;
+* not JSON: ``INVALID_JSON``; JSON with a non-finite number (``1e400``), a lone surrogate or
+  more than ``canonical.MAX_NESTING`` (512) nested arrays/objects cannot be canonicalized or
+  hashed here: ``INVALID_RUN_BUNDLE`` (the reference would hash ``1e400`` as ``null``; we
+  refuse rather than accept what cannot round-trip);
+* ``protocolVersion`` missing or without a migration path: ``UNSUPPORTED_PROTOCOL_VERSION``
+  (a JSON array too: the reference hands it to migration; other non-objects are
+  ``INVALID_RUN_BUNDLE``);
 * schema: ``INVALID_RUN_BUNDLE`` with the JSON path;
 * no ``integrity``: ``MISSING_INTEGRITY``; hash differs: ``INTEGRITY_MISMATCH``. The hash
   covers the JSON exactly as received (an added unknown key is a mismatch, unlike the
@@ -169,6 +172,15 @@ def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
         return _failure(ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, exc.message), "unchecked", None)
     except ProtocolError as exc:
         return _failure(exc, "unchecked", None)
+    if type(received) is list:
+        # As in the reference: an array is an object to JavaScript, so it reaches the
+        # migration step, which finds no protocolVersion. Other non-objects fail the schema.
+        error = ProtocolError(
+            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+            "run bundle is an array, not an object: it has no `protocolVersion` and cannot be migrated",
+            "protocolVersion",
+        )
+        return _failure(error, "unchecked", None)
     if type(received) is not dict:
         error = ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, "run bundle must be a JSON object")
         return _failure(error, "unchecked", None)

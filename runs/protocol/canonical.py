@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -44,9 +45,16 @@ except ImportError:  # not built (no C compiler): the tree path gives the same b
     _jcs = None
 
 MAX_SAFE_INTEGER = 2**53 - 1
-# Nested arrays and objects (the outermost counts): what orjson.dumps writes, so what every
-# stored event can hold. Deeper values have no canonical form here (a coded error).
-MAX_NESTING = 254
+# Nested arrays and objects (the outermost counts) a document may hold. The reference has no
+# limit of its own short of its stack; 512 leaves room for what it writes (artifact data nested
+# 256 levels inside a bundle) while every walk here stays far from Python's and C's stacks.
+# Deeper documents are refused with a coded error, never a crash. orjson writes only 254
+# levels: deeper values take the pure-Python writers below (same bytes, slower).
+MAX_NESTING = 512
+_ORJSON_NESTING = 254
+# The recursive walkers need about one Python frame per level on top of the caller's stack.
+if sys.getrecursionlimit() < 4 * MAX_NESTING:
+    sys.setrecursionlimit(4 * MAX_NESTING)
 _TOO_DEEP = f"nested deeper than {MAX_NESTING} arrays and objects"
 _INF = float("inf")
 
@@ -95,13 +103,34 @@ def parse_json(data: bytes | bytearray | memoryview | str) -> Any:
     try:
         orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
     except orjson.JSONEncodeError as exc:
-        try:
-            if "Recursion" not in str(exc):
-                value = round_unsafe_integers(value)
-            orjson.dumps(value)  # refuses what is too deep
-        except (orjson.JSONEncodeError, RecursionError):
+        if "Recursion" in str(exc) and nesting_depth(value) > MAX_NESTING:
             raise UnrepresentableJSON(ErrorCode.INVALID_JSON, f"JSON text is {_TOO_DEEP}") from None
+        value = round_unsafe_integers(value)
     return value
+
+
+def nesting_depth(value: Any) -> int:
+    """How many arrays and objects are nested in ``value`` (the outermost counts; iterative)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        t = type(item)
+        if t is dict:
+            children: Any = item.values()
+        elif t is list or t is tuple:
+            children = item
+        else:
+            continue
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_NESTING:
+                return deepest
+        for child in children:
+            tc = type(child)
+            if tc is dict or tc is list or tc is tuple:
+                stack.append((child, depth + 1))
+    return deepest
 
 
 def load_json_exact(data: bytes | bytearray | memoryview | str) -> Any:
@@ -139,6 +168,8 @@ def _classify_decode_error(exc: orjson.JSONDecodeError) -> ProtocolError:
             ErrorCode.INVALID_JSON,
             f"string at {where} holds a lone UTF-16 surrogate; it has no canonical (RFC 8785) form",
         )
+    if "depth limit" in text:
+        return UnrepresentableJSON(ErrorCode.INVALID_JSON, f"JSON text is {_TOO_DEEP}")
     return ProtocolError(ErrorCode.INVALID_JSON, f"not valid JSON: {text}")
 
 
@@ -429,7 +460,9 @@ def canonical_form(value: Any) -> tuple[bytes, bool]:
     """
     try:
         out = orjson.dumps(value, option=_FAST_OPTIONS)
-    except orjson.JSONEncodeError:
+    except orjson.JSONEncodeError as exc:
+        if "Recursion" in str(exc):
+            return _deep_canonical(value)
         try:
             exact = _dumps(_prepare(value, check_keys=True, normalize=True))
         except RecursionError:
@@ -441,6 +474,83 @@ def canonical_form(value: Any) -> tuple[bytes, bool]:
     if _needs_exact_pass(value, check_keys):
         return _dumps(_prepare(value, check_keys)), False
     return out, False
+
+
+def _deep_canonical(value: Any) -> tuple[bytes, bool]:
+    """:func:`canonical_form` of a value nested deeper than orjson writes (pure Python)."""
+    if nesting_depth(value) > MAX_NESTING:
+        raise ProtocolError(
+            ErrorCode.INVALID_INPUT, f"value has no canonical JSON (RFC 8785) form: {_TOO_DEEP}"
+        )
+    out: list[bytes] = []
+    unsafe = [False]
+    _write_json(value, out, unsafe, sort=True)
+    return b"".join(out), unsafe[0]
+
+
+def _write_json(value: Any, out: list[bytes], unsafe: list[bool], *, sort: bool) -> None:
+    """Append the JSON of ``value`` to ``out``: ECMAScript numbers, orjson's string escapes
+    (JCS's), object keys in UTF-16 order when ``sort`` else as they come. Recursive: only
+    called for values of at most :data:`MAX_NESTING` levels."""
+    t = type(value)
+    if t is str:
+        out.append(orjson.dumps(value))
+    elif value is None or t is bool:
+        out.append(b"null" if value is None else (b"true" if value else b"false"))
+    elif t is int or t is float:
+        if t is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            unsafe[0] = True
+        out.append(js_number(value).encode())
+    elif t is dict:
+        keys = list(value)
+        for key in keys:
+            if type(key) is not str:
+                raise ProtocolError(ErrorCode.INVALID_INPUT, f"object key {key!r} is not a string")
+        if sort:
+            keys.sort(key=_utf16_key)
+        out.append(b"{")
+        for i, key in enumerate(keys):
+            if i:
+                out.append(b",")
+            out.append(orjson.dumps(key))
+            out.append(b":")
+            _write_json(value[key], out, unsafe, sort=sort)
+        out.append(b"}")
+    elif t is list or t is tuple:
+        out.append(b"[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(b",")
+            _write_json(item, out, unsafe, sort=sort)
+        out.append(b"]")
+    elif isinstance(value, bool | int | float | str | dict | list | tuple) and not isinstance(value, Enum):
+        _write_json(_plain(value), out, unsafe, sort=sort)
+    elif isinstance(value, _Fragment):
+        raise ProtocolError(ErrorCode.INVALID_INPUT, "a JSON fragment cannot be written here")
+    else:
+        raise ProtocolError(
+            ErrorCode.INVALID_INPUT, f"value of type {type(value).__name__} has no canonical JSON form"
+        )
+
+
+def wire_bytes(value: Any) -> bytes:
+    """Plain JSON as JavaScript's ``JSON.stringify`` writes it: object members in the order they
+    come (no sorting), numbers as ECMAScript prints them (``1000.0`` -> ``1000``, ``1e-6`` ->
+    ``0.000001``, ``-0.0`` -> ``0``, integers beyond 2**53 as the double they denote), strings
+    escaped minimally. Every JSON document the server emits goes through here."""
+    try:
+        prepared = _prepare(value, check_keys=False)
+        return orjson.dumps(prepared)
+    except orjson.JSONEncodeError as exc:
+        if "Recursion" not in str(exc):
+            raise ProtocolError(ErrorCode.INVALID_INPUT, f"value has no JSON form: {exc}") from None
+    except RecursionError:
+        pass
+    if nesting_depth(value) > MAX_NESTING:
+        raise ProtocolError(ErrorCode.INVALID_INPUT, f"value has no JSON form: {_TOO_DEEP}")
+    out: list[bytes] = []
+    _write_json(value, out, [False], sort=False)
+    return b"".join(out)
 
 
 def canonical_text(

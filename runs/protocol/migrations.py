@@ -68,6 +68,12 @@ def migrate_bundle(bundle: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     An already-current bundle is returned as is with ``False``; a migrated one is a new,
     re-signed dict with ``True``. The input is never modified.
     """
+    if isinstance(bundle, list):  # an object to JavaScript: migration finds no version
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+            "run bundle is an array: it has no `protocolVersion` and cannot be migrated",
+            "protocolVersion",
+        )
     if not isinstance(bundle, dict):
         raise ProtocolError(ErrorCode.INVALID_RUN_BUNDLE, "run bundle must be a JSON object")
     version = bundle.get("protocolVersion")

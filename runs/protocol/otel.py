@@ -25,9 +25,10 @@ span not yet closed):
 * Spans still open at the end are closed at the last event's timestamp, status ``unset``.
 
 Spans are listed in the order they finish. Attribute values that are objects or arrays
-are JSON text exactly as JavaScript's ``JSON.stringify`` writes them (key order as given);
-``null`` attributes are dropped. Events are expected as parsed from JSON (key order of the
-source kept), since that order shows in the stringified attributes.
+are JSON text exactly as JavaScript's ``JSON.stringify`` writes them; an event that becomes a
+span event is first rebuilt in the reference's field order (``runs.protocol.shapes``: zod's
+schema order, unknown keys dropped), since that order shows in the stringified attributes.
+``null`` attributes are dropped.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runs.protocol.canonical import js_number
+from runs.protocol.shapes import event_in_reference_order
 
 TRACE_ID_PREFIX = "lwb-"
 
@@ -312,7 +314,8 @@ class _SpanBuilder:
                 },
             )
         else:
-            self.record_event(str(kind), ts, event)
+            # the whole event as attributes: objects print in the reference's field order
+            self.record_event(str(kind), ts, event_in_reference_order(event))
 
     def close(self) -> list[dict[str, Any]]:
         for span_id in list(self.open):

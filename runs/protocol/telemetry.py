@@ -287,15 +287,42 @@ def ledger_entry(run: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, 
     subject = run.get("subject")
     if subject is not None:
         entry["subject"] = {k: subject[k] for k in SUBJECT_FIELDS if subject.get(k) is not None}
+    # JavaScript has one number type: 1000.0 and 1e3 in a bundle are the integer 1000 there.
     usage = event.get("usage")
     if usage is not None:
-        entry["usage"] = {k: usage[k] for k in USAGE_FIELDS if usage.get(k) is not None}
+        entry["usage"] = {k: js_value(usage[k]) for k in USAGE_FIELDS if usage.get(k) is not None}
     cost = event.get("cost")
     if cost is not None:
-        entry["cost"] = {"amount": cost["amount"], "currency": normalize_currency(cost["currency"])}
+        entry["cost"] = {"amount": js_value(cost["amount"]), "currency": normalize_currency(cost["currency"])}
     if event.get("durationMs") is not None:
-        entry["durationMs"] = event["durationMs"]
+        entry["durationMs"] = js_value(event["durationMs"])
     return entry
+
+
+class LedgerRefused(ProtocolError):
+    """The reference would throw instead of returning this ledger (its output schema refuses it)."""
+
+
+_TOKEN_TOTALS = (
+    "eventCount",
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "cachedInputTokens",
+    "reasoningTokens",
+)
+
+
+def _check_totals(totals: Mapping[str, Any], where: str) -> None:
+    for name in _TOKEN_TOTALS:
+        value = totals[name]
+        if type(value) is not int or value > _MAX_SAFE - 1:
+            raise LedgerRefused(
+                ErrorCode.INVALID_INPUT,
+                f"{name} sums to {value!r}, beyond JavaScript's safe integers (2**53 - 1): "
+                "the reference refuses such a ledger, and so do we",
+                f"{where}.{name}",
+            )
 
 
 def _rollup_keys(entry: Mapping[str, Any]) -> Iterable[tuple[str, str, str]]:
@@ -350,6 +377,7 @@ class LedgerAccumulator:
         self.exact_cost: dict[str, Decimal] = {}
         self.entries: list[dict[str, Any]] = []
         self.rollups: dict[str, dict[str, tuple[str, Totals]]] = {name: {} for name in ROLLUPS}
+        self.refusal: LedgerRefused | None = None
 
     def add_run(self, run: Mapping[str, Any]) -> None:
         """Register a run (its id appears in ``runIds`` even when it has no counted event)."""
@@ -372,6 +400,15 @@ class LedgerAccumulator:
     def add_entry(self, entry: dict[str, Any]) -> None:
         """Count a ready-made ledger entry (as produced by :func:`ledger_entry`)."""
         self.run_ids.setdefault(entry["runId"], None)
+        if self.refusal is None:
+            for field in ("stepId", "correlationId"):
+                if entry.get(field) == "":
+                    self.refusal = LedgerRefused(
+                        ErrorCode.INVALID_INPUT,
+                        f"model_io event {entry['eventId']!r} has an empty {field}; the reference's "
+                        "ledger schema requires a non-empty one and refuses the ledger",
+                        f"entries[{entry['eventId']}].{field}",
+                    )
         if self.keep_entries:
             self.entries.append(entry)
         delta = entry_delta(entry)
@@ -413,8 +450,15 @@ class LedgerAccumulator:
         """Unrounded decimal sum of the cost amounts as written, per normalized currency."""
         return dict(self.exact_cost)
 
-    def result(self, *, now: str | None = None) -> dict[str, Any]:
-        """The ledger, shaped exactly like the reference's ``summarizeModelTelemetry`` output."""
+    def result(self, *, now: str | None = None, strict: bool = True) -> dict[str, Any]:
+        """The ledger, shaped exactly like the reference's ``summarizeModelTelemetry`` output.
+
+        ``strict``: where the reference throws (token sums beyond 2**53 - 1, an entry with an
+        empty ``stepId``/``correlationId``), raise :class:`LedgerRefused` (``INVALID_INPUT``)
+        instead of returning a ledger; pages pass ``False`` and show what adds up.
+        """
+        if strict and self.refusal is not None:
+            raise self.refusal
         out: dict[str, Any] = {
             "generatedAt": now if now is not None else now_iso(),
             "runIds": list(self.run_ids),
@@ -426,6 +470,11 @@ class LedgerAccumulator:
             out[rollup] = [
                 {"key": key, "label": label, "totals": totals.as_dict()} for key, (label, totals) in buckets
             ]
+        if strict:
+            _check_totals(out["totals"], "totals")
+            for rollup in ROLLUPS:
+                for i, bucket in enumerate(out[rollup]):
+                    _check_totals(bucket["totals"], f"{rollup}[{i}].totals")
         return out
 
 

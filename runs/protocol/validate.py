@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 from runs.protocol.errors import ErrorCode, ProtocolError
@@ -41,6 +41,8 @@ SPAN_STATUSES = ("ok", "error")
 POINTER_KINDS = ("inline", "external")
 USAGE_KEYS = ("inputTokens", "outputTokens", "totalTokens", "cachedInputTokens", "reasoningTokens")
 SUBJECT_KEYS = ("userId", "tenantId", "accountId", "planId")
+
+MAX_SAFE_INTEGER = 2**53 - 1  # zod's int(): JavaScript's safe integers only
 
 _TS = re.compile(
     r"(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d"
@@ -176,7 +178,11 @@ def _opt_enum(obj: dict[str, Any], key: str, allowed: tuple[str, ...], path: str
 
 def _req_int(obj: dict[str, Any], key: str, path: str, code: str, minimum: int | None = None) -> None:
     value = obj.get(key, _MISSING)
-    if type(value) is int and (minimum is None or value >= minimum):
+    if (
+        type(value) is int
+        and (minimum is None or value >= minimum)
+        and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    ):
         return
     if value is _MISSING:
         raise _fail(code, _join(path, key), "is required")
@@ -202,12 +208,18 @@ def _req_bool(obj: dict[str, Any], key: str, path: str, code: str) -> None:
 
 
 def _is_int(value: Any) -> bool:
+    """A JavaScript safe integer (``3.0`` and ``1e3`` count; ``2**53`` does not, as in zod)."""
     t = type(value)
-    return t is int or (t is float and value.is_integer())
+    return (
+        t is int or (t is float and value.is_integer())
+    ) and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 
 def _int(value: Any, path: str, code: str, minimum: int | None = None) -> None:
     if not _is_int(value):
+        t = type(value)
+        if (t is int or (t is float and value.is_integer())) and type(value) is not bool:
+            raise _fail(code, path, f"must be a safe integer (at most {MAX_SAFE_INTEGER} in magnitude)")
         raise _fail(code, path, _int_message(minimum))
     if minimum is not None and value < minimum:
         raise _fail(code, path, _int_message(minimum))
@@ -248,20 +260,28 @@ def _timestamp(value: Any, path: str, code: str) -> None:
     if match is None:
         raise _fail(code, path, "must be an ISO 8601 date-time with a Z or +HH:MM offset")
     day = int(match.group(3))
-    if day > 28:
-        try:
-            date(int(match.group(1)), int(match.group(2)), day)
-        except ValueError:
-            raise _fail(code, path, "is not a calendar date") from None
+    if day > 28 and day > _days_in_month(int(match.group(1)), int(match.group(2))):
+        raise _fail(code, path, "is not a calendar date")
 
 
-def _strings(value: Any, path: str, code: str, nonempty_list: bool = False) -> None:
+def _days_in_month(year: int, month: int) -> int:
+    """Proleptic Gregorian, year 0000 included (a leap year, as in zod's date pattern)."""
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _strings(
+    value: Any, path: str, code: str, nonempty_list: bool = False, nonempty_items: bool = False
+) -> None:
     items = _list(value, path, code)
     if nonempty_list and not items:
         raise _fail(code, path, "must be a non-empty array")
     for i, item in enumerate(items):
         if type(item) is not str:
             raise _expected(code, f"{path}[{i}]", "a string", item)
+        if nonempty_items and not item:
+            raise _fail(code, f"{path}[{i}]", "must be a non-empty string")
 
 
 def _strict(obj: dict[str, Any], allowed: tuple[str, ...], path: str, code: str) -> None:
@@ -290,7 +310,7 @@ def validate_workflow_shape(
 ) -> None:
     """``{id, version >= 0, title?, steps: [Step] (>= 1), edges?: [{id, from, to}]}``."""
     obj = _obj(spec, path, code)
-    _req_str(obj, "id", path, code)
+    _req_str(obj, "id", path, code, nonempty=True)
     _req_int(obj, "version", path, code, minimum=0)
     _opt_str(obj, "title", path, code)
     steps_path = _join(path, "steps")
@@ -300,7 +320,7 @@ def validate_workflow_shape(
     for i, step in enumerate(steps):
         step_path = f"{steps_path}[{i}]"
         s = _obj(step, step_path, code)
-        _req_str(s, "id", step_path, code)
+        _req_str(s, "id", step_path, code, nonempty=True)
         _opt_str(s, "title", step_path, code)
         _opt_str(s, "description", step_path, code)
         if "gatePolicy" in s:
@@ -314,7 +334,7 @@ def validate_workflow_shape(
             edge_path = f"{edges_path}[{i}]"
             e = _obj(edge, edge_path, code)
             for key in ("id", "from", "to"):
-                _req_str(e, key, edge_path, code)
+                _req_str(e, key, edge_path, code, nonempty=True)
 
 
 def check_workflow_graph(spec: dict[str, Any], path: str = "workflow") -> None:
@@ -384,8 +404,8 @@ def validate_run(run: Any, path: str = "run", code: str = _RB, structural: bool 
     (the bundle check defers that to :func:`check_bundle_invariants`, after integrity).
     """
     obj = _obj(run, path, code)
-    _req_str(obj, "id", path, code)
-    _req_str(obj, "workflowId", path, code)
+    _req_str(obj, "id", path, code, nonempty=True)
+    _req_str(obj, "workflowId", path, code, nonempty=True)
     _req_int(obj, "workflowVersion", path, code, minimum=0)
     snapshot_path = _join(path, "workflowSnapshot")
     validate_workflow_shape(_require(obj, "workflowSnapshot", path, code), snapshot_path, code)
@@ -438,7 +458,9 @@ def _context(value: Any, path: str, code: str) -> None:
     ctx = _obj(value, path, code)
     _opt_str(ctx, "parentRunId", path, code)
     if "parentRunIds" in ctx:
-        _strings(ctx["parentRunIds"], _join(path, "parentRunIds"), code, nonempty_list=True)
+        _strings(
+            ctx["parentRunIds"], _join(path, "parentRunIds"), code, nonempty_list=True, nonempty_items=True
+        )
     if "parentRunId" not in ctx and "parentRunIds" not in ctx:
         raise _fail(code, path, "needs parentRunId or parentRunIds")
     if "parentRunId" in ctx and "parentRunIds" in ctx and ctx["parentRunIds"][0] != ctx["parentRunId"]:
@@ -462,10 +484,10 @@ def _artifact_ref(value: Any, path: str, code: str) -> None:
 def validate_artifact_version(artifact: Any, path: str, code: str = _RB) -> None:
     """``{artifactKey, typeId, version >= 1, createdAt, pointer?, data?}``."""
     obj = _obj(artifact, path, code)
-    _req_str(obj, "artifactKey", path, code)
-    _req_str(obj, "typeId", path, code)
+    _req_str(obj, "artifactKey", path, code, nonempty=True)
+    _req_str(obj, "typeId", path, code, nonempty=True)
     version = obj.get("version", _MISSING)
-    if not (type(version) is int and version >= 1):
+    if not (type(version) is int and 1 <= version <= MAX_SAFE_INTEGER):
         if version is _MISSING:
             raise _fail(code, _join(path, "version"), "is required")
         _int(version, _join(path, "version"), code, minimum=1)
@@ -475,32 +497,35 @@ def validate_artifact_version(artifact: Any, path: str, code: str = _RB) -> None
 
 
 def _pointer(value: Any, path: str, code: str) -> None:
+    """Inline or external pointer. ``payloadHash`` is 64 lowercase hex; the legacy ``sha256``
+    alias of older inline pointers is any string (the reference never constrained it) and must
+    equal ``payloadHash`` only when both are non-empty; an external pointer needs a ``ref``."""
     pointer = _obj(value, path, code)
     _req_enum(pointer, "kind", POINTER_KINDS, path, code)
     _opt_str(pointer, "ref", path, code)
-    if pointer["kind"] == "external" and "ref" not in pointer:
-        raise _fail(code, _join(path, "ref"), 'is required when kind is "external"')
-    for key in ("payloadHash", "sha256"):
-        if key in pointer:
-            digest = pointer[key]
-            if type(digest) is not str or _HEX64.fullmatch(digest) is None:
-                raise _fail(code, _join(path, key), "must be 64 lowercase hex characters (SHA-256)")
-    if "payloadHash" in pointer and "sha256" in pointer and pointer["payloadHash"] != pointer["sha256"]:
-        raise _fail(code, _join(path, "sha256"), "must equal payloadHash when both are set")
+    if "payloadHash" in pointer:
+        digest = pointer["payloadHash"]
+        if type(digest) is not str or _HEX64.fullmatch(digest) is None:
+            raise _fail(code, _join(path, "payloadHash"), "must be 64 lowercase hex characters (SHA-256)")
+    _opt_str(pointer, "sha256", path, code)
     if "byteLength" in pointer:
         _int(pointer["byteLength"], _join(path, "byteLength"), code, minimum=0)
+    if pointer.get("payloadHash") and pointer.get("sha256") and pointer["payloadHash"] != pointer["sha256"]:
+        raise _fail(code, _join(path, "payloadHash"), "must equal sha256 when both are set")
+    if pointer["kind"] == "external" and not pointer.get("ref"):
+        raise _fail(code, _join(path, "ref"), 'is required (non-empty) when kind is "external"')
 
 
 def validate_rule_set(rule_set: Any, path: str, code: str = _RB) -> None:
     """``{id, ruleSchemaId, rules: [{id, priority (int), enabled (bool), label?, payload}]}``."""
     obj = _obj(rule_set, path, code)
-    _req_str(obj, "id", path, code)
-    _req_str(obj, "ruleSchemaId", path, code)
+    _req_str(obj, "id", path, code, nonempty=True)
+    _req_str(obj, "ruleSchemaId", path, code, nonempty=True)
     rules_path = _join(path, "rules")
     for i, rule in enumerate(_list(_require(obj, "rules", path, code), rules_path, code)):
         rule_path = f"{rules_path}[{i}]"
         r = _obj(rule, rule_path, code)
-        _req_str(r, "id", rule_path, code)
+        _req_str(r, "id", rule_path, code, nonempty=True)
         _req_int(r, "priority", rule_path, code)
         _req_bool(r, "enabled", rule_path, code)
         _opt_str(r, "label", rule_path, code)
@@ -510,11 +535,11 @@ def validate_rule_set(rule_set: Any, path: str, code: str = _RB) -> None:
 
 
 def _ev_step_started(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "stepId", path, code)
+    _req_str(e, "stepId", path, code, nonempty=True)
 
 
 def _ev_step_completed(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "stepId", path, code)
+    _req_str(e, "stepId", path, code, nonempty=True)
     _req_bool(e, "ok", path, code)
     if "error" in e:
         _error_info(e["error"], _join(path, "error"), code)
@@ -553,7 +578,7 @@ def validate_patch(patch: Any, path: str, code: str = _RB) -> None:
 
 
 def _ev_artifact_patch(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "artifactKey", path, code)
+    _req_str(e, "artifactKey", path, code, nonempty=True)
     _req_int(e, "fromVersion", path, code, minimum=1)
     _req_int(e, "toVersion", path, code, minimum=1)
     validate_patch(_require(e, "patch", path, code), _join(path, "patch"), code)
@@ -571,7 +596,7 @@ def _usage_ok(usage: Any) -> bool:
     if type(usage) is not dict or not _USAGE_KEY_SET.issuperset(usage):
         return False
     for value in usage.values():
-        if not (type(value) is int and value >= 0):
+        if not (type(value) is int and 0 <= value <= MAX_SAFE_INTEGER):
             return False
     return True
 
@@ -598,8 +623,10 @@ def _ev_model_io(e: dict[str, Any], path: str, code: str) -> None:
     if (
         type(direction) is str
         and direction in MODEL_IO_DIRECTIONS
-        and type(get("provider", "")) is str
-        and type(get("model", "")) is str
+        and type(provider := get("provider", "-")) is str
+        and provider != ""
+        and type(model := get("model", "-")) is str
+        and model != ""
         and type(get("summary", "")) is str
         and _usage_ok(get("usage", _MISSING))
         and _cost_ok(get("cost", _MISSING))
@@ -608,8 +635,8 @@ def _ev_model_io(e: dict[str, Any], path: str, code: str) -> None:
     ):
         return  # the usual event, checked in one expression; the lines below explain failures
     _req_enum(e, "direction", MODEL_IO_DIRECTIONS, path, code)
-    _opt_str(e, "provider", path, code)
-    _opt_str(e, "model", path, code)
+    _opt_str(e, "provider", path, code, nonempty=True)
+    _opt_str(e, "model", path, code, nonempty=True)
     _opt_str(e, "summary", path, code)
     usage = e.get("usage", _MISSING)
     if usage is not _MISSING and not _usage_ok(usage):
@@ -618,7 +645,7 @@ def _ev_model_io(e: dict[str, Any], path: str, code: str) -> None:
         for key, value in u.items():
             if key not in USAGE_KEYS:
                 raise _fail(code, _join(usage_path, str(key)), "is not allowed here (unknown key)")
-            if not (type(value) is int and value >= 0):
+            if not (type(value) is int and 0 <= value <= MAX_SAFE_INTEGER):
                 _int(value, _join(usage_path, key), code, minimum=0)
     cost = e.get("cost", _MISSING)
     if cost is not _MISSING and not _cost_ok(cost):
@@ -635,25 +662,25 @@ def _ev_tool_call(e: dict[str, Any], path: str, code: str) -> None:
 
 
 def _ev_human_gate_requested(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "stepId", path, code)
+    _req_str(e, "stepId", path, code, nonempty=True)
     _req_enum(e, "gate", GATES, path, code)
     _opt_str(e, "reason", path, code)
 
 
 def _ev_human_gate_resolved(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "stepId", path, code)
+    _req_str(e, "stepId", path, code, nonempty=True)
     _req_enum(e, "gate", GATES, path, code)
     _req_enum(e, "decision", GATE_DECISIONS, path, code)
     _opt_str(e, "note", path, code)
 
 
 def _ev_rule_changed(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "ruleSetId", path, code)
+    _req_str(e, "ruleSetId", path, code, nonempty=True)
     validate_rule_set(_require(e, "snapshot", path, code), _join(path, "snapshot"), code)
 
 
 def _ev_policy_changed(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "stepId", path, code)
+    _req_str(e, "stepId", path, code, nonempty=True)
     _req_enum(e, "policy", GATE_POLICIES, path, code)
 
 
@@ -665,13 +692,12 @@ def _ev_error(e: dict[str, Any], path: str, code: str) -> None:
 
 
 def _ev_run_forked(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "parentRunId", path, code)
+    _req_str(e, "parentRunId", path, code, nonempty=True)
     if "parentRunIds" in e:
         ids_path = _join(path, "parentRunIds")
-        _strings(e["parentRunIds"], ids_path, code, nonempty_list=True)
-        # The reference accepts a mismatch here; we hold the event to the run context's rule.
-        if e["parentRunIds"][0] != e["parentRunId"]:
-            raise _fail(code, f"{ids_path}[0]", "must equal parentRunId")
+        _strings(e["parentRunIds"], ids_path, code, nonempty_list=True, nonempty_items=True)
+        # parentRunIds[0] == parentRunId is a rule of run.context only: the event carries the
+        # lineage as recorded (the reference accepts any order here, and so do we).
     _opt_str(e, "forkedFromStepId", path, code)
 
 
@@ -687,8 +713,8 @@ def _ev_run_status_changed(e: dict[str, Any], path: str, code: str) -> None:
 
 
 def _ev_span_started(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "spanId", path, code)
-    _opt_str(e, "parentSpanId", path, code)
+    _req_str(e, "spanId", path, code, nonempty=True)
+    _opt_str(e, "parentSpanId", path, code, nonempty=True)
     _req_str(e, "name", path, code, nonempty=True)
     _opt_enum(e, "kind", SPAN_KINDS, path, code)
     if "attributes" in e:
@@ -696,7 +722,7 @@ def _ev_span_started(e: dict[str, Any], path: str, code: str) -> None:
 
 
 def _ev_span_ended(e: dict[str, Any], path: str, code: str) -> None:
-    _req_str(e, "spanId", path, code)
+    _req_str(e, "spanId", path, code, nonempty=True)
     _opt_enum(e, "status", SPAN_STATUSES, path, code)
     _opt_number(e, "durationMs", path, code, minimum=0)
     if "attributes" in e:
@@ -740,7 +766,9 @@ def validate_event(event: Any, path: str = "event", code: str = ErrorCode.INVALI
         usual = (
             type(event_type) is str
             and type(event["id"]) is str
+            and event["id"] != ""
             and type(event["runId"]) is str
+            and event["runId"] != ""
             and type(ts) is str
             and _common_ts_ok(ts)
             and type(event.get("stepId", "")) is str
@@ -755,8 +783,8 @@ def validate_event(event: Any, path: str = "event", code: str = ErrorCode.INVALI
     validator = _EVENT_VALIDATORS.get(event_type) if type(event_type) is str else None
     if validator is None:
         _enum(event.get("type"), EVENT_TYPES, _join(path, "type"), code)
-    _req_str(event, "id", path, code)
-    _req_str(event, "runId", path, code)
+    _req_str(event, "id", path, code, nonempty=True)
+    _req_str(event, "runId", path, code, nonempty=True)
     _req_ts(event, "ts", path, code)
     for key in ("stepId", "correlationId"):
         _opt_str(event, key, path, code)
@@ -769,35 +797,31 @@ class TraceFacts:
     (each event is still in the CPU cache then; a second walk of 100k events is not)."""
 
     length: int
-    ids: set[Any]
     run_ids: set[Any]
     step_ids: set[Any]
 
     def all_fine(self, run_id: str, workflow_step_ids: set[str]) -> bool:
-        """No duplicate id, no other run, no unknown step: :func:`_check_trace` would pass."""
+        """No event of another run, no unknown step: :func:`_check_trace` would pass."""
         self.step_ids.discard(None)
-        return (
-            len(self.ids) == self.length and self.run_ids <= {run_id} and self.step_ids <= workflow_step_ids
-        )
+        self.step_ids.discard("")
+        return self.run_ids <= {run_id} and self.step_ids <= workflow_step_ids
 
 
 def _validate_events(events: list[Any], path: str, code: str) -> TraceFacts:
     """:func:`validate_event` of each item; paths are only spelt out for the one that fails."""
-    ids: set[Any] = set()
     run_ids: set[Any] = set()
     step_ids: set[Any] = set()
-    add_id, add_run_id, add_step_id = ids.add, run_ids.add, step_ids.add
+    add_run_id, add_step_id = run_ids.add, step_ids.add
     i = 0
     try:
         for i, event in enumerate(events):  # noqa: B007 (i names the failing event below)
             validate_event(event, path, code)
-            add_id(event["id"])
             add_run_id(event["runId"])
             add_step_id(event.get("stepId"))
     except ProtocolError:
         validate_event(events[i], f"{path}[{i}]", code)  # raises again, with its path
         raise
-    return TraceFacts(len(events), ids, run_ids, step_ids)
+    return TraceFacts(len(events), run_ids, step_ids)
 
 
 # ---------------------------------------------------------------- engine snapshot
@@ -854,7 +878,7 @@ def validate_bundle_schema(obj: Any, code: str = _RB) -> TraceFacts:
         validate_engine_snapshot(bundle["engine"], "engine", code)
     if "integrity" in bundle:
         integrity = _obj(bundle["integrity"], "integrity", code)
-        _req_str(integrity, "sha256", "integrity", code)
+        _req_str(integrity, "sha256", "integrity", code, nonempty=True)
     return facts
 
 
@@ -862,9 +886,11 @@ def check_bundle_invariants(obj: dict[str, Any], code: str = _RB, facts: TraceFa
     """Structural invariants of a schema-valid bundle.
 
     Graph errors are ``INVALID_WORKFLOW``; events of another run, unknown steps (events,
-    engine), duplicate event ids, artifact versions or rule set ids are ``code``. ``facts``
-    (from :func:`validate_bundle_schema` of the same, unchanged bundle) spares the trace walk
-    when they show nothing wrong.
+    engine), duplicate artifact versions, rule set ids, rule ids within a rule set and
+    duplicate keys in any engine map (``stepStatus``, ``gateState``, ``idempotency``) are
+    ``code``. Like the reference, events may share an id and an empty ``stepId`` names no
+    step. ``facts`` (from :func:`validate_bundle_schema` of the same, unchanged bundle) spares
+    the trace walk when they show nothing wrong.
     """
     run = obj["run"]
     workflow = run["workflowSnapshot"]
@@ -884,12 +910,35 @@ def check_bundle_invariants(obj: dict[str, Any], code: str = _RB, facts: TraceFa
         if rule_set["id"] in seen_rule_sets:
             raise _fail(code, f"ruleSets[{i}].id", f"duplicate rule set id {rule_set['id']!r}")
         seen_rule_sets.add(rule_set["id"])
+        _no_duplicates([rule["id"] for rule in rule_set["rules"]], f"ruleSets[{i}].rules", "rule id", code)
     if "engine" in obj:
-        _check_engine_steps(obj["engine"], step_ids, "engine", code)
+        engine = obj["engine"]
+        for key in ENGINE_MAPS:
+            _no_duplicate_keys(engine[key], _join("engine", key), code)
+        _check_engine_steps(engine, step_ids, "engine", code)
+
+
+ENGINE_MAPS = ("stepStatus", "gateState", "idempotency")
+
+
+def _no_duplicates(values: list[Any], path: str, what: str, code: str) -> None:
+    seen: set[Any] = set()
+    for i, value in enumerate(values):
+        if value in seen:
+            raise _fail(code, f"{path}[{i}]", f"duplicate {what} {value!r}")
+        seen.add(value)
+
+
+def _no_duplicate_keys(pairs: list[list[Any]], path: str, code: str) -> None:
+    """A map sent as ``[key, value]`` pairs names each key once (the reference refuses repeats)."""
+    seen: set[str] = set()
+    for i, pair in enumerate(pairs):
+        if pair[0] in seen:
+            raise _fail(code, f"{path}[{i}][0]", f"duplicate key {pair[0]!r} in a map of [key, value] pairs")
+        seen.add(pair[0])
 
 
 def _check_trace(trace: list[dict[str, Any]], run_id: str, step_ids: set[str], path: str, code: str) -> None:
-    seen_ids: set[str] = set()
     for i, event in enumerate(trace):
         event_id = event["id"]
         if event["runId"] != run_id:
@@ -899,15 +948,12 @@ def _check_trace(trace: list[dict[str, Any]], run_id: str, step_ids: set[str], p
                 f"trace event {event_id!r} belongs to run {event['runId']!r}, expected {run_id!r}",
             )
         step_id = event.get("stepId")
-        if step_id is not None and step_id not in step_ids:
+        if step_id and step_id not in step_ids:
             raise _fail(
                 code,
                 f"{path}[{i}].stepId",
                 f"trace event {event_id!r} references unknown workflow step {step_id!r}",
             )
-        if event_id in seen_ids:
-            raise _fail(code, f"{path}[{i}].id", f"duplicate trace event id {event_id!r}")
-        seen_ids.add(event_id)
 
 
 def _check_engine_steps(engine: dict[str, Any], step_ids: set[str], path: str, code: str) -> None:
@@ -948,9 +994,13 @@ def validate_run_store_state(obj: Any) -> None:
         validate_rule_set(rule_set, f"ruleSetsById[{i}][1]", code)
         if rule_set["id"] != rule_set_id:
             raise _fail(code, f"ruleSetsById[{i}][1].id", f"must equal its map key {rule_set_id!r}")
-    engine = {key: _require(state, key, "", code) for key in ("stepStatus", "gateState", "idempotency")}
+    engine = {key: _require(state, key, "", code) for key in ENGINE_MAPS}
     engine["revision"] = state["revision"]
     validate_engine_snapshot(engine, "", code)
+    for key, pairs in (("artifactsByKey", artifacts), ("ruleSetsById", rule_sets)):
+        _no_duplicate_keys(pairs, key, code)
+    for key in ENGINE_MAPS:
+        _no_duplicate_keys(engine[key], key, code)
     run = state["run"]
     workflow = run["workflowSnapshot"]
     check_workflow_graph(workflow, "run.workflowSnapshot")

@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const initial = JSON.parse($("pg-initial").textContent);
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
-  const state = { session: initial.session, model: initial.model, busy: false, log: [] };
+  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null };
   let previewTimer = null;
   // Bumped by every edit of a control: a preview answer that left while the user kept editing
   // must not put the older values back into the controls.
@@ -219,14 +219,19 @@
     container.append(item);
     const entry = { role: "assistant", execution: ex.id, model: ex.model, status: ex.status, content: null, text: "", thinking: "" };
     state.log.push(entry);
-    return { item, badge, thinking, text, body, entry };
+    const slot = { item, badge, thinking, text, body, entry };
+    item._slot = slot;
+    return slot;
   }
 
   function statusLabel(status) {
-    return { pending: "⏳ Pending", processing: "⚡ Processing", completed: "✓ Completed", failed: "✗ Failed" }[status] || status;
+    return { pending: "⏳ Pending", processing: "⚡ Processing", completed: "✓ Completed", failed: "✗ Failed", cancelled: "■ Stopped" }[status] || status;
   }
 
   function follow(ex, slot, primary) {
+    state.inflight.set(ex.id, slot);
+    slot.entry.execution = ex.id;
+    slot.item.dataset.execution = ex.id;
     const got = { text: 0, thinking: 0 };
     let finished = false;
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
@@ -255,7 +260,7 @@
       fetch("/playground/executions/" + ex.id + "/", { credentials: "same-origin" }).then((r) => r.json()).then((st) => {
         slot.text.textContent = st.partial_text || ""; slot.thinking.textContent = st.partial_thinking || "";
         setStatus(slot, st.status);
-        if (st.status === "completed" || st.status === "failed") {
+        if (st.status !== "pending" && st.status !== "processing") {
           finished = true;
           fetch("/playground/executions/" + ex.id + "/message/", { credentials: "same-origin" }).then((r) => r.text()).then((html) => done(st, html, slot, primary));
         } else { setTimeout(poll, 500); }
@@ -271,35 +276,150 @@
   }
 
   async function done(st, html, slot, primary) {
+    state.inflight.delete(st.id);
     setStatus(slot, st.status);
     const tpl = document.createElement("template");
     tpl.innerHTML = html; // server-rendered by Django (escaped)
     slot.body.replaceChildren(tpl.content);
     Object.assign(slot.entry, { content: st.content, text: st.partial_text, thinking: st.partial_thinking, usage: st.usage, cost: st.cost, currency: st.currency, duration_ms: st.duration_ms, structured_output: st.structured_output, error: st.error, run_id: st.run_id, context: st.context });
+    slot.primary = primary;
     if (primary) {
+      if (st.status === "completed" && state.sentPrompt !== null) {
+        // The prompt is kept until its answer arrives; cleared only if it was not edited since.
+        if ($("prompt").value === state.sentPrompt) { $("prompt").value = ""; state.session.prompt = ""; }
+        state.sentPrompt = null;
+      }
       await preview({ name: "after_send", value: st.id });
-      state.busy = false;
-      $("send").disabled = false;
-      $("send-status").textContent = st.status === "completed" ? "Done." : "Failed: " + (st.error ? st.error.code : "");
+      $("send-status").textContent = st.status === "completed" ? "Done." : (st.status === "cancelled" ? "Stopped." : "Failed: " + (st.error ? st.error.code : "")) + (st.status === "completed" ? "" : " Your message is kept: edit it or press Retry.");
     }
+    if (!state.inflight.size) idle();
+    renderJoin();
     renderContext();
+  }
+
+  // ---------------------------------------------------------------- compare columns
+  function addColumn() {
+    const list = $("compare-columns");
+    if (list.children.length >= 4) return;
+    const node = $("compare-template").content.firstElementChild.cloneNode(true);
+    const select = node.querySelector("[data-col=model]");
+    for (const opt of $("model").options) select.append(new Option(opt.textContent, opt.value));
+    select.value = $("model").value;
+    list.append(node);
+    relabelColumns();
+  }
+  function relabelColumns() {
+    [...$("compare-columns").children].forEach((li, i) => {
+      const label = String.fromCharCode(66 + i);
+      li.dataset.label = label;
+      li.querySelector("[data-col-label]").textContent = "Column " + label;
+      li.querySelectorAll("[data-col]").forEach((input) => input.setAttribute("aria-label", "Column " + label + " " + input.dataset.col.replace("_", " ")));
+    });
+    $("compare-add").disabled = $("compare-columns").children.length >= 4;
+  }
+  function readColumns() {
+    return [...$("compare-columns").children].map((li) => {
+      const column = { label: li.dataset.label };
+      li.querySelectorAll("[data-col]").forEach((input) => {
+        const v = input.value.trim();
+        if (!v) return;
+        const name = input.dataset.col;
+        if (name === "model") column.model = v;
+        else if (name === "prompt" || name === "system_prompt") column[name] = input.value;
+        else column[name] = Number(v);
+      });
+      return column;
+    });
+  }
+  function renderJoin() {
+    const row = state.compareRow;
+    if (!row) return;
+    const allDone = row.slots.every((s) => !["pending", "processing"].includes(s.entry.status));
+    row.slots.forEach((slot, i) => {
+      const box = slot.item.querySelector("[data-join]");
+      if (!box) return;
+      if (slot.entry.execution === row.chosen && slot.entry.status === "completed") {
+        box.replaceChildren(el("span", { class: "pg-join-chosen", "data-joined": "" }, "✓ This answer joins the history"));
+      } else if (slot.entry.status === "completed" && allDone) {
+        const btn = el("button", { type: "button", "data-choose": String(i) }, "Continue with this answer");
+        btn.addEventListener("click", () => choose(i));
+        box.replaceChildren(btn);
+      } else {
+        box.replaceChildren(slot.entry.execution === row.chosen ? el("span", { class: "pg-hint" }, "Joins the history once it answers") : "");
+      }
+    });
+  }
+  async function choose(index) {
+    const row = state.compareRow;
+    if (!row || state.busy) return;
+    const slot = row.slots[index];
+    const column = row.columns[index] || {};
+    // Undo the previous choice, take the column's own settings, then add its exchange.
+    state.session.history = JSON.parse(JSON.stringify(row.before.history));
+    state.session.cached = [...row.before.cached];
+    if (column.system_prompt !== undefined) { state.session.system_prompt = column.system_prompt; state.session.send_system_prompt = !!column.system_prompt.trim(); $("system-prompt").value = column.system_prompt; }
+    ["temperature", "top_p", "top_k"].forEach((name) => { if (column[name] !== undefined) state.session.advanced[name] = { enabled: true, value: column[name] }; });
+    if (column.max_tokens !== undefined) state.session.advanced.max_tokens = column.max_tokens;
+    renderControls();
+    if (column.model) $("model").value = String(column.model);
+    row.chosen = slot.entry.execution;
+    await preview({ name: "after_send", value: slot.entry.execution });
+    renderJoin();
+  }
+
+  function idle() {
+    state.busy = false;
+    $("send").disabled = false;
+    $("stop").hidden = true;
+  }
+
+  async function stopAll() {
+    const ids = [...state.inflight.keys()];
+    $("stop").disabled = true;
+    await Promise.all(ids.map((id) => post("/playground/executions/" + id + "/cancel/", {})));
+    $("stop").disabled = false;
+  }
+
+  async function retry(executionId, button) {
+    if (state.busy) return;
+    const item = button.closest("[data-role=assistant]");
+    const slot = item && item._slot;
+    if (!slot) return;
+    button.disabled = true;
+    const { ok, data } = await post("/playground/executions/" + executionId + "/retry/", {});
+    if (!ok) { button.disabled = false; showComposeError(data.error ? data.error.message : "Retry failed"); return; }
+    state.busy = true;
+    $("send").disabled = true;
+    $("stop").hidden = false;
+    $("send-status").textContent = "Retrying…";
+    slot.thinking.textContent = ""; slot.text.textContent = "";
+    slot.body.replaceChildren(slot.thinking, slot.text);
+    Object.assign(slot.entry, { status: data.status, retry_of: executionId });
+    if (state.compareRow && state.compareRow.chosen === executionId) state.compareRow.chosen = data.id;
+    setStatus(slot, data.status);
+    follow(data, slot, !!slot.primary);
   }
 
   async function send() {
     if (state.busy) return;
     readFreeFields();
     showComposeError("");
-    const body = { session: state.session, model: $("model").value || null, compare_model: $("compare-model").value || null };
+    const columns = readColumns();
+    const body = { session: state.session, model: $("model").value || null, compare: columns };
     state.busy = true;
     $("send").disabled = true;
     $("send-status").textContent = "Sending…";
+    state.sentPrompt = $("prompt").value;
     const { ok, data } = await post(root.dataset.sendUrl, body);
     if (!ok) {
-      state.busy = false; $("send").disabled = false; $("send-status").textContent = "";
+      state.busy = false; $("send").disabled = false; $("send-status").textContent = ""; state.sentPrompt = null;
       showComposeError(data.error ? data.error.message : "Send failed");
       return;
     }
     if (state.session.mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+    // Older compare rows can no longer change the history: the conversation moved on.
+    document.querySelectorAll(".pg-join").forEach((j) => j.replaceChildren());
+    state.compareRow = null;
     const first = data.executions[0];
     addUserMessage(first.user_content, first.flags);
     let container = $("conversation");
@@ -312,10 +432,20 @@
       container.append(li);
       container = li;
     }
-    data.executions.forEach((ex, i) => follow(ex, addAssistantSlot(ex, container), i === 0));
+    $("stop").hidden = false;
+    const slots = data.executions.map((ex, i) => { const slot = addAssistantSlot(ex, container); slot.primary = i === 0; return slot; });
+    if (data.compare_group) {
+      state.compareRow = {
+        slots,
+        columns: [{ model: body.model }, ...columns],
+        chosen: data.joins_history,
+        before: { history: JSON.parse(JSON.stringify(state.session.history)), cached: [...(state.session.cached || [])] },
+      };
+      slots.forEach((slot) => slot.item.append(el("div", { class: "pg-join", "data-join": "" })));
+      renderJoin();
+    }
+    data.executions.forEach((ex, i) => follow(ex, slots[i], i === 0));
     $("send-status").textContent = "Streaming…";
-    $("prompt").value = "";
-    state.session.prompt = "";
   }
 
   // ---------------------------------------------------------------- export
@@ -345,7 +475,9 @@
       let data = reader.result;
       if (isPdf) data = String(data).split(",", 2)[1] || "";
       state.session.file = { name: file.name, media_type: isPdf ? "application/pdf" : (file.type || "text/plain"), data };
+      // A newly chosen file is meant to be sent: tick "Send file" again (readFreeFields reads it).
       state.session.send_file = true;
+      $("send-file").checked = true;
       preview(null);
     };
     if (isPdf) reader.readAsDataURL(file); else reader.readAsText(file);
@@ -370,6 +502,9 @@
   $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; renderContext(); });
   $("export").addEventListener("click", exportConversation);
   $("send").addEventListener("click", send);
+  $("stop").addEventListener("click", stopAll);
+  $("compare-add").addEventListener("click", addColumn);
+  $("compare-columns").addEventListener("click", (e) => { if (e.target.closest("[data-col-remove]")) { e.target.closest("[data-column]").remove(); relabelColumns(); } });
   $("prompt").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(); });
   $("file").addEventListener("change", (e) => { if (e.target.files[0]) readFile(e.target.files[0]); });
   $("file-remove").addEventListener("click", () => { state.session.file = null; $("file").value = ""; preview(null); });
@@ -385,6 +520,7 @@
   $("conversation").addEventListener("click", (e) => {
     const btn = e.target.closest("button[data-action]");
     if (!btn) return;
+    if (btn.dataset.action === "retry") { retry(btn.dataset.execution, btn); return; }
     const box = btn.closest(".pg-structured");
     if (!box) return;
     const raw = box.querySelector(".pg-raw");

@@ -56,6 +56,26 @@ def _strip_markers(value: Any) -> Any:
     return value
 
 
+KNOWN_FIELDS = frozenset(
+    {
+        "model",
+        "max_tokens",
+        "messages",
+        "system",
+        "stream",
+        "thinking",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "tools",
+        "tool_choice",
+        "metadata",
+        "service_tier",
+    }
+)
+
+
 class BadRequest(Exception):
     pass
 
@@ -120,6 +140,24 @@ class FakeAnthropic(ScriptedFake):
         max_tokens = body.get("max_tokens")
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise BadRequest("max_tokens: Field required")
+        unknown = sorted(set(body) - KNOWN_FIELDS)
+        if unknown:
+            raise BadRequest(f"{unknown[0]}: Extra inputs are not permitted")
+        for name in ("temperature", "top_p"):
+            value = body.get(name)
+            if name in body and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1
+            ):
+                raise BadRequest(f"{name}: Input should be a number between 0 and 1")
+        if "top_k" in body and (
+            isinstance(body["top_k"], bool) or not isinstance(body["top_k"], int) or body["top_k"] < 0
+        ):
+            raise BadRequest("top_k: Input should be a non-negative integer")
+        stops = body.get("stop_sequences")
+        if stops is not None and not (
+            isinstance(stops, list) and all(isinstance(x, str) and x for x in stops)
+        ):
+            raise BadRequest("stop_sequences: Input should be a list of non-empty strings")
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise BadRequest("messages: at least one message is required")

@@ -32,6 +32,32 @@ ERRORS = {
 }
 
 
+KNOWN_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "stop",
+        "stream",
+        "stream_options",
+        "tools",
+        "tool_choice",
+        "response_format",
+        "reasoning_effort",
+        "seed",
+        "n",
+        "user",
+        "metadata",
+        "parallel_tool_calls",
+        "presence_penalty",
+        "frequency_penalty",
+    }
+)
+
+
 class FakeOpenAI(ScriptedFake):
     def __init__(self, *, api_key: str | None = "test-openai-key", min_cache_tokens: int = 0) -> None:
         super().__init__(api_key=api_key, min_cache_tokens=min_cache_tokens)
@@ -82,6 +108,28 @@ class FakeOpenAI(ScriptedFake):
     def _validate(body: dict) -> str | None:
         if not body.get("model"):
             return "you must provide a model parameter"
+        unknown = sorted(set(body) - KNOWN_FIELDS)
+        if unknown:
+            return f"Unrecognized request argument supplied: {unknown[0]}"
+        for name, low, high in (("temperature", 0, 2), ("top_p", 0, 1)):
+            value = body.get(name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high
+            ):
+                return f"Invalid '{name}': expected a number between {low} and {high}"
+        stop = body.get("stop")
+        if stop is not None and not (
+            isinstance(stop, str)
+            or (isinstance(stop, list) and len(stop) <= 4 and all(isinstance(s, str) for s in stop))
+        ):
+            return "Invalid 'stop': a string or at most 4 strings"
+        for name in ("max_tokens", "max_completion_tokens"):
+            value = body.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                return f"Invalid '{name}': expected an integer of at least 1"
+        effort = body.get("reasoning_effort")
+        if effort is not None and effort not in ("minimal", "low", "medium", "high"):
+            return f"Invalid 'reasoning_effort': {effort!r}"
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return "'messages' must contain at least one message"

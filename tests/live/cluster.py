@@ -28,7 +28,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
+# The servers: the system ones by default; scripts/services.py sets these to the ones it uses.
 PG_ADMIN = os.environ.get("LIVE_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+PG_SERVER = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgres://", 1)
 REDIS_BASE = os.environ.get("LIVE_REDIS_BASE", "redis://127.0.0.1:6379")
 ORIGIN = "http://127.0.0.1"
 
@@ -92,7 +94,7 @@ class Cluster:
     @property
     def database_url(self) -> str:
         if self.database == "postgres":
-            return f"postgres://postgres@127.0.0.1:5432/{self.db_name}"
+            return f"{PG_SERVER}/{self.db_name}"
         return f"sqlite:///{self.tmp / 'db.sqlite3'}"
 
     @property

@@ -29,7 +29,14 @@ def test_valid_signed_bundle(tmp_path) -> None:
 
 @pytest.mark.parametrize(
     ("data", "code"),
-    [(b"this is not json {", ErrorCode.INVALID_JSON), (b"[1, 2]", ErrorCode.INVALID_RUN_BUNDLE)],
+    [
+        (b"this is not json {", ErrorCode.INVALID_JSON),
+        # an array is an object to JavaScript: the reference sends it to migration first
+        (b"[1, 2]", ErrorCode.UNSUPPORTED_PROTOCOL_VERSION),
+        (b"null", ErrorCode.INVALID_RUN_BUNDLE),
+        (b'"text"', ErrorCode.INVALID_RUN_BUNDLE),
+        (b"3", ErrorCode.INVALID_RUN_BUNDLE),
+    ],
 )
 def test_unparsable(data: bytes, code: str) -> None:
     result = check_bundle(data)

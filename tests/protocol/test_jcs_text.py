@@ -448,16 +448,17 @@ def test_repeated_members_are_all_checked() -> None:
     assert (bytes(got[0]), got[1]) == (b'{"a":2}', True)
 
 
-@pytest.mark.parametrize("depth", [1, 200, 254, 255, 1024, 1025, 5000])
+@pytest.mark.parametrize("depth", [1, 200, 254, 255, 256, 512, 513, 1024, 1025, 5000])
 def test_depth_limit(depth: int) -> None:
-    """Up to 254 nested arrays and objects, what orjson.dumps (the tree path) can write; deeper
-    texts are refused here, and the tree path refuses them too (with a code, not a crash)."""
+    """Up to MAX_NESTING (512) nested arrays and objects (orjson writes only 254: deeper values
+    take the pure-Python writer); deeper texts are refused here, and the tree path refuses them
+    too (with a code, not a crash)."""
     for text, members in (
         (b"[" * depth + b"]" * depth, None),
         (b'{"a":' * depth + b"1" + b"}" * depth, ("a",)),
     ):
         spaced = text.replace(b"[", b"[ ").replace(b":", b"\t:\n")
-        if depth > 254:
+        if depth > MAX_NESTING:
             assert oracle(text) is None
             for data in (text, spaced):
                 assert canonical_text(data) is None
@@ -681,7 +682,7 @@ def _nested(depth: int) -> str:
 
 
 @pytest.mark.parametrize("where", ["metadata", "unhashed"])
-@pytest.mark.parametrize("depth", [200, 251, 252, 253, 254, 1000])
+@pytest.mark.parametrize("depth", [200, 254, 256, 300, 509, 510, 511, 1000])
 def test_deep_bundles_both_paths(
     big_bundle_texts: list[bytes], where: str, depth: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -704,7 +705,7 @@ def test_deep_bundles_both_paths(
             bundle["run"]["metadata"]["deep"] = orjson.loads(nested)
         else:
             bundle["deepExtra"] = orjson.loads(nested)
-        text = orjson.dumps(sign_bundle(bundle))
+        text = canonical.wire_bytes(sign_bundle(bundle))
     else:
         bundle["integrity"] = {"sha256": "0" * 64}
         text = orjson.dumps(bundle).replace(f'"{placeholder}"'.encode(), nested.encode())

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.protocol.bundle import check_bundle
+from runs.protocol.verify_cli import check_files
 
 
 class Command(BaseCommand):
@@ -39,36 +38,9 @@ class Command(BaseCommand):
             self._export(options["run_id"], options.get("output"), options.get("workspace"))
 
     def _check(self, files: list[str], *, as_json: bool) -> None:
-        all_ok = True
-        for name in files:
-            try:
-                data = Path(name).read_bytes()
-            except OSError as exc:
-                line = {
-                    "file": name,
-                    "ok": False,
-                    "code": "INVALID_INPUT",
-                    "integrity": "unchecked",
-                    "message": str(exc),
-                }
-            else:
-                result = check_bundle(data)
-                line = {
-                    "file": name,
-                    "ok": result.ok,
-                    "code": result.code,
-                    "integrity": result.integrity,
-                    "message": result.message,
-                }
-            all_ok = all_ok and line["ok"]
-            if as_json:
-                self.stdout.write(json.dumps(line, ensure_ascii=False))
-            else:
-                status = "ok" if line["ok"] else f"FAILED {line['code']}"
-                self.stdout.write(
-                    f"{name}: {status} (integrity {line['integrity']}) {line['message'] or ''}".rstrip()
-                )
-        if not all_ok:
+        # The same lines as workbench-verify (manage.py hands plain `bundle check` to it
+        # before Django starts; this path serves call_command and Django-only options).
+        if not check_files(files, as_json=as_json, write=self.stdout.write):
             sys.exit(1)
 
     def _import(self, files: list[str], slug: str, *, as_new_id: bool) -> None:

@@ -21,6 +21,12 @@ class Command(BaseCommand):
             "--header", action="append", default=[], help="extra header NAME=VALUE (repeatable)"
         )
         parser.add_argument("--timeout", type=float, default=10.0)
+        parser.add_argument(
+            "--semconv",
+            choices=("reference", "current"),
+            default="reference",
+            help="span attributes: the reference's mapping (default) or GenAI semantic conventions 1.42",
+        )
 
     def handle(self, *args, **options) -> None:
         try:  # operator tool: every workspace
@@ -42,6 +48,7 @@ class Command(BaseCommand):
                 endpoint=options["endpoint"],
                 headers=headers or None,
                 timeout=options["timeout"],
+                semconv=options["semconv"],
             )
         except OtlpExportError as exc:
             raise CommandError(f"STORAGE_UNAVAILABLE: {exc}") from exc

@@ -1,0 +1,223 @@
+"""The MCP endpoint mounted in the project's ASGI application at /api/mcp.
+
+* Stateless Streamable HTTP (``stateless_http=True``, JSON responses): no session lives in a
+  process, so any daphne/uvicorn process behind a proxy answers any request. Protocol
+  2026-07-28 requests are single exchanges anyway; 2025-06-18 and 2025-11-25 clients still
+  send ``initialize`` and get no session id. Sealed request state (the "input required"
+  round trips) uses keys derived from ``SECRET_KEY``, so another process can open it.
+* Authentication happens once per HTTP request, here: a bearer token is checked like the REST
+  API's (``accounts.tokens``), its principal is put in the ASGI scope for the tools, and the
+  rate limits of ``accounts.ratelimit`` are counted (per token and per workspace; anonymous
+  callers per client address). An invalid token is a 401; over the limit a 429 with
+  ``Retry-After``. No token is fine: ``tools/list`` is public and the tools refuse themselves.
+* The SDK's session manager needs a running task group. Under uvicorn it is started by the
+  ASGI lifespan; daphne has no lifespan, so it starts lazily on the first request and stops
+  before the reactor shuts down (else daphne would hang on SIGTERM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+
+import orjson
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+logger = logging.getLogger("workbench.mcp")
+
+MCP_PATH = "/api/mcp"
+
+
+def _transport_security():
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = list(settings.ALLOWED_HOSTS)
+    if "*" in hosts or not hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    allowed_hosts, allowed_origins = [], []
+    for host in hosts:
+        host = host.lstrip(".")  # Django's ".example.com" (subdomains) is matched exactly here
+        allowed_hosts += [host, f"{host}:*"]
+        allowed_origins += [f"http://{host}", f"https://{host}", f"http://{host}:*", f"https://{host}:*"]
+    allowed_origins += list(getattr(settings, "CSRF_TRUSTED_ORIGINS", []))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+    )
+
+
+def _json_error(status: int, code: int, message: str, data: dict | None = None) -> bytes:
+    error = {"code": code, "message": message}
+    if data:
+        error["data"] = data
+    return orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+
+
+async def _send_json(send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _bearer(scope) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            text = value.decode("latin-1").strip()
+            scheme, _, token = text.partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else ""
+    return None
+
+
+def _authenticate(raw: str):
+    from django.db import close_old_connections
+
+    from accounts.principals import principal_for_token
+    from accounts.tokens import authenticate_token
+
+    close_old_connections()
+    token = authenticate_token(raw)
+    return principal_for_token(token) if token is not None else None
+
+
+def _admit(principal, client: str):
+    from accounts.ratelimit import check_request, hit
+
+    if principal is not None:
+        check_request(
+            workspace_id=principal.workspace.pk,
+            credential=principal.credential,
+            credential_limit=principal.rate_limit,
+        )
+        return None
+    decision = hit(f"mcp-anon:{client}", limit=int(settings.WORKBENCH_RATE_LIMIT_PER_MINUTE))
+    return decision
+
+
+class McpEndpoint:
+    """One per process: the SDK app, its session manager's lifetime, and the auth/rate-limit gate."""
+
+    def __init__(self) -> None:
+        self._app = None
+        self._manager = None
+        self._task: asyncio.Task | None = None
+        self._stop: asyncio.Event | None = None
+        self._started: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self._reactor_hooked = False
+
+    def _build(self) -> None:
+        from runs.mcp.server import get_server
+
+        server = get_server()
+        self._app = server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            max_request_body_size=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE),
+            transport_security=_transport_security(),
+        )
+        self._manager = server.session_manager
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._task is not None and not self._task.done():
+                return
+            if self._app is None or self._task is not None:  # a manager runs once: rebuild after a stop
+                self._build()
+            self._stop = asyncio.Event()
+            self._started = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._serve(), name="mcp-session-manager")
+            self._hook_reactor()
+        await self._started.wait()
+
+    async def _serve(self) -> None:
+        assert self._manager is not None and self._stop is not None and self._started is not None
+        try:
+            async with self._manager.run():
+                self._started.set()
+                await self._stop.wait()
+        finally:
+            self._started.set()
+
+    async def stop(self) -> None:
+        task = self._task
+        if task is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(task, timeout=5)
+        self._task = None
+
+    def _hook_reactor(self) -> None:
+        """Under daphne (Twisted's asyncio reactor) stop the manager before the reactor shuts down."""
+        if self._reactor_hooked or "twisted.internet.reactor" not in sys.modules:
+            return
+        from twisted.internet import defer, reactor
+
+        def before_shutdown():
+            return defer.Deferred.fromFuture(asyncio.ensure_future(self.stop()))
+
+        reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)
+        self._reactor_hooked = True
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def __call__(self, scope, receive, send) -> None:
+        if self._task is None or self._task.done():
+            await self.start()
+        raw = _bearer(scope)
+        principal = None
+        if raw is not None:
+            principal = await sync_to_async(_authenticate, thread_sensitive=True)(raw) if raw else None
+            if principal is None:
+                await _send_json(
+                    send,
+                    401,
+                    _json_error(401, -32001, "UNAUTHENTICATED: invalid, expired or revoked token"),
+                    [(b"www-authenticate", b'Bearer realm="workbench", error="invalid_token"')],
+                )
+                return
+        from accounts.ratelimit import RateLimited
+
+        client = (scope.get("client") or ("?", 0))[0]
+        try:
+            anon = await sync_to_async(_admit, thread_sensitive=True)(principal, client)
+        except RateLimited as exc:
+            await self._too_many(send, exc.decision)
+            return
+        if anon is not None and not anon.allowed:
+            await self._too_many(send, anon)
+            return
+        scope = dict(scope)
+        scope["workbench.principal"] = principal
+        assert self._app is not None
+        await self._app(scope, receive, send)
+
+    @staticmethod
+    async def _too_many(send, decision) -> None:
+        await _send_json(
+            send,
+            429,
+            _json_error(429, -32002, f"RATE_LIMITED: {decision.limit} requests per window exceeded"),
+            [(b"retry-after", str(decision.retry_after).encode())],
+        )
+
+
+endpoint = McpEndpoint()
+endpoint._build()  # at import (server start), not on the first request
+
+
+def is_mcp_path(path: str) -> bool:
+    return path == MCP_PATH or path == MCP_PATH + "/"

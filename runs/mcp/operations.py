@@ -1,0 +1,383 @@
+"""What each MCP tool does, as plain synchronous functions over a caller's principal.
+
+The MCP adapter (runs/mcp/server.py) only parses arguments, runs these in a worker thread and
+shapes the result. Rights are checked here the same way the REST handlers check them (the
+principal's scopes), reads go through the workspace-scoped selectors and every write through
+runs.actions. A run of another workspace is reported exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accounts.models import Scope
+from accounts.principals import NotPermitted, Principal
+from runs import actions
+from runs.bundles import build_bundle
+from runs.engine import commands as cmd
+from runs.engine.fold import CHECKPOINT_CORRELATION_PREFIX
+from runs.engine.state import RunState
+from runs.models import Event, Run, loads
+from runs.protocol.bundle import check_bundle
+from runs.protocol.canonical import canonical_bytes
+from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.selectors import RunNotFound, get_run
+
+MAX_LIST = 500
+UNAUTHENTICATED = "UNAUTHENTICATED"
+FORBIDDEN = "FORBIDDEN"
+
+
+class Refused(Exception):
+    """A tool call that cannot be honoured; nothing was changed. Shown to the client as ``CODE: message``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def _caller(principal: Principal | None, *scopes: str) -> Principal:
+    if principal is None:
+        raise Refused(
+            UNAUTHENTICATED, "this tool needs a workspace token: send Authorization: Bearer <token>"
+        )
+    try:
+        principal.require(*scopes)
+    except NotPermitted as exc:
+        raise Refused(FORBIDDEN, str(exc)) from None
+    return principal
+
+
+def _run(principal: Principal, run_id: str) -> Run:
+    try:
+        return get_run(principal.workspace, run_id)
+    except RunNotFound:
+        raise Refused(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}") from None
+
+
+def _write(fn, **kwargs) -> actions.AppendResult | Run:
+    try:
+        return fn(**kwargs)
+    except actions.ActionError as exc:
+        where = f" (at {exc.path})" if exc.path else ""
+        raise Refused(exc.code, exc.message + where) from None
+    except RunNotFound:
+        raise Refused(ErrorCode.UNKNOWN_RUN, f"no run {kwargs.get('run_id')!r}") from None
+    except ProtocolError as exc:
+        raise Refused(exc.code, exc.message) from None
+
+
+def run_id_of(run: Run) -> str:
+    return run.run_doc["id"]
+
+
+def write_result(run: Run, seqs: list[int], *, created: bool = False) -> dict[str, Any]:
+    return {
+        "runId": run_id_of(run),
+        "revision": run.revision,
+        "status": run.status,
+        "lastSeq": run.last_seq,
+        "seqs": seqs,
+        "created": created,
+    }
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    doc = run.run_doc
+    out = {
+        "id": run_id_of(run),
+        "workflowId": run.workflow_id,
+        "title": run.title,
+        "status": run.status,
+        "startedAt": doc.get("startedAt"),
+        "revision": run.revision,
+        "lastSeq": run.last_seq,
+        "pendingGates": run.pending_gates,
+    }
+    if doc.get("endedAt"):
+        out["endedAt"] = doc["endedAt"]
+    if doc.get("tags") is not None:
+        out["tags"] = doc["tags"]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Reads
+
+
+def list_runs(principal: Principal | None, *, limit: int = 100, status: str | None = None) -> dict:
+    caller = _caller(principal, Scope.READ)
+    limit = min(max(int(limit), 1), MAX_LIST)
+    qs = Run.objects.for_workspace(caller.workspace)
+    if status:
+        qs = qs.filter(status=status)
+    return {"runs": [run_summary(run) for run in qs[:limit]]}
+
+
+def get_run_detail(principal: Principal | None, *, run_id: str) -> dict:
+    caller = _caller(principal, Scope.READ)
+    run = _run(caller, run_id)
+    state = RunState.from_json(loads(run.state))
+    return {
+        **run_summary(run),
+        "run": run.run_doc,
+        "stepStatus": dict(state.step_status),
+        "gates": state.pending_gates(),
+        "artifacts": {key: len(versions) for key, versions in _artifact_versions(run).items()},
+        "totals": {
+            "modelCalls": run.model_calls,
+            "totalTokens": run.total_tokens,
+            "cost": dict(run.cost_totals or {}),
+        },
+    }
+
+
+def _artifact_versions(run: Run) -> dict[str, list[int]]:
+    from runs.models import ArtifactVersion
+
+    out: dict[str, list[int]] = {}
+    for key, version in ArtifactVersion.objects.filter(run=run).order_by("id").values_list("key", "version"):
+        out.setdefault(key, []).append(version)
+    return out
+
+
+def export_bundle(principal: Principal | None, *, run_id: str) -> tuple[bytes, dict]:
+    """The run's signed bundle: its canonical bytes and the parsed document."""
+    caller = _caller(principal, Scope.READ)
+    run = _run(caller, run_id)
+    bundle = build_bundle(run)
+    return canonical_bytes(bundle), bundle
+
+
+def verify_run_integrity(principal: Principal | None, *, run_id: str) -> dict:
+    """Export the stored run and verify the export as any other implementation would."""
+    data, bundle = export_bundle(principal, run_id=run_id)
+    result = check_bundle(data)
+    return {
+        "runId": run_id,
+        "ok": bool(result.ok),
+        "integrity": str(result.integrity),
+        "sha256": bundle["integrity"]["sha256"],
+        "code": result.code,
+        "message": result.message,
+        "events": len(bundle["trace"]),
+        "bytes": len(data),
+    }
+
+
+def validate_run_bundle(principal: Principal | None, *, bundle: Any) -> dict:
+    """Check a bundle (a JSON object, or its text exactly as received) without storing anything."""
+    _caller(principal, Scope.READ)
+    data = bundle.encode() if isinstance(bundle, str) else canonical_or_refuse(bundle)
+    result = check_bundle(data)
+    parsed = result.bundle or {}
+    integrity = parsed.get("integrity") if isinstance(parsed, dict) else None
+    return {
+        "ok": bool(result.ok),
+        "code": result.code,
+        "integrity": str(result.integrity),
+        "message": result.message,
+        "sha256": integrity.get("sha256") if isinstance(integrity, dict) else None,
+        "migrated": bool(result.migrated),
+    }
+
+
+def canonical_or_refuse(value: Any) -> bytes:
+    try:
+        return canonical_bytes(value)
+    except ProtocolError as exc:
+        raise Refused(exc.code, exc.message) from None
+    except (TypeError, ValueError) as exc:
+        raise Refused(ErrorCode.INVALID_JSON, str(exc)) from None
+
+
+# --------------------------------------------------------------------------------------------
+# Writes (through runs.actions only)
+
+
+def start_run(
+    principal: Principal | None,
+    *,
+    workflow: dict,
+    run_id: str | None = None,
+    subject: dict | None = None,
+    metadata: dict | None = None,
+    tags: list[str] | None = None,
+) -> dict:
+    caller = _caller(principal, Scope.WRITE)
+    run = _write(
+        actions.do_start_run,
+        workspace=caller.workspace,
+        workflow=workflow,
+        actor=caller.actor,
+        run_id=run_id,
+        subject=subject,
+        metadata=metadata,
+        tags=tags,
+    )
+    return write_result(run, [], created=True)
+
+
+def _command(caller: Principal, run_id: str, command: Any) -> dict:
+    result = _write(
+        actions.do_command, workspace=caller.workspace, run_id=run_id, command=command, actor=caller.actor
+    )
+    return write_result(result.run, result.seqs)
+
+
+def resolve_gate(
+    principal: Principal | None,
+    *,
+    run_id: str,
+    step_id: str,
+    gate: str,
+    decision: str,
+    note: str | None = None,
+    checkpoint: str | None = None,
+) -> dict:
+    caller = _caller(principal, Scope.REVIEW)
+    _run(caller, run_id)
+    command = cmd.ResolveGate(step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint)
+    return _command(caller, run_id, command)
+
+
+def write_artifact(
+    principal: Principal | None,
+    *,
+    run_id: str,
+    artifact_key: str,
+    type_id: str,
+    data: Any,
+    step_id: str | None = None,
+    idempotency_key: str | None = None,
+) -> dict:
+    caller = _caller(principal, Scope.WRITE, Scope.REVIEW)
+    _run(caller, run_id)
+    options: dict[str, Any] = {}
+    if step_id is not None:
+        options["step_id"] = step_id
+    if idempotency_key is not None:
+        options["idempotency_key"] = idempotency_key
+    command = cmd.WriteArtifact(key=artifact_key, type_id=type_id, data=data, **options)
+    return _command(caller, run_id, command)
+
+
+def fork_run(
+    principal: Principal | None,
+    *,
+    run_id: str,
+    from_seq: int | None = None,
+    from_step_id: str | None = None,
+    new_run_id: str | None = None,
+) -> dict:
+    """Branch a run (as it was at ``from_seq`` when given) into a new run of the same workspace."""
+    caller = _caller(principal, Scope.WRITE)
+    _run(caller, run_id)
+    child = _write(
+        actions.do_fork,
+        workspace=caller.workspace,
+        parent_run_id=run_id,
+        actor=caller.actor,
+        from_seq=from_seq,
+        from_step_id=from_step_id,
+        new_run_id=new_run_id,
+    )
+    return {**write_result(child, list(range(1, child.last_seq + 1)), created=True), "parentRunId": run_id}
+
+
+# --------------------------------------------------------------------------------------------
+# A human decision requested by an agent
+
+
+def request_decision(
+    principal: Principal | None,
+    *,
+    run_id: str,
+    step_id: str,
+    gate: str = "CHECKPOINT",
+    checkpoint: str | None = None,
+    reason: str | None = None,
+    ticket: int | None = None,
+) -> dict:
+    """Ask a reviewer to decide at a gate; say whether they have.
+
+    The first call (no ``ticket``) appends ``human_gate_requested`` (once: a gate already
+    waiting is not requested twice) and answers ``pending`` with the ticket, the seq of that
+    request. Later calls with the ticket answer ``pending`` until a reviewer has resolved the
+    gate in the browser (or through REST/MCP), then ``decided`` with the decision and note.
+    """
+    caller = _caller(principal, Scope.WRITE)
+    run = _run(caller, run_id)
+    if gate == "CHECKPOINT" and not checkpoint:
+        checkpoint = "agent-decision"
+    if gate != "CHECKPOINT":
+        checkpoint = None
+    if ticket is None:
+        result = _write(
+            actions.do_command,
+            workspace=caller.workspace,
+            run_id=run_id,
+            command=cmd.RequestGate(step_id=step_id, gate=gate, reason=reason, checkpoint=checkpoint),
+            actor=caller.actor,
+        )
+        run = result.run
+        ticket = _request_seq(run, result, step_id, gate, checkpoint)
+    return decision_status(run, step_id=step_id, gate=gate, checkpoint=checkpoint, ticket=ticket)
+
+
+def _request_seq(
+    run: Run, result: actions.AppendResult, step_id: str, gate: str, checkpoint: str | None
+) -> int:
+    """The seq of the request event that opened this gate (just appended, or appended earlier)."""
+    for offset, event in enumerate(result.events):
+        if event["type"] == "human_gate_requested":
+            return result.first_seq + offset
+    corr = f"{CHECKPOINT_CORRELATION_PREFIX}{checkpoint}" if checkpoint else ""
+    for seq, body in (
+        Event.objects.filter(run=run, type="human_gate_requested", step_id=step_id, correlation_id=corr)
+        .order_by("-seq")
+        .values_list("seq", "body")
+    ):
+        if loads(body).get("gate") == gate:
+            return seq
+    raise Refused(ErrorCode.INVALID_STATE_TRANSITION, f'no gate {gate} was requested on step "{step_id}"')
+
+
+def decision_status(run: Run, *, step_id: str, gate: str, checkpoint: str | None, ticket: int) -> dict:
+    if ticket < 1 or ticket > run.last_seq:
+        raise Refused(ErrorCode.INVALID_INPUT, f"ticket {ticket} does not name a request of this run")
+    corr = f"{CHECKPOINT_CORRELATION_PREFIX}{checkpoint}" if checkpoint else ""
+    base = {
+        "runId": run_id_of(run),
+        "stepId": step_id,
+        "gate": gate,
+        "checkpoint": checkpoint,
+        "ticket": ticket,
+    }
+    rows = Event.objects.filter(run=run, seq__gt=ticket, type="human_gate_resolved", step_id=step_id)
+    if checkpoint:
+        rows = rows.filter(correlation_id=corr)
+    for seq, body, actor in rows.order_by("seq").values_list("seq", "body", "actor"):
+        event = loads(body)
+        if event.get("gate") != gate:
+            continue
+        note = event.get("note")
+        if checkpoint:  # the resolution's note names the checkpoint; the reviewer's note follows it
+            note = None
+            follow = Event.objects.filter(
+                run=run, seq=seq + 1, type="annotation", correlation_id=corr
+            ).first()
+            if follow is not None and "gate-note" in (loads(follow.body).get("tags") or []):
+                note = loads(follow.body).get("text")
+        return {
+            **base,
+            "status": "decided",
+            "decision": event["decision"],
+            "note": note,
+            "decidedBy": actor or None,
+            "decidedAtSeq": seq,
+        }
+    if run.status != "running":
+        return {**base, "status": "closed", "decision": None, "note": f"the run is {run.status}"}
+    return {**base, "status": "pending", "decision": None, "note": None}

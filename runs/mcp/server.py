@@ -1,0 +1,435 @@
+"""The MCP server: tools and ``runs://`` resources over the official SDK (``mcp.server.MCPServer``).
+
+Thin adapter: each tool reads its arguments, takes the caller's principal from the HTTP request
+(authenticated once per request by :mod:`runs.mcp.asgi`), runs the matching function of
+:mod:`runs.mcp.operations` in a worker thread and returns its structured result. A refusal
+(no token, missing scope, unknown or foreign run, invalid input) is a tool error ``CODE: message``
+with nothing changed.
+
+``tools/list`` is public. Resources are listed and read per workspace: without a token the list
+is empty, and a run of another workspace reads exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+from typing import Annotated, Any, Literal
+from urllib.parse import quote, unquote
+
+import orjson
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.request_state import RequestStateSecurity
+from mcp_types import InputRequiredResult, ListResourcesResult, ToolAnnotations
+from mcp_types import Resource as MCPResource
+from pydantic import BaseModel, Field
+
+from accounts.principals import Principal
+from runs.mcp import operations as ops
+from runs.mcp.versions import SERVER_DESCRIPTION, SERVER_NAME, SERVER_TITLE, server_version
+
+PRINCIPAL_SCOPE_KEY = "workbench.principal"
+RESOURCE_PREFIX = "runs://"
+MODERN = "2026-07-28"
+
+
+# --------------------------------------------------------------------------------------------
+# The caller
+
+
+def principal_of(ctx: Context) -> Principal | None:
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None) or {}
+    return scope.get(PRINCIPAL_SCOPE_KEY)
+
+
+def _state_principal(ctx: Any) -> str | None:
+    """Binds sealed request state to the token that obtained it (another caller cannot replay it)."""
+    request = getattr(ctx, "request", None)
+    principal = (getattr(request, "scope", None) or {}).get(PRINCIPAL_SCOPE_KEY)
+    return None if principal is None else f"{principal.workspace.pk}:{principal.actor}"
+
+
+def _state_keys() -> list[bytes]:
+    """Request-state keys shared by every process (derived from SECRET_KEY): stateless across processes."""
+    return [hmac.new(settings.SECRET_KEY.encode(), b"workbench/mcp/request-state", hashlib.sha256).digest()]
+
+
+async def _call(ctx: Context, fn, /, **kwargs) -> Any:
+    principal = principal_of(ctx)
+    try:
+        return await sync_to_async(_in_thread, thread_sensitive=True)(fn, principal, kwargs)
+    except ops.Refused as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _in_thread(fn, principal, kwargs):
+    from django.db import close_old_connections
+
+    close_old_connections()
+    return fn(principal, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Structured outputs
+
+
+class RunSummary(BaseModel):
+    id: str
+    workflowId: str
+    title: str
+    status: str
+    startedAt: str | None = None
+    endedAt: str | None = None
+    tags: list[str] | None = None
+    revision: int
+    lastSeq: int
+    pendingGates: int
+
+
+class RunList(BaseModel):
+    runs: list[RunSummary]
+
+
+class RunDetail(RunSummary):
+    run: dict[str, Any] = Field(description="The protocol RunInstance.")
+    stepStatus: dict[str, str]
+    gates: list[dict[str, Any]] = Field(description="Gates a reviewer can decide now.")
+    artifacts: dict[str, int] = Field(description="Artifact key -> number of versions.")
+    totals: dict[str, Any]
+
+
+class WriteResult(BaseModel):
+    runId: str
+    revision: int
+    status: str
+    lastSeq: int
+    seqs: list[int]
+    created: bool = False
+
+
+class ForkResult(WriteResult):
+    parentRunId: str
+
+
+class IntegrityResult(BaseModel):
+    runId: str
+    ok: bool
+    integrity: str
+    sha256: str
+    code: str | None = None
+    message: str | None = None
+    events: int
+    bytes: int
+
+
+class ValidationResult(BaseModel):
+    ok: bool
+    code: str | None = None
+    integrity: str
+    message: str | None = None
+    sha256: str | None = None
+    migrated: bool = False
+
+
+class ExportedBundle(BaseModel):
+    runId: str
+    sha256: str
+    uri: str = Field(description="The same bundle as a resource.")
+    bundle: str = Field(description="The signed bundle: RFC 8785 canonical JSON, verifiable as is.")
+
+
+class Decision(BaseModel):
+    runId: str
+    stepId: str
+    gate: str
+    checkpoint: str | None = None
+    ticket: int = Field(description="Seq of the request event; pass it back to ask again.")
+    status: Literal["pending", "decided", "closed"]
+    decision: str | None = None
+    note: str | None = None
+    decidedBy: str | None = None
+    decidedAtSeq: int | None = None
+
+
+RunId = Annotated[str, Field(min_length=1, max_length=200, description="A run id of your workspace.")]
+StepId = Annotated[str, Field(min_length=1, max_length=200, description="A step id of the run's workflow.")]
+GateName = Literal["PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT"]
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+
+
+# --------------------------------------------------------------------------------------------
+# The server
+
+
+class WorkbenchMCPServer(MCPServer):
+    """MCPServer whose resource list depends on the caller (the runs of the token's workspace)."""
+
+    async def _handle_list_resources(self, ctx, params) -> ListResourcesResult:
+        request = ctx.request
+        principal = (getattr(request, "scope", None) or {}).get(PRINCIPAL_SCOPE_KEY)
+        if principal is None or not principal.has_scope("read"):
+            return ListResourcesResult(resources=[])
+        listed = await sync_to_async(_in_thread, thread_sensitive=True)(
+            ops.list_runs, principal, {"limit": 500}
+        )
+        return ListResourcesResult(
+            resources=[
+                MCPResource(
+                    uri=resource_uri(run["id"]),
+                    name=run["id"],
+                    title=f"{run['title']} ({run['status']})",
+                    description=f"Signed bundle of run {run['id']} (workflow {run['workflowId']}).",
+                    mime_type="application/json",
+                )
+                for run in listed["runs"]
+            ]
+        )
+
+
+def resource_uri(run_id: str) -> str:
+    return RESOURCE_PREFIX + quote(run_id, safe="")
+
+
+# Scope each tool needs (for the discovery files; the check itself is in runs.mcp.operations).
+TOOL_SCOPES: dict[str, str] = {
+    "list_runs": "read",
+    "get_run": "read",
+    "verify_run_integrity": "read",
+    "validate_run_bundle": "read",
+    "start_run": "write",
+    "resolve_gate": "review",
+    "write_artifact": "write or review",
+    "export_bundle": "read",
+    "request_decision": "write",
+    "fork_run": "write",
+}
+
+
+def build_server() -> WorkbenchMCPServer:
+    mcp = WorkbenchMCPServer(
+        name=SERVER_NAME,
+        title=SERVER_TITLE,
+        description=SERVER_DESCRIPTION,
+        version=server_version(),
+        instructions=(
+            "Workbench records runs of LLM workflows. Authenticate with a workspace token "
+            "(Authorization: Bearer wbt_...). Read with list_runs/get_run, verify with "
+            "verify_run_integrity, export signed bundles with export_bundle or the runs:// resources; "
+            "write with start_run, write_artifact, resolve_gate. Ask a human with request_decision."
+        ),
+        log_level="WARNING",
+        request_state_security=RequestStateSecurity(keys=_state_keys(), bind_principal=_state_principal),
+        subscriptions=False,
+    )
+
+    @mcp.tool(title="List runs", annotations=READ_ONLY)
+    async def list_runs(
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=ops.MAX_LIST, description="How many, newest first.")] = 100,
+        status: Literal["running", "completed", "failed", "cancelled"] | None = None,
+    ) -> RunList:
+        """List the runs of your workspace, newest first."""
+        return RunList(**await _call(ctx, ops.list_runs, limit=limit, status=status))
+
+    @mcp.tool(title="Get a run", annotations=READ_ONLY)
+    async def get_run(ctx: Context, runId: RunId) -> RunDetail:
+        """A run's document, status, step status, open gates, artifacts and totals."""
+        return RunDetail(**await _call(ctx, ops.get_run_detail, run_id=runId))
+
+    @mcp.tool(title="Verify a run's integrity", annotations=READ_ONLY)
+    async def verify_run_integrity(ctx: Context, runId: RunId) -> IntegrityResult:
+        """Export the run as a signed bundle and verify it (canonical JSON + SHA-256) as any verifier would."""
+        return IntegrityResult(**await _call(ctx, ops.verify_run_integrity, run_id=runId))
+
+    @mcp.tool(title="Validate a run bundle", annotations=READ_ONLY)
+    async def validate_run_bundle(
+        ctx: Context,
+        bundle: Annotated[
+            dict[str, Any] | str,
+            Field(description="A RunBundle: its JSON text exactly as received (hashed as is), or an object."),
+        ],
+    ) -> ValidationResult:
+        """Check a bundle (schema, structure, integrity) without storing it; failures carry an error code."""
+        return ValidationResult(**await _call(ctx, ops.validate_run_bundle, bundle=bundle))
+
+    @mcp.tool(title="Start a run", annotations=WRITES)
+    async def start_run(
+        ctx: Context,
+        workflow: Annotated[
+            dict[str, Any], Field(description="A WorkflowSpec: {id, version, steps, edges}.")
+        ],
+        runId: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        subject: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        tags: list[str] | None = None,
+    ) -> WriteResult:
+        """Start a run of a workflow in your workspace (needs the write scope)."""
+        result = await _call(
+            ctx, ops.start_run, workflow=workflow, run_id=runId, subject=subject, metadata=metadata, tags=tags
+        )
+        return WriteResult(**result)
+
+    @mcp.tool(title="Resolve a gate", annotations=WRITES)
+    async def resolve_gate(
+        ctx: Context,
+        runId: RunId,
+        stepId: StepId,
+        gate: GateName,
+        decision: Literal["approved", "rejected"],
+        note: Annotated[str | None, Field(max_length=10_000)] = None,
+        checkpoint: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+    ) -> WriteResult:
+        """Approve or reject a gate of a run (needs the review scope)."""
+        result = await _call(
+            ctx,
+            ops.resolve_gate,
+            run_id=runId,
+            step_id=stepId,
+            gate=gate,
+            decision=decision,
+            note=note,
+            checkpoint=checkpoint,
+        )
+        return WriteResult(**result)
+
+    @mcp.tool(title="Write an artifact", annotations=WRITES)
+    async def write_artifact(
+        ctx: Context,
+        runId: RunId,
+        artifactKey: Annotated[str, Field(min_length=1, max_length=300)],
+        typeId: Annotated[
+            str, Field(min_length=1, max_length=200, description="Schema id of the artifact type.")
+        ],
+        data: Annotated[Any, Field(description="The artifact's JSON value (validated against its schema).")],
+        stepId: StepId | None = None,
+        idempotencyKey: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+    ) -> WriteResult:
+        """Write a new version of an artifact (needs the write or review scope)."""
+        result = await _call(
+            ctx,
+            ops.write_artifact,
+            run_id=runId,
+            artifact_key=artifactKey,
+            type_id=typeId,
+            data=data,
+            step_id=stepId,
+            idempotency_key=idempotencyKey,
+        )
+        return WriteResult(**result)
+
+    @mcp.tool(title="Export a signed bundle", annotations=READ_ONLY)
+    async def export_bundle(ctx: Context, runId: RunId) -> ExportedBundle:
+        """The run as a tamper-evident RunBundle (canonical JSON with engine snapshot and integrity.sha256)."""
+        data, bundle = await _call(ctx, ops.export_bundle, run_id=runId)
+        return ExportedBundle(
+            runId=runId, sha256=bundle["integrity"]["sha256"], uri=resource_uri(runId), bundle=data.decode()
+        )
+
+    @mcp.tool(title="Fork a run", annotations=WRITES)
+    async def fork_run(
+        ctx: Context,
+        runId: RunId,
+        fromSeq: Annotated[
+            int | None, Field(ge=0, description="Branch the run as it was after this seq.")
+        ] = None,
+        fromStepId: StepId | None = None,
+        newRunId: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+    ) -> ForkResult:
+        """Branch a run into a new one (latest artifacts, rules and subject carried over; needs write)."""
+        result = await _call(
+            ctx, ops.fork_run, run_id=runId, from_seq=fromSeq, from_step_id=fromStepId, new_run_id=newRunId
+        )
+        return ForkResult(**result)
+
+    @mcp.tool(
+        title="Ask a human for a decision",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def request_decision(
+        ctx: Context,
+        runId: RunId,
+        stepId: StepId,
+        gate: GateName = "CHECKPOINT",
+        checkpoint: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        reason: Annotated[
+            str | None, Field(max_length=10_000, description="What the reviewer should decide.")
+        ] = None,
+        ticket: Annotated[
+            int | None, Field(ge=1, description="From an earlier answer: ask about that request.")
+        ] = None,
+    ) -> Decision | InputRequiredResult:
+        """Request a reviewer's decision at a gate; the answer is pending until they decide in the browser.
+
+        Clients of protocol 2026-07-28 get "input required" (the client retries with the sealed
+        request state until the reviewer decides); older clients get status "pending" and a
+        ticket to pass back.
+        """
+        if ticket is None and ctx.request_state:
+            ticket = _ticket_from_state(ctx.request_state)
+        result = await _call(
+            ctx,
+            ops.request_decision,
+            run_id=runId,
+            step_id=stepId,
+            gate=gate,
+            checkpoint=checkpoint,
+            reason=reason,
+            ticket=ticket,
+        )
+        if result["status"] == "pending" and ctx.protocol_version == MODERN:
+            return InputRequiredResult(request_state=orjson.dumps({"ticket": result["ticket"]}).decode())
+        return Decision(**result)
+
+    @mcp.resource(
+        "runs://{runId}",
+        name="run-bundle",
+        title="Run bundle",
+        description="A run of your workspace as a signed protocol 1.0.0 bundle (canonical JSON).",
+        mime_type="application/json",
+    )
+    async def run_bundle(runId: str, ctx: Context) -> str:
+        try:
+            data, _bundle = await _call(ctx, ops.export_bundle, run_id=unquote(runId))
+        except ToolError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        return data.decode()
+
+    return mcp
+
+
+def _ticket_from_state(state: str) -> int | None:
+    try:
+        value = orjson.loads(state).get("ticket")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, int) and value >= 1 else None
+
+
+@functools.cache
+def get_server() -> WorkbenchMCPServer:
+    return build_server()
+
+
+def tool_catalog() -> list[dict[str, str]]:
+    """Name, scope and first line of the description of each registered tool (for discovery)."""
+    tools = get_server()._tool_manager.list_tools()
+    return [
+        {
+            "name": tool.name,
+            "scope": TOOL_SCOPES.get(tool.name, "read"),
+            "description": (tool.description or "").strip().splitlines()[0],
+        }
+        for tool in tools
+    ]

@@ -1,0 +1,315 @@
+"""Acceptance: the official MCP SDK client against a real daphne process serving /api/mcp.
+
+One daphne subprocess (SQLite file database) for the module. Clients of protocol 2026-07-28
+(``mode="auto"``: server/discover, stateless core) and of 2025-11-25 (``mode="legacy"``:
+initialize handshake) drive the same tools; a 2025-06-18 client is spoken to in raw JSON-RPC.
+Owner, read-only and outsider tokens (another workspace) and no token at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from tests.conftest import LINEAR_WORKFLOW
+from tests.live.cluster import Cluster
+
+pytest.importorskip("mcp")
+
+import httpx2  # noqa: E402
+from mcp.client.client import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp_types import InputRequiredResult  # noqa: E402
+
+REQUIRED_TOOLS = {
+    "list_runs",
+    "get_run",
+    "verify_run_integrity",
+    "validate_run_bundle",
+    "start_run",
+    "resolve_gate",
+    "write_artifact",
+    "export_bundle",
+}
+MUTATING = {
+    "start_run": {"workflow": LINEAR_WORKFLOW},
+    "resolve_gate": {"runId": "run_mcp", "stepId": "review", "gate": "PAUSE_BEFORE", "decision": "approved"},
+    "write_artifact": {"runId": "run_mcp", "artifactKey": "notes", "typeId": "any", "data": {"a": 1}},
+    "request_decision": {"runId": "run_mcp", "stepId": "parse"},
+    "fork_run": {"runId": "run_mcp"},
+}
+
+TOKENS = r"""
+from accounts.tokens import create_token
+from runs.workspaces import get_or_create_workspace
+acme = get_or_create_workspace("acme", name="Acme")
+globex = get_or_create_workspace("globex", name="Globex")
+print("READ " + create_token(workspace=acme, name="ro", scopes=["read"]).secret)
+print("OUTSIDER " + create_token(workspace=globex, name="other", scopes=["read", "write", "review"]).secret)
+"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with Cluster(database="sqlite", servers=1) as cluster:
+        seed = cluster.seed(workflow=LINEAR_WORKFLOW, run_id="run_mcp")
+        lines = dict(line.split(" ", 1) for line in cluster.python(TOKENS).splitlines() if " " in line)
+        yield {
+            "cluster": cluster,
+            "url": cluster.url(0, "/api/mcp"),
+            "owner": seed["token"],
+            "read": lines["READ"],
+            "outsider": lines["OUTSIDER"],
+        }
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def client(url: str, token: str | None, mode: str) -> Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=60)
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
+
+
+def error_text(result) -> str:
+    assert result.is_error, result
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+@pytest.mark.parametrize("mode, version", [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_tools_listed_without_a_token(server, mode, version):
+    async def scenario():
+        async with client(server["url"], None, mode) as c:
+            assert c.protocol_version == version
+            tools = {tool.name: tool for tool in (await c.list_tools()).tools}
+            assert REQUIRED_TOOLS <= set(tools)
+            assert {"request_decision", "fork_run"} <= set(tools)
+            for tool in tools.values():
+                assert tool.input_schema["type"] == "object"
+                assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+            # Reading needs a token: refused, and no resources are listed.
+            assert "UNAUTHENTICATED" in error_text(await c.call_tool("list_runs", {}))
+            assert (await c.list_resources()).resources == []
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_owner_reads_runs_and_bundles(server, mode):
+    async def scenario():
+        async with client(server["url"], server["owner"], mode) as c:
+            listed = await c.call_tool("list_runs", {})
+            assert not listed.is_error
+            assert [r["id"] for r in listed.structured_content["runs"]] == ["run_mcp"]
+            detail = (await c.call_tool("get_run", {"runId": "run_mcp"})).structured_content
+            assert detail["run"]["workflowId"] == "wf-demo" and detail["stepStatus"]["parse"] == "pending"
+
+            resources = (await c.list_resources()).resources
+            assert [str(r.uri) for r in resources] == ["runs://run_mcp"]
+            text = (await c.read_resource("runs://run_mcp")).contents[0].text
+            bundle = json.loads(text)
+            assert bundle["run"]["id"] == "run_mcp" and len(bundle["integrity"]["sha256"]) == 64
+
+            verified = (await c.call_tool("verify_run_integrity", {"runId": "run_mcp"})).structured_content
+            assert verified["ok"] is True and verified["sha256"] == bundle["integrity"]["sha256"]
+            exported = (await c.call_tool("export_bundle", {"runId": "run_mcp"})).structured_content
+            assert exported["bundle"] == text  # the same canonical bytes as the resource
+
+            valid = (await c.call_tool("validate_run_bundle", {"bundle": text})).structured_content
+            assert valid["ok"] is True and valid["integrity"] == "valid"
+            tampered = text.replace('"wf-demo"', '"wf-demo2"', 1)
+            bad = (await c.call_tool("validate_run_bundle", {"bundle": tampered})).structured_content
+            assert bad["ok"] is False and bad["code"] in ("INTEGRITY_MISMATCH", "INVALID_RUN_BUNDLE")
+            broken = (await c.call_tool("validate_run_bundle", {"bundle": "{not json"})).structured_content
+            assert broken["code"] == "INVALID_JSON"
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_outsider_sees_nothing(server, mode):
+    async def scenario():
+        async with client(server["url"], server["outsider"], mode) as c:
+            assert (await c.call_tool("list_runs", {})).structured_content == {"runs": []}
+            assert (await c.list_resources()).resources == []
+            foreign = error_text(await c.call_tool("get_run", {"runId": "run_mcp"}))
+            missing = error_text(await c.call_tool("get_run", {"runId": "run_nope"}))
+            assert foreign.replace("run_mcp", "X") == missing.replace("run_nope", "X")
+            assert "UNKNOWN_RUN" in foreign
+            for tool in ("export_bundle", "verify_run_integrity"):
+                assert "UNKNOWN_RUN" in error_text(await c.call_tool(tool, {"runId": "run_mcp"}))
+            write = error_text(await c.call_tool("write_artifact", MUTATING["write_artifact"]))
+            assert "UNKNOWN_RUN" in write
+            with pytest.raises(Exception) as excinfo:
+                await c.read_resource("runs://run_mcp")
+            assert "UNKNOWN_RUN" in str(excinfo.value)
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_mutating_tools_need_a_write_scoped_token(server, mode):
+    async def scenario():
+        for token in (None, server["read"]):
+            async with client(server["url"], token, mode) as c:
+                for name, args in MUTATING.items():
+                    text = error_text(await c.call_tool(name, args))
+                    assert ("UNAUTHENTICATED" if token is None else "FORBIDDEN") in text, (name, text)
+        # Nothing was written by the refused calls.
+        async with client(server["url"], server["owner"], mode) as c:
+            listed = (await c.call_tool("list_runs", {})).structured_content["runs"]
+            assert [r["id"] for r in listed if r["workflowId"] == "wf-demo"][-1] == "run_mcp"
+            detail = (await c.call_tool("get_run", {"runId": "run_mcp"})).structured_content
+            assert detail["artifacts"] == {} or "notes" not in detail["artifacts"]
+
+    run(scenario())
+
+
+def test_owner_writes_through_the_actions(server):
+    async def scenario():
+        async with client(server["url"], server["owner"], "auto") as c:
+            started = await c.call_tool("start_run", {"workflow": LINEAR_WORKFLOW, "runId": "run_mcp_w"})
+            assert started.structured_content["created"] is True
+            again = error_text(
+                await c.call_tool("start_run", {"workflow": LINEAR_WORKFLOW, "runId": "run_mcp_w"})
+            )
+            assert "RUN_ID_COLLISION" in again
+            invalid = error_text(
+                await c.call_tool("start_run", {"workflow": {"id": "x", "version": 1, "steps": []}})
+            )
+            assert "INVALID_WORKFLOW" in invalid or "INVALID_INPUT" in invalid, invalid
+            resolved = await c.call_tool(
+                "resolve_gate",
+                {"runId": "run_mcp_w", "stepId": "review", "gate": "PAUSE_BEFORE", "decision": "approved"},
+            )
+            assert not resolved.is_error and resolved.structured_content["seqs"] == [1]
+            wrong = error_text(
+                await c.call_tool(
+                    "resolve_gate",
+                    {"runId": "run_mcp_w", "stepId": "nope", "gate": "PAUSE_BEFORE", "decision": "approved"},
+                )
+            )
+            assert "UNKNOWN_STEP" in wrong
+            forked = await c.call_tool(
+                "fork_run", {"runId": "run_mcp_w", "fromSeq": 0, "newRunId": "run_mcp_f"}
+            )
+            assert forked.structured_content["runId"] == "run_mcp_f", forked
+            assert forked.structured_content["parentRunId"] == "run_mcp_w"
+            detail = (await c.call_tool("get_run", {"runId": "run_mcp_f"})).structured_content
+            assert detail["run"]["context"]["parentRunId"] == "run_mcp_w"
+
+    run(scenario())
+    # The event written over MCP is in the REST view of the run, attributed to the token.
+    cluster, token = server["cluster"], server["owner"]
+    events = httpx.get(
+        cluster.url(0, "/api/runs/run_mcp_w/events"), headers={"Authorization": f"Bearer {token}"}, timeout=30
+    ).json()["events"]
+    assert [e["event"]["type"] for e in events] == ["human_gate_resolved"]
+
+
+def test_invalid_token_is_a_401(server):
+    response = httpx.post(
+        server["url"],
+        headers={"Authorization": "Bearer wbt_nope_nopenopenopenopenopenope", "Accept": "application/json"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        timeout=30,
+    )
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert "UNAUTHENTICATED" in response.json()["error"]["message"]
+
+
+def test_a_2025_06_18_client_in_raw_json_rpc(server):
+    headers = {
+        "Authorization": f"Bearer {server['owner']}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    with httpx.Client(timeout=30) as http:
+        init = http.post(
+            server["url"],
+            headers=headers,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "old", "version": "1"},
+                },
+            },
+        )
+        assert init.status_code == 200
+        assert init.json()["result"]["protocolVersion"] == "2025-06-18"
+        assert "mcp-session-id" not in init.headers  # stateless: nothing to stick to
+        headers["MCP-Protocol-Version"] = "2025-06-18"
+        call = http.post(
+            server["url"],
+            headers=headers,
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "list_runs", "arguments": {}},
+            },
+        ).json()["result"]
+        assert "run_mcp" in [r["id"] for r in call["structuredContent"]["runs"]]
+
+
+def test_an_agent_waits_for_a_human_decision(server):
+    """request_decision: "input required" (2026-07-28) / "pending" (2025-11-25) until a reviewer decides."""
+    cluster, token = server["cluster"], server["owner"]
+
+    async def ask():
+        async with client(server["url"], token, "auto") as c:
+            await c.call_tool("start_run", {"workflow": LINEAR_WORKFLOW, "runId": "run_mcp_ask"})
+            args = {"runId": "run_mcp_ask", "stepId": "parse", "reason": "is the profile right?"}
+            first = await c.session.call_tool("request_decision", args, allow_input_required=True)
+            assert isinstance(first, InputRequiredResult) and first.request_state
+            again = await c.session.call_tool(
+                "request_decision", args, request_state=first.request_state, allow_input_required=True
+            )
+            assert isinstance(again, InputRequiredResult)  # still nobody decided
+            return args, again.request_state
+
+    args, state = run(ask())
+
+    async def legacy_pending():
+        async with client(server["url"], token, "legacy") as c:
+            result = await c.call_tool("request_decision", {**args, "ticket": 1})
+            return result.structured_content
+
+    pending = run(legacy_pending())
+    assert pending["status"] == "pending" and pending["ticket"] == 1
+    # The reviewer decides (the REST door the gate panel shares: the same action).
+    resolved = httpx.post(
+        cluster.url(0, "/api/runs/run_mcp_ask/gates/resolve"),
+        headers={"Authorization": f"Bearer {token}"},
+        json={
+            "stepId": "parse",
+            "gate": "CHECKPOINT",
+            "checkpoint": "agent-decision",
+            "decision": "approved",
+            "note": "fine",
+        },
+        timeout=30,
+    )
+    assert resolved.status_code == 200, resolved.text
+
+    async def answer():
+        async with client(server["url"], token, "auto") as c:
+            done = await c.session.call_tool(
+                "request_decision", args, request_state=state, allow_input_required=True
+            )
+            assert not isinstance(done, InputRequiredResult)
+            return done.structured_content
+
+    decided = run(answer())
+    assert decided["status"] == "decided" and decided["decision"] == "approved" and decided["note"] == "fine"
+    assert decided["decidedBy"].startswith("token:")
