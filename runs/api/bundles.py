@@ -47,7 +47,7 @@ def export_bundle(request: HttpRequest, run_id: str):
     run = get_run(caller.workspace, run_id)
     response = HttpResponse(export_bundle_bytes(run), content_type="application/json")
     response["ETag"] = etag_for(run)
-    response["Content-Disposition"] = f'attachment; filename="{run.pk}.bundle.json"'
+    response["Content-Disposition"] = f'attachment; filename="{run.run_id}.bundle.json"'
     return response
 
 
