@@ -29,8 +29,9 @@ from playground.models import (
     SavedPrompt,
     WorkspacePlayground,
 )
-from runs.models import Event, Role
-from runs.web import current_workspace, get_run_for_user, has_role, require_role
+from runs.models import Event
+from runs.permissions import Action
+from runs.web import current_workspace, get_run_for_user, may, require_action
 
 MAX_BODY_NOTE = "The request is too large."
 
@@ -78,8 +79,8 @@ def _context(request: HttpRequest, **extra: Any) -> dict:
         "default_model": default.pk if default else None,
         "setup_problem": config.setup_problem(workspace),
         "operations": list(operations.OPERATIONS.values()),
-        "can_send": has_role(request, Role.REVIEWER),
-        "is_owner": has_role(request, Role.OWNER),
+        "can_send": may(request, Action.PLAYGROUND_SEND),
+        "is_owner": may(request, Action.MANAGE_PROVIDERS),
         "saved_prompts": SavedPrompt.objects.filter(workspace=workspace).order_by("name"),
     }
     ctx.update(extra)
@@ -252,7 +253,7 @@ def _after_send(workspace, session: c.Session, execution_id: Any) -> c.Session:
 def send(request: HttpRequest) -> JsonResponse:
     """Compose and store the execution(s); the provider call runs off the request path."""
     workspace = current_workspace(request)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "sending needs the reviewer role in this workspace", status=403)
     try:
         data = _json_body(request)
@@ -359,7 +360,7 @@ def state_with_context(ex: Execution) -> dict:
 def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
     """Stop: the provider call is dropped and the execution (and its run) end ``cancelled``."""
     ex = _get_execution(request, execution_id)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "stopping a call needs the reviewer role in this workspace", status=403)
     stopped = execute.cancel(ex, actor=f"user:{request.user.get_username()}")
     if not stopped:
@@ -373,7 +374,7 @@ def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> JsonRespon
     """Send a failed or stopped execution's exact request again, as a new execution."""
     workspace = current_workspace(request)
     ex = _get_execution(request, execution_id)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "sending needs the reviewer role in this workspace", status=403)
     if ex.status not in ("failed", "cancelled"):
         return _error(
@@ -466,7 +467,7 @@ def _rating_percent(data: dict) -> int | None:
 @require_POST
 def save_prompt(request: HttpRequest) -> JsonResponse:
     workspace = current_workspace(request)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "saving prompts needs the reviewer role", status=403)
     try:
         data = _json_body(request)
@@ -506,7 +507,7 @@ def save_prompt(request: HttpRequest) -> JsonResponse:
 def settings_page(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     if request.method == "POST":
-        require_role(request, Role.OWNER)
+        require_action(request, Action.MANAGE_PROVIDERS)
         action = request.POST.get("action", "")
         try:
             _apply_settings(workspace, action, request.POST)
@@ -531,7 +532,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "providers": providers,
             "models": models,
             "kinds": ProviderKind.choices,
-            "is_owner": has_role(request, Role.OWNER),
+            "is_owner": may(request, Action.MANAGE_PROVIDERS),
             "default_model": prefs.default_model_id if prefs else None,
             "setup_problem": config.setup_problem(workspace),
         },

@@ -53,6 +53,7 @@ from django.conf import settings
 
 from runs.live import metrics, publisher, run_group, workspace_group
 from runs.live_fragments import CSRF_PLACEHOLDER, RenderedUpdate
+from runs.permissions import Action, role_allows
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subsc
         membership = memberships.filter(workspace__slug=workspace_slug).first()
     if membership is None:
         membership = memberships.order_by("created_at", "pk").first()
-    if membership is None:
+    if membership is None or not role_allows(membership.role, Action.VIEW_RUN):
         return None
     run = (
         Run.objects.filter(workspace_id=membership.workspace_id, run_id=run_id)

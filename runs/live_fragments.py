@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import orjson
 from django.template.loader import render_to_string
 
-from runs.models import Role, Run
+from runs.models import Run
+from runs.permissions import Action, role_allows
 
 TEMPLATE = "runs/run_detail.html"
 ROWS_TARGET = "#timeline-list"
@@ -75,7 +76,7 @@ def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -
             return RenderedUpdate(after_seq, upto_seq, run.status, rows, ())
     run = Run.objects.select_related("workspace").get(pk=run_pk)
     state = views.run_state(run)
-    can_review = role in (Role.OWNER, Role.REVIEWER)
+    can_review = role_allows(role, Action.RESOLVE_GATE)
     contexts = (
         ("status_badge", views.status_context(run, oob=True)),
         ("gate_panel", views.gate_panel_context(run, state, can_review=can_review, oob=True)),

@@ -46,16 +46,17 @@ from runs.engine import commands as cmd
 from runs.engine.state import RunState
 from runs.graph import bar_chart, layout_workflow
 from runs.models import ArtifactVersion, Event, Membership, Role, Run, RunStatus, loads
+from runs.permissions import Action
 from runs.protocol.schemas import SchemaRegistry, default_registry
 from runs.protocol.validate import EVENT_TYPES
 from runs.timeline import EventRecord, build_rows, changed_top_keys, diff_values
 from runs.web import (
     actor_for,
-    current_membership,
     current_workspace,
     get_demo_run,
     get_run_for_user,
-    require_role,
+    may,
+    require_action,
     switch_workspace,
 )
 
@@ -83,6 +84,7 @@ class RunAccess:
     url_id: str
     demo: bool
     can_review: bool
+    can_cancel: bool = False
 
     @property
     def read_only(self) -> bool:
@@ -94,9 +96,13 @@ def run_access(request: HttpRequest, run_id: str) -> RunAccess:
     if run_id == "demo":
         return RunAccess(run=get_demo_run(), url_id="demo", demo=True, can_review=False)
     run = get_run_for_user(request, run_id)
-    membership = current_membership(request)
-    can_review = bool(membership and membership.has_role(Role.REVIEWER))
-    return RunAccess(run=run, url_id=run.run_id, demo=False, can_review=can_review)
+    return RunAccess(
+        run=run,
+        url_id=run.run_id,
+        demo=False,
+        can_review=may(request, Action.RESOLVE_GATE),
+        can_cancel=may(request, Action.CANCEL_RUN),
+    )
 
 
 def run_page(view):
@@ -111,18 +117,21 @@ def run_page(view):
     return wrapper
 
 
-def run_write(view):
-    """Writing run views: POST, signed in, reviewer or owner of the run's workspace."""
+def run_write(action: Action):
+    """Writing run views: POST, signed in, and `action` allowed by the permission table."""
 
-    @wraps(view)
-    @login_required
-    @require_POST
-    def wrapper(request: HttpRequest, run_id: str, *args, **kwargs):
-        run = get_run_for_user(request, run_id)  # 404 first: a foreign run is never revealed
-        require_role(request, Role.REVIEWER)
-        return view(request, run, *args, **kwargs)
+    def decorate(view):
+        @wraps(view)
+        @login_required
+        @require_POST
+        def wrapper(request: HttpRequest, run_id: str, *args, **kwargs):
+            run = get_run_for_user(request, run_id)  # 404 first: a foreign run is never revealed
+            require_action(request, action)
+            return view(request, run, *args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate
 
 
 def run_state(run: Run) -> RunState:
@@ -348,6 +357,7 @@ def run_detail_context(
     *,
     url_id: str | None = None,
     can_review: bool = False,
+    can_cancel: bool = False,
     demo: bool = False,
     after: int = 0,
     before: int | None = None,
@@ -362,6 +372,7 @@ def run_detail_context(
         "url_id": url_id,
         "demo": demo,
         "can_review": can_review,
+        "can_cancel": can_cancel,
         "state": state,
         "nav_active": "runs",
         "annotations": doc.get("annotations") or [],
@@ -522,6 +533,7 @@ def run_detail(request: HttpRequest, access: RunAccess) -> HttpResponse:
         access.run,
         url_id=access.url_id,
         can_review=access.can_review,
+        can_cancel=access.can_cancel,
         demo=access.demo,
         after=after,
         before=before,
@@ -648,7 +660,7 @@ def export_bundle(request: HttpRequest, access: RunAccess) -> HttpResponse:
     return response
 
 
-@run_write
+@run_write(Action.CANCEL_RUN)
 def cancel_run(request: HttpRequest, run: Run) -> HttpResponse:
     reason = request.POST.get("reason", "").strip()[:500] or "cancelled from the run page"
     try:
@@ -675,7 +687,7 @@ def _parse_json_field(text: str) -> tuple[Any, str]:
         return None, f"Not valid JSON: {exc}"
 
 
-@run_write
+@run_write(Action.RESOLVE_GATE)
 def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
     post = request.POST
     decision = post.get("decision", "")
@@ -890,7 +902,7 @@ def artifact_editor(request: HttpRequest, access: RunAccess) -> HttpResponse:
 def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
     if access.demo or not request.user.is_authenticated:
         raise Http404("read-only")
-    require_role(request, Role.REVIEWER)
+    require_action(request, Action.EDIT_ARTIFACT)
     run = access.run
     post = request.POST
     key = post.get("key", "")
@@ -1052,7 +1064,7 @@ def rules(request: HttpRequest, access: RunAccess) -> HttpResponse:
         return render(request, "runs/rules.html", rules_context(access))
     if access.demo or not request.user.is_authenticated:
         raise Http404("read-only")
-    require_role(request, Role.REVIEWER)
+    require_action(request, Action.EDIT_RULES)
     run = access.run
     post = request.POST
     rs_id, rule_id, op = post.get("rule_set", ""), post.get("rule", ""), post.get("op", "")
@@ -1267,11 +1279,11 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     ctx: dict[str, Any] = {
         "nav_active": "import",
-        "can_import": current_membership(request).has_role(Role.REVIEWER),
+        "can_import": may(request, Action.IMPORT_BUNDLE),
     }
     if request.method != "POST":
         return render(request, "runs/import.html", ctx)
-    require_role(request, Role.REVIEWER)
+    require_action(request, Action.IMPORT_BUNDLE)
     pending: dict[str, str] = request.session.get(IMPORT_SESSION_KEY, {})
     if request.POST.get("confirm"):
         token = request.POST.get("token", "")
@@ -1342,7 +1354,7 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
 def members(request: HttpRequest) -> HttpResponse:
     from runs.workspaces import add_member
 
-    membership = require_role(request, Role.OWNER)
+    membership = require_action(request, Action.MANAGE_MEMBERS)
     workspace = membership.workspace
     if request.method == "POST":
         op = request.POST.get("op", "")

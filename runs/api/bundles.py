@@ -7,12 +7,12 @@ from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
-from accounts.models import Scope
 from runs import actions
 from runs.api.errors import ApiError
 from runs.api.responses import etag_for, require, write_result
 from runs.api.schemas import ErrorOut, RunBundle, VerifyResult, WriteResult
 from runs.bundles import export_bundle_bytes
+from runs.permissions import Action
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
 from runs.selectors import get_run
@@ -43,7 +43,7 @@ class ImportQuery(Schema):
     description="Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 implementation.",
 )
 def export_bundle(request: HttpRequest, run_id: str):
-    caller = require(request, Scope.READ)
+    caller = require(request, Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
     response = HttpResponse(export_bundle_bytes(run), content_type="application/json")
     response["ETag"] = etag_for(run)
@@ -65,7 +65,7 @@ def _body(request: HttpRequest) -> bytes:
     openapi_extra=BUNDLE_BODY,
 )
 def import_bundle(request: HttpRequest, query: Query[ImportQuery]):
-    caller = require(request, Scope.WRITE)
+    caller = require(request, Action.IMPORT_BUNDLE)
     run = actions.do_import_bundle(
         workspace=caller.workspace, data=_body(request), actor=caller.actor, as_new_id=query.as_new_id
     )
@@ -79,7 +79,7 @@ def import_bundle(request: HttpRequest, query: Query[ImportQuery]):
     openapi_extra=BUNDLE_BODY,
 )
 def verify_bundle(request: HttpRequest):
-    require(request, Scope.READ)
+    require(request, Action.VERIFY_BUNDLE)
     result = check_bundle(_body(request))
     integrity = result.integrity
     return {

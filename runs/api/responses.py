@@ -8,6 +8,7 @@ from runs.actions import AppendResult
 from runs.api.auth import principal
 from runs.api.errors import ApiError
 from runs.models import Run
+from runs.permissions import Action
 
 
 def etag_for(run: Run) -> str:
@@ -29,10 +30,11 @@ def append_result(result: AppendResult) -> dict:
     return write_result(result.run, result.seqs)
 
 
-def require(request: HttpRequest, *scopes: str):
-    """The caller's principal, after checking it holds one of ``scopes`` (403 otherwise)."""
+def require(request: HttpRequest, action: Action):
+    """The caller's principal, after asking the permission table (runs.permissions) whether it
+    may do ``action`` (403 otherwise)."""
     caller = principal(request)
-    caller.require(*scopes)
+    caller.require_action(action)
     return caller
 
 

@@ -11,8 +11,8 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 
-from accounts.models import Scope
 from runs.api.auth import principal
+from runs.permissions import Action
 from runs.selectors import get_run
 from runs.transcript import aiter_run_transcript, iter_run_transcript
 
@@ -29,7 +29,7 @@ router = Router(tags=["runs"])
 )
 def run_transcript(request: HttpRequest, run_id: str):
     caller = principal(request)
-    caller.require(Scope.READ)
+    caller.require_action(Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
     # Under ASGI an async iterator streams in bounded memory (Django would buffer a sync one whole);
     # under WSGI (tests, management tools) the plain generator streams.
