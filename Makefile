@@ -25,10 +25,16 @@ $(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	@touch $@
 
+# `make run HOST=0.0.0.0 PORT=8123`: the embedded profile with DEBUG on (local development only).
+HOST ?= 127.0.0.1
+PORT ?= 8000
+URL_HOST = $(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(if $(findstring :,$(HOST)),[$(HOST)],$(HOST)))
+RUN_ENV = DEBUG=$${DEBUG:-1} ALLOWED_HOSTS=$${ALLOWED_HOSTS:-127.0.0.1,localhost,[::1],$(HOST)}
 run: setup
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py demo_data
-	$(BIN)/daphne -b 127.0.0.1 -p 8000 workbench.asgi:application
+	$(RUN_ENV) $(PY) manage.py migrate --noinput
+	$(RUN_ENV) $(PY) manage.py demo_data --url http://$(URL_HOST):$(PORT)/
+	@echo "serving http://$(URL_HOST):$(PORT)/ (Ctrl-C stops it)"
+	$(RUN_ENV) $(BIN)/daphne -b $(HOST) -p $(PORT) workbench.asgi:application
 
 lint: setup
 	$(PY) -c "import runs.protocol._jcs" || { echo "runs/protocol/_jcs.c was not built (gcc, libssl-dev?)"; exit 1; }

@@ -54,6 +54,7 @@ PROFILES = [
 ]
 WRITER = os.environ.get("LIVE_BENCH_WRITER", "inproc")
 WARMUP = int(os.environ.get("LIVE_BENCH_WARMUP", "20"))  # events before the measured ones (inproc writer)
+REDIS_DB = int(os.environ.get("LIVE_BENCH_REDIS_DB", "12"))  # flushed before and after
 LAUNCHER = ROOT / "bench" / "live_server.py"
 SEQ_RE = re.compile(r'data-seq="(\d+)"')
 
@@ -279,7 +280,7 @@ def run_profile(name: str) -> dict:
     if name == "embedded":
         cluster = Cluster(database="sqlite", servers=1, launcher=LAUNCHER)
     elif name == "scaled":
-        cluster = Cluster(database="postgres", redis_db=12, servers=2, launcher=LAUNCHER)
+        cluster = Cluster(database="postgres", redis_db=REDIS_DB, servers=2, launcher=LAUNCHER)
     else:
         raise SystemExit(f"unknown profile {name!r}")
     with cluster:

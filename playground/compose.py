@@ -705,6 +705,7 @@ def compose_anthropic(session: Session, model: ModelSpec, schema: dict | None = 
         request["tool_choice"] = {"type": "auto"} if thinking else {"type": "tool", "name": output_tool}
     if tools:
         request["tools"] = tools
+    _cache_size_note(request, model, notes)
     return Composition(
         provider="anthropic",
         request=request,
@@ -716,6 +717,49 @@ def compose_anthropic(session: Session, model: ModelSpec, schema: dict | None = 
         cache_keys=tuple(keys),
         output_tool=output_tool,
     )
+
+
+CACHE_TTL_SECONDS = 300  # an ephemeral marker lives 5 minutes, refreshed by every hit
+
+
+def min_cacheable_tokens(model: ModelSpec) -> int:
+    """The smallest prefix the provider caches (shorter marked prefixes are silently not
+    cached): 2,048 tokens for Anthropic's Haiku models, 1,024 for the others and for OpenAI."""
+    if model.provider == "anthropic" and "haiku" in model.model.lower():
+        return 2048
+    return 1024
+
+
+def estimate_tokens(value: Any) -> int:
+    """A rough count (about four characters per token) of the text in ``value``, enough to warn
+    that a prefix is too short to cache; the usage of the answer has the real counts."""
+    if isinstance(value, str):
+        return len(value) // 4
+    if isinstance(value, dict):
+        return sum(estimate_tokens(v) for k, v in value.items() if k not in ("cache_control", "type"))
+    if isinstance(value, list):
+        return sum(estimate_tokens(v) for v in value)
+    return 0
+
+
+def _cache_size_note(request: dict, model: ModelSpec, notes: list[str]) -> None:
+    """Warn when the longest prefix marked for caching is below the provider's minimum."""
+    sequence: list[Any] = [*request.get("tools", [])]
+    system = request.get("system")
+    sequence.extend(system if isinstance(system, list) else [system] if system else [])
+    for msg in request["messages"]:
+        sequence.extend(msg["content"] if isinstance(msg["content"], list) else [msg["content"]])
+    prefix = longest = 0
+    for item in sequence:
+        prefix += estimate_tokens(item)
+        if isinstance(item, dict) and "cache_control" in item:
+            longest = prefix
+    minimum = min_cacheable_tokens(model)
+    if longest and longest < minimum:
+        notes.append(
+            f"cache: the marked prefix is about {longest:,} tokens; {model.model} caches from "
+            f"{minimum:,} tokens, so this request will not create or read a cache"
+        )
 
 
 def _object_schema(schema: dict) -> dict:
@@ -861,6 +905,7 @@ def compose_openai(session: Session, model: ModelSpec, schema: dict | None = Non
         notes.append(
             "cache: no markers are sent (OpenAI-compatible servers cache repeated prefixes themselves)"
         )
+
     structured = session.operation_type != "generic" and schema is not None
 
     messages: list[dict] = []
@@ -874,6 +919,14 @@ def compose_openai(session: Session, model: ModelSpec, schema: dict | None = Non
     messages.extend(to_openai_messages([{"role": "user", "content": user_content}]))
 
     request: dict = {"model": model.model, "messages": messages, model.max_tokens_param: adv.max_tokens}
+    if session.create_cache:
+        prompt_tokens = estimate_tokens(messages)
+        minimum = min_cacheable_tokens(model)
+        if prompt_tokens < minimum:
+            notes.append(
+                f"cache: this prompt is about {prompt_tokens:,} tokens; {model.model} caches prompts "
+                f"from {minimum:,} tokens, so nothing will be cached"
+            )
     if thinking:
         effort = reasoning_effort(adv.thinking_budget)
         request["reasoning_effort"] = effort

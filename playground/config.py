@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from playground.models import ModelEntry, ProviderConfig, SavedPrompt, WorkspacePlayground
+from playground.models import ModelEntry, ProviderConfig, SavedPrompt, UserPlayground, WorkspacePlayground
 from runs.models import Workspace
 
 
@@ -58,6 +58,23 @@ def default_model(workspace: Workspace, models: list[ModelEntry] | None = None) 
     return next((m for m in models if usable(m)), models[0])
 
 
+def remembered_model(workspace: Workspace, user) -> ModelEntry | None:
+    """The model this user last sent to in this workspace, while it is still available."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    prefs = UserPlayground.objects.filter(user=user, workspace=workspace).first()
+    if prefs is None or prefs.last_model_id is None:
+        return None
+    return next((m for m in available_models(workspace) if m.pk == prefs.last_model_id), None)
+
+
+def remember_model(workspace: Workspace, user, entry: ModelEntry) -> None:
+    if getattr(user, "is_authenticated", False):
+        UserPlayground.objects.update_or_create(
+            user=user, workspace=workspace, defaults={"last_model": entry}
+        )
+
+
 def resolve_model(workspace: Workspace, model_pk: int | None, saved: SavedPrompt | None = None) -> ModelEntry:
     """The session's choice, else the saved prompt's, else the workspace/global default."""
     models = available_models(workspace)
@@ -86,6 +103,37 @@ def setup_problem(workspace: Workspace) -> str | None:
         )
     lines = sorted({p.missing() for p in providers if p.missing()})
     return "No provider can answer yet. " + " ".join(f"{line}." for line in lines)
+
+
+def levels(workspace: Workspace, user) -> dict:
+    """Where each configuration value comes from (global, workspace, saved prompt, session):
+    per available model its provider's scope, key source and limits, plus the defaults of each
+    level, for the page's "where settings come from" table."""
+    models = available_models(workspace)
+    prefs = WorkspacePlayground.objects.filter(workspace=workspace).first()
+    workspace_default = prefs.default_model_id if prefs and prefs.default_model_id else None
+    if workspace_default is None:
+        workspace_default = next((m.pk for m in models if m.is_default and m.workspace_id), None)
+    remembered = remembered_model(workspace, user)
+    return {
+        "global_default": next((m.pk for m in models if m.is_default and m.workspace_id is None), None),
+        "workspace_default": workspace_default,
+        "effective_default": (default_model(workspace, models) or models[0]).pk if models else None,
+        "remembered": remembered.pk if remembered else None,
+        "models": {
+            str(m.pk): {
+                "label": m.display_name,
+                "model_scope": "workspace" if m.workspace_id else "global",
+                "provider": m.provider.name,
+                "provider_scope": "workspace" if m.provider.workspace_id else "global",
+                "key_source": m.provider.key_source,
+                "timeout": m.provider.timeout_seconds,
+                "retries": m.provider.max_retries,
+                "priced": m.input_price is not None and m.output_price is not None,
+            }
+            for m in models
+        },
+    }
 
 
 @dataclass(frozen=True)

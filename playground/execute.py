@@ -115,6 +115,8 @@ def submit(
     composition: Composition,
     compare_group: str = "",
     label: str = "",
+    conversation_id: str = "",
+    parent_run_id: str = "",
 ) -> Execution:
     """Store a pending execution; it is dispatched once the surrounding transaction commits."""
     execution = Execution.objects.create(
@@ -126,6 +128,8 @@ def submit(
         operation_type=composition.flags.get("operation_type", "generic"),
         compare_group=compare_group,
         label=label,
+        conversation_id=conversation_id,
+        parent_run_id=parent_run_id,
         correlation_id=f"corr_{uuid.uuid4().hex}",
         request=dumps(composition.request),
         user_content=dumps(composition.user_content),
@@ -150,6 +154,8 @@ def resubmit(previous: Execution, *, user: Any) -> Execution:
         operation_type=previous.operation_type,
         compare_group=previous.compare_group,
         label=previous.label,
+        conversation_id=previous.conversation_id,
+        parent_run_id=previous.parent_run_id,
         correlation_id=f"corr_{uuid.uuid4().hex}",
         request=previous.request,
         user_content=previous.user_content,
@@ -243,8 +249,9 @@ class RunRecorder:
         ex = self.execution
         run = do_start_run(
             workspace=self.workspace,
-            workflow=WORKFLOW,
+            workflow={**WORKFLOW, "title": run_title(ex.user_content_json)},
             actor=self.actor,
+            context={"parentRunId": ex.parent_run_id} if ex.parent_run_id else None,
             metadata={
                 "playground": {
                     "executionId": str(ex.pk),
@@ -255,9 +262,11 @@ class RunRecorder:
                     "notes": ex.notes,
                     "compareGroup": ex.compare_group or None,
                     "label": ex.label or None,
+                    "conversationId": ex.conversation_id or None,
                 }
             },
-            tags=["playground", ex.operation_type],
+            tags=["playground", ex.operation_type]
+            + ([f"conversation:{ex.conversation_id}"] if ex.conversation_id else []),
         )
         self.run_id = run.run_id
         self._do(
@@ -343,6 +352,19 @@ class RunRecorder:
             cmd.CompleteStep(STEP, ok=False, error={"message": message, "code": code}),
             cmd.FailRun(reason=message, code=code),
         )
+
+
+TITLE_CHARS = 80
+
+
+def run_title(user_content: Any) -> str:
+    """A playground run is titled by its prompt (first line, shortened), so runs can be told apart."""
+    text = " ".join((_summary(user_content) or "").split())
+    if not text:
+        return "Playground"
+    if len(text) > TITLE_CHARS:
+        text = text[: TITLE_CHARS - 1].rstrip() + "…"
+    return f"Playground · {text}"
 
 
 def _summary(user_content: Any) -> str | None:
@@ -704,4 +726,5 @@ def execution_state(ex: Execution) -> dict:
         "duration_ms": ex.duration_ms,
         "cache_keys": ex.cache_keys,
         "flags": ex.flags,
+        "conversation_id": ex.conversation_id or None,
     }

@@ -54,7 +54,10 @@ class ProviderConfig(models.Model):
     api_key_encrypted = models.TextField(blank=True)
     api_key_hint = models.CharField(max_length=16, blank=True)
     api_key_env = models.CharField(
-        max_length=100, blank=True, help_text="Environment variable holding the key."
+        max_length=100,
+        blank=True,
+        help_text="Global (operator) providers only: the environment variable holding the key. It is "
+        "only sent to the endpoints the operator lists for it (setting PLAYGROUND_OPERATOR_KEYS).",
     )
     key_required = models.BooleanField(default=True)
     timeout_seconds = models.FloatField(default=600.0)
@@ -72,6 +75,10 @@ class ProviderConfig(models.Model):
             models.UniqueConstraint(
                 fields=["name"], condition=Q(workspace__isnull=True), name="uniq_global_provider_name"
             ),
+            # A workspace's provider never reads a server environment variable.
+            models.CheckConstraint(
+                condition=Q(workspace__isnull=True) | Q(api_key_env=""), name="provider_env_key_operator_only"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -84,36 +91,56 @@ class ProviderConfig(models.Model):
         self.api_key_encrypted = keys.encrypt(plain) if plain else ""
         self.api_key_hint = keys.hint(plain) if plain else ""
 
+    @property
+    def endpoint(self) -> str:
+        """Where calls go: the base URL, else the provider kind's own endpoint."""
+        from playground.providers.base import DEFAULT_BASE_URLS
+
+        return (self.base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")
+
+    def operator_key_allowed(self) -> bool:
+        """An operator key applies: a global row naming a variable the operator lists, called at
+        one of the endpoints listed for that variable."""
+        if self.workspace_id is not None or not self.api_key_env:
+            return False
+        endpoints = getattr(settings, "PLAYGROUND_OPERATOR_KEYS", {}).get(self.api_key_env, ())
+        return self.endpoint in {url.rstrip("/") for url in endpoints}
+
+    def _operator_key(self) -> str | None:
+        return (os.environ.get(self.api_key_env) or None) if self.operator_key_allowed() else None
+
     def api_key(self) -> str | None:
-        """The key for a call: the stored one, else the environment variable's (None if neither)."""
+        """The key for a call: the stored one, else the operator's (None if neither)."""
         if self.api_key_encrypted:
             from playground import keys
 
             return keys.decrypt(self.api_key_encrypted)
-        if self.api_key_env:
-            return os.environ.get(self.api_key_env) or None
-        return None
+        return self._operator_key()
 
     @property
     def key_source(self) -> str:
+        """What the settings page says about the key; never the name of an environment variable."""
         if self.api_key_encrypted:
             return f"stored key {self.api_key_hint}"
-        if self.api_key_env and os.environ.get(self.api_key_env):
-            return f"environment variable {self.api_key_env}"
+        if self._operator_key():
+            return "operator key"
         return "none"
 
     def missing(self) -> str | None:
         """What has to be configured before this provider can answer (None when usable)."""
         if not self.is_enabled:
             return f"{self.name} is disabled"
-        if (
-            self.key_required
-            and not self.api_key_encrypted
-            and not (self.api_key_env and os.environ.get(self.api_key_env))
-        ):
-            env = f" or set the environment variable {self.api_key_env}" if self.api_key_env else ""
-            return f"{self.name} needs an API key: add it in Playground settings{env}"
+        if self.key_required and not self.api_key_encrypted and not self._operator_key():
+            if self.workspace_id is None:
+                return f"{self.name} has no key: the operator of this server has not configured one"
+            return f"{self.name} needs an API key: add it in Playground settings"
         return None
+
+    def check_destination(self) -> None:
+        """Raise egress.EgressRefused when calls may not go to this provider's endpoint now."""
+        from playground.providers import egress
+
+        egress.check_destination(self.endpoint, tuple(getattr(settings, "PLAYGROUND_EGRESS_ALLOW", ())))
 
     def provider_settings(self) -> ProviderSettings:
         from playground.providers.base import ProviderSettings
@@ -121,9 +148,10 @@ class ProviderConfig(models.Model):
         return ProviderSettings(
             kind=self.kind,
             api_key=self.api_key(),
-            base_url=self.base_url or None,
+            base_url=self.endpoint or None,
             timeout=self.timeout_seconds,
             max_retries=self.max_retries,
+            egress_allow=tuple(getattr(settings, "PLAYGROUND_EGRESS_ALLOW", ())),
         )
 
 
@@ -198,6 +226,20 @@ class WorkspacePlayground(models.Model):
     hidden_models = models.ManyToManyField(ModelEntry, blank=True, related_name="+")
 
 
+class UserPlayground(models.Model):
+    """One user's own choices in one workspace's playground (the model they last sent to)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    last_model = models.ForeignKey(
+        ModelEntry, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "workspace"], name="uniq_user_playground")]
+
+
 class SavedPrompt(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="playground_prompts")
     name = models.CharField(max_length=200)
@@ -253,6 +295,10 @@ class Execution(models.Model):
     )
     operation_type = models.CharField(max_length=32, default="generic")
     compare_group = models.CharField(max_length=64, blank=True, db_index=True)
+    # The conversation this send belongs to (its runs are linked: tag conversation:<id>, and each
+    # turn's run names the run of the answer it continues as its parent).
+    conversation_id = models.CharField(max_length=32, blank=True, db_index=True)
+    parent_run_id = models.CharField(max_length=200, blank=True)
     label = models.CharField(max_length=40, blank=True)
     run_id = models.CharField(max_length=200, blank=True)
     correlation_id = models.CharField(max_length=200, blank=True)

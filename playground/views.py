@@ -7,9 +7,10 @@ models and prices need owner. Executions and runs of other workspaces answer 404
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
@@ -19,8 +20,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from playground import actions, config, execute, highlight, operations
 from playground import compose as c
-from playground import config, execute, operations
 from playground.models import (
     Execution,
     ModelEntry,
@@ -29,6 +30,7 @@ from playground.models import (
     SavedPrompt,
     WorkspacePlayground,
 )
+from playground.providers import egress
 from runs.models import Event
 from runs.permissions import Action
 from runs.web import current_workspace, get_run_for_user, may, require_action
@@ -46,8 +48,8 @@ def _json_body(request: HttpRequest) -> dict:
     return data
 
 
-def _error(field: str, message: str, status: int = 400) -> JsonResponse:
-    return JsonResponse({"error": {"field": field, "message": message}}, status=status)
+def _error(field: str, message: str, status: int = 400, code: str = "INVALID_INPUT") -> JsonResponse:
+    return JsonResponse({"error": {"field": field, "message": message, "code": code}}, status=status)
 
 
 def _model_pk(value: Any) -> int | None:
@@ -105,6 +107,11 @@ def playground(request: HttpRequest) -> HttpResponse:
     from_event = request.GET.get("from_event")
     if from_event:
         initial.update(_restore_from_event(request, from_event))
+    elif initial["model"] is None:
+        remembered = config.remembered_model(workspace, request.user)
+        initial["model"] = remembered.pk if remembered else None
+        initial["model_source"] = "remembered" if remembered else "default"
+    initial["levels"] = config.levels(workspace, request.user)
     return render(request, "playground/playground.html", _context(request, initial=initial))
 
 
@@ -165,9 +172,18 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
         origin["problem"] = f"The recorded request cannot be restored: {exc}"
         return {"origin": origin}
     origin["request"] = request_body
-    model = _match_model(
-        current_workspace(request), extra.get("model"), "openai" if is_openai else "anthropic"
-    )
+    kind = "openai" if is_openai else "anthropic"
+    workspace = current_workspace(request)
+    model = _match_model(workspace, extra.get("model"), kind)
+    if model is None:
+        fallback = config.default_model(workspace)
+        instead = f"{fallback.display_name} (the default) is selected instead" if fallback else "choose one"
+        recorded = extra.get("model") or data.get("model")
+        origin["model_notice"] = (
+            f"The recorded call used {recorded} ({kind}), which is not configured in this workspace: {instead}."
+            if recorded
+            else f"The recorded call does not name its model: {instead}. Check it before sending."
+        )
     return {"session": c.session_to_json(session), "model": model, "origin": origin}
 
 
@@ -268,18 +284,24 @@ def send(request: HttpRequest) -> JsonResponse:
             try:
                 entries.append(config.resolve_model(workspace, pk))
             except config.NoProvider as exc:
-                return _error("model", exc.message, status=409)
+                return _error("model", exc.message, status=409, code="NO_PROVIDER")
         for entry in entries:
             problem = entry.provider.missing()
             if problem:
-                return _error("model", problem, status=409)
+                return _error("model", problem, status=409, code="NO_PROVIDER")
+            try:
+                entry.provider.check_destination()  # checked again when the call connects
+            except egress.EgressRefused as exc:
+                return _error("model", exc.message, status=409, code=exc.code)
         compositions = [
             _compose_for(column_session, entry)
             for (_, column_session, _), entry in zip(targets, entries, strict=True)
         ]
+        conversation_id, parent_run_id = _conversation(workspace, session, data.get("conversation"))
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
     group = uuid.uuid4().hex if len(entries) > 1 else ""
+    config.remember_model(workspace, request.user, entries[0])
     with transaction.atomic():
         executions = [
             execute.submit(
@@ -289,6 +311,8 @@ def send(request: HttpRequest) -> JsonResponse:
                 composition=comp,
                 compare_group=group,
                 label=f"{label or 'A'} · {entry.display_name}"[:40] if group else "",
+                conversation_id=conversation_id,
+                parent_run_id=parent_run_id,
             )
             for (_, _, label), entry, comp in zip(targets, entries, compositions, strict=True)
         ]
@@ -306,9 +330,33 @@ def send(request: HttpRequest) -> JsonResponse:
             "compare_group": group or None,
             # The first column's answer continues the conversation unless the user picks another.
             "joins_history": str(executions[0].pk),
+            "conversation": conversation_id or None,
         },
         status=202,
     )
+
+
+def _conversation(workspace, session: c.Session, data: Any) -> tuple[str, str]:
+    """(conversation id, parent run id) of a send. Stateful sends belong to a conversation: the
+    page's (``{id, parent}``: parent is the execution whose answer ends the history), or a new
+    one. Stateless sends stand alone."""
+    if session.mode != "stateful":
+        return "", ""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise c.ComposeError("conversation", "conversation must be an object {id, parent}")
+    conversation_id = data.get("id") or uuid.uuid4().hex
+    if not isinstance(conversation_id, str) or not re.fullmatch(r"[0-9a-f]{32}", conversation_id):
+        raise c.ComposeError("conversation", "a conversation id is 32 hexadecimal characters")
+    parent_run_id = ""
+    if data.get("parent") and session.history:
+        try:
+            parent = Execution.objects.for_workspace(workspace).get(pk=uuid.UUID(str(data["parent"])))
+        except (ValueError, Execution.DoesNotExist):
+            raise c.ComposeError("conversation", "unknown parent execution") from None
+        parent_run_id = parent.run_id
+    return conversation_id, parent_run_id
 
 
 def _compare_columns(data: dict) -> list[dict]:
@@ -418,14 +466,14 @@ def message_context(ex: Execution) -> dict:
         "ex": ex,
         "can_retry": ex.status in ("failed", "cancelled") and ex.model_id is not None,
         "tool_calls": [
-            {**call, "input_json": json.dumps(call.get("input"), indent=2, ensure_ascii=False)}
-            for call in ex.tool_calls or []
+            {**call, "input_html": highlight.json_html(call.get("input"))} for call in ex.tool_calls or []
         ],
         "usage": usage,
         "structured": structured,
-        "structured_json": json.dumps(
-            structured if structured is not None else raw_structured, indent=2, ensure_ascii=False
-        ),
+        "structured_html": highlight.json_html(structured if structured is not None else raw_structured),
+        "structured_xml": highlight.xml_html(structured, root=ex.operation_type)
+        if structured is not None
+        else "",
         "op": ex.operation_type,
         "rating_percent": _rating_percent(structured)
         if ex.operation_type == "rating" and structured
@@ -506,16 +554,20 @@ def save_prompt(request: HttpRequest) -> JsonResponse:
 @login_required
 def settings_page(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
+    status = 200
     if request.method == "POST":
-        require_action(request, Action.MANAGE_PROVIDERS)
+        membership = require_action(request, Action.MANAGE_PROVIDERS)
         action = request.POST.get("action", "")
         try:
-            _apply_settings(workspace, action, request.POST)
-        except ValueError as exc:
+            _apply_settings(membership, action, request.POST)
+        except actions.SettingsError as exc:
             messages.error(request, str(exc))
+            status = 400
         else:
             messages.success(request, "Saved.")
-        return redirect("playground:settings")
+            return redirect("playground:settings")
+    elif request.method != "GET":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     prefs = WorkspacePlayground.objects.filter(workspace=workspace).first()
     providers = list(ProviderConfig.objects.visible_to(workspace).order_by("workspace_id", "name"))
     models = list(
@@ -536,98 +588,58 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "default_model": prefs.default_model_id if prefs else None,
             "setup_problem": config.setup_problem(workspace),
         },
+        status=status,
     )
 
 
-def _decimal_or_none(value: str | None) -> Decimal | None:
-    value = (value or "").strip()
-    if not value:
-        return None
-    try:
-        result = Decimal(value)
-    except InvalidOperation:
-        raise ValueError(f"{value!r} is not a price") from None
-    if result < 0:
-        raise ValueError("prices cannot be negative")
-    return result
-
-
-def _bounded(value: str | None, name: str, low: float, high: float, kind: type) -> float:
-    try:
-        number = kind((value or "").strip())
-    except ValueError:
-        raise ValueError(f"the {name} must be a number between {low:g} and {high:g}") from None
-    if not low <= number <= high:
-        raise ValueError(f"the {name} must be between {low:g} and {high:g}")
-    return number
-
-
-def _apply_settings(workspace, action: str, post) -> None:
+def _apply_settings(membership, action: str, post) -> None:
     if action == "add_provider":
-        kind = post.get("kind")
-        if kind not in ProviderKind.values:
-            raise ValueError("choose Anthropic or OpenAI (also for OpenAI-compatible servers)")
-        name = (post.get("name") or "").strip()
-        if not name:
-            raise ValueError("give the provider a name")
-        if ProviderConfig.objects.filter(workspace=workspace, name=name).exists():
-            raise ValueError("a provider with that name exists")
-        provider = ProviderConfig(
-            workspace=workspace,
-            name=name,
-            kind=kind,
-            base_url=(post.get("base_url") or "").strip(),
-            api_key_env=(post.get("api_key_env") or "").strip(),
+        actions.do_add_provider(
+            membership=membership,
+            name=post.get("name", ""),
+            kind=post.get("kind", ""),
+            base_url=post.get("base_url", ""),
+            api_key=post.get("api_key", ""),
             key_required=post.get("key_required") == "on",
+            api_key_env=(post.get("api_key_env") or "").strip(),
         )
-        provider.set_api_key(post.get("api_key") or "")
-        provider.save()
     elif action == "set_key":
-        provider = get_object_or_404(ProviderConfig, pk=post.get("provider"), workspace=workspace)
-        provider.set_api_key(post.get("api_key") or "")
-        provider.save()
+        actions.do_set_provider_key(
+            membership=membership, provider_pk=post.get("provider"), api_key=post.get("api_key", "")
+        )
     elif action == "limits":
-        provider = ProviderConfig.objects.filter(pk=post.get("provider"), workspace=workspace).first()
-        if provider is None:
-            raise ValueError("only this workspace's own providers can be changed here")
-        provider.timeout_seconds = _bounded(post.get("timeout_seconds"), "timeout", 1, 3600, float)
-        provider.max_retries = int(_bounded(post.get("max_retries"), "retries", 0, 10, int))
-        provider.save(update_fields=["timeout_seconds", "max_retries", "updated_at"])
+        actions.do_set_provider_limits(
+            membership=membership,
+            provider_pk=post.get("provider"),
+            timeout_seconds=post.get("timeout_seconds", ""),
+            max_retries=post.get("max_retries", ""),
+        )
     elif action == "add_model":
-        provider = ProviderConfig.objects.visible_to(workspace).filter(pk=post.get("provider")).first()
-        if provider is None:
-            raise ValueError("choose a provider")
-        model_id = (post.get("model_id") or "").strip()
-        if not model_id:
-            raise ValueError("the model id is the name the API knows the model by")
-        ModelEntry.objects.create(
-            workspace=workspace,
-            provider=provider,
-            model_id=model_id,
-            display_name=(post.get("display_name") or model_id).strip(),
-            context_window=int(post["context_window"])
-            if (post.get("context_window") or "").isdigit()
-            else None,
+        actions.do_add_model(
+            membership=membership,
+            provider_pk=post.get("provider"),
+            model_id=post.get("model_id", ""),
+            display_name=post.get("display_name", ""),
+            context_window=post.get("context_window", ""),
             supports_thinking=post.get("supports_thinking") == "on",
-            supports_citations=post.get("supports_citations") == "on" and provider.kind == "anthropic",
+            supports_citations=post.get("supports_citations") == "on",
             supports_pdf=post.get("supports_pdf") == "on",
-            max_tokens_param=post.get("max_tokens_param") or "max_tokens",
+            max_tokens_param=post.get("max_tokens_param", ""),
         )
     elif action == "prices":
-        for entry in ModelEntry.objects.filter(workspace=workspace):
-            prefix = f"m{entry.pk}_"
-            if f"{prefix}input" not in post:
-                continue
-            entry.input_price = _decimal_or_none(post.get(f"{prefix}input"))
-            entry.output_price = _decimal_or_none(post.get(f"{prefix}output"))
-            entry.cache_read_price = _decimal_or_none(post.get(f"{prefix}cache_read"))
-            entry.cache_write_price = _decimal_or_none(post.get(f"{prefix}cache_write"))
-            entry.currency = (post.get(f"{prefix}currency") or "USD").strip().upper()[:8]
-            entry.save()
+        rows: dict[int, dict[str, str]] = {}
+        for key in post:
+            match = _PRICE_FIELD.fullmatch(key)
+            if match:
+                pk = actions.parse_pk(match["pk"])
+                if pk is not None:
+                    rows.setdefault(pk, {})[match["field"]] = post.get(key, "")
+        rows = {pk: row for pk, row in rows.items() if "input" in row}  # rows the form showed
+        actions.do_set_prices(membership=membership, prices=rows)
     elif action == "default_model":
-        entry = ModelEntry.objects.visible_to(workspace).filter(pk=post.get("model")).first()
-        prefs, _ = WorkspacePlayground.objects.get_or_create(workspace=workspace)
-        prefs.default_model = entry
-        prefs.save()
+        actions.do_set_default_model(membership=membership, model_pk=post.get("model"))
     else:
-        raise ValueError("unknown action")
+        raise actions.SettingsError("INVALID_INPUT", "unknown action")
+
+
+_PRICE_FIELD = re.compile(r"m(?P<pk>[0-9]{1,18})_(?P<field>input|output|cache_read|cache_write|currency)")

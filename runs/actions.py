@@ -112,6 +112,7 @@ def _projection_fields(state: RunState) -> dict[str, Any]:
         "state": dumps(state.to_json()),
         "revision": state.revision,
         "pending_gates": len(state.pending_gates()),
+        "rejected_gates": sum(len(slots) for slots in state.rejections.values()),
         "event_count": state.revision,
         "model_calls": state.model_calls,
         "total_tokens": state.tokens.get("totalTokens", 0),
@@ -237,6 +238,7 @@ class _Appender:
         self.artifact_rows: list[ArtifactVersion] = []
         self.ruleset_rows: list[RuleSetVersion] = []
         self.snapshot_rows: list[RunSnapshot] = []
+        self.model_responses: list[tuple[int, dict]] = []  # (seq, model_io response) for the cache
 
     def append(self, event: dict) -> None:
         apply_event(self.state, event)
@@ -248,6 +250,8 @@ class _Appender:
         seq = self.seq
         self.events.append(event)
         self.event_rows.append(_event_row(self.run_pk, seq, event, self.actor, self.recorded_at))
+        if event["type"] == "model_io" and event.get("direction") == "response":
+            self.model_responses.append((seq, event))
         if self.derive_versions:
             kind = event["type"]
             if kind == "artifact_written":
@@ -294,6 +298,10 @@ class _Appender:
             RuleSetVersion.objects.bulk_create(self.ruleset_rows)
         if self.snapshot_rows:
             RunSnapshot.objects.bulk_create(self.snapshot_rows)
+        if self.model_responses:
+            from runs import responsecache
+
+            responsecache.fill_from_responses(self.run, self.model_responses)
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
 
@@ -393,10 +401,26 @@ def do_commands(
             raise ActionError.wrap(exc) from exc
         if not appender.events:
             return AppendResult(run=run, state=state)
+        if is_replay_state(state):
+            from runs.actions_fork import track_replay
+
+            track_replay(run, appender, ctx)
         first, last = appender.save()
         _update_projection(run, state)
         notify_on_commit(RunChange.of(run, first, last))
     return AppendResult(run=run, state=state, events=appender.events, first_seq=first, last_seq=last)
+
+
+FORK_METADATA_KEY = "workbench.fork"
+
+
+def is_replay_state(state: RunState) -> bool:
+    """Whether the run is a replay fork (read from its own document: no query for other runs)."""
+    metadata = state.run.get("metadata")
+    if not isinstance(metadata, dict):
+        return False
+    info = metadata.get(FORK_METADATA_KEY)
+    return isinstance(info, dict) and info.get("mode") == "replay"
 
 
 def do_append_events(

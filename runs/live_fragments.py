@@ -1,6 +1,6 @@
 """The HTML a live update carries: the run page's own partials, as htmx out-of-band swaps.
 
-Renders `templates/runs/run_detail.html` partials with the context builders of `runs.views`, the
+Renders `templates/runs/run_detail.html` partials with the context builders of `runs.partials`, the
 same ones the page uses, so a live page and a reloaded page show the same markup:
 
 - `timeline_rows` (events after_seq+1..upto_seq), appended to the timeline list;
@@ -22,8 +22,10 @@ from dataclasses import dataclass
 import orjson
 from django.template.loader import render_to_string
 
+from runs import partials
 from runs.models import Run
 from runs.permissions import Action, role_allows
+from runs.selectors import run_state
 
 TEMPLATE = "runs/run_detail.html"
 ROWS_TARGET = "#timeline-list"
@@ -60,12 +62,10 @@ def _fragment(name: str, html: str) -> Fragment:
 def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -> RenderedUpdate:
     """Rows after_seq+1..upto_seq and, when they may have changed, the current panels. The run is
     read fresh; `role` decides which controls show (the gate panel's buttons)."""
-    from runs import views
-
     run = Run.objects.defer(*HEAVY_FIELDS).get(pk=run_pk)
     rows = None
     if upto_seq > after_seq:
-        rows_ctx = views.timeline_context(run, after=after_seq, limit=upto_seq - after_seq)
+        rows_ctx = partials.timeline_context(run, after=after_seq, limit=upto_seq - after_seq)
         html = render_to_string(f"{TEMPLATE}#timeline_rows", rows_ctx)
         rows = _fragment(
             "timeline_rows",
@@ -75,13 +75,13 @@ def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -
         if {row.type for row in rows_ctx["rows"]} <= PANEL_NEUTRAL_TYPES:
             return RenderedUpdate(after_seq, upto_seq, run.status, rows, ())
     run = Run.objects.select_related("workspace").get(pk=run_pk)
-    state = views.run_state(run)
+    state = run_state(run)
     can_review = role_allows(role, Action.RESOLVE_GATE)
     contexts = (
-        ("status_badge", views.status_context(run, oob=True)),
-        ("gate_panel", views.gate_panel_context(run, state, can_review=can_review, oob=True)),
-        ("graph", views.graph_context(run, state, oob=True)),
-        ("ledger_totals", views.ledger_totals_context(run, oob=True)),
+        ("status_badge", partials.status_context(run, oob=True)),
+        ("gate_panel", partials.gate_panel_context(run, state, can_review=can_review, oob=True)),
+        ("graph", partials.graph_context(run, state, oob=True)),
+        ("ledger_totals", partials.ledger_totals_context(run, oob=True)),
     )
     panels = []
     for name, ctx in contexts:

@@ -113,6 +113,9 @@ class Run(models.Model):
     import_doc = models.TextField(null=True, blank=True)
     import_seq = models.IntegerField(null=True, blank=True)
     pending_gates = models.IntegerField(default=0, db_index=True)
+    # Gates whose last decision was a rejection (not requested again since): the run waits for a
+    # retry or a fork. A rejected run is still "running" in the protocol; pages show it apart.
+    rejected_gates = models.IntegerField(default=0, db_index=True)
     event_count = models.IntegerField(default=0)
     model_calls = models.IntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
@@ -230,3 +233,80 @@ class RunSnapshot(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "seq"], name="uniq_snapshot_seq")]
+
+
+class ForkMode(models.TextChoices):
+    REPLAY = "replay"
+    BRANCH = "branch"
+
+
+class ForkStatus(models.TextChoices):
+    PENDING = "pending"  # waiting for the replay worker
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    EXTERNAL = "external"  # no step code here: the host drives the fork through the API or client
+
+
+class RunFork(models.Model):
+    """How a fork came to be (source, mode, fork point, overlay) and, for a replay, how far its
+    events agree with the source's. Beside the run, never inside its protocol document."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="fork_info")
+    source = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="forks")
+    source_run_id = models.CharField(max_length=200)  # kept when the source is deleted
+    mode = models.CharField(max_length=16, choices=ForkMode.choices)
+    from_seq = models.IntegerField()
+    overlay = models.JSONField(default=dict, blank=True)
+    history = models.IntegerField()  # source events copied (seqs 1..history)
+    source_last_seq = models.IntegerField()  # length of the source's log when forked
+    status = models.CharField(max_length=16, choices=ForkStatus.choices, default=ForkStatus.PENDING)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    # Replay bookkeeping: `cursor` counts the fork's own events as source positions (history
+    # included); markers (run_forked, divergence notes) are not counted.
+    cursor = models.IntegerField(default=0)
+    compared = models.IntegerField(default=0)
+    matched = models.IntegerField(default=0)
+    divergence = models.JSONField(null=True, blank=True)  # {sourceSeq, replaySeq, kind, original, replay}
+    cache_hits = models.IntegerField(default=0)
+    provider_calls = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "created_at"], name="runfork_status")]
+
+
+class CachedResponse(models.Model):
+    """One recorded model answer, addressed by the LLM cache key of its request (the seed's
+    invocation log). Namespaced by workspace: a key never finds another workspace's answer."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="cached_responses")
+    key = models.CharField(max_length=64)  # v2 (semantic request digest)
+    key_v1 = models.CharField(max_length=64)  # seed 002's portable recipe
+    provider = models.CharField(max_length=100, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    run = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="cached_responses")
+    source_run_id = models.CharField(max_length=200, blank=True)
+    request_seq = models.IntegerField(null=True, blank=True)
+    response_seq = models.IntegerField(null=True, blank=True)
+    request = models.TextField()  # the recorded request payload (as stored in the event: redacted)
+    response = models.TextField()  # {fields of the response event, chunks: [stream chunk payloads]}
+    response_digest = models.CharField(max_length=64)
+    hits = models.IntegerField(default=0)
+    last_hit_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["workspace", "key"], name="cached_ws_key"),
+            models.Index(fields=["workspace", "key_v1"], name="cached_ws_key_v1"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "key", "response_digest"], name="uniq_cached_response"
+            )
+        ]

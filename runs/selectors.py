@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+from django.db.models import Exists, OuterRef, Q, TextField
+from django.db.models.functions import Cast
 
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
-from runs.models import Event, Run, RunParent, RunSnapshot, Workspace, loads
+from runs.models import (
+    ArtifactVersion,
+    Event,
+    Run,
+    RunFork,
+    RunParent,
+    RunSnapshot,
+    RunStatus,
+    Workspace,
+    loads,
+)
+from runs.timeline import EventRecord, build_rows
 
 
 class RunNotFound(Exception):
@@ -134,3 +153,337 @@ def dangerously_find_run_any_workspace(run_id: str, workspace_slug: str | None =
         slugs = ", ".join(sorted(run.workspace.slug for run in found))
         raise AmbiguousRunId(f"run id {run_id!r} exists in several workspaces ({slugs}): pass --workspace")
     return found[0]
+
+
+# --- page reads -------------------------------------------------------------------------------
+
+TIMELINE_PAGE = 100
+
+
+TIMELINE_MAX_PAGE = 500
+
+
+SEARCH_WINDOW = 20_000  # events scanned per text-search request (keeps a search of a huge run bounded)
+
+
+ARTIFACT_ROWS_LIMIT = 2000
+
+
+def run_state(run: Run) -> RunState:
+    return RunState.from_json(loads(run.state))
+
+
+@dataclass
+class TimelineFilters:
+    type: str = ""
+    step: str = ""
+    corr: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> TimelineFilters:
+        return cls(
+            type=params.get("type", "").strip()[:40],
+            step=params.get("step", "").strip()[:200],
+            corr=params.get("corr", "").strip()[:200],
+            q=params.get("q", "").strip()[:200],
+        )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.type or self.step or self.corr or self.q)
+
+    def as_query(self) -> dict[str, str]:
+        return {
+            k: v
+            for k, v in (("type", self.type), ("step", self.step), ("corr", self.corr), ("q", self.q))
+            if v
+        }
+
+
+@dataclass
+class TimelinePage:
+    rows: list
+    first_seq: int | None
+    last_seq: int | None
+    next_after: int | None  # a newer page exists after this seq
+    prev_before: int | None  # an older page may exist before this seq
+    searched_to: int | None = None  # text search stopped at this seq (window exhausted)
+    searched_from: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def timeline_page(
+    run: Run,
+    *,
+    after: int = 0,
+    before: int | None = None,
+    filters: TimelineFilters | None = None,
+    limit: int = TIMELINE_PAGE,
+) -> TimelinePage:
+    """One keyset page of the trace: events with seq > after (or < before), filtered, in seq order.
+
+    Only indexed range scans on (run, seq) / (run, type, seq) / (run, step_id, seq) /
+    (run, correlation_id, seq); a text search scans at most SEARCH_WINDOW seqs per request and says
+    where it stopped. Never counts or loads the whole trace.
+    """
+    filters = filters or TimelineFilters()
+    limit = max(1, min(limit, TIMELINE_MAX_PAGE))
+    qs = Event.objects.filter(run=run)
+    if filters.type:
+        qs = qs.filter(type=filters.type)
+    if filters.step:
+        qs = qs.filter(step_id=filters.step)
+    if filters.corr:
+        qs = qs.filter(correlation_id=filters.corr)
+    if filters.q:
+        qs = qs.filter(body__icontains=filters.q)
+    cols = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")
+    searched_to = searched_from = None
+    if before is not None:
+        if filters.q:
+            low = max(0, before - SEARCH_WINDOW)
+            qs = qs.filter(seq__gte=low)
+            searched_from = low if low > 1 else None
+        raw = list(qs.filter(seq__lt=before).order_by("-seq").values_list(*cols)[: limit + 1])
+        older = len(raw) > limit
+        raw = list(reversed(raw[:limit]))
+        next_after = raw[-1][0] if raw and raw[-1][0] < run.last_seq else None
+        prev_before = raw[0][0] if raw and (older or searched_from) else None
+    else:
+        if filters.q:
+            high = after + SEARCH_WINDOW
+            qs = qs.filter(seq__lte=high)
+            searched_to = high if high < run.last_seq else None
+        raw = list(qs.filter(seq__gt=after).order_by("seq").values_list(*cols)[: limit + 1])
+        newer = len(raw) > limit
+        raw = raw[:limit]
+        if newer:
+            next_after = raw[-1][0]
+        elif searched_to is not None:
+            next_after = searched_to
+        else:
+            next_after = None
+        prev_before = raw[0][0] if raw and raw[0][0] > 1 else (after + 1 if after > 0 else None)
+    records = [
+        EventRecord(seq, t, ts, step, corr, actor, loads(body)) for seq, t, ts, step, corr, actor, body in raw
+    ]
+    return TimelinePage(
+        rows=build_rows(records),
+        first_seq=records[0].seq if records else None,
+        last_seq=records[-1].seq if records else None,
+        next_after=next_after,
+        prev_before=prev_before,
+        searched_to=searched_to if searched_to and not (len(raw) >= limit) else None,
+        searched_from=searched_from,
+    )
+
+
+def artifact_versions_by_key(run: Run) -> dict[str, list[dict[str, Any]]]:
+    rows = (
+        ArtifactVersion.objects.filter(run=run)
+        .order_by("key", "version")
+        .values("key", "version", "type_id", "seq")
+    )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows[:ARTIFACT_ROWS_LIMIT]:
+        out.setdefault(row["key"], []).append(row)
+    return out
+
+
+def run_ledger_data(run: Run) -> tuple[dict[str, Any], dict[str, str]]:
+    from runs.protocol.telemetry import LedgerAccumulator
+
+    acc = LedgerAccumulator(keep_entries=False)
+    doc = run.run_doc
+    acc.add_run(doc)
+    rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
+    for body in rows.iterator(chunk_size=2000):
+        acc.add_event(doc, loads(body))
+    exact = {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()}
+    return acc.result(strict=False), exact
+
+
+# --- runs list, inbox, panels ------------------------------------------------------------------
+
+RUN_LIST_FIELDS = (
+    "id",
+    "run_id",
+    "workflow_id",
+    "title",
+    "status",
+    "started_at",
+    "ended_at",
+    "tags",
+    "pending_gates",
+    "rejected_gates",
+    "event_count",
+    "model_calls",
+    "total_tokens",
+    "cost_totals",
+)
+
+
+@dataclass
+class RunListFilters:
+    status: str = ""
+    workflow: str = ""
+    tag: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> RunListFilters:
+        return cls(
+            status=params.get("status", "").strip(),
+            workflow=params.get("workflow", "").strip(),
+            tag=params.get("tag", "").strip(),
+            q=params.get("q", "").strip()[:200],
+        )
+
+
+REJECTED_FILTER = "rejected"  # runs with a rejected gate, whatever their protocol status
+
+
+class BadCursor(ValueError):
+    code = "INVALID_INPUT"
+
+
+def _tag_filter(tag: str) -> Q:
+    needles = {orjson.dumps(tag).decode(), json.dumps(tag)}
+    q = Q()
+    for needle in needles:
+        q |= Q(tags_text__contains=needle)
+    return q
+
+
+def runs_page(
+    workspace: Workspace, filters: RunListFilters, *, cursor: str = "", limit: int = 50
+) -> tuple[list[Run], str]:
+    """One keyset page of the workspace's runs, newest first, and the cursor of the next page ("")."""
+    qs = Run.objects.for_workspace(workspace)
+    if filters.status == REJECTED_FILTER:
+        qs = qs.filter(rejected_gates__gt=0)
+    elif filters.status in RunStatus.values:
+        qs = qs.filter(status=filters.status)
+    if filters.workflow:
+        qs = qs.filter(workflow_id=filters.workflow)
+    if filters.tag:
+        qs = qs.annotate(tags_text=Cast("tags", TextField())).filter(_tag_filter(filters.tag))
+    if filters.q:
+        text = filters.q
+        qs = qs.filter(
+            Q(run_id__icontains=text)
+            | Q(title__icontains=text)
+            | Q(workflow_id__icontains=text)
+            | Q(doc__icontains=text)
+            # what was said: prompts and answers live in the model calls' bodies
+            | Exists(Event.objects.filter(run=OuterRef("pk"), type="model_io", body__icontains=text))
+        )
+    if cursor:
+        try:
+            ts_text, run_pk = cursor.split("|", 1)
+            ts = datetime.fromisoformat(ts_text)
+            after_pk = int(run_pk)
+            if not 0 < after_pk < 2**63:
+                raise ValueError(run_pk)
+        except ValueError:
+            raise BadCursor(cursor) from None
+        qs = qs.filter(Q(started_at__lt=ts) | Q(started_at=ts, pk__lt=after_pk))
+    runs = list(qs.order_by("-started_at", "-pk").only(*RUN_LIST_FIELDS)[: limit + 1])
+    next_cursor = ""
+    if len(runs) > limit:
+        runs = runs[:limit]
+        last = runs[-1]
+        next_cursor = f"{last.started_at.isoformat()}|{last.pk}"
+    return runs, next_cursor
+
+
+def workflow_ids(workspace: Workspace, *, limit: int = 200) -> list[str]:
+    return list(
+        Run.objects.for_workspace(workspace)
+        .order_by("workflow_id")
+        .values_list("workflow_id", flat=True)
+        .distinct()[:limit]
+    )
+
+
+def runs_waiting_for_review(workspace: Workspace, *, limit: int) -> list[Run]:
+    """Running runs with at least one pending gate, newest first."""
+    return list(
+        Run.objects.for_workspace(workspace)
+        .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
+        .order_by("-started_at", "-pk")[:limit]
+    )
+
+
+def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
+    """The latest gate requests and resolutions of a run, newest first, bodies parsed as ``data``."""
+    # One query per type so each is a backwards range scan of the (run, type, seq) index; an IN over
+    # both types makes SQLite walk the whole trace by (run, seq) instead.
+    history = sorted(
+        (
+            row
+            for etype in ("human_gate_requested", "human_gate_resolved")
+            for row in Event.objects.filter(run=run, type=etype)
+            .order_by("-seq")
+            .values("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")[:limit]
+        ),
+        key=lambda row: -row["seq"],
+    )[:limit]
+    for item in history:
+        item["data"] = loads(item.pop("body"))
+        # the named checkpoint an event of this engine is about (it sets correlationId for them);
+        # a resolution's note is then the checkpoint's name, not words of the reviewer
+        corr = item.get("correlation_id") or ""
+        item["checkpoint"] = corr[len("checkpoint:") :] if corr.startswith("checkpoint:") else ""
+    return history
+
+
+def run_notes(run: Run, *, limit: int) -> list[dict[str, Any]]:
+    """The latest annotation events of a run, newest first."""
+    return [
+        {"seq": seq, "ts": ts, "actor": actor, "data": loads(body)}
+        for seq, ts, actor, body in Event.objects.filter(run=run, type="annotation")
+        .order_by("-seq")
+        .values_list("seq", "ts", "actor", "body")[:limit]
+    ]
+
+
+def event_at(run: Run, seq: int) -> dict[str, Any] | None:
+    """One stored event (columns and parsed body as ``data``), or None."""
+    event = Event.objects.filter(run=run, seq=seq).values("seq", "type", "ts", "actor", "body").first()
+    if event is None:
+        return None
+    return {**event, "data": loads(event["body"])}
+
+
+def artifact_versions(run: Run, key: str, versions: list[int]) -> dict[int, ArtifactVersion]:
+    return {r.version: r for r in ArtifactVersion.objects.filter(run=run, key=key, version__in=versions)}
+
+
+def workspace_ledger_data(workspace: Workspace, *, lo, hi):
+    """Ledger over the workspace's runs started in [lo, hi): (accumulator, number of runs)."""
+    from runs.protocol.telemetry import LedgerAccumulator
+
+    runs = Run.objects.for_workspace(workspace).filter(started_at__gte=lo, started_at__lt=hi)
+    docs = {rid: loads(doc) for rid, doc in runs.values_list("id", "doc")}
+    acc = LedgerAccumulator(keep_entries=False)
+    for doc in docs.values():
+        acc.add_run(doc)
+    events = (
+        Event.objects.filter(run__in=runs.values("pk"), type="model_io")
+        .order_by("run_id", "seq")
+        .values_list("run_id", "body")
+    )
+    for run_id, body in events.iterator(chunk_size=2000):
+        acc.add_event(docs[run_id], loads(body))
+    return acc, len(docs)
+
+
+def get_fork(workspace: Workspace, run_id: str) -> RunFork:
+    """The fork record of a run of this workspace (RunNotFound when the run is missing or no fork)."""
+    run = get_run(workspace, run_id)
+    fork = RunFork.objects.select_related("run", "source").filter(run=run).first()
+    if fork is None:
+        raise RunNotFound(run_id)
+    return fork

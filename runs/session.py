@@ -35,9 +35,46 @@ class Workbench:
     def session(self, run_id: str) -> RunSession:
         return RunSession(self, run_id)
 
-    def fork(self, run_id: str, **kwargs: Any) -> RunSession:
+    def fork(self, run_id: str, *, mode: str | None = None, **kwargs: Any) -> RunSession:
+        """Fork a run. With ``mode`` ("replay" or "branch", plus ``from_seq`` and ``overlay``) this
+        is seed 002's fork (history < from_seq copied, re-executed by the worker when the
+        workflow's step code is registered); without it, the lightweight branch of the latest
+        state (artifacts and rules carried over)."""
+        if mode is not None:
+            from runs.actions_fork import do_fork_run
+
+            fork = do_fork_run(
+                workspace=self.workspace, source_run_id=run_id, mode=mode, actor=self.actor, **kwargs
+            )
+            return RunSession(self, fork.run.pk)
         child = actions.do_fork(workspace=self.workspace, parent_run_id=run_id, actor=self.actor, **kwargs)
         return RunSession(self, child.run_id)
+
+    def replay(self, run_id: str, *, from_seq: int = 0) -> RunSession:
+        return self.fork(run_id, mode="replay", from_seq=from_seq)
+
+    def branch(self, run_id: str, *, from_seq: int, overlay: dict | None = None) -> RunSession:
+        return self.fork(run_id, mode="branch", from_seq=from_seq, overlay=overlay)
+
+    def register_workflow(self, workflow: dict | str, program: Any) -> None:
+        """Register step code for a workflow: ``program(session)`` drives one run of it through a
+        ``runs.replay.ProgramSession``. The workbench then runs it (``run_workflow``) and
+        re-executes its forks (replay and branch) itself."""
+        from runs import programs
+
+        programs.register(workflow if isinstance(workflow, str) else workflow["id"], program)
+
+    def run_workflow(self, *, workflow: dict, **kwargs: Any) -> RunSession:
+        """Start a run of a registered workflow and execute its step code to the end."""
+        from runs.replay import run_program
+
+        return run_program(self, workflow=workflow, **kwargs)
+
+    def determinism(self, replay_run_id: str) -> dict:
+        from runs.actions_fork import determinism_report
+        from runs.selectors import get_fork
+
+        return determinism_report(get_fork(self.workspace, replay_run_id))
 
 
 class RunSession:

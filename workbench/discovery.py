@@ -205,6 +205,13 @@ def build_agents_md(request: HttpRequest) -> str:
         out.append("- (the MCP server is not installed in this deployment)")
     out += [
         "",
+        "## OpenTelemetry",
+        "",
+        f"Applications instrumented with OpenTelemetry can record into a run: `POST {_path('otlp_traces')}` "
+        "(OTLP/HTTP, protobuf or JSON) with a write-scoped token; name the run with the span or resource "
+        "attribute `workbench.run.id` or the `X-Workbench-Run` header. GenAI spans become model calls and "
+        "tool calls, other spans become spans of the run.",
+        "",
         "## Human decisions",
         "",
         "Gates are decided by people in the browser. An agent can ask for a decision (the MCP tool "
@@ -265,6 +272,7 @@ def robots_rules() -> tuple[list[str], list[str]]:
         p
         for p in (
             _prefix("api:health"),  # the REST API and the MCP endpoint
+            _prefix("otlp_traces"),  # OTLP ingest
             _prefix("admin:index"),
             _prefix("login"),
             _prefix("accounts:tokens"),

@@ -55,21 +55,89 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def env_secret_key(name: str, *, local_file: Path, allow_generate: bool) -> str:
-    """The secret key: from the environment, else (embedded profile only) a local file made on first run."""
+def env_networks(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list of IP networks (CIDR or single addresses), each checked here."""
+    import ipaddress
+
+    items = env_list(name, default)
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise EnvError(f"{name}: {item!r} is not an IP network (use CIDR, e.g. 127.0.0.0/8)") from None
+    return items
+
+
+def env_endpoints(name: str, default: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``VAR=https://host/path,VAR=https://other`` -> {VAR: [urls]} (a variable may repeat)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    out: dict[str, list[str]] = {}
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        var, sep, url = item.partition("=")
+        var, url = var.strip(), url.strip().rstrip("/")
+        if not sep or not var or not url.startswith(("https://", "http://")):
+            raise EnvError(f"{name}: {item!r} is not VARIABLE=https://endpoint")
+        out.setdefault(var, []).append(url)
+    return out
+
+
+def weak_secret_key(key: str) -> str | None:
+    """Why `key` is too weak for production (Django's own deploy check: at least 50 characters,
+    5 distinct ones, not a generated `django-insecure-` key), or None."""
+    if key.startswith("django-insecure"):
+        return "it is a django-insecure- development key"
+    if len(key) < 50:
+        return f"it has {len(key)} characters (at least 50)"
+    if len(set(key)) < 5:
+        return "it has fewer than 5 distinct characters"
+    return None
+
+
+def env_secret_key(name: str, *, local_file: Path, refuse_weak: bool) -> str:
+    """The secret key: from the environment, else a strong key generated once into `local_file`.
+    With `refuse_weak` (DEBUG off) a weak key is an error, wherever it came from."""
     raw = os.environ.get(name)
     if raw:
-        return raw
-    if not allow_generate:
-        raise EnvError(f"{name} must be set when DEBUG is off (production profile)")
-    if local_file.exists():
-        return local_file.read_text().strip()
-    key = secrets.token_urlsafe(50)
-    local_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(local_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(key)
+        key = raw
+    elif local_file.exists():
+        key = local_file.read_text().strip()
+    else:
+        key = secrets.token_urlsafe(50)
+        local_file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(local_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first
+            key = local_file.read_text().strip()
+        else:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(key)
+    if refuse_weak:
+        reason = weak_secret_key(key)
+        if reason:
+            where = name if raw else str(local_file)
+            raise EnvError(
+                f"{where} is too weak for production (DEBUG off): {reason}. "
+                "Use e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+            )
     return key
+
+
+def env_proxy_header(name: str) -> tuple[str, str] | None:
+    """SECURE_PROXY_SSL_HEADER from a header name (`X-Forwarded-Proto`) or `Header: value`
+    (default value `https`); unset or empty: None (no proxy header trusted)."""
+    raw = (os.environ.get(name) or "").strip()
+    if not raw:
+        return None
+    header, _, value = raw.partition(":")
+    header, value = header.strip(), (value.strip() or "https")
+    if not header or not all(c.isalnum() or c == "-" for c in header):
+        raise EnvError(f"{name}={raw!r} is not a header name (e.g. X-Forwarded-Proto)")
+    return "HTTP_" + header.upper().replace("-", "_"), value
 
 
 def database_from_url(url: str, *, base_dir: Path) -> dict:

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.env import database_from_url, env_bool, env_int, env_list, env_secret_key, env_str
+from workbench.env import (
+    database_from_url,
+    env_bool,
+    env_endpoints,
+    env_int,
+    env_list,
+    env_networks,
+    env_proxy_header,
+    env_secret_key,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("WORKBENCH_VAR_DIR", str(BASE_DIR / "var")))
 
-DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = env_secret_key("SECRET_KEY", local_file=VAR_DIR / "secret_key", allow_generate=DEBUG)
+# Off unless asked for: `make run` (local development) and the test suite (tests/settings.py) turn it on.
+DEBUG = env_bool("DEBUG", False)
+# From the environment (every process of a deployment must share it); else a strong key generated
+# once into var/secret_key (0600). With DEBUG off a weak key (short, repetitive, django-insecure-) is refused.
+SECRET_KEY = env_secret_key("SECRET_KEY", local_file=VAR_DIR / "secret_key", refuse_weak=not DEBUG)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -25,6 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "ninja",  # its static Swagger UI files serve /api/docs (no CDN; templates/ninja/swagger.html)
     "runs",
     "playground",
     "accounts",
@@ -109,6 +123,15 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
+# HTTPS (production, DEBUG off): plain-HTTP requests are redirected and browsers told to stay on
+# HTTPS (HSTS, one year, subdomains, preload list). Behind a TLS-terminating proxy, name the header
+# it sets (SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto) so proxied HTTPS requests count as secure;
+# the proxy must overwrite that header on every request. Each knob can be set in the environment.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
+SECURE_PROXY_SSL_HEADER = env_proxy_header("SECURE_PROXY_SSL_HEADER")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -136,9 +159,33 @@ WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600
 PLAYGROUND_EXECUTOR = env_str("PLAYGROUND_EXECUTOR", "inprocess")
 if PLAYGROUND_EXECUTOR not in ("inprocess", "worker", "immediate"):
     raise ValueError("PLAYGROUND_EXECUTOR must be inprocess, worker or immediate")
+# Forks re-executed by the workbench: "inprocess" (a thread after commit), "worker"
+# (`manage.py replay_worker`), "immediate" (synchronously after commit; tests and scripts).
+WORKBENCH_REPLAY_EXECUTOR = env_str("WORKBENCH_REPLAY_EXECUTOR", "inprocess")
+if WORKBENCH_REPLAY_EXECUTOR not in ("inprocess", "worker", "immediate"):
+    raise ValueError("WORKBENCH_REPLAY_EXECUTOR must be inprocess, worker or immediate")
+# Modules that register step code (runs.programs) in every process, comma-separated.
+WORKBENCH_PROGRAM_MODULES = [
+    m.strip() for m in env_str("WORKBENCH_PROGRAM_MODULES", "runs.demo.job_search").split(",") if m.strip()
+]
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
+# Outbound provider calls (playground.providers.egress). Provider base URLs are typed by workspace
+# owners, so calls only go to public addresses, plus the networks listed here (CIDRs). The
+# embedded profile (SQLite, no Redis: one person's machine) allows loopback by default so a local
+# Ollama or llama.cpp server works; the scaled profile allows nothing beyond public addresses.
+EMBEDDED_PROFILE = DATABASES["default"]["ENGINE"].endswith("sqlite3") and not REDIS_URL
+PLAYGROUND_EGRESS_ALLOW = env_networks(
+    "PLAYGROUND_EGRESS_ALLOW", ["127.0.0.0/8", "::1/128"] if EMBEDDED_PROFILE else []
+)
+# Operator keys: the environment variables that global (operator) providers may read, each with
+# the only endpoints its value is ever sent to. A workspace never names a variable.
+# Format: PLAYGROUND_OPERATOR_KEYS="ANTHROPIC_API_KEY=https://api.anthropic.com,OPENAI_API_KEY=..."
+PLAYGROUND_OPERATOR_KEYS = env_endpoints(
+    "PLAYGROUND_OPERATOR_KEYS",
+    {"ANTHROPIC_API_KEY": ["https://api.anthropic.com"], "OPENAI_API_KEY": ["https://api.openai.com/v1"]},
+)
 # Rate limits (accounts.ratelimit): per credential (token or session) and per workspace (0 = off),
 # counted per window in the cache (Redis when REDIS_URL is set, so every process shares it).
 WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int(

@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from runs.api import otlp
 from workbench import discovery
 
 urlpatterns = [
     *discovery.urlpatterns(),
+    path("v1/traces", otlp.traces, name="otlp_traces"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("runs.api.urls")),

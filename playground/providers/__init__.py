@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+from playground.providers import egress
 from playground.providers.base import DeltaSink, ProviderError, ProviderResult, ProviderSettings, Usage
+
+
+def check_destination(settings: ProviderSettings) -> None:
+    """Refuse (ProviderError with the egress code) a call whose endpoint may not be reached now.
+
+    The connection itself checks again (see egress.GuardedTransport): this early check only
+    gives a clear error before the SDK, which would otherwise retry a refused connection."""
+    try:
+        egress.check_destination(settings.endpoint, settings.egress_allow)
+    except egress.EgressRefused as exc:
+        raise ProviderError(exc.code, exc.message) from None
 
 
 def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
     """Send ``request`` (a composed body) and stream deltas to ``on_delta``; raises ProviderError."""
-    if settings.kind == "anthropic":
-        from playground.providers import anthropic_provider
+    check_destination(settings)
+    try:
+        if settings.kind == "anthropic":
+            from playground.providers import anthropic_provider
 
-        return anthropic_provider.call(settings, request, on_delta)
-    if settings.kind == "openai":
-        from playground.providers import openai_provider
+            return anthropic_provider.call(settings, request, on_delta)
+        if settings.kind == "openai":
+            from playground.providers import openai_provider
 
-        return openai_provider.call(settings, request, on_delta)
+            return openai_provider.call(settings, request, on_delta)
+    except egress.EgressRefused as exc:  # refused when connecting (an SDK may pass it through)
+        raise ProviderError(exc.code, exc.message) from None
     raise ProviderError("NO_PROVIDER", f"unknown provider kind {settings.kind!r}")
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import anthropic
 
+from playground.providers import egress
 from playground.providers.base import (
     DeltaSink,
     ProviderError,
@@ -54,6 +55,9 @@ def _error(exc: Exception) -> ProviderError:
         )
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderError("TIMEOUT", "the provider did not answer in time")
+    refused = egress.refusal_in(exc)
+    if refused is not None:
+        return ProviderError(refused.code, refused.message)
     if isinstance(exc, anthropic.APIConnectionError):
         return ProviderError("CONNECTION_FAILED", f"could not reach the provider: {exc}")
     return ProviderError("PROVIDER_ERROR", str(exc))
@@ -62,9 +66,12 @@ def _error(exc: Exception) -> ProviderError:
 def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
     client = anthropic.Anthropic(
         api_key=settings.api_key or "",
-        base_url=settings.base_url or None,
+        base_url=settings.endpoint,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
+        http_client=anthropic.DefaultHttpxClient(
+            transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
+        ),
     )
     try:
         with client.messages.stream(**sdk_arguments(client.messages.stream, request)) as stream:

@@ -7,6 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+# The endpoint a provider kind uses when no base URL is configured.
+DEFAULT_BASE_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
+
 # on_delta(kind, text): kind is "text", "thinking" or "tool_input"; text is the new piece only.
 DeltaSink = Callable[[str, str], None]
 
@@ -36,6 +39,13 @@ class ProviderSettings:
     base_url: str | None = None  # None: the provider's own endpoint
     timeout: float = 600.0
     max_retries: int = 2
+    # Networks the operator allows beyond public addresses (CIDRs, e.g. "127.0.0.0/8"); see egress.
+    egress_allow: tuple[str, ...] = ()
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL calls go to (always explicit: the SDKs never pick one from the environment)."""
+        return self.base_url or DEFAULT_BASE_URLS.get(self.kind, "")
 
 
 @dataclass

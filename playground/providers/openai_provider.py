@@ -11,6 +11,7 @@ import json
 
 import openai
 
+from playground.providers import egress
 from playground.providers.base import (
     DeltaSink,
     ProviderError,
@@ -43,6 +44,9 @@ def _error(exc: Exception) -> ProviderError:
         )
     if isinstance(exc, openai.APITimeoutError):
         return ProviderError("TIMEOUT", "the provider did not answer in time")
+    refused = egress.refusal_in(exc)
+    if refused is not None:
+        return ProviderError(refused.code, refused.message)
     if isinstance(exc, openai.APIConnectionError):
         return ProviderError("CONNECTION_FAILED", f"could not reach the provider: {exc}")
     return ProviderError("PROVIDER_ERROR", str(exc))
@@ -60,9 +64,12 @@ def _extra(delta: object, *names: str) -> str | None:
 def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
     client = openai.OpenAI(
         api_key=settings.api_key or NO_KEY,
-        base_url=settings.base_url or None,
+        base_url=settings.endpoint,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
+        http_client=openai.DefaultHttpxClient(
+            transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
+        ),
     )
     text: list[str] = []
     reasoning: list[str] = []

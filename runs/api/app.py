@@ -208,14 +208,18 @@ def _register_routers() -> None:
     from runs.api.bundles import router as bundles_router
     from runs.api.bundles import runs_router as bundle_export_router
     from runs.api.commands import router as commands_router
+    from runs.api.fork import cache_router
+    from runs.api.fork import router as fork_router
     from runs.api.runstore import router as runstore_router
     from runs.api.transcript import router as transcript_router
 
+    api.add_router("/runs", fork_router)  # first: "/runs/{id}:fork" must not reach "/runs/{id}"
     api.add_router("/runs", runstore_router)
     api.add_router("/runs", commands_router)
     api.add_router("/runs", bundle_export_router)
     api.add_router("/runs", transcript_router)
     api.add_router("/bundles", bundles_router)
+    api.add_router("/cache", cache_router)
 
 
 _register_routers()

@@ -56,6 +56,15 @@ class TokenAuth(HttpBearer):
 
     openapi_description = "An API token of a workspace (created by an owner; shown once)."
 
+    def __call__(self, request: HttpRequest) -> Principal | None:
+        # Replaces HttpBearer.__call__, which logs the whole Authorization header at ERROR when its
+        # scheme is not "Bearer" (a token sent as "Token wbt_..." ended up in the logs). Here
+        # another scheme is simply not this authentication, and nothing about it is logged.
+        scheme, _, token = (request.headers.get(self.header) or "").partition(" ")
+        if scheme.lower() != self.openapi_scheme or not token:
+            return None
+        return self.authenticate(request, token.strip())
+
     def authenticate(self, request: HttpRequest, token: str) -> Principal | None:
         api_token = authenticate_token(token)
         if api_token is None:

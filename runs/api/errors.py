@@ -22,6 +22,9 @@ _STATUS_BY_CODE: dict[str, int] = {
     ErrorCode.RUN_ID_COLLISION: 409,
     ErrorCode.PATCH_FAILED: 409,
     ErrorCode.STORAGE_UNAVAILABLE: 503,
+    "SEQ_OUT_OF_RANGE": 422,  # a fork's fromSeq names no event of the source
+    "REPLAY_DATA_EXPIRED": 410,  # data a deterministic replay needs was deleted or expired
+    "NOT_A_REPLAY": 409,
     CONFLICT: 409,
     PRECONDITION_FAILED: 412,
     UNAUTHENTICATED: 401,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runs import programs
 from runs.models import Run, Workspace
 from runs.session import RunSession, Workbench
 
@@ -264,47 +265,73 @@ def build_demo(workspace: Workspace) -> list[Run]:
     )
     _parse_and_search(rejected, approve_search=False)
 
-    # 4. Completed end to end, with checkpoints inside "draft".
-    done = wb.start_run(workflow=JOB_SEARCH_WORKFLOW, subject=subject, tags=["demo", "completed"])
-    _parse_and_search(done, approve_search=True)
-    done.begin_step("search")
-    done.write_artifact("postings", "job.posting", POSTINGS[:1], step_id="search")
-    done.complete_step("search")
-    done.begin_step("score")
-    done.write_artifact(
+    # 4. Completed end to end, with checkpoints inside "draft": executed by the registered step code,
+    # so it can be replayed and branched by the workbench itself.
+    from runs.replay import run_program
+
+    done = run_program(
+        wb,
+        workflow=JOB_SEARCH_WORKFLOW,
+        subject=subject,
+        tags=["demo", "completed"],
+        program=job_search_program,
+    )
+
+    # 5. A fork of the rejected run, retrying from where the rejection happened.
+    fork = wb.fork(rejected.run_id)
+    fork.annotate("Forked to retry the parse with the senior template.")
+    return [main.run, waiting.run, rejected.run, done.run, fork.run]
+
+
+def job_search_program(s) -> None:
+    """The job-search pipeline as step code (a ``runs.replay.ProgramSession``): the run the demo
+    records end to end, and what a replay or branch of such a run re-executes. The scripted
+    reviewer approves; a branch can decide otherwise (``gateDecisions``) and the pipeline then
+    stops at that gate. ``configurable.draftModel`` picks the model of the draft step."""
+    _parse_and_search(s, approve_search=None)
+    if s.gate_decision("search", "PAUSE_BEFORE", "approved", note="Profile looks right") != "approved":
+        s.annotate("Search was rejected: the pipeline stops before searching.", tags=["rejected"])
+        s.fail("the search gate was rejected")
+        return
+    s.begin_step("search")
+    s.write_artifact("postings", "job.posting", POSTINGS[:1], step_id="search")
+    s.complete_step("search")
+    s.begin_step("score")
+    s.write_artifact(
         "scores", "job.match_scores", [{"jobId": "j1", "score": 88, "reasons": ["remote"]}], step_id="score"
     )
-    done.complete_step("score")
-    done.request_gate("score", "PAUSE_AFTER")
-    done.resolve_gate("score", "PAUSE_AFTER", "approved", actor="user:admin")
-    opened = done.begin_step("draft")  # a CHECKPOINT step asks for approval before it starts
+    s.complete_step("score")
+    s.request_gate("score", "PAUSE_AFTER")
+    if s.gate_decision("score", "PAUSE_AFTER", "approved") != "approved":
+        s.annotate("Scores were rejected: no application is drafted.", tags=["rejected"])
+        s.fail("the score review was rejected")
+        return
+    opened = s.begin_step("draft")  # a CHECKPOINT step asks for approval before it starts
     if opened.events and opened.events[0]["type"] == "human_gate_requested":
-        done.resolve_gate("draft", "CHECKPOINT", "approved", actor="user:admin")
-        done.begin_step("draft")
+        s.gate_decision("draft", "CHECKPOINT", "approved")
+        s.begin_step("draft")
     for checkpoint in ("outline", "final"):
-        done.request_gate("draft", "CHECKPOINT", checkpoint=checkpoint, reason=f"Approve the {checkpoint}")
-        done.resolve_gate("draft", "CHECKPOINT", "approved", checkpoint=checkpoint, actor="user:admin")
+        s.request_gate("draft", "CHECKPOINT", checkpoint=checkpoint, reason=f"Approve the {checkpoint}")
+        s.gate_decision("draft", "CHECKPOINT", "approved", checkpoint=checkpoint)
     _model_call(
-        done,
+        s,
         "draft",
         provider="anthropic",
-        model="claude-sonnet-4-5",
+        model=s.configurable.get("draftModel", "claude-sonnet-4-5"),
         summary="draft cover letter",
         inp=2200,
         out=1400,
         cost=0.0276,
         correlation="c-draft",
     )
-    done.write_artifact(
+    s.write_artifact(
         "application",
         "job.application_draft",
         {"jobId": "j1", "coverLetter": "Dear Northwind team, ...", "status": "ready"},
         step_id="draft",
     )
-    done.complete_step("draft")
-    done.complete()
+    s.complete_step("draft")
+    s.complete()
 
-    # 5. A fork of the rejected run, retrying from where the rejection happened.
-    fork = wb.fork(rejected.run_id)
-    fork.annotate("Forked to retry the parse with the senior template.")
-    return [main.run, waiting.run, rejected.run, done.run, fork.run]
+
+programs.register(JOB_SEARCH_WORKFLOW["id"], job_search_program)

@@ -92,6 +92,9 @@ class WriteArtifact:
     idempotency_key: str | None = None
     step_id: str | None = None
     pointer: dict[str, Any] | None = None
+    # The version the writer based its data on (0: the artifact must not exist yet). A write
+    # against an older version is refused with PATCH_FAILED, like a patch with a stale fromVersion.
+    expected_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -498,9 +501,25 @@ def _resolve_gate(state: RunState, cmd: ResolveGate, ctx: Context) -> list[dict[
             if isinstance(edit, WriteArtifact)
             else _patch_artifact(state, edit, ctx)
         )
-    # a named checkpoint travels in ``note`` (the reference's convention); a note given
-    # alongside it is kept as an annotation so that it is not lost
+    # A named checkpoint travels in ``note`` (the reference's convention); a note given alongside
+    # it is kept as an annotation so that it is not lost. A reviewer's note on the step's own
+    # CHECKPOINT gate stays in ``note`` only when the fold will read it as a note (see
+    # ``checkpoint_name``); otherwise it too becomes an annotation, so that approving with a note
+    # can never resolve a checkpoint nobody asked for.
     note = cmd.checkpoint if cmd.checkpoint else cmd.note
+    side_note = cmd.note if cmd.checkpoint else None
+    if gate == "CHECKPOINT" and note:
+        probe = {"type": "human_gate_resolved", "stepId": sid, "gate": gate, "note": note}
+        read_as = checkpoint_name(state, probe)
+        if cmd.checkpoint and read_as != cmd.checkpoint:
+            raise _err(
+                ErrorCode.INVALID_STATE_TRANSITION,
+                f'CHECKPOINT "{cmd.checkpoint}" of step "{sid}" was not requested while the step\'s own '
+                "CHECKPOINT gate waits: resolve that gate, or request the checkpoint first",
+                "checkpoint",
+            )
+        if not cmd.checkpoint and read_as is not None:
+            note, side_note = None, cmd.note
     corr = f"{CHECKPOINT_CORRELATION_PREFIX}{cmd.checkpoint}" if cmd.checkpoint else None
     events.append(
         _event(
@@ -514,17 +533,10 @@ def _resolve_gate(state: RunState, cmd: ResolveGate, ctx: Context) -> list[dict[
             note=note,
         )
     )
-    if cmd.checkpoint and cmd.note:
+    if side_note:
+        tags = ["gate-note", f"checkpoint:{cmd.checkpoint}"] if cmd.checkpoint else ["gate-note", gate]
         events.append(
-            _event(
-                state,
-                ctx,
-                "annotation",
-                step_id=sid,
-                correlation_id=corr,
-                text=cmd.note,
-                tags=["gate-note", f"checkpoint:{cmd.checkpoint}"],
-            )
+            _event(state, ctx, "annotation", step_id=sid, correlation_id=corr, text=side_note, tags=tags)
         )
     return events
 
@@ -548,9 +560,17 @@ def _write_artifact(state: RunState, cmd: WriteArtifact, ctx: Context) -> list[d
         ikey = _nonempty_str(cmd.idempotency_key, "idempotencyKey", "idempotencyKey")
         if _idempotent_hit(state, ikey, key, digest):
             return []
+    prev = state.artifacts.get(key)
+    if cmd.expected_version is not None:
+        current = prev["version"] if prev else 0
+        if type(cmd.expected_version) is not int or cmd.expected_version != current:
+            raise _err(
+                ErrorCode.PATCH_FAILED,
+                f'artifact "{key}" is at version {current}; the write was based on version {cmd.expected_version}',
+                "expectedVersion",
+            )
     if has_data:
         _validate(ctx, type_id, cmd.data, "data")
-    prev = state.artifacts.get(key)
     ts = ctx.now()
     artifact: dict[str, Any] = {
         "artifactKey": key,
@@ -964,7 +984,7 @@ def check_event(state: RunState, event: Any, ctx: Context, *, shape_checked: boo
             _check_error_obj(event["error"], "error")
     elif etype in ("human_gate_requested", "human_gate_resolved"):
         gate = _check_gate_name(event.get("gate"))
-        name = checkpoint_name(event)
+        name = checkpoint_name(state, event)
         if etype == "human_gate_requested":
             _check_request_transition(state, sid, gate, name)
         else:

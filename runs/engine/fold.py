@@ -61,20 +61,38 @@ def _known_step(state: RunState, event: dict[str, Any]) -> str | None:
     return None
 
 
-def checkpoint_name(event: dict[str, Any]) -> str | None:
-    """The checkpoint a CHECKPOINT gate event is about, if any.
+def checkpoint_name(state: RunState, event: dict[str, Any]) -> str | None:
+    """The named checkpoint a CHECKPOINT gate event is about, or None for the step's start gate.
 
-    A resolution names it in ``note`` (the reference's convention); a request carries it
-    in ``correlationId`` as ``checkpoint:<name>`` (the protocol has no field for it).
+    A request carries the name in ``correlationId`` as ``checkpoint:<name>`` (the protocol has
+    no field for it). A resolution names its checkpoint in ``note`` (the reference's
+    convention), but a note is also where a reviewer's words go, so a resolution's ``note``
+    names a checkpoint only when
+
+    - that checkpoint was requested and is still pending on the step, or
+    - no unnamed CHECKPOINT gate was requested on the step (the reference resolves named
+      checkpoints without requesting them; its exports must keep folding as it folds them).
+
+    Otherwise the resolution answers the requested (unnamed) CHECKPOINT gate and ``note`` is the
+    reviewer's note. The decision only depends on the state before the event, so folding a trace
+    again always gives the same answer.
     """
     if event.get("gate") != "CHECKPOINT":
         return None
-    if event.get("type") == "human_gate_resolved":
-        return event.get("note") or None
-    corr = event.get("correlationId")
-    if isinstance(corr, str) and corr.startswith(CHECKPOINT_CORRELATION_PREFIX):
-        return corr[len(CHECKPOINT_CORRELATION_PREFIX) :] or None
-    return None
+    if event.get("type") != "human_gate_resolved":
+        corr = event.get("correlationId")
+        if isinstance(corr, str) and corr.startswith(CHECKPOINT_CORRELATION_PREFIX):
+            return corr[len(CHECKPOINT_CORRELATION_PREFIX) :] or None
+        return None
+    note = event.get("note")
+    if not isinstance(note, str) or not note:
+        return None
+    open_for_step = state.open_gates.get(event.get("stepId"), {})  # type: ignore[arg-type]
+    if gate_slot("CHECKPOINT", note) in open_for_step:
+        return note
+    if "CHECKPOINT" in open_for_step:
+        return None
+    return note
 
 
 def _step_started(state: RunState, event: dict[str, Any]) -> None:
@@ -182,7 +200,7 @@ def _gate_requested(state: RunState, event: dict[str, Any]) -> None:
     if sid is None:
         return
     gate = event.get("gate")
-    name = checkpoint_name(event)
+    name = checkpoint_name(state, event)
     slot = gate_slot(gate, name)  # type: ignore[arg-type]
     state.open_gates.setdefault(sid, {})[slot] = {
         "stepId": sid,
@@ -206,7 +224,7 @@ def _gate_resolved(state: RunState, event: dict[str, Any]) -> None:
     gate = event.get("gate")
     approved = event.get("decision") != "rejected"
     gs = state.gate_state[sid]
-    name = checkpoint_name(event)
+    name = checkpoint_name(state, event)
     if gate == "PAUSE_BEFORE":
         gs["before"] = APPROVED if approved else PENDING
     elif gate == "PAUSE_AFTER":

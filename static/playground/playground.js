@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const initial = JSON.parse($("pg-initial").textContent);
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
-  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null };
+  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null }, calls: [], cache: null };
   let previewTimer = null;
   // Bumped by every edit of a control: a preview answer that left while the user kept editing
   // must not put the older values back into the controls.
@@ -53,6 +53,9 @@
     pre.textContent = data.request ? JSON.stringify(data.request, null, 2) : "";
     const notes = $("notes");
     notes.replaceChildren(...(data.notes || []).map((n) => el("li", {}, n)));
+    const cacheNotes = (data.notes || []).filter((n) => /caches (prompts )?from/.test(n));
+    $("cache-hint").textContent = cacheNotes.join(" ");
+    $("cache-hint").hidden = !cacheNotes.length;
     showComposeError(data.compose_error ? data.compose_error.message : (data.problem || ""));
   }
 
@@ -143,11 +146,56 @@
     $("stop-add").disabled = a.stop_sequences.length >= 4;
     renderToolResults();
     renderContext();
+    renderLevels();
+  }
+
+  // ---------------------------------------------------------------- configuration levels
+  const baseline = JSON.parse(JSON.stringify(initial.session)); // what the page opened with
+  const initialModel = initial.model ? String(initial.model) : null;
+  const DEFAULTS = { max_tokens: 4096, thinking_budget: 10000, temperature: { enabled: false, value: 1 }, top_p: { enabled: false, value: 1 }, top_k: { enabled: false, value: 40 }, stop_enabled: false, stop_sequences: [] };
+  function sourceOf(current, opened, dflt) {
+    const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+    if (initial.saved_prompt && same(current, opened)) return "saved prompt “" + initial.saved_prompt.name + "”";
+    if (initial.origin && same(current, opened)) return "the recorded call";
+    if (same(current, dflt)) return "global default";
+    return "this page (session)";
+  }
+  function renderLevels() {
+    const L = initial.levels;
+    if (!L) return;
+    const s = state.session, a = s.advanced, b = baseline.advanced;
+    const pk = $("model").value;
+    const m = L.models[pk];
+    let modelFrom;
+    if (initialModel && pk === initialModel) {
+      modelFrom = initial.saved_prompt ? "saved prompt “" + initial.saved_prompt.name + "”" : (initial.origin ? "the recorded call" : "your last send (remembered for you)");
+    } else if (!initialModel && pk === String(L.effective_default)) {
+      modelFrom = String(L.workspace_default) === pk ? "workspace default" : (String(L.global_default) === pk ? "global default" : "first usable model");
+    } else { modelFrom = "this page (session)"; }
+    const onOff = (o) => (o.enabled ? "sent: " + o.value : "not sent");
+    const rows = [
+      ["Model", m ? m.label : "—", modelFrom],
+      ["Provider and key", m ? m.provider + " · key: " + m.key_source : "—", m ? (m.provider_scope === "workspace" ? "workspace" : "global") : ""],
+      ["Timeout and retries", m ? m.timeout + " s, " + m.retries + " retries" : "—", m ? (m.provider_scope === "workspace" ? "workspace (provider settings)" : "global (provider settings)") : ""],
+      ["Prices", m ? (m.priced ? "known" : "unknown (cost shown as unknown)") : "—", m ? (m.model_scope === "workspace" ? "workspace" : "global") : ""],
+      ["Operation type", s.operation_type, sourceOf(s.operation_type, baseline.operation_type, "generic")],
+      ["System prompt", s.system_prompt ? (s.send_system_prompt ? "sent" : "not sent") : "none", sourceOf([s.system_prompt, s.send_system_prompt], [baseline.system_prompt, baseline.send_system_prompt], ["", true])],
+      ["Max tokens", String(a.max_tokens), sourceOf(a.max_tokens, b.max_tokens, DEFAULTS.max_tokens)],
+      ["Temperature", onOff(a.temperature), sourceOf(a.temperature, b.temperature, DEFAULTS.temperature)],
+      ["Top P", onOff(a.top_p), sourceOf(a.top_p, b.top_p, DEFAULTS.top_p)],
+      ["Top K", onOff(a.top_k), sourceOf(a.top_k, b.top_k, DEFAULTS.top_k)],
+      ["Stop sequences", a.stop_enabled && a.stop_sequences.length ? a.stop_sequences.join(", ") : "not sent", sourceOf([a.stop_enabled, a.stop_sequences], [b.stop_enabled, b.stop_sequences], [false, []])],
+      ["Thinking", s.thinking ? "on, budget " + a.thinking_budget : "off", sourceOf([s.thinking, a.thinking_budget], [baseline.thinking, b.thinking_budget], [false, 10000])],
+      ["Mode", s.mode, sourceOf(s.mode, baseline.mode, "stateful")],
+    ];
+    $("levels-table").tBodies[0].replaceChildren(...rows.map(([name, value, from]) =>
+      el("tr", { "data-level": name }, el("th", { scope: "row" }, name), el("td", {}, value), el("td", {}, from))));
   }
 
   function override(id, value, dflt) {
     setChecked(id + "-enabled", value.enabled);
     if (document.activeElement !== $(id)) $(id).value = value.value;
+    if ($(id + "-out")) $(id + "-out").textContent = String(value.value);
     $(id).disabled = !value.enabled;
     $(id + "-hint").textContent = value.enabled ? "Default: " + dflt + " → Sending: " + value.value : "Not sent: the model uses its default (" + dflt + ").";
   }
@@ -204,8 +252,10 @@
       el("div", { class: "pg-msg-head" }, el("strong", {}, "You"), el("time", {}, new Date().toLocaleTimeString())),
       flagsLine(flags),
       docs.length ? el("p", { class: "pg-hint" }, "📎 " + docs.map((d) => d.title || "document").join(", ")) : null,
+      el("p", { class: "pg-user-tokens", "data-user-tokens": "" }),
       el("div", { class: "pg-stream" }, textOf(userContent)));
     $("conversation").append(li);
+    state.lastUser = li;
     state.log.push({ role: "user", content: userContent, flags, at: new Date().toISOString() });
   }
 
@@ -219,7 +269,7 @@
     container.append(item);
     const entry = { role: "assistant", execution: ex.id, model: ex.model, status: ex.status, content: null, text: "", thinking: "" };
     state.log.push(entry);
-    const slot = { item, badge, thinking, text, body, entry };
+    const slot = { item, badge, thinking, text, body, entry, userLi: state.lastUser };
     item._slot = slot;
     return slot;
   }
@@ -281,7 +331,20 @@
     const tpl = document.createElement("template");
     tpl.innerHTML = html; // server-rendered by Django (escaped)
     slot.body.replaceChildren(tpl.content);
-    Object.assign(slot.entry, { content: st.content, text: st.partial_text, thinking: st.partial_thinking, usage: st.usage, cost: st.cost, currency: st.currency, duration_ms: st.duration_ms, structured_output: st.structured_output, error: st.error, run_id: st.run_id, context: st.context });
+    Object.assign(slot.entry, { content: st.content, text: st.partial_text, thinking: st.partial_thinking, usage: st.usage, cost: st.cost, currency: st.currency, duration_ms: st.duration_ms, structured_output: st.structured_output, error: st.error, run_id: st.run_id, context: st.context, provider: st.provider, at: new Date().toISOString() });
+    const head = slot.item.querySelector(".pg-msg-head");
+    if (head && !head.querySelector("time")) head.append(el("time", { datetime: slot.entry.at }, new Date().toLocaleTimeString()));
+    if (st.usage && slot.userLi && primary) {
+      const u = st.usage;
+      slot.userLi.querySelector("[data-user-tokens]").textContent = "Input: " + u.input_tokens.toLocaleString() + " tokens (" + (u.cache_read_tokens || 0).toLocaleString() + " cached)";
+    }
+    if (st.usage && (st.usage.cache_read_tokens > 0 || st.usage.cache_write_tokens > 0)) {
+      state.cache = { until: Date.now() + 300000, read: st.usage.cache_read_tokens || 0, written: st.usage.cache_write_tokens || 0, provider: st.provider, at: Date.now() };
+    }
+    // Session totals survive Clear and stateless sends (they count what this page spent).
+    if (st.usage) state.calls.push({ usage: st.usage, cost: st.cost, currency: st.currency });
+    renderTotals();
+    renderCache();
     slot.primary = primary;
     if (primary) {
       if (st.status === "completed" && state.sentPrompt !== null) {
@@ -289,6 +352,7 @@
         if ($("prompt").value === state.sentPrompt) { $("prompt").value = ""; state.session.prompt = ""; }
         state.sentPrompt = null;
       }
+      if (st.status === "completed" && state.session.mode === "stateful") state.conversation.parent = st.id;
       await preview({ name: "after_send", value: st.id });
       $("send-status").textContent = st.status === "completed" ? "Done." : (st.status === "cancelled" ? "Stopped." : "Failed: " + (st.error ? st.error.code : "")) + (st.status === "completed" ? "" : " Your message is kept: edit it or press Retry.");
     }
@@ -363,8 +427,41 @@
     renderControls();
     if (column.model) $("model").value = String(column.model);
     row.chosen = slot.entry.execution;
+    state.conversation.parent = slot.entry.execution;
     await preview({ name: "after_send", value: slot.entry.execution });
     renderJoin();
+  }
+
+  // ---------------------------------------------------------------- cache lifetime and session totals
+  function renderCache() {
+    const c = state.cache;
+    const box = $("cache-status");
+    if (!c) { box.hidden = true; return; }
+    box.hidden = false;
+    const left = Math.max(0, Math.round((c.until - Date.now()) / 1000));
+    const what = c.read > 0 ? "last request read " + c.read.toLocaleString() + " tokens from the cache" : "last request wrote " + c.written.toLocaleString() + " tokens to the cache";
+    const ttl = c.provider === "openai" ? "automatic prefix cache, kept about 5 to 10 minutes of inactivity" : "5-minute lifetime, renewed by every hit";
+    box.dataset.left = String(left);
+    box.textContent = left > 0
+      ? "Cache: " + what + " · about " + Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0") + " left (" + ttl + ")"
+      : "Cache: expired (" + ttl + "); the next marked request writes it again";
+  }
+  setInterval(renderCache, 1000);
+
+  function renderTotals() {
+    const done = state.calls;
+    const box = $("session-totals");
+    if (!done.length) { box.hidden = true; return; }
+    let input = 0, cached = 0, written = 0, output = 0, unknown = 0;
+    const cost = {};
+    for (const m of done) {
+      input += m.usage.input_tokens || 0; cached += m.usage.cache_read_tokens || 0;
+      written += m.usage.cache_write_tokens || 0; output += m.usage.output_tokens || 0;
+      if (m.cost === null || m.cost === undefined) unknown += 1; else cost[m.currency] = (cost[m.currency] || 0) + Number(m.cost);
+    }
+    const money = Object.entries(cost).map(([cur, v]) => v.toFixed(6) + " " + cur).join(" + ") || "unknown";
+    box.hidden = false;
+    box.textContent = "Session: " + done.length + " call" + (done.length > 1 ? "s" : "") + " · input " + input.toLocaleString() + " (" + cached.toLocaleString() + " read from cache, " + written.toLocaleString() + " written) · output " + output.toLocaleString() + " · cost " + money + (unknown && Object.keys(cost).length ? " (+ " + unknown + " of unknown cost)" : "");
   }
 
   function idle() {
@@ -405,7 +502,8 @@
     readFreeFields();
     showComposeError("");
     const columns = readColumns();
-    const body = { session: state.session, model: $("model").value || null, compare: columns };
+    const body = { session: state.session, model: $("model").value || null, compare: columns,
+      conversation: state.session.mode === "stateful" ? state.conversation : null };
     state.busy = true;
     $("send").disabled = true;
     $("send-status").textContent = "Sending…";
@@ -417,6 +515,7 @@
       return;
     }
     if (state.session.mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+    if (data.conversation) state.conversation.id = data.conversation;
     // Older compare rows can no longer change the history: the conversation moved on.
     document.querySelectorAll(".pg-join").forEach((j) => j.replaceChildren());
     state.compareRow = null;
@@ -487,7 +586,7 @@
   document.querySelectorAll("[data-mode]").forEach((b) => b.addEventListener("click", async () => {
     const mode = b.dataset.mode;
     await preview({ name: "mode", value: mode });
-    if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; }
+    if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; state.conversation = { id: null, parent: null }; }
   }));
   $("thinking").addEventListener("change", (e) => preview({ name: "thinking", value: e.target.checked }));
   $("max-tokens").addEventListener("change", (e) => preview({ name: "max_tokens", value: parseInt(e.target.value || "1", 10) }));
@@ -499,7 +598,7 @@
   $("stop-add").addEventListener("click", () => { const v = $("stop-input").value; $("stop-input").value = ""; preview({ name: "add_stop_sequence", value: v }); });
   $("stop-list").addEventListener("click", (e) => { const i = e.target.dataset.removeStop; if (i !== undefined) preview({ name: "remove_stop_sequence", value: parseInt(i, 10) }); });
   $("reset-advanced").addEventListener("click", () => preview({ name: "reset_advanced", value: null }));
-  $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; renderContext(); });
+  $("clear").addEventListener("click", async () => { await preview({ name: "clear", value: null }); $("conversation").replaceChildren(); state.log = []; state.conversation = { id: null, parent: null }; renderContext(); });
   $("export").addEventListener("click", exportConversation);
   $("send").addEventListener("click", send);
   $("stop").addEventListener("click", stopAll);
@@ -511,6 +610,7 @@
   ["send-system-prompt", "send-file", "create-cache", "citations", "tool-use", "operation-type", "model", "temperature", "top-p", "top-k"].forEach((id) =>
     $(id).addEventListener("change", () => preview(null)));
   ["prompt", "system-prompt", "tools"].forEach((id) => $(id).addEventListener("input", schedulePreview));
+  ["temperature", "top-p"].forEach((id) => $(id).addEventListener("input", () => { $(id + "-out").textContent = $(id).value; }));
   $("save-prompt").addEventListener("click", async () => {
     readFreeFields();
     const { ok, data } = await post(root.dataset.saveUrl, { session: state.session, model: $("model").value || null, name: $("save-name").value });
@@ -523,15 +623,15 @@
     if (btn.dataset.action === "retry") { retry(btn.dataset.execution, btn); return; }
     const box = btn.closest(".pg-structured");
     if (!box) return;
-    const raw = box.querySelector(".pg-raw");
-    if (btn.dataset.action === "toggle-raw") {
-      const showRaw = raw.hidden;
-      raw.hidden = !showRaw;
-      box.querySelector(".pg-formatted").hidden = showRaw;
-      btn.setAttribute("aria-pressed", String(showRaw));
-      btn.textContent = showRaw ? "Formatted" : "Raw JSON";
+    if (btn.dataset.action === "view") {
+      const view = btn.dataset.view;
+      box.querySelector(".pg-formatted").hidden = view !== "formatted";
+      box.querySelectorAll("[data-view-pane]").forEach((pane) => { pane.hidden = pane.dataset.viewPane !== view; });
+      box.querySelectorAll("button[data-view]").forEach((b) => b.setAttribute("aria-pressed", String(b === btn)));
+      box.dataset.view = view;
     } else if (btn.dataset.action === "copy" && navigator.clipboard) {
-      navigator.clipboard.writeText(raw.textContent).then(() => { btn.textContent = "Copied"; });
+      const pane = box.querySelector("[data-view-pane=" + (box.dataset.view === "xml" ? "xml" : "json") + "]");
+      navigator.clipboard.writeText(pane.textContent).then(() => { btn.textContent = "Copied"; });
     }
   });
 
@@ -542,6 +642,7 @@
     $("origin").hidden = false;
     $("origin-ref").replaceChildren("Model call at seq " + origin.seq + " of run ", el("a", { href: "/runs/" + encodeURIComponent(origin.run_id) + "/" }, origin.run_id), " (" + (origin.provider || "?") + " / " + (origin.model || "?") + "). The request below is restored exactly; edit it and send to compare.");
     if (origin.problem) { $("origin-problem").textContent = origin.problem; $("origin-problem").hidden = false; }
+    if (origin.model_notice) { $("origin-model-notice").textContent = origin.model_notice; $("origin-model-notice").hidden = false; }
     if (origin.response) {
       $("origin-response-box").hidden = false;
       $("origin-response").textContent = origin.response.text || origin.response.summary || "";
@@ -552,8 +653,10 @@
     const hist = state.session.history;
     for (let i = 0; i < hist.length; i++) {
       const m = hist[i];
+      const docs = Array.isArray(m.content) ? m.content.filter((b) => b.type === "document") : [];
       const li = el("li", { class: "pg-msg pg-msg-" + m.role, "data-role": m.role, "data-restored": "" },
         el("div", { class: "pg-msg-head" }, el("strong", {}, m.role === "user" ? "You (restored)" : "Assistant (restored)")),
+        docs.length ? el("p", { class: "pg-hint", "data-documents": "" }, "📎 " + docs.map((d) => (d.title || "document") + " (" + (d.source && d.source.type === "base64" ? "PDF" : Math.round(((d.source && d.source.data) || "").length / 1024) + " KB text") + ")").join(", ")) : null,
         el("div", { class: "pg-stream" }, textOf(m.content)));
       $("conversation").append(li);
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from datetime import timedelta
 
 import pytest
@@ -125,3 +126,17 @@ def test_cli_refuses_unknown_workspace_scope_and_token(workspace):
         )
     with pytest.raises(CommandError):
         call_command("tokens", "revoke", "abcdef", "--workspace", "acme")
+
+
+@pytest.mark.parametrize("header", ["Token {t}", "Basic {t}", "bearer{t}", "{t}", "Bearer  {t}x"])
+def test_a_token_with_the_wrong_scheme_is_refused_and_never_logged(
+    client, workspace, settings, caplog, header
+):
+    settings.DEBUG = True  # django-ninja logs the whole header at ERROR in DEBUG
+    issued = create_token(workspace=workspace, name="ci", scopes=["read"])
+    secret = issued.secret.split("_", 2)[2]
+    with caplog.at_level(logging.DEBUG):
+        r = client.get("/api/runs", headers={"Authorization": header.format(t=issued.secret)})
+    assert r.status_code == 401
+    assert secret not in caplog.text and issued.secret not in caplog.text
+    assert all(secret not in str(rec.args) for rec in caplog.records)

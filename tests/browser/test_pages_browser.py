@@ -159,14 +159,16 @@ def test_filter_timeline_open_state_diff_and_deep_link(browser, server):
 def test_edit_artifact_invalid_then_valid(browser, server):
     page = _page(browser, server)
     page.goto(f"{server['url']}/runs/run_browser/artifacts/?key=profile")
-    page.fill("#artifact-data", '{"headline": "", "skills": ["python"]}')
+    # job.profile has arrays and optional fields: a form, lists one item per line
+    page.fill("#f-headline", "")
     page.click("text=Save new version")
-    page.wait_for_selector("#data-errors")
-    errors = page.inner_text("#data-errors")
-    assert "/headline" in errors and "/summary" in errors
-    assert page.get_attribute("#artifact-data", "aria-invalid") == "true"
+    page.wait_for_selector("#f-headline-err")
+    assert "This field cannot be empty." in page.inner_text("#f-headline-err")
+    assert page.get_attribute("#f-headline", "aria-invalid") == "true"
+    assert page.evaluate("() => document.activeElement.id") == "f-headline"  # focus on the first error
     shot(page, "artifact-invalid")
-    page.fill("#artifact-data", '{"headline": "Staff engineer", "skills": ["python"], "summary": "ok"}')
+    page.fill("#f-headline", "Staff engineer")
+    page.fill("#f-skills", "python\nhtmx")
     page.click("text=Save new version")
     page.wait_for_selector("text=Saved profile v2")
     assert "v2" in page.inner_text("#versions-h + form + ul")

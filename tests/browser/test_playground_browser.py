@@ -46,7 +46,13 @@ def fake():
 def server(tmp_path_factory, fake):
     tmp = tmp_path_factory.mktemp("pg-browser")
     with serve_app(
-        tmp, setup_code=SETUP.format(url=fake.url), extra_env={"PLAYGROUND_EXECUTOR": "inprocess"}
+        tmp,
+        setup_code=SETUP.format(url=fake.url),
+        extra_env={
+            "PLAYGROUND_EXECUTOR": "inprocess",
+            # the fake provider listens on loopback: the operator allowance the server needs for it
+            "PLAYGROUND_EGRESS_ALLOW": "127.0.0.0/8",
+        },
     ) as url:
         yield url
 

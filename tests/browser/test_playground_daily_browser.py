@@ -221,3 +221,117 @@ def test_compare_columns_and_choose_the_answer_that_joins_the_history(page, serv
     )
     assert "Main question" not in page.text_content("#request-preview")
     assert page.input_value("#model") == gpt
+
+
+def test_cache_guidance_totals_conversation_links_metadata_and_structured_views(
+    page, server, fakes, tmp_path
+):
+    anthropic, _ = fakes
+    page.goto(f"{server}/playground/")
+    assert page.get_attribute("#temperature", "type") == "range"
+    assert page.get_attribute("#top-p", "type") == "range"
+    # Item 6: below the minimum cacheable size, a warning beside the toggle.
+    page.fill("#system-prompt", "Short.")
+    page.check("#create-cache")
+    page.wait_for_selector("#cache-hint", state="visible")
+    assert "1,024 tokens" in page.text_content("#cache-hint")
+    page.fill("#system-prompt", "You are a contracts lawyer. " * 200)
+    page.wait_for_selector("#cache-hint", state="hidden")
+    contract = tmp_path / "zebra.txt"
+    contract.write_text("The zebra clause: payment within 30 days.")
+    page.set_input_files("#file", str(contract))
+    page.wait_for_selector("#send-file-row", state="visible")
+    page.fill("#prompt", "Explain the okapi clause")
+    _send(page)
+    first = page.locator(".pg-msg-assistant").last
+    assert "Cache written" in first.text_content()
+    assert first.locator(".pg-msg-head time").count() == 1  # Item 8: time on assistant messages
+    page.wait_for_selector("#cache-status", state="visible")
+    assert "left" in page.text_content("#cache-status")
+    assert "Session: 1 call" in page.text_content("#session-totals")
+    page.fill("#prompt", "And the narwhal clause?")
+    _send(page)
+    second = page.locator(".pg-msg-assistant").last
+    assert "Cache hit" in second.text_content()
+    assert "read" in page.text_content("#cache-status")
+    assert "Session: 2 calls" in page.text_content("#session-totals")
+    user_tokens = page.locator(".pg-msg-user [data-user-tokens]").last.text_content()
+    assert user_tokens.startswith("Input: ") and "(0 cached)" not in user_tokens  # Item 8
+
+    # Item 5: the conversation's runs are linked, titled by their prompt, and searchable.
+    conversation = second.locator("a[data-conversation]").get_attribute("href")
+    run2 = second.locator(".pg-meta a").first.get_attribute("href").strip("/").split("/")[-1]
+    # Item 12 and 9 reuse this page below; first the structured output views (item 8).
+    page.select_option("#operation-type", "validation")
+    page.fill("#prompt", "Is it compliant?")
+    _send(page)
+    box = page.locator(".pg-msg-assistant").last.locator(".pg-structured")
+    box.locator("button[data-view=xml]").click()
+    assert box.locator("[data-view-pane=xml]").is_visible()
+    assert "<validation>" in box.locator("[data-view-pane=xml]").text_content()
+    box.locator("button[data-view=json]").click()
+    assert box.locator("[data-view-pane=json] .tok-key").count() >= 2
+    assert not box.locator(".pg-formatted").is_visible()
+
+    page.goto(server + conversation)
+    titles = page.text_content("main")
+    assert (
+        "Playground · Explain the okapi clause" in titles and "Playground · And the narwhal clause?" in titles
+    )
+    page.goto(f"{server}/runs/?q=narwhal")
+    assert run2 in page.text_content("main")
+
+    # Item 8: a restored conversation shows its documents; tool input is JSON.
+    page.goto(f"{server}/playground/?from_event={run2}:2")
+    page.wait_for_selector("#origin:not([hidden])")
+    assert "zebra.txt" in page.locator("[data-restored] [data-documents]").first.text_content()
+    page.click("#clear")
+    page.select_option("#operation-type", "generic")
+    page.check("#tool-use")
+    page.fill("#prompt", "Use get_weather for Paris")
+    _send(page)
+    tool_input = page.locator(".pg-msg-assistant").last.locator("[data-json]").text_content()
+    assert '"city": "city example"' in tool_input
+    assert not [e for e in page.console_errors if "Content Security Policy" in e or "Refused" in e]
+
+
+def _level(page, name: str) -> tuple[str, str]:
+    row = page.locator(f"#levels-table tr[data-level='{name}'] td")
+    return row.nth(0).text_content(), row.nth(1).text_content()
+
+
+def test_remembered_model_and_configuration_levels(page, server, fakes):
+    page.goto(f"{server}/playground/")
+    page.click("#levels summary")
+    assert _level(page, "Model") == ("Fake Sonnet", "workspace default")
+    assert _level(page, "Timeout and retries")[1].startswith("workspace")
+    assert _level(page, "Temperature") == ("not sent", "global default")
+    page.click("#advanced summary")
+    page.check("#temperature-enabled")
+    page.wait_for_function(
+        "() => document.querySelector(\"#levels-table tr[data-level='Temperature'] td:last-child\").textContent"
+        " === 'this page (session)'"
+    )
+    page.click(".pg-saved summary")
+    page.fill("#save-name", "Careful reviewer")
+    page.click("#save-prompt")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.startsWith('Saved')")
+    page.goto(f"{server}/playground/")
+    saved = page.get_attribute(".pg-saved a", "href")
+    page.goto(f"{server}/playground/{saved}")
+    page.click("#levels summary")
+    assert _level(page, "Temperature") == ("sent: 1", "saved prompt “Careful reviewer”")
+
+    # Item 9: the model last sent to is remembered for this user.
+    _model(page, "Fake GPT")
+    page.wait_for_function(
+        "() => document.querySelector(\"#levels-table tr[data-level='Model'] td:last-child\").textContent"
+        " === 'this page (session)'"
+    )
+    page.fill("#prompt", "remember me")
+    _send(page)
+    page.goto(f"{server}/playground/")
+    assert "Fake GPT" in page.eval_on_selector("#model", "s => s.selectedOptions[0].textContent")
+    page.click("#levels summary")
+    assert _level(page, "Model") == ("Fake GPT", "your last send (remembered for you)")
+    assert "key: stored key" in _level(page, "Provider and key")[0]

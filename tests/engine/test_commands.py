@@ -437,3 +437,20 @@ def test_total_tokens_fall_back_to_input_plus_output():
         for event in decide(state, LogModelIO("response", usage=usage), ctx):
             apply_event(state, event)
     assert state.tokens["totalTokens"] == 15 + 7
+
+
+def test_write_with_an_expected_version(diamond):
+    d = diamond
+    d.do(WriteArtifact("report", "doc", {"n": 1}, expected_version=0))
+    d.do(WriteArtifact("report", "doc", {"n": 2}, expected_version=1, idempotency_key="e1"))
+    assert d.state.artifacts["report"]["version"] == 2
+    # a repeated submit is an idempotent no-op, even though its expected version is now stale
+    assert d.do(WriteArtifact("report", "doc", {"n": 2}, expected_version=1, idempotency_key="e1")) == []
+    with pytest.raises(EngineError) as exc:
+        d.do(WriteArtifact("report", "doc", {"n": 3}, expected_version=1))
+    assert codes(exc) == "PATCH_FAILED" and exc.value.path == "expectedVersion"
+    assert "version 2" in exc.value.message
+    with pytest.raises(EngineError) as exc:
+        d.do(WriteArtifact("fresh", "doc", {"n": 1}, expected_version=3))
+    assert codes(exc) == "PATCH_FAILED"
+    assert d.state.revision == 2

@@ -25,7 +25,7 @@ try:
 except SystemExit:
     pass
 sys.stdout = real
-heavy = ("daphne", "twisted", "autobahn", "ninja", "pydantic", "runs.api", "runs.views", "workbench.urls",
+heavy = ("daphne", "twisted", "autobahn", "ninja", "pydantic", "runs.api", "runs.pages", "workbench.urls",
          "cryptography", "anthropic", "openai")
 print("LOADED " + json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy)))
 """

@@ -132,7 +132,7 @@ def test_artifact_diff_between_versions(client, alice, profile_run, workspace):
 def test_simple_schemas_get_a_form(client, alice, make_run, workspace):
     from runs import actions
     from runs.engine import commands as c
-    from runs.views import schema_registry
+    from runs.pages.artifact_forms import schema_registry
 
     schema = {
         "type": "object",
@@ -153,30 +153,135 @@ def test_simple_schemas_get_a_form(client, alice, make_run, workspace):
     login(client, alice)
     url = f"/runs/{run.run_id}/artifacts/"
     page = client.get(url, {"key": "s"}).content.decode()
-    assert 'name="field_score"' in page and 'name="field_name"' in page
+    assert 'name="/score"' in page and 'name="/name"' in page
     form = _form(page)
-    bad = client.post(
-        url, {**form, "editor": "form", "field_name": "a", "field_score": "-3", "mode": "write"}
-    )
+    bad = client.post(url, {**form, "editor": "form", "/name": "a", "/score": "-3", "mode": "write"})
     html = bad.content.decode()
-    assert bad.status_code == 422 and 'id="err-score"' in html and "minimum" in html
-    notnum = client.post(
-        url, {**form, "editor": "form", "field_name": "a", "field_score": "abc", "mode": "write"}
-    )
+    assert bad.status_code == 422 and 'id="f-score-err"' in html and "Enter a value of at least 0." in html
+    assert re.search(r'id="f-score"[^>]*aria-invalid="true"[^>]*autofocus', html)  # focus goes there
+    notnum = client.post(url, {**form, "editor": "form", "/name": "a", "/score": "abc", "mode": "write"})
     assert "Enter a whole number." in notnum.content.decode()
+    assert 'value="abc"' in notnum.content.decode()  # what was typed stays
     good = client.post(
         url,
-        {**form, "editor": "form", "field_name": "b", "field_score": "4", "field_ok": "on", "mode": "write"},
+        {**form, "editor": "form", "/name": "b", "/score": "4", "/ok": "true", "mode": "write"},
     )
     assert good.status_code == 302
-    from runs.views import run_state
+    from runs.selectors import run_state
 
     run.refresh_from_db()
     assert run_state(run).artifacts["s"]["data"] == {"name": "b", "score": 4, "ok": True}
 
 
+def test_union_nested_and_array_schemas_get_a_form(client, alice, make_run, workspace):
+    """rules.basic-style unions, nested objects, arrays of scalars; anything else is a JSON box."""
+    from runs import actions
+    from runs.engine import commands as c
+    from runs.pages.artifact_forms import schema_registry
+
+    schema = {
+        "type": "object",
+        "required": ["kind", "value"],
+        "properties": {
+            "kind": {"type": "string", "minLength": 1},
+            "value": {"type": ["string", "number", "boolean"]},
+            "where": {
+                "type": "object",
+                "required": ["city"],
+                "properties": {"city": {"type": "string"}, "radius": {"type": "integer", "minimum": 1}},
+            },
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "extra": {"oneOf": [{"type": "string"}, {"type": "array"}]},
+        },
+        "additionalProperties": False,
+    }
+    schema_registry().register("test.union", schema)
+    run = make_run("run_union")
+    data = {"kind": "salary", "value": 100, "where": {"city": "Oslo"}, "tags": ["a", "b"]}
+    actions.do_command(
+        workspace=workspace, run_id=run.run_id, command=c.WriteArtifact(key="u", type_id="test.union", data=data)
+    )
+    login(client, alice)
+    url = f"/runs/{run.run_id}/artifacts/"
+    page = client.get(url, {"key": "u"})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'name="/value#type"' in html and '<option value="integer"' not in html
+    assert re.search(r'<option value="number" selected>number</option>', html)
+    assert 'name="/where/city"' in html and 'name="/where/radius"' in html
+    assert ">a\nb</textarea>" in html and "Edited as JSON" in html
+    form = _form(html)
+    post = {
+        **form,
+        "editor": "form",
+        "mode": "patch",
+        "/kind": "salary",
+        "/value#type": "number",
+        "/value": "lots",
+        "/where/city": "Oslo",
+        "/where/radius": "0",
+        "/tags": "a\nb\nc",
+        "/extra": "",
+    }
+    bad = client.post(url, post)
+    html = bad.content.decode()
+    assert bad.status_code == 422 and "Enter a number." in html
+    post["/value"] = "120"
+    bad = client.post(url, post)
+    html = bad.content.decode()
+    assert (
+        bad.status_code == 422
+        and "Enter a value of at least 1." in html
+        and 'id="f-where-radius-err"' in html
+    )
+    post["/where/radius"] = "5"
+    post["/extra"] = '["x"]'
+    assert client.post(url, post).status_code == 302
+    from runs.selectors import run_state
+
+    run.refresh_from_db()
+    assert run_state(run).artifacts["u"]["data"] == {
+        "kind": "salary",
+        "value": 120,
+        "where": {"city": "Oslo", "radius": 5},
+        "tags": ["a", "b", "c"],
+        "extra": ["x"],
+    }
+    assert client.get(url, {"key": "u", "editor": "json"}).content.decode().count('name="data"') == 1
+
+
+def test_shipped_rules_basic_schema_renders_a_form(client, alice, make_run, workspace):
+    """The shipped rules.basic has a union type: the editor used to answer 500."""
+    from runs import actions
+    from runs.engine import commands as c
+
+    run = make_run("run_rules_basic")
+    actions.do_command(
+        workspace=workspace,
+        run_id=run.run_id,
+        command=c.WriteArtifact(key="rule", type_id="rules.basic", data={"kind": "remote", "value": True}),
+    )
+    login(client, alice)
+    page = client.get(f"/runs/{run.run_id}/artifacts/", {"key": "rule"})
+    assert page.status_code == 200 and 'name="/value#type"' in page.content.decode()
+    form = _form(page.content.decode())
+    post = {
+        **form,
+        "editor": "form",
+        "mode": "write",
+        "/kind": "remote",
+        "/value#type": "boolean",
+        "/value": "no",
+    }
+    assert client.post(f"/runs/{run.run_id}/artifacts/", post).status_code == 302
+    from runs.selectors import run_state
+
+    run.refresh_from_db()
+    assert run_state(run).artifacts["rule"]["data"] == {"kind": "remote", "value": False}
+
+
 def test_rules_toggle_reorder_and_validated_edit(client, bob, profile_run):
-    from runs.views import run_state
+    from runs.selectors import run_state
 
     login(client, bob)
     url = f"/runs/{profile_run.run_id}/rules/"

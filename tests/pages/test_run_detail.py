@@ -90,7 +90,7 @@ def test_reviewer_approves_gate_and_history_shows_who(client, bob, run):
     assert 'hx-swap-oob="true"' in html and 'id="run-status"' in html and 'id="graph"' in html
     assert "by user:bob" in html and "fine by me" in html and "approved" in html
     from runs.models import Run
-    from runs.views import run_state
+    from runs.selectors import run_state
 
     state = run_state(Run.objects.get(run_id=run.run_id))
     assert state.gate_state["review"]["before"] == "approved"
@@ -198,7 +198,7 @@ def test_runs_list_filters_search_and_pagination(client, alice, make_run):
     assert "run_list_1" in client.get("/runs/", {"workflow": "wf-demo"}).content.decode()
     frag = client.get("/runs/", {"status": "running"}, HTTP_HX_REQUEST="true").content.decode()
     assert frag.lstrip().startswith('<div id="run-table"')
-    import runs.views as views
+    import runs.pages.run_list as views
 
     old = views.RUNS_PER_PAGE
     views.RUNS_PER_PAGE = 2

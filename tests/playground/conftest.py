@@ -9,6 +9,16 @@ import pytest
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
 
+LOOPBACK = ["127.0.0.0/8", "::1/128"]
+
+
+@pytest.fixture(autouse=True)
+def egress_allows_loopback(settings):
+    """The fakes listen on 127.0.0.1, an address the server refuses by default outside the
+    embedded profile: the playground tests make the operator allowance explicit. Tests of the
+    refusal set ``settings.PLAYGROUND_EGRESS_ALLOW = []``."""
+    settings.PLAYGROUND_EGRESS_ALLOW = LOOPBACK
+
 
 @pytest.fixture
 def anthropic_fake():

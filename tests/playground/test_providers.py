@@ -16,12 +16,18 @@ GPT = c.ModelSpec("openai", "gpt-5-mini", max_tokens_param="max_completion_token
 CONTRACT = c.Document("contract.txt", "text/plain", "Payment is due within 30 days. " * 40)
 
 
+# The fakes listen on loopback, which calls may only reach with the operator's allowance.
+LOOPBACK = ("127.0.0.0/8",)
+
+
 def a_settings(fake, **kw) -> ProviderSettings:
+    kw.setdefault("egress_allow", LOOPBACK)
     return ProviderSettings("anthropic", api_key="test-anthropic-key", base_url=fake.url, max_retries=0, **kw)
 
 
 def o_settings(fake, **kw) -> ProviderSettings:
     kw.setdefault("api_key", "test-openai-key")
+    kw.setdefault("egress_allow", LOOPBACK)
     return ProviderSettings("openai", base_url=fake.url + "/v1", max_retries=0, **kw)
 
 
@@ -170,7 +176,14 @@ def test_wrong_key_and_mid_stream_error_and_unreachable_server(anthropic_fake):
     with pytest.raises(ProviderError) as err:
         send(a_settings(anthropic_fake), c.compose(c.Session(prompt="go [[stream-error]]"), SONNET))
     assert err.value.code == "OVERLOADED" and "Overloaded" in err.value.message
-    dead = ProviderSettings("anthropic", api_key="k", base_url="http://127.0.0.1:9", max_retries=0, timeout=2)
+    dead = ProviderSettings(
+        "anthropic",
+        api_key="k",
+        base_url="http://127.0.0.1:9",
+        max_retries=0,
+        timeout=2,
+        egress_allow=LOOPBACK,
+    )
     with pytest.raises(ProviderError) as err:
         send(dead, c.compose(c.Session(prompt="hi"), SONNET))
     assert err.value.code == "CONNECTION_FAILED"

@@ -17,13 +17,21 @@ from runs.workspaces import add_member, get_or_create_workspace
 class Command(BaseCommand):
     help = "Load the demo workspace and runs, and create a local admin user."
 
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--url",
+            default="http://127.0.0.1:8000/",
+            help="where the server will be (printed with the login)",
+        )
+
     def handle(self, *args, **options) -> None:
         workspace = get_or_create_workspace("demo", name="Demo")
         runs = build_demo(workspace)
         username, password = self._admin()
         add_member(workspace, get_user_model().objects.get(username=username), Role.OWNER)
         self.stdout.write(f"demo workspace '{workspace.slug}': {len(runs)} runs")
-        self.stdout.write(f"sign in at http://127.0.0.1:8000/ as {username} / {password}")
+        self.stdout.write(f"sign in at {options['url']} as {username} / {password}")
+        self.stdout.write(f"(the password is kept in {settings.VAR_DIR / 'admin_password'})")
 
     def _admin(self) -> tuple[str, str]:
         User = get_user_model()

@@ -11,10 +11,12 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0001_initial"),
+        ("runs", "0003_run_rejected_gates"),
     ]
 
     operations = [
+        migrations.DeleteModel(name="CachedResponse"),
+        migrations.DeleteModel(name="RunFork"),
         migrations.DeleteModel(name="RunSnapshot"),
         migrations.DeleteModel(name="RunParent"),
         migrations.DeleteModel(name="ArtifactVersion"),
@@ -60,6 +62,7 @@ class Migration(migrations.Migration):
                 ("import_doc", models.TextField(blank=True, null=True)),
                 ("import_seq", models.IntegerField(blank=True, null=True)),
                 ("pending_gates", models.IntegerField(db_index=True, default=0)),
+                ("rejected_gates", models.IntegerField(db_index=True, default=0)),
                 ("event_count", models.IntegerField(default=0)),
                 ("model_calls", models.IntegerField(default=0)),
                 ("total_tokens", models.BigIntegerField(default=0)),
@@ -137,6 +140,50 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.CreateModel(
+            name="CachedResponse",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=64)),
+                ("key_v1", models.CharField(max_length=64)),
+                ("provider", models.CharField(blank=True, max_length=100)),
+                ("model", models.CharField(blank=True, max_length=200)),
+                ("source_run_id", models.CharField(blank=True, max_length=200)),
+                ("request_seq", models.IntegerField(blank=True, null=True)),
+                ("response_seq", models.IntegerField(blank=True, null=True)),
+                ("request", models.TextField()),
+                ("response", models.TextField()),
+                ("response_digest", models.CharField(max_length=64)),
+                ("hits", models.IntegerField(default=0)),
+                ("last_hit_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="cached_responses",
+                        to="runs.workspace",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="cached_responses",
+                        to="runs.run",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["-created_at"],
+            },
+        ),
+        migrations.CreateModel(
             name="ArtifactVersion",
             fields=[
                 (
@@ -162,6 +209,66 @@ class Migration(migrations.Migration):
             options={
                 "ordering": ["id"],
             },
+        ),
+        migrations.CreateModel(
+            name="RunFork",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("source_run_id", models.CharField(max_length=200)),
+                (
+                    "mode",
+                    models.CharField(choices=[("replay", "Replay"), ("branch", "Branch")], max_length=16),
+                ),
+                ("from_seq", models.IntegerField()),
+                ("overlay", models.JSONField(blank=True, default=dict)),
+                ("history", models.IntegerField()),
+                ("source_last_seq", models.IntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("external", "External"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("error_code", models.CharField(blank=True, max_length=64)),
+                ("error_message", models.TextField(blank=True)),
+                ("cursor", models.IntegerField(default=0)),
+                ("compared", models.IntegerField(default=0)),
+                ("matched", models.IntegerField(default=0)),
+                ("divergence", models.JSONField(blank=True, null=True)),
+                ("cache_hits", models.IntegerField(default=0)),
+                ("provider_calls", models.IntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "run",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="fork_info", to="runs.run"
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="forks",
+                        to="runs.run",
+                    ),
+                ),
+            ],
         ),
         migrations.CreateModel(
             name="RunParent",
@@ -234,11 +341,29 @@ class Migration(migrations.Migration):
             model_name="event",
             index=models.Index(fields=["run", "correlation_id", "seq"], name="event_run_corr"),
         ),
+        migrations.AddIndex(
+            model_name="cachedresponse",
+            index=models.Index(fields=["workspace", "key"], name="cached_ws_key"),
+        ),
+        migrations.AddIndex(
+            model_name="cachedresponse",
+            index=models.Index(fields=["workspace", "key_v1"], name="cached_ws_key_v1"),
+        ),
+        migrations.AddConstraint(
+            model_name="cachedresponse",
+            constraint=models.UniqueConstraint(
+                fields=("workspace", "key", "response_digest"), name="uniq_cached_response"
+            ),
+        ),
         migrations.AddConstraint(
             model_name="artifactversion",
             constraint=models.UniqueConstraint(
                 fields=("run", "key", "version"), name="uniq_artifact_version"
             ),
+        ),
+        migrations.AddIndex(
+            model_name="runfork",
+            index=models.Index(fields=["status", "created_at"], name="runfork_status"),
         ),
         migrations.AddConstraint(
             model_name="runparent",

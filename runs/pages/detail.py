@@ -1,0 +1,231 @@
+"""The run page, its timeline and fragments, the per-event state diff, export and cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from runs import actions
+from runs.engine.state import RunState
+from runs.models import Run
+from runs.pages.access import RunAccess, run_page, run_write
+from runs.pages.params import int_param
+from runs.partials import (
+    gate_panel_context,
+    graph_context,
+    lineage_context,
+    status_context,
+    timeline_context,
+)
+from runs.permissions import Action
+from runs.selectors import (
+    TIMELINE_PAGE,
+    TimelineFilters,
+    event_at,
+    run_notes,
+    run_state,
+    state_at,
+)
+from runs.timeline import changed_top_keys, diff_values
+from runs.web import (
+    actor_for,
+)
+
+NOTES_LIMIT = 10
+
+
+def run_detail_context(
+    run: Run,
+    *,
+    url_id: str | None = None,
+    can_review: bool = False,
+    can_cancel: bool = False,
+    demo: bool = False,
+    after: int = 0,
+    before: int | None = None,
+    filters: TimelineFilters | None = None,
+) -> dict[str, Any]:
+    url_id = url_id or run.run_id
+    state = run_state(run)
+    doc = state.run
+    ctx: dict[str, Any] = {
+        "run": run,
+        "doc": doc,
+        "url_id": url_id,
+        "demo": demo,
+        "can_review": can_review,
+        "can_cancel": can_cancel,
+        "state": state,
+        "nav_active": "runs",
+        "annotations": doc.get("annotations") or [],
+        "notes": run_notes(run, limit=NOTES_LIMIT),
+    }
+    ctx.update(lineage_context(run))
+    ctx.update(graph_context(run, state, url_id=url_id))
+    ctx.update(gate_panel_context(run, state, url_id=url_id, can_review=can_review))
+    ctx.update(timeline_context(run, url_id=url_id, after=after, before=before, filters=filters))
+    return ctx
+
+
+def _timeline_window(request: HttpRequest) -> tuple[int, int | None]:
+    at = int_param(request.GET, "at", None, minimum=1)
+    if at is not None:
+        return max(0, at - 11), None
+    return int_param(request.GET, "after", 0) or 0, int_param(request.GET, "before", None, minimum=1)
+
+
+@run_page
+@require_GET
+@vary_on_headers("HX-Request")
+def run_detail(request: HttpRequest, access: RunAccess) -> HttpResponse:
+    after, before = _timeline_window(request)
+    ctx = run_detail_context(
+        access.run,
+        url_id=access.url_id,
+        can_review=access.can_review,
+        can_cancel=access.can_cancel,
+        demo=access.demo,
+        after=after,
+        before=before,
+        filters=TimelineFilters.from_query(request.GET),
+    )
+    return render(request, "runs/run_detail.html", ctx)
+
+
+@run_page
+@require_GET
+@vary_on_headers("HX-Request")
+def timeline(request: HttpRequest, access: RunAccess) -> HttpResponse:
+    after, before = _timeline_window(request)
+    limit = int_param(request.GET, "limit", TIMELINE_PAGE, minimum=1) or TIMELINE_PAGE
+    ctx = timeline_context(
+        access.run,
+        url_id=access.url_id,
+        after=after,
+        before=before,
+        filters=TimelineFilters.from_query(request.GET),
+        limit=limit,
+    )
+    if request.htmx:
+        return render(request, "runs/run_detail.html#timeline_page", ctx)
+    # Without htmx: the detail page at that window (keeps links working with JS off).
+    query = request.GET.urlencode()
+    return redirect(f"{ctx['detail_url']}?{query}#timeline")
+
+
+@run_page
+@require_GET
+def graph(request: HttpRequest, access: RunAccess) -> HttpResponse:
+    return render(
+        request,
+        "runs/run_detail.html#graph",
+        graph_context(access.run, run_state(access.run), url_id=access.url_id),
+    )
+
+
+@run_page
+@require_GET
+def status_fragment(request: HttpRequest, access: RunAccess) -> HttpResponse:
+    return render(
+        request, "runs/run_detail.html#status_badge", status_context(access.run, url_id=access.url_id)
+    )
+
+
+@run_page
+@require_GET
+def gate_panel(request: HttpRequest, access: RunAccess) -> HttpResponse:
+    ctx = gate_panel_context(
+        access.run, run_state(access.run), url_id=access.url_id, can_review=access.can_review
+    )
+    return render(request, "runs/run_detail.html#gate_panel", ctx)
+
+
+STATE_VIEW_DROP = ("format", "idempotencyDigests", "lastEventId", "lastEventAt", "warnings", "warningCount")
+
+
+def state_view(state: RunState) -> dict[str, Any]:
+    """The projection as a reader sees it: maps as objects, engine internals dropped."""
+    raw = state.to_json()
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in STATE_VIEW_DROP:
+            continue
+        if isinstance(value, list) and all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in value
+        ):
+            value = {k: v for k, v in value}
+            if key == "gateState":
+                value = {k: {**v, "checkpoints": dict(v.get("checkpoints", []))} for k, v in value.items()}
+            if key in ("openGates", "rejections"):
+                value = {k: dict(v) for k, v in value.items()}
+        out[key] = value
+    return out
+
+
+def event_state_context(run: Run, seq: int, *, url_id: str | None = None) -> dict[str, Any]:
+    if seq < 1 or seq > run.last_seq:
+        raise Http404("no such event")
+    event = event_at(run, seq)
+    if event is None:
+        raise Http404("no such event")
+    before = state_view(state_at(run, seq - 1))
+    after = state_view(state_at(run, seq))
+    changes = diff_values(before, after)
+    keys = [k for k in changed_top_keys(changes) if k != "revision"]
+    sides = [{"key": k, "before": before.get(k), "after": after.get(k)} for k in keys]
+    url_id = url_id or run.run_id
+    return {
+        "run": run,
+        "url_id": url_id,
+        "seq": seq,
+        "event": event,
+        "changes": changes,
+        "sides": sides,
+        "after_state": after,
+        "detail_url": reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id]),
+    }
+
+
+@run_page
+@require_GET
+@vary_on_headers("HX-Request")
+def event_state(request: HttpRequest, access: RunAccess, seq: int) -> HttpResponse:
+    ctx = event_state_context(access.run, seq, url_id=access.url_id)
+    if request.htmx:
+        return render(request, "runs/event_state.html#state_diff", ctx)
+    return render(request, "runs/event_state.html", {**ctx, "demo": access.demo, "nav_active": "runs"})
+
+
+@run_page
+@require_GET
+def export_bundle(request: HttpRequest, access: RunAccess) -> HttpResponse:
+    from runs.bundles import export_bundle_bytes
+
+    data = export_bundle_bytes(access.run)
+    response = HttpResponse(data, content_type="application/json")
+    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in access.run.run_id)[:100]
+    response["Content-Disposition"] = f'attachment; filename="{safe_name}.bundle.json"'
+    return response
+
+
+@run_write(Action.CANCEL_RUN)
+def cancel_run(request: HttpRequest, run: Run) -> HttpResponse:
+    reason = request.POST.get("reason", "").strip()[:500] or "cancelled from the run page"
+    try:
+        report = actions.do_cancel_tree(
+            workspace=run.workspace, run_id=run.run_id, actor=actor_for(request), reason=reason
+        )
+    except actions.ActionError as exc:
+        messages.error(request, f"Could not cancel: {exc}")
+    else:
+        if report.cancelled:
+            messages.success(request, f"Cancelled {len(report.cancelled)} run(s).")
+        for rid, why in report.skipped:
+            messages.info(request, f"{rid}: {why}")
+    return redirect("runs:detail", run.run_id)

@@ -1,0 +1,130 @@
+"""Importing a bundle: upload, see the verification stages, confirm."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from runs import actions
+from runs.models import Run
+from runs.permissions import Action
+from runs.web import (
+    actor_for,
+    current_workspace,
+    may,
+    require_action,
+)
+
+
+def _import_dir() -> Path:
+    path = Path(settings.VAR_DIR) / "imports"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+IMPORT_SESSION_KEY = "workbench_imports"
+
+
+def import_stages(result: Any) -> list[dict[str, str]]:
+    """check_bundle's verdict as the stages it runs in order: JSON and version, schema, integrity, structure."""
+    parse_codes = ("INVALID_JSON", "UNSUPPORTED_PROTOCOL_VERSION")
+    stages = []
+    parse_failed = result.integrity == "unchecked" and result.code in parse_codes
+    stages.append({"name": "JSON and protocol version", "state": "failed" if parse_failed else "ok"})
+    if parse_failed:
+        schema = "skipped"
+    elif result.integrity == "unchecked" and not result.ok:
+        schema = "failed"
+    else:
+        schema = "ok"
+    stages.append({"name": "Schema", "state": schema})
+    integrity = {"valid": "ok", "mismatch": "failed", "missing": "failed"}.get(result.integrity, "skipped")
+    stages.append(
+        {"name": "Integrity (SHA-256 over canonical JSON)", "state": integrity, "detail": result.integrity}
+    )
+    structure = "skipped" if result.integrity != "valid" else ("ok" if result.ok else "failed")
+    stages.append({"name": "Structure (steps, events, versions)", "state": structure})
+    return stages
+
+
+@login_required
+def import_bundle(request: HttpRequest) -> HttpResponse:
+    """Upload a bundle, see the verification (integrity, schema, structure), then confirm the import."""
+    from runs.protocol.bundle import check_bundle
+
+    workspace = current_workspace(request)
+    ctx: dict[str, Any] = {
+        "nav_active": "import",
+        "can_import": may(request, Action.IMPORT_BUNDLE),
+    }
+    if request.method != "POST":
+        return render(request, "runs/import.html", ctx)
+    require_action(request, Action.IMPORT_BUNDLE)
+    pending: dict[str, str] = request.session.get(IMPORT_SESSION_KEY, {})
+    if request.POST.get("confirm"):
+        token = request.POST.get("token", "")
+        name = pending.get(token)
+        if not name:
+            messages.error(request, "That upload has expired; upload the bundle again.")
+            return redirect("runs:import")
+        path = _import_dir() / name
+        try:
+            data = path.read_bytes()
+        except OSError:
+            messages.error(request, "That upload has expired; upload the bundle again.")
+            return redirect("runs:import")
+        try:
+            run = actions.do_import_bundle(
+                workspace=workspace,
+                data=data,
+                actor=actor_for(request),
+                as_new_id=bool(request.POST.get("as_new_id")),
+            )
+        except actions.ActionError as exc:
+            ctx.update(
+                {"import_error": f"{exc.code}: {exc.message}", "token": token, "check": check_bundle(data)}
+            )
+            return render(
+                request, "runs/import.html", ctx, status=409 if exc.code == "RUN_ID_COLLISION" else 422
+            )
+        pending.pop(token, None)
+        request.session[IMPORT_SESSION_KEY] = pending
+        path.unlink(missing_ok=True)
+        messages.success(request, f"Imported run {run.run_id}.")
+        return redirect("runs:detail", run.run_id)
+    upload = request.FILES.get("bundle")
+    if upload is None:
+        ctx["upload_error"] = "Choose a bundle file (.json) to upload."
+        return render(request, "runs/import.html", ctx, status=422)
+    data = upload.read()
+    result = check_bundle(data)
+    ctx["check"] = result
+    ctx["stages"] = import_stages(result)
+    ctx["filename"] = upload.name
+    ctx["size"] = len(data)
+    if result.ok:
+        token = secrets.token_urlsafe(16)
+        name = f"{token}.json"
+        (_import_dir() / name).write_bytes(data)
+        pending[token] = name
+        request.session[IMPORT_SESSION_KEY] = dict(list(pending.items())[-5:])
+        ctx["token"] = token
+        bundle = result.bundle or {}
+        run_doc = bundle.get("run") or {}
+        ctx["summary"] = {
+            "run_id": run_doc.get("id"),
+            "workflow": run_doc.get("workflowId"),
+            "status": run_doc.get("status"),
+            "events": len(bundle.get("trace") or []),
+            "artifacts": len(bundle.get("artifacts") or []),
+            "rule_sets": len(bundle.get("ruleSets") or []),
+            "exists": Run.objects.by_run_id(workspace, str(run_doc.get("id"))).exists(),
+        }
+    return render(request, "runs/import.html", ctx, status=200 if result.ok else 422)

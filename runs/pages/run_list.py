@@ -1,0 +1,49 @@
+"""The runs list (filters, keyset pages) and the workspace switcher."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from runs.models import RunStatus
+from runs.selectors import REJECTED_FILTER, BadCursor, RunListFilters, runs_page, workflow_ids
+from runs.web import current_workspace, switch_workspace
+
+RUNS_PER_PAGE = 50
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def run_list(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace(request)
+    filters = RunListFilters.from_query(request.GET)
+    cursor = request.GET.get("cursor", "")
+    try:
+        runs, next_cursor = runs_page(workspace, filters, cursor=cursor, limit=RUNS_PER_PAGE)
+    except BadCursor:
+        return HttpResponseBadRequest("bad cursor")
+    context = {
+        "runs": runs,
+        "next_cursor": next_cursor,
+        "cursor": cursor,
+        "statuses": [*RunStatus.values, REJECTED_FILTER],
+        "workflows": workflow_ids(workspace),
+        "f": {"status": filters.status, "workflow": filters.workflow, "tag": filters.tag, "q": filters.q},
+        "nav_active": "runs",
+        "workspace": workspace,
+    }
+    template = "runs/run_list.html#run_table" if request.htmx else "runs/run_list.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def switch_workspace_view(request: HttpRequest) -> HttpResponse:
+    workspace = switch_workspace(request, request.POST.get("workspace", ""))
+    messages.success(request, f"Switched to {workspace.name}.")
+    return redirect("runs:list")

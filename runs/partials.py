@@ -1,0 +1,121 @@
+"""Context builders of the run page's partials, shared by the pages and the live fragments.
+
+Partials (``templates/runs/run_detail.html``) and the functions that build their context, so that
+every adapter that renders them (the run page, its htmx fragments, the live-status websocket
+consumer through ``runs.live_fragments``) shows the very same markup:
+
+    status_badge   status_context(run, url_id=...)
+    graph          graph_context(run, state, url_id=...)
+    gate_panel     gate_panel_context(run, state, url_id=..., can_review=...)
+    timeline_rows  timeline_context(run, url_id=..., after=N)   (just the <li> rows)
+    ledger_totals  ledger_totals_context(run)
+
+Every context function takes a run already fetched through the workspace (never a bare id).
+``url_id`` is the id used in URLs: the run id, or ``"demo"`` for the public demo. Reads go through
+``runs.selectors``; nothing here imports the page modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from django.urls import reverse
+
+from runs.engine.state import RunState
+from runs.graph import layout_workflow
+from runs.models import Run
+from runs.protocol.validate import EVENT_TYPES
+from runs.selectors import TIMELINE_PAGE, TimelineFilters, children, gate_history, parents, timeline_page
+
+HISTORY_LIMIT = 50
+
+
+def status_context(run: Run, *, url_id: str | None = None, oob: bool = False) -> dict[str, Any]:
+    return {"run": run, "url_id": url_id or run.run_id, "oob": oob}
+
+
+def graph_context(
+    run: Run, state: RunState, *, url_id: str | None = None, oob: bool = False
+) -> dict[str, Any]:
+    pending = state.pending_gates()
+    layout = layout_workflow(
+        state.run.get("workflowSnapshot") or {},
+        step_status=state.step_status,
+        gate_state=state.gate_state,
+        pending_steps={g["stepId"] for g in pending},
+        rejected_steps=set(state.rejections),
+    )
+    return {"run": run, "url_id": url_id or run.run_id, "layout": layout, "oob": oob}
+
+
+def gate_panel_context(
+    run: Run,
+    state: RunState,
+    *,
+    url_id: str | None = None,
+    can_review: bool = False,
+    error: str = "",
+    oob: bool = False,
+) -> dict[str, Any]:
+    history = gate_history(run, limit=HISTORY_LIMIT)
+    return {
+        "run": run,
+        "url_id": url_id or run.run_id,
+        "pending": state.pending_gates(),
+        "history": history,
+        "can_review": can_review and not run.is_finished,
+        "artifact_keys": list(state.artifacts),
+        "gate_error": error,
+        "oob": oob,
+    }
+
+
+def ledger_totals_context(run: Run, *, oob: bool = False) -> dict[str, Any]:
+    return {"run": run, "oob": oob}
+
+
+def timeline_context(
+    run: Run,
+    *,
+    url_id: str | None = None,
+    after: int = 0,
+    before: int | None = None,
+    filters: TimelineFilters | None = None,
+    limit: int = TIMELINE_PAGE,
+    oob: bool = False,
+) -> dict[str, Any]:
+    filters = filters or TimelineFilters()
+    page = timeline_page(run, after=after, before=before, filters=filters, limit=limit)
+    url_id = url_id or run.run_id
+    detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
+    # URLs per row built by string concatenation: a {% url %} per row costs more than the query.
+    state_base = reverse("runs:event_state", args=[url_id, 1])[: -len("1/")]
+    playground = reverse("playground:page") if url_id != "demo" else ""
+    for row in page.rows:
+        row.links = {
+            "permalink": f"{detail_url}?at={row.seq}#seq-{row.seq}",
+            "state": f"{state_base}{row.last_seq}/",
+            "step": f"{detail_url}?step={quote(row.step_id)}#timeline" if row.step_id else "",
+            "corr": f"{detail_url}?corr={quote(row.correlation_id)}#timeline" if row.correlation_id else "",
+            # Open a model call in the playground: the exact request restored, editable, re-runnable.
+            "playground": f"{playground}?from_event={quote(run.run_id)}:{row.seq}"
+            if playground and row.type == "model_io"
+            else "",
+        }
+    return {
+        "run": run,
+        "url_id": url_id,
+        "page": page,
+        "rows": page.rows,
+        "filters": filters,
+        "filter_query": filters.as_query(),
+        "event_types": EVENT_TYPES,
+        "detail_url": detail_url,
+        "timeline_url": reverse("runs:timeline", args=[url_id]),
+        "oob": oob,
+    }
+
+
+def lineage_context(run: Run) -> dict[str, Any]:
+    return {"parents": parents(run.workspace, run), "children": children(run.workspace, run.run_id)}

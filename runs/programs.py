@@ -1,0 +1,47 @@
+"""Step code the workbench can execute itself, by workflow id (what the replay worker runs).
+
+A *program* is a callable ``program(session)`` that drives one run of its workflow through a
+:class:`runs.replay.ProgramSession` (the session API plus model calls through the provider
+layer and gate decisions). Hosts register theirs through the host API
+(``Workbench.register_workflow``); modules listed in ``WORKBENCH_PROGRAM_MODULES`` are imported
+at startup (and by ``manage.py replay_worker``) so that they register in every process.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+
+Program = Callable[[Any], Any]
+
+_registry: dict[str, Program] = {}
+_loaded = False
+
+
+def register(workflow_id: str, program: Program) -> None:
+    if not isinstance(workflow_id, str) or not workflow_id:
+        raise ValueError("a program needs the id of its workflow")
+    if not callable(program):
+        raise TypeError("a program must be callable: program(session)")
+    _registry[workflow_id] = program
+
+
+def unregister(workflow_id: str) -> None:
+    _registry.pop(workflow_id, None)
+
+
+def load_configured() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name in getattr(settings, "WORKBENCH_PROGRAM_MODULES", ()):
+        importlib.import_module(name)
+
+
+def get(workflow_id: str) -> Program | None:
+    load_configured()
+    return _registry.get(workflow_id)

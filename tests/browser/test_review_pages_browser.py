@@ -1,0 +1,197 @@
+"""Reviewer and PM pages in Chromium: the blockers of issue 18, axe-core, and a crawl of every link.
+
+One daphne server and one signed-in page for the whole module (the tests run in file order and
+share them). Screenshots go to test-results/screenshots/. Console errors (CSP violations
+included) fail a test; so does any response >= 500 in the crawl and any serious or critical
+axe-core violation on any kind of page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlparse
+
+import pytest
+
+from tests.browser.support import launch, serve_app
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "test-results" / "screenshots"
+SETUP = """
+import django; django.setup()
+from django.contrib.auth import get_user_model
+from runs import actions
+from runs.demo.job_search import build_demo
+from runs.engine import commands as c
+from runs.workspaces import add_member, get_or_create_workspace
+ws = get_or_create_workspace("demo", name="Demo")
+add_member(ws, get_user_model().objects.create_user("rita", password="rita-password-123"), "owner")
+build_demo(ws)
+wf = {"id": "wf-cp", "version": 1, "title": "Draft, check, send",
+      "steps": [{"id": "draft"}, {"id": "check", "gatePolicy": "CHECKPOINT"}, {"id": "send"}],
+      "edges": [{"id": "e1", "from": "draft", "to": "check"}, {"id": "e2", "from": "check", "to": "send"}]}
+actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_checkpoint")
+for cmd in (c.BeginStep("draft"),
+            c.WriteArtifact(key="rule", type_id="rules.basic", data={"kind": "salary", "value": 100}),
+            c.CompleteStep("draft"), c.BeginStep("check")):
+    actions.do_command(workspace=ws, run_id="run_checkpoint", command=cmd, actor="pipeline")
+"""
+
+# Pages that change state or stream: never followed by the crawl.
+SKIP = re.compile(
+    r"/(export|cancel|logout|gates/resolve|switch)/|/accounts/logout|/admin/|/live/|/api/(?!docs)"
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("review-pages")
+    with serve_app(tmp, setup_code=SETUP) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        pg = context.new_page()
+        errors: list[str] = []
+        pg.on(
+            "console",
+            lambda msg: (
+                errors.append(f"{pg.url}: {msg.text}")
+                if msg.type == "error" and "status of 422" not in msg.text and "status of 404" not in msg.text
+                else None
+            ),
+        )
+        pg.on("pageerror", lambda exc: errors.append(f"{pg.url}: {exc}"))
+        pg.console_errors = errors  # type: ignore[attr-defined]
+        pg.goto(f"{server}/accounts/login/")
+        pg.fill("#id_username", "rita")
+        pg.fill("#id_password", "rita-password-123")
+        pg.click("button[type=submit]")
+        pg.wait_for_url(f"{server}/runs/")
+        yield pg
+        browser.close()
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"review-{name}.png"), full_page=True)
+
+
+def test_checkpoint_gate_approved_with_a_note_unblocks_the_step(page, server):
+    page.goto(f"{server}/runs/run_checkpoint/")
+    assert "1 gate pending" in page.inner_text("#run-status")
+    page.fill("#gate-panel textarea[name=note]", "facts verified")
+    page.click("#gate-panel button[value=approved]")
+    page.wait_for_selector("#gate-panel >> text=No gate is waiting")
+    history = page.inner_text("#gate-panel .history")
+    assert "approved" in history and "facts verified" in history
+    assert "pending" not in page.inner_text("#run-status")
+    shot(page, "checkpoint-approved-with-note")
+    assert page.console_errors == []
+
+
+def test_rejected_runs_are_visible_everywhere(page, server):
+    page.goto(f"{server}/runs/?status=rejected")
+    rows = page.locator("tbody tr")
+    assert rows.count() >= 1
+    assert all("rejected" in t for t in rows.all_inner_texts())
+    shot(page, "runs-rejected-filter")
+    rows.first.locator("a").first.click()
+    page.wait_for_selector("#run-status")
+    assert "rejected" in page.inner_text("#run-status")
+    node = page.locator("svg .node.gate-rejected rect").first
+    stroke = node.evaluate("el => getComputedStyle(el).stroke")
+    assert stroke in ("rgb(180, 35, 24)", "rgb(255, 123, 114)")  # var(--bad), light or dark
+    shot(page, "run-rejected")
+    assert page.console_errors == []
+
+
+def test_union_schema_artifact_is_a_form_with_plain_errors(page, server):
+    page.goto(f"{server}/runs/run_checkpoint/artifacts/?key=rule")
+    assert page.locator("#f-value-type").count() == 1  # rules.basic: value is string|number|boolean
+    page.select_option("#f-value-type", "number")
+    page.fill("#f-value", "a lot")
+    page.fill("#f-kind", "")
+    page.click("text=Save new version")
+    page.wait_for_selector("#f-kind-err")
+    assert "This field cannot be empty." in page.inner_text("#f-kind-err")
+    assert "Enter a number." in page.inner_text("#f-value-err")
+    assert page.evaluate("() => document.activeElement.id") == "f-kind"
+    shot(page, "artifact-union-errors")
+    page.fill("#f-kind", "salary")
+    page.fill("#f-value", "120000")
+    page.click("text=Save new version")
+    page.wait_for_selector("text=Saved rule v2")
+    assert page.console_errors == []
+
+
+def test_api_docs_render_under_the_csp(page, server):
+    page.goto(f"{server}/workspace/tokens/")
+    page.click("text=REST API docs")
+    page.wait_for_selector(".swagger-ui .info .title", timeout=15000)
+    assert "Workbench API" in page.inner_text(".swagger-ui .info .title")
+    assert page.locator(".opblock").count() > 5
+    shot(page, "api-docs")
+    assert page.console_errors == []
+
+
+def _kind(path: str) -> str:
+    """Pages of one kind share a template: ids and numbers become placeholders."""
+    path = re.sub(r"/runs/(?!inbox/|demo)[^/]+/", "/runs/<id>/", path)
+    return re.sub(r"/\d+/", "/<n>/", path)
+
+
+def test_crawl_every_page_and_link_with_axe(page, server):
+    """Every same-origin link reachable from the runs list, the inbox and the demo: no 5xx; one
+    axe-core pass per kind of page: no serious or critical violation."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+    origin = urlparse(server).netloc
+    start = ["/runs/", "/runs/inbox/", "/runs/demo", "/ledger/", "/import/", "/members/", "/playground/"]
+    queue = deque(urljoin(server, p) for p in start)
+    seen: set[str] = set(queue)
+    checked_kinds: set[str] = set()
+    failures: list[str] = []
+    violations: list[str] = []
+    while queue and len(seen) <= 400:
+        url = queue.popleft()
+        response = page.goto(url)
+        status = response.status if response else 0
+        if status >= 500:
+            failures.append(f"{status} {url}")
+            continue
+        ctype = (response.headers.get("content-type", "") if response else "") or ""
+        if "text/html" not in ctype:
+            continue
+        kind = _kind(urlparse(page.url).path)
+        if kind not in checked_kinds:
+            checked_kinds.add(kind)
+            result = axe.run(page)
+            for v in result.response["violations"]:
+                if v["impact"] in ("serious", "critical"):
+                    targets = [n["target"] for n in v["nodes"][:3]]
+                    violations.append(f"{kind}: {v['id']} ({v['impact']}) {targets}")
+        hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+        for href in hrefs:
+            target, _ = urldefrag(urljoin(page.url, href))
+            parsed = urlparse(target)
+            if parsed.scheme not in ("http", "https") or parsed.netloc != origin or SKIP.search(parsed.path):
+                continue
+            if target not in seen:
+                seen.add(target)
+                queue.append(target)
+    assert not failures, failures
+    assert not violations, "\n".join(violations)
+    assert len(checked_kinds) >= 12, sorted(checked_kinds)
+    assert page.console_errors == []

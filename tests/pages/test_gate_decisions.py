@@ -1,0 +1,98 @@
+"""Gate decisions on the run page: a CHECKPOINT approved with a note moves on; rejected runs show."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.pages.conftest import login
+
+pytestmark = pytest.mark.django_db
+
+CHECKPOINT_WF = {
+    "id": "wf-cp",
+    "version": 1,
+    "steps": [{"id": "draft"}, {"id": "check", "gatePolicy": "CHECKPOINT"}, {"id": "send"}],
+    "edges": [{"id": "e1", "from": "draft", "to": "check"}, {"id": "e2", "from": "check", "to": "send"}],
+}
+
+
+def _checkpoint_run(workspace, run_id="run_cp"):
+    from runs import actions
+    from runs.engine import commands as c
+
+    actions.do_start_run(workspace=workspace, workflow=CHECKPOINT_WF, actor="pipeline", run_id=run_id)
+    for command in (c.BeginStep("draft"), c.CompleteStep("draft"), c.BeginStep("check")):
+        actions.do_command(workspace=workspace, run_id=run_id, command=command, actor="pipeline")
+
+
+def test_checkpoint_gate_approved_with_a_note_is_no_longer_pending(client, bob, workspace):
+    from runs.models import Run
+
+    _checkpoint_run(workspace)
+    assert Run.objects.get(run_id="run_cp").pending_gates == 1
+    login(client, bob)
+    resp = client.post(
+        "/runs/run_cp/gates/resolve/",
+        {"step_id": "check", "gate": "CHECKPOINT", "decision": "approved", "note": "facts verified"},
+    )
+    assert resp.status_code == 302
+    run = Run.objects.get(run_id="run_cp")
+    assert run.pending_gates == 0
+    html = client.get("/runs/run_cp/").content.decode()
+    assert "No gate is waiting." in html
+    assert "<q>facts verified</q>" in html  # shown as the reviewer's note, not a checkpoint's name
+    from runs import actions
+    from runs.engine import commands as c
+
+    # the pipeline can start the step now
+    actions.do_command(workspace=workspace, run_id="run_cp", command=c.BeginStep("check"), actor="pipeline")
+    assert Run.objects.get(run_id="run_cp").doc  # still consistent
+    from runs.selectors import fold_run, run_state
+
+    run.refresh_from_db()
+    assert run_state(run).step_status["check"] == "running"
+    assert fold_run(run).to_json() == run_state(run).to_json()
+
+
+def test_rejected_run_is_marked_in_header_list_graph_and_filter(client, bob, workspace, make_run):
+    _checkpoint_run(workspace, "run_rej")
+    make_run("run_ok")
+    login(client, bob)
+    client.post(
+        "/runs/run_rej/gates/resolve/",
+        {"step_id": "check", "gate": "CHECKPOINT", "decision": "rejected", "note": "numbers wrong"},
+    )
+    from runs.models import Run
+
+    assert Run.objects.get(run_id="run_rej").rejected_gates == 1
+    html = client.get("/runs/run_rej/").content.decode()
+    assert 'class="badge badge-rejected">rejected · waiting for a retry or a fork' in html
+    assert "gate-rejected" in html  # the graph's node for the step is red
+    listing = client.get("/runs/").content.decode()
+    row = listing[listing.index("run_rej") :]
+    assert 'class="badge badge-rejected"' in row[: row.index("</tr>")]
+    only = client.get("/runs/", {"status": "rejected"}).content.decode()
+    assert "run_rej" in only and "run_ok" not in only
+
+
+def test_not_found_page_is_branded(client, bob):
+    login(client, bob)
+    resp = client.get("/runs/no_such_run/")
+    assert resp.status_code == 404
+    html = resp.content.decode()
+    assert "Page not found" in html and "Review inbox" in html
+
+
+def test_api_docs_are_served_from_the_project(client, bob):
+    login(client, bob)
+    resp = client.get("/api/docs")
+    html = resp.content.decode()
+    assert resp.status_code == 200
+    assert "cdn" not in html.lower() and "/static/ninja/swagger-ui-bundle.js" in html
+    assert 'nonce="' in html
+
+
+def test_tokens_page_links_the_api_docs(client, alice):
+    login(client, alice)
+    html = client.get("/workspace/tokens/").content.decode()
+    assert 'href="/api/docs"' in html

@@ -1,0 +1,9 @@
+"""Settings for the test suite: the project's settings with DEBUG's development defaults (plain
+HTTP, no HSTS), unless the environment says otherwise. pytest-django still runs each test with
+settings.DEBUG False, as Django's test runner does."""
+
+import os
+
+os.environ.setdefault("DEBUG", "1")
+
+from workbench.settings import *  # noqa: E402,F403

@@ -1,0 +1,240 @@
+"""Traced provider clients through the real anthropic/openai SDKs against the loopback fakes."""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+
+import anthropic
+import openai
+import pytest
+
+from playground.pricing import Price
+from runs.models import Event, loads
+from runs.session import Workbench
+from runs.traced import ClientSink, SessionSink, Tracer, traced_anthropic, traced_openai
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.openai_api import FakeOpenAI
+
+HAIKU = "claude-haiku-4-5"
+GPT = "gpt-5-mini"
+PRICES = {
+    ("anthropic", HAIKU): Price(
+        input=Decimal("1"), output=Decimal("5"), cache_read=Decimal("0.1"), cache_write=Decimal("1.25")
+    ),
+    ("openai", GPT): Price(input=Decimal("0.25"), output=Decimal("2"), cache_read=Decimal("0.025")),
+}
+WEATHER_TOOL_A = {
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+WEATHER_TOOL_O = {
+    "type": "function",
+    "function": {
+        **{k: WEATHER_TOOL_A[k] for k in ("name", "description")},
+        "parameters": WEATHER_TOOL_A["input_schema"],
+    },
+}
+
+
+@pytest.fixture
+def anthropic_fake():
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+@pytest.fixture
+def openai_fake():
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def session(db, workspace, workflow):
+    return Workbench(workspace=workspace, actor="host").start_run(workflow=workflow, run_id="run_traced")
+
+
+def events(run_id: str = "run_traced") -> list[dict]:
+    return [
+        loads(b)
+        for b in Event.objects.filter(run__workspace__slug="acme")
+        .order_by("seq")
+        .values_list("body", flat=True)
+    ]
+
+
+def one_call(evts: list[dict]) -> dict:
+    corr = {e.get("correlationId") for e in evts if e["type"] in ("model_io", "tool_call", "error")}
+    assert len(corr) == 1 and None not in corr  # one correlation id per call
+    return {
+        "request": [e for e in evts if e.get("direction") == "request"],
+        "chunks": [e for e in evts if e.get("direction") == "stream_chunk"],
+        "response": [e for e in evts if e.get("direction") == "response"],
+        "tools": [e for e in evts if e["type"] == "tool_call"],
+        "errors": [e for e in evts if e["type"] == "error"],
+    }
+
+
+def a_client(fake, cls=anthropic.Anthropic):
+    return cls(api_key="test-anthropic-key", base_url=fake.url, max_retries=0)
+
+
+def o_client(fake, cls=openai.OpenAI):
+    return cls(api_key="test-openai-key", base_url=fake.url + "/v1", max_retries=0)
+
+
+def test_anthropic_sync_call_with_usage_and_cost(session, anthropic_fake):
+    tracer = Tracer(SessionSink(session), step_id="parse", prices=PRICES)
+    claude = traced_anthropic(a_client(anthropic_fake), tracer)
+    message = claude.messages.create(
+        model=HAIKU, max_tokens=100, messages=[{"role": "user", "content": "Hello there"}]
+    )
+    assert isinstance(message, anthropic.types.Message)
+    call = one_call(events())
+    [req], [resp] = call["request"], call["response"]
+    assert (
+        req["payload"]["messages"] == [{"role": "user", "content": "Hello there"}]
+        and req["stepId"] == "parse"
+    )
+    u = message.usage
+    expected_in = u.input_tokens + (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
+    assert resp["usage"]["inputTokens"] == expected_in and resp["usage"]["outputTokens"] == u.output_tokens
+    assert resp["usage"]["totalTokens"] == expected_in + u.output_tokens
+    assert resp["cost"]["currency"] == "USD" and resp["cost"]["amount"] > 0
+    assert resp["payload"]["content"][0]["text"] == message.content[0].text
+    assert resp["provider"] == "anthropic" and resp["durationMs"] >= 0
+    assert claude.models is not None  # everything else passes through to the real client
+
+
+def test_anthropic_stream_records_chunks_and_the_assembled_response(session, anthropic_fake):
+    claude = traced_anthropic(a_client(anthropic_fake), Tracer(SessionSink(session), prices=PRICES))
+    stream = claude.messages.create(
+        model=HAIKU, max_tokens=100, stream=True, messages=[{"role": "user", "content": "Stream me"}]
+    )
+    text = "".join(
+        e.delta.text for e in stream if e.type == "content_block_delta" and e.delta.type == "text_delta"
+    )
+    call = one_call(events())
+    assert len(call["chunks"]) >= 3 and call["chunks"][0]["payload"]["type"] == "message_start"
+    [resp] = call["response"]
+    assert resp["payload"]["content"][0]["text"] == text == "Echo: Stream me"
+    assert resp["usage"]["outputTokens"] > 0 and "cost" in resp
+
+
+@pytest.mark.django_db(transaction=True)  # async: the sink runs in a worker thread
+def test_anthropic_async_tool_use_becomes_a_tool_call(session, anthropic_fake):
+    anthropic_fake.script({"tool": "get_weather", "input": {"city": "Paris"}})
+    claude = traced_anthropic(
+        a_client(anthropic_fake, anthropic.AsyncAnthropic), Tracer(SessionSink(session))
+    )
+
+    async def go():
+        return await claude.messages.create(
+            model=HAIKU,
+            max_tokens=100,
+            tools=[WEATHER_TOOL_A],
+            messages=[{"role": "user", "content": "Weather?"}],
+        )
+
+    message = asyncio.run(go())
+    assert message.stop_reason == "tool_use"
+    call = one_call(events())
+    assert [(t["name"], t["args"]) for t in call["tools"]] == [("get_weather", {"city": "Paris"})]
+    assert call["request"][0]["payload"]["tools"][0]["name"] == "get_weather"
+    assert "cost" not in call["response"][0]  # no price given: unknown, never 0
+
+
+def test_openai_structured_output_and_cached_reasoning_usage(session, openai_fake):
+    gpt = traced_openai(o_client(openai_fake), Tracer(SessionSink(session), prices=PRICES))
+    fmt = {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "answer",
+            "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+        },
+    }
+    completion = gpt.chat.completions.create(
+        model=GPT,
+        messages=[{"role": "user", "content": "Is it fine?"}],
+        response_format=fmt,
+        reasoning_effort="low",
+    )
+    call = one_call(events())
+    assert call["request"][0]["payload"]["response_format"] == fmt
+    [resp] = call["response"]
+    usage = completion.usage
+    assert resp["usage"] == {
+        "inputTokens": usage.prompt_tokens,
+        "outputTokens": usage.completion_tokens,  # reasoning included, not added
+        "totalTokens": usage.total_tokens,
+        "cachedInputTokens": usage.prompt_tokens_details.cached_tokens,
+        "reasoningTokens": usage.completion_tokens_details.reasoning_tokens,
+    }
+    assert (
+        resp["usage"]["reasoningTokens"] > 0
+        and resp["usage"]["reasoningTokens"] <= resp["usage"]["outputTokens"]
+    )
+    assert resp["payload"]["choices"][0]["message"]["content"] == completion.choices[0].message.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_openai_async_stream_with_tools(session, openai_fake):
+    openai_fake.script({"tool": "get_weather", "input": {"city": "Oslo"}})
+    gpt = traced_openai(
+        o_client(openai_fake, openai.AsyncOpenAI), Tracer(SessionSink(session), prices=PRICES)
+    )
+
+    async def go():
+        stream = await gpt.chat.completions.create(
+            model=GPT, messages=[{"role": "user", "content": "Weather?"}], tools=[WEATHER_TOOL_O], stream=True
+        )
+        return [chunk async for chunk in stream]
+
+    chunks = asyncio.run(go())
+    call = one_call(events())
+    assert len(call["chunks"]) == len(chunks)
+    [resp] = call["response"]
+    assert resp["usage"]["inputTokens"] > 0  # stream_options.include_usage was asked for
+    assert [(t["name"], t["args"]) for t in call["tools"]] == [("get_weather", {"city": "Oslo"})]
+    assert openai_fake.requests[-1]["stream_options"] == {"include_usage": True}
+
+
+def test_a_failed_call_records_an_error(session, openai_fake):
+    openai_fake.script({"error": (500, "boom")})
+    gpt = traced_openai(o_client(openai_fake), Tracer(SessionSink(session)))
+    with pytest.raises(openai.InternalServerError):
+        gpt.chat.completions.create(model=GPT, messages=[{"role": "user", "content": "x"}])
+    call = one_call(events())
+    assert len(call["request"]) == 1 and call["response"] == []
+    assert "InternalServerError" in call["errors"][0]["message"]
+
+
+def test_replay_answers_without_calling_the_provider(session, openai_fake):
+    gpt = traced_openai(o_client(openai_fake), Tracer(SessionSink(session)))
+    first = gpt.chat.completions.create(model=GPT, messages=[{"role": "user", "content": "Once"}])
+    cache = {("openai", GPT): first.model_dump(mode="json")}
+    sent = len(openai_fake.requests)
+    replaying = traced_openai(
+        o_client(openai_fake), Tracer(SessionSink(session), replay=lambda p, m, req: cache.get((p, m)))
+    )
+    again = replaying.chat.completions.create(model=GPT, messages=[{"role": "user", "content": "Once"}])
+    assert len(openai_fake.requests) == sent  # nothing reached the provider
+    assert again.choices[0].message.content == first.choices[0].message.content
+    responses = [e for e in events() if e.get("direction") == "response"]
+    assert responses[-1]["summary"] == "replayed" and responses[-1]["usage"] == responses[0]["usage"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_through_the_rest_client(live_server, workspace, workflow, anthropic_fake):
+    from accounts.tokens import create_token
+    from runs.client import WorkbenchClient
+
+    token = create_token(workspace=workspace, name="host", scopes=["read", "write"]).secret
+    with WorkbenchClient(live_server.url, token) as wb:
+        run_id = wb.start_run(workflow=workflow)["runId"]
+        claude = traced_anthropic(a_client(anthropic_fake), Tracer(ClientSink(wb, run_id), prices=PRICES))
+        claude.messages.create(model=HAIKU, max_tokens=50, messages=[{"role": "user", "content": "Remote"}])
+        recorded = [e["event"] for e in wb.events(run_id)["events"]]
+    assert [e.get("direction") for e in recorded] == ["request", "response"]
+    assert recorded[1]["usage"]["inputTokens"] > 0 and recorded[1]["cost"]["amount"] > 0
