@@ -391,6 +391,7 @@ def do_commands(
                     # failure rolls the whole transaction back, so no trial copy is needed).
                     for i, event in enumerate(command.events):
                         validate_event(event, f"events[{i}]", code=ErrorCode.INVALID_TRACE_EVENT)
+                    _refuse_duplicate_event_ids(run, command.events)
                     append_in_place(
                         state, command.events, ctx, on_applied=appender.record, shape_checked=True
                     )
@@ -421,6 +422,30 @@ def is_replay_state(state: RunState) -> bool:
         return False
     info = metadata.get(FORK_METADATA_KEY)
     return isinstance(info, dict) and info.get("mode") == "replay"
+
+
+DUPLICATE_EVENT_ID = "DUPLICATE_EVENT_ID"
+
+
+def _refuse_duplicate_event_ids(run: Run, events: Sequence[dict]) -> None:
+    """A host's events must carry ids new to the run: a retried batch whose first attempt did land
+    is refused (409 DUPLICATE_EVENT_ID), never appended twice under new seqs. (Bundles may repeat
+    ids, as the reference's exports sometimes do; they are stored as they are, not checked here.)"""
+    seen: set[str] = set()
+    for i, event in enumerate(events):
+        event_id = event["id"]
+        if event_id in seen:
+            raise ActionError(
+                DUPLICATE_EVENT_ID, f"event id {event_id!r} appears twice in the batch", f"events[{i}].id"
+            )
+        seen.add(event_id)
+    taken = list(Event.objects.filter(run=run, event_id__in=seen).values_list("event_id", flat=True)[:5])
+    if taken:
+        raise ActionError(
+            DUPLICATE_EVENT_ID,
+            f"the run already holds event id(s) {', '.join(repr(t) for t in sorted(taken))}",
+            "events",
+        )
 
 
 def do_append_events(

@@ -180,6 +180,8 @@ class Event(models.Model):
             models.Index(fields=["run", "type", "seq"], name="event_run_type"),
             models.Index(fields=["run", "step_id", "seq"], name="event_run_step"),
             models.Index(fields=["run", "correlation_id", "seq"], name="event_run_corr"),
+            # A host's append refuses an event id the run already holds (DUPLICATE_EVENT_ID).
+            models.Index(fields=["run", "event_id"], name="event_run_event_id"),
         ]
 
     @property

@@ -373,4 +373,8 @@ class Migration(migrations.Migration):
             model_name="runsnapshot",
             constraint=models.UniqueConstraint(fields=("run", "seq"), name="uniq_snapshot_seq"),
         ),
+        migrations.AddIndex(
+            model_name="event",
+            index=models.Index(fields=["run", "event_id"], name="event_run_event_id"),
+        ),
     ]

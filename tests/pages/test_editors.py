@@ -199,7 +199,9 @@ def test_union_nested_and_array_schemas_get_a_form(client, alice, make_run, work
     run = make_run("run_union")
     data = {"kind": "salary", "value": 100, "where": {"city": "Oslo"}, "tags": ["a", "b"]}
     actions.do_command(
-        workspace=workspace, run_id=run.run_id, command=c.WriteArtifact(key="u", type_id="test.union", data=data)
+        workspace=workspace,
+        run_id=run.run_id,
+        command=c.WriteArtifact(key="u", type_id="test.union", data=data),
     )
     login(client, alice)
     url = f"/runs/{run.run_id}/artifacts/"

@@ -84,9 +84,9 @@ def test_turns_are_linked_titled_and_searchable(
     )
     assert lone.json()["conversation"] is None
     assert (
-        Run.objects.get(run_id=Execution.objects.get(pk=lone.json()["executions"][0]["id"]).run_id).run_doc.get(
-            "context"
-        )
+        Run.objects.get(
+            run_id=Execution.objects.get(pk=lone.json()["executions"][0]["id"]).run_id
+        ).run_doc.get("context")
         is None
     )
     bad = _post(client, cap, "/playground/send/", {"session": session, "conversation": {"id": "../x"}})
