@@ -38,6 +38,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -51,7 +52,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from runs.live import metrics, publisher, run_group, workspace_group
+from runs.live import access_group, metrics, publisher, run_group, workspace_group
 from runs.live_fragments import CSRF_PLACEHOLDER, RenderedUpdate
 from runs.permissions import Action, role_allows
 
@@ -107,6 +108,16 @@ def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subsc
     if run is None:
         return None
     return Subscription(run.run_id, run.workspace_id, membership.role, run.last_seq, run.pk)
+
+
+def allowed_roles(workspace_id: int, user_ids: list[int]) -> dict[int, str]:
+    """user id -> role, for those of `user_ids` who may still watch runs of the workspace."""
+    from runs.models import Membership
+
+    rows = Membership.objects.filter(
+        workspace_id=workspace_id, user_id__in=user_ids, user__is_active=True
+    ).values_list("user_id", "role")
+    return {user_id: role for user_id, role in rows if role_allows(role, Action.VIEW_RUN)}
 
 
 def current_last_seq(run_pk: int) -> int | None:
@@ -203,8 +214,9 @@ class RunHub:
     (not a hundred); each page's sender is then woken directly. Hubs live per event loop.
     """
 
-    def __init__(self, run_pk: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, run_pk: int, loop: asyncio.AbstractEventLoop, workspace_id: int = 0) -> None:
         self.run_pk = run_pk
+        self.workspace_id = workspace_id
         self.loop = loop
         self.subscribers: set[RunLiveConsumer] = set()
         self.channel: str | None = None
@@ -230,6 +242,7 @@ class RunHub:
 
     async def _pump(self, layer) -> None:
         group = run_group(self.run_pk)
+        access = access_group(self.workspace_id)
         first = True
         while True:
             try:
@@ -237,6 +250,7 @@ class RunHub:
                     await layer.new_channel()
                 )  # the default prefix: channels_redis shares one reader
                 await layer.group_add(group, self.channel)
+                await layer.group_add(access, self.channel)
                 self.ready.set()
                 if not first:
                     # Notifications may have been lost while the layer was away: ask the store.
@@ -255,6 +269,9 @@ class RunHub:
                 first = False
                 while True:
                     message = await layer.receive(self.channel)
+                    if message.get("type") == "access.changed":
+                        asyncio.ensure_future(self.recheck())
+                        continue
                     if message.get("type") != "run.changed":
                         continue
                     self._merge(message)
@@ -264,6 +281,7 @@ class RunHub:
                     self.tick_handle.cancel()
                 with contextlib.suppress(Exception):
                     await asyncio.shield(layer.group_discard(group, self.channel))
+                    await asyncio.shield(layer.group_discard(access, self.channel))
                 raise
             except Exception:
                 metrics.add("layer_errors")
@@ -300,19 +318,45 @@ class RunHub:
         message, self.pending = self.pending, None
         if message is None:
             return
+        asyncio.ensure_future(self._deliver(message))
+
+    async def _deliver(self, message: dict) -> None:
+        # Authorization is not only at connect: who may still watch is asked again (one query for
+        # every page of this run in this process) before anything new is pushed.
+        await self.recheck()
         for consumer in list(self.subscribers):
             consumer.on_change(message)
+
+    async def recheck(self) -> None:
+        """Close the pages whose user lost access (membership removed, user deactivated) and give
+        the others their current role (which decides the gate panel's controls)."""
+        subscribers = [c for c in self.subscribers if c.sub is not None]
+        if not subscribers:
+            return
+        users = sorted({c.user_pk for c in subscribers})
+        try:
+            roles = await database_sync_to_async(allowed_roles)(self.workspace_id, users)
+        except Exception:
+            log.exception("live: access re-check failed for run #%s", self.run_pk)
+            return
+        for consumer in subscribers:
+            role = roles.get(consumer.user_pk)
+            if role is None:
+                await consumer.revoke()
+            elif role != consumer.sub.role:
+                consumer.sub = dataclasses.replace(consumer.sub, role=role)
+                consumer.panel_digests = {}
 
 
 _hubs: dict[tuple[int, int], RunHub] = {}
 
 
-def hub_for(run_pk: int) -> RunHub:
+def hub_for(run_pk: int, workspace_id: int = 0) -> RunHub:
     loop = asyncio.get_running_loop()
     key = (id(loop), run_pk)
     hub = _hubs.get(key)
     if hub is None or hub.loop is not loop:
-        hub = _hubs[key] = RunHub(run_pk, loop)
+        hub = _hubs[key] = RunHub(run_pk, loop, workspace_id)
     return hub
 
 
@@ -339,6 +383,8 @@ class RunLiveConsumer(LiveConsumer):
     # page neither costs a layer receiver nor dies with the layer's connection (the hub rejoins).
     channel_layer_alias = "__live_pages_use_the_run_hub__"
     sub: Subscription | None = None
+    closing = False
+    user_pk = 0
 
     async def connect(self) -> None:
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
@@ -354,7 +400,8 @@ class RunLiveConsumer(LiveConsumer):
         self.target_seq = 0
         self.status_dirty = False
         self.wake = asyncio.Event()
-        self.hub = hub_for(sub.run_pk)
+        self.user_pk = self.scope["user"].pk
+        self.hub = hub_for(sub.run_pk, sub.workspace_id)
         await self.hub.add(self, get_channel_layer())
         await self.accept()
         metrics.add("connections")
@@ -417,6 +464,16 @@ class RunLiveConsumer(LiveConsumer):
         else:
             self.status_dirty = True  # a projection-only change (or a duplicate): refresh the panels
         self.wake.set()
+
+    async def revoke(self) -> None:
+        """The user may no longer watch this run: say so and close (as at connect: 4403)."""
+        if self.closing:
+            return
+        self.closing = True
+        metrics.add("revoked")
+        with contextlib.suppress(Exception):
+            await self._send_json({"type": "revoked"})
+        await self.close(code=CLOSE_FORBIDDEN)
 
     async def _gone(self) -> None:
         self.closing = True
@@ -529,6 +586,7 @@ class WorkspaceLiveConsumer(LiveConsumer):
         publisher.attach_loop(asyncio.get_running_loop())
         for workspace_id in self.workspace_ids:
             await self.channel_layer.group_add(workspace_group(workspace_id), self.channel_name)
+            await self.channel_layer.group_add(access_group(workspace_id), self.channel_name)
         await self.accept()
         metrics.add("connections")
         metrics.add("open")
@@ -539,6 +597,18 @@ class WorkspaceLiveConsumer(LiveConsumer):
         metrics.add("open", -1)
         for workspace_id in self.workspace_ids:
             await self.channel_layer.group_discard(workspace_group(workspace_id), self.channel_name)
+            await self.channel_layer.group_discard(access_group(workspace_id), self.channel_name)
+
+    async def access_changed(self, message: dict) -> None:
+        """Membership changed somewhere: stop telling this user about workspaces they left."""
+        still = set(await database_sync_to_async(_member_workspaces)(self.scope.get("user")))
+        for workspace_id in [w for w in self.workspace_ids if w not in still]:
+            await self.channel_layer.group_discard(workspace_group(workspace_id), self.channel_name)
+            await self.channel_layer.group_discard(access_group(workspace_id), self.channel_name)
+            self.workspace_ids.remove(workspace_id)
+        if not self.workspace_ids:
+            metrics.add("revoked")
+            await self.close(code=CLOSE_FORBIDDEN)
 
     async def run_changed(self, message: dict) -> None:
         await self.send(
@@ -560,7 +630,9 @@ def _member_workspaces(user) -> list[int]:
     if user is None or not user.is_authenticated:
         return []
     return list(
-        Membership.objects.filter(user=user).order_by("workspace_id").values_list("workspace_id", flat=True)
+        Membership.objects.filter(user_id=user.pk, user__is_active=True)
+        .order_by("workspace_id")
+        .values_list("workspace_id", flat=True)
     )
 
 

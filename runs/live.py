@@ -42,6 +42,12 @@ def workspace_group(workspace_id: int) -> str:
     return f"workspace.{int(workspace_id)}"
 
 
+def access_group(workspace_id: int) -> str:
+    """Told when who may see a workspace changes (membership removed, role changed, user
+    deactivated): open sockets of that workspace re-check their user at once."""
+    return f"access.{int(workspace_id)}"
+
+
 def coalesce_seconds() -> float:
     return float(getattr(settings, "LIVE_COALESCE_SECONDS", 0.03))
 
@@ -66,6 +72,7 @@ class LiveMetrics:
     updates_sent: int = 0  # update messages pushed to subscribers
     rows_sent: int = 0  # timeline rows inside those updates
     drops: int = 0  # slow subscribers disconnected and told to resync
+    revoked: int = 0  # sockets closed because their user lost access while connected
     resyncs: int = 0  # catch-ups from an older seq (reconnect with a gap, or a client's resync request)
     gaps: int = 0  # notifications whose first seq skipped past what a subscriber was known to have
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -95,7 +102,7 @@ metrics = LiveMetrics()
 class LivePublisher:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[int, dict] = {}
+        self._pending: dict[int | tuple[str, int], dict] = {}
         self._draining = False
         self._serving_loop: asyncio.AbstractEventLoop | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
@@ -123,6 +130,13 @@ class LivePublisher:
                 atexit.register(self.flush, 3.0)
             return self._own_loop
 
+    def submit_access_change(self, workspace_id: int) -> None:
+        """After a committed membership change: open sockets of the workspace re-check access."""
+        message = {"type": "access.changed", "workspace_id": int(workspace_id)}
+        with self._lock:
+            self._pending[("access", int(workspace_id))] = message
+        self._kick()
+
     # -- the listener
     def submit(self, change: RunChange) -> None:
         """O(1), never blocks on the channel layer: merge into the pending table."""
@@ -146,7 +160,11 @@ class LivePublisher:
                     current["first_seq"] = change.first_seq
                 current["last_seq"] = max(current["last_seq"], change.last_seq)
                 current["status"] = change.status
-            # A drain scheduled on a loop that stopped before running it would never finish: restart.
+        # A drain scheduled on a loop that stopped before running it would never finish: restart.
+        self._kick()
+
+    def _kick(self) -> None:
+        with self._lock:
             drain_loop = self._drain_loop
             stalled = self._draining and (
                 drain_loop is None
@@ -198,6 +216,9 @@ class LivePublisher:
                 layer = get_channel_layer()
                 for message in batch:
                     try:
+                        if message["type"] == "access.changed":
+                            await layer.group_send(access_group(message["workspace_id"]), message)
+                            continue
                         await layer.group_send(run_group(message["run_pk"]), message)
                         await layer.group_send(workspace_group(message["workspace_id"]), message)
                         metrics.add("broadcasts")
@@ -221,3 +242,44 @@ publisher = LivePublisher()
 
 def on_run_change(change: RunChange) -> None:
     publisher.submit(change)
+
+
+# --------------------------------------------------------------------------------------------
+# Access changes
+
+
+def _membership_changed(sender, instance, **kwargs) -> None:
+    from django.db import transaction
+
+    workspace_id = instance.workspace_id
+    transaction.on_commit(lambda: publisher.submit_access_change(workspace_id))
+
+
+def _user_changed(sender, instance, **kwargs) -> None:
+    from django.db import transaction
+
+    from runs.models import Membership
+
+    if instance.pk is None or set(kwargs.get("update_fields") or ()) == {"last_login"}:
+        return
+    workspace_ids = list(
+        Membership.objects.filter(user_id=instance.pk).values_list("workspace_id", flat=True)
+    )
+    for workspace_id in workspace_ids:
+        transaction.on_commit(lambda w=workspace_id: publisher.submit_access_change(w))
+
+
+def connect_access_signals() -> None:
+    """Sockets are authorized at connect *and* whenever access may have changed: a membership
+    saved (role change) or deleted, a user saved (deactivated) or deleted. `dispatch_uid` keeps
+    the connection single however often this runs."""
+    from django.contrib.auth import get_user_model
+    from django.db.models.signals import post_delete, post_save, pre_delete
+
+    from runs.models import Membership
+
+    post_save.connect(_membership_changed, sender=Membership, dispatch_uid="live-access-membership-save")
+    post_delete.connect(_membership_changed, sender=Membership, dispatch_uid="live-access-membership-delete")
+    user_model = get_user_model()
+    post_save.connect(_user_changed, sender=user_model, dispatch_uid="live-access-user-save")
+    pre_delete.connect(_user_changed, sender=user_model, dispatch_uid="live-access-user-delete")

@@ -46,7 +46,7 @@ class Workbench:
             fork = do_fork_run(
                 workspace=self.workspace, source_run_id=run_id, mode=mode, actor=self.actor, **kwargs
             )
-            return RunSession(self, fork.run.pk)
+            return RunSession(self, fork.run.run_id)
         child = actions.do_fork(workspace=self.workspace, parent_run_id=run_id, actor=self.actor, **kwargs)
         return RunSession(self, child.run_id)
 

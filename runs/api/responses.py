@@ -33,6 +33,10 @@ def append_result(result: AppendResult) -> dict:
 def require(request: HttpRequest, action: Action):
     """The caller's principal, after asking the permission table (runs.permissions) whether it
     may do ``action`` (403 otherwise)."""
+    if not isinstance(action, Action):
+        raise TypeError(
+            f"require() takes a runs.permissions.Action (the one permission table), not {action!r}"
+        )
     caller = principal(request)
     caller.require_action(action)
     return caller

@@ -353,5 +353,5 @@ def test_viewer_cannot_import(client, vera):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     login(client, vera)
-    assert "Only reviewers" in client.get("/import/").content.decode()
+    assert "Only owners" in client.get("/import/").content.decode()
     assert client.post("/import/", {"bundle": SimpleUploadedFile("b.json", b"{}")}).status_code == 403
