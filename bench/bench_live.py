@@ -3,7 +3,8 @@
 Profiles (each with real daphne processes on loopback, started and stopped here):
 - embedded: one daphne, SQLite, in-memory channel layer;
 - scaled:   two daphne processes, PostgreSQL (a dedicated database, dropped after), Redis layer;
-            the subscribers are split between the two servers.
+            the subscribers are split between the two servers;
+- scaled4:  the same with four daphne processes.
 
 Writer (LIVE_BENCH_WRITER): "inproc" (default) appends `tool_call` events one commit each through
 the session API (runs.session), paced to the rate, and records the time each commit returned:
@@ -23,7 +24,7 @@ processes compile templates and open connections on their first updates; those e
 reach every subscriber but are left out of the figures.
 
 Env: LIVE_BENCH_SUBSCRIBERS (100), LIVE_BENCH_RATE (100/s), LIVE_BENCH_SECONDS (10),
-LIVE_BENCH_PROFILES (embedded,scaled), LIVE_BENCH_WRITER (inproc|rest), LIVE_BENCH_WARMUP (20),
+LIVE_BENCH_PROFILES (embedded,scaled,scaled4), LIVE_BENCH_REDIS_DB (12), LIVE_BENCH_WRITER (inproc|rest), LIVE_BENCH_WARMUP (20),
 LIVE_BENCH_TIMELINE (print the worst latency per 100 events).
 """
 
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+import orjson  # noqa: E402
 
 from bench.live_server import tool_event  # noqa: E402
 from tests.conftest import LINEAR_WORKFLOW  # noqa: E402
@@ -50,7 +52,9 @@ SUBSCRIBERS = int(os.environ.get("LIVE_BENCH_SUBSCRIBERS", "100"))
 RATE = float(os.environ.get("LIVE_BENCH_RATE", "100"))
 SECONDS = float(os.environ.get("LIVE_BENCH_SECONDS", "10"))
 PROFILES = [
-    p.strip() for p in os.environ.get("LIVE_BENCH_PROFILES", "embedded,scaled").split(",") if p.strip()
+    p.strip()
+    for p in os.environ.get("LIVE_BENCH_PROFILES", "embedded,scaled,scaled4").split(",")
+    if p.strip()
 ]
 WRITER = os.environ.get("LIVE_BENCH_WRITER", "inproc")
 WARMUP = int(os.environ.get("LIVE_BENCH_WARMUP", "20"))  # events before the measured ones (inproc writer)
@@ -100,7 +104,7 @@ class Subscriber:
                     async for raw in ws:
                         now = time.time()
                         self.bytes += len(raw)
-                        message = json.loads(raw)
+                        message = orjson.loads(raw)
                         if message["type"] == "hello":
                             self.connected.set()
                         elif message["type"] == "update":
@@ -273,14 +277,19 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
     }
 
 
-LABELS = {"embedded": "1 daphne, SQLite, in-memory layer", "scaled": "2 daphne, PostgreSQL, Redis layer"}
+LABELS = {
+    "embedded": "1 daphne, SQLite, in-memory layer",
+    "scaled": "2 daphne, PostgreSQL, Redis layer",
+    "scaled4": "4 daphne, PostgreSQL, Redis layer",
+}
 
 
 def run_profile(name: str) -> dict:
     if name == "embedded":
         cluster = Cluster(database="sqlite", servers=1, launcher=LAUNCHER)
-    elif name == "scaled":
-        cluster = Cluster(database="postgres", redis_db=REDIS_DB, servers=2, launcher=LAUNCHER)
+    elif name in ("scaled", "scaled4"):
+        servers = 4 if name == "scaled4" else 2
+        cluster = Cluster(database="postgres", redis_db=REDIS_DB, servers=servers, launcher=LAUNCHER)
     else:
         raise SystemExit(f"unknown profile {name!r}")
     with cluster:

@@ -302,6 +302,66 @@ class WorkbenchClient:
     def verify_bundle(self, data: bytes) -> dict:
         return self._json("POST", "/bundles/verify", content=data)
 
+    # -- fork and replay (seed 002) -------------------------------------------------------------
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        mode: str = "replay",
+        from_seq: int | None = None,
+        overlay: dict | None = None,
+        **kw: Any,
+    ) -> dict:
+        """``POST /runs/{id}:fork``: ``{runId, sourceRunId, fromSeq, mode, status, eventsUrl}``.
+
+        ``status`` is ``pending`` when the workbench re-executes the fork itself (it has the
+        workflow's step code) and ``external`` when the host replays it: run the pipeline again
+        against the new run id, asking :meth:`cached_response` (or :meth:`replay_fn`) first."""
+        body = _drop_none({"mode": mode, "fromSeq": from_seq, "runOptionsOverlay": overlay})
+        return self._json("POST", f"/runs/{_q(run_id)}:fork", json=body, **kw)
+
+    def replay(self, run_id: str, *, from_seq: int = 0, **kw: Any) -> dict:
+        return self.fork(run_id, mode="replay", from_seq=from_seq, **kw)
+
+    def branch(self, run_id: str, *, from_seq: int, overlay: dict | None = None, **kw: Any) -> dict:
+        return self.fork(run_id, mode="branch", from_seq=from_seq, overlay=overlay, **kw)
+
+    def determinism(self, replay_run_id: str) -> dict:
+        """The determinism report of a replay (seed 002)."""
+        return self._json("GET", f"/runs/{_q(replay_run_id)}/determinism")
+
+    def cached_response(
+        self, provider: str, model: str | None, request: dict, *, prefer_run_id: str | None = None
+    ) -> dict | None:
+        """The workspace's cached answer to this provider request body (None on a miss).
+
+        The key is computed here (``runs.protocol.cachekey``, pure Python) exactly as the server
+        computes it from a recorded ``model_io`` request, so nothing but the key is sent."""
+        from runs.protocol.cachekey import llm_cache_key, request_from_wire
+
+        key = llm_cache_key(request_from_wire(provider, model, request))
+        params = {"preferRunId": prefer_run_id} if prefer_run_id else None
+        try:
+            return self._json("GET", f"/cache/{key}", params=params)
+        except WorkbenchAPIError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def replay_fn(self, *, prefer_run_id: str | None = None):
+        """A ``replay`` callable for ``runs.traced.Tracer``: ``(provider, model, request) -> the
+        recorded response body or None``, asking this server's response cache."""
+
+        def replay(provider: str, model: str, request: dict) -> dict | None:
+            found = self.cached_response(provider, model, request, prefer_run_id=prefer_run_id)
+            if found is None:
+                return None
+            payload = found["response"].get("payload")
+            return payload if isinstance(payload, dict) else None
+
+        return replay
+
 
 def _q(segment: str) -> str:
     return quote(segment, safe="")

@@ -21,6 +21,7 @@ Nothing here crosses workspaces: every read and write takes the workspace first.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from typing import Any
 
 from django.db.models import Case, F, IntegerField, Value, When
@@ -55,15 +56,96 @@ def model_io_fields(event: dict) -> dict[str, Any]:
     return {k: event[k] for k in MODEL_IO_FIELDS if k in event}
 
 
+def _search_batch(
+    recent: list[dict], recent_first: int, responses: list[tuple[int, dict]]
+) -> tuple[dict[int, tuple[tuple[int, dict] | None, list[dict]]], dict[int, list[dict]], bool]:
+    """The search among the events appended in this batch (seqs recent_first...), which need not
+    be in the table yet, for every response at once (an index per correlation id, no rescans).
+
+    Returns the decided responses {seq: (request, chunks)}, the undecided ones that have a
+    correlation id {seq: chunks seen so far, newest first} (to go on before the batch), and
+    whether a response without one sits first in the batch (its request would be the event
+    right before the batch)."""
+    by_correlation: dict[str, list[int]] = {}
+    for index, event in enumerate(recent):
+        correlation = event.get("correlationId")
+        if correlation and event.get("type") == "model_io":
+            by_correlation.setdefault(correlation, []).append(index)
+    decided: dict[int, tuple[tuple[int, dict] | None, list[dict]]] = {}
+    undecided: dict[int, list[dict]] = {}
+    plain_first = False
+    for seq, response in responses:
+        position = seq - recent_first  # the response's index in `recent`
+        correlation = response.get("correlationId")
+        if not correlation:
+            if position == 0:
+                plain_first = True
+                continue
+            event = recent[position - 1]
+            request = (
+                event.get("type") == "model_io"
+                and event.get("direction") == "request"
+                and not event.get("correlationId")
+            )
+            decided[seq] = ((seq - 1, event), []) if request else (None, [])
+            continue
+        indexes = by_correlation.get(correlation, [])
+        chunks: list[dict] = []
+        outcome = None
+        for index in reversed(indexes[: bisect_left(indexes, position)]):
+            event = recent[index]
+            direction = event.get("direction")
+            if direction == "request":
+                outcome = ((recent_first + index, event), list(reversed(chunks)))
+                break
+            if direction == "response":
+                outcome = (None, [])
+                break
+            chunks.append(event)
+        if outcome is None:
+            undecided[seq] = chunks
+        else:
+            decided[seq] = outcome
+    return decided, undecided, plain_first
+
+
+def _search_stored(
+    run: Run, before: int, wanted: dict[int, tuple[str, list[dict]]]
+) -> dict[int, tuple[tuple[int, dict] | None, list[dict]]]:
+    """Go on before seq `before` in the table: one query for every correlation id still open."""
+    correlations = {correlation[:200] for correlation, _ in wanted.values()}  # the column's width
+    rows: dict[str, list[tuple[int, dict]]] = {}
+    query = (
+        Event.objects.filter(run=run, type="model_io", correlation_id__in=correlations, seq__lt=before)
+        .order_by("-seq")
+        .values_list("seq", "correlation_id", "body")
+    )
+    for seq, correlation, body in query.iterator(chunk_size=2000):
+        rows.setdefault(correlation, []).append((seq, loads(body)))
+    out: dict[int, tuple[tuple[int, dict] | None, list[dict]]] = {}
+    for seq, (correlation, chunks) in wanted.items():
+        chunks = list(chunks)
+        out[seq] = (None, [])
+        for row_seq, event in rows.get(correlation[:200], []):
+            direction = event.get("direction")
+            if direction == "request":
+                out[seq] = ((row_seq, event), list(reversed(chunks)))
+                break
+            if direction == "response":
+                break
+            chunks.append(event)
+    return out
+
+
 def _request_and_chunks(run: Run, seq: int, response: dict) -> tuple[tuple[int, dict] | None, list[dict]]:
     correlation = response.get("correlationId")
+    chunks: list[dict] = []
     if correlation:
         rows = list(
             Event.objects.filter(run=run, correlation_id=correlation, seq__lt=seq, type="model_io")
             .order_by("-seq")
             .values_list("seq", "body")[:5000]
         )
-        chunks: list[dict] = []
         for row_seq, body in rows:
             event = loads(body)
             direction = event.get("direction")
@@ -86,11 +168,28 @@ def _request_and_chunks(run: Run, seq: int, response: dict) -> tuple[tuple[int, 
     return None, []
 
 
-def fill_from_responses(run: Run, responses: list[tuple[int, dict]]) -> int:
-    """Store the calls these appended responses complete (inside the appending transaction)."""
+def fill_from_responses(
+    run: Run, responses: list[tuple[int, dict]], *, recent: list[dict] | None = None, recent_first: int = 0
+) -> int:
+    """Store the calls these appended responses complete (inside the appending transaction).
+
+    `recent` are the events of the appending batch (seqs `recent_first`...), searched in memory
+    first: a batch of recorded calls costs no query per response, and its rows may still be
+    waiting to be written together with the run row."""
+    if recent:
+        decided, undecided, plain_first = _search_batch(recent, recent_first, responses)
+        if undecided:
+            correlations = {seq: response.get("correlationId") for seq, response in responses}
+            wanted = {seq: (correlations[seq], chunks) for seq, chunks in undecided.items()}
+            decided.update(_search_stored(run, recent_first, wanted))
+        if plain_first:  # a response without correlation id first in the batch: the event before it
+            first = dict(responses)[recent_first]
+            decided[recent_first] = _request_and_chunks(run, recent_first, first)
+    else:
+        decided = {seq: _request_and_chunks(run, seq, response) for seq, response in responses}
     rows = []
     for seq, response in responses:
-        found, chunks = _request_and_chunks(run, seq, response)
+        found, chunks = decided[seq]
         if found is None:
             continue
         request_seq, request = found
@@ -173,3 +272,21 @@ def as_json(entry: CachedResponse) -> dict[str, Any]:
         "hits": entry.hits,
         "createdAt": entry.created_at.isoformat(),
     }
+
+
+def replay_fn(workspace: Workspace, *, prefer_run: Run | None = None):
+    """A ``replay`` callable for ``runs.traced.Tracer`` in this process: ``(provider, model,
+    request) -> the recorded response body or None``; hits are counted on the entry."""
+
+    def replay(provider: str, model: str, request: dict) -> dict | None:
+        keys = request_keys(provider, model, request)
+        if keys is None:
+            return None
+        entry = lookup(workspace, keys["v2"], prefer_run=prefer_run)
+        if entry is None:
+            return None
+        record_hit(entry)
+        payload = response_fields(entry).get("payload")
+        return payload if isinstance(payload, dict) else None
+
+    return replay

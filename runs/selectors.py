@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from django.db.models import Exists, OuterRef, Q, TextField
+from django.db.models import Exists, OuterRef, Q, Sum, TextField
 from django.db.models.functions import Cast
 
 from runs.engine.fold import apply_event, fold
@@ -315,6 +315,7 @@ RUN_LIST_FIELDS = (
     "started_at",
     "ended_at",
     "tags",
+    "subject",
     "pending_gates",
     "rejected_gates",
     "event_count",
@@ -414,6 +415,16 @@ def runs_waiting_for_review(workspace: Workspace, *, limit: int) -> list[Run]:
         .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
         .order_by("-started_at", "-pk")[:limit]
     )
+
+
+def pending_gate_count(workspace: Workspace) -> int:
+    """Pending gates over the workspace's running runs (one aggregate query)."""
+    total = (
+        Run.objects.for_workspace(workspace)
+        .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
+        .aggregate(n=Sum("pending_gates"))["n"]
+    )
+    return int(total or 0)
 
 
 def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:

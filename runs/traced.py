@@ -24,7 +24,10 @@ reasoning and ``reasoningTokens`` is a part of it.
 
 Replays: a ``replay`` callable ``(provider, model, request) -> response body | None`` is asked
 before each non-streaming call; an answer is returned as the SDK's own response type without
-calling the provider, and recorded with summary ``replayed``.
+calling the provider, and recorded with summary ``replayed``. ``Tracer.for_session(session)``
+sets it for a run that is a replay (``Workbench.replay``): the answers come from the response
+cache (``runs.responsecache``), which the write path fills from every recorded call, the replay's
+source's answers first.
 """
 
 from __future__ import annotations
@@ -137,6 +140,42 @@ def cost_of(usage: dict | None, price, *, cache_write_tokens: int = 0) -> dict |
 
 
 # --------------------------------------------------------------------------------------------
+# Replays: answers from the response cache (runs.responsecache, filled by the write path)
+
+
+def cache_replay(workspace, source_run=None) -> ReplayFn:
+    """A ``replay`` answering from the workspace's response cache (``source_run``'s answers first)."""
+
+    def replay(provider: str, model: str, request: dict) -> dict | None:
+        from runs import responsecache
+
+        keys = responsecache.request_keys(provider, model, request)
+        if not keys:
+            return None
+        entry = responsecache.lookup(workspace, keys["v2"], prefer_run=source_run)
+        if entry is None:
+            return None
+        payload = responsecache.response_fields(entry).get("payload")
+        if not isinstance(payload, dict):
+            return None  # recorded without the provider's response body: nothing to hand back
+        responsecache.record_hit(entry)
+        return payload
+
+    return replay
+
+
+def replay_for(session) -> ReplayFn | None:
+    """For a run that is a replay (``Workbench.replay``): its source's cached answers; else None."""
+    from runs.models import RunFork
+
+    run = session.run
+    fork = RunFork.objects.filter(run=run).select_related("source").first()
+    if fork is None or fork.mode != "replay":
+        return None
+    return cache_replay(session.workbench.workspace, fork.source)
+
+
+# --------------------------------------------------------------------------------------------
 # The tracer and one call
 
 
@@ -176,6 +215,12 @@ class Tracer:
         self.prices = dict(prices or {})
         self.replay = replay
         self.record_chunks = record_chunks
+
+    @classmethod
+    def for_session(cls, session, **kwargs: Any) -> Tracer:
+        """A tracer into a run of this process; a replay run answers from its source's cache."""
+        kwargs.setdefault("replay", replay_for(session))
+        return cls(SessionSink(session), **kwargs)
 
     def event(self, type: str, **fields: Any) -> dict:
         if self.step_id is not None:

@@ -155,6 +155,15 @@ class Nav:
         return bool(self.membership and role_allows(self.membership.role, action))
 
     @cached_property
+    def pending_gates(self) -> int:
+        """Gates waiting for a decision in the current workspace (the inbox count in the navigation)."""
+        if self.workspace is None:
+            return 0
+        from runs.selectors import pending_gate_count
+
+        return pending_gate_count(self.workspace)
+
+    @cached_property
     def is_owner(self) -> bool:
         return self._may(Action.MANAGE_MEMBERS)
 

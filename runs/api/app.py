@@ -14,6 +14,7 @@ from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.docs import Swagger, _csrf_needed
 from ninja.parser import Parser
 from ninja.renderers import BaseRenderer
 
@@ -59,6 +60,23 @@ def _default(value):
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
+class ProjectSwagger(Swagger):
+    """django-ninja's Swagger UI page rendered from templates/ninja/swagger.html with its files
+    served as project static files (settings.STATICFILES_DIRS), so "ninja" need not be an
+    installed app: that app would import all of django-ninja at the start of every command."""
+
+    def render_page(self, request: HttpRequest, api, **kwargs) -> HttpResponse:
+        from django.shortcuts import render
+
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        context = {
+            "swagger_settings": orjson.dumps(self.settings, option=orjson.OPT_INDENT_2).decode(),
+            "api": api,
+            "add_csrf": _csrf_needed(api),
+        }
+        return render(request, self.template, context)
+
+
 api = NinjaAPI(
     title="Workbench API",
     version="1.0.0",
@@ -72,6 +90,7 @@ api = NinjaAPI(
     renderer=JSONRenderer(),
     openapi_url="/openapi.json",
     docs_url="/docs",
+    docs=ProjectSwagger(),
     urls_namespace="api",
 )
 

@@ -268,23 +268,49 @@ def fork_run(
     principal: Principal | None,
     *,
     run_id: str,
+    mode: str | None = None,
     from_seq: int | None = None,
     from_step_id: str | None = None,
+    overlay: dict | None = None,
     new_run_id: str | None = None,
 ) -> dict:
-    """Branch a run (as it was at ``from_seq`` when given) into a new run of the same workspace."""
+    """Fork a run into a new run of the same workspace.
+
+    With ``mode`` (``replay`` or ``branch``) this is the fork of runs.actions_fork: history before
+    ``from_seq`` copied, a replay answered from the response cache, a branch with ``overlay``.
+    Without it, the lightweight branch of the latest state (or the state at ``from_seq``).
+    """
     caller = _caller(principal, Action.FORK_RUN)
     _run(caller, run_id)
-    child = _write(
-        actions.do_fork,
-        workspace=caller.workspace,
-        parent_run_id=run_id,
-        actor=caller.actor,
-        from_seq=from_seq,
-        from_step_id=from_step_id,
-        new_run_id=new_run_id,
-    )
-    return {**write_result(child, list(range(1, child.last_seq + 1)), created=True), "parentRunId": run_id}
+    if mode is not None:
+        from runs.actions_fork import do_fork_run
+
+        fork = _write(
+            do_fork_run,
+            workspace=caller.workspace,
+            source_run_id=run_id,
+            mode=mode,
+            from_seq=from_seq,
+            overlay=overlay,
+            actor=caller.actor,
+            new_run_id=new_run_id,
+        )
+        child = fork.run
+    else:
+        child = _write(
+            actions.do_fork,
+            workspace=caller.workspace,
+            parent_run_id=run_id,
+            actor=caller.actor,
+            from_seq=from_seq,
+            from_step_id=from_step_id,
+            new_run_id=new_run_id,
+        )
+    return {
+        **write_result(child, list(range(1, child.last_seq + 1)), created=True),
+        "parentRunId": run_id,
+        "mode": mode or "fork",
+    }
 
 
 # --------------------------------------------------------------------------------------------

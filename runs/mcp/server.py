@@ -115,6 +115,7 @@ class WriteResult(BaseModel):
 
 class ForkResult(WriteResult):
     parentRunId: str
+    mode: str = Field(description="replay, branch or fork (the lightweight copy).")
 
 
 class IntegrityResult(BaseModel):
@@ -341,15 +342,32 @@ def build_server() -> WorkbenchMCPServer:
     async def fork_run(
         ctx: Context,
         runId: RunId,
+        mode: Annotated[
+            Literal["replay", "branch"] | None,
+            Field(
+                description="replay: deterministic re-run from the cached model answers; branch: with overlay."
+            ),
+        ] = None,
         fromSeq: Annotated[
-            int | None, Field(ge=0, description="Branch the run as it was after this seq.")
+            int | None, Field(ge=0, description="Fork the run as it was after this seq.")
         ] = None,
         fromStepId: StepId | None = None,
+        overlay: Annotated[
+            dict[str, Any] | None,
+            Field(description="A branch's run options overlay (tags, configurable, gateDecisions)."),
+        ] = None,
         newRunId: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
     ) -> ForkResult:
-        """Branch a run into a new one (latest artifacts, rules and subject carried over; needs write)."""
+        """Fork a run: replay it, branch it with an overlay, or copy its latest state (needs write)."""
         result = await _call(
-            ctx, ops.fork_run, run_id=runId, from_seq=fromSeq, from_step_id=fromStepId, new_run_id=newRunId
+            ctx,
+            ops.fork_run,
+            run_id=runId,
+            mode=mode,
+            from_seq=fromSeq,
+            from_step_id=fromStepId,
+            overlay=overlay,
+            new_run_id=newRunId,
         )
         return ForkResult(**result)
 

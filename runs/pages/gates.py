@@ -37,7 +37,13 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
     edit = None
     if decision not in ("approved", "rejected", "edited"):
         error = "Choose approve, reject or edit."
-    elif decision == "edited" and post.get("edit_key"):
+    elif decision == "edited" and not (post.get("edit_key") and post.get("edit_data", "").strip()):
+        # "Approve with edits" records an edit: without one it would be an approval by another name
+        error = (
+            "Approve with edits needs an artifact and its new data (under “Edit an artifact with this "
+            "decision”). To approve as it is, use Approve."
+        )
+    elif decision == "edited":
         data, error = parse_json_field(post.get("edit_data", ""))
         if not error:
             state = run_state(run)

@@ -187,3 +187,19 @@ def query_with(context: template.Context, **changes: Any) -> str:
             params[key] = str(value)
     encoded = params.urlencode()
     return f"?{encoded}" if encoded else "?"
+
+
+@register.filter
+def short_id(run_id: Any) -> str:
+    """``run_3f2a9c1e-...`` -> ``3f2a9c1e``: enough to tell runs apart at a glance."""
+    text = str(run_id or "")
+    body = text.split("_", 1)[1] if "_" in text else text
+    return body[:8] if len(body) > 12 else text
+
+
+@register.filter
+def subject_text(subject: Any) -> str:
+    """Who or what a run is about: the subject's user, tenant and plan, as set by the pipeline."""
+    if not isinstance(subject, dict):
+        return ""
+    return " · ".join(str(subject[k]) for k in ("userId", "tenantId", "planId") if subject.get(k))

@@ -8,3 +8,18 @@
   params.set("at", m[1]);
   window.location.replace(window.location.pathname + "?" + params.toString() + window.location.hash);
 })();
+
+// Confirmation for decisions that stop work (Reject, Cancel run): a button with data-confirm asks
+// first. Runs in the capture phase, before htmx sees the submit, so "No" sends nothing at all.
+document.addEventListener(
+  "submit",
+  function (event) {
+    var button = event.submitter;
+    var question = button && button.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  },
+  true
+);

@@ -39,6 +39,10 @@ for cmd in (c.BeginStep("draft"),
             c.WriteArtifact(key="rule", type_id="rules.basic", data={"kind": "salary", "value": 100}),
             c.CompleteStep("draft"), c.BeginStep("check")):
     actions.do_command(workspace=ws, run_id="run_checkpoint", command=cmd, actor="pipeline")
+actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_to_reject",
+                     subject={"userId": "user-dee", "tenantId": "tenant-x"})
+for cmd in (c.BeginStep("draft"), c.CompleteStep("draft"), c.BeginStep("check")):
+    actions.do_command(workspace=ws, run_id="run_to_reject", command=cmd, actor="pipeline")
 """
 
 # Pages that change state or stream: never followed by the crawl.
@@ -97,6 +101,32 @@ def test_checkpoint_gate_approved_with_a_note_unblocks_the_step(page, server):
     assert "approved" in history and "facts verified" in history
     assert "pending" not in page.inner_text("#run-status")
     shot(page, "checkpoint-approved-with-note")
+    assert page.console_errors == []
+
+
+def test_reviewer_ergonomics_confirm_reject_edits_required_keyboard_first(page, server):
+    page.goto(f"{server}/runs/inbox/")
+    assert page.locator("nav .nav-count").count() == 1  # pending gates counted in the navigation
+    row = page.locator("tbody tr", has_text="user-dee")
+    assert "check" in row.inner_text()  # the waiting step, the subject: rows are told apart
+    row.locator("a").first.click()
+    page.wait_for_selector("#gate-panel")
+    # the pending gate is among the first stops of the keyboard, not after the whole trace
+    order = page.evaluate(
+        """() => Array.from(document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]'))
+              .filter(e => e.tabIndex >= 0 && e.offsetParent !== null).map(e => e.id)"""
+    )
+    assert "review-gate-link" in order[:25], order[:25]
+    page.click("#gate-panel button[value=edited]")
+    page.wait_for_selector("#gate-panel >> text=Approve with edits needs an artifact")
+    page.once("dialog", lambda d: d.dismiss())
+    page.click("#gate-panel button[value=rejected]")
+    assert "1 gate pending" in page.inner_text("#run-status")  # "No": nothing was sent
+    page.once("dialog", lambda d: d.accept())
+    page.click("#gate-panel button[value=rejected]")
+    page.wait_for_selector("#gate-panel >> text=No gate is waiting")
+    assert "rejected" in page.inner_text("#run-status")
+    shot(page, "rejected-after-confirm")
     assert page.console_errors == []
 
 

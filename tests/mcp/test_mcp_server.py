@@ -202,6 +202,14 @@ def test_owner_writes_through_the_actions(server):
             assert forked.structured_content["parentRunId"] == "run_mcp_w"
             detail = (await c.call_tool("get_run", {"runId": "run_mcp_f"})).structured_content
             assert detail["run"]["context"]["parentRunId"] == "run_mcp_w"
+            replay = await c.call_tool(
+                "fork_run", {"runId": "run_mcp_w", "mode": "replay", "newRunId": "run_mcp_r"}
+            )
+            assert replay.structured_content["mode"] == "replay", replay
+            detail = (await c.call_tool("get_run", {"runId": "run_mcp_r"})).structured_content
+            assert detail["run"]["context"]["parentRunId"] == "run_mcp_w"
+            branch = error_text(await c.call_tool("fork_run", {"runId": "run_mcp_w", "mode": "branch"}))
+            assert "INVALID_INPUT" in branch and "fromSeq" in branch  # a branch needs its fork point
 
     run(scenario())
     # The event written over MCP is in the REST view of the run, attributed to the token.

@@ -96,3 +96,29 @@ def test_tokens_page_links_the_api_docs(client, alice):
     login(client, alice)
     html = client.get("/workspace/tokens/").content.decode()
     assert 'href="/api/docs"' in html
+
+
+def test_approve_with_edits_requires_an_edit(client, bob, workspace):
+    from runs.models import Run
+
+    _checkpoint_run(workspace, "run_edit_needed")
+    login(client, bob)
+    resp = client.post(
+        "/runs/run_edit_needed/gates/resolve/",
+        {"step_id": "check", "gate": "CHECKPOINT", "decision": "edited", "note": "tweaked"},
+        follow=True,
+    )
+    assert "Approve with edits needs an artifact" in resp.content.decode()
+    assert Run.objects.get(pk="run_edit_needed").pending_gates == 1
+
+
+def test_navigation_counts_pending_gates_and_rows_name_the_subject(client, bob, workspace, make_run):
+    make_run("run_subject", subject={"userId": "user-zed", "tenantId": "t-9"})
+    _checkpoint_run(workspace, "run_waiting")
+    login(client, bob)
+    html = client.get("/runs/inbox/").content.decode()
+    assert (
+        'class="badge badge-gate nav-count">2<' in html
+    )  # run_subject waits at review, run_waiting at check
+    listing = client.get("/runs/").content.decode()
+    assert "user-zed · t-9" in listing and " ago</time>" in listing

@@ -30,11 +30,16 @@ def _grow(run, workspace, n):
 def test_run_detail_queries_are_bounded(client, alice, run, workspace, django_assert_max_num_queries):
     login(client, alice)
     client.get(f"/runs/{run.run_id}/")  # session and membership warm-up is part of the budget anyway
-    with django_assert_max_num_queries(12):
+    # 13: the page's reads, plus one for the pending-gate count in the navigation
+    with django_assert_max_num_queries(13):
         assert client.get(f"/runs/{run.run_id}/").status_code == 200
     _grow(run, workspace, 600)
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):
         assert client.get(f"/runs/{run.run_id}/").status_code == 200
+    with django_assert_max_num_queries(8):
+        assert (
+            client.get(f"/runs/{run.run_id}/timeline/?after=300", HTTP_HX_REQUEST="true").status_code == 200
+        )
     with django_assert_max_num_queries(8):
         assert (
             client.get(f"/runs/{run.run_id}/timeline/?after=300", HTTP_HX_REQUEST="true").status_code == 200
@@ -53,11 +58,11 @@ def test_list_and_inbox_queries_do_not_grow_with_runs(client, alice, make_run, d
     for i in range(12):
         make_run(f"run_q_{i}")
     client.get("/runs/")  # the first request stores the chosen workspace in the session
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):  # + the navigation's pending-gate count
         assert client.get("/runs/").status_code == 200
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         assert client.get("/runs/inbox/").status_code == 200
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(11):
         assert client.get("/ledger/").status_code == 200
 
 

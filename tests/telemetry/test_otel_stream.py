@@ -148,3 +148,65 @@ def test_current_conventions_never_double_count():
     assert [r for r in current if r["spanId"] == "tool-e2"] == [
         r for r in reference if r["spanId"] == "tool-e2"
     ]
+
+
+def test_current_conventions_carry_the_messages():
+    run = {"id": "r1"}
+    events = [
+        {
+            "id": "q",
+            "runId": "r1",
+            "ts": "2026-01-01T00:00:00.000Z",
+            "type": "model_io",
+            "direction": "request",
+            "correlationId": "c1",
+            "provider": "anthropic",
+            "model": "claude-haiku-4-5",
+            "payload": {
+                "system": "Be brief.",
+                "messages": [{"role": "user", "content": "Weather in Paris?"}],
+            },
+        },
+        {
+            "id": "a",
+            "runId": "r1",
+            "ts": "2026-01-01T00:00:01.000Z",
+            "type": "model_io",
+            "direction": "response",
+            "correlationId": "c1",
+            "provider": "anthropic",
+            "model": "claude-haiku-4-5",
+            "payload": {
+                "role": "assistant",
+                "stop_reason": "tool_use",
+                "content": [
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Paris"}},
+                ],
+            },
+        },
+    ]
+    [model] = [
+        r
+        for r in to_current_conventions(trace_events_to_otel_spans(run, events), events)
+        if r["spanId"] == "model-a"
+    ]
+    import json
+
+    assert json.loads(model["attributes"]["gen_ai.input.messages"]) == [
+        {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
+    ]
+    assert json.loads(model["attributes"]["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "finish_reason": "tool_use",
+            "parts": [
+                {"type": "text", "content": "Checking."},
+                {"type": "tool_call", "id": "t1", "name": "get_weather", "arguments": {"city": "Paris"}},
+            ],
+        }
+    ]
+    # the reference mapping carries none of them
+    reference = [r for r in trace_events_to_otel_spans(run, events) if r["spanId"] == "model-a"][0]
+    assert "gen_ai.input.messages" not in reference["attributes"]

@@ -238,3 +238,25 @@ def test_through_the_rest_client(live_server, workspace, workflow, anthropic_fak
         recorded = [e["event"] for e in wb.events(run_id)["events"]]
     assert [e.get("direction") for e in recorded] == ["request", "response"]
     assert recorded[1]["usage"]["inputTokens"] > 0 and recorded[1]["cost"]["amount"] > 0
+
+
+def test_a_replay_run_answers_from_the_response_cache(session, openai_fake, workspace):
+    gpt = traced_openai(o_client(openai_fake), Tracer(SessionSink(session)))
+    first = gpt.chat.completions.create(model=GPT, messages=[{"role": "user", "content": "Cached?"}])
+    sent = len(openai_fake.requests)
+
+    replay = Workbench(workspace=workspace, actor="host").replay("run_traced")
+    tracer = Tracer.for_session(replay)
+    assert tracer.replay is not None
+    again = traced_openai(o_client(openai_fake), tracer).chat.completions.create(
+        model=GPT, messages=[{"role": "user", "content": "Cached?"}]
+    )
+    assert len(openai_fake.requests) == sent  # answered from the cache, not the provider
+    assert again.choices[0].message.content == first.choices[0].message.content
+    # A request the source never made goes to the provider.
+    traced_openai(o_client(openai_fake), tracer).chat.completions.create(
+        model=GPT, messages=[{"role": "user", "content": "New question"}]
+    )
+    assert len(openai_fake.requests) == sent + 1
+    # An ordinary run has no replay.
+    assert Tracer.for_session(session).replay is None
