@@ -23,6 +23,7 @@ from runs.engine.commands import Context, append_in_place, decide, fork_run, new
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
+from runs.ids import INVALID_RUN_ID, run_id_problem
 from runs.models import (
     ArtifactVersion,
     Event,
@@ -150,6 +151,9 @@ def _parents_of(run_doc: dict) -> list[str]:
 def _save_new_run(run: Run) -> None:
     """Insert a new run row; an id already taken *in the same workspace* is RUN_ID_COLLISION
     (other workspaces' ids are invisible here and never collide)."""
+    problem = run_id_problem(run.run_id)
+    if problem:
+        raise ActionError(INVALID_RUN_ID, problem, "run.id")
     collision = ActionError(
         ErrorCode.RUN_ID_COLLISION, f"a run with id {run.run_id!r} already exists in this workspace"
     )

@@ -12,6 +12,7 @@ from runs.api.errors import ApiError
 from runs.api.responses import etag_for, require, write_result
 from runs.api.schemas import ErrorOut, RunBundle, VerifyResult, WriteResult
 from runs.bundles import export_bundle_bytes
+from runs.ids import content_disposition
 from runs.permissions import Action
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
@@ -47,7 +48,7 @@ def export_bundle(request: HttpRequest, run_id: str):
     run = get_run(caller.workspace, run_id)
     response = HttpResponse(export_bundle_bytes(run), content_type="application/json")
     response["ETag"] = etag_for(run)
-    response["Content-Disposition"] = f'attachment; filename="{run.run_id}.bundle.json"'
+    response["Content-Disposition"] = content_disposition(f"{run.run_id}.bundle.json")
     return response
 
 

@@ -5,13 +5,12 @@ Token or session auth with the read scope; another workspace's run answers 404 l
 
 from __future__ import annotations
 
-import re
-
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 
 from runs.api.auth import principal
+from runs.ids import content_disposition
 from runs.permissions import Action
 from runs.selectors import get_run
 from runs.transcript import aiter_run_transcript, iter_run_transcript
@@ -35,7 +34,6 @@ def run_transcript(request: HttpRequest, run_id: str):
     # under WSGI (tests, management tools) the plain generator streams.
     lines = aiter_run_transcript(run) if isinstance(request, ASGIRequest) else iter_run_transcript(run)
     response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run.run_id)[:120]
-    response["Content-Disposition"] = f'inline; filename="{safe}.jsonl"'
+    response["Content-Disposition"] = content_disposition(f"{run.run_id}.jsonl", attachment=False)
     response["Cache-Control"] = "no-store"
     return response

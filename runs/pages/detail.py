@@ -13,6 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
 from runs.engine.state import RunState
+from runs.ids import content_disposition
 from runs.models import Run
 from runs.pages.access import RunAccess, run_page, run_write
 from runs.pages.params import int_param
@@ -209,8 +210,7 @@ def export_bundle(request: HttpRequest, access: RunAccess) -> HttpResponse:
 
     data = export_bundle_bytes(access.run)
     response = HttpResponse(data, content_type="application/json")
-    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in access.run.run_id)[:100]
-    response["Content-Disposition"] = f'attachment; filename="{safe_name}.bundle.json"'
+    response["Content-Disposition"] = content_disposition(f"{access.run.run_id}.bundle.json")
     return response
 
 

@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from runs import actions
 from runs.models import Run
 from runs.permissions import Action
+from runs.uploads import body_limit, purge_stale_uploads
 from runs.web import (
     actor_for,
     current_workspace,
@@ -67,8 +68,16 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return render(request, "runs/import.html", ctx)
     require_action(request, Action.IMPORT_BUNDLE)
+    purge_stale_uploads(_import_dir())
+    post = request.POST  # parsed now: the upload handler enforces the body limit while reading
+    if getattr(request, "body_too_large", False):
+        ctx["upload_error"] = (
+            f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {body_limit()} bytes "
+            "(WORKBENCH_MAX_BODY_BYTES), the same for the API and this page."
+        )
+        return render(request, "runs/import.html", ctx, status=413)
     pending: dict[str, str] = request.session.get(IMPORT_SESSION_KEY, {})
-    if request.POST.get("confirm"):
+    if post.get("confirm"):
         token = request.POST.get("token", "")
         name = pending.get(token)
         if not name:
@@ -100,6 +109,12 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Imported run {run.run_id}.")
         return redirect("runs:detail", run.run_id)
     upload = request.FILES.get("bundle")
+    if upload is not None and upload.size > body_limit():
+        ctx["upload_error"] = (
+            f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {body_limit()} bytes "
+            "(WORKBENCH_MAX_BODY_BYTES), the same for the API and this page."
+        )
+        return render(request, "runs/import.html", ctx, status=413)
     if upload is None:
         ctx["upload_error"] = "Choose a bundle file (.json) to upload."
         return render(request, "runs/import.html", ctx, status=422)
