@@ -109,7 +109,7 @@ def test_approve_with_edits_requires_an_edit(client, bob, workspace):
         follow=True,
     )
     assert "Approve with edits needs an artifact" in resp.content.decode()
-    assert Run.objects.get(pk="run_edit_needed").pending_gates == 1
+    assert Run.objects.get(run_id="run_edit_needed").pending_gates == 1
 
 
 def test_navigation_counts_pending_gates_and_rows_name_the_subject(client, bob, workspace, make_run):

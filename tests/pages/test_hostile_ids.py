@@ -23,7 +23,7 @@ def test_odd_ids_round_trip_through_pages_and_export(client, alice, workspace, w
     assert url in listing.content.decode()
     page = client.get(url)
     assert page.status_code == 200 and page.context["run"].run_id == run_id
-    assert client.get(reverse("runs:timeline", args=[run_id])).status_code == 200
+    assert client.get(reverse("runs:timeline", args=[run_id]), HTTP_HX_REQUEST="true").status_code == 200
     export = client.get(reverse("runs:export", args=[run_id]))
     assert export.status_code == 200
     header = export["Content-Disposition"]
@@ -45,11 +45,9 @@ def test_content_disposition_has_an_ascii_fallback_and_rfc6266_name():
     assert "filename*=UTF-8''r%22%0D%0AX-Evil%3A%201%3B%20%C3%BC.bundle.json" in header
 
 
-@pytest.mark.parametrize(
-    "bad", ["crlf\r\nid", "tab\tid", "nul\x00", "del\x7f", "c1\x85", "ls\u2028", "x" * 201]
-)
+@pytest.mark.parametrize("bad", ["crlf\r\nid", "tab\tid", "nul\x00", "del\x7f", "c1\x85", "ls\u2028"])
 def test_control_characters_are_refused_with_a_code(api_token_client, workflow, bad):
-    assert run_id_problem(bad)
+    assert run_id_problem(bad) and run_id_problem("x" * 201) and run_id_problem("fine/id ü") is None
     response = api_token_client.post("/api/runs", {"workflow": workflow, "runId": bad})
     assert response.status_code == 400 and response.json()["code"] == "INVALID_RUN_ID"
 
@@ -65,8 +63,8 @@ def test_control_characters_are_refused_on_import(workspace, workflow):
     actions.do_delete_run(workspace=workspace, run_id="plain")
     bundle["run"]["id"] = "bad\r\nid"
     bundle.pop("integrity", None)
-    from runs.protocol.bundle import sign_bundle
     from runs.protocol.canonical import canonical_bytes
+    from runs.protocol.integrity import sign_bundle
 
     with pytest.raises(actions.ActionError) as exc:
         actions.do_import_bundle(workspace=workspace, data=canonical_bytes(sign_bundle(bundle)))
