@@ -40,7 +40,7 @@ from django.db import OperationalError, close_old_connections, connection, trans
 from django.db.models import F
 from django.utils import timezone
 
-from playground import operations, pricing, providers
+from playground import live, operations, pricing, providers
 from playground.compose import Composition
 from playground.keys import KeyUnreadable
 from playground.models import ACTIVE_STATUSES, Execution, ExecutionStatus, ModelEntry, dumps, loads
@@ -184,11 +184,14 @@ def dispatch(execution_id: uuid.UUID) -> None:
 
 def claim(execution_id: uuid.UUID, worker_id: str) -> bool:
     now = timezone.now()
-    return bool(
+    claimed = bool(
         Execution.objects.filter(pk=execution_id, status=ExecutionStatus.PENDING).update(
             status=ExecutionStatus.PROCESSING, worker_id=worker_id, started_at=now, heartbeat_at=now
         )
     )
+    if claimed:
+        live.notify_on_commit(execution_id, ExecutionStatus.PROCESSING)
+    return claimed
 
 
 class Cancelled(Exception):
@@ -211,6 +214,7 @@ def cancel(execution: Execution, *, actor: str) -> bool:
     )
     if not updated:
         return False
+    live.notify_on_commit(execution.pk, ExecutionStatus.CANCELLED)
     execution.refresh_from_db()
     if execution.run_id:
         _cancel_run(execution, message, actor)
@@ -437,6 +441,7 @@ class Streamer:
             )
             if not still_running:  # stopped (or failed by recovery) meanwhile
                 raise Cancelled()
+            live.notify_on_commit(self.execution.pk, ExecutionStatus.PROCESSING)
             if self.recorder is not None:
                 try:
                     self.recorder.chunks(self.pending)
@@ -449,11 +454,14 @@ class Streamer:
 def _finish(execution_id: uuid.UUID, worker_id: str, **fields: Any) -> bool:
     """Write the final state unless recovery already failed this execution."""
     fields["finished_at"] = timezone.now()
-    return bool(
+    finished = bool(
         Execution.objects.filter(
             pk=execution_id, status=ExecutionStatus.PROCESSING, worker_id=worker_id
         ).update(**fields)
     )
+    if finished:
+        live.notify_on_commit(execution_id, fields.get("status", ""))
+    return finished
 
 
 def process(execution_id: uuid.UUID, worker_id: str) -> None:
@@ -592,6 +600,7 @@ def recover_stale(*, now: Any = None, execution_ids: list | None = None) -> list
         )
         if not updated:
             continue
+        live.notify_on_commit(ex.pk, ExecutionStatus.FAILED)
         recovered.append(ex.pk)
         if ex.run_id:
             try:

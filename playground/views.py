@@ -586,6 +586,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "kinds": ProviderKind.choices,
             "is_owner": may(request, Action.MANAGE_PROVIDERS),
             "default_model": prefs.default_model_id if prefs else None,
+            "hidden_models": set(prefs.hidden_models.values_list("pk", flat=True)) if prefs else set(),
             "setup_problem": config.setup_problem(workspace),
         },
         status=status,
@@ -638,6 +639,38 @@ def _apply_settings(membership, action: str, post) -> None:
         actions.do_set_prices(membership=membership, prices=rows)
     elif action == "default_model":
         actions.do_set_default_model(membership=membership, model_pk=post.get("model"))
+    elif action == "edit_provider":
+        actions.do_edit_provider(
+            membership=membership,
+            provider_pk=post.get("provider"),
+            name=post.get("name", ""),
+            base_url=post.get("base_url", ""),
+            key_required=post.get("key_required") == "on",
+        )
+    elif action in ("enable_provider", "disable_provider"):
+        actions.do_set_provider_enabled(
+            membership=membership, provider_pk=post.get("provider"), enabled=action == "enable_provider"
+        )
+    elif action == "delete_provider":
+        actions.do_delete_provider(membership=membership, provider_pk=post.get("provider"))
+    elif action == "edit_model":
+        actions.do_edit_model(
+            membership=membership,
+            model_pk=post.get("model"),
+            model_id=post.get("model_id", ""),
+            display_name=post.get("display_name", ""),
+            context_window=post.get("context_window", ""),
+            supports_thinking=post.get("supports_thinking") == "on",
+            supports_citations=post.get("supports_citations") == "on",
+            supports_pdf=post.get("supports_pdf") == "on",
+            max_tokens_param=post.get("max_tokens_param", ""),
+        )
+    elif action in ("enable_model", "disable_model"):
+        actions.do_set_model_enabled(
+            membership=membership, model_pk=post.get("model"), enabled=action == "enable_model"
+        )
+    elif action == "delete_model":
+        actions.do_delete_model(membership=membership, model_pk=post.get("model"))
     else:
         raise actions.SettingsError("INVALID_INPUT", "unknown action")
 

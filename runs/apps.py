@@ -7,8 +7,10 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         from runs.live import on_run_change
-        from runs.notify import register_listener
+        from runs.notify import register_durable_sink, register_listener
+        from runs.transcript_log import record_change
 
+        register_durable_sink(record_change)  # transcripts: committed events -> JSONL files, first
         register_listener(on_run_change)  # live status: committed changes -> websocket groups
 
         from runs.live import connect_access_signals

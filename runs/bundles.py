@@ -6,6 +6,7 @@ from runs.engine.state import RunState
 from runs.models import ArtifactVersion, RuleSetVersion, Run, loads
 from runs.protocol.canonical import canonical_bytes
 from runs.protocol.integrity import sign_bundle
+from runs.protocol.redaction import redact_bundle
 from runs.selectors import iter_event_bodies
 
 PROTOCOL_VERSION = "1.0.0"
@@ -46,6 +47,13 @@ def build_bundle(run: Run) -> dict:
     return sign_bundle(bundle)
 
 
-def export_bundle_bytes(run: Run) -> bytes:
-    """Canonical JSON (RFC 8785) of the signed bundle: the bytes other implementations verify."""
-    return canonical_bytes(build_bundle(run))
+def export_bundle_bytes(run: Run, *, redact: str | None = None) -> bytes:
+    """Canonical JSON (RFC 8785) of the signed bundle: the bytes other implementations verify.
+
+    ``redact`` names a redaction policy (runs.protocol.redaction): the bundle is then a redacted
+    user bundle, signed over what it holds, with the policy named in ``run.metadata``.
+    """
+    bundle = build_bundle(run)
+    if redact is not None:
+        bundle = redact_bundle(bundle, redact)
+    return canonical_bytes(bundle)

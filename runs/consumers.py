@@ -120,9 +120,11 @@ def allowed_roles(workspace_id: int, user_ids: list[int]) -> dict[int, str]:
     return {user_id: role for user_id, role in rows if role_allows(role, Action.VIEW_RUN)}
 
 
-def current_last_seq(run_pk: int) -> int | None:
+def current_last_seq(run_pk: int | str) -> int | None:
     from runs.models import Run
 
+    if not isinstance(run_pk, int):  # another kind of hub (a playground execution)
+        return None
     return Run.objects.filter(pk=run_pk).values_list("last_seq", flat=True).first()
 
 
@@ -214,7 +216,7 @@ class RunHub:
     (not a hundred); each page's sender is then woken directly. Hubs live per event loop.
     """
 
-    def __init__(self, run_pk: int, loop: asyncio.AbstractEventLoop, workspace_id: int = 0) -> None:
+    def __init__(self, run_pk: int | str, loop: asyncio.AbstractEventLoop, workspace_id: int = 0) -> None:
         self.run_pk = run_pk
         self.workspace_id = workspace_id
         self.loop = loop
@@ -250,7 +252,8 @@ class RunHub:
                     await layer.new_channel()
                 )  # the default prefix: channels_redis shares one reader
                 await layer.group_add(group, self.channel)
-                await layer.group_add(access, self.channel)
+                if self.workspace_id:
+                    await layer.group_add(access, self.channel)
                 self.ready.set()
                 if not first:
                     # Notifications may have been lost while the layer was away: ask the store.
@@ -330,7 +333,7 @@ class RunHub:
     async def recheck(self) -> None:
         """Close the pages whose user lost access (membership removed, user deactivated) and give
         the others their current role (which decides the gate panel's controls)."""
-        subscribers = [c for c in self.subscribers if c.sub is not None]
+        subscribers = [c for c in self.subscribers if getattr(c, "sub", None) is not None]
         if not subscribers:
             return
         users = sorted({c.user_pk for c in subscribers})
@@ -348,10 +351,10 @@ class RunHub:
                 consumer.panel_digests = {}
 
 
-_hubs: dict[tuple[int, int], RunHub] = {}
+_hubs: dict[tuple[int, int | str], RunHub] = {}
 
 
-def hub_for(run_pk: int, workspace_id: int = 0) -> RunHub:
+def hub_for(run_pk: int | str, workspace_id: int = 0) -> RunHub:
     loop = asyncio.get_running_loop()
     key = (id(loop), run_pk)
     hub = _hubs.get(key)

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import hashlib
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,10 +34,18 @@ from runs.notify import RunChange
 log = logging.getLogger(__name__)
 
 
-def run_group(run_pk: int) -> str:
-    """A run's group is named after its row's surrogate key: protocol run ids are unique only
-    within a workspace (and may hold any character)."""
-    return f"run.{int(run_pk)}"
+_GROUP_SAFE = re.compile(r"[A-Za-z0-9_.\-]{1,80}")
+
+
+def run_group(key: int | str) -> str:
+    """A run's group is named after its row's surrogate key (protocol run ids are unique only
+    within a workspace, and may hold any character); other hubs (a playground execution) pass a
+    string key, hashed when it holds characters group names do not allow."""
+    if isinstance(key, int):
+        return f"run.{key}"
+    if _GROUP_SAFE.fullmatch(key):
+        return f"run.{key}"
+    return "run.h" + hashlib.sha256(key.encode()).hexdigest()[:40]
 
 
 def workspace_group(workspace_id: int) -> str:
@@ -102,7 +112,7 @@ metrics = LiveMetrics()
 class LivePublisher:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[int | tuple[str, int], dict] = {}
+        self._pending: dict[int | str | tuple[str, int], dict] = {}
         self._draining = False
         self._serving_loop: asyncio.AbstractEventLoop | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
@@ -151,9 +161,10 @@ class LivePublisher:
             "status": change.status,
         }
         with self._lock:
-            current = self._pending.get(change.run_pk)
+            key = change.run_pk or change.run_id
+            current = self._pending.get(key)
             if current is None:
-                self._pending[change.run_pk] = message
+                self._pending[key] = message
             else:
                 metrics.add("coalesced")
                 if change.first_seq and (not current["first_seq"] or change.first_seq < current["first_seq"]):
@@ -231,10 +242,10 @@ class LivePublisher:
             if message["type"] == "access.changed":
                 await layer.group_send(access_group(message["workspace_id"]), message)
                 return
-            await asyncio.gather(
-                layer.group_send(run_group(message["run_pk"]), message),
-                layer.group_send(workspace_group(message["workspace_id"]), message),
-            )
+            groups = [run_group(message.get("run_pk") or message["run_id"])]
+            if message["workspace_id"] is not None:  # None: not a run (a playground execution)
+                groups.append(workspace_group(message["workspace_id"]))
+            await asyncio.gather(*(layer.group_send(group, message) for group in groups))
             metrics.add("broadcasts")
         except Exception:  # a broken layer must not wedge the drain
             metrics.add("publish_errors")

@@ -19,8 +19,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunChange:
-    workspace_id: int
-    run_id: str  # the protocol id (unique within the workspace only)
+    workspace_id: int | None  # None: not a run (the playground's executions), no workspace broadcast
+    run_id: str  # the protocol id (unique within the workspace only), or an execution's hub key
     first_seq: int  # 0 when no event was appended (a new run or a projection-only change)
     last_seq: int
     status: str
@@ -32,6 +32,13 @@ class RunChange:
 
 
 _listeners: list[Callable[[RunChange], None]] = []
+# Durable sinks (the transcript files) run before every listener: on disk before any broadcast.
+_durable: list[Callable[[RunChange], None]] = []
+
+
+def register_durable_sink(sink: Callable[[RunChange], None]) -> None:
+    if sink not in _durable:
+        _durable.append(sink)
 
 
 def register_listener(listener: Callable[[RunChange], None]) -> None:
@@ -45,6 +52,11 @@ def unregister_listener(listener: Callable[[RunChange], None]) -> None:
 
 
 def _dispatch(change: RunChange) -> None:
+    for sink in list(_durable):
+        try:
+            sink(change)
+        except Exception:  # the database holds the events: a failed file write must not block them
+            log.exception("durable sink %r failed for %s", sink, change.run_id)
     for listener in list(_listeners):
         try:
             listener(change)

@@ -265,6 +265,10 @@ def timeline_page(
         else:
             next_after = None
         prev_before = raw[0][0] if raw and raw[0][0] > 1 else (after + 1 if after > 0 else None)
+        if prev_before is not None and (filters.type or filters.step or filters.corr) and not filters.q:
+            # filtered: offer "Earlier" only when an earlier match exists (one indexed probe)
+            if not qs.filter(seq__lt=prev_before).exists():
+                prev_before = None
     records = [
         EventRecord(seq, t, ts, step, corr, actor, loads(body)) for seq, t, ts, step, corr, actor, body in raw
     ]

@@ -262,7 +262,16 @@ async def arecord(sink: Sink, events: list[dict]) -> None:
     """Record from async code: the sink (database or blocking HTTP) runs in a worker thread."""
     from asgiref.sync import sync_to_async
 
-    await sync_to_async(sink.record, thread_sensitive=True)(events)
+    await sync_to_async(_record_in_thread, thread_sensitive=True)(sink, events)
+
+
+def _record_in_thread(sink: Sink, events: list[dict]) -> None:
+    sink.record(events)
+    if isinstance(sink, SessionSink):  # the worker thread's database connection is not kept open
+        from django.db import close_old_connections, connection
+
+        if not connection.in_atomic_block:
+            close_old_connections()
 
 
 class Call:

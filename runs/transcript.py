@@ -9,12 +9,16 @@ Line shape (keys in this order; absent values are omitted, never null):
   stored protocol event a line came from (a `tool_call` with a result yields two lines with the same
   `event_seq`; synthesized lines such as `run.started` have none).
 - `path` is the step the line belongs to (the event's `stepId`), "" at run level.
-- `type` vocabulary: run.started, run.completed, step.started, step.completed,
+- `type` is the seed's closed vocabulary: run.started, run.completed, step.started, step.completed,
   step.call_workflow.started, step.call_workflow.completed, message.user, message.assistant,
-  tool.call, tool.result; every other protocol event keeps its meaning under a dotted name
-  (gate.requested, gate.resolved, artifact.written, artifact.patched, rule.changed, policy.changed,
-  error, annotation, span.started, span.ended, run.forked, run.status_changed). Readers must pass
-  unknown types through.
+  tool.call, tool.result. Protocol events with no type of their own are mapped explicitly
+  (`OTHER_EVENTS`): a gate or a span opens and closes like a step (`payload.kind` "gate" /
+  "span"); artifact writes and patches, rule and policy changes, errors, annotations, forks and
+  non-terminal status changes are one `step.completed` line whose `payload.kind` says what it
+  was and `payload.event_type` names the protocol event. Readers must still pass unknown types
+  through (the seed's forward-compatibility rule).
+- `ts` is the event's instant in UTC as JavaScript prints it (`2026-04-01T06:30:00.123Z`, from
+  `2026-04-01T12:00:00.123+05:30`); the event itself keeps its own text in the run's bundle.
 - `payload.blocks` of messages and tool lines are typed content blocks (text, thinking, tool_use,
   tool_result, command, stream), each with a `fidelity`: "router" when Workbench's own execution
   seam produced the event (actor `playground:*`, `system*`, `workbench*`), "agent_emitted" when a
@@ -35,21 +39,37 @@ from typing import Any
 
 import orjson
 
+from runs.protocol.timestamps import to_utc_iso
+
 ROUTER_ACTOR_PREFIXES = ("playground", "system", "workbench")
 TERMINAL = {"completed", "failed", "cancelled"}
 
-_RENAMED = {
-    "human_gate_requested": "gate.requested",
-    "human_gate_resolved": "gate.resolved",
-    "artifact_written": "artifact.written",
-    "artifact_patch": "artifact.patched",
-    "rule_changed": "rule.changed",
-    "policy_changed": "policy.changed",
-    "error": "error",
-    "annotation": "annotation",
-    "span_started": "span.started",
-    "span_ended": "span.ended",
-    "run_forked": "run.forked",
+CLOSED_TYPES = (
+    "run.started",
+    "run.completed",
+    "step.started",
+    "step.completed",
+    "step.call_workflow.started",
+    "step.call_workflow.completed",
+    "message.user",
+    "message.assistant",
+    "tool.call",
+    "tool.result",
+)
+# Protocol events outside that vocabulary -> (transcript type, payload kind).
+OTHER_EVENTS = {
+    "human_gate_requested": ("step.started", "gate"),
+    "human_gate_resolved": ("step.completed", "gate"),
+    "span_started": ("step.started", "span"),
+    "span_ended": ("step.completed", "span"),
+    "artifact_written": ("step.completed", "artifact"),
+    "artifact_patch": ("step.completed", "artifact"),
+    "rule_changed": ("step.completed", "rules"),
+    "policy_changed": ("step.completed", "policy"),
+    "error": ("step.completed", "error"),
+    "annotation": ("step.completed", "annotation"),
+    "run_forked": ("step.completed", "fork"),
+    "run_status_changed": ("step.completed", "status"),  # to "running"; terminal ones end the run
 }
 _ENVELOPE = {"id", "runId", "ts", "type", "stepId", "correlationId"}
 
@@ -69,6 +89,11 @@ class ChildRun:
     ended_at: str | None = None
     status: str = "running"
     from_step_id: str | None = None
+
+
+def utc(ts: str) -> str:
+    """A protocol timestamp as its UTC instant (JavaScript's toISOString); other text as is."""
+    return to_utc_iso(ts) or ts
 
 
 def fidelity_of(actor: str) -> str:
@@ -333,11 +358,14 @@ def event_lines(event: dict, actor: str = "") -> list[tuple[str, dict]]:
         return _model_lines(event, fidelity)
     if kind == "tool_call":
         return _tool_lines(event, fidelity)
-    if kind == "run_status_changed":
-        body = {k: event[k] for k in ("status", "reason") if k in event}
-        return [("run.completed" if event.get("status") in TERMINAL else "run.status_changed", body)]
-    rest = {k: v for k, v in event.items() if k not in _ENVELOPE}
-    return [(_RENAMED.get(str(kind), str(kind)), rest)]
+    if kind == "run_status_changed" and event.get("status") in TERMINAL:
+        return [("run.completed", {k: event[k] for k in ("status", "reason") if k in event})]
+    line_type, payload_kind = OTHER_EVENTS.get(str(kind), ("step.completed", "event"))
+    body = {"kind": payload_kind, "event_type": kind}
+    if kind == "error":
+        body["ok"] = False
+    body.update((k, v) for k, v in event.items() if k not in _ENVELOPE)
+    return [(line_type, body)]
 
 
 def _child_markers(children: Sequence[ChildRun]) -> list[tuple[datetime | None, str, str, dict, ChildRun]]:
@@ -375,7 +403,7 @@ def transcript_lines(
     ) -> dict:
         nonlocal counter
         counter += 1
-        out: dict[str, Any] = {"seq": counter, "run_id": run_id, "path": path, "ts": ts, "type": kind}
+        out: dict[str, Any] = {"seq": counter, "run_id": run_id, "path": path, "ts": utc(ts), "type": kind}
         out["payload"] = payload
         if event is not None:
             out["event_seq"] = event.seq

@@ -92,3 +92,9 @@ def workflow() -> dict:
     import copy
 
     return copy.deepcopy(LINEAR_WORKFLOW)
+
+
+@pytest.fixture(autouse=True)
+def _private_transcript_dir(settings, tmp_path_factory):
+    """Live transcript files (runs.transcript_log) go to a directory of this test alone."""
+    settings.WORKBENCH_TRANSCRIPT_DIR = tmp_path_factory.mktemp("transcripts")

@@ -161,6 +161,9 @@ SECURE_CSP = {
 
 # Workbench knobs.
 WORKBENCH_SNAPSHOT_INTERVAL = env_int("WORKBENCH_SNAPSHOT_INTERVAL", 1000, minimum=10)
+# Live transcripts (seed 003): one JSONL file per run, appended after each commit (runs.transcript_log).
+WORKBENCH_TRANSCRIPTS = env_bool("WORKBENCH_TRANSCRIPTS", True)
+WORKBENCH_TRANSCRIPT_DIR = Path(env_str("WORKBENCH_TRANSCRIPT_DIR", str(VAR_DIR / "transcripts")))
 WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 
 # Playground model calls: "inprocess" (embedded: threads in the web process), "worker" (scaled:

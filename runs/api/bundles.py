@@ -16,6 +16,7 @@ from runs.ids import content_disposition
 from runs.permissions import Action
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
+from runs.protocol.redaction import POLICIES
 from runs.selectors import get_run
 
 router = Router(tags=["bundles"])
@@ -41,12 +42,22 @@ class ImportQuery(Schema):
     response={200: RunBundle, **ERRORS},
     by_alias=True,
     summary="Export a run as a signed bundle",
-    description="Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 implementation.",
+    description=(
+        "Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 "
+        "implementation. `redact=user|mask|drop` exports a redacted user bundle instead: payloads dropped "
+        "or masked by that policy, signed over what it holds, the policy (and a hash of every removed value) "
+        'named in `run.metadata["workbench.redaction"]`.'
+    ),
 )
-def export_bundle(request: HttpRequest, run_id: str):
+def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None):
     caller = require(request, Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
-    response = HttpResponse(export_bundle_bytes(run), content_type="application/json")
+    if redact is not None and redact not in POLICIES:
+        raise ApiError(
+            ErrorCode.INVALID_INPUT,
+            f"unknown redaction policy {redact!r}; expected one of {', '.join(POLICIES)}",
+        )
+    response = HttpResponse(export_bundle_bytes(run, redact=redact), content_type="application/json")
     response["ETag"] = etag_for(run)
     response["Content-Disposition"] = content_disposition(f"{run.run_id}.bundle.json")
     return response

@@ -5,15 +5,19 @@ Token or session auth with the read scope; another workspace's run answers 404 l
 
 from __future__ import annotations
 
+import time
+
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 
+from runs import transcript_log
 from runs.api.auth import principal
 from runs.ids import content_disposition
 from runs.permissions import Action
 from runs.selectors import get_run
 from runs.transcript import aiter_run_transcript, iter_run_transcript
+from runs.transcript_log import afollow, sync_run, transcript_path
 
 router = Router(tags=["runs"])
 
@@ -23,16 +27,57 @@ router = Router(tags=["runs"])
     summary="A run as JSON lines (agent exchange transcript), in seq order",
     description=(
         "One complete JSON object per line: seq, run_id, path, ts, type, payload (typed content blocks "
-        "with a fidelity marker), parent/child run linkage. Consumable with jq."
+        "with a fidelity marker), parent/child run linkage. Consumable with jq. With `follow=true` the "
+        "run's recorded transcript file is streamed and then tailed: each line arrives as its events "
+        "are committed, until the run.completed line or `wait` seconds (default 300, max 3600); "
+        "`after_seq` skips lines a reconnecting follower already has."
     ),
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "JSON lines",
+                "content": {"application/jsonl": {"schema": {"type": "string"}}},
+            },
+            **{
+                str(code): {
+                    "description": text,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+                }
+                for code, text in (
+                    (400, "Bad query"),
+                    (401, "Unauthorized"),
+                    (403, "Forbidden"),
+                    (404, "No such run"),
+                    (429, "Too many requests"),
+                )
+            },
+        }
+    },
 )
-def run_transcript(request: HttpRequest, run_id: str):
+def run_transcript(
+    request: HttpRequest, run_id: str, follow: bool = False, after_seq: int = 0, wait: float = 300
+):
     caller = principal(request)
     caller.require_action(Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
+    if follow:
+        # The recorded file (runs.transcript_log), then each line as it is appended, until the
+        # run's run.completed line or `wait` seconds (at most an hour) without the run ending.
+        sync_run(run)
+        path = transcript_path(run)
+        deadline = time.monotonic() + max(0.0, min(float(wait), 3600.0))
+        if isinstance(request, ASGIRequest):
+            lines = afollow(path, after_seq=after_seq, deadline=deadline)
+        else:
+            lines = transcript_log.follow(
+                path, after_seq=after_seq, until=lambda done: done or time.monotonic() >= deadline
+            )
     # Under ASGI an async iterator streams in bounded memory (Django would buffer a sync one whole);
     # under WSGI (tests, management tools) the plain generator streams.
-    lines = aiter_run_transcript(run) if isinstance(request, ASGIRequest) else iter_run_transcript(run)
+    elif isinstance(request, ASGIRequest):
+        lines = aiter_run_transcript(run)
+    else:
+        lines = iter_run_transcript(run)
     response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
     response["Content-Disposition"] = content_disposition(f"{run.run_id}.jsonl", attachment=False)
     response["Cache-Control"] = "no-store"

@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from runs import actions
 from runs.engine.state import RunState
 from runs.ids import content_disposition
-from runs.models import Run
+from runs.models import Run, RunStatus
 from runs.pages.access import RunAccess, run_page, run_write
 from runs.pages.params import int_param
 from runs.partials import (
@@ -74,6 +74,10 @@ def run_detail_context(
     return ctx
 
 
+def _has_window(request: HttpRequest) -> bool:
+    return any(request.GET.get(k) for k in ("at", "after", "before"))
+
+
 def _timeline_window(request: HttpRequest) -> tuple[int, int | None]:
     at = int_param(request.GET, "at", None, minimum=1)
     if at is not None:
@@ -86,6 +90,9 @@ def _timeline_window(request: HttpRequest) -> tuple[int, int | None]:
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, access: RunAccess) -> HttpResponse:
     after, before = _timeline_window(request)
+    run = access.run
+    if not _has_window(request) and run.status == RunStatus.RUNNING and run.last_seq > TIMELINE_PAGE:
+        before = run.last_seq + 1  # a running run opens at its tail, where live rows arrive
     ctx = run_detail_context(
         access.run,
         url_id=access.url_id,

@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const initial = JSON.parse($("pg-initial").textContent);
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
-  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null }, calls: [], cache: null };
+  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null }, calls: [], cache: null, file: initial.session.file || null };
   let previewTimer = null;
   // Bumped by every edit of a control: a preview answer that left while the user kept editing
   // must not put the older values back into the controls.
@@ -83,6 +83,9 @@
   // ---------------------------------------------------------------- controls <-> session
   function readFreeFields() {
     const s = state.session;
+    // The file is the page's own (like the text fields): a preview answering late cannot undo a
+    // file chosen meanwhile.
+    s.file = state.file;
     s.prompt = $("prompt").value;
     s.system_prompt = $("system-prompt").value;
     s.send_system_prompt = $("send-system-prompt").checked;
@@ -309,11 +312,10 @@
       if (finished) return;
       fetch("/playground/executions/" + ex.id + "/", { credentials: "same-origin" }).then((r) => r.json()).then((st) => {
         slot.text.textContent = st.partial_text || ""; slot.thinking.textContent = st.partial_thinking || "";
-        setStatus(slot, st.status);
         if (st.status !== "pending" && st.status !== "processing") {
           finished = true;
           fetch("/playground/executions/" + ex.id + "/message/", { credentials: "same-origin" }).then((r) => r.text()).then((html) => done(st, html, slot, primary));
-        } else { setTimeout(poll, 500); }
+        } else { setStatus(slot, st.status); setTimeout(poll, 500); }
       });
     }
   }
@@ -573,7 +575,7 @@
     reader.onload = () => {
       let data = reader.result;
       if (isPdf) data = String(data).split(",", 2)[1] || "";
-      state.session.file = { name: file.name, media_type: isPdf ? "application/pdf" : (file.type || "text/plain"), data };
+      state.file = { name: file.name, media_type: isPdf ? "application/pdf" : (file.type || "text/plain"), data };
       // A newly chosen file is meant to be sent: tick "Send file" again (readFreeFields reads it).
       state.session.send_file = true;
       $("send-file").checked = true;
@@ -585,7 +587,10 @@
   // ---------------------------------------------------------------- wiring
   document.querySelectorAll("[data-mode]").forEach((b) => b.addEventListener("click", async () => {
     const mode = b.dataset.mode;
+    const before = state.session.mode;
     await preview({ name: "mode", value: mode });
+    // Stateless answers are not part of any history: switching to stateful starts clean.
+    if (mode === "stateful" && before === "stateless") { $("conversation").replaceChildren(); state.log = []; state.compareRow = null; renderContext(); }
     if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; state.conversation = { id: null, parent: null }; }
   }));
   $("thinking").addEventListener("change", (e) => preview({ name: "thinking", value: e.target.checked }));
@@ -606,7 +611,7 @@
   $("compare-columns").addEventListener("click", (e) => { if (e.target.closest("[data-col-remove]")) { e.target.closest("[data-column]").remove(); relabelColumns(); } });
   $("prompt").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(); });
   $("file").addEventListener("change", (e) => { if (e.target.files[0]) readFile(e.target.files[0]); });
-  $("file-remove").addEventListener("click", () => { state.session.file = null; $("file").value = ""; preview(null); });
+  $("file-remove").addEventListener("click", () => { state.file = null; $("file").value = ""; preview(null); });
   ["send-system-prompt", "send-file", "create-cache", "citations", "tool-use", "operation-type", "model", "temperature", "top-p", "top-k"].forEach((id) =>
     $(id).addEventListener("change", () => preview(null)));
   ["prompt", "system-prompt", "tools"].forEach((id) => $(id).addEventListener("input", schedulePreview));

@@ -145,12 +145,12 @@ def test_filter_timeline_open_state_diff_and_deep_link(browser, server):
     assert "What changed since" in diff and "Before" in diff and "After" in diff
     shot(page, "state-diff")
     # a deep link to an event outside the first page jumps to the window holding it
-    page.goto(f"{server['url']}/runs/run_long/#seq-150")
-    page.wait_for_selector("#seq-150")
-    assert "at=150" in page.url
+    page.goto(f"{server['url']}/runs/run_long/#seq-20")
+    page.wait_for_selector("#seq-20")
+    assert "at=20" in page.url
     assert (
         page.evaluate("() => document.querySelector(':target') && document.querySelector(':target').id")
-        == "seq-150"
+        == "seq-20"
     )
     page.click("text=Later →") if page.locator("text=Later →").count() else None
     assert page.console_errors == []

@@ -24,6 +24,7 @@ from playground.models import ProviderConfig, ModelEntry
 ws = Workspace.objects.create(slug="acme", name="Acme")
 user = get_user_model().objects.create_user(username="tess", password="tess-password-123")
 add_member(ws, user, "owner")
+add_member(ws, get_user_model().objects.create_user(username="rita", password="rita-password-123"), "owner")
 a = ProviderConfig(workspace=ws, name="Fake Anthropic", kind="anthropic", base_url={anthropic!r}, max_retries=0)
 a.set_api_key("test-anthropic-key"); a.save()
 o = ProviderConfig(workspace=ws, name="Fake OpenAI", kind="openai", base_url={openai!r} + "/v1", max_retries=0)
@@ -174,7 +175,7 @@ def test_sampling_settings_stop_retry_keep_prompt_and_file_toggle(page, server, 
     page.wait_for_selector("#stop", state="hidden")
     assert page.is_enabled("#send")
     assert page.input_value("#prompt").startswith("Long answer")
-    run_href = last.locator(".pg-meta a").get_attribute("href")
+    run_href = last.locator(".pg-meta a").first.get_attribute("href")
     page.goto(server + run_href)
     assert "cancelled" in page.text_content("body").lower()
     assert not [e for e in page.console_errors if "Content Security Policy" in e or "Refused" in e]
@@ -301,6 +302,12 @@ def _level(page, name: str) -> tuple[str, str]:
 
 
 def test_remembered_model_and_configuration_levels(page, server, fakes):
+    page.context.clear_cookies()  # rita: a user who has not sent anything yet
+    page.goto(f"{server}/accounts/login/")
+    page.fill("input[name=username]", "rita")
+    page.fill("input[name=password]", "rita-password-123")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_load_state()
     page.goto(f"{server}/playground/")
     page.click("#levels summary")
     assert _level(page, "Model") == ("Fake Sonnet", "workspace default")
@@ -335,3 +342,34 @@ def test_remembered_model_and_configuration_levels(page, server, fakes):
     page.click("#levels summary")
     assert _level(page, "Model") == ("Fake GPT", "your last send (remembered for you)")
     assert "key: stored key" in _level(page, "Provider and key")[0]
+
+
+def test_manage_providers_and_models_and_stateless_answers_cleared(page, server, fakes):
+    page.goto(f"{server}/playground/settings/")
+    row = page.locator("[data-manage-provider='Fake OpenAI']")
+    row.locator("button[value=disable_provider]").click()
+    page.wait_for_load_state()
+    page.goto(f"{server}/playground/")
+    assert "Fake GPT" not in page.text_content("#model")
+    page.goto(f"{server}/playground/settings/")
+    page.locator("[data-manage-provider='Fake OpenAI'] button[value=enable_provider]").click()
+    page.wait_for_load_state()
+    model_row = page.locator("[data-manage-model='Fake GPT']")
+    model_row.locator("summary").click()
+    model_row.locator("input[name=display_name]").fill("Fake GPT renamed")
+    model_row.locator("button", has_text="Save model").click()
+    page.wait_for_load_state()
+    page.goto(f"{server}/playground/")
+    assert "Fake GPT renamed" in page.text_content("#model")
+
+    # Stateless answers do not survive a switch to stateful (they are in no history).
+    page.click("[data-mode=stateless]")
+    page.wait_for_function(
+        "() => document.querySelector('[data-mode=stateless]').getAttribute('aria-pressed') === 'true'"
+    )
+    _model(page, "Fake Sonnet")
+    page.fill("#prompt", "standalone question")
+    _send(page)
+    assert page.locator("#conversation .pg-msg").count() == 2
+    page.click("[data-mode=stateful]")
+    page.wait_for_function("() => document.querySelectorAll('#conversation .pg-msg').length === 0")

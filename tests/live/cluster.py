@@ -94,7 +94,7 @@ class Cluster:
     @property
     def database_url(self) -> str:
         if self.database == "postgres":
-            return f"{PG_SERVER}/{self.db_name}"
+            return f"{PG_SERVER}/{self.db_name}?conn_max_age=60"  # as docs/deployment.md says
         return f"sqlite:///{self.tmp / 'db.sqlite3'}"
 
     @property

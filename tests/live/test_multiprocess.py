@@ -106,7 +106,7 @@ def test_write_through_one_server_reaches_a_socket_of_the_other():
         assert response.text == cluster.manage("transcript", run_id)
         lines = [json.loads(line) for line in response.text.splitlines()]
         assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
-        assert [line["type"] for line in lines] == ["run.started", "annotation", "annotation"]
+        assert [line["type"] for line in lines] == ["run.started", "step.completed", "step.completed"]
 
         # Outsiders are refused by the second server too.
         async def outsider() -> None:

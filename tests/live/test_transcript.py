@@ -10,7 +10,7 @@ import orjson
 import pytest
 from django.core.management import call_command
 
-from runs.transcript import ChildRun, StoredEvent, dump_line, event_lines, transcript_lines
+from runs.transcript import CLOSED_TYPES, ChildRun, StoredEvent, dump_line, event_lines, transcript_lines
 
 RUN = {
     "id": "run_t1",
@@ -130,12 +130,34 @@ def test_fidelity_follows_who_recorded_the_event():
     assert {p["fidelity"] for _, p in agent} == {"agent_emitted"}
 
 
-def test_unknown_and_other_protocol_types_pass_through():
+def test_other_protocol_types_map_into_the_closed_vocabulary():
+    """Seed 003: every line's type is one of ten; the other protocol events are mapped explicitly."""
     lines = event_lines(
         {"type": "human_gate_requested", "id": "x", "stepId": "a", "gate": "PAUSE_BEFORE"}, ""
     )
-    assert lines == [("gate.requested", {"gate": "PAUSE_BEFORE"})]
-    assert event_lines({"type": "future_thing", "x": 1}, "") == [("future_thing", {"x": 1})]
+    assert lines == [
+        ("step.started", {"kind": "gate", "event_type": "human_gate_requested", "gate": "PAUSE_BEFORE"})
+    ]
+    assert event_lines({"type": "error", "message": "boom"}, "") == [
+        ("step.completed", {"kind": "error", "event_type": "error", "ok": False, "message": "boom"})
+    ]
+    assert event_lines({"type": "future_thing", "x": 1}, "") == [
+        ("step.completed", {"kind": "event", "event_type": "future_thing", "x": 1})
+    ]
+    samples = [
+        {"type": t, "stepId": "a", "status": "running"}
+        for t in ("human_gate_resolved", "span_started", "span_ended", "artifact_written", "artifact_patch",
+                  "rule_changed", "policy_changed", "annotation", "run_forked", "run_status_changed")
+    ]  # fmt: skip
+    assert {kind for sample in samples for kind, _ in event_lines(sample, "")} <= set(CLOSED_TYPES)
+
+
+def test_timestamps_are_normalized_to_utc():
+    shifted = StoredEvent(
+        1, {**ev(1, type="step_started", stepId="a").body, "ts": "2026-01-01T05:30:01.5+05:30"}
+    )
+    lines = list(transcript_lines({**RUN, "startedAt": "2025-12-31T19:00-05:00"}, [shifted]))
+    assert [line["ts"] for line in lines] == ["2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.500Z"]
 
 
 def test_lineage_parent_and_child_lines():
@@ -161,9 +183,9 @@ def test_lineage_parent_and_child_lines():
         "run.started",
         "step.started",
         "step.call_workflow.started",
-        "annotation",
+        "step.completed",
         "step.call_workflow.completed",
-        "annotation",
+        "step.completed",
     ]
     assert parent_lines[2]["child_run_id"] == "run_child" and parent_lines[2]["path"] == "a"
     assert "parent_run_id" not in parent_lines[0]

@@ -122,3 +122,27 @@ def test_navigation_counts_pending_gates_and_rows_name_the_subject(client, bob, 
     )  # run_subject waits at review, run_waiting at check
     listing = client.get("/runs/").content.decode()
     assert "user-zed · t-9" in listing and " ago</time>" in listing
+
+
+def test_ledger_numbers_have_separators_and_no_internal_names(client, alice, make_run, workspace):
+    from runs import actions
+    from runs.engine import commands as c
+
+    run = make_run("run_big_tokens")
+    actions.do_command(
+        workspace=workspace,
+        run_id=run.run_id,
+        command=c.LogModelIO(
+            direction="response",
+            provider="openai",
+            model="gpt-4.1-mini",
+            usage={"inputTokens": 1234567, "outputTokens": 8901},
+            step_id="parse",
+            correlation_id="big",
+        ),
+        actor="pipeline",
+    )
+    login(client, alice)
+    html = client.get(f"/runs/{run.run_id}/ledger/").content.decode()
+    assert "1,234,687" in html and "8,941" in html  # 120 + 1,234,567 input; 40 + 8,901 output
+    assert "summarizeModelTelemetry" not in html

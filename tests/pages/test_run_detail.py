@@ -128,7 +128,9 @@ def test_reject_and_cancel(client, alice, run):
 def test_timeline_pages_by_seq_window(client, alice, run, workspace):
     run = _append_many(run, 300, workspace=workspace)
     login(client, alice)
-    first = client.get(f"/runs/{run.run_id}/").content.decode()
+    tail = seqs(client.get(f"/runs/{run.run_id}/").content.decode())
+    assert max(tail) == run.last_seq and min(tail) > 1  # a running run opens at its tail
+    first = client.get(f"/runs/{run.run_id}/", {"after": 0}).content.decode()
     shown = seqs(first)
     assert shown[0] == 1 and max(shown) <= 100
     nxt = client.get(f"/runs/{run.run_id}/timeline/?after=100", HTTP_HX_REQUEST="true").content.decode()

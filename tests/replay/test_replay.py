@@ -31,7 +31,11 @@ class Pipeline:
 
     def __init__(self, url: str) -> None:
         self.provider = ProviderSettings(
-            kind="anthropic", api_key="test-anthropic-key", base_url=url, max_retries=0
+            kind="anthropic",
+            api_key="test-anthropic-key",
+            base_url=url,
+            max_retries=0,
+            egress_allow=("127.0.0.0/8",),  # the operator's allowance for the loopback fake
         )
         self.prompt = "Summarise ticket 42"
         self.extra_tool_call = False
@@ -72,6 +76,7 @@ def fake():
 
 @pytest.fixture
 def pipeline(fake, settings):
+    settings.PLAYGROUND_EGRESS_ALLOW = ["127.0.0.0/8", "::1/128"]  # the fake listens on loopback
     settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # the test runs the worker step itself
     program = Pipeline(fake.url)
     programs.register(WORKFLOW["id"], program)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.protocol.redaction import POLICIES
 from runs.protocol.verify_cli import check_files
 
 
@@ -27,6 +28,11 @@ class Command(BaseCommand):
         exp.add_argument("run_id")
         exp.add_argument("--workspace", help="workspace slug (needed when several workspaces use the id)")
         exp.add_argument("-o", "--output", help="file to write (default: stdout)")
+        exp.add_argument(
+            "--redact",
+            choices=POLICIES,
+            help="export a redacted user bundle by this policy (still signed; policy named in run.metadata)",
+        )
 
     def handle(self, *args, **options) -> None:
         action = options["action"]
@@ -35,7 +41,9 @@ class Command(BaseCommand):
         elif action == "import":
             self._import(options["files"], options["workspace"], as_new_id=options["as_new_id"])
         else:
-            self._export(options["run_id"], options.get("output"), options.get("workspace"))
+            self._export(
+                options["run_id"], options.get("output"), options.get("redact"), options.get("workspace")
+            )
 
     def _check(self, files: list[str], *, as_json: bool) -> None:
         # The same lines as workbench-verify (manage.py hands plain `bundle check` to it
@@ -72,7 +80,9 @@ class Command(BaseCommand):
         if failed:
             sys.exit(1)
 
-    def _export(self, run_id: str, output: str | None, workspace: str | None = None) -> None:
+    def _export(
+        self, run_id: str, output: str | None, redact: str | None = None, workspace: str | None = None
+    ) -> None:
         from runs.bundles import export_bundle_bytes
         from runs.selectors import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace
 
@@ -82,7 +92,7 @@ class Command(BaseCommand):
             raise CommandError(f"UNKNOWN_RUN: no run {run_id!r}") from None
         except AmbiguousRunId as exc:
             raise CommandError(f"{exc.code}: {exc}") from None
-        data = export_bundle_bytes(run)
+        data = export_bundle_bytes(run, redact=redact)
         if output:
             fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as fh:

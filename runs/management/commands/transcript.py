@@ -1,4 +1,8 @@
-"""`manage.py transcript RUN_ID [-o FILE] [--workspace SLUG]`: a run as JSON lines (see runs/transcript.py).
+"""`manage.py transcript RUN_ID [-o FILE] [--workspace SLUG] [--follow]`: a run as JSON lines.
+
+Without --follow the transcript is rendered from the stored events (runs/transcript.py); with
+--follow the run's recorded file (runs/transcript_log.py) is printed and then tailed as the run
+goes on, until its run.completed line.
 
 Without -o the lines go to stdout. A file is created with mode 0600 (owner only) before anything is
 written to it, and an existing file is narrowed to 0600 too: transcripts carry prompts and tool
@@ -14,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from runs.models import Workspace
 from runs.selectors import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace, get_run
 from runs.transcript import iter_run_transcript
+from runs.transcript_log import follow, sync_run, transcript_path
 
 
 def open_private(path: str):
@@ -29,6 +34,15 @@ class Command(BaseCommand):
         parser.add_argument("run_id")
         parser.add_argument("-o", "--output", help="file to write (created 0600); default stdout")
         parser.add_argument("--workspace", help="slug of the workspace the run must belong to")
+        parser.add_argument(
+            "--follow",
+            action="store_true",
+            help="print the run's recorded transcript file, then each line as it is appended, "
+            "until the run ends (Ctrl-C stops)",
+        )
+        parser.add_argument(
+            "--after-seq", type=int, default=0, help="with --follow: skip lines up to this seq"
+        )
 
     def handle(self, *args, **options) -> None:
         run_id = options["run_id"]
@@ -48,7 +62,11 @@ class Command(BaseCommand):
                 raise CommandError(f"no run {run_id!r}") from None
             except AmbiguousRunId as exc:
                 raise CommandError(str(exc)) from None
-        lines = iter_run_transcript(run)
+        if options["follow"]:
+            sync_run(run)  # a run recorded before live transcripts existed catches up first
+            lines = follow(transcript_path(run), after_seq=options["after_seq"])
+        else:
+            lines = iter_run_transcript(run)
         if options["output"]:
             with open_private(options["output"]) as out:
                 for line in lines:
@@ -58,6 +76,8 @@ class Command(BaseCommand):
             for line in lines:
                 if out is not None:
                     out.write(line)
+                    if options["follow"]:
+                        out.flush()
                 else:
                     self.stdout.write(line.decode(), ending="")
             if out is not None:
