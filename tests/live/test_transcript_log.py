@@ -79,7 +79,7 @@ def test_a_change_seen_twice_or_late_writes_each_event_once(
     result = actions.do_command(
         workspace=workspace, run_id=run.run_id, command=cmd.BeginStep(step_id="parse")
     )
-    change = RunChange(workspace.pk, run.run_id, result.first_seq, result.last_seq, "running")
+    change = RunChange(workspace.pk, run.run_id, result.first_seq, result.last_seq, "running", run.pk)
     record_change(change)  # the commit's own callback never ran here: this one catches up
     record_change(change)
     event_seqs = [line.get("event_seq") for line in _lines(run)]
@@ -95,7 +95,7 @@ def test_concurrent_recorders_keep_one_monotonic_series(workspace, workflow, set
         commands=[cmd.BeginStep(step_id="parse"), cmd.WriteArtifact(key="n", type_id="free.notes", data={"a": 1})],
     )  # fmt: skip
     settings.WORKBENCH_TRANSCRIPTS = True
-    change = RunChange(workspace.pk, run.run_id, result.first_seq, result.last_seq, "running")
+    change = RunChange(workspace.pk, run.run_id, result.first_seq, result.last_seq, "running", run.pk)
 
     def record() -> None:
         try:
