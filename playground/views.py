@@ -13,6 +13,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -20,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts import ratelimit
 from playground import actions, config, execute, highlight, operations
 from playground import compose as c
 from playground.models import (
@@ -300,6 +302,9 @@ def send(request: HttpRequest) -> JsonResponse:
         conversation_id, parent_run_id = _conversation(workspace, session, data.get("conversation"))
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
+    limited = _spend_send_budget(workspace, len(entries))
+    if limited is not None:
+        return limited
     group = uuid.uuid4().hex if len(entries) > 1 else ""
     config.remember_model(workspace, request.user, entries[0])
     with transaction.atomic():
@@ -374,6 +379,25 @@ def _compare_columns(data: dict) -> list[dict]:
         if not isinstance(column, dict):
             raise c.ComposeError("compare", "each compare column must be an object")
     return columns
+
+
+def _spend_send_budget(workspace, calls: int) -> JsonResponse | None:
+    """Sends spend money: each workspace has PLAYGROUND_SEND_RATE_PER_MINUTE provider calls per
+    sliding minute, shared by every process (the cache); None when these calls fit."""
+    limit = int(getattr(settings, "PLAYGROUND_SEND_RATE_PER_MINUTE", 0))
+    if limit <= 0:
+        return None
+    decision = ratelimit.hit(f"pg-send:ws{workspace.pk}", limit=limit, window=60, cost=calls)
+    if decision.allowed:
+        return None
+    response = _error(
+        "send",
+        f"this workspace may make {limit} model calls per minute: try again in {decision.retry_after} s",
+        status=429,
+        code="RATE_LIMITED",
+    )
+    response["Retry-After"] = str(decision.retry_after)
+    return response
 
 
 def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:

@@ -238,7 +238,7 @@ def test_rate_limit_is_429_with_retry_after_per_token(api, reader, outsider):
     assert statuses == [200, 200, 200, 429]
     limited = api.get("/api/runs")
     assert limited.json()["code"] == "RATE_LIMITED" and limited["Link"] == DESCRIBED_BY
-    assert 1 <= int(limited["Retry-After"]) <= 60
+    assert 1 <= int(limited["Retry-After"]) <= 66  # sliding window: up to one bucket (6 s) more than 60
     assert (
         reader.get("/api/runs").status_code == 200
     )  # another token of the same workspace has its own budget
