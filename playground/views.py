@@ -33,8 +33,9 @@ from playground.models import (
     WorkspacePlayground,
 )
 from playground.providers import egress
-from runs.models import Event, Role
-from runs.web import current_workspace, get_run_for_user, has_role, require_role
+from runs.models import Event
+from runs.permissions import Action
+from runs.web import current_workspace, get_run_for_user, may, require_action
 
 MAX_BODY_NOTE = "The request is too large."
 
@@ -82,8 +83,8 @@ def _context(request: HttpRequest, **extra: Any) -> dict:
         "default_model": default.pk if default else None,
         "setup_problem": config.setup_problem(workspace),
         "operations": list(operations.OPERATIONS.values()),
-        "can_send": has_role(request, Role.REVIEWER),
-        "is_owner": has_role(request, Role.OWNER),
+        "can_send": may(request, Action.PLAYGROUND_SEND),
+        "is_owner": may(request, Action.MANAGE_PROVIDERS),
         "saved_prompts": SavedPrompt.objects.filter(workspace=workspace).order_by("name"),
     }
     ctx.update(extra)
@@ -147,7 +148,7 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
             if response is None and body.get("direction") == "response":
                 response = body
     origin: dict[str, Any] = {
-        "run_id": run.pk,
+        "run_id": run.run_id,
         "seq": event.seq,
         "provider": data.get("provider"),
         "model": data.get("model"),
@@ -270,7 +271,7 @@ def _after_send(workspace, session: c.Session, execution_id: Any) -> c.Session:
 def send(request: HttpRequest) -> JsonResponse:
     """Compose and store the execution(s); the provider call runs off the request path."""
     workspace = current_workspace(request)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "sending needs the reviewer role in this workspace", status=403)
     try:
         data = _json_body(request)
@@ -431,7 +432,7 @@ def state_with_context(ex: Execution) -> dict:
 def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
     """Stop: the provider call is dropped and the execution (and its run) end ``cancelled``."""
     ex = _get_execution(request, execution_id)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "stopping a call needs the reviewer role in this workspace", status=403)
     stopped = execute.cancel(ex, actor=f"user:{request.user.get_username()}")
     if not stopped:
@@ -445,7 +446,7 @@ def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> JsonRespon
     """Send a failed or stopped execution's exact request again, as a new execution."""
     workspace = current_workspace(request)
     ex = _get_execution(request, execution_id)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "sending needs the reviewer role in this workspace", status=403)
     if ex.status not in ("failed", "cancelled"):
         return _error(
@@ -538,7 +539,7 @@ def _rating_percent(data: dict) -> int | None:
 @require_POST
 def save_prompt(request: HttpRequest) -> JsonResponse:
     workspace = current_workspace(request)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "saving prompts needs the reviewer role", status=403)
     try:
         data = _json_body(request)
@@ -579,7 +580,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     status = 200
     if request.method == "POST":
-        membership = require_role(request, Role.OWNER)
+        membership = require_action(request, Action.MANAGE_PROVIDERS)
         action = request.POST.get("action", "")
         try:
             _apply_settings(membership, action, request.POST)
@@ -607,7 +608,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "providers": providers,
             "models": models,
             "kinds": ProviderKind.choices,
-            "is_owner": has_role(request, Role.OWNER),
+            "is_owner": may(request, Action.MANAGE_PROVIDERS),
             "default_model": prefs.default_model_id if prefs else None,
             "hidden_models": set(prefs.hidden_models.values_list("pk", flat=True)) if prefs else set(),
             "setup_problem": config.setup_problem(workspace),

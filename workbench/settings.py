@@ -119,6 +119,13 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # Security: request size limit (25 MB bodies), CSP with nonces, strict cookies.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_BYTES", 25 * 1024 * 1024, minimum=1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+# The same limit for multipart uploads (the import page): see runs/uploads.py.
+FILE_UPLOAD_HANDLERS = [
+    "runs.uploads.BodyLimitUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
+WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS = env_int("WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS", 3600, minimum=60)
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"

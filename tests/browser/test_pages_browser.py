@@ -56,7 +56,7 @@ actions.do_start_run(workspace=demo, workflow=wf, actor="pipeline", run_id="run_
 do(demo, "run_demo_jobsearch", c.BeginStep(step_id="parse"))
 do(demo, "run_demo_jobsearch", c.CompleteStep(step_id="parse"))
 from runs.models import Run
-open(__BUNDLE__, "wb").write(export_bundle_bytes(Run.objects.get(pk="run_to_import")))
+open(__BUNDLE__, "wb").write(export_bundle_bytes(Run.objects.get(run_id="run_to_import")))
 actions.do_delete_run(workspace=other, run_id="run_to_import")  # run ids are unique across workspaces
 """
 
