@@ -9,23 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from accounts.models import ApiToken, Scope
+from accounts.models import ApiToken
 from runs.models import Membership, Role, Workspace
+from runs.permissions import ROLE_SCOPES, Action, allows, needed_scopes
 from runs.workspaces import personal_workspace
-
-ROLE_SCOPES: dict[str, frozenset[str]] = {
-    Role.VIEWER: frozenset({Scope.READ}),
-    Role.REVIEWER: frozenset({Scope.READ, Scope.REVIEW}),
-    Role.OWNER: frozenset({Scope.READ, Scope.WRITE, Scope.REVIEW}),
-}
 
 
 class NotPermitted(Exception):
     """The caller is known but lacks the scope the operation needs (HTTP 403)."""
 
-    def __init__(self, needed: tuple[str, ...]) -> None:
-        super().__init__(f"this operation needs the {' or '.join(needed)} scope")
+    def __init__(self, needed: tuple[str, ...], action: str | None = None) -> None:
+        what = f"{action.replace('_', ' ')} needs" if action else "this operation needs"
+        super().__init__(f"{what} the {' or '.join(needed)} scope")
         self.needed = needed
+        self.action = action
 
 
 @dataclass(frozen=True)
@@ -55,6 +52,15 @@ class Principal:
         """Raise NotPermitted unless the caller has one of ``scopes``."""
         if not self.has_scope(*scopes):
             raise NotPermitted(scopes)
+
+    def may(self, action: Action | str) -> bool:
+        """Whether the permission table lets this caller do ``action``."""
+        return allows(self.scopes, action)
+
+    def require_action(self, action: Action | str) -> None:
+        """Raise NotPermitted unless the permission table lets this caller do ``action``."""
+        if not self.may(action):
+            raise NotPermitted(needed_scopes(action), str(action))
 
 
 def principal_for_token(token: ApiToken) -> Principal:

@@ -11,8 +11,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts.forms import TokenForm
 from accounts.models import ApiToken
 from accounts.tokens import TokenError, create_token, list_tokens, revoke_token
-from runs.models import Role
-from runs.web import require_role
+from runs.permissions import Action
+from runs.web import require_action
 
 
 def _page(
@@ -35,7 +35,7 @@ def _page(
 @login_required
 @require_http_methods(["GET", "POST"])
 def tokens(request: HttpRequest) -> HttpResponse:
-    membership = require_role(request, Role.OWNER)
+    membership = require_action(request, Action.MANAGE_TOKENS)
     if request.method == "GET":
         return _page(request, membership, TokenForm())
     form = TokenForm(request.POST)
@@ -58,7 +58,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def revoke(request: HttpRequest, key_id: str) -> HttpResponse:
-    membership = require_role(request, Role.OWNER)
+    membership = require_action(request, Action.MANAGE_TOKENS)
     try:
         token = revoke_token(workspace=membership.workspace, key_id=key_id)
     except ApiToken.DoesNotExist:

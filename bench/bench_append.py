@@ -75,14 +75,14 @@ def child(db_url: str) -> None:
     ws = get_or_create_workspace(f"bench-{uuid.uuid4().hex[:6]}")
     workflow = {"id": "bench", "version": 1, "steps": [{"id": "work"}], "edges": []}
     run = actions.do_start_run(workspace=ws, workflow=workflow)
-    actions.do_command(workspace=ws, run_id=run.pk, command=cmd.BeginStep(step_id="work"))
-    batches = [make_events(run.pk, BATCH, b * BATCH) for b in range(TOTAL // BATCH)]
+    actions.do_command(workspace=ws, run_id=run.run_id, command=cmd.BeginStep(step_id="work"))
+    batches = [make_events(run.run_id, BATCH, b * BATCH) for b in range(TOTAL // BATCH)]
     started = time.perf_counter()
     for batch in batches:
-        actions.do_append_events(workspace=ws, run_id=run.pk, events=batch, actor="bench")
+        actions.do_append_events(workspace=ws, run_id=run.run_id, events=batch, actor="bench")
     elapsed = time.perf_counter() - started
     rate = TOTAL / elapsed
-    run = Run.objects.get(pk=run.pk)
+    run = Run.objects.get(run_id=run.run_id)
 
     def time_state_at(seq: int) -> float:
         times = []

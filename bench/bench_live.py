@@ -58,6 +58,7 @@ PROFILES = [
 ]
 WRITER = os.environ.get("LIVE_BENCH_WRITER", "inproc")
 WARMUP = int(os.environ.get("LIVE_BENCH_WARMUP", "20"))  # events before the measured ones (inproc writer)
+CONNECT_SECONDS = float(os.environ.get("LIVE_BENCH_CONNECT_SECONDS", "180"))  # all subscribers connected
 REDIS_DB = int(os.environ.get("LIVE_BENCH_REDIS_DB", "12"))  # flushed before and after
 LAUNCHER = ROOT / "bench" / "live_server.py"
 SEQ_RE = re.compile(r'data-seq="(\d+)"')
@@ -211,7 +212,7 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
         for i in range(SUBSCRIBERS)
     ]
     tasks = [asyncio.create_task(s.run()) for s in subs]
-    await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in subs)), 60)
+    await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in subs)), CONNECT_SECONDS)
 
     total = int(RATE * SECONDS)
     if WRITER == "rest":

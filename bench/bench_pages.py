@@ -135,7 +135,7 @@ def build_run(workspace, n: int) -> Run:
                 )
             cursor.executemany(sql, rows)
             seq += batch
-    Run.objects.filter(pk=run_id).update(last_seq=last, event_count=last, revision=last)
+    Run.objects.filter(run_id=run_id).update(last_seq=last, event_count=last, revision=last)
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
@@ -143,7 +143,7 @@ def build_run(workspace, n: int) -> Run:
         f"  built {run_id}: {last} events in {time.perf_counter() - t0:.1f} s (bulk insert, bypassing actions)",
         flush=True,
     )
-    return Run.objects.get(pk=run_id)
+    return Run.objects.get(run_id=run_id)
 
 
 def measure(client: Client, pages_by_size: dict[int, dict[str, tuple[str, dict]]]) -> tuple[dict, dict]:
@@ -181,12 +181,12 @@ def main() -> int:
         mid = run.last_seq // 2
         hx = {"HTTP_HX_REQUEST": "true"}
         pages_by_size[n] = {
-            "detail": (f"/runs/{run.pk}/", {}),
-            "detail deep link ?at=mid": (f"/runs/{run.pk}/?at={mid}", {}),
-            "timeline@mid": (f"/runs/{run.pk}/timeline/?after={mid}", hx),
-            "timeline@latest": (f"/runs/{run.pk}/timeline/?before={run.last_seq + 1}", hx),
-            "timeline type=tool_call@mid": (f"/runs/{run.pk}/timeline/?type=tool_call&after={mid}", hx),
-            "timeline step=work@mid": (f"/runs/{run.pk}/timeline/?step=work&after={mid}", hx),
+            "detail": (f"/runs/{run.run_id}/", {}),
+            "detail deep link ?at=mid": (f"/runs/{run.run_id}/?at={mid}", {}),
+            "timeline@mid": (f"/runs/{run.run_id}/timeline/?after={mid}", hx),
+            "timeline@latest": (f"/runs/{run.run_id}/timeline/?before={run.last_seq + 1}", hx),
+            "timeline type=tool_call@mid": (f"/runs/{run.run_id}/timeline/?type=tool_call&after={mid}", hx),
+            "timeline step=work@mid": (f"/runs/{run.run_id}/timeline/?step=work&after={mid}", hx),
         }
     results, cpu = measure(client, pages_by_size)
     small, large = min(results), max(results)

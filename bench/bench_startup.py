@@ -29,7 +29,7 @@ COMMANDS = [
     ("help", ["help"]),
     ("showmigrations", ["showmigrations"]),
     ("migrate (nothing to do)", ["migrate", "--noinput"]),
-    ("tokens list", ["tokens", "list", "--workspace", "demo"]),
+    ("tokens --help", ["tokens", "--help"]),
     ("transcript --help", ["transcript", "--help"]),
     ("playground_worker --help", ["playground_worker", "--help"]),
     ("check (loads every URL)", ["check"]),

@@ -288,3 +288,112 @@ def do_set_default_model(*, membership: Membership, model_pk: object) -> ModelEn
     prefs.default_model = entry
     prefs.save()
     return entry
+
+
+# --------------------------------------------------------------------------------------------
+# Editing, disabling and deleting (the workspace's own rows; global ones can only be hidden)
+
+
+def do_edit_provider(
+    *, membership: Membership, provider_pk: object, name: str, base_url: str, key_required: bool
+) -> ProviderConfig:
+    workspace = _require_owner(membership).workspace
+    provider = _own_provider(workspace, provider_pk)
+    name = _text(name, "the provider's name", max_length=100)
+    url = validate_base_url(base_url or "")
+    with transaction.atomic():
+        if ProviderConfig.objects.filter(workspace=workspace, name=name).exclude(pk=provider.pk).exists():
+            raise SettingsError("DUPLICATE_NAME", "a provider with that name exists", "name")
+        provider.name, provider.base_url, provider.key_required = name, url, bool(key_required)
+        provider.save(update_fields=["name", "base_url", "key_required", "updated_at"])
+    return provider
+
+
+def do_set_provider_enabled(*, membership: Membership, provider_pk: object, enabled: bool) -> ProviderConfig:
+    """A disabled provider keeps its key and models but answers nothing until enabled again."""
+    workspace = _require_owner(membership).workspace
+    provider = _own_provider(workspace, provider_pk)
+    provider.is_enabled = bool(enabled)
+    provider.save(update_fields=["is_enabled", "updated_at"])
+    return provider
+
+
+def do_delete_provider(*, membership: Membership, provider_pk: object) -> None:
+    """Delete one of the workspace's providers with its key and its models (recorded executions
+    and runs stay; they keep the model's name)."""
+    workspace = _require_owner(membership).workspace
+    provider = _own_provider(workspace, provider_pk)
+    with transaction.atomic():
+        provider.delete()
+
+
+def _visible_model(workspace, model_pk: object) -> ModelEntry:
+    pk = parse_pk(model_pk)
+    entry = ModelEntry.objects.visible_to(workspace).filter(pk=pk).first() if pk else None
+    if entry is None:
+        raise SettingsError("UNKNOWN_MODEL", "no such model in this workspace", "model")
+    return entry
+
+
+def _own_model(workspace, model_pk: object) -> ModelEntry:
+    entry = _visible_model(workspace, model_pk)
+    if entry.workspace_id != workspace.pk:
+        raise SettingsError(
+            "GLOBAL_MODEL",
+            "a global model cannot be changed here: hide it for this workspace instead",
+            "model",
+        )
+    return entry
+
+
+def do_edit_model(
+    *,
+    membership: Membership,
+    model_pk: object,
+    model_id: str,
+    display_name: str = "",
+    context_window: str = "",
+    supports_thinking: bool = False,
+    supports_citations: bool = False,
+    supports_pdf: bool = False,
+    max_tokens_param: str = "max_tokens",
+) -> ModelEntry:
+    workspace = _require_owner(membership).workspace
+    entry = _own_model(workspace, model_pk)
+    model_id = _text(model_id, "the model id (the name the API knows the model by)", max_length=200)
+    display = _text(display_name, "the display name", max_length=200, required=False) or model_id
+    window = parse_context_window(context_window)
+    param = max_tokens_param or "max_tokens"
+    if param not in MAX_TOKENS_PARAMS:
+        raise SettingsError(
+            "INVALID_INPUT", "the max tokens parameter is max_tokens or max_completion_tokens"
+        )
+    entry.model_id, entry.display_name, entry.context_window = model_id, display, window
+    entry.supports_thinking = bool(supports_thinking)
+    entry.supports_citations = bool(supports_citations) and entry.provider.kind == ProviderKind.ANTHROPIC
+    entry.supports_pdf = bool(supports_pdf)
+    entry.max_tokens_param = param
+    entry.save()
+    return entry
+
+
+def do_set_model_enabled(*, membership: Membership, model_pk: object, enabled: bool) -> ModelEntry:
+    """The workspace's own model: active or not. A global model: shown or hidden here."""
+    workspace = _require_owner(membership).workspace
+    entry = _visible_model(workspace, model_pk)
+    if entry.workspace_id == workspace.pk:
+        entry.is_active = bool(enabled)
+        entry.save(update_fields=["is_active"])
+    else:
+        prefs, _ = WorkspacePlayground.objects.get_or_create(workspace=workspace)
+        if enabled:
+            prefs.hidden_models.remove(entry)
+        else:
+            prefs.hidden_models.add(entry)
+    return entry
+
+
+def do_delete_model(*, membership: Membership, model_pk: object) -> None:
+    workspace = _require_owner(membership).workspace
+    entry = _own_model(workspace, model_pk)
+    entry.delete()

@@ -272,7 +272,7 @@ class RunRecorder:
             tags=["playground", ex.operation_type]
             + ([f"conversation:{ex.conversation_id}"] if ex.conversation_id else []),
         )
-        self.run_id = run.pk
+        self.run_id = run.run_id
         self._do(
             cmd.BeginStep(STEP),
             cmd.LogModelIO(
@@ -285,7 +285,7 @@ class RunRecorder:
                 correlation_id=ex.correlation_id,
             ),
         )
-        return run.pk
+        return run.run_id
 
     def chunks(self, pieces: list[dict]) -> None:
         ex = self.execution

@@ -13,6 +13,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -20,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts import ratelimit
 from playground import actions, config, execute, highlight, operations
 from playground import compose as c
 from playground.models import (
@@ -31,8 +33,9 @@ from playground.models import (
     WorkspacePlayground,
 )
 from playground.providers import egress
-from runs.models import Event, Role
-from runs.web import current_workspace, get_run_for_user, has_role, require_role
+from runs.models import Event
+from runs.permissions import Action
+from runs.web import current_workspace, get_run_for_user, may, require_action
 
 MAX_BODY_NOTE = "The request is too large."
 
@@ -80,8 +83,8 @@ def _context(request: HttpRequest, **extra: Any) -> dict:
         "default_model": default.pk if default else None,
         "setup_problem": config.setup_problem(workspace),
         "operations": list(operations.OPERATIONS.values()),
-        "can_send": has_role(request, Role.REVIEWER),
-        "is_owner": has_role(request, Role.OWNER),
+        "can_send": may(request, Action.PLAYGROUND_SEND),
+        "is_owner": may(request, Action.MANAGE_PROVIDERS),
         "saved_prompts": SavedPrompt.objects.filter(workspace=workspace).order_by("name"),
     }
     ctx.update(extra)
@@ -145,7 +148,7 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
             if response is None and body.get("direction") == "response":
                 response = body
     origin: dict[str, Any] = {
-        "run_id": run.pk,
+        "run_id": run.run_id,
         "seq": event.seq,
         "provider": data.get("provider"),
         "model": data.get("model"),
@@ -268,7 +271,7 @@ def _after_send(workspace, session: c.Session, execution_id: Any) -> c.Session:
 def send(request: HttpRequest) -> JsonResponse:
     """Compose and store the execution(s); the provider call runs off the request path."""
     workspace = current_workspace(request)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "sending needs the reviewer role in this workspace", status=403)
     try:
         data = _json_body(request)
@@ -299,6 +302,9 @@ def send(request: HttpRequest) -> JsonResponse:
         conversation_id, parent_run_id = _conversation(workspace, session, data.get("conversation"))
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
+    limited = _spend_send_budget(workspace, len(entries))
+    if limited is not None:
+        return limited
     group = uuid.uuid4().hex if len(entries) > 1 else ""
     config.remember_model(workspace, request.user, entries[0])
     with transaction.atomic():
@@ -375,6 +381,25 @@ def _compare_columns(data: dict) -> list[dict]:
     return columns
 
 
+def _spend_send_budget(workspace, calls: int) -> JsonResponse | None:
+    """Sends spend money: each workspace has PLAYGROUND_SEND_RATE_PER_MINUTE provider calls per
+    sliding minute, shared by every process (the cache); None when these calls fit."""
+    limit = int(getattr(settings, "PLAYGROUND_SEND_RATE_PER_MINUTE", 0))
+    if limit <= 0:
+        return None
+    decision = ratelimit.hit(f"pg-send:ws{workspace.pk}", limit=limit, window=60, cost=calls)
+    if decision.allowed:
+        return None
+    response = _error(
+        "send",
+        f"this workspace may make {limit} model calls per minute: try again in {decision.retry_after} s",
+        status=429,
+        code="RATE_LIMITED",
+    )
+    response["Retry-After"] = str(decision.retry_after)
+    return response
+
+
 def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:
     workspace = current_workspace(request)
     ex = Execution.objects.for_workspace(workspace).select_related("model").filter(pk=execution_id).first()
@@ -407,7 +432,7 @@ def state_with_context(ex: Execution) -> dict:
 def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
     """Stop: the provider call is dropped and the execution (and its run) end ``cancelled``."""
     ex = _get_execution(request, execution_id)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "stopping a call needs the reviewer role in this workspace", status=403)
     stopped = execute.cancel(ex, actor=f"user:{request.user.get_username()}")
     if not stopped:
@@ -421,7 +446,7 @@ def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> JsonRespon
     """Send a failed or stopped execution's exact request again, as a new execution."""
     workspace = current_workspace(request)
     ex = _get_execution(request, execution_id)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "sending needs the reviewer role in this workspace", status=403)
     if ex.status not in ("failed", "cancelled"):
         return _error(
@@ -514,7 +539,7 @@ def _rating_percent(data: dict) -> int | None:
 @require_POST
 def save_prompt(request: HttpRequest) -> JsonResponse:
     workspace = current_workspace(request)
-    if not has_role(request, Role.REVIEWER):
+    if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "saving prompts needs the reviewer role", status=403)
     try:
         data = _json_body(request)
@@ -555,7 +580,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     status = 200
     if request.method == "POST":
-        membership = require_role(request, Role.OWNER)
+        membership = require_action(request, Action.MANAGE_PROVIDERS)
         action = request.POST.get("action", "")
         try:
             _apply_settings(membership, action, request.POST)
@@ -583,8 +608,9 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "providers": providers,
             "models": models,
             "kinds": ProviderKind.choices,
-            "is_owner": has_role(request, Role.OWNER),
+            "is_owner": may(request, Action.MANAGE_PROVIDERS),
             "default_model": prefs.default_model_id if prefs else None,
+            "hidden_models": set(prefs.hidden_models.values_list("pk", flat=True)) if prefs else set(),
             "setup_problem": config.setup_problem(workspace),
         },
         status=status,
@@ -637,6 +663,38 @@ def _apply_settings(membership, action: str, post) -> None:
         actions.do_set_prices(membership=membership, prices=rows)
     elif action == "default_model":
         actions.do_set_default_model(membership=membership, model_pk=post.get("model"))
+    elif action == "edit_provider":
+        actions.do_edit_provider(
+            membership=membership,
+            provider_pk=post.get("provider"),
+            name=post.get("name", ""),
+            base_url=post.get("base_url", ""),
+            key_required=post.get("key_required") == "on",
+        )
+    elif action in ("enable_provider", "disable_provider"):
+        actions.do_set_provider_enabled(
+            membership=membership, provider_pk=post.get("provider"), enabled=action == "enable_provider"
+        )
+    elif action == "delete_provider":
+        actions.do_delete_provider(membership=membership, provider_pk=post.get("provider"))
+    elif action == "edit_model":
+        actions.do_edit_model(
+            membership=membership,
+            model_pk=post.get("model"),
+            model_id=post.get("model_id", ""),
+            display_name=post.get("display_name", ""),
+            context_window=post.get("context_window", ""),
+            supports_thinking=post.get("supports_thinking") == "on",
+            supports_citations=post.get("supports_citations") == "on",
+            supports_pdf=post.get("supports_pdf") == "on",
+            max_tokens_param=post.get("max_tokens_param", ""),
+        )
+    elif action in ("enable_model", "disable_model"):
+        actions.do_set_model_enabled(
+            membership=membership, model_pk=post.get("model"), enabled=action == "enable_model"
+        )
+    elif action == "delete_model":
+        actions.do_delete_model(membership=membership, model_pk=post.get("model"))
     else:
         raise actions.SettingsError("INVALID_INPUT", "unknown action")
 

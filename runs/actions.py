@@ -23,6 +23,7 @@ from runs.engine.commands import Context, append_in_place, decide, fork_run, new
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
+from runs.ids import INVALID_RUN_ID, run_id_problem
 from runs.models import (
     ArtifactVersion,
     Event,
@@ -124,7 +125,7 @@ def _new_run_row(*, workspace: Workspace, state: RunState, actor: str, has_engin
     run_doc = state.run
     snapshot = run_doc["workflowSnapshot"]
     run = Run(
-        id=run_doc["id"],
+        run_id=run_doc["id"],
         workspace=workspace,
         workflow_id=run_doc["workflowId"],
         workflow_version=run_doc["workflowVersion"],
@@ -148,13 +149,21 @@ def _parents_of(run_doc: dict) -> list[str]:
 
 
 def _save_new_run(run: Run) -> None:
-    if Run.objects.filter(pk=run.pk).exists():
-        raise ActionError(ErrorCode.RUN_ID_COLLISION, f"a run with id {run.pk!r} already exists")
+    """Insert a new run row; an id already taken *in the same workspace* is RUN_ID_COLLISION
+    (other workspaces' ids are invisible here and never collide)."""
+    problem = run_id_problem(run.run_id)
+    if problem:
+        raise ActionError(INVALID_RUN_ID, problem, "run.id")
+    collision = ActionError(
+        ErrorCode.RUN_ID_COLLISION, f"a run with id {run.run_id!r} already exists in this workspace"
+    )
+    if Run.objects.by_run_id(run.workspace, run.run_id).exists():
+        raise collision
     try:
         with transaction.atomic():
             run.save(force_insert=True)
     except IntegrityError:
-        raise ActionError(ErrorCode.RUN_ID_COLLISION, f"a run with id {run.pk!r} already exists") from None
+        raise collision from None
     RunParent.objects.bulk_create(
         RunParent(child=run, parent_run_id=parent, position=i)
         for i, parent in enumerate(_parents_of(run.run_doc))
@@ -175,9 +184,9 @@ _EVENT_COLUMNS = (
 )
 
 
-def _event_row(run_id: str, seq: int, event: dict, actor: str, recorded_at: object) -> tuple:
+def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: object) -> tuple:
     return (
-        run_id,
+        run_pk,
         seq,
         # filter columns, cut to their width; the body keeps the full protocol text
         event["id"][:200],
@@ -252,7 +261,7 @@ def _save_run_with_events(run: Run, rows: list[tuple]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"WITH appended AS ({insert_sql}) {update_sql}", [*insert_params, *update_params])
         if cursor.rowcount != 1:
-            raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run.pk!r}")
+            raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run.run_id!r}")
 
 
 class _Appender:
@@ -264,7 +273,7 @@ class _Appender:
 
     def __init__(self, run: Run, state: RunState, actor: str, *, derive_versions: bool = True) -> None:
         self.run = run
-        self.run_id = run.pk
+        self.run_pk = run.pk
         self.state = state
         self.actor = actor
         self.derive_versions = derive_versions
@@ -288,7 +297,7 @@ class _Appender:
         self.seq += 1
         seq = self.seq
         self.events.append(event)
-        self.event_rows.append(_event_row(self.run_id, seq, event, self.actor, self.recorded_at))
+        self.event_rows.append(_event_row(self.run_pk, seq, event, self.actor, self.recorded_at))
         if event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
         if self.derive_versions:
@@ -373,16 +382,16 @@ def _update_projection(run: Run, state: RunState, *, event_rows: list[tuple] | N
 
 
 def _lock_run(workspace: Workspace, run_id: str) -> Run:
-    query = Run.objects.for_workspace(workspace).select_for_update()
+    query = Run.objects.by_run_id(workspace, run_id).select_for_update()
     try:
         if connection.vendor == "postgresql":
-            return _get_pipelined(query, run_id)
-        return query.get(pk=run_id)
+            return _get_pipelined(query)
+        return query.get()
     except Run.DoesNotExist:
         raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}") from None
 
 
-def _get_pipelined(query, run_id: str) -> Run:
+def _get_pipelined(query) -> Run:
     """PostgreSQL: the transaction's BEGIN and the locking SELECT in one round trip (psycopg's
     pipeline mode sends both before waiting), when nothing else ran in the transaction yet."""
     from psycopg.pq import TransactionStatus
@@ -390,9 +399,9 @@ def _get_pipelined(query, run_id: str) -> Run:
     connection.ensure_connection()
     raw = connection.connection
     if raw.info.transaction_status != TransactionStatus.IDLE or raw.autocommit:
-        return query.get(pk=run_id)
+        return query.get()
     with raw.pipeline():
-        return query.get(pk=run_id)
+        return query.get()
 
 
 def load_state(run: Run) -> RunState:
@@ -430,7 +439,7 @@ def do_start_run(
     with transaction.atomic():
         run = _new_run_row(workspace=workspace, state=state, actor=actor)
         _save_new_run(run)
-        notify_on_commit(RunChange(workspace.pk, run.pk, 0, 0, run.status))
+        notify_on_commit(RunChange.of(run, 0, 0))
     return run
 
 
@@ -455,6 +464,7 @@ def do_commands(
                     # failure rolls the whole transaction back, so no trial copy is needed).
                     for i, event in enumerate(command.events):
                         validate_event(event, f"events[{i}]", code=ErrorCode.INVALID_TRACE_EVENT)
+                    _refuse_duplicate_event_ids(run, command.events)
                     append_in_place(
                         state, command.events, ctx, on_applied=appender.record, shape_checked=True
                     )
@@ -471,7 +481,7 @@ def do_commands(
             track_replay(run, appender, ctx)
         first, last = appender.save(keep_rows=True)
         _update_projection(run, state, event_rows=appender.event_rows)
-        notify_on_commit(RunChange(workspace.pk, run.pk, first, last, run.status))
+        notify_on_commit(RunChange.of(run, first, last))
     return AppendResult(run=run, state=state, events=appender.events, first_seq=first, last_seq=last)
 
 
@@ -485,6 +495,30 @@ def is_replay_state(state: RunState) -> bool:
         return False
     info = metadata.get(FORK_METADATA_KEY)
     return isinstance(info, dict) and info.get("mode") == "replay"
+
+
+DUPLICATE_EVENT_ID = "DUPLICATE_EVENT_ID"
+
+
+def _refuse_duplicate_event_ids(run: Run, events: Sequence[dict]) -> None:
+    """A host's events must carry ids new to the run: a retried batch whose first attempt did land
+    is refused (409 DUPLICATE_EVENT_ID), never appended twice under new seqs. (Bundles may repeat
+    ids, as the reference's exports sometimes do; they are stored as they are, not checked here.)"""
+    seen: set[str] = set()
+    for i, event in enumerate(events):
+        event_id = event["id"]
+        if event_id in seen:
+            raise ActionError(
+                DUPLICATE_EVENT_ID, f"event id {event_id!r} appears twice in the batch", f"events[{i}].id"
+            )
+        seen.add(event_id)
+    taken = list(Event.objects.filter(run=run, event_id__in=seen).values_list("event_id", flat=True)[:5])
+    if taken:
+        raise ActionError(
+            DUPLICATE_EVENT_ID,
+            f"the run already holds event id(s) {', '.join(repr(t) for t in sorted(taken))}",
+            "events",
+        )
 
 
 def do_append_events(
@@ -549,7 +583,7 @@ def _store_bundle(*, workspace: Workspace, bundle: dict, actor: str) -> Run:
             RuleSetVersion(run=run, rule_set_id=rs["id"], version=0, seq=None, body=dumps(rs))
             for rs in bundle["ruleSets"]
         )
-        notify_on_commit(RunChange(workspace.pk, run.pk, 1 if trace else 0, run.last_seq, run.status))
+        notify_on_commit(RunChange.of(run, 1 if trace else 0, run.last_seq))
     return run
 
 
@@ -571,7 +605,7 @@ def do_fork(
     with transaction.atomic():
         parent = _lock_run(workspace, parent_run_id)
         for extra in extra_parent_ids:
-            if not Run.objects.for_workspace(workspace).filter(pk=extra).exists():
+            if not Run.objects.by_run_id(workspace, extra).exists():
                 raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {extra!r}")
         parent_state = state_at(parent, from_seq) if from_seq is not None else load_state(parent)
         try:
@@ -593,7 +627,7 @@ def do_fork(
             appender.append(event)
         first, last = appender.save()
         _update_projection(child, child_state)
-        notify_on_commit(RunChange(workspace.pk, child.pk, first, last, child.status))
+        notify_on_commit(RunChange.of(child, first, last))
     return child
 
 
@@ -609,28 +643,31 @@ def do_cancel_tree(
     """Cancel a run and every descendant; finished runs are skipped and reported, not touched."""
     from runs.selectors import descendants
 
-    root = Run.objects.for_workspace(workspace).filter(pk=run_id).first()
+    root = Run.objects.by_run_id(workspace, run_id).first()
     if root is None:
         raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}")
     report = CancelReport()
     for run in [root, *descendants(workspace, run_id)]:
         if run.is_finished:
-            report.skipped.append((run.pk, f"already {run.status}"))
+            report.skipped.append((run.run_id, f"already {run.status}"))
             continue
         try:
-            do_command(workspace=workspace, run_id=run.pk, command=cmd.CancelRun(reason=reason), actor=actor)
+            do_command(
+                workspace=workspace, run_id=run.run_id, command=cmd.CancelRun(reason=reason), actor=actor
+            )
         except ActionError as exc:
-            report.skipped.append((run.pk, str(exc)))
+            report.skipped.append((run.run_id, str(exc)))
         else:
-            report.cancelled.append(run.pk)
+            report.cancelled.append(run.run_id)
     return report
 
 
 def do_delete_run(*, workspace: Workspace, run_id: str) -> None:
     with transaction.atomic():
         run = _lock_run(workspace, run_id)
+        change = RunChange.of(run, 0, 0, status="deleted")
         run.delete()
-        notify_on_commit(RunChange(workspace.pk, run_id, 0, 0, "deleted"))
+        notify_on_commit(change)
 
 
 def rebuild_projection(run: Run) -> RunState:

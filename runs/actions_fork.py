@@ -170,7 +170,7 @@ def do_fork_run(
             if missing:
                 raise ActionError(
                     REPLAY_DATA_EXPIRED,
-                    f"the cached model responses a deterministic replay of {source.pk!r} from seq {from_seq} "
+                    f"the cached model responses a deterministic replay of {source.run_id!r} from seq {from_seq} "
                     f"needs were deleted or expired (responses at seq {', '.join(map(str, missing[:10]))}); "
                     "branch instead, or replay from a later seq",
                     "fromSeq",
@@ -179,7 +179,7 @@ def do_fork_run(
         start = _start_doc(source)
         metadata = dict(start["metadata"]) if isinstance(start.get("metadata"), dict) else {}
         metadata.pop(FORK_METADATA_KEY, None)
-        fork_info: dict[str, Any] = {"mode": mode, "sourceRunId": source.pk, "fromSeq": from_seq}
+        fork_info: dict[str, Any] = {"mode": mode, "sourceRunId": source.run_id, "fromSeq": from_seq}
         if overlay:
             fork_info["overlay"] = overlay
         metadata[FORK_METADATA_KEY] = fork_info
@@ -187,7 +187,7 @@ def do_fork_run(
             dict.fromkeys([*(start.get("tags") or []), "fork", f"fork:{mode}", *overlay.get("tags", [])])
         )
         fork_event = Event.objects.filter(run=source, seq=from_seq).values_list("step_id", flat=True).first()
-        context: dict[str, Any] = {"parentRunId": source.pk}
+        context: dict[str, Any] = {"parentRunId": source.run_id}
         if fork_event:
             context["forkedFromStepId"] = fork_event
         try:
@@ -210,10 +210,10 @@ def do_fork_run(
         )
         for body in rows.iterator(chunk_size=2000):
             event = loads(body)
-            event["runId"] = child.pk
+            event["runId"] = child.run_id
             appender.append(event)
-        forked = {"id": new_id("evt"), "runId": child.pk, "ts": now_iso(), "type": "run_forked"}
-        forked["parentRunId"] = source.pk
+        forked = {"id": new_id("evt"), "runId": child.run_id, "ts": now_iso(), "type": "run_forked"}
+        forked["parentRunId"] = source.run_id
         if fork_event:
             forked["forkedFromStepId"] = fork_event
         appender.append(forked)
@@ -221,7 +221,7 @@ def do_fork_run(
         if redacted:
             note = {
                 "type": "audit.fork_of_redacted_run",
-                "sourceRunId": source.pk,
+                "sourceRunId": source.run_id,
                 "mode": mode,
                 "fromSeq": from_seq,
                 "actor": actor,
@@ -230,7 +230,7 @@ def do_fork_run(
             appender.append(
                 {
                     "id": new_id("evt"),
-                    "runId": child.pk,
+                    "runId": child.run_id,
                     "ts": now_iso(),
                     "type": "annotation",
                     "text": canonical_str(note),
@@ -246,7 +246,7 @@ def do_fork_run(
         fork = RunFork.objects.create(
             run=child,
             source=source,
-            source_run_id=source.pk,
+            source_run_id=source.run_id,
             mode=mode,
             from_seq=from_seq,
             overlay=overlay,
@@ -255,7 +255,7 @@ def do_fork_run(
             cursor=history,
             status=ForkStatus.PENDING if executable else ForkStatus.EXTERNAL,
         )
-        notify_on_commit(RunChange(workspace.pk, child.pk, first, last, child.status))
+        notify_on_commit(RunChange.of(child, first, last))
         if executable:
             from runs.replay import dispatch
 
@@ -301,7 +301,7 @@ def track_replay(run: Run, appender: _Appender, ctx: Any) -> None:
     if new_divergence is not None:
         fork.divergence = new_divergence
         fields.append("divergence")
-        appender.append(divergence_annotation(run.pk, fork, new_divergence))
+        appender.append(divergence_annotation(run.run_id, fork, new_divergence))
     fork.save(update_fields=fields)
 
 
@@ -345,7 +345,7 @@ def determinism_report(fork: RunFork) -> dict[str, Any]:
         first = fork.cursor + 1
     return {
         "sourceRunId": fork.source_run_id,
-        "replayRunId": run.pk,
+        "replayRunId": run.run_id,
         "fromSeq": fork.from_seq,
         "matchedEvents": fork.matched,
         "comparedEvents": compared,
@@ -360,7 +360,7 @@ def determinism_report(fork: RunFork) -> dict[str, Any]:
 
 def forks_of(workspace: Workspace, run: Run) -> list[RunFork]:
     return list(
-        RunFork.objects.filter(Q(source=run) | Q(source_run_id=run.pk), run__workspace=workspace)
+        RunFork.objects.filter(Q(source=run) | Q(source_run_id=run.run_id), run__workspace=workspace)
         .select_related("run")
         .order_by("created_at")
     )

@@ -70,7 +70,7 @@ def do_put_run_state(
     if not isinstance(trace, list):
         raise ActionError(ErrorCode.INVALID_RUN_STATE, "trace must be an array of events", "trace")
     with transaction.atomic():
-        run = Run.objects.for_workspace(workspace).select_for_update().filter(pk=run_id).first()
+        run = Run.objects.by_run_id(workspace, run_id).select_for_update().first()
         if not _revision_matches(expected_revision, run):
             current = "no stored revision" if run is None else f"the stored revision is {run.revision}"
             raise ActionError(PRECONDITION_FAILED, f"If-Match does not match: {current}")
@@ -109,5 +109,5 @@ def _extend(*, workspace: Workspace, run: Run, trace: list, actor: str) -> PutRe
     suffix = trace[stored:]
     if not suffix:
         return PutResult(run=run, created=False, seqs=[])
-    result = do_append_events(workspace=workspace, run_id=run.pk, events=suffix, actor=actor)
+    result = do_append_events(workspace=workspace, run_id=run.run_id, events=suffix, actor=actor)
     return PutResult(run=result.run, created=False, seqs=result.seqs)

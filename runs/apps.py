@@ -13,6 +13,10 @@ class RunsConfig(AppConfig):
         register_durable_sink(record_change)  # transcripts: committed events -> JSONL files, first
         register_listener(on_run_change)  # live status: committed changes -> websocket groups
 
+        from runs.live import connect_access_signals
+
+        connect_access_signals()  # membership / user changes -> open sockets re-check access
+
         from django.conf import settings
 
         if getattr(settings, "WORKBENCH_OTEL_ENDPOINT", ""):

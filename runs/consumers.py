@@ -38,6 +38,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -51,8 +52,9 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from runs.live import metrics, publisher, run_group, workspace_group
+from runs.live import access_group, metrics, publisher, run_group, workspace_group
 from runs.live_fragments import CSRF_PLACEHOLDER, RenderedUpdate
+from runs.permissions import Action, role_allows
 
 log = logging.getLogger(__name__)
 
@@ -67,31 +69,63 @@ def _setting(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Subscription:
-    run_id: str
+    run_id: str  # the protocol id, as in the page's URL
     workspace_id: int
     role: str
     last_seq: int
+    run_pk: int  # the run row: what groups, hubs and renders are keyed by
 
 
-def authorize_run(user, run_id: str) -> Subscription | None:
-    """The caller may watch a run of a workspace they belong to; None for everything else."""
+def session_workspace_slug(scope: dict) -> str | None:
+    session = scope.get("session")
+    if session is None:
+        return None
+    from runs.web import SESSION_KEY
+
+    return session.get(SESSION_KEY)
+
+
+def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subscription | None:
+    """The caller may watch a run of the workspace their session shows (as the page does: the
+    session's workspace, else their first membership); None for everything else."""
     from runs.models import Membership, Run
 
     if user is None or not user.is_authenticated:
         return None
-    run = Run.objects.filter(pk=run_id).only("pk", "workspace_id", "last_seq").first()
+    memberships = Membership.objects.filter(user=user)
+    membership = None
+    if workspace_slug:
+        membership = memberships.filter(workspace__slug=workspace_slug).first()
+    if membership is None:
+        membership = memberships.order_by("created_at", "pk").first()
+    if membership is None or not role_allows(membership.role, Action.VIEW_RUN):
+        return None
+    run = (
+        Run.objects.filter(workspace_id=membership.workspace_id, run_id=run_id)
+        .only("pk", "run_id", "workspace_id", "last_seq")
+        .first()
+    )
     if run is None:
         return None
-    membership = Membership.objects.filter(user=user, workspace_id=run.workspace_id).first()
-    if membership is None:
-        return None
-    return Subscription(run.pk, run.workspace_id, membership.role, run.last_seq)
+    return Subscription(run.run_id, run.workspace_id, membership.role, run.last_seq, run.pk)
 
 
-def current_last_seq(run_id: str) -> int | None:
+def allowed_roles(workspace_id: int, user_ids: list[int]) -> dict[int, str]:
+    """user id -> role, for those of `user_ids` who may still watch runs of the workspace."""
+    from runs.models import Membership
+
+    rows = Membership.objects.filter(
+        workspace_id=workspace_id, user_id__in=user_ids, user__is_active=True
+    ).values_list("user_id", "role")
+    return {user_id: role for user_id, role in rows if role_allows(role, Action.VIEW_RUN)}
+
+
+def current_last_seq(run_pk: int | str) -> int | None:
     from runs.models import Run
 
-    return Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).first()
+    if not isinstance(run_pk, int):  # another kind of hub (a playground execution)
+        return None
+    return Run.objects.filter(pk=run_pk).values_list("last_seq", flat=True).first()
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,7 +142,7 @@ class UpdateCache:
     async def get(self, sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
         if upto_seq <= from_seq:  # panels only: always fresh, never cached
             return await _render(sub, from_seq, upto_seq)
-        key = (sub.run_id, from_seq, upto_seq, sub.role)
+        key = (sub.run_pk, from_seq, upto_seq, sub.role)
         future = self._entries.get(key)
         if future is not None and not (future.done() and future.exception() is not None):
             self._entries.move_to_end(key)
@@ -168,7 +202,7 @@ async def _render(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUp
 def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
     from runs.live_fragments import render_fragments  # imports the page views: load lazily
 
-    return render_fragments(run_id=sub.run_id, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
+    return render_fragments(run_pk=sub.run_pk, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,8 +216,9 @@ class RunHub:
     (not a hundred); each page's sender is then woken directly. Hubs live per event loop.
     """
 
-    def __init__(self, run_id: str, loop: asyncio.AbstractEventLoop) -> None:
-        self.run_id = run_id
+    def __init__(self, run_pk: int | str, loop: asyncio.AbstractEventLoop, workspace_id: int = 0) -> None:
+        self.run_pk = run_pk
+        self.workspace_id = workspace_id
         self.loop = loop
         self.subscribers: set[RunLiveConsumer] = set()
         self.channel: str | None = None
@@ -202,13 +237,14 @@ class RunHub:
     async def remove(self, consumer: RunLiveConsumer) -> None:
         self.subscribers.discard(consumer)
         if not self.subscribers and self.pump is not None:
-            _hubs.pop((id(self.loop), self.run_id), None)
+            _hubs.pop((id(self.loop), self.run_pk), None)
             self.pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.pump
 
     async def _pump(self, layer) -> None:
-        group = run_group(self.run_id)
+        group = run_group(self.run_pk)
+        access = access_group(self.workspace_id)
         first = True
         while True:
             try:
@@ -216,15 +252,17 @@ class RunHub:
                     await layer.new_channel()
                 )  # the default prefix: channels_redis shares one reader
                 await layer.group_add(group, self.channel)
+                if self.workspace_id:
+                    await layer.group_add(access, self.channel)
                 self.ready.set()
                 if not first:
                     # Notifications may have been lost while the layer was away: ask the store.
-                    head = await database_sync_to_async(current_last_seq)(self.run_id)
+                    head = await database_sync_to_async(current_last_seq)(self.run_pk)
                     if head is not None:
                         self._merge(
                             {
                                 "type": "run.changed",
-                                "run_id": self.run_id,
+                                "run_pk": self.run_pk,
                                 "first_seq": 0,
                                 "last_seq": head,
                                 "status": None,
@@ -234,6 +272,9 @@ class RunHub:
                 first = False
                 while True:
                     message = await layer.receive(self.channel)
+                    if message.get("type") == "access.changed":
+                        asyncio.ensure_future(self.recheck())
+                        continue
                     if message.get("type") != "run.changed":
                         continue
                     self._merge(message)
@@ -243,10 +284,11 @@ class RunHub:
                     self.tick_handle.cancel()
                 with contextlib.suppress(Exception):
                     await asyncio.shield(layer.group_discard(group, self.channel))
+                    await asyncio.shield(layer.group_discard(access, self.channel))
                 raise
             except Exception:
                 metrics.add("layer_errors")
-                log.exception("live: the channel layer failed for run %s; rejoining", self.run_id)
+                log.exception("live: the channel layer failed for run #%s; rejoining", self.run_pk)
                 await asyncio.sleep(1.0)
 
     def _merge(self, message: dict) -> None:
@@ -279,19 +321,45 @@ class RunHub:
         message, self.pending = self.pending, None
         if message is None:
             return
+        asyncio.ensure_future(self._deliver(message))
+
+    async def _deliver(self, message: dict) -> None:
+        # Authorization is not only at connect: who may still watch is asked again (one query for
+        # every page of this run in this process) before anything new is pushed.
+        await self.recheck()
         for consumer in list(self.subscribers):
             consumer.on_change(message)
 
+    async def recheck(self) -> None:
+        """Close the pages whose user lost access (membership removed, user deactivated) and give
+        the others their current role (which decides the gate panel's controls)."""
+        subscribers = [c for c in self.subscribers if getattr(c, "sub", None) is not None]
+        if not subscribers:
+            return
+        users = sorted({c.user_pk for c in subscribers})
+        try:
+            roles = await database_sync_to_async(allowed_roles)(self.workspace_id, users)
+        except Exception:
+            log.exception("live: access re-check failed for run #%s", self.run_pk)
+            return
+        for consumer in subscribers:
+            role = roles.get(consumer.user_pk)
+            if role is None:
+                await consumer.revoke()
+            elif role != consumer.sub.role:
+                consumer.sub = dataclasses.replace(consumer.sub, role=role)
+                consumer.panel_digests = {}
 
-_hubs: dict[tuple[int, str], RunHub] = {}
+
+_hubs: dict[tuple[int, int | str], RunHub] = {}
 
 
-def hub_for(run_id: str) -> RunHub:
+def hub_for(run_pk: int | str, workspace_id: int = 0) -> RunHub:
     loop = asyncio.get_running_loop()
-    key = (id(loop), run_id)
+    key = (id(loop), run_pk)
     hub = _hubs.get(key)
     if hub is None or hub.loop is not loop:
-        hub = _hubs[key] = RunHub(run_id, loop)
+        hub = _hubs[key] = RunHub(run_pk, loop, workspace_id)
     return hub
 
 
@@ -318,10 +386,14 @@ class RunLiveConsumer(LiveConsumer):
     # page neither costs a layer receiver nor dies with the layer's connection (the hub rejoins).
     channel_layer_alias = "__live_pages_use_the_run_hub__"
     sub: Subscription | None = None
+    closing = False
+    user_pk = 0
 
     async def connect(self) -> None:
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        sub = await database_sync_to_async(authorize_run)(self.scope.get("user"), run_id)
+        sub = await database_sync_to_async(authorize_run)(
+            self.scope.get("user"), run_id, session_workspace_slug(self.scope)
+        )
         if sub is None:
             metrics.add("refused")
             await self.close(code=CLOSE_FORBIDDEN)  # before accept: the handshake is refused (403)
@@ -331,13 +403,14 @@ class RunLiveConsumer(LiveConsumer):
         self.target_seq = 0
         self.status_dirty = False
         self.wake = asyncio.Event()
-        self.hub = hub_for(run_id)
+        self.user_pk = self.scope["user"].pk
+        self.hub = hub_for(sub.run_pk, sub.workspace_id)
         await self.hub.add(self, get_channel_layer())
         await self.accept()
         metrics.add("connections")
         metrics.add("open")
         # Read the head only after the hub joined the group: nothing committed from here on is missed.
-        head = await database_sync_to_async(current_last_seq)(run_id)
+        head = await database_sync_to_async(current_last_seq)(sub.run_pk)
         head = sub.last_seq if head is None else head
         client_seq = self._client_seq(head)
         if client_seq < head:
@@ -394,6 +467,16 @@ class RunLiveConsumer(LiveConsumer):
         else:
             self.status_dirty = True  # a projection-only change (or a duplicate): refresh the panels
         self.wake.set()
+
+    async def revoke(self) -> None:
+        """The user may no longer watch this run: say so and close (as at connect: 4403)."""
+        if self.closing:
+            return
+        self.closing = True
+        metrics.add("revoked")
+        with contextlib.suppress(Exception):
+            await self._send_json({"type": "revoked"})
+        await self.close(code=CLOSE_FORBIDDEN)
 
     async def _gone(self) -> None:
         self.closing = True
@@ -506,6 +589,7 @@ class WorkspaceLiveConsumer(LiveConsumer):
         publisher.attach_loop(asyncio.get_running_loop())
         for workspace_id in self.workspace_ids:
             await self.channel_layer.group_add(workspace_group(workspace_id), self.channel_name)
+            await self.channel_layer.group_add(access_group(workspace_id), self.channel_name)
         await self.accept()
         metrics.add("connections")
         metrics.add("open")
@@ -516,6 +600,18 @@ class WorkspaceLiveConsumer(LiveConsumer):
         metrics.add("open", -1)
         for workspace_id in self.workspace_ids:
             await self.channel_layer.group_discard(workspace_group(workspace_id), self.channel_name)
+            await self.channel_layer.group_discard(access_group(workspace_id), self.channel_name)
+
+    async def access_changed(self, message: dict) -> None:
+        """Membership changed somewhere: stop telling this user about workspaces they left."""
+        still = set(await database_sync_to_async(_member_workspaces)(self.scope.get("user")))
+        for workspace_id in [w for w in self.workspace_ids if w not in still]:
+            await self.channel_layer.group_discard(workspace_group(workspace_id), self.channel_name)
+            await self.channel_layer.group_discard(access_group(workspace_id), self.channel_name)
+            self.workspace_ids.remove(workspace_id)
+        if not self.workspace_ids:
+            metrics.add("revoked")
+            await self.close(code=CLOSE_FORBIDDEN)
 
     async def run_changed(self, message: dict) -> None:
         await self.send(
@@ -537,7 +633,9 @@ def _member_workspaces(user) -> list[int]:
     if user is None or not user.is_authenticated:
         return []
     return list(
-        Membership.objects.filter(user=user).order_by("workspace_id").values_list("workspace_id", flat=True)
+        Membership.objects.filter(user_id=user.pk, user__is_active=True)
+        .order_by("workspace_id")
+        .values_list("workspace_id", flat=True)
     )
 
 

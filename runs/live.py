@@ -33,22 +33,29 @@ from runs.notify import RunChange
 
 log = logging.getLogger(__name__)
 
+
 _GROUP_SAFE = re.compile(r"[A-Za-z0-9_.\-]{1,80}")
 
 
-def _group_key(value: str) -> str:
-    """Channels group names allow only [A-Za-z0-9_.-] and < 100 chars; other ids are hashed."""
-    if _GROUP_SAFE.fullmatch(value):
-        return value
-    return "h" + hashlib.sha256(value.encode()).hexdigest()[:40]
-
-
-def run_group(run_id: str) -> str:
-    return f"run.{_group_key(run_id)}"
+def run_group(key: int | str) -> str:
+    """A run's group is named after its row's surrogate key (protocol run ids are unique only
+    within a workspace, and may hold any character); other hubs (a playground execution) pass a
+    string key, hashed when it holds characters group names do not allow."""
+    if isinstance(key, int):
+        return f"run.{key}"
+    if _GROUP_SAFE.fullmatch(key):
+        return f"run.{key}"
+    return "run.h" + hashlib.sha256(key.encode()).hexdigest()[:40]
 
 
 def workspace_group(workspace_id: int) -> str:
     return f"workspace.{int(workspace_id)}"
+
+
+def access_group(workspace_id: int) -> str:
+    """Told when who may see a workspace changes (membership removed, role changed, user
+    deactivated): open sockets of that workspace re-check their user at once."""
+    return f"access.{int(workspace_id)}"
 
 
 def coalesce_seconds() -> float:
@@ -75,6 +82,7 @@ class LiveMetrics:
     updates_sent: int = 0  # update messages pushed to subscribers
     rows_sent: int = 0  # timeline rows inside those updates
     drops: int = 0  # slow subscribers disconnected and told to resync
+    revoked: int = 0  # sockets closed because their user lost access while connected
     resyncs: int = 0  # catch-ups from an older seq (reconnect with a gap, or a client's resync request)
     gaps: int = 0  # notifications whose first seq skipped past what a subscriber was known to have
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -104,7 +112,7 @@ metrics = LiveMetrics()
 class LivePublisher:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[str, dict] = {}
+        self._pending: dict[int | str | tuple[str, int], dict] = {}
         self._draining = False
         self._serving_loop: asyncio.AbstractEventLoop | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
@@ -132,6 +140,13 @@ class LivePublisher:
                 atexit.register(self.flush, 3.0)
             return self._own_loop
 
+    def submit_access_change(self, workspace_id: int) -> None:
+        """After a committed membership change: open sockets of the workspace re-check access."""
+        message = {"type": "access.changed", "workspace_id": int(workspace_id)}
+        with self._lock:
+            self._pending[("access", int(workspace_id))] = message
+        self._kick()
+
     # -- the listener
     def submit(self, change: RunChange) -> None:
         """O(1), never blocks on the channel layer: merge into the pending table."""
@@ -139,22 +154,28 @@ class LivePublisher:
         message = {
             "type": "run.changed",
             "run_id": change.run_id,
+            "run_pk": change.run_pk,
             "workspace_id": change.workspace_id,
             "first_seq": change.first_seq,
             "last_seq": change.last_seq,
             "status": change.status,
         }
         with self._lock:
-            current = self._pending.get(change.run_id)
+            key = change.run_pk or change.run_id
+            current = self._pending.get(key)
             if current is None:
-                self._pending[change.run_id] = message
+                self._pending[key] = message
             else:
                 metrics.add("coalesced")
                 if change.first_seq and (not current["first_seq"] or change.first_seq < current["first_seq"]):
                     current["first_seq"] = change.first_seq
                 current["last_seq"] = max(current["last_seq"], change.last_seq)
                 current["status"] = change.status
-            # A drain scheduled on a loop that stopped before running it would never finish: restart.
+        # A drain scheduled on a loop that stopped before running it would never finish: restart.
+        self._kick()
+
+    def _kick(self) -> None:
+        with self._lock:
             drain_loop = self._drain_loop
             stalled = self._draining and (
                 drain_loop is None
@@ -218,14 +239,17 @@ class LivePublisher:
     @staticmethod
     async def _broadcast(layer, message: dict) -> None:
         try:
-            groups = [run_group(message["run_id"])]
+            if message["type"] == "access.changed":
+                await layer.group_send(access_group(message["workspace_id"]), message)
+                return
+            groups = [run_group(message.get("run_pk") or message["run_id"])]
             if message["workspace_id"] is not None:  # None: not a run (a playground execution)
                 groups.append(workspace_group(message["workspace_id"]))
             await asyncio.gather(*(layer.group_send(group, message) for group in groups))
             metrics.add("broadcasts")
         except Exception:  # a broken layer must not wedge the drain
             metrics.add("publish_errors")
-            log.exception("live broadcast for run %s failed", message["run_id"])
+            log.exception("live broadcast for workspace %s failed", message["workspace_id"])
 
     def flush(self, timeout: float = 3.0) -> bool:
         """Wait until everything submitted so far has been sent (for writer-only processes)."""
@@ -237,3 +261,44 @@ publisher = LivePublisher()
 
 def on_run_change(change: RunChange) -> None:
     publisher.submit(change)
+
+
+# --------------------------------------------------------------------------------------------
+# Access changes
+
+
+def _membership_changed(sender, instance, **kwargs) -> None:
+    from django.db import transaction
+
+    workspace_id = instance.workspace_id
+    transaction.on_commit(lambda: publisher.submit_access_change(workspace_id))
+
+
+def _user_changed(sender, instance, **kwargs) -> None:
+    from django.db import transaction
+
+    from runs.models import Membership
+
+    if instance.pk is None or set(kwargs.get("update_fields") or ()) == {"last_login"}:
+        return
+    workspace_ids = list(
+        Membership.objects.filter(user_id=instance.pk).values_list("workspace_id", flat=True)
+    )
+    for workspace_id in workspace_ids:
+        transaction.on_commit(lambda w=workspace_id: publisher.submit_access_change(w))
+
+
+def connect_access_signals() -> None:
+    """Sockets are authorized at connect *and* whenever access may have changed: a membership
+    saved (role change) or deleted, a user saved (deactivated) or deleted. `dispatch_uid` keeps
+    the connection single however often this runs."""
+    from django.contrib.auth import get_user_model
+    from django.db.models.signals import post_delete, post_save, pre_delete
+
+    from runs.models import Membership
+
+    post_save.connect(_membership_changed, sender=Membership, dispatch_uid="live-access-membership-save")
+    post_delete.connect(_membership_changed, sender=Membership, dispatch_uid="live-access-membership-delete")
+    user_model = get_user_model()
+    post_save.connect(_user_changed, sender=user_model, dispatch_uid="live-access-user-save")
+    pre_delete.connect(_user_changed, sender=user_model, dispatch_uid="live-access-user-delete")

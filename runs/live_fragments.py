@@ -23,7 +23,8 @@ import orjson
 from django.template.loader import render_to_string
 
 from runs import partials
-from runs.models import Role, Run
+from runs.models import Run
+from runs.permissions import Action, role_allows
 from runs.selectors import run_state
 
 TEMPLATE = "runs/run_detail.html"
@@ -58,10 +59,10 @@ def _fragment(name: str, html: str) -> Fragment:
     return Fragment(name, hashlib.blake2b(html.encode(), digest_size=12).hexdigest(), encoded)
 
 
-def render_fragments(*, run_id: str, role: str, after_seq: int, upto_seq: int) -> RenderedUpdate:
+def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -> RenderedUpdate:
     """Rows after_seq+1..upto_seq and, when they may have changed, the current panels. The run is
     read fresh; `role` decides which controls show (the gate panel's buttons)."""
-    run = Run.objects.defer(*HEAVY_FIELDS).get(pk=run_id)
+    run = Run.objects.defer(*HEAVY_FIELDS).get(pk=run_pk)
     rows = None
     if upto_seq > after_seq:
         rows_ctx = partials.timeline_context(run, after=after_seq, limit=upto_seq - after_seq)
@@ -73,9 +74,9 @@ def render_fragments(*, run_id: str, role: str, after_seq: int, upto_seq: int) -
         )
         if {row.type for row in rows_ctx["rows"]} <= PANEL_NEUTRAL_TYPES:
             return RenderedUpdate(after_seq, upto_seq, run.status, rows, ())
-    run = Run.objects.select_related("workspace").get(pk=run_id)
+    run = Run.objects.select_related("workspace").get(pk=run_pk)
     state = run_state(run)
-    can_review = role in (Role.OWNER, Role.REVIEWER)
+    can_review = role_allows(role, Action.RESOLVE_GATE)
     contexts = (
         ("status_badge", partials.status_context(run, oob=True)),
         ("gate_panel", partials.gate_panel_context(run, state, can_review=can_review, oob=True)),

@@ -70,6 +70,10 @@ class RunQuerySet(models.QuerySet):
         """The one choke point for reading runs: always scoped to a workspace."""
         return self.filter(workspace=workspace)
 
+    def by_run_id(self, workspace: Workspace, run_id: str) -> RunQuerySet:
+        """The run with protocol id `run_id` in this workspace (an empty queryset elsewhere)."""
+        return self.filter(workspace=workspace, run_id=run_id)
+
 
 class RunStatus(models.TextChoices):
     RUNNING = "running"
@@ -79,10 +83,15 @@ class RunStatus(models.TextChoices):
 
 
 class Run(models.Model):
-    """The projection of a run: derived from its events, updated in the same transaction."""
+    """The projection of a run: derived from its events, updated in the same transaction.
 
-    id = models.CharField(max_length=200, primary_key=True)
+    The primary key is a surrogate; `run_id` is the protocol's `run.id`, unique only within a
+    workspace, so one workspace's ids say nothing about another's (the same id in two workspaces
+    is two runs). Look runs up by (workspace, run_id) through the selectors, never by id alone.
+    """
+
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="runs")
+    run_id = models.CharField(max_length=200)
     workflow_id = models.CharField(max_length=200, db_index=True)
     workflow_version = models.IntegerField(default=0)
     title = models.CharField(max_length=300, blank=True)
@@ -120,9 +129,12 @@ class Run(models.Model):
     class Meta:
         ordering = ["-started_at", "-created_at"]
         indexes = [models.Index(fields=["workspace", "-started_at"], name="run_ws_started")]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "run_id"], name="uniq_run_id_per_workspace")
+        ]
 
     def __str__(self) -> str:
-        return self.id
+        return self.run_id
 
     @property
     def run_doc(self) -> dict:
@@ -168,6 +180,8 @@ class Event(models.Model):
             models.Index(fields=["run", "type", "seq"], name="event_run_type"),
             models.Index(fields=["run", "step_id", "seq"], name="event_run_step"),
             models.Index(fields=["run", "correlation_id", "seq"], name="event_run_corr"),
+            # A host's append refuses an event id the run already holds (DUPLICATE_EVENT_ID).
+            models.Index(fields=["run", "event_id"], name="event_run_event_id"),
         ]
 
     @property

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from django.db import transaction
 
@@ -19,10 +20,15 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class RunChange:
     workspace_id: int | None  # None: not a run (the playground's executions), no workspace broadcast
-    run_id: str
+    run_id: str  # the protocol id (unique within the workspace only), or an execution's hub key
     first_seq: int  # 0 when no event was appended (a new run or a projection-only change)
     last_seq: int
     status: str
+    run_pk: int = 0  # the run row's surrogate key: what live groups are named after
+
+    @classmethod
+    def of(cls, run: Any, first_seq: int, last_seq: int, *, status: str | None = None) -> RunChange:
+        return cls(run.workspace_id, run.run_id, first_seq, last_seq, status or run.status, run.pk)
 
 
 _listeners: list[Callable[[RunChange], None]] = []

@@ -32,7 +32,7 @@ HISTORY_LIMIT = 50
 
 
 def status_context(run: Run, *, url_id: str | None = None, oob: bool = False) -> dict[str, Any]:
-    return {"run": run, "url_id": url_id or run.pk, "oob": oob}
+    return {"run": run, "url_id": url_id or run.run_id, "oob": oob}
 
 
 def graph_context(
@@ -46,7 +46,7 @@ def graph_context(
         pending_steps={g["stepId"] for g in pending},
         rejected_steps=set(state.rejections),
     )
-    return {"run": run, "url_id": url_id or run.pk, "layout": layout, "oob": oob}
+    return {"run": run, "url_id": url_id or run.run_id, "layout": layout, "oob": oob}
 
 
 def gate_panel_context(
@@ -61,7 +61,7 @@ def gate_panel_context(
     history = gate_history(run, limit=HISTORY_LIMIT)
     return {
         "run": run,
-        "url_id": url_id or run.pk,
+        "url_id": url_id or run.run_id,
         "pending": state.pending_gates(),
         "history": history,
         "can_review": can_review and not run.is_finished,
@@ -87,7 +87,7 @@ def timeline_context(
 ) -> dict[str, Any]:
     filters = filters or TimelineFilters()
     page = timeline_page(run, after=after, before=before, filters=filters, limit=limit)
-    url_id = url_id or run.pk
+    url_id = url_id or run.run_id
     detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
     # URLs per row built by string concatenation: a {% url %} per row costs more than the query.
     state_base = reverse("runs:event_state", args=[url_id, 1])[: -len("1/")]
@@ -99,7 +99,7 @@ def timeline_context(
             "step": f"{detail_url}?step={quote(row.step_id)}#timeline" if row.step_id else "",
             "corr": f"{detail_url}?corr={quote(row.correlation_id)}#timeline" if row.correlation_id else "",
             # Open a model call in the playground: the exact request restored, editable, re-runnable.
-            "playground": f"{playground}?from_event={quote(run.pk)}:{row.seq}"
+            "playground": f"{playground}?from_event={quote(run.run_id)}:{row.seq}"
             if playground and row.type == "model_io"
             else "",
         }
@@ -118,4 +118,4 @@ def timeline_context(
 
 
 def lineage_context(run: Run) -> dict[str, Any]:
-    return {"parents": parents(run.workspace, run), "children": children(run.workspace, run.pk)}
+    return {"parents": parents(run.workspace, run), "children": children(run.workspace, run.run_id)}

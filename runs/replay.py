@@ -146,7 +146,7 @@ class ForkSession(ProgramSession):
         overlay = fork.overlay or {}
         super().__init__(
             workbench,
-            fork.run.pk,
+            fork.run.run_id,
             configurable=overlay.get("configurable") if fork.mode == ForkMode.BRANCH else None,
         )
         self.fork = fork
@@ -341,7 +341,7 @@ def run_program(workbench: Workbench, *, workflow: dict, program: Any = None, **
     run = actions.do_start_run(
         workspace=workbench.workspace, workflow=workflow, actor=workbench.actor, **start
     )
-    session = ProgramSession(workbench, run.pk)
+    session = ProgramSession(workbench, run.run_id)
     program(session)
     return session
 
@@ -350,12 +350,12 @@ def _fail_run(fork: RunFork, code: str, message: str) -> None:
     try:
         actions.do_commands(
             workspace=fork.run.workspace,
-            run_id=fork.run.pk,
+            run_id=fork.run.run_id,
             commands=[cmd.RecordError(message=message, code=code), cmd.FailRun(reason=message, code=code)],
             actor="replay",
         )
     except ActionError as exc:
-        log.info("replay %s: failure not recorded: %s", fork.run.pk, exc)
+        log.info("replay %s: failure not recorded: %s", fork.run.run_id, exc)
 
 
 def run_fork(fork_pk: int) -> RunFork | None:
@@ -379,7 +379,7 @@ def run_fork(fork_pk: int) -> RunFork | None:
     except ActionError as exc:
         status, code, message = ForkStatus.FAILED, exc.code, exc.message
     except Exception as exc:  # the step code crashed: the fork ends failed, never half-running
-        log.exception("replay of %s crashed", fork.run.pk)
+        log.exception("replay of %s crashed", fork.run.run_id)
         status, code, message = ForkStatus.FAILED, "STEP_CODE_FAILED", f"{type(exc).__name__}: {exc}"
     if status == ForkStatus.FAILED:
         _fail_run(fork, code, message)

@@ -209,7 +209,7 @@ def fill_from_responses(
                 provider=str(request.get("provider") or "")[:100],
                 model=str(response.get("model") or request.get("model") or "")[:200],
                 run=run,
-                source_run_id=str(run.pk),
+                source_run_id=str(run.run_id),
                 request_seq=request_seq,
                 response_seq=seq,
                 request=dumps(model_io_fields(request)),

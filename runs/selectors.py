@@ -35,7 +35,7 @@ class RunNotFound(Exception):
 def get_run(workspace: Workspace, run_id: str) -> Run:
     """A run of this workspace; another workspace's run is exactly as missing as a missing one."""
     try:
-        return Run.objects.for_workspace(workspace).get(pk=run_id)
+        return Run.objects.by_run_id(workspace, run_id).get()
     except Run.DoesNotExist:
         raise RunNotFound(run_id) from None
 
@@ -101,13 +101,13 @@ def _adopt_import_doc(run: Run, state: RunState, seq: int) -> None:
 
 
 def children(workspace: Workspace, run_id: str) -> list[Run]:
-    child_ids = RunParent.objects.filter(parent_run_id=run_id, child__workspace=workspace).values("child_id")
-    return list(Run.objects.for_workspace(workspace).filter(pk__in=child_ids).order_by("started_at"))
+    child_pks = RunParent.objects.filter(parent_run_id=run_id, child__workspace=workspace).values("child_id")
+    return list(Run.objects.for_workspace(workspace).filter(pk__in=child_pks).order_by("started_at"))
 
 
 def parents(workspace: Workspace, run: Run) -> list[tuple[str, Run | None]]:
     ids = list(run.parent_links.values_list("parent_run_id", flat=True))
-    found = {r.pk: r for r in Run.objects.for_workspace(workspace).filter(pk__in=ids)}
+    found = {r.run_id: r for r in Run.objects.for_workspace(workspace).filter(run_id__in=ids)}
     return [(pid, found.get(pid)) for pid in ids]
 
 
@@ -117,19 +117,42 @@ def descendants(workspace: Workspace, run_id: str) -> list[Run]:
     frontier = [run_id]
     out: list[Run] = []
     while frontier:
-        child_ids = (
-            set(
-                RunParent.objects.filter(parent_run_id__in=frontier, child__workspace=workspace).values_list(
-                    "child_id", flat=True
-                )
-            )
-            - seen
-        )
-        seen |= child_ids
-        batch = list(Run.objects.for_workspace(workspace).filter(pk__in=child_ids).order_by("started_at"))
+        batch = [
+            run
+            for run in Run.objects.for_workspace(workspace)
+            .filter(parent_links__parent_run_id__in=frontier)
+            .distinct()
+            .order_by("started_at")
+            if run.run_id not in seen
+        ]
+        seen |= {run.run_id for run in batch}
         out.extend(batch)
-        frontier = [r.pk for r in batch]
+        frontier = [r.run_id for r in batch]
     return out
+
+
+class AmbiguousRunId(Exception):
+    """Several workspaces hold a run with this id (operator tools must name the workspace)."""
+
+    code = "INVALID_INPUT"
+
+
+def dangerously_find_run_any_workspace(run_id: str, workspace_slug: str | None = None) -> Run:
+    """Operator tools (manage.py) only: a run by id across workspaces, or in the named one.
+
+    Run ids are unique per workspace only; when several workspaces hold the id, the caller must
+    name the workspace (AmbiguousRunId lists the candidates). Never use this behind a request.
+    """
+    qs = Run.objects.select_related("workspace").filter(run_id=run_id)
+    if workspace_slug:
+        qs = qs.filter(workspace__slug=workspace_slug)
+    found = list(qs[:10])
+    if not found:
+        raise RunNotFound(run_id)
+    if len(found) > 1:
+        slugs = ", ".join(sorted(run.workspace.slug for run in found))
+        raise AmbiguousRunId(f"run id {run_id!r} exists in several workspaces ({slugs}): pass --workspace")
+    return found[0]
 
 
 # --- page reads -------------------------------------------------------------------------------
@@ -242,6 +265,10 @@ def timeline_page(
         else:
             next_after = None
         prev_before = raw[0][0] if raw and raw[0][0] > 1 else (after + 1 if after > 0 else None)
+        if prev_before is not None and (filters.type or filters.step or filters.corr) and not filters.q:
+            # filtered: offer "Earlier" only when an earlier match exists (one indexed probe)
+            if not qs.filter(seq__lt=prev_before).exists():
+                prev_before = None
     records = [
         EventRecord(seq, t, ts, step, corr, actor, loads(body)) for seq, t, ts, step, corr, actor, body in raw
     ]
@@ -285,6 +312,7 @@ def run_ledger_data(run: Run) -> tuple[dict[str, Any], dict[str, str]]:
 
 RUN_LIST_FIELDS = (
     "id",
+    "run_id",
     "workflow_id",
     "title",
     "status",
@@ -349,7 +377,7 @@ def runs_page(
     if filters.q:
         text = filters.q
         qs = qs.filter(
-            Q(id__icontains=text)
+            Q(run_id__icontains=text)
             | Q(title__icontains=text)
             | Q(workflow_id__icontains=text)
             | Q(doc__icontains=text)
@@ -358,11 +386,14 @@ def runs_page(
         )
     if cursor:
         try:
-            ts_text, run_id = cursor.split("|", 1)
+            ts_text, run_pk = cursor.split("|", 1)
             ts = datetime.fromisoformat(ts_text)
+            after_pk = int(run_pk)
+            if not 0 < after_pk < 2**63:
+                raise ValueError(run_pk)
         except ValueError:
             raise BadCursor(cursor) from None
-        qs = qs.filter(Q(started_at__lt=ts) | Q(started_at=ts, pk__lt=run_id))
+        qs = qs.filter(Q(started_at__lt=ts) | Q(started_at=ts, pk__lt=after_pk))
     runs = list(qs.order_by("-started_at", "-pk").only(*RUN_LIST_FIELDS)[: limit + 1])
     next_cursor = ""
     if len(runs) > limit:

@@ -30,7 +30,7 @@ class Workbench:
 
     def start_run(self, *, workflow: dict, **kwargs: Any) -> RunSession:
         run = actions.do_start_run(workspace=self.workspace, workflow=workflow, actor=self.actor, **kwargs)
-        return RunSession(self, run.pk)
+        return RunSession(self, run.run_id)
 
     def session(self, run_id: str) -> RunSession:
         return RunSession(self, run_id)
@@ -46,9 +46,9 @@ class Workbench:
             fork = do_fork_run(
                 workspace=self.workspace, source_run_id=run_id, mode=mode, actor=self.actor, **kwargs
             )
-            return RunSession(self, fork.run.pk)
+            return RunSession(self, fork.run.run_id)
         child = actions.do_fork(workspace=self.workspace, parent_run_id=run_id, actor=self.actor, **kwargs)
-        return RunSession(self, child.pk)
+        return RunSession(self, child.run_id)
 
     def replay(self, run_id: str, *, from_seq: int = 0) -> RunSession:
         return self.fork(run_id, mode="replay", from_seq=from_seq)
@@ -86,7 +86,7 @@ class RunSession:
 
     @property
     def run(self) -> Run:
-        return Run.objects.for_workspace(self.workbench.workspace).get(pk=self.run_id)
+        return Run.objects.by_run_id(self.workbench.workspace, self.run_id).get()
 
     def execute(self, command: Any, *, actor: str | None = None) -> actions.AppendResult:
         return actions.do_command(

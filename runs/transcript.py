@@ -484,11 +484,11 @@ def iter_run_transcript(run, *, chunk: int = 2000) -> Iterator[bytes]:
             last = rows[-1][0]
 
     kids = []
-    for child in child_runs(run.workspace, run.pk):
+    for child in child_runs(run.workspace, run.run_id):
         doc = child.run_doc
         kids.append(
             ChildRun(
-                run_id=child.pk,
+                run_id=child.run_id,
                 workflow_id=child.workflow_id,
                 started_at=doc.get("startedAt", ""),
                 ended_at=doc.get("endedAt"),

@@ -66,7 +66,7 @@ def file_name(workspace_id: Any, run_id: str, created_at: Any) -> str:
 
 
 def transcript_path(run) -> Path:
-    return transcript_dir() / file_name(run.workspace_id, run.pk, run.created_at)
+    return transcript_dir() / file_name(run.workspace_id, run.run_id, run.created_at)
 
 
 @contextmanager
@@ -152,7 +152,7 @@ def sync_run(run) -> tuple[bool, bool]:
     started = completed = False
     with _locked(transcript_path(run)) as fd:
         last = _last_line(fd)
-        writer = _Writer(run.pk, parents, last)
+        writer = _Writer(run.run_id, parents, last)
         after = int(last.get("event_seq") or 0) if last else 0
         if last is None:
             writer.line("run.started", _started_payload(doc, parents), ts=doc.get("startedAt", ""))
@@ -193,7 +193,7 @@ def _register(*, fd_path: Path, run) -> None:
     entry = {
         "file": fd_path.name,
         "workspace": run.workspace_id,
-        "run_id": run.pk,
+        "run_id": run.run_id,
         "created_at": run.created_at.isoformat() if run.created_at else None,
     }
     index = transcript_dir() / "index.jsonl"
@@ -210,11 +210,11 @@ def _mark_parents(run, kind: str) -> None:
 
     doc = run.run_doc
     for parent_id in parent_ids(doc):
-        parent = Run.objects.for_workspace(run.workspace).filter(pk=parent_id).first()
+        parent = Run.objects.by_run_id(run.workspace, parent_id).first()
         if parent is None:
             continue  # a parent in no workspace of ours (an imported lineage): nothing to link
         sync_run(parent)  # its own events first, so the marker lands after them
-        payload: dict[str, Any] = {"child_run_id": run.pk}
+        payload: dict[str, Any] = {"child_run_id": run.run_id}
         if kind == "step.call_workflow.started":
             payload["workflow_id"] = run.workflow_id
             ts = doc.get("startedAt", "")
@@ -223,10 +223,10 @@ def _mark_parents(run, kind: str) -> None:
             ts = doc.get("endedAt") or doc.get("startedAt", "")
         with _locked(transcript_path(parent)) as fd:
             parent_doc = parent.run_doc
-            writer = _Writer(parent.pk, parent_ids(parent_doc), _last_line(fd))
+            writer = _Writer(parent.run_id, parent_ids(parent_doc), _last_line(fd))
             writer.line(
                 kind, payload, ts=ts, path=(doc.get("context") or {}).get("forkedFromStepId") or "",
-                child_run_id=run.pk,
+                child_run_id=run.run_id,
             )  # fmt: skip
             _append(fd, writer.lines)
 
@@ -237,7 +237,7 @@ def record_change(change: RunChange) -> None:
         return
     from runs.models import Run
 
-    run = Run.objects.filter(workspace_id=change.workspace_id, pk=change.run_id).first()
+    run = Run.objects.filter(workspace_id=change.workspace_id, pk=change.run_pk).first()
     if run is None:
         return
     started, completed = sync_run(run)

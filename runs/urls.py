@@ -1,11 +1,14 @@
 """Pages. `/runs/demo` (and its fragments) is public and read-only; everything else needs sign-in."""
 
-from django.urls import path
+from django.urls import path, register_converter
 from django.views.generic import RedirectView
 
+from runs.ids import RunIdConverter
 from runs.pages import artifacts, detail, fork, gates, imports, inbox, ledger, members, rules, run_list
 
 app_name = "runs"
+
+register_converter(RunIdConverter, "runid")  # any run id, one path segment (runs/ids.py)
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False), name="home"),
@@ -16,19 +19,19 @@ urlpatterns = [
     path("members/", members.members, name="members"),
     path("workspace/switch/", run_list.switch_workspace_view, name="switch_workspace"),
     path("runs/demo", detail.run_detail, {"run_id": "demo"}, name="demo"),
-    path("runs/<str:run_id>/", detail.run_detail, name="detail"),
-    path("runs/<str:run_id>/timeline/", detail.timeline, name="timeline"),
-    path("runs/<str:run_id>/events/<int:seq>/", detail.event_state, name="event_state"),
-    path("runs/<str:run_id>/graph/", detail.graph, name="graph"),
-    path("runs/<str:run_id>/status/", detail.status_fragment, name="status"),
-    path("runs/<str:run_id>/gates/", detail.gate_panel, name="gates"),
-    path("runs/<str:run_id>/gates/resolve/", gates.resolve_gate, name="resolve_gate"),
-    path("runs/<str:run_id>/artifacts/", artifacts.artifact_editor, name="artifacts"),
-    path("runs/<str:run_id>/artifacts/diff/", artifacts.artifact_diff, name="artifact_diff"),
-    path("runs/<str:run_id>/rules/", rules.rules, name="rules"),
-    path("runs/<str:run_id>/ledger/", ledger.run_ledger, name="run_ledger"),
-    path("runs/<str:run_id>/export/", detail.export_bundle, name="export"),
-    path("runs/<str:run_id>/cancel/", detail.cancel_run, name="cancel"),
-    path("runs/<str:run_id>/fork/", fork.fork_run, name="fork"),
-    path("runs/<str:run_id>/determinism/", fork.determinism, name="determinism"),
+    path("runs/<runid:run_id>/", detail.run_detail, name="detail"),
+    path("runs/<runid:run_id>/timeline/", detail.timeline, name="timeline"),
+    path("runs/<runid:run_id>/events/<int:seq>/", detail.event_state, name="event_state"),
+    path("runs/<runid:run_id>/graph/", detail.graph, name="graph"),
+    path("runs/<runid:run_id>/status/", detail.status_fragment, name="status"),
+    path("runs/<runid:run_id>/gates/", detail.gate_panel, name="gates"),
+    path("runs/<runid:run_id>/gates/resolve/", gates.resolve_gate, name="resolve_gate"),
+    path("runs/<runid:run_id>/artifacts/", artifacts.artifact_editor, name="artifacts"),
+    path("runs/<runid:run_id>/artifacts/diff/", artifacts.artifact_diff, name="artifact_diff"),
+    path("runs/<runid:run_id>/rules/", rules.rules, name="rules"),
+    path("runs/<runid:run_id>/ledger/", ledger.run_ledger, name="run_ledger"),
+    path("runs/<runid:run_id>/export/", detail.export_bundle, name="export"),
+    path("runs/<runid:run_id>/cancel/", detail.cancel_run, name="cancel"),
+    path("runs/<runid:run_id>/fork/", fork.fork_run, name="fork"),
+    path("runs/<runid:run_id>/determinism/", fork.determinism, name="determinism"),
 ]

@@ -15,7 +15,8 @@ from functools import cached_property
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
-from runs.models import Membership, Role, Run, Workspace
+from runs.models import Membership, Run, Workspace
+from runs.permissions import Action, minimum_role, role_allows
 from runs.workspaces import personal_workspace
 
 SESSION_KEY = "workbench_workspace"
@@ -65,6 +66,23 @@ def require_role(request: HttpRequest, role: str) -> Membership:
         raise Http404("no workspace")
     if not membership.has_role(role):
         raise PermissionDenied(f"needs the {role} role")
+    return membership
+
+
+def may(request: HttpRequest, action: Action | str) -> bool:
+    """Whether the permission table (runs.permissions) lets the caller do ``action`` here."""
+    membership = current_membership(request)
+    return membership is not None and role_allows(membership.role, action)
+
+
+def require_action(request: HttpRequest, action: Action | str) -> Membership:
+    """The caller's membership when the permission table allows ``action``: 404 without a
+    workspace (nothing is revealed), 403 when their role does not allow it."""
+    membership = current_membership(request)
+    if membership is None:
+        raise Http404("no workspace")
+    if not role_allows(membership.role, action):
+        raise PermissionDenied(f"{str(action).replace('_', ' ')} needs the {minimum_role(action)} role")
     return membership
 
 
@@ -133,6 +151,9 @@ class Nav:
             .order_by("workspace__name")
         )
 
+    def _may(self, action: Action) -> bool:
+        return bool(self.membership and role_allows(self.membership.role, action))
+
     @cached_property
     def pending_gates(self) -> int:
         """Gates waiting for a decision in the current workspace (the inbox count in the navigation)."""
@@ -144,11 +165,15 @@ class Nav:
 
     @cached_property
     def is_owner(self) -> bool:
-        return bool(self.membership and self.membership.has_role(Role.OWNER))
+        return self._may(Action.MANAGE_MEMBERS)
 
     @cached_property
     def can_review(self) -> bool:
-        return bool(self.membership and self.membership.has_role(Role.REVIEWER))
+        return self._may(Action.RESOLVE_GATE)
+
+    @cached_property
+    def can_import(self) -> bool:
+        return self._may(Action.IMPORT_BUNDLE)
 
 
 def nav(request: HttpRequest) -> dict:

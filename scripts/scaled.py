@@ -179,7 +179,7 @@ def ensure_database(url: str) -> None:
 
     parsed = urlparse(url)
     name = parsed.path.lstrip("/")
-    admin = parsed._replace(scheme="postgresql", path="/postgres").geturl()
+    admin = parsed._replace(scheme="postgresql", path="/postgres", query="").geturl()
     with psycopg.connect(admin, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
             conn.execute(f'CREATE DATABASE "{name}"')
@@ -204,7 +204,7 @@ def main() -> int:
     try:
         urls = services.environment(state)
         env = dict(os.environ)
-        env.setdefault("DATABASE_URL", urls["PG_URL"])
+        env.setdefault("DATABASE_URL", urls["PG_URL"] + "?conn_max_age=60")
         env.setdefault("REDIS_URL", urls["REDIS_TEST_URL"])
         env.setdefault("DEBUG", "0")
         env.setdefault("PLAYGROUND_EXECUTOR", "worker")

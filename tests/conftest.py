@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,13 @@ def conformance_dir() -> Path:
     if not CONFORMANCE.is_dir():
         pytest.skip(f"conformance corpus not found at {CONFORMANCE}")
     return CONFORMANCE
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits(settings):
+    """Each test counts rate limits (API, playground sends, failed sign-ins) in its own key space
+    (no cache flush: the cache may be a shared Redis)."""
+    settings.WORKBENCH_RATE_LIMIT_KEY_PREFIX = f"wb:rl:test:{uuid.uuid4().hex}"
 
 
 @pytest.fixture

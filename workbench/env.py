@@ -176,7 +176,11 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
             "PASSWORD": unquote(parsed.password or ""),
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
+            # ?conn_max_age=60 keeps connections open between requests (the scaled profile's ASGI
+            # servers: a new PostgreSQL connection per query costs a backend process each time);
+            # such connections are checked before reuse.
             "CONN_MAX_AGE": int(options.get("conn_max_age", 0)),
+            "CONN_HEALTH_CHECKS": int(options.get("conn_max_age", 0)) > 0,
             "TEST": {"NAME": options.get("test_name") or None},
         }
     raise EnvError(f"DATABASE_URL scheme {scheme!r} is not supported (use sqlite:/// or postgres://)")

@@ -119,6 +119,13 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # Security: request size limit (25 MB bodies), CSP with nonces, strict cookies.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_BYTES", 25 * 1024 * 1024, minimum=1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+# The same limit for multipart uploads (the import page): see runs/uploads.py.
+FILE_UPLOAD_HANDLERS = [
+    "runs.uploads.BodyLimitUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
+WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS = env_int("WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS", 3600, minimum=60)
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
@@ -196,6 +203,12 @@ PLAYGROUND_OPERATOR_KEYS = env_endpoints(
 WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int(
     "WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE", 6000, minimum=0
 )
+# Playground sends spend money: provider calls per workspace per sliding minute (0 = no limit).
+PLAYGROUND_SEND_RATE_PER_MINUTE = env_int("PLAYGROUND_SEND_RATE_PER_MINUTE", 30, minimum=0)
+# Failed sign-ins per sliding window, per account name and per client address (0 = no limit).
+WORKBENCH_LOGIN_FAILURES_PER_ACCOUNT = env_int("WORKBENCH_LOGIN_FAILURES_PER_ACCOUNT", 10, minimum=0)
+WORKBENCH_LOGIN_FAILURES_PER_ADDRESS = env_int("WORKBENCH_LOGIN_FAILURES_PER_ADDRESS", 50, minimum=0)
+WORKBENCH_LOGIN_FAILURE_WINDOW_SECONDS = env_int("WORKBENCH_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=10)
 WORKBENCH_RATE_LIMIT_WINDOW_SECONDS = env_int("WORKBENCH_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1)
 WORKBENCH_IDEMPOTENCY_TTL_SECONDS = env_int("WORKBENCH_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, minimum=60)
 if REDIS_URL:

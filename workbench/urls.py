@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from accounts.login import ThrottledLoginView
 from runs.api import otlp
 from workbench import discovery
 
@@ -8,6 +9,7 @@ urlpatterns = [
     *discovery.urlpatterns(),
     path("v1/traces", otlp.traces, name="otlp_traces"),
     path("admin/", admin.site.urls),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("runs.api.urls")),
     path("workspace/", include("accounts.urls")),

@@ -7,12 +7,13 @@ from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
-from accounts.models import Scope
 from runs import actions
 from runs.api.errors import ApiError
 from runs.api.responses import etag_for, require, write_result
 from runs.api.schemas import ErrorOut, RunBundle, VerifyResult, WriteResult
 from runs.bundles import export_bundle_bytes
+from runs.ids import content_disposition
+from runs.permissions import Action
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
 from runs.protocol.redaction import POLICIES
@@ -49,7 +50,7 @@ class ImportQuery(Schema):
     ),
 )
 def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None):
-    caller = require(request, Scope.READ)
+    caller = require(request, Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
     if redact is not None and redact not in POLICIES:
         raise ApiError(
@@ -58,7 +59,7 @@ def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None):
         )
     response = HttpResponse(export_bundle_bytes(run, redact=redact), content_type="application/json")
     response["ETag"] = etag_for(run)
-    response["Content-Disposition"] = f'attachment; filename="{run.pk}.bundle.json"'
+    response["Content-Disposition"] = content_disposition(f"{run.run_id}.bundle.json")
     return response
 
 
@@ -76,7 +77,7 @@ def _body(request: HttpRequest) -> bytes:
     openapi_extra=BUNDLE_BODY,
 )
 def import_bundle(request: HttpRequest, query: Query[ImportQuery]):
-    caller = require(request, Scope.WRITE)
+    caller = require(request, Action.IMPORT_BUNDLE)
     run = actions.do_import_bundle(
         workspace=caller.workspace, data=_body(request), actor=caller.actor, as_new_id=query.as_new_id
     )
@@ -90,7 +91,7 @@ def import_bundle(request: HttpRequest, query: Query[ImportQuery]):
     openapi_extra=BUNDLE_BODY,
 )
 def verify_bundle(request: HttpRequest):
-    require(request, Scope.READ)
+    require(request, Action.VERIFY_BUNDLE)
     result = check_bundle(_body(request))
     integrity = result.integrity
     return {

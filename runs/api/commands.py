@@ -10,7 +10,6 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from pydantic import Field
 
-from accounts.models import Scope
 from runs import actions
 from runs.api.errors import ApiError
 from runs.api.responses import append_result, require, write_result
@@ -28,6 +27,7 @@ from runs.api.schemas import (
     WriteResult,
 )
 from runs.engine import commands as cmd
+from runs.permissions import Action
 from runs.protocol.canonical import wire_bytes
 from runs.protocol.errors import ErrorCode
 from runs.selectors import get_run, iter_event_bodies
@@ -53,7 +53,7 @@ class EventsQuery(Schema):
 
 @router.get("/{run_id}/events", response={200: EventsPage, **ERRORS}, summary="Read events incrementally")
 def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
-    caller = require(request, Scope.READ)
+    caller = require(request, Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
     after = min(query.after_seq, run.last_seq)
     upto = min(after + query.limit, run.last_seq)
@@ -62,7 +62,7 @@ def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
         for i, body in enumerate(iter_event_bodies(run, after_seq=after, upto_seq=upto))
     ]
     page = {
-        "runId": run.pk,
+        "runId": run.run_id,
         "afterSeq": query.after_seq,
         "lastSeq": run.last_seq,
         "nextAfterSeq": upto,
@@ -74,7 +74,7 @@ def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
 
 @router.post("/{run_id}/events", response={200: WriteResult, **ERRORS}, summary="Append a batch of events")
 def append_events(request: HttpRequest, run_id: str, payload: AppendEventsIn):
-    caller = require(request, Scope.WRITE)
+    caller = require(request, Action.APPEND_EVENTS)
     result = actions.do_append_events(
         workspace=caller.workspace, run_id=run_id, events=payload.events, actor=caller.actor
     )
@@ -95,7 +95,7 @@ def _edit_command(edit: GateEditIn | None) -> cmd.WriteArtifact | cmd.PatchArtif
 
 @router.post("/{run_id}/gates/resolve", response={200: WriteResult, **ERRORS}, summary="Resolve a gate")
 def resolve_gate(request: HttpRequest, run_id: str, payload: ResolveGateIn):
-    caller = require(request, Scope.REVIEW)
+    caller = require(request, Action.RESOLVE_GATE)
     command = cmd.ResolveGate(
         step_id=payload.stepId,
         gate=payload.gate,
@@ -113,7 +113,7 @@ def resolve_gate(request: HttpRequest, run_id: str, payload: ResolveGateIn):
     "/{run_id}/artifacts", response={200: WriteResult, **ERRORS}, summary="Write an artifact version"
 )
 def write_artifact(request: HttpRequest, run_id: str, payload: WriteArtifactIn):
-    caller = require(request, Scope.WRITE, Scope.REVIEW)
+    caller = require(request, Action.EDIT_ARTIFACT)
     options = {}
     if payload.idempotencyKey is not None:
         options["idempotency_key"] = payload.idempotencyKey
@@ -131,7 +131,7 @@ def write_artifact(request: HttpRequest, run_id: str, payload: WriteArtifactIn):
     summary="Patch an artifact (RFC 6902)",
 )
 def patch_artifact(request: HttpRequest, run_id: str, artifact_key: str, payload: PatchArtifactIn):
-    caller = require(request, Scope.WRITE, Scope.REVIEW)
+    caller = require(request, Action.EDIT_ARTIFACT)
     options = {}
     if payload.idempotencyKey is not None:
         options["idempotency_key"] = payload.idempotencyKey
@@ -147,7 +147,7 @@ def patch_artifact(request: HttpRequest, run_id: str, artifact_key: str, payload
 
 @router.post("/{run_id}/annotations", response={200: WriteResult, **ERRORS}, summary="Annotate a run")
 def annotate(request: HttpRequest, run_id: str, payload: AnnotateIn):
-    caller = require(request, Scope.WRITE, Scope.REVIEW)
+    caller = require(request, Action.ANNOTATE)
     command = cmd.Annotate(text=payload.text, tags=payload.tags)
     return append_result(
         actions.do_command(workspace=caller.workspace, run_id=run_id, command=command, actor=caller.actor)
@@ -158,7 +158,7 @@ def annotate(request: HttpRequest, run_id: str, payload: AnnotateIn):
     "/{run_id}/cancel", response={200: CancelResult, **ERRORS}, summary="Cancel a run (optionally its tree)"
 )
 def cancel(request: HttpRequest, run_id: str, payload: CancelIn):
-    caller = require(request, Scope.WRITE)
+    caller = require(request, Action.CANCEL_RUN)
     run = get_run(caller.workspace, run_id)
     before = run.last_seq
     if payload.cascade:

@@ -14,12 +14,15 @@ PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
 RATE_LIMITED = "RATE_LIMITED"
 METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
 INTERNAL_ERROR = "INTERNAL_ERROR"
+# An appended event reuses the id of an event already in the run (or earlier in the batch).
+DUPLICATE_EVENT_ID = "DUPLICATE_EVENT_ID"
 
 _STATUS_BY_CODE: dict[str, int] = {
     ErrorCode.UNKNOWN_RUN: 404,
     ErrorCode.INVALID_STATE_TRANSITION: 409,
     ErrorCode.IDEMPOTENCY_CONFLICT: 409,
     ErrorCode.RUN_ID_COLLISION: 409,
+    DUPLICATE_EVENT_ID: 409,
     ErrorCode.PATCH_FAILED: 409,
     ErrorCode.STORAGE_UNAVAILABLE: 503,
     "SEQ_OUT_OF_RANGE": 422,  # a fork's fromSeq names no event of the source

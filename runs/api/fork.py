@@ -4,18 +4,19 @@ response cache lookup that host pipelines replaying in another process ask first
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
-from accounts.models import Scope
 from runs import responsecache
 from runs.actions_fork import determinism_report, do_fork_run
 from runs.api.errors import NOT_FOUND, ApiError
 from runs.api.responses import require
 from runs.api.schemas import ErrorOut
+from runs.permissions import Action
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode
 from runs.selectors import get_fork, get_run
@@ -76,12 +77,12 @@ class DeterminismOut(Schema):
 
 def fork_result(fork) -> dict:
     return {
-        "runId": fork.run.pk,
+        "runId": fork.run.run_id,
         "sourceRunId": fork.source_run_id,
         "fromSeq": fork.from_seq,
         "mode": fork.mode,
         "status": fork.status,
-        "eventsUrl": f"/api/runs/{fork.run.pk}/events",
+        "eventsUrl": f"/api/runs/{quote(fork.run.run_id, safe='')}/events",
     }
 
 
@@ -107,7 +108,7 @@ def _body(request: HttpRequest) -> dict:
     },
 )
 def fork(request: HttpRequest, run_id: str):
-    caller = require(request, Scope.WRITE)
+    caller = require(request, Action.FORK_RUN)
     data = _body(request)
     get_run(caller.workspace, run_id)  # reading the source is needed: 404 for outsiders first
     result = do_fork_run(
@@ -128,7 +129,7 @@ def fork(request: HttpRequest, run_id: str):
     summary="Determinism report of a replay",
 )
 def determinism(request: HttpRequest, run_id: str):
-    caller = require(request, Scope.READ)
+    caller = require(request, Action.VIEW_RUN)
     fork = get_fork(caller.workspace, run_id)
     if fork.mode != "replay":
         raise ApiError(
@@ -150,7 +151,7 @@ class CacheQuery(Schema):
     summary="Look up a cached model response by LLM cache key (this workspace only)",
 )
 def cache_lookup(request: HttpRequest, key: str, query: Query[CacheQuery]):
-    caller = require(request, Scope.READ)
+    caller = require(request, Action.VIEW_RUN)
     if query.recipe not in ("v1", "v2"):
         raise ApiError(ErrorCode.INVALID_INPUT, "recipe must be v1 or v2")
     if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):

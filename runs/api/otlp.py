@@ -14,13 +14,13 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from accounts.models import Scope
 from accounts.principals import principal_for_token
 from accounts.ratelimit import RateLimited, check_request
 from accounts.tokens import authenticate_token
 from runs import actions
 from runs.models import Event
 from runs.otlp_ingest import events_by_run, spans_from_json, spans_from_protobuf
+from runs.permissions import Action
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors import RunNotFound, get_run
 
@@ -69,7 +69,7 @@ def traces(request: HttpRequest) -> HttpResponse:
         response = _error("RATE_LIMITED", str(exc), 429)
         response["Retry-After"] = str(exc.decision.retry_after)
         return response
-    if not caller.has_scope(Scope.WRITE):
+    if not caller.may(Action.APPEND_EVENTS):
         return _error("FORBIDDEN", "ingesting traces needs the write scope", 403)
     content_type = (request.content_type or "").lower()
     try:

@@ -8,6 +8,7 @@ from runs.actions import AppendResult
 from runs.api.auth import principal
 from runs.api.errors import ApiError
 from runs.models import Run
+from runs.permissions import Action
 
 
 def etag_for(run: Run) -> str:
@@ -16,7 +17,7 @@ def etag_for(run: Run) -> str:
 
 def write_result(run: Run, seqs: list[int], *, created: bool = False) -> dict:
     return {
-        "runId": run.pk,
+        "runId": run.run_id,
         "revision": run.revision,
         "status": run.status,
         "lastSeq": run.last_seq,
@@ -29,10 +30,15 @@ def append_result(result: AppendResult) -> dict:
     return write_result(result.run, result.seqs)
 
 
-def require(request: HttpRequest, *scopes: str):
-    """The caller's principal, after checking it holds one of ``scopes`` (403 otherwise)."""
+def require(request: HttpRequest, action: Action):
+    """The caller's principal, after asking the permission table (runs.permissions) whether it
+    may do ``action`` (403 otherwise)."""
+    if not isinstance(action, Action):
+        raise TypeError(
+            f"require() takes a runs.permissions.Action (the one permission table), not {action!r}"
+        )
     caller = principal(request)
-    caller.require(*scopes)
+    caller.require_action(action)
     return caller
 
 

@@ -11,7 +11,6 @@ from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
-from accounts.models import Scope
 from runs import actions
 from runs.actions_runstore import do_put_run_state
 from runs.api.errors import ApiError
@@ -19,6 +18,7 @@ from runs.api.responses import etag_for, parse_if_match, require, write_result
 from runs.api.schemas import ErrorOut, RunStoreState, SavedRunMeta, StartRunIn, WriteResult
 from runs.bundles import build_bundle
 from runs.models import Run, loads
+from runs.permissions import Action
 from runs.protocol.canonical import parse_json, wire_bytes
 from runs.protocol.runstore import bundle_to_runstore
 from runs.selectors import get_run
@@ -36,7 +36,7 @@ class ListQuery(Schema):
 def _saved_meta(run: Run) -> dict:
     doc = loads(run.doc)
     meta = {
-        "id": run.pk,
+        "id": run.run_id,
         "workflowId": run.workflow_id,
         "startedAt": doc.get("startedAt"),
         "status": run.status,
@@ -52,15 +52,15 @@ def _saved_meta(run: Run) -> dict:
     "", response={200: list[SavedRunMeta], **ERRORS}, exclude_none=True, summary="List runs (SavedRunMeta[])"
 )
 def list_runs(request: HttpRequest, query: Query[ListQuery]):
-    caller = require(request, Scope.READ)
+    caller = require(request, Action.VIEW_RUN)
     limit = min(max(query.limit, 1), MAX_LIST)
-    runs = Run.objects.for_workspace(caller.workspace).only("id", "workflow_id", "status", "doc")[:limit]
+    runs = Run.objects.for_workspace(caller.workspace).only("run_id", "workflow_id", "status", "doc")[:limit]
     return [_saved_meta(run) for run in runs]
 
 
 @router.post("", response={201: WriteResult, **ERRORS, 409: ErrorOut}, summary="Start a run")
 def start_run(request: HttpRequest, payload: StartRunIn):
-    caller = require(request, Scope.WRITE)
+    caller = require(request, Action.START_RUN)
     run = actions.do_start_run(
         workspace=caller.workspace,
         workflow=payload.workflow,
@@ -82,7 +82,7 @@ def start_run(request: HttpRequest, payload: StartRunIn):
     description="The body the reference's HTTP run repository loads. The ETag is the revision.",
 )
 def get_run_state(request: HttpRequest, run_id: str):
-    caller = require(request, Scope.READ)
+    caller = require(request, Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
     body = bundle_to_runstore(build_bundle(run))
     response = HttpResponse(wire_bytes(body), content_type="application/json")
@@ -117,7 +117,7 @@ def get_run_state(request: HttpRequest, run_id: str):
     },
 )
 def put_run_state(request: HttpRequest, run_id: str):
-    caller = require(request, Scope.WRITE)
+    caller = require(request, Action.APPEND_EVENTS)
     expected = parse_if_match(request.headers.get("If-Match"))
     if not request.body:
         raise ApiError("INVALID_RUN_STATE", "a RunStoreState body is required")
@@ -137,6 +137,6 @@ def put_run_state(request: HttpRequest, run_id: str):
 
 @router.delete("/{run_id}", response={204: None, **ERRORS}, summary="Delete a run")
 def delete_run(request: HttpRequest, run_id: str):
-    caller = require(request, Scope.WRITE)
+    caller = require(request, Action.DELETE_RUN)
     actions.do_delete_run(workspace=caller.workspace, run_id=run_id)
     return HttpResponse(status=204)

@@ -5,16 +5,16 @@ Token or session auth with the read scope; another workspace's run answers 404 l
 
 from __future__ import annotations
 
-import re
 import time
 
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 
-from accounts.models import Scope
 from runs import transcript_log
 from runs.api.auth import principal
+from runs.ids import content_disposition
+from runs.permissions import Action
 from runs.selectors import get_run
 from runs.transcript import aiter_run_transcript, iter_run_transcript
 from runs.transcript_log import afollow, sync_run, transcript_path
@@ -58,7 +58,7 @@ def run_transcript(
     request: HttpRequest, run_id: str, follow: bool = False, after_seq: int = 0, wait: float = 300
 ):
     caller = principal(request)
-    caller.require(Scope.READ)
+    caller.require_action(Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
     if follow:
         # The recorded file (runs.transcript_log), then each line as it is appended, until the
@@ -79,7 +79,6 @@ def run_transcript(
     else:
         lines = iter_run_transcript(run)
     response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run.pk)[:120]
-    response["Content-Disposition"] = f'inline; filename="{safe}.jsonl"'
+    response["Content-Disposition"] = content_disposition(f"{run.run_id}.jsonl", attachment=False)
     response["Cache-Control"] = "no-store"
     return response

@@ -12,12 +12,14 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from accounts import idempotency
 from runs.api.app import api, error_response, too_large_response
+from runs.api.auth import IDEMPOTENCY_HEADER, WRITE_METHODS
 from runs.api.errors import METHOD_NOT_ALLOWED, NOT_FOUND
 
 DESCRIBED_BY = '</api/openapi.json>; rel="describedby"'
@@ -30,32 +32,46 @@ def _declared_length(request: HttpRequest) -> int:
         return 0
 
 
+def _idempotent_write(request: HttpRequest) -> bool:
+    return request.method in WRITE_METHODS and IDEMPOTENCY_HEADER in request.headers
+
+
 def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if _declared_length(request) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             response = too_large_response(request)
+        elif _idempotent_write(request):
+            # The key's reservation, the write and the stored response commit together: a crash
+            # anywhere before the commit leaves no trace (a retry runs once, afresh); after it, a
+            # retry is answered from the stored response. A concurrent retry waits on the key's
+            # unique index until the first one commits, then replays it.
+            with transaction.atomic():
+                response = _handle(view, request, *args, **kwargs)
+                if response.status_code >= 500:
+                    transaction.set_rollback(True)
         else:
-            try:
-                response = view(request, *args, **kwargs)
-            except RequestDataTooBig:
-                response = too_large_response(request)
-            if response.status_code == 405 and not response.get("Content-Type", "").startswith(
-                "application/json"
-            ):
-                allowed = response.get("Allow", "")
-                response = error_response(
-                    request, METHOD_NOT_ALLOWED, f"{request.method} is not allowed here", 405
-                )
-                if allowed:
-                    response["Allow"] = allowed
-            record = getattr(request, "idempotency_record", None)
-            if record is not None:
-                idempotency.finish(record, response)
+            response = _handle(view, request, *args, **kwargs)
         response["Link"] = DESCRIBED_BY
         return response
 
     return wrapper
+
+
+def _handle(view: Callable[..., HttpResponse], request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    try:
+        response = view(request, *args, **kwargs)
+    except RequestDataTooBig:
+        response = too_large_response(request)
+    if response.status_code == 405 and not response.get("Content-Type", "").startswith("application/json"):
+        allowed = response.get("Allow", "")
+        response = error_response(request, METHOD_NOT_ALLOWED, f"{request.method} is not allowed here", 405)
+        if allowed:
+            response["Allow"] = allowed
+    record = getattr(request, "idempotency_record", None)
+    if record is not None and not transaction.get_connection().needs_rollback:
+        idempotency.finish(record, response)
+    return response
 
 
 @csrf_exempt

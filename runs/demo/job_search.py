@@ -189,7 +189,7 @@ def _parse_and_search(s: RunSession, *, approve_search: bool | None) -> None:
 
 def build_demo(workspace: Workspace) -> list[Run]:
     """Creates the demo runs (idempotent: does nothing when the demo run already exists)."""
-    if Run.objects.filter(pk=DEMO_RUN_ID).exists():
+    if Run.objects.by_run_id(workspace, DEMO_RUN_ID).exists():
         return list(Run.objects.for_workspace(workspace))
     wb = Workbench(workspace=workspace, actor="pipeline:job-search")
     subject = {"userId": "user-ada", "tenantId": "tenant-acme", "planId": "pro"}

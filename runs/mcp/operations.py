@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from accounts.models import Scope
 from accounts.principals import NotPermitted, Principal
 from runs import actions
 from runs.bundles import build_bundle
@@ -18,6 +17,7 @@ from runs.engine import commands as cmd
 from runs.engine.fold import CHECKPOINT_CORRELATION_PREFIX
 from runs.engine.state import RunState
 from runs.models import Event, Run, loads
+from runs.permissions import Action
 from runs.protocol.bundle import check_bundle
 from runs.protocol.canonical import canonical_bytes
 from runs.protocol.errors import ErrorCode, ProtocolError
@@ -37,13 +37,14 @@ class Refused(Exception):
         self.message = message
 
 
-def _caller(principal: Principal | None, *scopes: str) -> Principal:
+def _caller(principal: Principal | None, action: Action) -> Principal:
+    """The caller, once the permission table (runs.permissions) allows ``action``."""
     if principal is None:
         raise Refused(
             UNAUTHENTICATED, "this tool needs a workspace token: send Authorization: Bearer <token>"
         )
     try:
-        principal.require(*scopes)
+        principal.require_action(action)
     except NotPermitted as exc:
         raise Refused(FORBIDDEN, str(exc)) from None
     return principal
@@ -107,7 +108,7 @@ def run_summary(run: Run) -> dict[str, Any]:
 
 
 def list_runs(principal: Principal | None, *, limit: int = 100, status: str | None = None) -> dict:
-    caller = _caller(principal, Scope.READ)
+    caller = _caller(principal, Action.VIEW_RUN)
     limit = min(max(int(limit), 1), MAX_LIST)
     qs = Run.objects.for_workspace(caller.workspace)
     if status:
@@ -116,7 +117,7 @@ def list_runs(principal: Principal | None, *, limit: int = 100, status: str | No
 
 
 def get_run_detail(principal: Principal | None, *, run_id: str) -> dict:
-    caller = _caller(principal, Scope.READ)
+    caller = _caller(principal, Action.VIEW_RUN)
     run = _run(caller, run_id)
     state = RunState.from_json(loads(run.state))
     return {
@@ -144,7 +145,7 @@ def _artifact_versions(run: Run) -> dict[str, list[int]]:
 
 def export_bundle(principal: Principal | None, *, run_id: str) -> tuple[bytes, dict]:
     """The run's signed bundle: its canonical bytes and the parsed document."""
-    caller = _caller(principal, Scope.READ)
+    caller = _caller(principal, Action.VIEW_RUN)
     run = _run(caller, run_id)
     bundle = build_bundle(run)
     return canonical_bytes(bundle), bundle
@@ -168,7 +169,7 @@ def verify_run_integrity(principal: Principal | None, *, run_id: str) -> dict:
 
 def validate_run_bundle(principal: Principal | None, *, bundle: Any) -> dict:
     """Check a bundle (a JSON object, or its text exactly as received) without storing anything."""
-    _caller(principal, Scope.READ)
+    _caller(principal, Action.VERIFY_BUNDLE)
     data = bundle.encode() if isinstance(bundle, str) else canonical_or_refuse(bundle)
     result = check_bundle(data)
     parsed = result.bundle or {}
@@ -205,7 +206,7 @@ def start_run(
     metadata: dict | None = None,
     tags: list[str] | None = None,
 ) -> dict:
-    caller = _caller(principal, Scope.WRITE)
+    caller = _caller(principal, Action.START_RUN)
     run = _write(
         actions.do_start_run,
         workspace=caller.workspace,
@@ -236,7 +237,7 @@ def resolve_gate(
     note: str | None = None,
     checkpoint: str | None = None,
 ) -> dict:
-    caller = _caller(principal, Scope.REVIEW)
+    caller = _caller(principal, Action.RESOLVE_GATE)
     _run(caller, run_id)
     command = cmd.ResolveGate(step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint)
     return _command(caller, run_id, command)
@@ -252,7 +253,7 @@ def write_artifact(
     step_id: str | None = None,
     idempotency_key: str | None = None,
 ) -> dict:
-    caller = _caller(principal, Scope.WRITE, Scope.REVIEW)
+    caller = _caller(principal, Action.EDIT_ARTIFACT)
     _run(caller, run_id)
     options: dict[str, Any] = {}
     if step_id is not None:
@@ -279,7 +280,7 @@ def fork_run(
     ``from_seq`` copied, a replay answered from the response cache, a branch with ``overlay``.
     Without it, the lightweight branch of the latest state (or the state at ``from_seq``).
     """
-    caller = _caller(principal, Scope.WRITE)
+    caller = _caller(principal, Action.FORK_RUN)
     _run(caller, run_id)
     if mode is not None:
         from runs.actions_fork import do_fork_run
@@ -333,7 +334,7 @@ def request_decision(
     request. Later calls with the ticket answer ``pending`` until a reviewer has resolved the
     gate in the browser (or through REST/MCP), then ``decided`` with the decision and note.
     """
-    caller = _caller(principal, Scope.WRITE)
+    caller = _caller(principal, Action.APPEND_EVENTS)
     run = _run(caller, run_id)
     if gate == "CHECKPOINT" and not checkpoint:
         checkpoint = "agent-decision"

@@ -10,12 +10,13 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest
 from django.views.decorators.http import require_POST
 
-from runs.models import Role, Run
+from runs.models import Run
+from runs.permissions import Action
 from runs.web import (
-    current_membership,
     get_demo_run,
     get_run_for_user,
-    require_role,
+    may,
+    require_action,
 )
 
 
@@ -25,6 +26,7 @@ class RunAccess:
     url_id: str
     demo: bool
     can_review: bool
+    can_cancel: bool = False
 
     @property
     def read_only(self) -> bool:
@@ -36,9 +38,13 @@ def run_access(request: HttpRequest, run_id: str) -> RunAccess:
     if run_id == "demo":
         return RunAccess(run=get_demo_run(), url_id="demo", demo=True, can_review=False)
     run = get_run_for_user(request, run_id)
-    membership = current_membership(request)
-    can_review = bool(membership and membership.has_role(Role.REVIEWER))
-    return RunAccess(run=run, url_id=run.pk, demo=False, can_review=can_review)
+    return RunAccess(
+        run=run,
+        url_id=run.run_id,
+        demo=False,
+        can_review=may(request, Action.RESOLVE_GATE),
+        can_cancel=may(request, Action.CANCEL_RUN),
+    )
 
 
 def run_page(view):
@@ -53,15 +59,18 @@ def run_page(view):
     return wrapper
 
 
-def run_write(view):
-    """Writing run views: POST, signed in, reviewer or owner of the run's workspace."""
+def run_write(action: Action):
+    """Writing run views: POST, signed in, and `action` allowed by the permission table."""
 
-    @wraps(view)
-    @login_required
-    @require_POST
-    def wrapper(request: HttpRequest, run_id: str, *args, **kwargs):
-        run = get_run_for_user(request, run_id)  # 404 first: a foreign run is never revealed
-        require_role(request, Role.REVIEWER)
-        return view(request, run, *args, **kwargs)
+    def decorate(view):
+        @wraps(view)
+        @login_required
+        @require_POST
+        def wrapper(request: HttpRequest, run_id: str, *args, **kwargs):
+            run = get_run_for_user(request, run_id)  # 404 first: a foreign run is never revealed
+            require_action(request, action)
+            return view(request, run, *args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate

@@ -16,7 +16,6 @@ from django.views.decorators.http import require_GET
 
 from runs import actions
 from runs.engine import commands as cmd
-from runs.models import Role
 from runs.pages.access import RunAccess, run_page
 from runs.pages.artifact_forms import (
     attach_errors,
@@ -27,6 +26,7 @@ from runs.pages.artifact_forms import (
     schema_registry,
 )
 from runs.pages.params import int_param, parse_json_field
+from runs.permissions import Action
 from runs.selectors import (
     artifact_versions,
     artifact_versions_by_key,
@@ -35,7 +35,7 @@ from runs.selectors import (
 from runs.timeline import diff_values
 from runs.web import (
     actor_for,
-    require_role,
+    require_action,
 )
 
 
@@ -104,7 +104,7 @@ def artifact_context(
         "idempotency_key": idempotency_key or f"web-{secrets.token_hex(12)}",
         "mode": mode,
         "nav_active": "runs",
-        "detail_url": reverse("runs:demo") if access.demo else reverse("runs:detail", args=[run.pk]),
+        "detail_url": reverse("runs:demo") if access.demo else reverse("runs:detail", args=[run.run_id]),
     }
 
 
@@ -120,7 +120,7 @@ def artifact_editor(request: HttpRequest, access: RunAccess) -> HttpResponse:
 def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
     if access.demo or not request.user.is_authenticated:
         raise Http404("read-only")
-    require_role(request, Role.REVIEWER)
+    require_action(request, Action.EDIT_ARTIFACT)
     run = access.run
     post = request.POST
     key = post.get("key", "")
@@ -190,7 +190,7 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
                 expected_version=base_version,
             )
         result = actions.do_command(
-            workspace=run.workspace, run_id=run.pk, command=command, actor=actor_for(request)
+            workspace=run.workspace, run_id=run.run_id, command=command, actor=actor_for(request)
         )
     except actions.ActionError as exc:
         pointer = _engine_path_to_pointer(exc.path or "")
@@ -201,7 +201,7 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
     done = result.state.idempotency.get(ikey) or result.state.artifacts.get(key, {})
     version = done.get("version")
     messages.success(request, f"Saved {key} v{version}.")
-    return redirect(reverse("runs:artifacts", args=[run.pk]) + f"?key={quote(key)}")
+    return redirect(reverse("runs:artifacts", args=[run.run_id]) + f"?key={quote(key)}")
 
 
 @run_page

@@ -13,7 +13,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
 from runs.engine.state import RunState
-from runs.models import Run
+from runs.ids import content_disposition
+from runs.models import Run, RunStatus
 from runs.pages.access import RunAccess, run_page, run_write
 from runs.pages.params import int_param
 from runs.partials import (
@@ -23,6 +24,7 @@ from runs.partials import (
     status_context,
     timeline_context,
 )
+from runs.permissions import Action
 from runs.selectors import (
     TIMELINE_PAGE,
     TimelineFilters,
@@ -44,12 +46,13 @@ def run_detail_context(
     *,
     url_id: str | None = None,
     can_review: bool = False,
+    can_cancel: bool = False,
     demo: bool = False,
     after: int = 0,
     before: int | None = None,
     filters: TimelineFilters | None = None,
 ) -> dict[str, Any]:
-    url_id = url_id or run.pk
+    url_id = url_id or run.run_id
     state = run_state(run)
     doc = state.run
     ctx: dict[str, Any] = {
@@ -58,6 +61,7 @@ def run_detail_context(
         "url_id": url_id,
         "demo": demo,
         "can_review": can_review,
+        "can_cancel": can_cancel,
         "state": state,
         "nav_active": "runs",
         "annotations": doc.get("annotations") or [],
@@ -68,6 +72,10 @@ def run_detail_context(
     ctx.update(gate_panel_context(run, state, url_id=url_id, can_review=can_review))
     ctx.update(timeline_context(run, url_id=url_id, after=after, before=before, filters=filters))
     return ctx
+
+
+def _has_window(request: HttpRequest) -> bool:
+    return any(request.GET.get(k) for k in ("at", "after", "before"))
 
 
 def _timeline_window(request: HttpRequest) -> tuple[int, int | None]:
@@ -82,10 +90,14 @@ def _timeline_window(request: HttpRequest) -> tuple[int, int | None]:
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, access: RunAccess) -> HttpResponse:
     after, before = _timeline_window(request)
+    run = access.run
+    if not _has_window(request) and run.status == RunStatus.RUNNING and run.last_seq > TIMELINE_PAGE:
+        before = run.last_seq + 1  # a running run opens at its tail, where live rows arrive
     ctx = run_detail_context(
         access.run,
         url_id=access.url_id,
         can_review=access.can_review,
+        can_cancel=access.can_cancel,
         demo=access.demo,
         after=after,
         before=before,
@@ -175,7 +187,7 @@ def event_state_context(run: Run, seq: int, *, url_id: str | None = None) -> dic
     changes = diff_values(before, after)
     keys = [k for k in changed_top_keys(changes) if k != "revision"]
     sides = [{"key": k, "before": before.get(k), "after": after.get(k)} for k in keys]
-    url_id = url_id or run.pk
+    url_id = url_id or run.run_id
     return {
         "run": run,
         "url_id": url_id,
@@ -205,17 +217,16 @@ def export_bundle(request: HttpRequest, access: RunAccess) -> HttpResponse:
 
     data = export_bundle_bytes(access.run)
     response = HttpResponse(data, content_type="application/json")
-    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in access.run.pk)[:100]
-    response["Content-Disposition"] = f'attachment; filename="{safe_name}.bundle.json"'
+    response["Content-Disposition"] = content_disposition(f"{access.run.run_id}.bundle.json")
     return response
 
 
-@run_write
+@run_write(Action.CANCEL_RUN)
 def cancel_run(request: HttpRequest, run: Run) -> HttpResponse:
     reason = request.POST.get("reason", "").strip()[:500] or "cancelled from the run page"
     try:
         report = actions.do_cancel_tree(
-            workspace=run.workspace, run_id=run.pk, actor=actor_for(request), reason=reason
+            workspace=run.workspace, run_id=run.run_id, actor=actor_for(request), reason=reason
         )
     except actions.ActionError as exc:
         messages.error(request, f"Could not cancel: {exc}")
@@ -224,4 +235,4 @@ def cancel_run(request: HttpRequest, run: Run) -> HttpResponse:
             messages.success(request, f"Cancelled {len(report.cancelled)} run(s).")
         for rid, why in report.skipped:
             messages.info(request, f"{rid}: {why}")
-    return redirect("runs:detail", run.pk)
+    return redirect("runs:detail", run.run_id)

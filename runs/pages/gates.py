@@ -16,6 +16,7 @@ from runs.partials import (
     gate_panel_context,
     graph_context,
 )
+from runs.permissions import Action
 from runs.selectors import (
     run_state,
 )
@@ -24,7 +25,7 @@ from runs.web import (
 )
 
 
-@run_write
+@run_write(Action.RESOLVE_GATE)
 def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
     post = request.POST
     decision = post.get("decision", "")
@@ -59,7 +60,7 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
         try:
             actions.do_command(
                 workspace=run.workspace,
-                run_id=run.pk,
+                run_id=run.run_id,
                 command=cmd.ResolveGate(
                     step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint, edit=edit
                 ),
@@ -78,4 +79,4 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
         messages.error(request, error)
     else:
         messages.success(request, f"Gate {gate} on {step_id}: {decision}.")
-    return redirect(reverse("runs:detail", args=[run.pk]) + "#gates")
+    return redirect(reverse("runs:detail", args=[run.run_id]) + "#gates")

@@ -13,12 +13,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from runs import actions
-from runs.models import Role, Run
+from runs.models import Run
+from runs.permissions import Action
+from runs.uploads import body_limit, purge_stale_uploads
 from runs.web import (
     actor_for,
-    current_membership,
     current_workspace,
-    require_role,
+    may,
+    require_action,
 )
 
 
@@ -61,13 +63,21 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     ctx: dict[str, Any] = {
         "nav_active": "import",
-        "can_import": current_membership(request).has_role(Role.REVIEWER),
+        "can_import": may(request, Action.IMPORT_BUNDLE),
     }
     if request.method != "POST":
         return render(request, "runs/import.html", ctx)
-    require_role(request, Role.REVIEWER)
+    require_action(request, Action.IMPORT_BUNDLE)
+    purge_stale_uploads(_import_dir())
+    post = request.POST  # parsed now: the upload handler enforces the body limit while reading
+    if getattr(request, "body_too_large", False):
+        ctx["upload_error"] = (
+            f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {body_limit()} bytes "
+            "(WORKBENCH_MAX_BODY_BYTES), the same for the API and this page."
+        )
+        return render(request, "runs/import.html", ctx, status=413)
     pending: dict[str, str] = request.session.get(IMPORT_SESSION_KEY, {})
-    if request.POST.get("confirm"):
+    if post.get("confirm"):
         token = request.POST.get("token", "")
         name = pending.get(token)
         if not name:
@@ -96,9 +106,15 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
         pending.pop(token, None)
         request.session[IMPORT_SESSION_KEY] = pending
         path.unlink(missing_ok=True)
-        messages.success(request, f"Imported run {run.pk}.")
-        return redirect("runs:detail", run.pk)
+        messages.success(request, f"Imported run {run.run_id}.")
+        return redirect("runs:detail", run.run_id)
     upload = request.FILES.get("bundle")
+    if upload is not None and upload.size > body_limit():
+        ctx["upload_error"] = (
+            f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {body_limit()} bytes "
+            "(WORKBENCH_MAX_BODY_BYTES), the same for the API and this page."
+        )
+        return render(request, "runs/import.html", ctx, status=413)
     if upload is None:
         ctx["upload_error"] = "Choose a bundle file (.json) to upload."
         return render(request, "runs/import.html", ctx, status=422)
@@ -124,6 +140,6 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
             "events": len(bundle.get("trace") or []),
             "artifacts": len(bundle.get("artifacts") or []),
             "rule_sets": len(bundle.get("ruleSets") or []),
-            "exists": Run.objects.for_workspace(workspace).filter(pk=run_doc.get("id")).exists(),
+            "exists": Run.objects.by_run_id(workspace, str(run_doc.get("id"))).exists(),
         }
     return render(request, "runs/import.html", ctx, status=200 if result.ok else 422)

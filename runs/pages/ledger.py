@@ -67,7 +67,9 @@ def run_ledger(request: HttpRequest, access: RunAccess) -> HttpResponse:
         "tables": _ledger_tables(ledger),
         "chart": _step_chart(ledger),
         "nav_active": "runs",
-        "detail_url": reverse("runs:demo") if access.demo else reverse("runs:detail", args=[access.run.pk]),
+        "detail_url": reverse("runs:demo")
+        if access.demo
+        else reverse("runs:detail", args=[access.run.run_id]),
     }
     return render(request, "runs/run_ledger.html", ctx)
 

@@ -9,8 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from runs.models import Membership, Role
+from runs.permissions import Action
 from runs.web import (
-    require_role,
+    require_action,
 )
 
 
@@ -18,7 +19,7 @@ from runs.web import (
 def members(request: HttpRequest) -> HttpResponse:
     from runs.workspaces import add_member
 
-    membership = require_role(request, Role.OWNER)
+    membership = require_action(request, Action.MANAGE_MEMBERS)
     workspace = membership.workspace
     if request.method == "POST":
         op = request.POST.get("op", "")

@@ -11,19 +11,19 @@ from django.urls import reverse
 from runs import actions
 from runs.engine import commands as cmd
 from runs.engine.rules import DIRECTIONS, edit_rule, move_rule, ordered_rules, toggle_rule
-from runs.models import Role
 from runs.pages.access import RunAccess, run_page
 from runs.pages.artifact_forms import (
     schema_errors,
     schema_registry,
 )
 from runs.pages.params import parse_json_field
+from runs.permissions import Action
 from runs.selectors import (
     run_state,
 )
 from runs.web import (
     actor_for,
-    require_role,
+    require_action,
 )
 
 
@@ -55,7 +55,9 @@ def rules_context(
         "can_edit": access.can_review and not access.run.is_finished,
         "rule_sets": rule_sets,
         "nav_active": "runs",
-        "detail_url": reverse("runs:demo") if access.demo else reverse("runs:detail", args=[access.run.pk]),
+        "detail_url": reverse("runs:demo")
+        if access.demo
+        else reverse("runs:detail", args=[access.run.run_id]),
     }
 
 
@@ -65,7 +67,7 @@ def rules(request: HttpRequest, access: RunAccess) -> HttpResponse:
         return render(request, "runs/rules.html", rules_context(access))
     if access.demo or not request.user.is_authenticated:
         raise Http404("read-only")
-    require_role(request, Role.REVIEWER)
+    require_action(request, Action.EDIT_RULES)
     run = access.run
     post = request.POST
     rs_id, rule_id, op = post.get("rule_set", ""), post.get("rule", ""), post.get("op", "")
@@ -96,7 +98,7 @@ def rules(request: HttpRequest, access: RunAccess) -> HttpResponse:
     try:
         actions.do_command(
             workspace=run.workspace,
-            run_id=run.pk,
+            run_id=run.run_id,
             command=cmd.ChangeRuleSet(rule_set=new_set),
             actor=actor_for(request),
         )
@@ -104,4 +106,4 @@ def rules(request: HttpRequest, access: RunAccess) -> HttpResponse:
         ctx = rules_context(access, errors={token: f"{exc.code}: {exc.message}"})
         return render(request, "runs/rules.html", ctx, status=422)
     messages.success(request, f"Rule set {rs_id} saved.")
-    return redirect(reverse("runs:rules", args=[run.pk]) + f"#rule-{rule_id}")
+    return redirect(reverse("runs:rules", args=[run.run_id]) + f"#rule-{rule_id}")

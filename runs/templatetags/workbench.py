@@ -203,3 +203,33 @@ def subject_text(subject: Any) -> str:
     if not isinstance(subject, dict):
         return ""
     return " · ".join(str(subject[k]) for k in ("userId", "tenantId", "planId") if subject.get(k))
+
+
+@register.filter
+def highlight(text: Any, needle: Any) -> SafeString:
+    """``text`` escaped, with each case-insensitive occurrence of ``needle`` in <mark>."""
+    import re
+
+    from django.utils.html import escape as html_escape
+    from django.utils.safestring import mark_safe
+
+    text = "" if text is None else str(text)
+    needle = "" if needle is None else str(needle)
+    if not needle:
+        return mark_safe(html_escape(text))
+    parts = re.split(f"({re.escape(needle)})", text, flags=re.IGNORECASE)
+    return mark_safe(
+        "".join(f"<mark>{html_escape(p)}</mark>" if i % 2 else html_escape(p) for i, p in enumerate(parts))
+    )
+
+
+@register.filter
+def thousands(value: Any) -> str:
+    """Whole numbers with thousands separators (12,345); other numbers rounded to 2 places; the rest as is."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
+    return str(value)

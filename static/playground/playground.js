@@ -587,7 +587,10 @@
   // ---------------------------------------------------------------- wiring
   document.querySelectorAll("[data-mode]").forEach((b) => b.addEventListener("click", async () => {
     const mode = b.dataset.mode;
+    const before = state.session.mode;
     await preview({ name: "mode", value: mode });
+    // Stateless answers are not part of any history: switching to stateful starts clean.
+    if (mode === "stateful" && before === "stateless") { $("conversation").replaceChildren(); state.log = []; state.compareRow = null; renderContext(); }
     if (mode === "stateless") { $("conversation").replaceChildren(); state.log = []; state.conversation = { id: null, parent: null }; }
   }));
   $("thinking").addEventListener("change", (e) => preview({ name: "thinking", value: e.target.checked }));

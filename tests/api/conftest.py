@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 import pytest
 from django.test import Client
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_limits(settings):
-    """Each test counts in its own key space (no cache flush: the cache may be a shared Redis)."""
-    settings.WORKBENCH_RATE_LIMIT_KEY_PREFIX = f"wb:rl:test:{uuid.uuid4().hex}"
 
 
 class BearerClient:

@@ -87,4 +87,4 @@ def test_import_is_atomic(api, conformance_dir):
 
     response = api.post("/api/bundles", raw=canonical_bytes(sign_bundle(bundle)))
     assert response.status_code == 400 and response.json()["code"] == "INVALID_RUN_BUNDLE"
-    assert not Run.objects.filter(pk=bundle["run"]["id"]).exists()
+    assert not Run.objects.filter(run_id=bundle["run"]["id"]).exists()

@@ -112,7 +112,7 @@ def test_lost_response_is_retried_with_the_same_idempotency_key(live_server, tok
     assert len(posts) == 2
     assert posts[0].headers["Idempotency-Key"] == posts[1].headers["Idempotency-Key"]
     assert result["seqs"] == [1]
-    assert Event.objects.filter(run_id=run_id).count() == 1  # the retry did not append twice
+    assert Event.objects.filter(run__run_id=run_id).count() == 1  # the retry did not append twice
 
 
 def test_network_errors_are_retried_then_reported(token, workflow):

@@ -24,7 +24,7 @@ def test_start_run(api, workflow):
         "seqs": [],
         "created": True,
     }
-    run = Run.objects.get(pk="run_x")
+    run = Run.objects.get(run_id="run_x")
     assert run.tags == ["a"] and run.created_by.startswith("token:")
 
 
@@ -48,7 +48,9 @@ def test_append_events_returns_seqs_and_revision(api, started_run):
     ]
     body = _ok(api.post(f"/api/runs/{started_run}/events", {"events": events}))
     assert body["seqs"] == [1, 2] and body["lastSeq"] == 2 and body["revision"] == 2
-    stored = list(Event.objects.filter(run_id=started_run).order_by("seq").values_list("event_id", "actor"))
+    stored = list(
+        Event.objects.filter(run__run_id=started_run).order_by("seq").values_list("event_id", "actor")
+    )
     assert [e for e, _ in stored] == [events[0]["id"], events[1]["id"]]
     assert all(actor.startswith("token:") for _, actor in stored)
 
@@ -62,7 +64,7 @@ def test_append_events_is_validated_by_the_engine(api, started_run):
     unknown_step = [make_event(started_run, "step_started", stepId="nope")]
     code = _ok(api.post(f"/api/runs/{started_run}/events", {"events": unknown_step}), 400)["code"]
     assert code in ("UNKNOWN_STEP", "INVALID_TRACE_EVENT")
-    assert Run.objects.get(pk=started_run).last_seq == 0  # nothing of a refused batch lands
+    assert Run.objects.get(run_id=started_run).last_seq == 0  # nothing of a refused batch lands
 
 
 def test_bad_bodies_are_400_with_code(api, started_run):
@@ -90,7 +92,7 @@ def test_resolve_gate(api, reviewer, started_run):
         )
     )
     assert body["seqs"] and body["lastSeq"] == body["seqs"][-1]
-    last = Event.objects.filter(run_id=started_run).order_by("-seq").first()
+    last = Event.objects.filter(run__run_id=started_run).order_by("-seq").first()
     assert last.type == "human_gate_resolved" and last.data["decision"] == "approved"
     # Resolving again is an invalid transition (409), not a server error.
     again = reviewer.post(
@@ -113,7 +115,7 @@ def test_write_and_patch_artifact(api, started_run):
             {"fromVersion": 1, "patch": [{"op": "replace", "path": "/a", "value": 2}]},
         )
     )
-    last = Event.objects.filter(run_id=started_run).order_by("-seq").first()
+    last = Event.objects.filter(run__run_id=started_run).order_by("-seq").first()
     assert last.type == "artifact_patch" and last.data["toVersion"] == 2
     stale = api.post(
         f"/api/runs/{started_run}/artifacts/notes/patch",
@@ -158,7 +160,7 @@ def test_idempotency_key_replays_first_result(api, started_run):
     second = api.post(f"/api/runs/{started_run}/events", {"events": [event]}, headers=headers)
     assert first.status_code == second.status_code == 200
     assert first.content == second.content and second["Idempotent-Replayed"] == "true"
-    assert Run.objects.get(pk=started_run).last_seq == 1
+    assert Run.objects.get(run_id=started_run).last_seq == 1
     # The same key for a different request is refused.
     other = api.post(f"/api/runs/{started_run}/annotations", {"text": "x"}, headers=headers)
     assert other.status_code == 409 and other.json()["code"] == "IDEMPOTENCY_CONFLICT"

@@ -50,18 +50,18 @@ def test_replay_fork_copies_history_and_records_lineage(api, source):
     assert body["sourceRunId"] == source and body["fromSeq"] == 3 and body["mode"] == "replay"
     assert body["status"] == "external"  # no step code registered: the host drives it
     assert body["eventsUrl"] == f"/api/runs/{body['runId']}/events"
-    child = Run.objects.get(pk=body["runId"])
+    child = Run.objects.get(run_id=body["runId"])
     events = [e.data for e in Event.objects.filter(run=child).order_by("seq")]
     assert [e["id"] for e in events[:2]] == ["e0", "e1"]
-    assert all(e["runId"] == child.pk for e in events)
+    assert all(e["runId"] == child.run_id for e in events)
     assert events[2]["type"] == "run_forked" and events[2]["parentRunId"] == source
     assert child.run_doc["context"]["parentRunId"] == source
-    assert Run.objects.get(pk=source).last_seq == 4
+    assert Run.objects.get(run_id=source).last_seq == 4
     # the host re-executes through the API; the write path compares with the source
     replayed = [
         {
             "id": "x1",
-            "runId": child.pk,
+            "runId": child.run_id,
             "ts": "2026-02-01T00:00:00.000Z",
             "type": "model_io",
             "stepId": "parse",
@@ -74,15 +74,15 @@ def test_replay_fork_copies_history_and_records_lineage(api, source):
         },
         {
             "id": "x2",
-            "runId": child.pk,
+            "runId": child.run_id,
             "ts": "2026-02-01T00:00:01.000Z",
             "type": "step_completed",
             "stepId": "parse",
             "ok": False,
         },
     ]
-    assert api.post(f"/api/runs/{child.pk}/events", {"events": replayed}).status_code == 200
-    report = api.get(f"/api/runs/{child.pk}/determinism").json()
+    assert api.post(f"/api/runs/{child.run_id}/events", {"events": replayed}).status_code == 200
+    report = api.get(f"/api/runs/{child.run_id}/determinism").json()
     assert report["matchedEvents"] == 1 and report["comparedEvents"] == 2
     assert report["firstDivergenceSeq"] == 4 and report["score"] == 0.5
 
@@ -158,7 +158,7 @@ def test_branch_is_not_a_replay_report(api, source):
     )
     assert created.status_code == 201
     run_id = created.json()["runId"]
-    assert "wi" in Run.objects.get(pk=run_id).tags
+    assert "wi" in Run.objects.get(run_id=run_id).tags
     assert api.get(f"/api/runs/{run_id}/determinism").status_code == 409
 
 

@@ -103,7 +103,7 @@ def test_put_state_with_artifacts_ahead_of_its_trace(api, reference):
     assert api.put(f"/api/runs/{run_id}", short).status_code == 201
     assert api.put(f"/api/runs/{run_id}", reference).status_code == 200
     keys = [key for key, _ in reference["artifactsByKey"]]
-    stored = ArtifactVersion.objects.filter(run_id=run_id, key__in=keys)
+    stored = ArtifactVersion.objects.filter(run__run_id=run_id, key__in=keys)
     assert stored.count() == len(set(stored.values_list("key", "version")))
 
     other_id = run_id + "-b"
@@ -133,7 +133,7 @@ def test_put_non_prefix_trace_is_409(api, reference):
     shorter["trace"] = shorter["trace"][:-1]
     response = api.put(f"/api/runs/{run_id}", shorter)
     assert response.status_code == 409 and response.json()["code"] == "CONFLICT"
-    assert Run.objects.get(pk=run_id).last_seq == len(reference["trace"])
+    assert Run.objects.get(run_id=run_id).last_seq == len(reference["trace"])
 
 
 def test_put_with_stale_if_match_is_412(api, reference):
@@ -142,7 +142,7 @@ def test_put_with_stale_if_match_is_412(api, reference):
     newer = _running_prefix(reference, 5)
     stale = api.put(f"/api/runs/{run_id}", newer, headers={"If-Match": '"3"'})
     assert stale.status_code == 412 and stale.json()["code"] == "PRECONDITION_FAILED"
-    assert Run.objects.get(pk=run_id).last_seq == 4
+    assert Run.objects.get(run_id=run_id).last_seq == 4
     assert (
         api.put(f"/api/runs/{run_id}", newer, headers={"If-Match": "garbage"}).json()["code"]
         == "INVALID_INPUT"
@@ -165,7 +165,7 @@ def test_put_with_stale_if_match_is_412(api, reference):
 def test_put_with_mismatched_run_id_is_400(api, reference):
     response = api.put("/api/runs/another-id", reference)
     assert response.status_code == 400 and response.json()["code"] == "INVALID_RUN_STATE"
-    assert not Run.objects.filter(pk__in=["another-id", reference["run"]["id"]]).exists()
+    assert not Run.objects.filter(run_id__in=["another-id", reference["run"]["id"]]).exists()
 
 
 @pytest.mark.parametrize(
@@ -183,7 +183,7 @@ def test_put_invalid_state_is_400_and_stores_nothing(api, reference, mutate, cod
     response = api.put(f"/api/runs/{run_id}", body)
     assert response.status_code == 400, response.content
     assert response.json()["code"] == (code or response.json()["code"]) and response.json()["code"]
-    assert not Run.objects.filter(pk=run_id).exists()
+    assert not Run.objects.filter(run_id=run_id).exists()
     assert api.put(f"/api/runs/{run_id}", raw=b"[not json").json()["code"] == "INVALID_JSON"
     assert api.put(f"/api/runs/{run_id}", raw=b"").json()["code"] == "INVALID_RUN_STATE"
 

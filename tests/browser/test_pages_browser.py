@@ -56,7 +56,7 @@ actions.do_start_run(workspace=demo, workflow=wf, actor="pipeline", run_id="run_
 do(demo, "run_demo_jobsearch", c.BeginStep(step_id="parse"))
 do(demo, "run_demo_jobsearch", c.CompleteStep(step_id="parse"))
 from runs.models import Run
-open(__BUNDLE__, "wb").write(export_bundle_bytes(Run.objects.get(pk="run_to_import")))
+open(__BUNDLE__, "wb").write(export_bundle_bytes(Run.objects.get(run_id="run_to_import")))
 actions.do_delete_run(workspace=other, run_id="run_to_import")  # run ids are unique across workspaces
 """
 
@@ -145,12 +145,12 @@ def test_filter_timeline_open_state_diff_and_deep_link(browser, server):
     assert "What changed since" in diff and "Before" in diff and "After" in diff
     shot(page, "state-diff")
     # a deep link to an event outside the first page jumps to the window holding it
-    page.goto(f"{server['url']}/runs/run_long/#seq-150")
-    page.wait_for_selector("#seq-150")
-    assert "at=150" in page.url
+    page.goto(f"{server['url']}/runs/run_long/#seq-20")
+    page.wait_for_selector("#seq-20")
+    assert "at=20" in page.url
     assert (
         page.evaluate("() => document.querySelector(':target') && document.querySelector(':target').id")
-        == "seq-150"
+        == "seq-20"
     )
     page.click("text=Later →") if page.locator("text=Later →").count() else None
     assert page.console_errors == []

@@ -280,7 +280,7 @@ def test_cache_guidance_totals_conversation_links_metadata_and_structured_views(
         "Playground · Explain the okapi clause" in titles and "Playground · And the narwhal clause?" in titles
     )
     page.goto(f"{server}/runs/?q=narwhal")
-    assert run2 in page.text_content("main")
+    assert page.locator(f"main a[href*='{run2}']").count() >= 1
 
     # Item 8: a restored conversation shows its documents; tool input is JSON.
     page.goto(f"{server}/playground/?from_event={run2}:2")
@@ -342,3 +342,34 @@ def test_remembered_model_and_configuration_levels(page, server, fakes):
     page.click("#levels summary")
     assert _level(page, "Model") == ("Fake GPT", "your last send (remembered for you)")
     assert "key: stored key" in _level(page, "Provider and key")[0]
+
+
+def test_manage_providers_and_models_and_stateless_answers_cleared(page, server, fakes):
+    page.goto(f"{server}/playground/settings/")
+    row = page.locator("[data-manage-provider='Fake OpenAI']")
+    row.locator("button[value=disable_provider]").click()
+    page.wait_for_load_state()
+    page.goto(f"{server}/playground/")
+    assert "Fake GPT" not in page.text_content("#model")
+    page.goto(f"{server}/playground/settings/")
+    page.locator("[data-manage-provider='Fake OpenAI'] button[value=enable_provider]").click()
+    page.wait_for_load_state()
+    model_row = page.locator("[data-manage-model='Fake GPT']")
+    model_row.locator("summary").click()
+    model_row.locator("input[name=display_name]").fill("Fake GPT renamed")
+    model_row.locator("button", has_text="Save model").click()
+    page.wait_for_load_state()
+    page.goto(f"{server}/playground/")
+    assert "Fake GPT renamed" in page.text_content("#model")
+
+    # Stateless answers do not survive a switch to stateful (they are in no history).
+    page.click("[data-mode=stateless]")
+    page.wait_for_function(
+        "() => document.querySelector('[data-mode=stateless]').getAttribute('aria-pressed') === 'true'"
+    )
+    _model(page, "Fake Sonnet")
+    page.fill("#prompt", "standalone question")
+    _send(page)
+    assert page.locator("#conversation .pg-msg").count() == 2
+    page.click("[data-mode=stateful]")
+    page.wait_for_function("() => document.querySelectorAll('#conversation .pg-msg').length === 0")

@@ -58,7 +58,7 @@ for name, role in spec["users"]:
     users[name] = session.session_key
 issued = create_token(workspace=ws, name="live", scopes=["read", "write", "review"], rate_limit=10_000_000)
 run = actions.do_start_run(workspace=ws, workflow=spec["workflow"], actor="user:seed", run_id=spec["run_id"])
-print("SEED " + json.dumps({"sessions": users, "token": issued.secret, "run_id": run.pk, "workspace_id": ws.pk}))
+print("SEED " + json.dumps({"sessions": users, "token": issued.secret, "run_id": run.run_id, "workspace_id": ws.pk}))
 """
 
 
@@ -94,7 +94,7 @@ class Cluster:
     @property
     def database_url(self) -> str:
         if self.database == "postgres":
-            return f"{PG_SERVER}/{self.db_name}"
+            return f"{PG_SERVER}/{self.db_name}?conn_max_age=60"  # as docs/deployment.md says
         return f"sqlite:///{self.tmp / 'db.sqlite3'}"
 
     @property

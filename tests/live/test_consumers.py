@@ -75,7 +75,9 @@ def seqs_in(updates: list[dict]) -> list[int]:
 def start_run(workspace, workflow, run_id="run_live"):
     from runs import actions
 
-    return actions.do_start_run(workspace=workspace, workflow=workflow, actor="user:alice", run_id=run_id).pk
+    return actions.do_start_run(
+        workspace=workspace, workflow=workflow, actor="user:alice", run_id=run_id
+    ).run_id
 
 
 @database_sync_to_async

@@ -9,6 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from tests.live.test_consumers import open_socket
+from tests.playground.conftest import LOOPBACK
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -23,6 +24,7 @@ def pending_execution(transactional_db, django_user_model, settings):
     from tests.fakes.anthropic_api import FakeAnthropic
 
     settings.PLAYGROUND_EXECUTOR = "worker"  # stored only: the test runs the worker
+    settings.PLAYGROUND_EGRESS_ALLOW = LOOPBACK  # the fake listens on 127.0.0.1
     with FakeAnthropic() as fake:
         fake.chunk_delay = 0.02
         ws = Workspace.objects.create(slug="ws-exec-live", name="Live")

@@ -204,15 +204,17 @@ def test_stored_run_via_command_and_api(tmp_path, workspace, alice, charlie, wor
 
     run = actions.do_start_run(workspace=workspace, workflow=workflow, actor="user:alice", run_id="run_cli")
     actions.do_command(
-        workspace=workspace, run_id=run.pk, command=cmd.BeginStep(step_id="parse"), actor="token:a"
+        workspace=workspace, run_id=run.run_id, command=cmd.BeginStep(step_id="parse"), actor="token:a"
     )
     actions.do_command(
         workspace=workspace,
-        run_id=run.pk,
+        run_id=run.run_id,
         command=cmd.LogToolCall(name="grep", args={"p": "x"}, result={"n": 3}, step_id="parse"),
         actor="playground:exec",
     )
-    actions.do_fork(workspace=workspace, parent_run_id=run.pk, new_run_id="run_cli_fork", actor="user:alice")
+    actions.do_fork(
+        workspace=workspace, parent_run_id=run.run_id, new_run_id="run_cli_fork", actor="user:alice"
+    )
 
     target = tmp_path / "out.jsonl"
     target.write_text("old")

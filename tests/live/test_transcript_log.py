@@ -32,7 +32,7 @@ def _start(workspace, workflow, capture, **kw):
 def _do(workspace, run, capture, *commands):
     with capture(execute=True):
         return actions.do_commands(
-            workspace=workspace, run_id=run.pk, commands=list(commands), actor="token:1"
+            workspace=workspace, run_id=run.run_id, commands=list(commands), actor="token:1"
         )
 
 
@@ -61,7 +61,7 @@ def test_on_disk_before_the_broadcast(workspace, workflow, django_capture_on_com
     seen: list[int] = []
 
     def listener(change: RunChange) -> None:  # a broadcaster: the file must already hold the events
-        if change.run_id == run.pk and change.last_seq:
+        if change.run_id == run.run_id and change.last_seq:
             seen.append(max(line.get("event_seq", 0) for line in _lines(run)))
 
     register_listener(listener)
@@ -76,8 +76,10 @@ def test_a_change_seen_twice_or_late_writes_each_event_once(
     workspace, workflow, django_capture_on_commit_callbacks
 ):
     run = _start(workspace, workflow, django_capture_on_commit_callbacks)
-    result = actions.do_command(workspace=workspace, run_id=run.pk, command=cmd.BeginStep(step_id="parse"))
-    change = RunChange(workspace.pk, run.pk, result.first_seq, result.last_seq, "running")
+    result = actions.do_command(
+        workspace=workspace, run_id=run.run_id, command=cmd.BeginStep(step_id="parse")
+    )
+    change = RunChange(workspace.pk, run.run_id, result.first_seq, result.last_seq, "running", run.pk)
     record_change(change)  # the commit's own callback never ran here: this one catches up
     record_change(change)
     event_seqs = [line.get("event_seq") for line in _lines(run)]
@@ -89,11 +91,11 @@ def test_concurrent_recorders_keep_one_monotonic_series(workspace, workflow, set
     settings.WORKBENCH_TRANSCRIPTS = False  # the commits' own callbacks stay out of this race
     run = actions.do_start_run(workspace=workspace, workflow=workflow)
     result = actions.do_commands(
-        workspace=workspace, run_id=run.pk,
+        workspace=workspace, run_id=run.run_id,
         commands=[cmd.BeginStep(step_id="parse"), cmd.WriteArtifact(key="n", type_id="free.notes", data={"a": 1})],
     )  # fmt: skip
     settings.WORKBENCH_TRANSCRIPTS = True
-    change = RunChange(workspace.pk, run.pk, result.first_seq, result.last_seq, "running")
+    change = RunChange(workspace.pk, run.run_id, result.first_seq, result.last_seq, "running", run.pk)
 
     def record() -> None:
         try:
@@ -115,15 +117,18 @@ def test_children_link_both_ways(workspace, workflow, django_capture_on_commit_c
     parent = _start(workspace, workflow, django_capture_on_commit_callbacks)
     _do(workspace, parent, django_capture_on_commit_callbacks, cmd.BeginStep(step_id="parse"))
     with django_capture_on_commit_callbacks(execute=True):
-        child = actions.do_fork(workspace=workspace, parent_run_id=parent.pk, actor="user:alice")
+        child = actions.do_fork(workspace=workspace, parent_run_id=parent.run_id, actor="user:alice")
     with django_capture_on_commit_callbacks(execute=True):
-        actions.do_command(workspace=workspace, run_id=child.pk, command=cmd.CancelRun(reason="done"))
+        actions.do_command(workspace=workspace, run_id=child.run_id, command=cmd.CancelRun(reason="done"))
     child_lines = _lines(child)
-    assert {line["parent_run_id"] for line in child_lines} == {parent.pk}
+    assert {line["parent_run_id"] for line in child_lines} == {parent.run_id}
     assert child_lines[-1]["type"] == "run.completed"
     parent_lines = _lines(parent)
     links = [(line["type"], line["child_run_id"]) for line in parent_lines if "child_run_id" in line]
-    assert links == [("step.call_workflow.started", child.pk), ("step.call_workflow.completed", child.pk)]
+    assert links == [
+        ("step.call_workflow.started", child.run_id),
+        ("step.call_workflow.completed", child.run_id),
+    ]
     assert [line["seq"] for line in parent_lines] == list(range(1, len(parent_lines) + 1))
 
 
@@ -155,7 +160,7 @@ def test_follow_yields_new_lines_as_they_arrive(workspace, workflow, django_capt
 
     got = [orjson.loads(raw) for raw in follow(transcript_path(run), poll=0, until=until)]
     assert [line["type"] for line in got] == ["run.started", "step.started"]
-    assert Run.objects.filter(pk=run.pk).exists()
+    assert Run.objects.filter(run_id=run.run_id).exists()
 
 
 def test_api_and_cli_follow_the_recorded_file(
@@ -171,22 +176,22 @@ def test_api_and_cli_follow_the_recorded_file(
     run = _start(workspace, workflow, django_capture_on_commit_callbacks)
     _do(workspace, run, django_capture_on_commit_callbacks, cmd.BeginStep(step_id="parse"))
     with django_capture_on_commit_callbacks(execute=True):
-        actions.do_command(workspace=workspace, run_id=run.pk, command=cmd.CancelRun(reason="stop"))
+        actions.do_command(workspace=workspace, run_id=run.run_id, command=cmd.CancelRun(reason="stop"))
     recorded = transcript_path(run).read_bytes()
     token = create_token(workspace=workspace, name="f", scopes=["read"]).secret
     response = Client().get(
-        f"/api/runs/{run.pk}/transcript.jsonl",
+        f"/api/runs/{run.run_id}/transcript.jsonl",
         {"follow": "true"},
         headers={"Authorization": f"Bearer {token}"},
     )
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == recorded  # ends at run.completed
     again = Client().get(
-        f"/api/runs/{run.pk}/transcript.jsonl",
+        f"/api/runs/{run.run_id}/transcript.jsonl",
         {"follow": "true", "after_seq": 2},
         headers={"Authorization": f"Bearer {token}"},
     )
     assert b"".join(again.streaming_content) == b"".join(recorded.splitlines(keepends=True)[2:])
     out = StringIO()
-    call_command("transcript", run.pk, "--follow", stdout=out)
+    call_command("transcript", run.run_id, "--follow", stdout=out)
     assert out.getvalue().encode() == recorded

@@ -71,7 +71,7 @@ def make_run(workspace, workflow):
             do(c.CompleteStep(step_id="parse"))
         from runs.models import Run
 
-        return Run.objects.get(pk=run_id)
+        return Run.objects.get(run_id=run_id)
 
     return make
 
@@ -123,7 +123,7 @@ def hostile_run(workspace, workflow):
     do(c.RecordError(message=XSS, code=ATTR))
     from runs.models import Run
 
-    return Run.objects.get(pk="run_hostile")
+    return Run.objects.get(run_id="run_hostile")
 
 
 def login(client, user):

@@ -36,7 +36,7 @@ def test_pages_need_sign_in(client, run):
         "/ledger/",
         "/import/",
         "/members/",
-        *[u.format(id=run.pk) for u in RUN_GETS],
+        *[u.format(id=run.run_id) for u in RUN_GETS],
     ]:
         response = client.get(url)
         assert response.status_code == 302, url
@@ -57,11 +57,11 @@ def test_sign_in_and_out(client, alice):
 def test_outsider_gets_404_on_every_run_url(client, charlie, run):
     login(client, charlie)
     for url in RUN_GETS:
-        assert client.get(url.format(id=run.pk)).status_code == 404, url
+        assert client.get(url.format(id=run.run_id)).status_code == 404, url
     for url in RUN_POSTS:
-        assert client.post(url.format(id=run.pk), {"decision": "approved"}).status_code == 404, url
+        assert client.post(url.format(id=run.run_id), {"decision": "approved"}).status_code == 404, url
     listing = client.get("/runs/")
-    assert run.pk.encode() not in listing.content
+    assert run.run_id.encode() not in listing.content
 
 
 def test_missing_run_is_404(client, alice, db):
@@ -71,25 +71,25 @@ def test_missing_run_is_404(client, alice, db):
 
 def test_viewer_sees_no_write_buttons_and_cannot_post(client, vera, run):
     login(client, vera)
-    page = client.get(f"/runs/{run.pk}/").content.decode()
+    page = client.get(f"/runs/{run.run_id}/").content.decode()
     assert "review" in page and 'value="approved"' not in page and "Cancel run" not in page
     assert (
         client.post(
-            f"/runs/{run.pk}/gates/resolve/",
+            f"/runs/{run.run_id}/gates/resolve/",
             {"decision": "approved", "step_id": "review", "gate": "PAUSE_BEFORE"},
         ).status_code
         == 403
     )
-    assert client.post(f"/runs/{run.pk}/cancel/").status_code == 403
-    assert client.post(f"/runs/{run.pk}/artifacts/", {"key": "notes", "data": "{}"}).status_code == 403
-    artifacts = client.get(f"/runs/{run.pk}/artifacts/").content.decode()
+    assert client.post(f"/runs/{run.run_id}/cancel/").status_code == 403
+    assert client.post(f"/runs/{run.run_id}/artifacts/", {"key": "notes", "data": "{}"}).status_code == 403
+    artifacts = client.get(f"/runs/{run.run_id}/artifacts/").content.decode()
     assert "Save new version" not in artifacts
     assert client.get("/members/").status_code == 403
 
 
 def test_reviewer_sees_gate_buttons(client, bob, run):
     login(client, bob)
-    page = client.get(f"/runs/{run.pk}/").content.decode()
+    page = client.get(f"/runs/{run.run_id}/").content.decode()
     assert 'value="approved"' in page and 'value="rejected"' in page and 'value="edited"' in page
 
 
@@ -99,11 +99,11 @@ def test_csrf_is_enforced_on_posts(alice, run):
     client = Client(enforce_csrf_checks=True)
     client.force_login(alice)
     response = client.post(
-        f"/runs/{run.pk}/gates/resolve/",
+        f"/runs/{run.run_id}/gates/resolve/",
         {"decision": "approved", "step_id": "review", "gate": "PAUSE_BEFORE"},
     )
     assert response.status_code == 403
-    page = client.get(f"/runs/{run.pk}/").content.decode()
+    page = client.get(f"/runs/{run.run_id}/").content.decode()
     assert 'hx-headers=\'{"X-CSRFToken": "' in page
 
 
@@ -137,10 +137,10 @@ def test_workspace_switcher_is_membership_scoped(client, alice, other_workspace,
     second = get_or_create_workspace("second")
     add_member(second, alice, "viewer")
     assert client.post("/workspace/switch/", {"workspace": "second"}).status_code == 302
-    assert run.pk.encode() not in client.get("/runs/").content
-    assert client.get(f"/runs/{run.pk}/").status_code == 404  # runs follow the chosen workspace
+    assert run.run_id.encode() not in client.get("/runs/").content
+    assert client.get(f"/runs/{run.run_id}/").status_code == 404  # runs follow the chosen workspace
     client.post("/workspace/switch/", {"workspace": "acme"})
-    assert client.get(f"/runs/{run.pk}/").status_code == 200
+    assert client.get(f"/runs/{run.run_id}/").status_code == 200
 
 
 def test_members_page_for_owners(client, alice, bob, vera):

@@ -19,7 +19,7 @@ def profile_run(make_run, workspace):
     run = make_run("run_edit")
     actions.do_command(
         workspace=workspace,
-        run_id=run.pk,
+        run_id=run.run_id,
         command=c.WriteArtifact(
             key="profile", type_id="job.profile", data={"headline": "Eng", "skills": ["py"], "summary": "s"}
         ),
@@ -27,7 +27,7 @@ def profile_run(make_run, workspace):
     )
     actions.do_command(
         workspace=workspace,
-        run_id=run.pk,
+        run_id=run.run_id,
         command=c.ChangeRuleSet(
             rule_set={
                 "id": "filters",
@@ -64,7 +64,7 @@ def _form(html: str) -> dict[str, str]:
 
 def test_artifact_editor_shows_schema_errors_next_to_the_field_then_saves(client, bob, profile_run):
     login(client, bob)
-    url = f"/runs/{profile_run.pk}/artifacts/"
+    url = f"/runs/{profile_run.run_id}/artifacts/"
     page = client.get(url, {"key": "profile"}).content.decode()
     form = _form(page)
     assert form["base_version"] == "1" and form["idempotency_key"].startswith("web-")
@@ -94,7 +94,7 @@ def test_artifact_editor_shows_schema_errors_next_to_the_field_then_saves(client
 
 def test_artifact_full_write_and_stale_base_is_a_conflict(client, alice, profile_run):
     login(client, alice)
-    url = f"/runs/{profile_run.pk}/artifacts/"
+    url = f"/runs/{profile_run.run_id}/artifacts/"
     form = _form(client.get(url, {"key": "profile"}).content.decode())
     body = '{"headline": "A", "skills": [], "summary": "x"}'
     assert client.post(url, {**form, "data": body, "mode": "write"}).status_code == 302
@@ -111,18 +111,20 @@ def test_artifact_diff_between_versions(client, alice, profile_run, workspace):
 
     actions.do_command(
         workspace=workspace,
-        run_id=profile_run.pk,
+        run_id=profile_run.run_id,
         command=c.PatchArtifact(
             key="profile", from_version=1, patch=[{"op": "replace", "path": "/headline", "value": "Lead"}]
         ),
     )
     login(client, alice)
     html = client.get(
-        f"/runs/{profile_run.pk}/artifacts/diff/", {"key": "profile", "a": 1, "b": 2}
+        f"/runs/{profile_run.run_id}/artifacts/diff/", {"key": "profile", "a": 1, "b": 2}
     ).content.decode()
     assert "/headline" in html and "&quot;Eng&quot; → &quot;Lead&quot;" in html
     assert (
-        client.get(f"/runs/{profile_run.pk}/artifacts/diff/", {"key": "profile", "a": 1, "b": 9}).status_code
+        client.get(
+            f"/runs/{profile_run.run_id}/artifacts/diff/", {"key": "profile", "a": 1, "b": 9}
+        ).status_code
         == 404
     )
 
@@ -145,11 +147,11 @@ def test_simple_schemas_get_a_form(client, alice, make_run, workspace):
     run = make_run("run_form")
     actions.do_command(
         workspace=workspace,
-        run_id=run.pk,
+        run_id=run.run_id,
         command=c.WriteArtifact(key="s", type_id="test.simple", data={"name": "a", "score": 1}),
     )
     login(client, alice)
-    url = f"/runs/{run.pk}/artifacts/"
+    url = f"/runs/{run.run_id}/artifacts/"
     page = client.get(url, {"key": "s"}).content.decode()
     assert 'name="/score"' in page and 'name="/name"' in page
     form = _form(page)
@@ -197,10 +199,12 @@ def test_union_nested_and_array_schemas_get_a_form(client, alice, make_run, work
     run = make_run("run_union")
     data = {"kind": "salary", "value": 100, "where": {"city": "Oslo"}, "tags": ["a", "b"]}
     actions.do_command(
-        workspace=workspace, run_id=run.pk, command=c.WriteArtifact(key="u", type_id="test.union", data=data)
+        workspace=workspace,
+        run_id=run.run_id,
+        command=c.WriteArtifact(key="u", type_id="test.union", data=data),
     )
     login(client, alice)
-    url = f"/runs/{run.pk}/artifacts/"
+    url = f"/runs/{run.run_id}/artifacts/"
     page = client.get(url, {"key": "u"})
     html = page.content.decode()
     assert page.status_code == 200
@@ -256,11 +260,11 @@ def test_shipped_rules_basic_schema_renders_a_form(client, alice, make_run, work
     run = make_run("run_rules_basic")
     actions.do_command(
         workspace=workspace,
-        run_id=run.pk,
+        run_id=run.run_id,
         command=c.WriteArtifact(key="rule", type_id="rules.basic", data={"kind": "remote", "value": True}),
     )
     login(client, alice)
-    page = client.get(f"/runs/{run.pk}/artifacts/", {"key": "rule"})
+    page = client.get(f"/runs/{run.run_id}/artifacts/", {"key": "rule"})
     assert page.status_code == 200 and 'name="/value#type"' in page.content.decode()
     form = _form(page.content.decode())
     post = {
@@ -271,7 +275,7 @@ def test_shipped_rules_basic_schema_renders_a_form(client, alice, make_run, work
         "/value#type": "boolean",
         "/value": "no",
     }
-    assert client.post(f"/runs/{run.pk}/artifacts/", post).status_code == 302
+    assert client.post(f"/runs/{run.run_id}/artifacts/", post).status_code == 302
     from runs.selectors import run_state
 
     run.refresh_from_db()
@@ -282,7 +286,7 @@ def test_rules_toggle_reorder_and_validated_edit(client, bob, profile_run):
     from runs.selectors import run_state
 
     login(client, bob)
-    url = f"/runs/{profile_run.pk}/rules/"
+    url = f"/runs/{profile_run.run_id}/rules/"
     page = client.get(url).content.decode()
     assert page.index('id="rule-r1"') < page.index('id="rule-r2"')
     client.post(url, {"rule_set": "filters", "rule": "r2", "op": "toggle"})
@@ -349,5 +353,5 @@ def test_viewer_cannot_import(client, vera):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     login(client, vera)
-    assert "Only reviewers" in client.get("/import/").content.decode()
+    assert "Only owners" in client.get("/import/").content.decode()
     assert client.post("/import/", {"bundle": SimpleUploadedFile("b.json", b"{}")}).status_code == 403

@@ -24,21 +24,21 @@ def assert_escaped(html: str) -> None:
 def test_hostile_trace_is_escaped_on_every_page(client, alice, hostile_run):
     login(client, alice)
     pages = [
-        f"/runs/{hostile_run.pk}/",
-        f"/runs/{hostile_run.pk}/artifacts/?key=evil",
-        f"/runs/{hostile_run.pk}/ledger/",
-        f"/runs/{hostile_run.pk}/rules/",
+        f"/runs/{hostile_run.run_id}/",
+        f"/runs/{hostile_run.run_id}/artifacts/?key=evil",
+        f"/runs/{hostile_run.run_id}/ledger/",
+        f"/runs/{hostile_run.run_id}/rules/",
         "/runs/",
         "/ledger/",
     ]
-    pages += [f"/runs/{hostile_run.pk}/events/{seq}/" for seq in range(1, hostile_run.last_seq + 1)]
+    pages += [f"/runs/{hostile_run.run_id}/events/{seq}/" for seq in range(1, hostile_run.last_seq + 1)]
     for url in pages:
         response = client.get(url)
         assert response.status_code == 200, url
         html = response.content.decode()
         assert_escaped(html)
         assert "&lt;script&gt;" in html or url.endswith("/rules/") or url == "/ledger/", url
-    detail = client.get(f"/runs/{hostile_run.pk}/").content.decode()
+    detail = client.get(f"/runs/{hostile_run.run_id}/").content.decode()
     assert "javascript:alert(1)" in detail  # shown as text, never as a link target
     assert "more characters" in detail  # the 300 kB string is clipped
     assert "nested too deep" in detail  # the 200-level nesting is cut off
@@ -48,18 +48,18 @@ def test_hostile_trace_is_escaped_on_every_page(client, alice, hostile_run):
 def test_htmx_fragments_are_escaped_too(client, alice, hostile_run):
     login(client, alice)
     for url in [
-        f"/runs/{hostile_run.pk}/timeline/",
-        f"/runs/{hostile_run.pk}/timeline/?q=script",
-        f"/runs/{hostile_run.pk}/graph/",
-        f"/runs/{hostile_run.pk}/gates/",
-        f"/runs/{hostile_run.pk}/events/3/",
+        f"/runs/{hostile_run.run_id}/timeline/",
+        f"/runs/{hostile_run.run_id}/timeline/?q=script",
+        f"/runs/{hostile_run.run_id}/graph/",
+        f"/runs/{hostile_run.run_id}/gates/",
+        f"/runs/{hostile_run.run_id}/events/3/",
     ]:
         assert_escaped(client.get(url, HTTP_HX_REQUEST="true").content.decode())
 
 
 def test_csp_header_with_nonce_matches_the_scripts(client, alice, run):
     login(client, alice)
-    response = client.get(f"/runs/{run.pk}/")
+    response = client.get(f"/runs/{run.run_id}/")
     csp = response["Content-Security-Policy"]
     nonce = re.search(r"'nonce-([^']+)'", csp).group(1)
     assert "script-src 'self' 'nonce-" in csp

@@ -29,14 +29,14 @@ def test_checkpoint_gate_approved_with_a_note_is_no_longer_pending(client, bob, 
     from runs.models import Run
 
     _checkpoint_run(workspace)
-    assert Run.objects.get(pk="run_cp").pending_gates == 1
+    assert Run.objects.get(run_id="run_cp").pending_gates == 1
     login(client, bob)
     resp = client.post(
         "/runs/run_cp/gates/resolve/",
         {"step_id": "check", "gate": "CHECKPOINT", "decision": "approved", "note": "facts verified"},
     )
     assert resp.status_code == 302
-    run = Run.objects.get(pk="run_cp")
+    run = Run.objects.get(run_id="run_cp")
     assert run.pending_gates == 0
     html = client.get("/runs/run_cp/").content.decode()
     assert "No gate is waiting." in html
@@ -46,7 +46,7 @@ def test_checkpoint_gate_approved_with_a_note_is_no_longer_pending(client, bob, 
 
     # the pipeline can start the step now
     actions.do_command(workspace=workspace, run_id="run_cp", command=c.BeginStep("check"), actor="pipeline")
-    assert Run.objects.get(pk="run_cp").doc  # still consistent
+    assert Run.objects.get(run_id="run_cp").doc  # still consistent
     from runs.selectors import fold_run, run_state
 
     run.refresh_from_db()
@@ -64,7 +64,7 @@ def test_rejected_run_is_marked_in_header_list_graph_and_filter(client, bob, wor
     )
     from runs.models import Run
 
-    assert Run.objects.get(pk="run_rej").rejected_gates == 1
+    assert Run.objects.get(run_id="run_rej").rejected_gates == 1
     html = client.get("/runs/run_rej/").content.decode()
     assert 'class="badge badge-rejected">rejected · waiting for a retry or a fork' in html
     assert "gate-rejected" in html  # the graph's node for the step is red
@@ -109,7 +109,7 @@ def test_approve_with_edits_requires_an_edit(client, bob, workspace):
         follow=True,
     )
     assert "Approve with edits needs an artifact" in resp.content.decode()
-    assert Run.objects.get(pk="run_edit_needed").pending_gates == 1
+    assert Run.objects.get(run_id="run_edit_needed").pending_gates == 1
 
 
 def test_navigation_counts_pending_gates_and_rows_name_the_subject(client, bob, workspace, make_run):
@@ -122,3 +122,27 @@ def test_navigation_counts_pending_gates_and_rows_name_the_subject(client, bob, 
     )  # run_subject waits at review, run_waiting at check
     listing = client.get("/runs/").content.decode()
     assert "user-zed · t-9" in listing and " ago</time>" in listing
+
+
+def test_ledger_numbers_have_separators_and_no_internal_names(client, alice, make_run, workspace):
+    from runs import actions
+    from runs.engine import commands as c
+
+    run = make_run("run_big_tokens")
+    actions.do_command(
+        workspace=workspace,
+        run_id=run.run_id,
+        command=c.LogModelIO(
+            direction="response",
+            provider="openai",
+            model="gpt-4.1-mini",
+            usage={"inputTokens": 1234567, "outputTokens": 8901},
+            step_id="parse",
+            correlation_id="big",
+        ),
+        actor="pipeline",
+    )
+    login(client, alice)
+    html = client.get(f"/runs/{run.run_id}/ledger/").content.decode()
+    assert "1,234,687" in html and "8,941" in html  # 120 + 1,234,567 input; 40 + 8,901 output
+    assert "summarizeModelTelemetry" not in html

@@ -31,7 +31,7 @@ def _append_many(run, n, *, workspace):
             cmds.append(c.LogToolCall(name=f"tool-{i}", args={"i": i}, correlation_id=f"tc{i}"))
         else:
             cmds.append(c.Annotate(text=f"note number {i}"))
-    actions.do_commands(workspace=workspace, run_id=run.pk, commands=cmds, actor="user:alice")
+    actions.do_commands(workspace=workspace, run_id=run.run_id, commands=cmds, actor="user:alice")
     run.refresh_from_db()
     return run
 
@@ -44,9 +44,9 @@ def test_detail_header_graph_and_partials(client, alice, make_run, workspace):
     from runs import actions
 
     parent = make_run("run_parent")
-    child = actions.do_fork(workspace=workspace, parent_run_id=parent.pk, from_seq=3, actor="user:alice")
+    child = actions.do_fork(workspace=workspace, parent_run_id=parent.run_id, from_seq=3, actor="user:alice")
     login(client, alice)
-    html = client.get(f"/runs/{parent.pk}/").content.decode()
+    html = client.get(f"/runs/{parent.run_id}/").content.decode()
     assert 'id="live" data-run-id="run_parent"' in html
     assert (
         'id="run-status"' in html
@@ -55,17 +55,17 @@ def test_detail_header_graph_and_partials(client, alice, make_run, workspace):
         and 'id="timeline-list"' in html
     )
     assert "<svg" in html and 'data-step="review"' in html and "gate-pending" in html
-    assert f'href="/runs/{child.pk}/"' in html  # lineage: children
+    assert f'href="/runs/{child.run_id}/"' in html  # lineage: children
     assert "userId: u-1" in html and "nightly" in html and "source" in html
-    assert f'href="/runs/{parent.pk}/export/"' in html
+    assert f'href="/runs/{parent.run_id}/export/"' in html
     from runs.engine import commands as c
 
     actions.do_command(
-        workspace=workspace, run_id=parent.pk, command=c.Annotate(text="checked by hand", tags=["qa"])
+        workspace=workspace, run_id=parent.run_id, command=c.Annotate(text="checked by hand", tags=["qa"])
     )
-    html = client.get(f"/runs/{parent.pk}/").content.decode()
+    html = client.get(f"/runs/{parent.run_id}/").content.decode()
     assert "checked by hand" in html and '<span class="tag">qa</span>' in html
-    child_html = client.get(f"/runs/{child.pk}/").content.decode()
+    child_html = client.get(f"/runs/{child.run_id}/").content.decode()
     assert 'href="/runs/run_parent/"' in child_html  # lineage: parents
 
 
@@ -73,7 +73,7 @@ def test_export_downloads_a_verifiable_bundle(client, alice, run):
     from runs.protocol.bundle import check_bundle
 
     login(client, alice)
-    response = client.get(f"/runs/{run.pk}/export/")
+    response = client.get(f"/runs/{run.run_id}/export/")
     assert response["Content-Disposition"].startswith("attachment;")
     assert check_bundle(response.content).ok
 
@@ -81,7 +81,7 @@ def test_export_downloads_a_verifiable_bundle(client, alice, run):
 def test_reviewer_approves_gate_and_history_shows_who(client, bob, run):
     login(client, bob)
     response = client.post(
-        f"/runs/{run.pk}/gates/resolve/",
+        f"/runs/{run.run_id}/gates/resolve/",
         {"decision": "approved", "step_id": "review", "gate": "PAUSE_BEFORE", "note": "fine by me"},
         HTTP_HX_REQUEST="true",
     )
@@ -92,7 +92,7 @@ def test_reviewer_approves_gate_and_history_shows_who(client, bob, run):
     from runs.models import Run
     from runs.selectors import run_state
 
-    state = run_state(Run.objects.get(pk=run.pk))
+    state = run_state(Run.objects.get(run_id=run.run_id))
     assert state.gate_state["review"]["before"] == "approved"
     assert "review" in state.ready_steps()
 
@@ -100,13 +100,14 @@ def test_reviewer_approves_gate_and_history_shows_who(client, bob, run):
 def test_gate_errors_are_shown_not_raised(client, bob, run):
     login(client, bob)
     response = client.post(
-        f"/runs/{run.pk}/gates/resolve/",
+        f"/runs/{run.run_id}/gates/resolve/",
         {"decision": "approved", "step_id": "nope", "gate": "PAUSE_BEFORE"},
         HTTP_HX_REQUEST="true",
     )
     assert response.status_code == 200 and "UNKNOWN_STEP" in response.content.decode()
     plain = client.post(
-        f"/runs/{run.pk}/gates/resolve/", {"decision": "maybe", "step_id": "review", "gate": "PAUSE_BEFORE"}
+        f"/runs/{run.run_id}/gates/resolve/",
+        {"decision": "maybe", "step_id": "review", "gate": "PAUSE_BEFORE"},
     )
     assert plain.status_code == 302
 
@@ -114,42 +115,44 @@ def test_gate_errors_are_shown_not_raised(client, bob, run):
 def test_reject_and_cancel(client, alice, run):
     login(client, alice)
     client.post(
-        f"/runs/{run.pk}/gates/resolve/",
+        f"/runs/{run.run_id}/gates/resolve/",
         {"decision": "rejected", "step_id": "review", "gate": "PAUSE_BEFORE", "note": "no"},
     )
-    client.post(f"/runs/{run.pk}/cancel/", {"reason": "stop"})
+    client.post(f"/runs/{run.run_id}/cancel/", {"reason": "stop"})
     run.refresh_from_db()
     assert run.status == "cancelled"
-    page = client.get(f"/runs/{run.pk}/").content.decode()
+    page = client.get(f"/runs/{run.run_id}/").content.decode()
     assert "Cancel run" not in page and "rejected" in page
 
 
 def test_timeline_pages_by_seq_window(client, alice, run, workspace):
     run = _append_many(run, 300, workspace=workspace)
     login(client, alice)
-    first = client.get(f"/runs/{run.pk}/").content.decode()
+    tail = seqs(client.get(f"/runs/{run.run_id}/").content.decode())
+    assert max(tail) == run.last_seq and min(tail) > 1  # a running run opens at its tail
+    first = client.get(f"/runs/{run.run_id}/", {"after": 0}).content.decode()
     shown = seqs(first)
     assert shown[0] == 1 and max(shown) <= 100
-    nxt = client.get(f"/runs/{run.pk}/timeline/?after=100", HTTP_HX_REQUEST="true").content.decode()
+    nxt = client.get(f"/runs/{run.run_id}/timeline/?after=100", HTTP_HX_REQUEST="true").content.decode()
     page2 = seqs(nxt)
     assert min(page2) > 100 and max(page2) <= 200
     assert "after=200" in nxt and "before=101" in nxt
     last = client.get(
-        f"/runs/{run.pk}/timeline/?before={run.last_seq + 1}", HTTP_HX_REQUEST="true"
+        f"/runs/{run.run_id}/timeline/?before={run.last_seq + 1}", HTTP_HX_REQUEST="true"
     ).content.decode()
     assert max(seqs(last)) <= run.last_seq and run.last_seq in [
         int(s) for s in re.findall(r'id="seq-(\d+)"', last)
     ]
-    deep = client.get(f"/runs/{run.pk}/?at=250").content.decode()
+    deep = client.get(f"/runs/{run.run_id}/?at=250").content.decode()
     assert 'id="seq-250"' in deep
     # without htmx the fragment URL falls back to the full page at that window
-    assert client.get(f"/runs/{run.pk}/timeline/?after=100").status_code == 302
+    assert client.get(f"/runs/{run.run_id}/timeline/?after=100").status_code == 302
 
 
 def test_timeline_filters(client, alice, run, workspace):
     run = _append_many(run, 120, workspace=workspace)
     login(client, alice)
-    url = f"/runs/{run.pk}/timeline/"
+    url = f"/runs/{run.run_id}/timeline/"
     tools = client.get(url, {"type": "tool_call"}, HTTP_HX_REQUEST="true").content.decode()
     assert tools.count('class="ev ev-tool_call"') == len(seqs(tools)) > 0
     step = client.get(url, {"step": "parse"}, HTTP_HX_REQUEST="true").content.decode()
@@ -164,7 +167,7 @@ def test_stream_chunks_collapse_into_one_row(client, alice, run, workspace):
     run = _append_many(run, 120, workspace=workspace)
     login(client, alice)
     html = client.get(
-        f"/runs/{run.pk}/timeline/", {"type": "model_io"}, HTTP_HX_REQUEST="true"
+        f"/runs/{run.run_id}/timeline/", {"type": "model_io"}, HTTP_HX_REQUEST="true"
     ).content.decode()
     assert "stream p/m · 5 chunks" in html
     assert "t0 t10 t20 t30 t40" in html
@@ -175,13 +178,13 @@ def test_state_at_event_shows_side_by_side_diff(client, alice, run):
 
     seq = Event.objects.get(run=run, type="artifact_written").seq
     login(client, alice)
-    html = client.get(f"/runs/{run.pk}/events/{seq}/", HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(f"/runs/{run.run_id}/events/{seq}/", HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in html
     assert "/artifacts/notes" in html and "added" in html
     assert f"Before (#{seq - 1})" in html and f"After (#{seq})" in html
-    full = client.get(f"/runs/{run.pk}/events/{seq}/").content.decode()
+    full = client.get(f"/runs/{run.run_id}/events/{seq}/").content.decode()
     assert "<html" in full and "State after event" in full
-    assert client.get(f"/runs/{run.pk}/events/{run.last_seq + 1}/").status_code == 404
+    assert client.get(f"/runs/{run.run_id}/events/{run.last_seq + 1}/").status_code == 404
 
 
 def test_runs_list_filters_search_and_pagination(client, alice, make_run):
@@ -228,10 +231,10 @@ def test_model_calls_open_in_playground(client, alice, run):
     from runs.models import Event
 
     login(client, alice)
-    html = client.get(f"/runs/{run.pk}/").content.decode()
+    html = client.get(f"/runs/{run.run_id}/").content.decode()
     call_seqs = list(Event.objects.filter(run=run, type="model_io").values_list("seq", flat=True))
     links = re.findall(r'href="(/playground/\?from_event=[^"]+)"', html)
-    assert links == [f"/playground/?from_event={run.pk}:{seq}" for seq in call_seqs]
+    assert links == [f"/playground/?from_event={run.run_id}:{seq}" for seq in call_seqs]
     assert client.get(links[-1].replace("&amp;", "&")).status_code == 200
     public = client.get("/runs/demo")
     assert "from_event" not in public.content.decode()

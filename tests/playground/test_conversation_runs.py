@@ -59,19 +59,19 @@ def test_turns_are_linked_titled_and_searchable(
     )
     assert second.json()["conversation"] == conversation
     ex2 = Execution.objects.get(pk=second.json()["executions"][0]["id"])
-    run1, run2 = Run.objects.get(pk=ex1.run_id), Run.objects.get(pk=ex2.run_id)
+    run1, run2 = Run.objects.get(run_id=ex1.run_id), Run.objects.get(run_id=ex2.run_id)
     assert run1.title == "Playground · Where is the unicorn clause?"
     assert run2.title == "Playground · And the zebra penalty?"
     assert f"conversation:{conversation}" in run1.tags and f"conversation:{conversation}" in run2.tags
-    assert list(RunParent.objects.filter(child=run2).values_list("parent_run_id", flat=True)) == [run1.pk]
-    assert run2.run_doc["context"] == {"parentRunId": run1.pk}
+    assert list(RunParent.objects.filter(child=run2).values_list("parent_run_id", flat=True)) == [run1.run_id]
+    assert run2.run_doc["context"] == {"parentRunId": run1.run_id}
 
     listing = client.get(f"/runs/?tag=conversation:{conversation}").content.decode()
-    assert run1.pk in listing and run2.pk in listing
+    assert run1.run_id in listing and run2.run_id in listing
     by_prompt = client.get("/runs/?q=unicorn").content.decode()
-    assert run1.pk in by_prompt and run2.pk in by_prompt  # the second turn carries the first
+    assert run1.run_id in by_prompt and run2.run_id in by_prompt  # the second turn carries the first
     by_answer = client.get("/runs/?q=5 percent").content.decode()
-    assert run2.pk in by_answer and run1.pk not in by_answer
+    assert run2.run_id in by_answer and run1.run_id not in by_answer
     message = client.get(f"/playground/executions/{ex2.pk}/message/").content.decode()
     assert f"/runs/?tag=conversation:{conversation}" in message
 
@@ -84,12 +84,12 @@ def test_turns_are_linked_titled_and_searchable(
     )
     assert lone.json()["conversation"] is None
     assert (
-        Run.objects.get(pk=Execution.objects.get(pk=lone.json()["executions"][0]["id"]).run_id).run_doc.get(
-            "context"
-        )
+        Run.objects.get(
+            run_id=Execution.objects.get(pk=lone.json()["executions"][0]["id"]).run_id
+        ).run_doc.get("context")
         is None
     )
     bad = _post(client, cap, "/playground/send/", {"session": session, "conversation": {"id": "../x"}})
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "conversation"
     client.force_login(charlie)
-    assert run1.pk not in client.get("/runs/?q=unicorn").content.decode()
+    assert run1.run_id not in client.get("/runs/?q=unicorn").content.decode()

@@ -27,7 +27,7 @@ def send(workspace, user, entry: ModelEntry, session: c.Session, capture) -> Exe
 
 
 def events(run_id: str) -> list[dict]:
-    return [e.data for e in Event.objects.filter(run_id=run_id).order_by("seq")]
+    return [e.data for e in Event.objects.filter(run__run_id=run_id).order_by("seq")]
 
 
 def test_a_send_completes_and_is_recorded_as_a_run(
@@ -49,9 +49,9 @@ def test_a_send_completes_and_is_recorded_as_a_run(
     assert ex.thinking and ex.citations
     assert ex.usage["cache_write_tokens"] > 0 and ex.usage["reasoning_tokens"] > 0
     assert ex.cost is not None and ex.cost > 0 and ex.currency == "USD"
-    run = Run.objects.get(pk=ex.run_id)
+    run = Run.objects.get(run_id=ex.run_id)
     assert run.workspace == workspace and run.status == "completed" and run.workflow_id == "playground"
-    evs = events(run.pk)
+    evs = events(run.run_id)
     for e in evs:
         validate_event(e, "event")
     kinds = [(e["type"], e.get("direction")) for e in evs]
@@ -137,7 +137,7 @@ def test_invalid_structured_output_fails_with_a_code(
     )
     assert ex.status == "failed" and ex.error_code == "STRUCTURED_OUTPUT_INVALID"
     assert "rationale" in ex.error_message
-    assert Run.objects.get(pk=ex.run_id).status == "failed"
+    assert Run.objects.get(run_id=ex.run_id).status == "failed"
 
 
 @pytest.mark.parametrize(
@@ -152,9 +152,9 @@ def test_provider_failures_end_failed_with_code_and_message(
     )
     assert ex.status == "failed" and ex.error_code == code and ex.error_message == f"provider says {status}"
     assert ex.error_status == status
-    run = Run.objects.get(pk=ex.run_id)
+    run = Run.objects.get(run_id=ex.run_id)
     assert run.status == "failed"
-    err = [e for e in events(run.pk) if e["type"] == "error"][0]
+    err = [e for e in events(run.run_id) if e["type"] == "error"][0]
     assert err["code"] == code
 
 
@@ -248,7 +248,7 @@ def test_crash_recovery_fails_a_stale_processing_execution_and_its_run(
         and ex.error_code == "EXECUTION_INTERRUPTED"
         and ex.response_text == "half an ans"
     )
-    run = Run.objects.get(pk=run_id)
+    run = Run.objects.get(run_id=run_id)
     assert run.status == "failed"
     assert execute.recover_stale(now=later) == []
     # the dead worker waking up cannot overwrite the recovered state

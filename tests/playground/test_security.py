@@ -354,3 +354,24 @@ def test_context_windows_are_bounded(client, alice, fake_models, window):
     )
     assert r.status_code == 400 and not ModelEntry.objects.filter(model_id="big").exists()
     assert client.get("/playground/").status_code == 200
+
+
+# -- sends spend money: a budget per workspace --------------------------------------------
+
+
+def test_sends_are_limited_per_workspace(
+    client, alice, bob, fake_models, settings, django_capture_on_commit_callbacks
+):
+    settings.PLAYGROUND_SEND_RATE_PER_MINUTE = 3
+    statuses = []
+    for user in (alice, bob, alice):  # the budget is the workspace's, whoever sends
+        client.force_login(user)
+        with django_capture_on_commit_callbacks(execute=True):
+            for _ in range(2):
+                r = post_json(
+                    client, "/playground/send/", {"session": session(), "model": fake_models["local"].pk}
+                )
+                statuses.append(r.status_code)
+    assert statuses == [202, 202, 202, 429, 429, 429]
+    assert r.json()["error"]["code"] == "RATE_LIMITED" and int(r["Retry-After"]) >= 1
+    assert Execution.objects.count() == 3

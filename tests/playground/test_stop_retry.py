@@ -51,7 +51,7 @@ def test_stop_drops_the_provider_stream_and_records_a_cancelled_execution(
     assert ex.status == ExecutionStatus.CANCELLED and ex.error_code == "CANCELLED"
     assert "Stopped by alice" in ex.error_message
     assert ex.response_text and len(ex.response_text) < len("Echo: " + LONG)
-    run = Run.objects.get(pk=ex.run_id)
+    run = Run.objects.get(run_id=ex.run_id)
     assert run.status == "cancelled"
     types = list(Event.objects.filter(run=run).order_by("seq").values_list("type", flat=True))
     assert "model_io" in types and types[-1] == "run_status_changed"

@@ -174,7 +174,7 @@ def test_open_in_playground_restores_the_exact_request(
     from runs.models import Event
 
     response_seq = Event.objects.get(
-        run_id=execution.run_id, type="model_io", body__contains='"direction":"response"'
+        run__run_id=execution.run_id, type="model_io", body__contains='"direction":"response"'
     ).seq
     html2 = client.get(f"/playground/?from_event={execution.run_id}:{response_seq}").content.decode()
     assert "Opened from a run" in html2

@@ -99,7 +99,7 @@ def bodies(run: Run) -> list[dict]:
 
 
 def replay(workspace, source: Run, **kw):
-    fork = do_fork_run(workspace=workspace, source_run_id=source.pk, actor="user:alice", **kw)
+    fork = do_fork_run(workspace=workspace, source_run_id=source.run_id, actor="user:alice", **kw)
     assert fork.status == ForkStatus.PENDING
     fork = run_fork(fork.pk)
     assert fork is not None
@@ -200,7 +200,7 @@ def test_replay_fails_with_a_code_when_the_cached_answers_were_deleted(workspace
 
     CachedResponse.objects.filter(workspace=workspace).delete()
     with pytest.raises(ActionError) as info:
-        do_fork_run(workspace=workspace, source_run_id=recorded.pk, mode="replay")
+        do_fork_run(workspace=workspace, source_run_id=recorded.run_id, mode="replay")
     assert info.value.code == "REPLAY_DATA_EXPIRED"
     # from after the last model answer nothing deleted is needed
     fork = replay(workspace, recorded, mode="replay", from_seq=recorded.last_seq)

@@ -20,11 +20,11 @@ def _start(workspace, workflow, **kw):
 def test_start_and_append_assigns_consecutive_seqs(workspace, workflow):
     run = _start(workspace, workflow, tags=["t1"])
     r1 = actions.do_command(
-        workspace=workspace, run_id=run.pk, command=cmd.BeginStep(step_id="parse"), actor="user:alice"
+        workspace=workspace, run_id=run.run_id, command=cmd.BeginStep(step_id="parse"), actor="user:alice"
     )
     r2 = actions.do_commands(
         workspace=workspace,
-        run_id=run.pk,
+        run_id=run.run_id,
         commands=[
             cmd.WriteArtifact(key="notes", type_id="free.notes", data={"a": 1}),
             cmd.CompleteStep(step_id="parse"),
@@ -42,30 +42,32 @@ def test_start_and_append_assigns_consecutive_seqs(workspace, workflow):
 
 def test_refused_command_changes_nothing(workspace, workflow):
     run = _start(workspace, workflow)
-    before = (Event.objects.count(), Run.objects.get(pk=run.pk).state)
+    before = (Event.objects.count(), Run.objects.get(run_id=run.run_id).state)
     with pytest.raises(ActionError) as exc:
         actions.do_commands(
             workspace=workspace,
-            run_id=run.pk,
+            run_id=run.run_id,
             commands=[cmd.BeginStep(step_id="parse"), cmd.BeginStep(step_id="publish")],
         )
     assert exc.value.code == "INVALID_STATE_TRANSITION"
-    assert (Event.objects.count(), Run.objects.get(pk=run.pk).state) == before
+    assert (Event.objects.count(), Run.objects.get(run_id=run.run_id).state) == before
 
 
 def test_other_workspace_cannot_write_or_read(workspace, other_workspace, workflow):
     run = _start(workspace, workflow)
     with pytest.raises(ActionError) as exc:
-        actions.do_command(workspace=other_workspace, run_id=run.pk, command=cmd.BeginStep(step_id="parse"))
+        actions.do_command(
+            workspace=other_workspace, run_id=run.run_id, command=cmd.BeginStep(step_id="parse")
+        )
     assert exc.value.code == "UNKNOWN_RUN"
     with pytest.raises(RunNotFound):
-        get_run(other_workspace, run.pk)
+        get_run(other_workspace, run.run_id)
 
 
 def test_gate_flow_and_state_at(workspace, workflow, settings):
     settings.WORKBENCH_SNAPSHOT_INTERVAL = 10
     run = _start(workspace, workflow)
-    s = lambda c: actions.do_command(workspace=workspace, run_id=run.pk, command=c)  # noqa: E731
+    s = lambda c: actions.do_command(workspace=workspace, run_id=run.run_id, command=c)  # noqa: E731
     s(cmd.BeginStep(step_id="parse"))
     for i in range(12):
         s(cmd.Annotate(text=f"note {i}"))
@@ -91,13 +93,13 @@ def test_gate_flow_and_state_at(workspace, workflow, settings):
 def test_idempotent_write_collapses(workspace, workflow):
     run = _start(workspace, workflow)
     write = cmd.WriteArtifact(key="k", type_id="free", data={"v": 1}, idempotency_key="idem-1")
-    first = actions.do_command(workspace=workspace, run_id=run.pk, command=write)
-    again = actions.do_command(workspace=workspace, run_id=run.pk, command=write)
+    first = actions.do_command(workspace=workspace, run_id=run.run_id, command=write)
+    again = actions.do_command(workspace=workspace, run_id=run.run_id, command=write)
     assert len(first.events) == 1 and again.events == []
     with pytest.raises(ActionError) as exc:
         actions.do_command(
             workspace=workspace,
-            run_id=run.pk,
+            run_id=run.run_id,
             command=cmd.WriteArtifact(key="k", type_id="free", data={"v": 2}, idempotency_key="idem-1"),
         )
     assert exc.value.code == "IDEMPOTENCY_CONFLICT"
@@ -106,18 +108,18 @@ def test_idempotent_write_collapses(workspace, workflow):
 def test_fork_and_cancel_tree(workspace, workflow):
     root = _start(workspace, workflow)
     actions.do_command(
-        workspace=workspace, run_id=root.pk, command=cmd.WriteArtifact(key="a", type_id="x", data=[1])
+        workspace=workspace, run_id=root.run_id, command=cmd.WriteArtifact(key="a", type_id="x", data=[1])
     )
-    child = actions.do_fork(workspace=workspace, parent_run_id=root.pk)
-    grandchild = actions.do_fork(workspace=workspace, parent_run_id=child.pk)
-    finished = actions.do_fork(workspace=workspace, parent_run_id=root.pk)
-    actions.do_command(workspace=workspace, run_id=finished.pk, command=cmd.CompleteRun())
-    assert child.parent_links.get().parent_run_id == root.pk
+    child = actions.do_fork(workspace=workspace, parent_run_id=root.run_id)
+    grandchild = actions.do_fork(workspace=workspace, parent_run_id=child.run_id)
+    finished = actions.do_fork(workspace=workspace, parent_run_id=root.run_id)
+    actions.do_command(workspace=workspace, run_id=finished.run_id, command=cmd.CompleteRun())
+    assert child.parent_links.get().parent_run_id == root.run_id
     assert ArtifactVersion.objects.filter(run=child, key="a").exists()
-    report = actions.do_cancel_tree(workspace=workspace, run_id=root.pk, reason="stop")
-    assert set(report.cancelled) == {root.pk, child.pk, grandchild.pk}
-    assert [rid for rid, _ in report.skipped] == [finished.pk]
-    assert Run.objects.get(pk=grandchild.pk).status == "cancelled"
+    report = actions.do_cancel_tree(workspace=workspace, run_id=root.run_id, reason="stop")
+    assert set(report.cancelled) == {root.run_id, child.run_id, grandchild.run_id}
+    assert [rid for rid, _ in report.skipped] == [finished.run_id]
+    assert Run.objects.get(run_id=grandchild.run_id).status == "cancelled"
 
 
 def test_fast_event_insert_covers_every_event_column():

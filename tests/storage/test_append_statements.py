@@ -35,22 +35,24 @@ def test_one_event_one_write_statement(workspace, run):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL statement shape")
     with CaptureQueriesContext(connection) as queries:
-        actions.do_append_events(workspace=workspace, run_id=run.pk, events=[tool(run.pk, 1)])
+        actions.do_append_events(workspace=workspace, run_id=run.run_id, events=[tool(run.run_id, 1)])
     sqls = [q["sql"] for q in queries.captured_queries]
     writes = [s for s in sqls if not s.startswith(("SELECT", "BEGIN", "COMMIT"))]
     assert len(writes) == 1 and writes[0].startswith("WITH appended AS (INSERT INTO"), sqls
     assert sum("FOR UPDATE" in s for s in sqls) == 1
-    stored = Run.objects.get(pk=run.pk)
+    stored = Run.objects.get(run_id=run.run_id)
     assert stored.last_seq == 1 and stored.event_count == 1
     assert list(Event.objects.filter(run=run).values_list("seq", "event_id")) == [(1, "evt_stmt_1")]
 
 
 def test_small_and_large_batches_store_the_same(workspace, run):
-    actions.do_append_events(workspace=workspace, run_id=run.pk, events=[tool(run.pk, i) for i in range(3)])
-    big = [tool(run.pk, i) for i in range(3, 3 + actions._INSERT_VALUES_MAX_ROWS + 5)]
-    actions.do_append_events(workspace=workspace, run_id=run.pk, events=big)
+    actions.do_append_events(
+        workspace=workspace, run_id=run.run_id, events=[tool(run.run_id, i) for i in range(3)]
+    )
+    big = [tool(run.run_id, i) for i in range(3, 3 + actions._INSERT_VALUES_MAX_ROWS + 5)]
+    actions.do_append_events(workspace=workspace, run_id=run.run_id, events=big)
     total = 3 + len(big)
-    stored = Run.objects.get(pk=run.pk)
+    stored = Run.objects.get(run_id=run.run_id)
     assert stored.last_seq == total and stored.event_count == total
     seqs = list(Event.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
     assert seqs == list(range(1, total + 1))
@@ -88,7 +90,7 @@ def test_response_cache_is_filled_within_and_across_batches(workspace, run):
     when the response is processed) and in earlier batches alike."""
     from runs.models import CachedResponse
 
-    rid = run.pk
+    rid = run.run_id
     begin = {
         "id": "evt_begin",
         "runId": rid,

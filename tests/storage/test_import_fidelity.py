@@ -100,4 +100,4 @@ def test_import_then_export_is_byte_identical(conformance_dir, tmp_path, change)
     out = tmp_path / "out.json"
     call_command("bundle", "export", signed["run"]["id"], "-o", str(out))
     assert out.read_bytes() == canonical_bytes(signed)
-    assert Run.objects.get(pk=signed["run"]["id"]).last_seq == len(signed["trace"])
+    assert Run.objects.get(run_id=signed["run"]["id"]).last_seq == len(signed["trace"])

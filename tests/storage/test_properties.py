@@ -33,11 +33,11 @@ def test_projection_equals_fold_and_round_trip(commands, batch, settings_snapsho
     run = actions.do_start_run(workspace=workspace, workflow=GATED, run_id=f"run_{uuid.uuid4()}")
     for i in range(0, len(commands), batch):
         chunk = commands[i : i + batch]
-        before = Run.objects.get(pk=run.pk)
+        before = Run.objects.get(run_id=run.run_id)
         try:
-            actions.do_commands(workspace=workspace, run_id=run.pk, commands=chunk, actor="prop")
+            actions.do_commands(workspace=workspace, run_id=run.run_id, commands=chunk, actor="prop")
         except ActionError:
-            after = Run.objects.get(pk=run.pk)
+            after = Run.objects.get(run_id=run.run_id)
             assert (after.state, after.last_seq) == (before.state, before.last_seq)  # refused: unchanged
     run.refresh_from_db()
     assert actions.projection_matches_fold(run)
@@ -46,7 +46,7 @@ def test_projection_equals_fold_and_round_trip(commands, batch, settings_snapsho
 
     exported = export_bundle_bytes(run)
     other, _ = Workspace.objects.get_or_create(slug="prop-copy", defaults={"name": "copy"})
-    Run.objects.filter(pk=run.pk).delete()
+    Run.objects.filter(run_id=run.run_id).delete()
     imported = actions.do_import_bundle(workspace=other, data=exported)
     assert export_bundle_bytes(imported) == exported
     assert parse_json(exported)["integrity"]["sha256"]

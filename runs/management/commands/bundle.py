@@ -26,6 +26,7 @@ class Command(BaseCommand):
         imp.add_argument("--as-new-id", action="store_true", help="import under a fresh run id on collision")
         exp = sub.add_parser("export", help="export a run as a signed canonical bundle")
         exp.add_argument("run_id")
+        exp.add_argument("--workspace", help="workspace slug (needed when several workspaces use the id)")
         exp.add_argument("-o", "--output", help="file to write (default: stdout)")
         exp.add_argument(
             "--redact",
@@ -40,7 +41,9 @@ class Command(BaseCommand):
         elif action == "import":
             self._import(options["files"], options["workspace"], as_new_id=options["as_new_id"])
         else:
-            self._export(options["run_id"], options.get("output"), options.get("redact"))
+            self._export(
+                options["run_id"], options.get("output"), options.get("redact"), options.get("workspace")
+            )
 
     def _check(self, files: list[str], *, as_json: bool) -> None:
         # The same lines as workbench-verify (manage.py hands plain `bundle check` to it
@@ -71,17 +74,24 @@ class Command(BaseCommand):
                     self.stderr.write(f"{name}: {exc}")
                     failed = True
                     continue
-            self.stdout.write(f"{name}: imported as {run.pk} into {workspace.slug} ({run.last_seq} events)")
+            self.stdout.write(
+                f"{name}: imported as {run.run_id} into {workspace.slug} ({run.last_seq} events)"
+            )
         if failed:
             sys.exit(1)
 
-    def _export(self, run_id: str, output: str | None, redact: str | None = None) -> None:
+    def _export(
+        self, run_id: str, output: str | None, redact: str | None = None, workspace: str | None = None
+    ) -> None:
         from runs.bundles import export_bundle_bytes
-        from runs.models import Run
+        from runs.selectors import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace
 
-        run = Run.objects.filter(pk=run_id).first()  # CLI is an operator tool: all workspaces
-        if run is None:
-            raise CommandError(f"UNKNOWN_RUN: no run {run_id!r}")
+        try:  # the CLI is an operator tool: every workspace
+            run = dangerously_find_run_any_workspace(run_id, workspace)
+        except RunNotFound:
+            raise CommandError(f"UNKNOWN_RUN: no run {run_id!r}") from None
+        except AmbiguousRunId as exc:
+            raise CommandError(f"{exc.code}: {exc}") from None
         data = export_bundle_bytes(run, redact=redact)
         if output:
             fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -72,7 +72,7 @@ class Command(BaseCommand):
             fork = run_fork(fork.pk) or fork
         fork.refresh_from_db()
         out = {
-            "runId": fork.run.pk,
+            "runId": fork.run.run_id,
             "sourceRunId": fork.source_run_id,
             "fromSeq": fork.from_seq,
             "mode": fork.mode,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.models import Run
 from runs.otel_export import OtlpExportError, export_run_to_otlp
-from runs.selectors import iter_event_bodies
+from runs.selectors import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace, iter_event_bodies
 
 
 class Command(BaseCommand):
@@ -14,6 +13,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("run_id")
+        parser.add_argument("--workspace", help="workspace slug (needed when several workspaces use the id)")
         parser.add_argument(
             "--endpoint", required=True, help="collector base URL, e.g. http://127.0.0.1:4318"
         )
@@ -29,9 +29,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        run = Run.objects.filter(pk=options["run_id"]).first()  # operator tool: all workspaces
-        if run is None:
-            raise CommandError(f"UNKNOWN_RUN: no run {options['run_id']!r}")
+        try:  # operator tool: every workspace
+            run = dangerously_find_run_any_workspace(options["run_id"], options["workspace"])
+        except RunNotFound:
+            raise CommandError(f"UNKNOWN_RUN: no run {options['run_id']!r}") from None
+        except AmbiguousRunId as exc:
+            raise CommandError(f"{exc.code}: {exc}") from None
         headers = {}
         for item in options["header"]:
             name, sep, value = item.partition("=")
@@ -49,4 +52,4 @@ class Command(BaseCommand):
             )
         except OtlpExportError as exc:
             raise CommandError(f"STORAGE_UNAVAILABLE: {exc}") from exc
-        self.stdout.write(f"{run.pk}: exported {count} spans to {options['endpoint']}")
+        self.stdout.write(f"{run.run_id}: exported {count} spans to {options['endpoint']}")

@@ -20,15 +20,15 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         qs = Run.objects.all()
         if options["run_ids"]:
-            qs = qs.filter(pk__in=options["run_ids"])
+            qs = qs.filter(run_id__in=options["run_ids"])
         mismatched = 0
         for run in qs.iterator():
             if options["check"]:
                 if not projection_matches_fold(run):
                     mismatched += 1
-                    self.stdout.write(f"{run.pk}: projection differs from fold")
+                    self.stdout.write(f"{run.workspace.slug}/{run.run_id}: projection differs from fold")
             else:
                 rebuild_projection(run)
-                self.stdout.write(f"{run.pk}: rebuilt ({run.last_seq} events)")
+                self.stdout.write(f"{run.workspace.slug}/{run.run_id}: rebuilt ({run.last_seq} events)")
         if mismatched:
             sys.exit(1)

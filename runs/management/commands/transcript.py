@@ -15,8 +15,8 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.models import Run, Workspace
-from runs.selectors import RunNotFound, get_run
+from runs.models import Workspace
+from runs.selectors import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace, get_run
 from runs.transcript import iter_run_transcript
 from runs.transcript_log import follow, sync_run, transcript_path
 
@@ -55,10 +55,13 @@ class Command(BaseCommand):
             except RunNotFound:
                 raise CommandError(f"no run {run_id!r}") from None
         else:
-            # The CLI is an operator tool on the server: run ids are unique across workspaces.
-            run = Run.objects.select_related("workspace").filter(pk=run_id).first()
-            if run is None:
-                raise CommandError(f"no run {run_id!r}")
+            # The CLI is an operator tool on the server: any workspace, if the id names one run.
+            try:
+                run = dangerously_find_run_any_workspace(run_id)
+            except RunNotFound:
+                raise CommandError(f"no run {run_id!r}") from None
+            except AmbiguousRunId as exc:
+                raise CommandError(str(exc)) from None
         if options["follow"]:
             sync_run(run)  # a run recorded before live transcripts existed catches up first
             lines = follow(transcript_path(run), after_seq=options["after_seq"])
