@@ -37,7 +37,7 @@ def fork_run(request: HttpRequest, run_id: str) -> HttpResponse:
                 overlay.setdefault("gateDecisions", {})[step] = decision
             fork = do_fork_run(
                 workspace=run.workspace,
-                source_run_id=run.pk,
+                source_run_id=run.run_id,
                 mode=mode,
                 from_seq=from_seq,
                 overlay=overlay,
@@ -48,8 +48,8 @@ def fork_run(request: HttpRequest, run_id: str) -> HttpResponse:
         except ActionError as exc:
             messages.error(request, f"Could not fork: {exc}")
         else:
-            messages.success(request, f"Created {fork.mode} {fork.run.pk} from seq {fork.from_seq}.")
-            return redirect("runs:detail", fork.run.pk)
+            messages.success(request, f"Created {fork.mode} {fork.run.run_id} from seq {fork.from_seq}.")
+            return redirect("runs:detail", fork.run.run_id)
     membership = current_membership(request)
     try:
         seq = max(0, int(raw_seq))
