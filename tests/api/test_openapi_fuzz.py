@@ -54,4 +54,7 @@ def bearer(workspace, workflow):
 def test_api_conforms_to_its_openapi_document(case, bearer):
     if case.path_parameters and "run_id" in case.path_parameters and case.method.upper() == "GET":
         case.path_parameters["run_id"] = EXAMPLE_RUN  # reads of an existing run, not only 404s
+    if isinstance(case.query, dict) and "follow" in case.query:
+        # a followed transcript tails until its run ends or `wait` seconds pass: no waiting here
+        case.query["wait"] = 0
     case.call_and_validate(headers={"Authorization": f"Bearer {bearer}"}, checks=CHECKS)
