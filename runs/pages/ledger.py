@@ -76,9 +76,11 @@ def run_ledger(request: HttpRequest, access: RunAccess) -> HttpResponse:
 
 def _parse_day(text: str) -> date | None:
     try:
-        return date.fromisoformat(text) if text else None
+        day = date.fromisoformat(text) if text else None
     except ValueError:
         return None
+    # the range ends the day after `to`: the last representable day would overflow
+    return None if day is not None and day >= date.max else day
 
 
 @login_required
