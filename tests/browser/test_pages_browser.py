@@ -29,6 +29,7 @@ ws = get_or_create_workspace("acme", name="Acme")
 other = get_or_create_workspace("elsewhere", name="Elsewhere")
 User = get_user_model()
 add_member(ws, User.objects.create_user("bob", password="bob-password-123"), "reviewer")
+add_member(ws, User.objects.create_user("olga", password="olga-password-123"), "owner")
 wf = {"id": "wf-review", "version": 1, "title": "Parse, review, publish",
       "steps": [{"id": "parse"}, {"id": "review", "gatePolicy": "PAUSE_BEFORE"}, {"id": "publish"}],
       "edges": [{"id": "e1", "from": "parse", "to": "review"}, {"id": "e2", "from": "review", "to": "publish"}]}
@@ -79,7 +80,7 @@ def browser():
         b.close()
 
 
-def _page(browser, server, *, width=1280, scheme="light", sign_in=True):
+def _page(browser, server, *, width=1280, scheme="light", sign_in=True, user="bob"):
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
     page = context.new_page()
     errors: list[str] = []
@@ -94,8 +95,8 @@ def _page(browser, server, *, width=1280, scheme="light", sign_in=True):
     page.console_errors = errors  # type: ignore[attr-defined]
     if sign_in:
         page.goto(f"{server['url']}/accounts/login/")
-        page.fill("#id_username", "bob")
-        page.fill("#id_password", "bob-password-123")
+        page.fill("#id_username", user)
+        page.fill("#id_password", f"{user}-password-123")
         page.click("button[type=submit]")
         page.wait_for_url(f"{server['url']}/runs/")
     return page
@@ -181,7 +182,7 @@ def test_edit_artifact_invalid_then_valid(browser, server):
 
 
 def test_import_a_bundle(browser, server):
-    page = _page(browser, server)
+    page = _page(browser, server, user="olga")  # importing is an owner's action (runs/permissions.py)
     page.click("nav >> text=Import")
     page.set_input_files("#bundle-file", str(server["bundle"]))
     page.click("text=Verify")
