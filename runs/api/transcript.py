@@ -34,12 +34,14 @@ router = Router(tags=["runs"])
     ),
     openapi_extra={
         "responses": {
-            "200": {
+            # int keys, as django-ninja writes its own: a "200" beside its 200 is a duplicate key in
+            # openapi.json, which Swagger UI refuses to parse
+            200: {
                 "description": "JSON lines",
                 "content": {"application/jsonl": {"schema": {"type": "string"}}},
             },
             **{
-                str(code): {
+                code: {
                     "description": text,
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
                 }
