@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from typing import Any, TypedDict, Unpack
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -219,42 +220,49 @@ def parse_currency(value: object) -> str:
     return text
 
 
-def do_add_model(
-    *,
-    membership: Membership,
-    provider_pk: object,
-    model_id: str,
-    display_name: str = "",
-    context_window: str = "",
-    supports_thinking: bool = False,
-    supports_citations: bool = False,
-    supports_pdf: bool = False,
-    max_tokens_param: str = "max_tokens",
-) -> ModelEntry:
+class ModelFields(TypedDict, total=False):
+    """What the add-model and edit-model forms send (as text and check boxes)."""
+
+    model_id: str
+    display_name: str
+    context_window: str
+    supports_thinking: bool
+    supports_citations: bool
+    supports_pdf: bool
+    max_tokens_param: str
+
+
+def _model_values(fields: ModelFields, provider_kind: str) -> dict[str, Any]:
+    """A model entry's columns from the form's fields, checked (adding and editing share it)."""
+    model_id = _text(
+        fields.get("model_id", ""), "the model id (the name the API knows the model by)", max_length=200
+    )
+    display = _text(fields.get("display_name", ""), "the display name", max_length=200, required=False)
+    param = fields.get("max_tokens_param") or "max_tokens"
+    if param not in MAX_TOKENS_PARAMS:
+        raise SettingsError(
+            "INVALID_INPUT", "the max tokens parameter is max_tokens or max_completion_tokens"
+        )
+    return {
+        "model_id": model_id,
+        "display_name": display or model_id,
+        "context_window": parse_context_window(fields.get("context_window", "")),
+        "supports_thinking": bool(fields.get("supports_thinking")),
+        "supports_citations": bool(fields.get("supports_citations"))
+        and provider_kind == ProviderKind.ANTHROPIC,
+        "supports_pdf": bool(fields.get("supports_pdf")),
+        "max_tokens_param": param,
+    }
+
+
+def do_add_model(*, membership: Membership, provider_pk: object, **fields: Unpack[ModelFields]) -> ModelEntry:
     workspace = _require_owner(membership).workspace
     pk = parse_pk(provider_pk)
     provider = ProviderConfig.objects.visible_to(workspace).filter(pk=pk).first() if pk else None
     if provider is None:
         raise SettingsError("UNKNOWN_PROVIDER", "choose a provider", "provider")
-    model_id = _text(model_id, "the model id (the name the API knows the model by)", max_length=200)
-    display = _text(display_name, "the display name", max_length=200, required=False) or model_id
-    window = parse_context_window(context_window)
-    param = max_tokens_param or "max_tokens"
-    if param not in MAX_TOKENS_PARAMS:
-        raise SettingsError(
-            "INVALID_INPUT", "the max tokens parameter is max_tokens or max_completion_tokens"
-        )
-    return ModelEntry.objects.create(
-        workspace=workspace,
-        provider=provider,
-        model_id=model_id,
-        display_name=display,
-        context_window=window,
-        supports_thinking=bool(supports_thinking),
-        supports_citations=bool(supports_citations) and provider.kind == ProviderKind.ANTHROPIC,
-        supports_pdf=bool(supports_pdf),
-        max_tokens_param=param,
-    )
+    values = _model_values(fields, provider.kind)
+    return ModelEntry.objects.create(workspace=workspace, provider=provider, **values)
 
 
 def do_set_prices(*, membership: Membership, prices: dict[int, dict[str, str]]) -> int:
@@ -346,33 +354,11 @@ def _own_model(workspace, model_pk: object) -> ModelEntry:
     return entry
 
 
-def do_edit_model(
-    *,
-    membership: Membership,
-    model_pk: object,
-    model_id: str,
-    display_name: str = "",
-    context_window: str = "",
-    supports_thinking: bool = False,
-    supports_citations: bool = False,
-    supports_pdf: bool = False,
-    max_tokens_param: str = "max_tokens",
-) -> ModelEntry:
+def do_edit_model(*, membership: Membership, model_pk: object, **fields: Unpack[ModelFields]) -> ModelEntry:
     workspace = _require_owner(membership).workspace
     entry = _own_model(workspace, model_pk)
-    model_id = _text(model_id, "the model id (the name the API knows the model by)", max_length=200)
-    display = _text(display_name, "the display name", max_length=200, required=False) or model_id
-    window = parse_context_window(context_window)
-    param = max_tokens_param or "max_tokens"
-    if param not in MAX_TOKENS_PARAMS:
-        raise SettingsError(
-            "INVALID_INPUT", "the max tokens parameter is max_tokens or max_completion_tokens"
-        )
-    entry.model_id, entry.display_name, entry.context_window = model_id, display, window
-    entry.supports_thinking = bool(supports_thinking)
-    entry.supports_citations = bool(supports_citations) and entry.provider.kind == ProviderKind.ANTHROPIC
-    entry.supports_pdf = bool(supports_pdf)
-    entry.max_tokens_param = param
+    for name, value in _model_values(fields, entry.provider.kind).items():
+        setattr(entry, name, value)
     entry.save()
     return entry
 

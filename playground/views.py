@@ -617,6 +617,19 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _model_form(post) -> dict:
+    """The fields of the add-model and edit-model forms, as the actions take them."""
+    return {
+        "model_id": post.get("model_id", ""),
+        "display_name": post.get("display_name", ""),
+        "context_window": post.get("context_window", ""),
+        "supports_thinking": post.get("supports_thinking") == "on",
+        "supports_citations": post.get("supports_citations") == "on",
+        "supports_pdf": post.get("supports_pdf") == "on",
+        "max_tokens_param": post.get("max_tokens_param", ""),
+    }
+
+
 def _apply_settings(membership, action: str, post) -> None:
     if action == "add_provider":
         actions.do_add_provider(
@@ -643,13 +656,7 @@ def _apply_settings(membership, action: str, post) -> None:
         actions.do_add_model(
             membership=membership,
             provider_pk=post.get("provider"),
-            model_id=post.get("model_id", ""),
-            display_name=post.get("display_name", ""),
-            context_window=post.get("context_window", ""),
-            supports_thinking=post.get("supports_thinking") == "on",
-            supports_citations=post.get("supports_citations") == "on",
-            supports_pdf=post.get("supports_pdf") == "on",
-            max_tokens_param=post.get("max_tokens_param", ""),
+            **_model_form(post),
         )
     elif action == "prices":
         rows: dict[int, dict[str, str]] = {}
@@ -681,13 +688,7 @@ def _apply_settings(membership, action: str, post) -> None:
         actions.do_edit_model(
             membership=membership,
             model_pk=post.get("model"),
-            model_id=post.get("model_id", ""),
-            display_name=post.get("display_name", ""),
-            context_window=post.get("context_window", ""),
-            supports_thinking=post.get("supports_thinking") == "on",
-            supports_citations=post.get("supports_citations") == "on",
-            supports_pdf=post.get("supports_pdf") == "on",
-            max_tokens_param=post.get("max_tokens_param", ""),
+            **_model_form(post),
         )
     elif action in ("enable_model", "disable_model"):
         actions.do_set_model_enabled(
