@@ -40,6 +40,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from runs.client import make_event
+from runs.engine.replay import REPLAYED_SUMMARY
 
 ReplayFn = Callable[[str, str, dict], dict | None]
 
@@ -550,7 +551,10 @@ class _Endpoint:
         replayed = self._replayed(model, kwargs)
         if replayed is not None:
             call.finish(
-                replayed, usage=replayed.usage, tool_calls=self._provider.tools(replayed), summary="replayed"
+                replayed,
+                usage=replayed.usage,
+                tool_calls=self._provider.tools(replayed),
+                summary=REPLAYED_SUMMARY,
             )
             return replayed
         kwargs = self._stream_options(kwargs)
@@ -571,7 +575,7 @@ class _Endpoint:
         replayed = self._replayed(model, kwargs)
         if replayed is not None:
             tools = self._provider.tools(replayed)
-            await call.afinish(replayed, usage=replayed.usage, tool_calls=tools, summary="replayed")
+            await call.afinish(replayed, usage=replayed.usage, tool_calls=tools, summary=REPLAYED_SUMMARY)
             return replayed
         kwargs = self._stream_options(kwargs)
         try:

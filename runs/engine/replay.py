@@ -4,7 +4,10 @@ source's event at the same position.
 Events are compared as protocol JSON with what differs between two faithful executions left
 out: event ``id``, ``runId``, ``ts``, ``correlationId``, span ids, durations measured on a
 clock (``durationMs``) and the creation time of artifact versions. Everything else (types,
-steps, decisions, model outputs, usage, cost, artifact data) must be equal.
+steps, decisions, model outputs, usage, cost, artifact data) must be equal. One exception: a
+model answer taken from the response cache by a traced client is recorded with the summary
+:data:`REPLAYED_SUMMARY`, which stands for whatever summary the original answer had; the
+answer itself (payload, usage, cost) is still compared.
 
 Protocol 1.0.0 has no ``replay.diverged`` event. A divergence is recorded as an
 ``annotation`` whose tags include :data:`DIVERGED_TAG` and whose text is canonical JSON
@@ -19,6 +22,7 @@ from typing import Any
 DIVERGED_TAG = "workbench:replay.diverged"
 AUDIT_TAG = "workbench:audit"
 MARKER_TAGS = frozenset({DIVERGED_TAG, AUDIT_TAG})
+REPLAYED_SUMMARY = "replayed"  # the summary of a model answer replayed from the cache
 IGNORED_KEYS = frozenset({"id", "runId", "ts", "correlationId", "spanId", "parentSpanId", "durationMs"})
 
 
@@ -44,7 +48,11 @@ def comparable(event: dict[str, Any]) -> dict[str, Any]:
 def same_event(original: dict[str, Any] | None, replay: dict[str, Any] | None) -> bool:
     if original is None or replay is None:
         return original is replay
-    return comparable(original) == comparable(replay)
+    left, right = comparable(original), comparable(replay)
+    if left.get("type") == "model_io" and REPLAYED_SUMMARY in (left.get("summary"), right.get("summary")):
+        left.pop("summary", None)
+        right.pop("summary", None)
+    return left == right
 
 
 def divergence_kind(original: dict[str, Any] | None, replay: dict[str, Any] | None) -> str:

@@ -260,3 +260,40 @@ def test_a_replay_run_answers_from_the_response_cache(session, openai_fake, work
     assert len(openai_fake.requests) == sent + 1
     # An ordinary run has no replay.
     assert Tracer.for_session(session).replay is None
+
+
+def _host_pipeline(session, a_fake, o_fake, *, prompt: str = "Summarise ticket 42") -> None:
+    """Host step code: one Anthropic and one OpenAI call through the traced wrappers."""
+    tracer = Tracer.for_session(session, step_id="parse", prices=PRICES)
+    session.begin_step("parse")
+    claude = traced_anthropic(a_client(a_fake), tracer)
+    claude.messages.create(model=HAIKU, max_tokens=50, messages=[{"role": "user", "content": prompt}])
+    gpt = traced_openai(o_client(o_fake), tracer)
+    gpt.chat.completions.create(model=GPT, messages=[{"role": "user", "content": "Is it fine?"}])
+    session.complete_step("parse")
+    session.cancel("the test ends here")
+
+
+def test_a_faithful_traced_replay_scores_one_and_a_changed_request_diverges(
+    session, workspace, anthropic_fake, openai_fake
+):
+    _host_pipeline(session, anthropic_fake, openai_fake)
+    sent = len(anthropic_fake.requests) + len(openai_fake.requests)
+    wb = Workbench(workspace=workspace, actor="host")
+
+    faithful = wb.replay("run_traced")
+    _host_pipeline(faithful, anthropic_fake, openai_fake)
+    assert len(anthropic_fake.requests) + len(openai_fake.requests) == sent  # all answered from the cache
+    replayed = [e for e in events() if e.get("direction") == "response" and e.get("summary") == "replayed"]
+    assert len(replayed) == 2  # the replayed answers say so
+    report = wb.determinism(faithful.run_id)
+    assert report["finished"] and report["firstDivergenceSeq"] is None
+    assert report["score"] == 1.0
+
+    changed = wb.replay("run_traced")
+    _host_pipeline(changed, anthropic_fake, openai_fake, prompt="Summarise ticket 43")
+    report = wb.determinism(changed.run_id)
+    source = [e for e in events() if e["runId"] == "run_traced"]
+    first_request = next(i + 1 for i, e in enumerate(source) if e.get("direction") == "request")
+    assert report["firstDivergenceSeq"] == first_request and report["score"] < 1
+    assert len(anthropic_fake.requests) == 2  # the new prompt went to the provider
