@@ -32,6 +32,7 @@ os.environ["DATABASE_URL"] = os.environ.get("BENCH_PAGES_DB") or f"sqlite:///{TM
 os.environ.setdefault("WORKBENCH_VAR_DIR", str(TMP))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
 os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("SECURE_SSL_REDIRECT", "0")  # production settings, served over plain HTTP here
 os.environ.setdefault("SECRET_KEY", "bench-pages-not-secret-" + "x" * 40)
 os.environ.setdefault("ALLOWED_HOSTS", "testserver")
 
@@ -116,6 +117,7 @@ def build_run(workspace, n: int) -> Run:
         workspace=workspace, run_id=run_id, command=c.BeginStep(step_id="parse"), actor="bench"
     )
     start = result.last_seq + 1
+    run_pk = Run.objects.by_run_id(workspace, run_id).get().pk  # runs_event.run_id holds the surrogate key
     now = timezone.now()
     sql = (
         "INSERT INTO runs_event (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor, recorded_at)"
@@ -131,11 +133,11 @@ def build_run(workspace, n: int) -> Run:
             for s in range(seq, min(last, seq + batch - 1) + 1):
                 etype, ts, step, corr, body = event_body(run_id, s)
                 rows.append(
-                    (run_id, s, body["id"], etype, ts, step, corr, orjson.dumps(body).decode(), "bench", now)
+                    (run_pk, s, body["id"], etype, ts, step, corr, orjson.dumps(body).decode(), "bench", now)
                 )
             cursor.executemany(sql, rows)
             seq += batch
-    Run.objects.filter(run_id=run_id).update(last_seq=last, event_count=last, revision=last)
+    Run.objects.filter(pk=run_pk).update(last_seq=last, event_count=last, revision=last)
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
@@ -143,7 +145,7 @@ def build_run(workspace, n: int) -> Run:
         f"  built {run_id}: {last} events in {time.perf_counter() - t0:.1f} s (bulk insert, bypassing actions)",
         flush=True,
     )
-    return Run.objects.get(run_id=run_id)
+    return Run.objects.get(pk=run_pk)
 
 
 def measure(client: Client, pages_by_size: dict[int, dict[str, tuple[str, dict]]]) -> tuple[dict, dict]:

@@ -33,6 +33,7 @@ from runs.models import (
     RunSnapshot,
     Workspace,
     dumps,
+    held_event_ids,
     loads,
 )
 from runs.notify import RunChange, notify_on_commit
@@ -512,7 +513,7 @@ def _refuse_duplicate_event_ids(run: Run, events: Sequence[dict]) -> None:
                 DUPLICATE_EVENT_ID, f"event id {event_id!r} appears twice in the batch", f"events[{i}].id"
             )
         seen.add(event_id)
-    taken = list(Event.objects.filter(run=run, event_id__in=seen).values_list("event_id", flat=True)[:5])
+    taken = held_event_ids(run, list(seen))
     if taken:
         raise ActionError(
             DUPLICATE_EVENT_ID,

@@ -24,10 +24,11 @@ import hashlib
 from bisect import bisect_left
 from typing import Any
 
+from django.db import connection
 from django.db.models import Case, F, IntegerField, Value, When
 from django.utils import timezone
 
-from runs.models import CachedResponse, Event, Run, Workspace, dumps, loads
+from runs.models import CachedResponse, Event, Run, Workspace, dumps, loads, sqlite_index_hint
 from runs.protocol.cachekey import llm_cache_key, request_from_wire
 from runs.protocol.canonical import canonical_bytes
 from runs.protocol.errors import ProtocolError
@@ -115,13 +116,19 @@ def _search_stored(
     """Go on before seq `before` in the table: one query for every correlation id still open."""
     correlations = {correlation[:200] for correlation, _ in wanted.values()}  # the column's width
     rows: dict[str, list[tuple[int, dict]]] = {}
-    query = (
-        Event.objects.filter(run=run, type="model_io", correlation_id__in=correlations, seq__lt=before)
-        .order_by("-seq")
-        .values_list("seq", "correlation_id", "body")
-    )
-    for seq, correlation, body in query.iterator(chunk_size=2000):
-        rows.setdefault(correlation, []).append((seq, loads(body)))
+    ordered = sorted(correlations)
+    with connection.cursor() as cursor:
+        for start in range(0, len(ordered), 900):
+            chunk = ordered[start : start + 900]
+            cursor.execute(
+                f"SELECT seq, correlation_id, body FROM {Event._meta.db_table}"
+                f"{sqlite_index_hint('event_run_corr')} WHERE run_id = %s"
+                f" AND correlation_id IN ({', '.join(['%s'] * len(chunk))})"
+                " AND type = 'model_io' AND seq < %s ORDER BY seq DESC",
+                [run.pk, *chunk, before],
+            )
+            for seq, correlation, body in cursor.fetchall():
+                rows.setdefault(correlation, []).append((seq, loads(body)))
     out: dict[int, tuple[tuple[int, dict] | None, list[dict]]] = {}
     for seq, (correlation, chunks) in wanted.items():
         chunks = list(chunks)

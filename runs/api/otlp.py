@@ -18,7 +18,7 @@ from accounts.principals import principal_for_token
 from accounts.ratelimit import RateLimited, check_request
 from accounts.tokens import authenticate_token
 from runs import actions
-from runs.models import Event
+from runs.models import held_event_ids
 from runs.otlp_ingest import events_by_run, spans_from_json, spans_from_protobuf
 from runs.permissions import Action
 from runs.protocol.errors import ErrorCode, ProtocolError
@@ -83,11 +83,8 @@ def traces(request: HttpRequest) -> HttpResponse:
         groups = events_by_run(spans, request.headers.get("X-Workbench-Run"))
         runs = {run_id: get_run(caller.workspace, run_id) for run_id in groups}
         for run_id, events in groups.items():
-            seen = set(
-                Event.objects.filter(run=runs[run_id], event_id__in=[e["id"] for e in events]).values_list(
-                    "event_id", flat=True
-                )
-            )
+            ids = [e["id"] for e in events]
+            seen = set(held_event_ids(runs[run_id], ids, limit=len(ids)))
             fresh = [e for e in events if e["id"] not in seen]
             if fresh:
                 actions.do_append_events(

@@ -74,8 +74,17 @@ def format_epoch_ms(ms: int) -> str:
     return f"{y}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{millis:03d}Z"
 
 
+# Already the form toISOString prints (days 29-31 are left to the full path, which knows month
+# lengths): most recorded timestamps, returned as they are without the arithmetic.
+_CANONICAL = re.compile(
+    r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z"
+)
+
+
 def to_utc_iso(value: str) -> str | None:
     """The timestamp as the UTC instant JavaScript prints (``None`` if it is not one)."""
+    if isinstance(value, str) and len(value) == 24 and _CANONICAL.fullmatch(value):
+        return value
     ms = epoch_ms(value)
     return None if ms is None else format_epoch_ms(ms)
 

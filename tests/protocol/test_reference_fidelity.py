@@ -10,12 +10,14 @@ import copy
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from runs.protocol.bundle import check_bundle
 from runs.protocol.canonical import MAX_NESTING, canonical_bytes, wire_bytes
 from runs.protocol.errors import ErrorCode
 from runs.protocol.integrity import sign_bundle
-from runs.protocol.timestamps import epoch_ms, to_datetime, to_utc_iso
+from runs.protocol.timestamps import epoch_ms, format_epoch_ms, to_datetime, to_utc_iso
 
 HEX = "ab" * 32
 RB = ErrorCode.INVALID_RUN_BUNDLE
@@ -271,6 +273,12 @@ def test_timestamp_instants():
     assert epoch_ms("1970-01-01T00:00:00.001Z") == 1
     assert epoch_ms("not a time") is None
     assert to_datetime("0000-02-29T00:00:00Z").year == 1  # clamped for a column
+
+
+@given(st.datetimes(), st.integers(0, 999))
+def test_already_utc_timestamps_take_the_short_path_to_the_same_text(moment, millis):
+    text = f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S") + f".{millis:03d}Z"
+    assert to_utc_iso(text) == format_epoch_ms(epoch_ms(text)) == text
 
 
 @pytest.mark.parametrize(

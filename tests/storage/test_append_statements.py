@@ -4,11 +4,14 @@ clause. Large batches go through COPY. What lands is the same either way."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from runs import actions
+from runs.engine.commands import BeginStep
 from runs.models import Event, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -125,3 +128,43 @@ def test_response_cache_is_filled_within_and_across_batches(workspace, run):
     import orjson
 
     assert [c["payload"] for c in orjson.loads(entries[2].response)["chunks"]] == [{"text": "hel"}]
+
+
+def test_appends_to_a_long_run_probe_the_indexes_not_the_run(workspace, run):
+    """The duplicate-id check and the response cache's correlation lookup name both the run and a
+    list of values: on SQLite they must probe (run, event_id) and (run, correlation_id, seq). The
+    planner, left alone, scanned every event of the run, once per append."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's planner, which has no statistics here")
+    model_call = {
+        "runId": run.run_id, "ts": "2026-01-01T00:00:00.000Z", "type": "model_io", "provider": "anthropic",
+        "model": "claude-haiku-4-5", "stepId": "a",
+    }  # fmt: skip
+    actions.do_command(workspace=workspace, run_id=run.run_id, command=BeginStep(step_id="a"))
+    history = [tool(run.run_id, i) for i in range(200)]
+    actions.do_append_events(workspace=workspace, run_id=run.run_id, events=history)
+    batch = [
+        {
+            **model_call,
+            "id": "evt_req",
+            "direction": "request",
+            "correlationId": "c1",
+            "payload": {"messages": []},
+        },
+        {
+            **model_call,
+            "id": "evt_res",
+            "direction": "response",
+            "correlationId": "c1",
+            "payload": {"text": "hi"},
+        },
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        actions.do_append_events(workspace=workspace, run_id=run.run_id, events=batch)
+    probes = [q["sql"] for q in queries.captured_queries if " IN (" in q["sql"] and "runs_event" in q["sql"]]
+    assert any(re.search(r'event_id"? IN', sql) for sql in probes), probes
+    with connection.cursor() as cursor:
+        for sql in probes:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql)
+            plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+            assert "event_run_event_id" in plan or "event_run_corr" in plan, (sql, plan)
