@@ -109,13 +109,13 @@ def raw_sqlite_rate() -> float:
         con = sqlite3.connect(Path(tmp) / "raw.sqlite3", isolation_level=None)
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
-        # The same table as runs_event (its primary key is (run_id, seq); three secondary indexes).
+        # The same table as runs_event (its primary key is (run_id, seq); four secondary indexes).
         con.execute(
             "CREATE TABLE ev (run_id TEXT NOT NULL, seq INT NOT NULL, event_id TEXT, type TEXT, ts TEXT,"
             " step_id TEXT, correlation_id TEXT, body TEXT, actor TEXT, recorded_at TEXT,"
             " PRIMARY KEY (run_id, seq))"
         )
-        for idx in ("run_id, type, seq", "run_id, step_id, seq", "run_id, correlation_id, seq"):
+        for idx in ("run_id, type, seq", "run_id, step_id, seq", "run_id, correlation_id, seq", "run_id, event_id"):
             con.execute(f"CREATE INDEX ix_{abs(hash(idx))} ON ev ({idx})")
         batches = [make_events("run_raw", BATCH, b * BATCH) for b in range(TOTAL // BATCH)]
         started = time.perf_counter()
