@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import ratelimit
-from playground import actions, config, execute, highlight, operations
+from playground import actions, config, execute, highlight, operations, restore
 from playground import compose as c
 from playground.models import (
     Execution,
@@ -175,17 +175,12 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
         return {"origin": origin}
     origin["request"] = request_body
     kind = "openai" if is_openai else "anthropic"
-    workspace = current_workspace(request)
-    model = _match_model(workspace, extra.get("model"), kind)
-    if model is None:
-        fallback = config.default_model(workspace)
-        instead = f"{fallback.display_name} (the default) is selected instead" if fallback else "choose one"
-        recorded = extra.get("model") or data.get("model")
-        origin["model_notice"] = (
-            f"The recorded call used {recorded} ({kind}), which is not configured in this workspace: {instead}."
-            if recorded
-            else f"The recorded call does not name its model: {instead}. Check it before sending."
-        )
+    recorded_model = str(extra.get("model") or data.get("model") or "")
+    restoration = _restoration(current_workspace(request), session, kind, recorded_model, request_body)
+    origin["restore"] = restoration.as_json()
+    if restoration.status != restore.EXACT:
+        origin["model_notice"] = restoration.message
+    model = restoration.model_pk
     return {"session": c.session_to_json(session), "model": model, "origin": origin}
 
 
@@ -203,11 +198,37 @@ def _response_text(payload: Any) -> str:
     return ""
 
 
-def _match_model(workspace, model_id: str | None, kind: str) -> int | None:
-    for entry in config.available_models(workspace):
-        if entry.model_id == model_id and entry.provider.kind == kind:
-            return entry.pk
-    return None
+def _restoration(
+    workspace, session: c.Session, kind: str, recorded_model: str, recorded: dict
+) -> restore.Restoration:
+    """The recorded provider and model when configured, else a plainly named substitute; "exact"
+    only when the session recomposes to the recorded request for that model."""
+    entries = {m.pk: m for m in config.available_models(workspace)}
+    candidates = [
+        restore.Candidate(
+            pk=m.pk, kind=m.provider.kind, model_id=m.model_id, label=m.display_name, usable=config.usable(m)
+        )
+        for m in entries.values()
+    ]
+    default = config.default_model(workspace, list(entries.values()))
+    chosen, status = restore.choose_model(
+        kind=kind, model_id=recorded_model, candidates=candidates, default_pk=default.pk if default else None
+    )
+    recomposed = None
+    if chosen is not None and status == restore.EXACT:
+        try:
+            recomposed = _compose_for(session, entries[chosen.pk]).request
+        except c.ComposeError:
+            recomposed = None
+    return restore.describe(
+        kind=kind,
+        model_id=recorded_model,
+        chosen=chosen,
+        status=status,
+        recorded=recorded,
+        recomposed=recomposed,
+        unusable=restore.listed_but_unusable(kind=kind, model_id=recorded_model, candidates=candidates),
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -645,7 +645,8 @@
   const origin = initial.origin;
   if (origin) {
     $("origin").hidden = false;
-    $("origin-ref").replaceChildren("Model call at seq " + origin.seq + " of run ", el("a", { href: "/runs/" + encodeURIComponent(origin.run_id) + "/" }, origin.run_id), " (" + (origin.provider || "?") + " / " + (origin.model || "?") + "). The request below is restored exactly; edit it and send to compare.");
+    $("origin-ref").replaceChildren("Model call at seq " + origin.seq + " of run ", el("a", { href: "/runs/" + encodeURIComponent(origin.run_id) + "/" }, origin.run_id), " (" + (origin.provider || "?") + " / " + (origin.model || "?") + ").");
+    if (origin.restore && origin.restore.status === "exact") { $("origin-ref").append(" " + origin.restore.message); }
     if (origin.problem) { $("origin-problem").textContent = origin.problem; $("origin-problem").hidden = false; }
     if (origin.model_notice) { $("origin-model-notice").textContent = origin.model_notice; $("origin-model-notice").hidden = false; }
     if (origin.response) {

@@ -44,8 +44,9 @@ def test_last_model_is_remembered_per_user_and_a_missing_model_is_announced(
     fake_models["local"].model_id = "renamed-model"
     fake_models["local"].save()
     html = client.get(f"/playground/?from_event={ex.run_id}:2").content.decode()
-    assert "llama-local (openai), which is not configured in this workspace" in html
-    assert "Fake Sonnet (the default) is selected instead" in html
+    assert "llama-local (OpenAI), which is not configured in this workspace" in html
+    # the recorded provider still has a model here: it is preferred to the (Anthropic) default
+    assert "Fake local llama (renamed-model, OpenAI) is selected instead (same provider" in html
     # A removed model is not remembered any more.
     client.force_login(alice)
     fake_models["local"].delete()

@@ -169,6 +169,8 @@ def test_open_in_playground_restores_the_exact_request(
         == execution.request_json
     )
     assert initial["model"] == fake_models["sonnet"].pk
+    assert initial["origin"]["restore"]["status"] == "exact"  # said only when it recomposes identically
+    assert "model_notice" not in initial["origin"]
     assert initial["origin"]["response"]["usage"]["inputTokens"] > 0
     # the response event (any seq of the call) leads to the same request
     from runs.models import Event
