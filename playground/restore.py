@@ -21,6 +21,8 @@ OTHER_MODEL = "other_model"  # recorded provider, another of its models
 OTHER_PROVIDER = "other_provider"  # the recorded provider has no model here: another provider's
 NO_MODEL = "no_model"  # nothing configured
 
+NOT_REQUEST_CONTENT = frozenset({"model", "stream", "stream_options"})
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -80,9 +82,14 @@ def listed_but_unusable(*, kind: str, model_id: str, candidates: Sequence[Candid
 
 def fields_not_carried(recorded: Mapping[str, Any], recomposed: Mapping[str, Any]) -> tuple[str, ...]:
     """Top-level fields of the recorded request that the recomposed one lacks or sends otherwise
-    (``model`` aside: it is the model choice, reported separately)."""
+    (``model`` aside: it is the model choice, reported separately; streaming is how the playground
+    sends, not what it asks)."""
     return tuple(
-        sorted(k for k, v in recorded.items() if k != "model" and (k not in recomposed or recomposed[k] != v))
+        sorted(
+            k
+            for k, v in recorded.items()
+            if k not in NOT_REQUEST_CONTENT and (k not in recomposed or recomposed[k] != v)
+        )
     )
 
 
