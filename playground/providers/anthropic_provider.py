@@ -17,6 +17,7 @@ from playground.providers.base import (
     error_details,
     sdk_arguments,
 )
+from playground.providers.isolation import NO_KEY, sealed
 
 
 def wire_request(request: dict) -> dict:
@@ -64,14 +65,16 @@ def _error(exc: Exception) -> ProviderError:
 
 
 def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
-    client = anthropic.Anthropic(
-        api_key=settings.api_key or "",
-        base_url=settings.endpoint,
-        timeout=settings.timeout,
-        max_retries=settings.max_retries,
-        http_client=anthropic.DefaultHttpxClient(
-            transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
-        ),
+    client = sealed(
+        anthropic.Anthropic(
+            api_key=settings.api_key or NO_KEY,
+            base_url=settings.endpoint,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            http_client=anthropic.DefaultHttpxClient(
+                transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
+            ),
+        )
     )
     try:
         with client.messages.stream(**sdk_arguments(client.messages.stream, request)) as stream:

@@ -22,8 +22,7 @@ from playground.providers.base import (
     error_details,
     sdk_arguments,
 )
-
-NO_KEY = "no-key-required"
+from playground.providers.isolation import NO_KEY, sealed
 
 
 def wire_request(request: dict) -> dict:
@@ -62,14 +61,16 @@ def _extra(delta: object, *names: str) -> str | None:
 
 
 def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
-    client = openai.OpenAI(
-        api_key=settings.api_key or NO_KEY,
-        base_url=settings.endpoint,
-        timeout=settings.timeout,
-        max_retries=settings.max_retries,
-        http_client=openai.DefaultHttpxClient(
-            transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
-        ),
+    client = sealed(
+        openai.OpenAI(
+            api_key=settings.api_key or NO_KEY,
+            base_url=settings.endpoint,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            http_client=openai.DefaultHttpxClient(
+                transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
+            ),
+        )
     )
     text: list[str] = []
     reasoning: list[str] = []
