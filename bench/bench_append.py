@@ -115,7 +115,12 @@ def raw_sqlite_rate() -> float:
             " step_id TEXT, correlation_id TEXT, body TEXT, actor TEXT, recorded_at TEXT,"
             " PRIMARY KEY (run_id, seq))"
         )
-        for idx in ("run_id, type, seq", "run_id, step_id, seq", "run_id, correlation_id, seq", "run_id, event_id"):
+        for idx in (
+            "run_id, type, seq",
+            "run_id, step_id, seq",
+            "run_id, correlation_id, seq",
+            "run_id, event_id",
+        ):
             con.execute(f"CREATE INDEX ix_{abs(hash(idx))} ON ev ({idx})")
         batches = [make_events("run_raw", BATCH, b * BATCH) for b in range(TOTAL // BATCH)]
         started = time.perf_counter()

@@ -53,14 +53,21 @@ def test_anthropic_requests_carry_nothing_from_the_operators_environment(operato
     assert _leaks(headers) == {}
     assert "x-operator" not in headers
     if workspace_key:
-        assert workspace_key in (headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer "))
+        assert workspace_key in (
+            headers.get("x-api-key"),
+            headers.get("authorization", "").removeprefix("Bearer "),
+        )
 
 
 @pytest.mark.parametrize("workspace_key", ["workspace-key", None])
 def test_openai_requests_carry_nothing_from_the_operators_environment(operator_environment, workspace_key):
     with FakeOpenAI(api_key=workspace_key) as catcher:
         settings = ProviderSettings(
-            "openai", api_key=workspace_key, base_url=catcher.url + "/v1", max_retries=0, egress_allow=LOOPBACK
+            "openai",
+            api_key=workspace_key,
+            base_url=catcher.url + "/v1",
+            max_retries=0,
+            egress_allow=LOOPBACK,
         )
         model = c.ModelSpec("openai", "gpt-5-mini", max_tokens_param="max_completion_tokens")
         result = call(settings, c.compose(c.Session(prompt="hi"), model).request, lambda kind, text: None)
