@@ -9,6 +9,7 @@ consumer through ``runs.live_fragments``) shows the very same markup:
     gate_panel     gate_panel_context(run, state, url_id=..., can_review=...)
     timeline_rows  timeline_context(run, url_id=..., after=N)   (just the <li> rows)
     ledger_totals  ledger_totals_context(run)
+    waterfall      waterfall_context(run, url_id=..., after=N)   (the span tree; None without spans)
 
 Every context function takes a run already fetched through the workspace (never a bare id).
 ``url_id`` is the id used in URLs: the run id, or ``"demo"`` for the public demo. Reads go through
@@ -26,7 +27,17 @@ from runs.engine.state import RunState
 from runs.graph import layout_workflow
 from runs.models import Run
 from runs.protocol.validate import EVENT_TYPES
-from runs.selectors import TIMELINE_PAGE, TimelineFilters, children, gate_history, parents, timeline_page
+from runs.selectors import (
+    TIMELINE_PAGE,
+    TimelineFilters,
+    children,
+    gate_history,
+    has_spans,
+    parents,
+    span_window,
+    timeline_page,
+)
+from runs.waterfall import build_waterfall
 
 HISTORY_LIMIT = 50
 
@@ -119,3 +130,26 @@ def timeline_context(
 
 def lineage_context(run: Run) -> dict[str, Any]:
     return {"parents": parents(run.workspace, run), "children": children(run.workspace, run.run_id)}
+
+
+def waterfall_context(run: Run, *, url_id: str | None = None, after: int = 0) -> dict[str, Any] | None:
+    """The span tree of one window of spans (None when the run has none: no section at all)."""
+    if after <= 0 and not has_spans(run):
+        return None
+    window = span_window(run, after=after)
+    doc_end = run.ended_at.isoformat() if run.ended_at else None
+    wf = build_waterfall(window.started, window.ended, run_end_ts=doc_end)
+    url_id = url_id or run.run_id
+    detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
+    for row in wf.rows:
+        row.links = {
+            "start": f"{detail_url}?at={row.start_seq}#seq-{row.start_seq}",
+            "end": f"{detail_url}?at={row.end_seq}#seq-{row.end_seq}" if row.end_seq else "",
+        }
+    return {
+        "waterfall": wf,
+        "spans_after": window.after,
+        "spans_next": window.next_after,
+        "spans_url": reverse("runs:spans", args=[url_id]),
+        "detail_url": detail_url,
+    }

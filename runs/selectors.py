@@ -502,3 +502,68 @@ def get_fork(workspace: Workspace, run_id: str) -> RunFork:
     if fork is None:
         raise RunNotFound(run_id)
     return fork
+
+
+# --- span waterfall -----------------------------------------------------------------------------
+
+SPAN_PAGE = 200  # spans per window of the waterfall
+SPAN_END_SCAN = 4 * SPAN_PAGE  # span_ended rows read after the window's first start
+SPAN_END_LOOKUP = 100  # spans still open after that scan whose end is looked up by id
+
+
+@dataclass
+class SpanWindow:
+    started: list[tuple[int, dict[str, Any]]]
+    ended: list[tuple[int, dict[str, Any]]]
+    next_after: int | None  # more spans start after this seq
+    after: int
+
+
+def has_spans(run: Run) -> bool:
+    """One probe of the (run, type, seq) index."""
+    return Event.objects.filter(run=run, type="span_started").exists()
+
+
+def span_window(run: Run, *, after: int = 0, limit: int | None = None) -> SpanWindow:
+    """Up to `limit` spans starting after seq `after`, with the span_ended events that close them.
+
+    Bounded by the window, not by the trace: range scans of the (run, type, seq) index read at
+    most `limit` + 1 starts and SPAN_END_SCAN ends; ends further away are looked up by span id
+    (at most SPAN_END_LOOKUP of them, over span_ended rows only)."""
+    limit = max(1, min(limit or SPAN_PAGE, TIMELINE_MAX_PAGE))
+    end_scan = SPAN_END_SCAN
+    raw = list(
+        Event.objects.filter(run=run, type="span_started", seq__gt=after)
+        .order_by("seq")
+        .values_list("seq", "body")[: limit + 1]
+    )
+    more = len(raw) > limit
+    started = [(seq, loads(body)) for seq, body in raw[:limit]]
+    if not started:
+        return SpanWindow([], [], None, after)
+    first = started[0][0]
+    ends_qs = Event.objects.filter(run=run, type="span_ended", seq__gt=first).order_by("seq")
+    ended_raw = list(ends_qs.values_list("seq", "body")[:end_scan])
+    ended = [(seq, loads(body)) for seq, body in ended_raw]
+    if len(ended_raw) == end_scan:
+        # spans of the window that no scanned end closes: find their ends by id
+        open_ids: dict[str, int] = {}
+        for seq, kind, body in sorted(
+            [(s, 0, b) for s, b in started] + [(s, 1, b) for s, b in ended], key=lambda x: x[0]
+        ):
+            sid = body.get("spanId")
+            if not isinstance(sid, str):
+                continue
+            if kind == 0:
+                open_ids[sid] = seq
+            else:
+                open_ids.pop(sid, None)
+        needles = [orjson.dumps({"spanId": sid}).decode()[1:-1] for sid in list(open_ids)[:SPAN_END_LOOKUP]]
+        if needles:
+            match = Q()
+            for needle in needles:
+                match |= Q(body__contains=needle)
+            last_scanned = ended_raw[-1][0]
+            extra = ends_qs.filter(seq__gt=last_scanned).filter(match).values_list("seq", "body")
+            ended.extend((seq, loads(body)) for seq, body in extra[: len(needles) * 4])
+    return SpanWindow(started, ended, started[-1][0] if more else None, after)

@@ -23,6 +23,7 @@ from runs.partials import (
     lineage_context,
     status_context,
     timeline_context,
+    waterfall_context,
 )
 from runs.permissions import Action
 from runs.selectors import (
@@ -51,6 +52,7 @@ def run_detail_context(
     after: int = 0,
     before: int | None = None,
     filters: TimelineFilters | None = None,
+    spans_after: int = 0,
 ) -> dict[str, Any]:
     url_id = url_id or run.run_id
     state = run_state(run)
@@ -71,6 +73,7 @@ def run_detail_context(
     ctx.update(graph_context(run, state, url_id=url_id))
     ctx.update(gate_panel_context(run, state, url_id=url_id, can_review=can_review))
     ctx.update(timeline_context(run, url_id=url_id, after=after, before=before, filters=filters))
+    ctx["spans"] = waterfall_context(run, url_id=url_id, after=spans_after)
     return ctx
 
 
@@ -102,6 +105,7 @@ def run_detail(request: HttpRequest, access: RunAccess) -> HttpResponse:
         after=after,
         before=before,
         filters=TimelineFilters.from_query(request.GET),
+        spans_after=int_param(request.GET, "spans_after", 0) or 0,
     )
     return render(request, "runs/run_detail.html", ctx)
 
@@ -125,6 +129,21 @@ def timeline(request: HttpRequest, access: RunAccess) -> HttpResponse:
     # Without htmx: the detail page at that window (keeps links working with JS off).
     query = request.GET.urlencode()
     return redirect(f"{ctx['detail_url']}?{query}#timeline")
+
+
+@run_page
+@require_GET
+@vary_on_headers("HX-Request")
+def spans(request: HttpRequest, access: RunAccess) -> HttpResponse:
+    """One window of the span waterfall (htmx); without htmx, the run page at that window."""
+    after = int_param(request.GET, "after", 0) or 0
+    if not request.htmx:
+        url = (
+            reverse("runs:demo") if access.url_id == "demo" else reverse("runs:detail", args=[access.url_id])
+        )
+        return redirect(f"{url}?spans_after={after}#spans" if after else f"{url}#spans")
+    ctx = waterfall_context(access.run, url_id=access.url_id, after=after)
+    return render(request, "runs/run_detail.html#waterfall", {"spans": ctx})
 
 
 @run_page

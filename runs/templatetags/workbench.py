@@ -224,6 +224,18 @@ def highlight(text: Any, needle: Any) -> SafeString:
 
 
 @register.filter
+def millis(ms: Any) -> str:
+    """Milliseconds for people: ``0.4 ms``, ``85 ms``, ``1,250 ms`` below a minute ... ``2 min 5 s``."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float):
+        return ""
+    if ms < 10:
+        return f"{ms:.1f} ms"
+    if ms < 60_000:
+        return f"{ms:,.0f} ms"
+    return duration(ms / 1000)
+
+
+@register.filter
 def thousands(value: Any) -> str:
     """Whole numbers with thousands separators (12,345); other numbers rounded to 2 places; the rest as is."""
     if isinstance(value, bool) or value is None:

@@ -93,3 +93,57 @@ def serve_app(tmp: Path, *, setup_code: str, extra_env: dict[str, str] | None = 
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+SHOTS = REPO / "test-results" / "screenshots"
+# Error answers a test provokes on purpose (form validation is 422, a missing thing 404); the
+# browser logs them as console errors, so a page may name the ones it expects.
+EXPECTED_ERROR_STATUSES = ("status of 422",)
+
+
+def shot(page, name: str) -> None:
+    """A full-page screenshot kept as a test artifact (test-results/screenshots/<name>.png)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def new_page(browser, *, ignore: tuple[str, ...] = EXPECTED_ERROR_STATUSES, **context_options):
+    """A page in a new browser context whose console errors and uncaught exceptions (CSP
+    violations included) collect in ``page.console_errors`` as "<url>: <text>"."""
+    page = browser.new_context(**context_options).new_page()
+    errors: list[str] = []
+    page.on(
+        "console",
+        lambda msg: (
+            errors.append(f"{page.url}: {msg.text}")
+            if msg.type == "error" and not any(s in msg.text for s in ignore)
+            else None
+        ),
+    )
+    page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}"))
+    page.console_errors = errors  # type: ignore[attr-defined]
+    return page
+
+
+def sign_in(page, base: str, user: str, password: str | None = None) -> None:
+    """Through the sign-in form; waits until the form has let the user in."""
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", user)
+    page.fill("#id_password", password or f"{user}-password-123")
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
+@contextmanager
+def signed_in_page(base: str, user: str, **page_options) -> Iterator:
+    """One Chromium with one page signed in as ``user`` (password ``<user>-password-123``)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = new_page(browser, **page_options)
+            sign_in(page, base, user)
+            yield page
+        finally:
+            browser.close()

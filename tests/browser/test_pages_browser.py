@@ -8,16 +8,13 @@ of every page go to test-results/screenshots/. Console errors (CSP violations in
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.browser.support import launch, serve_app
+from tests.browser.support import launch, new_page, serve_app, shot
+from tests.browser.support import sign_in as sign_in_as
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "test-results" / "screenshots"
 SETUP = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
@@ -81,30 +78,10 @@ def browser():
 
 
 def _page(browser, server, *, width=1280, scheme="light", sign_in=True, user="bob"):
-    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
-    page = context.new_page()
-    errors: list[str] = []
-    # 422 answers are expected (validation errors are shown with that status); anything else counts
-    page.on(
-        "console",
-        lambda msg: (
-            errors.append(msg.text) if msg.type == "error" and "status of 422" not in msg.text else None
-        ),
-    )
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.console_errors = errors  # type: ignore[attr-defined]
+    page = new_page(browser, viewport={"width": width, "height": 900}, color_scheme=scheme)
     if sign_in:
-        page.goto(f"{server['url']}/accounts/login/")
-        page.fill("#id_username", user)
-        page.fill("#id_password", f"{user}-password-123")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{server['url']}/runs/")
+        sign_in_as(page, server["url"], user)
     return page
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def test_sign_in_open_run_approve_gate_and_see_it_progress(browser, server):

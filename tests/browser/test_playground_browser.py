@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.support import launch, serve_app
+from tests.browser.support import serve_app, signed_in_page
 from tests.fakes.anthropic_api import FakeAnthropic
 
 pytestmark = pytest.mark.browser
@@ -59,23 +59,8 @@ def server(tmp_path_factory, fake):
 
 @pytest.fixture
 def page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = launch(pw)
-        context = browser.new_context(accept_downloads=True)
-        pg = context.new_page()
-        errors: list[str] = []
-        pg.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        pg.goto(f"{server}/accounts/login/")
-        pg.fill("input[name=username]", "tess")
-        pg.fill("input[name=password]", "tess-password-123")
-        pg.click("button[type=submit], input[type=submit]")
-        pg.wait_for_load_state()
-        pg.console_errors = errors  # type: ignore[attr-defined]
+    with signed_in_page(server, "tess", accept_downloads=True) as pg:
         yield pg
-        context.close()
-        browser.close()
 
 
 def test_compose_send_stream_export_switch_mode_and_open_from_run(page, server, tmp_path, fake):

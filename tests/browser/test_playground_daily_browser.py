@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.support import launch, serve_app
+from tests.browser.support import serve_app, sign_in, signed_in_page
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
 
@@ -58,23 +58,8 @@ def server(tmp_path_factory, fakes):
 
 @pytest.fixture
 def page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = launch(pw)
-        context = browser.new_context()
-        pg = context.new_page()
-        errors: list[str] = []
-        pg.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        pg.goto(f"{server}/accounts/login/")
-        pg.fill("input[name=username]", "tess")
-        pg.fill("input[name=password]", "tess-password-123")
-        pg.click("button[type=submit], input[type=submit]")
-        pg.wait_for_load_state()
-        pg.console_errors = errors  # type: ignore[attr-defined]
+    with signed_in_page(server, "tess") as pg:
         yield pg
-        context.close()
-        browser.close()
 
 
 def _last_assistant_status(page, status: str, count: int | None = None, timeout: int = 20000) -> None:
@@ -303,11 +288,7 @@ def _level(page, name: str) -> tuple[str, str]:
 
 def test_remembered_model_and_configuration_levels(page, server, fakes):
     page.context.clear_cookies()  # rita: a user who has not sent anything yet
-    page.goto(f"{server}/accounts/login/")
-    page.fill("input[name=username]", "rita")
-    page.fill("input[name=password]", "rita-password-123")
-    page.click("button[type=submit], input[type=submit]")
-    page.wait_for_load_state()
+    sign_in(page, server, "rita")
     page.goto(f"{server}/playground/")
     page.click("#levels summary")
     assert _level(page, "Model") == ("Fake Sonnet", "workspace default")

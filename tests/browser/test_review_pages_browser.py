@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
-from tests.browser.support import launch, serve_app
+from tests.browser import support
+from tests.browser.support import serve_app, signed_in_page
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "test-results" / "screenshots"
 SETUP = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
@@ -63,35 +61,14 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = launch(pw)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        pg = context.new_page()
-        errors: list[str] = []
-        pg.on(
-            "console",
-            lambda msg: (
-                errors.append(f"{pg.url}: {msg.text}")
-                if msg.type == "error" and "status of 422" not in msg.text and "status of 404" not in msg.text
-                else None
-            ),
-        )
-        pg.on("pageerror", lambda exc: errors.append(f"{pg.url}: {exc}"))
-        pg.console_errors = errors  # type: ignore[attr-defined]
-        pg.goto(f"{server}/accounts/login/")
-        pg.fill("#id_username", "rita")
-        pg.fill("#id_password", "rita-password-123")
-        pg.click("button[type=submit]")
-        pg.wait_for_url(f"{server}/runs/")
+    with signed_in_page(
+        server, "rita", viewport={"width": 1280, "height": 900}, ignore=("status of 422", "status of 404")
+    ) as pg:
         yield pg
-        browser.close()
 
 
 def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"review-{name}.png"), full_page=True)
+    support.shot(page, f"review-{name}")
 
 
 def test_checkpoint_gate_approved_with_a_note_unblocks_the_step(page, server):

@@ -1,0 +1,177 @@
+"""The span tree of a run as a latency waterfall. Pure: span events in, rows to draw out.
+
+    wf = build_waterfall(started, ended, run_end_ts=...)   # started/ended: [(seq, body)] in seq order
+
+``started`` are ``span_started`` events (one window of them, in seq order), ``ended`` the
+``span_ended`` events that may close them. A span id may be reused once its span has ended, so an
+end closes the span of that id that is open at its seq. Rows come in tree order (children under
+their parent, by start), each with its depth, its start offset and duration in milliseconds, its
+status (``ok``, ``error`` or ``open``) and the bar's position in percent of the window's time axis.
+
+The duration is the span's own ``durationMs`` when it gives one, else the time between the two
+events' ``ts``; a span still open (or whose end lies outside the window) runs to the latest
+instant known (the run's end, or the last timestamp seen) and says so. A parent outside the window
+makes a span a root of this window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+MIN_BAR_PCT = 0.4  # a zero-length span still shows a sliver
+MAX_DEPTH_SHOWN = 12  # deeper spans are drawn at this indentation (their depth is still said)
+
+
+@dataclass
+class SpanRow:
+    span_id: str
+    name: str
+    kind: str
+    step_id: str
+    parent_id: str
+    start_seq: int
+    end_seq: int | None = None
+    start_ms: float = 0.0  # from the window's first start
+    duration_ms: float | None = None
+    status: str = "open"  # ok | error | open
+    error: str = ""
+    depth: int = 0
+    x_pct: float = 0.0
+    w_pct: float = MIN_BAR_PCT
+    children: list[SpanRow] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)  # filled by the page (start and end events)
+    _start: datetime | None = None
+    _end: datetime | None = None
+
+    @property
+    def indent(self) -> int:
+        return min(self.depth, MAX_DEPTH_SHOWN)
+
+    @property
+    def level(self) -> int:
+        return self.depth + 1
+
+
+@dataclass
+class Waterfall:
+    rows: list[SpanRow]
+    total_ms: float
+    errors: int
+    open: int
+
+
+def parse_ts(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _ms(delta) -> float:
+    return delta.total_seconds() * 1000.0
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if value >= 0 else None
+
+
+def _error_text(body: dict[str, Any]) -> str:
+    error = body.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        code = error.get("code")
+        return f"[{code}] {error['message']}" if isinstance(code, str) and code else error["message"]
+    return ""
+
+
+def build_waterfall(
+    started: list[tuple[int, dict[str, Any]]],
+    ended: list[tuple[int, dict[str, Any]]],
+    *,
+    run_end_ts: str | None = None,
+) -> Waterfall:
+    events = sorted(
+        [(seq, 0, body) for seq, body in started] + [(seq, 1, body) for seq, body in ended],
+        key=lambda item: item[0],
+    )
+    open_spans: dict[str, SpanRow] = {}
+    rows: list[SpanRow] = []
+    latest: datetime | None = parse_ts(run_end_ts)
+    for seq, is_end, body in events:
+        ts = parse_ts(body.get("ts"))
+        if ts is not None and (latest is None or ts > latest):
+            latest = ts
+        span_id = body.get("spanId")
+        if not isinstance(span_id, str):
+            continue
+        if not is_end:
+            parent_id = body.get("parentSpanId")
+            row = SpanRow(
+                span_id=span_id,
+                name=str(body.get("name") or span_id),
+                kind=str(body.get("kind") or ""),
+                step_id=str(body.get("stepId") or ""),
+                parent_id=parent_id if isinstance(parent_id, str) else "",
+                start_seq=seq,
+                _start=ts,
+            )
+            parent = open_spans.get(row.parent_id) if row.parent_id else None
+            (parent.children if parent is not None else rows).append(row)
+            open_spans[span_id] = row
+            continue
+        row = open_spans.pop(span_id, None)
+        if row is None:
+            continue  # the end of a span that started before this window (or never)
+        row.end_seq = seq
+        row.status = "error" if body.get("status") == "error" or body.get("error") else "ok"
+        row.error = _error_text(body)
+        own = _number(body.get("durationMs"))
+        if own is not None:
+            row.duration_ms = own
+        elif row._start is not None and ts is not None:
+            row.duration_ms = max(0.0, _ms(ts - row._start))
+        if row._start is not None and row.duration_ms is not None:
+            row._end = row._start + timedelta(milliseconds=row.duration_ms)
+    flat: list[SpanRow] = []
+    _flatten(rows, 0, flat)
+    starts = [r._start for r in flat if r._start is not None]
+    t0 = min(starts) if starts else None
+    ends = [r._end for r in flat if r._end is not None]
+    if latest is not None:
+        ends.append(latest)
+    t1 = max(ends) if ends else t0
+    total = _ms(t1 - t0) if t0 is not None and t1 is not None and t1 > t0 else 0.0
+    for row in flat:
+        if row._start is None or t0 is None:
+            continue
+        row.start_ms = _ms(row._start - t0)
+        end = row._end
+        if row.end_seq is None and latest is not None and latest >= row._start:
+            end = latest  # still open: runs to the latest instant known
+            row.duration_ms = _ms(latest - row._start)
+        if total > 0:
+            row.x_pct = round(min(100.0, 100.0 * row.start_ms / total), 3)
+            length = _ms(end - row._start) if end is not None else 0.0
+            row.w_pct = round(max(MIN_BAR_PCT, min(100.0 - row.x_pct, 100.0 * length / total)), 3)
+    return Waterfall(
+        rows=flat,
+        total_ms=total,
+        errors=sum(1 for r in flat if r.status == "error"),
+        open=sum(1 for r in flat if r.status == "open"),
+    )
+
+
+def _flatten(rows: list[SpanRow], depth: int, out: list[SpanRow]) -> None:
+    # iterative: a deep chain of nested spans must not hit the recursion limit
+    stack = [(row, depth) for row in reversed(rows)]
+    while stack:
+        row, d = stack.pop()
+        row.depth = d
+        out.append(row)
+        stack.extend((child, d + 1) for child in reversed(row.children))
