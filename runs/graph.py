@@ -228,3 +228,137 @@ def bar_chart(rows: list[dict[str, Any]]) -> BarChart:
         cost_header_x=cost_x,
         tokens_header_x=tokens_x,
     )
+
+
+# --- workflow order (ledger tables) --------------------------------------------------------------
+
+
+def workflow_step_order(snapshot: Any) -> list[str]:
+    """The workflow's steps in DAG order: by column (longest path from a source), then as declared.
+    Every edge goes from an earlier step to a later one."""
+    if not isinstance(snapshot, dict):
+        return []
+    steps = [
+        s["id"] for s in snapshot.get("steps") or [] if isinstance(s, dict) and isinstance(s.get("id"), str)
+    ]
+    edges = [(e.get("from"), e.get("to")) for e in snapshot.get("edges") or [] if isinstance(e, dict)]
+    column = layers(steps, [(a, b) for a, b in edges if isinstance(a, str) and isinstance(b, str)])
+    declared = {s: i for i, s in enumerate(steps)}
+    return sorted(dict.fromkeys(steps), key=lambda s: (column[s], declared[s]))
+
+
+def merged_step_order(snapshots: list[Any]) -> list[str]:
+    """Step order over several workflows: each one's own order, first seen first."""
+    order: dict[str, None] = {}
+    for snapshot in snapshots:
+        for step in workflow_step_order(snapshot):
+            order.setdefault(step, None)
+    return list(order)
+
+
+# --- time series (ledger: cost and tokens per day) -----------------------------------------------
+
+DAY_CHART_MAX_DAYS = 366
+DAY_PANEL_H = 110
+DAY_CHART_LEFT = 96
+DAY_CHART_PLOT_W = 720
+
+
+@dataclass
+class DayBar:
+    day: str
+    x: int
+    w: int
+    cost: float
+    tokens: int
+    cost_y: int
+    cost_h: int
+    tokens_y: int
+    tokens_h: int
+    tick: bool  # the day's label is drawn under the axis
+
+
+@dataclass
+class DayChart:
+    width: int
+    height: int
+    bars: list[DayBar]
+    currency: str
+    max_cost: float
+    max_tokens: int
+    cost_top: int
+    cost_base: int
+    tokens_top: int
+    tokens_base: int
+    first: str
+    last: str
+    clipped: int  # earlier days left out (beyond DAY_CHART_MAX_DAYS)
+
+
+def day_chart(days: list[dict[str, Any]], *, currency: str) -> DayChart | None:
+    """Two aligned bar panels (cost in ``currency`` above, tokens below), one bar per calendar day
+    from the first to the last day in ``days`` (``{"day": "YYYY-MM-DD", "cost": float, "tokens":
+    int}``); days without a model response are drawn as zero. None without days."""
+    from datetime import date, timedelta
+
+    by_day: dict[date, dict[str, Any]] = {}
+    for row in days:
+        try:
+            by_day[date.fromisoformat(str(row["day"]))] = row
+        except (KeyError, ValueError):
+            continue
+    if not by_day:
+        return None
+    first, last = min(by_day), max(by_day)
+    span = (last - first).days + 1
+    clipped = max(0, span - DAY_CHART_MAX_DAYS)
+    start = first + timedelta(days=clipped)
+    calendar = [start + timedelta(days=i) for i in range(span - clipped)]
+    values = [
+        (
+            d,
+            float(by_day[d].get("cost") or 0) if d in by_day else 0.0,
+            int(by_day[d].get("tokens") or 0) if d in by_day else 0,
+        )
+        for d in calendar
+    ]
+    max_cost = max(v[1] for v in values)
+    max_tokens = max(v[2] for v in values)
+    slot = max(2, min(28, DAY_CHART_PLOT_W // len(values)))
+    w = max(1, slot - (2 if slot > 4 else 0))
+    every = max(1, -(-len(values) // 8))  # at most about 8 day labels
+    cost_top, cost_base = 20, 20 + DAY_PANEL_H
+    tokens_top, tokens_base = cost_base + 40, cost_base + 40 + DAY_PANEL_H
+    bars = []
+    for i, (d, cost, tokens) in enumerate(values):
+        ch = round(DAY_PANEL_H * cost / max_cost) if max_cost > 0 else 0
+        th = round(DAY_PANEL_H * tokens / max_tokens) if max_tokens > 0 else 0
+        bars.append(
+            DayBar(
+                day=d.isoformat(),
+                x=DAY_CHART_LEFT + i * slot,
+                w=w,
+                cost=cost,
+                tokens=tokens,
+                cost_y=cost_base - ch,
+                cost_h=ch,
+                tokens_y=tokens_base - th,
+                tokens_h=th,
+                tick=i % every == 0 or i == len(values) - 1,
+            )
+        )
+    return DayChart(
+        width=DAY_CHART_LEFT + len(values) * slot + 24,
+        height=tokens_base + 34,
+        bars=bars,
+        currency=currency,
+        max_cost=max_cost,
+        max_tokens=max_tokens,
+        cost_top=cost_top,
+        cost_base=cost_base,
+        tokens_top=tokens_top,
+        tokens_base=tokens_base,
+        first=calendar[0].isoformat(),
+        last=calendar[-1].isoformat(),
+        clipped=clipped,
+    )

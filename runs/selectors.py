@@ -295,17 +295,17 @@ def artifact_versions_by_key(run: Run) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def run_ledger_data(run: Run) -> tuple[dict[str, Any], dict[str, str]]:
+def run_ledger_data(run: Run):
+    """The run's telemetry ledger accumulator (with the pages' breakdowns: unattributed, per day)."""
     from runs.protocol.telemetry import LedgerAccumulator
 
-    acc = LedgerAccumulator(keep_entries=False)
+    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
     doc = run.run_doc
     acc.add_run(doc)
     rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
     for body in rows.iterator(chunk_size=2000):
         acc.add_event(doc, loads(body))
-    exact = {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()}
-    return acc.result(strict=False), exact
+    return acc
 
 
 # --- runs list, inbox, panels ------------------------------------------------------------------
@@ -477,14 +477,17 @@ def artifact_versions(run: Run, key: str, versions: list[int]) -> dict[int, Arti
 
 
 def workspace_ledger_data(workspace: Workspace, *, lo, hi):
-    """Ledger over the workspace's runs started in [lo, hi): (accumulator, number of runs)."""
+    """Ledger over the workspace's runs started in [lo, hi): (accumulator, number of runs, the
+    distinct workflow snapshots of those runs, for the step order)."""
     from runs.protocol.telemetry import LedgerAccumulator
 
     runs = Run.objects.for_workspace(workspace).filter(started_at__gte=lo, started_at__lt=hi)
     docs = {rid: loads(doc) for rid, doc in runs.values_list("id", "doc")}
-    acc = LedgerAccumulator(keep_entries=False)
+    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
+    workflows: dict[tuple[Any, Any], Any] = {}
     for doc in docs.values():
         acc.add_run(doc)
+        workflows.setdefault((doc.get("workflowId"), doc.get("workflowVersion")), doc.get("workflowSnapshot"))
     events = (
         Event.objects.filter(run__in=runs.values("pk"), type="model_io")
         .order_by("run_id", "seq")
@@ -492,7 +495,7 @@ def workspace_ledger_data(workspace: Workspace, *, lo, hi):
     )
     for run_id, body in events.iterator(chunk_size=2000):
         acc.add_event(docs[run_id], loads(body))
-    return acc, len(docs)
+    return acc, len(docs), list(workflows.values())
 
 
 def get_fork(workspace: Workspace, run_id: str) -> RunFork:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -12,8 +13,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from runs.graph import bar_chart
+from runs.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
 from runs.pages.access import RunAccess, run_page
+from runs.protocol.telemetry import LedgerAccumulator
 from runs.selectors import (
     run_ledger_data,
     workspace_ledger_data,
@@ -33,13 +35,53 @@ LEDGER_ROLLUPS = [
 ]
 
 
-def _ledger_tables(ledger: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"name": name, "title": title, "rows": ledger.get(name, [])} for name, title in LEDGER_ROLLUPS]
+def _in_step_order(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
+    """Step rows in workflow order; steps no workflow declares follow, as the ledger sorts them."""
+    rank = {step: i for i, step in enumerate(order)}
+    return sorted(rows, key=lambda r: rank.get(r.get("label"), len(rank)))
 
 
-def _step_chart(ledger: dict[str, Any]):
+def _main_currency(exact: dict[str, Decimal]) -> str:
+    return max(exact, key=lambda cur: exact[cur]) if exact else ""
+
+
+def _ledger_context(acc: LedgerAccumulator, step_order: list[str]) -> dict[str, Any]:
+    """What _ledger_body.html shows: totals, tables whose rows add up to the totals (an
+    "(unattributed)" row for the responses no row of that table covers), charts by step and day."""
+    ledger = acc.result(strict=False)
+    extra = acc.breakdown_result()
+    exact = acc.exact_cost_by_currency()
+    tables = []
+    for name, title in LEDGER_ROLLUPS:
+        rows = ledger.get(name, [])
+        if name == "byStep":
+            rows = _in_step_order(rows, step_order)
+        unattributed = extra["unattributed"].get(name)
+        if rows or unattributed:
+            tables.append({"name": name, "title": title, "rows": rows, "unattributed": unattributed})
+    currency = _main_currency(exact)
+    days = [
+        {
+            "day": d["day"],
+            "cost": d["totals"]["costByCurrency"].get(currency, 0),
+            "tokens": d["totals"]["totalTokens"],
+            "totals": d["totals"],
+        }
+        for d in extra["byDay"]
+    ]
+    return {
+        "ledger": ledger,
+        "exact_costs": {cur: format(v, "f") for cur, v in exact.items()},
+        "tables": tables,
+        "chart": _step_chart(next((t["rows"] for t in tables if t["name"] == "byStep"), [])),
+        "days": days,
+        "day_chart": day_chart(days, currency=currency),
+    }
+
+
+def _step_chart(step_rows: list[dict[str, Any]]):
     rows = []
-    for item in ledger.get("byStep", []):
+    for item in step_rows:
         totals = item["totals"]
         costs = totals.get("costByCurrency") or {}
         currency = next(iter(costs), "")
@@ -57,15 +99,12 @@ def _step_chart(ledger: dict[str, Any]):
 @run_page
 @require_GET
 def run_ledger(request: HttpRequest, access: RunAccess) -> HttpResponse:
-    ledger, exact = run_ledger_data(access.run)
+    acc = run_ledger_data(access.run)
     ctx = {
         "run": access.run,
         "url_id": access.url_id,
         "demo": access.demo,
-        "ledger": ledger,
-        "exact_costs": exact,
-        "tables": _ledger_tables(ledger),
-        "chart": _step_chart(ledger),
+        **_ledger_context(acc, workflow_step_order(access.run.run_doc.get("workflowSnapshot"))),
         "nav_active": "runs",
         "detail_url": reverse("runs:demo")
         if access.demo
@@ -96,13 +135,9 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
     tz = timezone.get_current_timezone()
     lo = datetime.combine(start, time.min, tzinfo=tz)
     hi = datetime.combine(end + timedelta(days=1), time.min, tzinfo=tz)
-    acc, run_count = workspace_ledger_data(workspace, lo=lo, hi=hi)
-    ledger = acc.result(strict=False)
+    acc, run_count, workflows = workspace_ledger_data(workspace, lo=lo, hi=hi)
     ctx = {
-        "ledger": ledger,
-        "exact_costs": {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()},
-        "tables": _ledger_tables(ledger),
-        "chart": _step_chart(ledger),
+        **_ledger_context(acc, merged_step_order(workflows)),
         "start": start,
         "end": end,
         "run_count": run_count,

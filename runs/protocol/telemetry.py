@@ -361,7 +361,13 @@ class LedgerAccumulator:
     totals and rollups (``entries`` is then ``[]``), for workspace-wide ledgers.
     """
 
-    def __init__(self, *, directions: Iterable[str] = DEFAULT_DIRECTIONS, keep_entries: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        directions: Iterable[str] = DEFAULT_DIRECTIONS,
+        keep_entries: bool = True,
+        breakdowns: bool = False,
+    ) -> None:
         chosen = tuple(directions)
         unknown = [d for d in chosen if d not in DIRECTIONS]
         if unknown:
@@ -378,6 +384,11 @@ class LedgerAccumulator:
         self.entries: list[dict[str, Any]] = []
         self.rollups: dict[str, dict[str, tuple[str, Totals]]] = {name: {} for name in ROLLUPS}
         self.refusal: LedgerRefused | None = None
+        # Not in the reference's output (pages only): per rollup, the entries that fall in none of
+        # its buckets, so a table's rows add up to the totals; and totals per UTC day of the ts.
+        self.breakdowns = breakdowns
+        self.unattributed: dict[str, Totals] = {name: Totals() for name in ROLLUPS}
+        self.by_day: dict[str, Totals] = {}
 
     def add_run(self, run: Mapping[str, Any]) -> None:
         """Register a run (its id appears in ``runIds`` even when it has no counted event)."""
@@ -417,12 +428,23 @@ class LedgerAccumulator:
         if currency is not None:
             self.exact_cost[currency] = self.exact_cost.get(currency, _ZERO) + _decimal_text(delta[3])
         rollups = self.rollups
+        hit: list[str] = []
         for rollup, key, label in _rollup_keys(entry):
             buckets = rollups[rollup]
             bucket = buckets.get(key)
             if bucket is None:
                 bucket = buckets[key] = (label, Totals())
             bucket[1].add(delta)
+            hit.append(rollup)
+        if self.breakdowns:
+            for rollup in ROLLUPS:
+                if rollup not in hit:
+                    self.unattributed[rollup].add(delta)
+            day = str(entry.get("ts") or "")[:10] or "unknown"
+            totals = self.by_day.get(day)
+            if totals is None:
+                totals = self.by_day[day] = Totals()
+            totals.add(delta)
 
     def merge(self, other: LedgerAccumulator) -> None:
         """Fold another accumulator into this one (e.g. per-run ledgers cached separately).
@@ -445,6 +467,18 @@ class LedgerAccumulator:
                 if bucket is None:
                     bucket = mine[key] = (label, Totals())
                 bucket[1].merge(totals)
+        for rollup, totals in other.unattributed.items():
+            self.unattributed[rollup].merge(totals)
+        for day, totals in other.by_day.items():
+            self.by_day.setdefault(day, Totals()).merge(totals)
+
+    def breakdown_result(self) -> dict[str, Any]:
+        """``{"unattributed": {rollup: totals}, "byDay": [{"day", "totals"}]}`` (``breakdowns=True``):
+        only rollups with unattributed entries appear; days ascending."""
+        return {
+            "unattributed": {k: t.as_dict() for k, t in self.unattributed.items() if t.event_count},
+            "byDay": [{"day": d, "totals": self.by_day[d].as_dict()} for d in sorted(self.by_day)],
+        }
 
     def exact_cost_by_currency(self) -> dict[str, Decimal]:
         """Unrounded decimal sum of the cost amounts as written, per normalized currency."""

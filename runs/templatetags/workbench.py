@@ -245,3 +245,36 @@ def thousands(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
     return str(value)
+
+
+COST_PLACES = 6
+
+
+@register.filter
+def amount(value: Any) -> str:
+    """A cost amount to 6 decimal places with thousands separators (1,234.500000): one precision
+    for every money cell of a ledger (the protocol keeps 12 decimals; pages show micro-units)."""
+    from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+    if value is None or isinstance(value, bool):
+        return ""
+    try:
+        number = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return str(value)
+    if not number.is_finite():
+        return str(value)
+    shown = number.quantize(Decimal(1).scaleb(-COST_PLACES), rounding=ROUND_HALF_UP)
+    if shown == 0 and number != 0:  # not a zero: say how small
+        return f"{'-' if number < 0 else ''}< 0.{'0' * (COST_PLACES - 1)}1"
+    return f"{shown:,}"
+
+
+@register.filter
+def whole(value: Any) -> str:
+    """A count (tokens, milliseconds) as a whole number with thousands separators."""
+    if value is None or isinstance(value, bool):
+        return "" if value is None else str(value)
+    if isinstance(value, int | float):
+        return f"{round(value):,}" if value == value and abs(value) != float("inf") else str(value)
+    return str(value)

@@ -53,3 +53,49 @@ def test_bar_chart_scales_to_the_largest_value():
     a, b = chart.bars
     assert a.cost_w == 2 * b.cost_w and b.tokens_w == 0 and a.tokens_w > 0
     assert bar_chart([]).bars == []
+
+
+def test_workflow_step_order_follows_the_dag_then_the_declaration():
+    from runs.graph import merged_step_order, workflow_step_order
+
+    wf = {
+        "steps": [{"id": "publish"}, {"id": "b-review"}, {"id": "a-review"}, {"id": "parse"}],
+        "edges": [
+            {"from": "parse", "to": "b-review"},
+            {"from": "parse", "to": "a-review"},
+            {"from": "b-review", "to": "publish"},
+            {"from": "a-review", "to": "publish"},
+        ],
+    }
+    assert workflow_step_order(wf) == ["parse", "b-review", "a-review", "publish"]
+    assert workflow_step_order(None) == []
+    assert merged_step_order([wf, {"steps": [{"id": "extra"}, {"id": "parse"}]}]) == [
+        "parse",
+        "b-review",
+        "a-review",
+        "publish",
+        "extra",
+    ]
+
+
+def test_day_chart_fills_calendar_gaps_and_scales_each_panel():
+    from runs.graph import DAY_PANEL_H, day_chart
+
+    chart = day_chart(
+        [
+            {"day": "2026-03-03", "cost": 0.5, "tokens": 100},
+            {"day": "2026-03-01", "cost": 1.0, "tokens": 400},
+            {"day": "not a day", "cost": 9, "tokens": 9},
+        ],
+        currency="USD",
+    )
+    assert [b.day for b in chart.bars] == ["2026-03-01", "2026-03-02", "2026-03-03"]
+    assert [b.cost_h for b in chart.bars] == [DAY_PANEL_H, 0, DAY_PANEL_H // 2]
+    assert [b.tokens_h for b in chart.bars] == [DAY_PANEL_H, 0, round(DAY_PANEL_H / 4)]
+    assert chart.bars[0].cost_y + chart.bars[0].cost_h == chart.cost_base
+    assert day_chart([], currency="USD") is None
+    long = day_chart(
+        [{"day": "2020-01-01", "cost": 1, "tokens": 1}, {"day": "2022-01-01", "cost": 1, "tokens": 1}],
+        currency="",
+    )
+    assert len(long.bars) == 366 and long.clipped == 732 - 366 and long.last == "2022-01-01"

@@ -269,3 +269,43 @@ def test_fast_cost_rounding_equals_decimal_rounding():
     for value in samples:
         assert js_round_cost(value) == js_round_cost_exact(value), value
     assert js_round_cost(0.0001220703125) == 0.000122070313  # the half goes up, not to even
+
+
+def test_breakdowns_unattributed_and_per_day_add_up_to_the_totals():
+    from runs.protocol.telemetry import ROLLUPS, LedgerAccumulator
+
+    run_a = {"id": "r1", "subject": {"tenantId": "t1"}}
+    run_b = {"id": "r2"}
+
+    def response(n, ts, **extra):
+        return {
+            "id": f"e{n}",
+            "runId": "r",
+            "ts": ts,
+            "type": "model_io",
+            "direction": "response",
+            "usage": {"inputTokens": 10 * n, "outputTokens": n},
+            "cost": {"amount": 0.001 * n, "currency": "usd"},
+            **extra,
+        }
+
+    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
+    acc.add_event(run_a, response(1, "2026-01-01T00:00:00Z", provider="openai", stepId="s"))
+    acc.add_event(run_b, response(2, "2026-01-02T00:00:00Z", model="m"))
+    acc.add_event(run_b, response(3, "2026-01-02T10:00:00Z"))
+    ledger, extra = acc.result(strict=False), acc.breakdown_result()
+    total = ledger["totals"]["totalTokens"]
+    for rollup in ROLLUPS:
+        rows = sum(b["totals"]["totalTokens"] for b in ledger[rollup])
+        rest = extra["unattributed"].get(rollup, {}).get("totalTokens", 0)
+        assert rows + rest == total, rollup
+    assert extra["unattributed"]["byTenant"]["eventCount"] == 2
+    assert "byProviderModel" in extra["unattributed"]  # the third names neither provider nor model
+    assert [(d["day"], d["totals"]["eventCount"]) for d in extra["byDay"]] == [
+        ("2026-01-01", 1),
+        ("2026-01-02", 2),
+    ]
+    # the reference's output is untouched by the breakdowns
+    plain = LedgerAccumulator(keep_entries=False)
+    plain.add_event(run_a, response(1, "2026-01-01T00:00:00Z", provider="openai", stepId="s"))
+    assert "unattributed" not in plain.result(now="x") and plain.breakdown_result()["byDay"] == []

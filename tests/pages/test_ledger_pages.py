@@ -1,0 +1,119 @@
+"""Ledger pages: tables that add up to the totals ("(unattributed)" rows), one precision for money
+and whole numbers for tokens, a per-day chart with a data table, steps in workflow order."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from runs import actions
+
+pytestmark = pytest.mark.django_db
+
+# Declared (and DAG) order zeta -> alpha -> mid: not alphabetical.
+WORKFLOW = {
+    "id": "wf-order",
+    "version": 1,
+    "steps": [{"id": "zeta"}, {"id": "mid"}, {"id": "alpha"}],
+    "edges": [{"id": "e1", "from": "zeta", "to": "alpha"}, {"id": "e2", "from": "alpha", "to": "mid"}],
+}
+
+
+def _response(run_id: str, n: int, ts: str, *, step: str | None, tokens: int, cost: float) -> dict:
+    event = {
+        "id": f"evt_{run_id}_{n}",
+        "runId": run_id,
+        "ts": ts,
+        "type": "model_io",
+        "direction": "response",
+        "provider": "openai",
+        "model": "gpt-4.1-mini",
+        "usage": {"inputTokens": tokens - 10, "outputTokens": 10, "totalTokens": tokens},
+        "cost": {"amount": cost, "currency": "USD"},
+        "durationMs": 100.4,
+    }
+    if step:
+        event["stepId"] = step
+    return event
+
+
+@pytest.fixture
+def two_runs(workspace):
+    """run_a (tenant t-1) and run_b (no tenant, one response without a step), over two days."""
+    for run_id, subject in (("run_a", {"userId": "u-1", "tenantId": "t-1"}), ("run_b", {"userId": "u-2"})):
+        actions.do_start_run(
+            workspace=workspace, workflow=WORKFLOW, actor="t", run_id=run_id, subject=subject
+        )
+    actions.do_append_events(
+        workspace=workspace,
+        run_id="run_a",
+        events=[
+            _response("run_a", 1, "2026-03-01T10:00:00.000Z", step="alpha", tokens=1000, cost=0.1),
+            _response("run_a", 2, "2026-03-01T11:00:00.000Z", step="zeta", tokens=2000, cost=0.2),
+        ],
+    )
+    actions.do_append_events(
+        workspace=workspace,
+        run_id="run_b",
+        events=[
+            _response("run_b", 1, "2026-03-03T09:00:00.000Z", step="mid", tokens=500, cost=0.00035),
+            _response("run_b", 2, "2026-03-03T09:30:00.000Z", step=None, tokens=1500, cost=0.0000004),
+        ],
+    )
+
+
+def _table(html: str, rollup: str) -> str:
+    start = html.index(f'data-rollup="{rollup}"')
+    return html[start : html.index("</table>", start)]
+
+
+def _row_labels(table: str) -> list[str]:
+    return re.findall(r'<th scope="row">([^<]*)</th>', table)
+
+
+def test_workspace_ledger_tables_add_up_with_unattributed_rows(client, alice, two_runs):
+    client.force_login(alice)
+    html = client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode()
+    tenant = _table(html, "byTenant")
+    assert _row_labels(tenant) == ["t-1", "(unattributed)", "Total"]
+    # t-1: 2 responses, 3,000 tokens; unattributed: run_b's 2 responses, 2,000 tokens; total 5,000
+    assert re.search(r"t-1</th><td class=\"num\">2</td>.*?<td class=\"num\">3,000</td>", tenant)
+    assert re.search(r"\(unattributed\)</th><td class=\"num\">2</td>.*?<td class=\"num\">2,000</td>", tenant)
+    assert re.search(r"Total</th><td class=\"num\">4</td>.*?<td class=\"num\">5,000</td>", tenant)
+    step = _table(html, "byStep")
+    assert _row_labels(step) == ["zeta", "alpha", "mid", "(unattributed)", "Total"]  # workflow order
+    assert "(unattributed)" not in _table(html, "byProvider")  # every response names its provider
+
+
+def test_money_has_one_precision_and_tokens_are_whole(client, alice, two_runs):
+    client.force_login(alice)
+    html = client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode()
+    step = _table(html, "byStep")
+    assert "USD 0.100000" in step and "USD 0.000350" in step
+    assert "USD &lt; 0.000001" in step  # a tiny cost is not shown as zero
+    assert "USD 0.300350" in html  # the exact total
+    assert "100.4" not in html and "402 ms" in html  # durations (4 x 100.4 ms) are whole milliseconds
+    assert "summarize" not in html.lower() and "Telemetry" not in html
+
+
+def test_cost_and_tokens_per_day_chart_with_a_data_table(client, alice, two_runs):
+    client.force_login(alice)
+    html = client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode()
+    assert 'aria-labelledby="days-title days-desc"' in html
+    chart = html[html.index('class="day-chart"') : html.index("</svg>", html.index('class="day-chart"'))]
+    # three calendar days, the empty one drawn as zero; no CDN, no script
+    assert chart.count('class="bar-cost"') == 3 and "2026-03-02: USD 0.000000" in chart
+    assert "<script" not in chart and "http" not in chart.replace("http://www.w3.org", "")
+    table = html[html.index("Per day (data table)") :]
+    assert re.search(r"2026-03-01</th><td class=\"num\">2</td><td class=\"num\">3,000</td>", table)
+    assert re.search(r"2026-03-03</th><td class=\"num\">2</td><td class=\"num\">2,000</td>", table)
+
+
+def test_run_ledger_lists_steps_in_workflow_order(client, alice, two_runs):
+    client.force_login(alice)
+    html = client.get("/runs/run_a/ledger/").content.decode()
+    assert _row_labels(_table(html, "byStep")) == ["zeta", "alpha", "Total"]
+    assert "(unattributed)" in _table(html, "byPlan")  # run_a's subject names no plan
+    chart_title = re.search(r'<title id="chart-title">([^<]*)</title>', html).group(1)
+    assert chart_title.index("zeta") < chart_title.index("alpha")
