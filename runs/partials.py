@@ -10,6 +10,7 @@ consumer through ``runs.live_fragments``) shows the very same markup:
     timeline_rows  timeline_context(run, url_id=..., after=N)   (just the <li> rows)
     ledger_totals  ledger_totals_context(run)
     waterfall      waterfall_context(run, url_id=..., after=N)   (the span tree; None without spans)
+    compare page   compare_context(run_a, run_b, pos=...)    (templates/runs/compare.html, #aligned)
 
 Every context function takes a run already fetched through the workspace (never a bare id).
 ``url_id`` is the id used in URLs: the run id, or ``"demo"`` for the public demo. Reads go through
@@ -19,10 +20,11 @@ Every context function takes a run already fetched through the workspace (never 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from django.urls import reverse
 
+from runs.compare import artifact_rows, fold_same, step_rows, total_rows
 from runs.engine.state import RunState
 from runs.graph import layout_workflow
 from runs.models import Run
@@ -38,6 +40,7 @@ from runs.selectors import (
     timeline_page,
 )
 from runs.waterfall import build_waterfall
+from runs.selectors_compare import Cursor, aligned_page, first_divergence, run_summary, shared_history
 
 HISTORY_LIMIT = 50
 
@@ -152,4 +155,51 @@ def waterfall_context(run: Run, *, url_id: str | None = None, after: int = 0) ->
         "spans_next": window.next_after,
         "spans_url": reverse("runs:spans", args=[url_id]),
         "detail_url": detail_url,
+    }
+
+
+# --- two runs compared (runs/pages/compare.py, templates/runs/compare.html) ------------------------
+
+
+def compare_url(a: str, b: str, **params: str) -> str:
+    """The shareable URL of the comparison of runs ``a`` and ``b`` (ids percent-encoded)."""
+    return reverse("runs:compare") + "?" + urlencode({"a": a, "b": b, **params}, quote_via=quote)
+
+
+def compare_context(
+    run_a: Run, run_b: Run, *, pos: Cursor | None = None, jump: bool = False
+) -> dict[str, Any]:
+    """The compare page: totals, steps and artifacts side by side, the first divergence, and one
+    page of aligned trace rows (``aligned`` partial) from ``pos`` (default: after the shared history;
+    ``jump``: the page that starts with the first divergence)."""
+    shared = shared_history(run_a, run_b)
+    start = Cursor(shared.upto, shared.upto)
+    search = first_divergence(run_a, run_b, start=start)
+    found = search.found
+    after = found.before if jump and found else (pos or start)
+    page = aligned_page(run_a, run_b, after=after)
+    for row in page.rows:
+        seqs = (row.a.seq if row.a else None, row.b.seq if row.b else None)
+        row.first_divergence = found is not None and seqs == (found.seq_a, found.seq_b)
+    sa, sb = run_summary(run_a), run_summary(run_b)
+    ids = (run_a.run_id, run_b.run_id)
+    return {
+        "a": run_a,
+        "b": run_b,
+        "shared": shared,
+        "search": search,
+        "divergence": found,
+        "divergence_url": compare_url(*ids, pos=str(found.before)) + "#first-divergence" if found else "",
+        "scan_more_url": compare_url(*ids, pos=str(search.scanned_to)) if search.scanned_to else "",
+        "show_prefix": shared.upto > 0 and after == start,
+        "prefix_url": compare_url(*ids, pos="0.0"),
+        "page": page,
+        "blocks": fold_same(page.rows),
+        "next_url": compare_url(*ids, pos=str(page.next_after)) if page.next_after else "",
+        "first_url": compare_url(*ids) if after != start else "",
+        "swap_url": compare_url(run_b.run_id, run_a.run_id),
+        "totals": total_rows(sa, sb),
+        "steps": step_rows(sa, sb),
+        "artifacts": artifact_rows(sa, sb),
+        "nav_active": "runs",
     }

@@ -515,3 +515,13 @@ async def aiter_run_transcript(run, *, lines_per_chunk: int = 500):
         if not chunk:
             return
         yield chunk
+
+
+def output_text(event: dict) -> str | None:
+    """The text a ``model_io`` event carries (a response's or chunk's text blocks, a request's user
+    text), joined by newlines; None when it carries no text (a payload this reader does not know)."""
+    if event.get("type") != "model_io":
+        return None
+    _kind, body = _model_lines(event, "agent_emitted")[0]
+    texts = [b["text"] for b in body["blocks"] if isinstance(b.get("text"), str)]
+    return "\n".join(texts) if texts else None

@@ -4,7 +4,19 @@ from django.urls import path, register_converter
 from django.views.generic import RedirectView
 
 from runs.ids import RunIdConverter
-from runs.pages import artifacts, detail, fork, gates, imports, inbox, ledger, members, rules, run_list
+from runs.pages import (
+    artifacts,
+    compare,
+    detail,
+    fork,
+    gates,
+    imports,
+    inbox,
+    ledger,
+    members,
+    rules,
+    run_list,
+)
 
 app_name = "runs"
 
@@ -15,6 +27,7 @@ urlpatterns = [
     path("runs/", run_list.run_list, name="list"),
     path("runs/inbox/", inbox.review_inbox, name="inbox"),
     path("ledger/", ledger.workspace_ledger, name="ledger"),
+    path("compare/", compare.compare_runs, name="compare"),
     path("import/", imports.import_bundle, name="import"),
     path("members/", members.members, name="members"),
     path("workspace/switch/", run_list.switch_workspace_view, name="switch_workspace"),

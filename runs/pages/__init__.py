@@ -8,5 +8,5 @@ who may see or change a run is decided in ``runs.pages.access``.
     detail      run page, timeline, state diff      gates      resolving a gate
     artifacts   artifact editor and diff            rules      rule sets
     ledger      run and workspace ledgers           imports    bundle upload and import
-    members     workspace members (owners)
+    members     workspace members (owners)              compare    two runs side by side
 """

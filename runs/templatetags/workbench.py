@@ -278,3 +278,11 @@ def whole(value: Any) -> str:
     if isinstance(value, int | float):
         return f"{round(value):,}" if value == value and abs(value) != float("inf") else str(value)
     return str(value)
+
+
+@register.simple_tag
+def compare_url(a: Any, b: Any, **params: Any) -> str:
+    """``{% compare_url source_id fork_id %}``: the shareable compare page of two runs."""
+    from runs.partials import compare_url as build
+
+    return build(str(a), str(b), **{k: str(v) for k, v in params.items()})

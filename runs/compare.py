@@ -1,0 +1,494 @@
+"""Two runs side by side (pure: plain data in, plain data out).
+
+    pairs, used_a, used_b = align(events_a, events_b, limit=100, end_a=True, end_b=True)
+    rows = [compare_row(a, b) for a, b in pairs]
+    ops = text_diff(before, after)           # word level, line level for long texts
+    d = delta(Decimal("1.5"), Decimal("2"))  # d.text == "+0.5 (+33.3%)"
+
+Alignment ("by step, then by position"): each event gets the key (step id, type, model_io
+direction); :class:`difflib.SequenceMatcher` (standard library) aligns the two key sequences, so
+runs of the same step line up and an event one run has and the other has not shows on one side
+only. Inside a matching block, and inside a replaced block for events of the same step, events pair
+by position. Pairs are then ``same`` (equal ignoring ids, timestamps and clock durations, as a
+replay compares them: :func:`runs.engine.replay.same_event`), ``changed``, ``only_a``/``only_b``, or
+``marker`` (what the fork machinery writes: ``run_forked``, divergence and audit notes).
+
+The traces are aligned a window at a time, so a page never needs either whole trace: callers hand
+in the next events of each run after a synchronised point, with lookahead, and get back at most
+``limit`` rows plus how many events of each side they consumed. The cut is always at a row
+boundary, so the next window starts at a synchronised point again.
+
+Model outputs that differ are diffed as text (:func:`text_diff`, difflib on words, on lines for
+long texts); artifact data as JSON, path by path (:func:`runs.timeline.diff_values`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from runs.engine.replay import comparable, is_marker, same_event
+from runs.timeline import Change, EventRecord, diff_values, summarize
+from runs.transcript import output_text
+
+TEXT_LIMIT = 20_000  # characters of each side a text diff looks at
+WORD_DIFF_TOKENS = 3_000  # above this many words on a side, the diff is by line
+JSON_DIFF_LIMIT = 200
+
+SAME, CHANGED, ONLY_A, ONLY_B, MARKER = "same", "changed", "only_a", "only_b", "marker"
+
+
+def align_key(event: EventRecord) -> tuple[str, str, str]:
+    direction = event.body.get("direction") if event.type == "model_io" else ""
+    return (event.step_id, event.type, direction if isinstance(direction, str) else "")
+
+
+Pair = tuple[EventRecord | None, EventRecord | None]
+
+
+def _pairs_of(op: str, a: Sequence[EventRecord], b: Sequence[EventRecord]) -> list[Pair]:
+    if op == "equal":
+        return list(zip(a, b, strict=True))
+    out: list[Pair] = []
+    for k in range(max(len(a), len(b))):
+        ea = a[k] if k < len(a) else None
+        eb = b[k] if k < len(b) else None
+        if (
+            ea is not None
+            and eb is not None
+            and ea.step_id == eb.step_id
+            and is_marker(ea.body) == is_marker(eb.body)
+        ):
+            out.append((ea, eb))  # same step, another kind of event: one row
+        else:
+            if ea is not None:
+                out.append((ea, None))
+            if eb is not None:
+                out.append((None, eb))
+    return out
+
+
+def align(
+    a: Sequence[EventRecord],
+    b: Sequence[EventRecord],
+    *,
+    limit: int,
+    end_a: bool,
+    end_b: bool,
+) -> tuple[list[Pair], int, int]:
+    """Up to ``limit`` aligned pairs from the windows ``a`` and ``b`` (events in seq order after a
+    synchronised point) and how many events of each were used. ``end_a``/``end_b``: the window
+    reaches the end of that run's trace. Pass windows of about twice ``limit`` events: alignment
+    looks ahead that far (a gap longer than the lookahead pairs by position instead)."""
+    matcher = difflib.SequenceMatcher(
+        None, [align_key(e) for e in a], [align_key(e) for e in b], autojunk=False
+    )
+    pairs: list[Pair] = []
+    used_a = used_b = 0
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        for pa, pb in _pairs_of(op, a[i1:i2], b[j1:j2]):
+            if len(pairs) >= limit:
+                return pairs, used_a, used_b
+            # A one-sided row at the very end of a window that does not reach the end of the
+            # other run may only mean that the other run's match lies beyond the window: stop.
+            if (pb is None and not end_b and j2 == len(b)) or (pa is None and not end_a and i2 == len(a)):
+                if pairs:
+                    return pairs, used_a, used_b
+            pairs.append((pa, pb))
+            used_a += pa is not None
+            used_b += pb is not None
+    return pairs, used_a, used_b
+
+
+# --- rows --------------------------------------------------------------------------------------
+
+
+@dataclass
+class TextOp:
+    op: str  # "same" | "add" | "del"
+    text: str
+
+
+@dataclass
+class CompareRow:
+    kind: str
+    a: EventRecord | None
+    b: EventRecord | None
+    summary_a: str = ""
+    summary_b: str = ""
+    text_diff: list[TextOp] = field(default_factory=list)
+    text_diff_mode: str = ""  # "word" | "line"
+    json_diff: list[Change] = field(default_factory=list)
+    first_divergence: bool = False
+    is_fold = False
+
+    @property
+    def is_difference(self) -> bool:
+        return self.kind in (CHANGED, ONLY_A, ONLY_B)
+
+
+def row_kind(a: EventRecord | None, b: EventRecord | None) -> str:
+    if a is None or b is None:
+        one = a or b
+        if one is not None and is_marker(one.body):
+            return MARKER
+        return ONLY_B if a is None else ONLY_A
+    if same_event(a.body, b.body):
+        return SAME
+    if is_marker(a.body) and is_marker(b.body):
+        return MARKER
+    return CHANGED
+
+
+def compare_row(a: EventRecord | None, b: EventRecord | None, *, details: bool = True) -> CompareRow:
+    """One aligned row; with ``details``, a changed pair also gets its text or JSON diff."""
+    row = CompareRow(
+        kind=row_kind(a, b),
+        a=a,
+        b=b,
+        summary_a=summarize(a.body) if a else "",
+        summary_b=summarize(b.body) if b else "",
+    )
+    if details and row.kind == CHANGED and a is not None and b is not None:
+        _fill_diff(row, a.body, b.body)
+    return row
+
+
+def _fill_diff(row: CompareRow, a: dict[str, Any], b: dict[str, Any]) -> None:
+    if a.get("type") == b.get("type") == "model_io":
+        ta, tb = output_text(a), output_text(b)
+        if ta is not None and tb is not None and ta != tb:
+            row.text_diff, row.text_diff_mode = text_diff(ta, tb)
+            return
+    if a.get("type") == b.get("type") == "artifact_written":
+        da = (a.get("artifact") or {}).get("data") if isinstance(a.get("artifact"), dict) else None
+        db = (b.get("artifact") or {}).get("data") if isinstance(b.get("artifact"), dict) else None
+        row.json_diff = diff_values(da, db, limit=JSON_DIFF_LIMIT)
+        if row.json_diff:
+            return
+    row.json_diff = diff_values(comparable(a), comparable(b), limit=JSON_DIFF_LIMIT)
+
+
+_WORDS = re.compile(r"\S+\s*|\s+")  # a word with the space after it
+
+
+def text_diff(before: str, after: str) -> tuple[list[TextOp], str]:
+    """What changed from ``before`` to ``after``: (ops, "word" | "line"). Texts longer than
+    TEXT_LIMIT are cut there (the last op then ends with an ellipsis)."""
+    clipped = len(before) > TEXT_LIMIT or len(after) > TEXT_LIMIT
+    before, after = before[:TEXT_LIMIT], after[:TEXT_LIMIT]
+    ta = _WORDS.findall(before)
+    tb = _WORDS.findall(after)
+    mode = "word"
+    if max(len(ta), len(tb)) > WORD_DIFF_TOKENS:
+        ta, tb, mode = before.splitlines(keepends=True), after.splitlines(keepends=True), "line"
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    ops: list[TextOp] = []
+
+    def put(op: str, parts: Sequence[str]) -> None:
+        if not parts:
+            return
+        text = "".join(parts)
+        if ops and ops[-1].op == op:
+            ops[-1].text += text
+        else:
+            ops.append(TextOp(op, text))
+
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            put("same", ta[i1:i2])
+        else:
+            put("del", ta[i1:i2])
+            put("add", tb[j1:j2])
+    if clipped:
+        ops.append(TextOp("same", "…"))
+    return ops, mode
+
+
+# --- deltas ------------------------------------------------------------------------------------
+
+MINUS = "\u2212"
+
+
+@dataclass
+class Delta:
+    a: Decimal | None
+    b: Decimal | None
+    diff: Decimal | None
+    pct: Decimal | None
+
+    @property
+    def sign(self) -> str:
+        if self.diff is None or self.diff == 0:
+            return "zero"
+        return "up" if self.diff > 0 else "down"
+
+    @property
+    def text(self) -> str:
+        """``+12 (+30.0%)``, ``−5 (−12.5%)``, ``0``, ``+3 (new)``, ``−3 (gone)`` or ``""``."""
+        if self.diff is None:
+            return ""
+        if self.diff == 0:
+            return "0"
+        number = _signed(self.diff)
+        if self.pct is None:
+            return f"{number} ({'new' if self.diff > 0 else 'gone'})"
+        pct = self.pct.quantize(Decimal("0.1"))
+        pct_text = f"+{pct}" if pct > 0 else f"{MINUS}{-pct}" if pct < 0 else "0.0"
+        return f"{number} ({pct_text}%)"
+
+
+def _plain(value: Decimal) -> str:
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _signed(value: Decimal) -> str:
+    return f"+{_plain(value)}" if value > 0 else f"{MINUS}{_plain(-value)}" if value < 0 else "0"
+
+
+def number(value: Any) -> Decimal | None:
+    """A JSON number as an exact Decimal (floats by their shortest text), else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value)) if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, str):
+        try:
+            return Decimal(value)
+        except ArithmeticError:
+            return None
+    return None
+
+
+def delta(a: Any, b: Any) -> Delta:
+    """B compared with A: B - A, and that as a percentage of A (None when A is 0 or missing)."""
+    da, db = number(a), number(b)
+    if da is None and db is None:
+        return Delta(None, None, None, None)
+    diff = (db or Decimal(0)) - (da or Decimal(0))
+    pct = diff * 100 / da if da else None
+    return Delta(da, db, diff, pct)
+
+
+# --- summaries side by side ---------------------------------------------------------------------
+
+
+@dataclass
+class MetricRow:
+    label: str
+    a: str
+    b: str
+    delta: Delta | None = None
+
+
+def _cost_rows(label: str, cost_a: dict[str, Any], cost_b: dict[str, Any]) -> list[MetricRow]:
+    currencies = list(dict.fromkeys([*cost_a, *cost_b]))
+    return [
+        MetricRow(
+            f"{label} ({cur})",
+            _plain(number(cost_a[cur]) or Decimal(0)) if cur in cost_a else "",
+            _plain(number(cost_b[cur]) or Decimal(0)) if cur in cost_b else "",
+            delta(cost_a.get(cur, 0), cost_b.get(cur, 0)),
+        )
+        for cur in currencies
+    ]
+
+
+TOKEN_FIELDS = (
+    ("inputTokens", "Input tokens"),
+    ("outputTokens", "Output tokens"),
+    ("totalTokens", "Total tokens"),
+)
+
+
+def total_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[MetricRow]:
+    """Run totals of A and B with B's delta (events, model calls, tokens, cost, model time, wall time)."""
+    ta, tb = sa["totals"], sb["totals"]
+    rows = [
+        MetricRow("Events", str(sa["last_seq"]), str(sb["last_seq"]), delta(sa["last_seq"], sb["last_seq"])),
+        MetricRow(
+            "Model calls",
+            str(ta["eventCount"]),
+            str(tb["eventCount"]),
+            delta(ta["eventCount"], tb["eventCount"]),
+        ),
+    ]
+    for key, label in TOKEN_FIELDS:
+        rows.append(MetricRow(label, str(ta[key]), str(tb[key]), delta(ta[key], tb[key])))
+    rows += _cost_rows("Cost", sa["exact_cost"], sb["exact_cost"])
+    rows.append(
+        MetricRow(
+            "Model latency (ms)",
+            _plain(number(ta["durationMs"]) or Decimal(0)),
+            _plain(number(tb["durationMs"]) or Decimal(0)),
+            delta(ta["durationMs"], tb["durationMs"]),
+        )
+    )
+    wa, wb = sa.get("wall_seconds"), sb.get("wall_seconds")
+    rows.append(
+        MetricRow(
+            "Wall time (s)",
+            "" if wa is None else _plain(number(wa) or Decimal(0)),
+            "" if wb is None else _plain(number(wb) or Decimal(0)),
+            delta(wa, wb) if wa is not None and wb is not None else None,
+        )
+    )
+    return rows
+
+
+@dataclass
+class StepRow:
+    step: str
+    status_a: str
+    status_b: str
+    gates_a: list[str]
+    gates_b: list[str]
+    metrics: list[MetricRow]
+
+    @property
+    def differs(self) -> bool:
+        return (
+            self.status_a != self.status_b
+            or self.gates_a != self.gates_b
+            or any(m.delta is not None and m.delta.sign != "zero" for m in self.metrics)
+        )
+
+
+def step_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[StepRow]:
+    """One row per step of either run (workflow order, then steps only the ledger knows)."""
+    order = list(
+        dict.fromkeys(
+            [
+                *sa["steps"],
+                *sb["steps"],
+                *sa["by_step"],
+                *sb["by_step"],
+                *sa["step_status"],
+                *sb["step_status"],
+            ]
+        )
+    )
+    rows = []
+    for step in order:
+        la, lb = sa["by_step"].get(step), sb["by_step"].get(step)
+        metrics = [
+            MetricRow(
+                "Tokens",
+                str(la["totalTokens"]) if la else "",
+                str(lb["totalTokens"]) if lb else "",
+                delta(la["totalTokens"] if la else None, lb["totalTokens"] if lb else None),
+            )
+        ]
+        metrics += _cost_rows("Cost", la["costByCurrency"] if la else {}, lb["costByCurrency"] if lb else {})
+        metrics.append(
+            MetricRow(
+                "Model ms",
+                str(la["durationMs"]) if la else "",
+                str(lb["durationMs"]) if lb else "",
+                delta(la["durationMs"] if la else None, lb["durationMs"] if lb else None),
+            )
+        )
+        secs_a, secs_b = sa["step_seconds"].get(step), sb["step_seconds"].get(step)
+        metrics.append(
+            MetricRow(
+                "Step time (s)",
+                "" if secs_a is None else _plain(number(secs_a) or Decimal(0)),
+                "" if secs_b is None else _plain(number(secs_b) or Decimal(0)),
+                delta(secs_a, secs_b),
+            )
+        )
+        rows.append(
+            StepRow(
+                step=step,
+                status_a=sa["step_status"].get(step, ""),
+                status_b=sb["step_status"].get(step, ""),
+                gates_a=sa["gates"].get(step, []),
+                gates_b=sb["gates"].get(step, []),
+                metrics=metrics,
+            )
+        )
+    return rows
+
+
+@dataclass
+class ArtifactRow:
+    key: str
+    kind: str  # same | changed | only_a | only_b
+    version_a: int | None
+    version_b: int | None
+    versions_a: int
+    versions_b: int
+    changes: list[Change]
+
+
+def artifact_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[ArtifactRow]:
+    """The latest version of every artifact key in A and B, and what differs in their data, by path."""
+    rows = []
+    for key in dict.fromkeys([*sa["artifacts"], *sb["artifacts"]]):
+        va, vb = sa["artifacts"].get(key), sb["artifacts"].get(key)
+        if va is None or vb is None:
+            kind, changes = (ONLY_B if va is None else ONLY_A), []
+        else:
+            changes = diff_values(va.get("data"), vb.get("data"), limit=JSON_DIFF_LIMIT)
+            kind = CHANGED if changes or va.get("typeId") != vb.get("typeId") else SAME
+        rows.append(
+            ArtifactRow(
+                key=key,
+                kind=kind,
+                version_a=va.get("version") if va else None,
+                version_b=vb.get("version") if vb else None,
+                versions_a=sa["artifact_versions"].get(key, 0),
+                versions_b=sb["artifact_versions"].get(key, 0),
+                changes=changes,
+            )
+        )
+    return rows
+
+
+@dataclass
+class Folded:
+    """Consecutive identical rows, shown folded."""
+
+    rows: list[CompareRow]
+    is_fold = True
+
+    @property
+    def first(self) -> CompareRow:
+        return self.rows[0]
+
+    @property
+    def last(self) -> CompareRow:
+        return self.rows[-1]
+
+
+def fold_same(rows: Sequence[CompareRow], *, at_least: int = 4) -> list[CompareRow | Folded]:
+    """Runs of ``at_least`` or more consecutive ``same`` rows become one :class:`Folded` block."""
+    out: list[CompareRow | Folded] = []
+    run: list[CompareRow] = []
+
+    def flush() -> None:
+        if len(run) >= at_least:
+            out.append(Folded(list(run)))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for row in rows:
+        if row.kind == SAME and not row.first_divergence:
+            run.append(row)
+        else:
+            flush()
+            out.append(row)
+    flush()
+    return out

@@ -1,0 +1,226 @@
+"""Reads for comparing two runs of one workspace (the pure parts are in ``runs.compare``).
+
+    shared = shared_history(run_a, run_b)             # seqs 1..N copied into a fork: identical
+    page = aligned_page(run_a, run_b, after=Cursor(N, N))
+    found = first_divergence(run_a, run_b, start=Cursor(N, N))
+    summary = run_summary(run)                        # steps, gates, ledger by step, artifacts
+
+Both runs must already have been fetched through the workspace (``runs.selectors.get_run``).
+Traces are read a keyset window at a time on the (run, seq) key, never whole: a page reads about
+``2 * limit`` events of each run, and the search for the first divergence reads at most
+``SCAN_BUDGET`` events of each run per request (then it says where it stopped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from runs.compare import CompareRow, align, compare_row
+from runs.models import Event, Run, RunFork, loads
+from runs.selectors import artifact_versions_by_key, gate_history, run_ledger_data, run_state
+from runs.timeline import EventRecord
+
+COMPARE_PAGE = 100
+COMPARE_MAX_PAGE = 500
+SCAN_BUDGET = 20_000  # events of each run read per request while looking for the first divergence
+SCAN_ROWS = 500  # rows aligned per window of that search
+GATE_LIMIT = 500
+
+
+class BadCursor(ValueError):
+    code = "INVALID_INPUT"
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A synchronised point of the two traces: the last seq taken from each run."""
+
+    a: int = 0
+    b: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.a}.{self.b}"
+
+    @classmethod
+    def parse(cls, text: str) -> Cursor:
+        try:
+            left, right = text.split(".")
+            a, b = int(left), int(right)
+        except ValueError:
+            raise BadCursor(f"pos must be two seqs, A.B (got {text[:40]!r})") from None
+        if not (0 <= a < 2**31 and 0 <= b < 2**31):
+            raise BadCursor("pos seqs must be between 0 and 2**31 - 1")
+        return cls(a, b)
+
+
+@dataclass
+class SharedHistory:
+    """Seqs 1..``upto`` of both runs are the same events (a fork's copied history)."""
+
+    upto: int = 0
+    fork_of: str = ""  # "b" when B is a fork of A, "a" the other way, "siblings" for two forks of one run
+    fork: RunFork | None = None
+
+
+def shared_history(run_a: Run, run_b: Run) -> SharedHistory:
+    """The copied prefix when one run is a fork of the other, or both forks of one source."""
+    forks = {f.run_id: f for f in RunFork.objects.filter(run__in=[run_a.pk, run_b.pk])}
+    fa, fb = forks.get(run_a.pk), forks.get(run_b.pk)
+    if fb is not None and fb.source_id == run_a.pk:
+        return SharedHistory(min(fb.history, run_a.last_seq), "b", fb)
+    if fa is not None and fa.source_id == run_b.pk:
+        return SharedHistory(min(fa.history, run_b.last_seq), "a", fa)
+    if fa is not None and fb is not None and fa.source_id is not None and fa.source_id == fb.source_id:
+        return SharedHistory(min(fa.history, fb.history), "siblings", fb)
+    return SharedHistory()
+
+
+def read_window(run: Run, *, after: int, size: int) -> tuple[list[EventRecord], bool]:
+    """The next ``size`` events after seq ``after``, and whether they reach the end of the trace."""
+    cols = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")
+    raw = list(Event.objects.filter(run=run, seq__gt=after).order_by("seq").values_list(*cols)[: size + 1])
+    at_end = len(raw) <= size
+    return [
+        EventRecord(seq, t, ts, step, corr, actor, loads(body))
+        for seq, t, ts, step, corr, actor, body in raw[:size]
+    ], at_end
+
+
+def _advance(cursor: Cursor, pairs) -> Cursor:
+    a, b = cursor.a, cursor.b
+    for pa, pb in pairs:
+        if pa is not None:
+            a = pa.seq
+        if pb is not None:
+            b = pb.seq
+    return Cursor(a, b)
+
+
+def _window_pairs(run_a: Run, run_b: Run, after: Cursor, limit: int):
+    wa, end_a = read_window(run_a, after=after.a, size=2 * limit)
+    wb, end_b = read_window(run_b, after=after.b, size=2 * limit)
+    pairs, used_a, used_b = align(wa, wb, limit=limit, end_a=end_a, end_b=end_b)
+    done = end_a and end_b and used_a == len(wa) and used_b == len(wb)
+    return pairs, done
+
+
+@dataclass
+class AlignedPage:
+    rows: list[CompareRow]
+    after: Cursor
+    next_after: Cursor | None  # None: both traces end on this page
+
+
+def aligned_page(run_a: Run, run_b: Run, *, after: Cursor, limit: int = COMPARE_PAGE) -> AlignedPage:
+    """One page of aligned rows starting at the synchronised point ``after``."""
+    limit = max(1, min(limit, COMPARE_MAX_PAGE))
+    pairs, done = _window_pairs(run_a, run_b, after, limit)
+    rows = [compare_row(pa, pb) for pa, pb in pairs]
+    return AlignedPage(
+        rows=rows, after=after, next_after=None if done or not pairs else _advance(after, pairs)
+    )
+
+
+@dataclass
+class Divergence:
+    before: Cursor  # the page that starts with the divergent row
+    seq_a: int | None
+    seq_b: int | None
+    kind: str
+    summary_a: str
+    summary_b: str
+
+
+@dataclass
+class DivergenceSearch:
+    found: Divergence | None
+    scanned_to: Cursor | None  # the search stopped here (budget spent) without finding one
+    start: Cursor
+
+
+def first_divergence(run_a: Run, run_b: Run, *, start: Cursor, budget: int = SCAN_BUDGET) -> DivergenceSearch:
+    """The first aligned row after ``start`` that differs (markers aside), reading at most about
+    ``budget`` events of each run; ``scanned_to`` says where it stopped when it found none."""
+    cursor = start
+    while True:
+        pairs, done = _window_pairs(run_a, run_b, cursor, SCAN_ROWS)
+        for pa, pb in pairs:
+            row = compare_row(pa, pb, details=False)
+            if row.is_difference:
+                return DivergenceSearch(
+                    Divergence(
+                        before=cursor,
+                        seq_a=pa.seq if pa else None,
+                        seq_b=pb.seq if pb else None,
+                        kind=row.kind,
+                        summary_a=row.summary_a,
+                        summary_b=row.summary_b,
+                    ),
+                    None,
+                    start,
+                )
+            cursor = _advance(cursor, [(pa, pb)])
+        if done or not pairs:
+            return DivergenceSearch(None, None, start)
+        if cursor.a - start.a >= budget or cursor.b - start.b >= budget:
+            return DivergenceSearch(None, cursor, start)
+
+
+# --- what each run did, step by step -----------------------------------------------------------
+
+
+def _step_times(run: Run) -> dict[str, float]:
+    """Seconds from a step's first start to its last completion (steps that completed)."""
+    first: dict[str, datetime] = {}
+    last: dict[str, datetime] = {}
+    for etype, target in (("step_started", first), ("step_completed", last)):
+        rows = Event.objects.filter(run=run, type=etype).order_by("seq").values_list("step_id", "ts")
+        for step, ts in rows.iterator(chunk_size=2000):
+            try:
+                moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if etype == "step_started":
+                target.setdefault(step, moment)
+            else:
+                target[step] = moment
+    out: dict[str, float] = {}
+    for step, begun in first.items():
+        ended = last.get(step)
+        if ended is not None and (ended.tzinfo is None) == (begun.tzinfo is None):
+            out[step] = (ended - begun).total_seconds()
+    return out
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    """Status, steps (status, gate decisions, time), the ledger by step and the latest artifacts."""
+    state = run_state(run)
+    ledger, exact_cost = run_ledger_data(run)
+    gates: dict[str, list[str]] = {}
+    for item in reversed(gate_history(run, limit=GATE_LIMIT)):
+        if item["type"] != "human_gate_resolved":
+            continue
+        data = item["data"]
+        label = str(data.get("gate", ""))
+        if item["checkpoint"]:
+            label += f" {item['checkpoint']}"
+        gates.setdefault(item["step_id"], []).append(f"{label}: {data.get('decision')}")
+    versions = artifact_versions_by_key(run)
+    steps = [s.get("id") for s in (state.run.get("workflowSnapshot") or {}).get("steps") or []]
+    wall = (run.ended_at - run.started_at).total_seconds() if run.ended_at else None
+    return {
+        "run": run,
+        "last_seq": run.last_seq,
+        "wall_seconds": wall,
+        "steps": [s for s in steps if isinstance(s, str)],
+        "step_status": dict(state.step_status),
+        "gates": gates,
+        "step_seconds": _step_times(run),
+        "by_step": {b["label"]: b["totals"] for b in ledger["byStep"]},
+        "totals": ledger["totals"],
+        "exact_cost": exact_cost,
+        "artifacts": dict(state.artifacts),
+        "artifact_versions": {k: len(v) for k, v in versions.items()},
+    }

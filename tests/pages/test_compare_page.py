@@ -1,0 +1,222 @@
+"""The compare page (/compare/): two runs side by side, reachable from a fork, the runs list and the
+determinism report; escaping of what traces carry; outsiders and missing runs get the same 404."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import pytest
+
+from runs import actions
+from runs.actions_fork import do_fork_run
+from runs.engine import commands as c
+from runs.models import Run
+from tests.pages.conftest import ATTR, XSS, login
+
+
+def _drive(
+    ws, run_id, *, answer: str, notes: dict, decision: str = "approved", tokens: int = 40, amount=0.002
+):
+    def do(command):
+        actions.do_command(workspace=ws, run_id=run_id, command=command, actor="user:alice")
+
+    do(c.BeginStep(step_id="parse"))
+    do(
+        c.LogModelIO(
+            direction="request",
+            provider="anthropic",
+            model="claude-haiku",
+            step_id="parse",
+            payload={"messages": [{"role": "user", "content": "Summarise the job ad"}]},
+        )
+    )
+    do(
+        c.LogModelIO(
+            direction="response",
+            provider="anthropic",
+            model="claude-haiku",
+            step_id="parse",
+            usage={"inputTokens": 100, "outputTokens": tokens},
+            cost={"amount": amount, "currency": "usd"},
+            duration_ms=300,
+            payload={"content": [{"type": "text", "text": answer}]},
+        )
+    )
+    do(c.WriteArtifact(key="notes", type_id="json.notes", data=notes))
+    do(c.CompleteStep(step_id="parse"))
+    do(c.ResolveGate(step_id="review", gate="PAUSE_BEFORE", decision=decision))
+
+
+def _start(ws, workflow, run_id):
+    actions.do_start_run(workspace=ws, workflow=workflow, actor="user:alice", run_id=run_id)
+
+
+@pytest.fixture
+def pair(workspace, workflow):
+    _start(workspace, workflow, "run_a")
+    _drive(
+        workspace,
+        "run_a",
+        answer="Senior engineer in Berlin, remote possible.",
+        notes={"title": "first", "items": [1, 2]},
+    )
+    _start(workspace, workflow, "run_b")
+    _drive(
+        workspace,
+        "run_b",
+        answer="Senior engineer in Munich, remote possible.",
+        notes={"title": "second", "items": [1, 2, 3]},
+        decision="rejected",
+        tokens=60,
+        amount=0.003,
+    )
+    return Run.objects.get(run_id="run_a"), Run.objects.get(run_id="run_b")
+
+
+def _url(a, b, **extra):
+    query = "&".join(f"{k}={quote(v, safe='')}" for k, v in {"a": a, "b": b, **extra}.items())
+    return f"/compare/?{query}"
+
+
+@pytest.mark.django_db
+def test_two_runs_side_by_side(client, alice, pair):
+    login(client, alice)
+    response = client.get(_url("run_a", "run_b"))
+    assert response.status_code == 200
+    page = response.content.decode()
+    # the changed model output, diffed word by word
+    assert "<del>Berlin, </del><ins>Munich, </ins>" in page
+    # the artifact's data, path by path
+    assert "/title</span> changed" in page and "/items/2</span> added" in page
+    # gate decisions and statuses per step
+    assert "PAUSE_BEFORE: approved" in page and "PAUSE_BEFORE: rejected" in page
+    # deltas with signs and percentages (B - A, of A)
+    assert "+20 (+50.0%)" in page  # output tokens 40 -> 60
+    assert "+0.001 (+50.0%)" in page  # cost USD 0.002 -> 0.003
+    # the first divergence: the model response, linked to the page that holds it, and anchored there
+    assert 'id="first-divergence"' in page
+    first = re.search(r'<section id="divergence".*?href="([^"]+)"', page, re.S).group(1)
+    assert first.endswith("#first-divergence") and "pos=" in first
+    jumped = client.get(first.replace("&amp;", "&").split("#")[0]).content.decode()
+    assert re.search(r'<tbody>\s*<tr class="cmp-changed cmp-first" id="first-divergence">', jumped)
+
+
+@pytest.mark.django_db
+def test_fork_shows_collapsed_history_and_links_back(client, alice, pair, workspace):
+    run_a, _ = pair
+    fork = do_fork_run(
+        workspace=workspace, source_run_id="run_a", mode="branch", from_seq=4, executable=False
+    )
+    login(client, alice)
+    detail = client.get(f"/runs/{fork.run.run_id}/").content.decode()
+    link = re.search(r'href="([^"]+)" id="compare-with-source"', detail).group(1).replace("&amp;", "&")
+    assert link == _url("run_a", fork.run.run_id)
+    page = client.get(link).content.decode()
+    assert "Identical history up to seq 3" in page
+    assert "B is a branch of A from seq 4" in page
+    assert ">fork marker<" in page  # run_forked: shown, not counted as a difference
+    # the fork has not produced events of its own yet: A's tail shows as "only in A"
+    assert "only in A" in page
+    full = client.get(link + "&pos=0.0").content.decode()
+    assert "Identical history" not in full and full.count(">same<") == 3
+
+
+@pytest.mark.django_db
+def test_runs_list_selects_two_runs_without_javascript(client, alice, pair):
+    login(client, alice)
+    listing = client.get("/runs/").content.decode()
+    assert '<form id="compare-form" method="get" action="/compare/"' in listing
+    assert 'name="run" value="run_b" form="compare-form"' in listing
+    response = client.get("/compare/", {"run": ["run_b", "run_a"]})  # newest first, as the list shows them
+    assert response.status_code == 302 and response["Location"] == _url("run_a", "run_b")
+    one = client.get("/compare/", {"run": ["run_a"]})
+    assert one.status_code == 400 and b"INVALID_INPUT: select exactly two runs" in one.content
+    three = client.get("/compare/", {"run": ["run_a", "run_b", "run_a"]})
+    assert three.status_code == 400
+
+
+@pytest.mark.django_db
+def test_bad_input_is_a_clear_400(client, alice, pair):
+    login(client, alice)
+    assert client.get("/compare/").status_code == 200  # the form
+    assert client.get("/compare/?a=run_a").status_code == 400
+    same = client.get(_url("run_a", "run_a"))
+    assert same.status_code == 400 and b"same run" in same.content
+    for pos in ("x", "1", "1.2.3", "-1.0", "99999999999.0", "1." + "9" * 30):
+        response = client.get(_url("run_a", "run_b", pos=pos))
+        assert response.status_code == 400 and b"INVALID_INPUT" in response.content, pos
+    beyond = client.get(_url("run_a", "run_b", pos="500.500"))
+    assert beyond.status_code == 200 and b"No events after A #500" in beyond.content
+
+
+def _body(response) -> str:
+    """The page without its per-request secrets (CSRF token, CSP nonce)."""
+    return re.sub(
+        r'(csrfmiddlewaretoken" value="|X-CSRFToken": "|nonce=")[^"]+', r"\1", response.content.decode()
+    )
+
+
+@pytest.mark.django_db
+def test_outsiders_get_the_same_404_as_for_missing_runs(
+    client, charlie, alice, pair, other_workspace, workflow
+):
+    _start(other_workspace, workflow, "run_theirs")
+    login(client, charlie)
+    foreign = client.get(_url("run_a", "run_b"))
+    mixed = client.get(_url("run_theirs", "run_b"))
+    missing = client.get(_url("run_theirs", "run_nope"))
+    assert foreign.status_code == mixed.status_code == missing.status_code == 404
+    assert _body(foreign) == _body(mixed) == _body(missing)
+    assert b"run_b" not in foreign.content
+    listed = client.get("/compare/", {"run": ["run_a", "run_theirs"]})
+    assert listed.status_code == 404
+    client.logout()
+    login(client, alice)
+    assert client.get(_url("run_a", "run_theirs")).status_code == 404
+    assert client.get(_url("run_theirs", "run_a")).status_code == 404
+
+
+@pytest.mark.django_db
+def test_everything_a_trace_carries_is_escaped(client, alice, workspace, workflow):
+    for run_id, answer in ((XSS, f"ok {XSS} one"), (f"{ATTR}/&#", f"ok {ATTR} two <b>")):
+        _start(workspace, workflow, run_id)
+        _drive(workspace, run_id, answer=answer, notes={XSS: ATTR, "html": answer})
+        actions.do_command(
+            workspace=workspace, run_id=run_id, actor="x", command=c.Annotate(text=answer, tags=[XSS])
+        )
+    login(client, alice)
+    response = client.get(_url(XSS, f"{ATTR}/&#"))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<script>alert" not in page and 'onmouseover="alert' not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert "<del>" in page and "<ins>" in page  # the diff's own markup is all that is not escaped
+
+
+@pytest.mark.django_db
+def test_determinism_report_links_to_the_divergence(client, alice, pair, workspace):
+    fork = do_fork_run(
+        workspace=workspace, source_run_id="run_a", mode="replay", from_seq=3, executable=False
+    )
+    rid = fork.run.run_id
+    for command in (
+        c.LogModelIO(
+            direction="response",
+            provider="anthropic",
+            model="claude-haiku",
+            step_id="parse",
+            usage={"inputTokens": 100, "outputTokens": 40},
+            cost={"amount": 0.002, "currency": "usd"},
+            payload={"content": [{"type": "text", "text": "Another answer entirely."}]},
+        ),
+    ):
+        actions.do_command(workspace=workspace, run_id=rid, command=command, actor="host")
+    login(client, alice)
+    report = client.get(f"/runs/{rid}/determinism/").content.decode()
+    links = [h.replace("&amp;", "&") for h in re.findall(r'href="(/compare/[^"]+)"', report)]
+    assert _url("run_a", rid) in links
+    jump = next(h for h in links if "at=divergence" in h)
+    page = client.get(jump.split("#")[0]).content.decode()
+    assert 'id="first-divergence"' in page
+    assert "<del>Senior engineer in Berlin, remote possible.</del><ins>Another answer entirely.</ins>" in page
