@@ -39,8 +39,8 @@ from runs.selectors import (
     span_window,
     timeline_page,
 )
-from runs.waterfall import build_waterfall
 from runs.selectors_compare import Cursor, aligned_page, first_divergence, run_summary, shared_history
+from runs.waterfall import build_waterfall
 
 HISTORY_LIMIT = 50
 

@@ -197,7 +197,9 @@ def _step_times(run: Run) -> dict[str, float]:
 def run_summary(run: Run) -> dict[str, Any]:
     """Status, steps (status, gate decisions, time), the ledger by step and the latest artifacts."""
     state = run_state(run)
-    ledger, exact_cost = run_ledger_data(run)
+    acc = run_ledger_data(run)
+    ledger = acc.result(strict=False)
+    exact_cost = {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()}
     gates: dict[str, list[str]] = {}
     for item in reversed(gate_history(run, limit=GATE_LIMIT)):
         if item["type"] != "human_gate_resolved":
