@@ -1,4 +1,4 @@
-"""Resolving a gate from the gate panel (htmx or plain form)."""
+"""Resolving a gate from the gate panel or an inbox row (htmx or plain form): one view, one action."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from runs import actions
 from runs.engine import commands as cmd
 from runs.models import Run
 from runs.pages.access import run_write
+from runs.pages.inbox import inbox_row_context
 from runs.pages.params import parse_json_field
 from runs.partials import (
     gate_panel_context,
@@ -24,53 +25,68 @@ from runs.web import (
     actor_for,
 )
 
+FROM_INBOX = "inbox"  # the form's `return` field: answer with the inbox row, or back to the inbox
 
-@run_write(Action.RESOLVE_GATE)
-def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
+
+def decide_gate(request: HttpRequest, run: Run) -> str:
+    """Parse a decision form and record it through the one write path; "" or what went wrong."""
     post = request.POST
     decision = post.get("decision", "")
     step_id = post.get("step_id", "")
     gate = post.get("gate", "")
     checkpoint = post.get("checkpoint") or None
     note = post.get("note", "").strip()[:4000] or None
-    error = ""
     edit = None
     if decision not in ("approved", "rejected", "edited"):
-        error = "Choose approve, reject or edit."
-    elif decision == "edited" and not (post.get("edit_key") and post.get("edit_data", "").strip()):
+        return "Choose approve, reject or edit."
+    if decision == "edited" and not (post.get("edit_key") and post.get("edit_data", "").strip()):
         # "Approve with edits" records an edit: without one it would be an approval by another name
-        error = (
+        return (
             "Approve with edits needs an artifact and its new data (under “Edit an artifact with this "
             "decision”). To approve as it is, use Approve."
         )
-    elif decision == "edited":
+    if decision == "edited":
         data, error = parse_json_field(post.get("edit_data", ""))
-        if not error:
-            state = run_state(run)
-            current = state.artifacts.get(post["edit_key"])
-            type_id = post.get("edit_type") or (current or {}).get("typeId") or "json"
-            edit = cmd.WriteArtifact(
-                key=post["edit_key"],
-                type_id=type_id,
-                data=data,
-                idempotency_key=post.get("idempotency_key") or None,
-                step_id=step_id or None,
-            )
-    if not error:
-        try:
-            actions.do_command(
-                workspace=run.workspace,
-                run_id=run.run_id,
-                command=cmd.ResolveGate(
-                    step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint, edit=edit
-                ),
-                actor=actor_for(request),
-            )
-        except actions.ActionError as exc:
-            error = f"{exc.code}: {exc.message}"
+        if error:
+            return error
+        current = run_state(run).artifacts.get(post["edit_key"])
+        type_id = post.get("edit_type") or (current or {}).get("typeId") or "json"
+        edit = cmd.WriteArtifact(
+            key=post["edit_key"],
+            type_id=type_id,
+            data=data,
+            idempotency_key=post.get("idempotency_key") or None,
+            step_id=step_id or None,
+        )
+    try:
+        actions.do_command(
+            workspace=run.workspace,
+            run_id=run.run_id,
+            command=cmd.ResolveGate(
+                step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint, edit=edit
+            ),
+            actor=actor_for(request),
+        )
+    except actions.ActionError as exc:
+        return f"{exc.code}: {exc.message}"
+    return ""
+
+
+@run_write(Action.RESOLVE_GATE)
+def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
+    post = request.POST
+    error = decide_gate(request, run)
+    decision, step_id, gate = post.get("decision", ""), post.get("step_id", ""), post.get("gate", "")
     run.refresh_from_db()
-    state = run_state(run)
+    from_inbox = post.get("return") == FROM_INBOX
+    if request.htmx and from_inbox:
+        gate_doc = {"stepId": step_id, "gate": gate, "checkpoint": post.get("checkpoint") or None}
+        ctx = inbox_row_context(
+            run, gate_doc, key=post.get("row_key", ""), can_review=True, decided="" if error else decision
+        )
+        return render(request, "runs/inbox.html#inbox_row", {**ctx, "row_error": error}, status=200)
     if request.htmx:
+        state = run_state(run)
         ctx = gate_panel_context(run, state, can_review=True, error=error)
         ctx["oob_parts"] = True
         ctx.update({"layout": graph_context(run, state)["layout"]})
@@ -78,5 +94,7 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
     if error:
         messages.error(request, error)
     else:
-        messages.success(request, f"Gate {gate} on {step_id}: {decision}.")
+        messages.success(request, f"Gate {gate} on {step_id} of {run.title or run.run_id}: {decision}.")
+    if from_inbox:
+        return redirect("runs:inbox")
     return redirect(reverse("runs:detail", args=[run.run_id]) + "#gates")

@@ -1,6 +1,9 @@
-"""The reviewer's inbox: every pending gate of the workspace."""
+"""The reviewer's inbox: every pending gate of the workspace, decided right in its row."""
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -8,15 +11,37 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from runs.models import Run
+from runs.permissions import Action
+from runs.protocol.timestamps import to_datetime
 from runs.selectors import (
     run_state,
     runs_waiting_for_review,
 )
 from runs.web import (
     current_workspace,
+    may,
 )
 
 INBOX_LIMIT = 200
+ROW_KEY = re.compile(r"[0-9-]{1,40}")
+
+
+def inbox_row_context(
+    run: Run, gate: dict[str, Any], *, key: str, can_review: bool, decided: str = ""
+) -> dict[str, Any]:
+    """One inbox row: the run, its waiting gate, and (after a decision from the row) what was decided.
+    `key` makes the row's field ids unique on the page (digits and dashes only)."""
+    return {
+        "item": {
+            "run": run,
+            "gate": gate,
+            "key": key if ROW_KEY.fullmatch(key or "") else "0",
+            "since": to_datetime(gate.get("requestedAt")) if gate.get("requestedAt") else None,
+        },
+        "can_review": can_review,
+        "decided": decided,
+    }
 
 
 @login_required
@@ -26,12 +51,19 @@ def review_inbox(request: HttpRequest) -> HttpResponse:
     """Every pending gate across the workspace's runs (the reviewer's inbox)."""
     workspace = current_workspace(request)
     runs = runs_waiting_for_review(workspace, limit=INBOX_LIMIT)
+    can_review = may(request, Action.RESOLVE_GATE)
     items = []
     for run in runs:
-        for gate in run_state(run).pending_gates():
-            items.append({"run": run, "gate": gate})
+        for i, gate in enumerate(run_state(run).pending_gates()):
+            items.append(inbox_row_context(run, gate, key=f"{run.pk}-{i}", can_review=can_review)["item"])
     return render(
         request,
         "runs/inbox.html#inbox_table" if request.htmx else "runs/inbox.html",
-        {"items": items, "runs_count": len(runs), "limit": INBOX_LIMIT, "nav_active": "inbox"},
+        {
+            "items": items,
+            "runs_count": len(runs),
+            "limit": INBOX_LIMIT,
+            "nav_active": "inbox",
+            "can_review": can_review,
+        },
     )

@@ -1,0 +1,140 @@
+"""Decisions from the review inbox: in the row with htmx, a plain form without JS; the gate panel's
+permission checks and write path (runs:resolve_gate, runs.actions)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.pages.conftest import XSS, login
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HX-Request": "true"}
+
+
+def _last_gate_event(run):
+    from runs.models import loads
+
+    event = run.events.filter(type="human_gate_resolved").order_by("-seq").first()
+    return (loads(event.body), event.actor) if event else (None, None)
+
+
+def test_inbox_rows_carry_a_decision_form_for_reviewers(client, bob, make_run):
+    make_run("run_a", metadata={"workbench.title": "Invoice 42"})
+    html = login(client, bob).get("/runs/inbox/").content.decode()
+    row = re.search(r'<tr class="inbox-row".*?</tr>', html, re.S).group(0)
+    assert 'name="decision" value="approved"' in row and 'name="decision" value="rejected"' in row
+    assert 'name="return" value="inbox"' in row and 'name="note"' in row
+    assert row.count("data-confirm=") == 2  # both decisions ask first
+    assert "review" in row and "started" in row  # waiting step and age
+
+
+def test_htmx_approve_with_a_note_swaps_the_row_and_records_who(client, bob, make_run):
+    from runs.models import Run
+
+    make_run("run_a")
+    login(client, bob)
+    response = client.post(
+        "/runs/run_a/gates/resolve/",
+        {
+            "return": "inbox",
+            "row_key": "7-0",
+            "step_id": "review",
+            "gate": "PAUSE_BEFORE",
+            "decision": "approved",
+            "note": "fine by me",
+        },
+        headers=HX,
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<tr class="inbox-row"') and html.count("<tr") == 1
+    assert 'role="status"' in html and "badge-approved" in html
+    run = Run.objects.get(run_id="run_a")
+    assert run.pending_gates == 0
+    body, actor = _last_gate_event(run)
+    assert body["decision"] == "approved" and body["note"] == "fine by me" and actor == "user:bob"
+
+
+def test_reject_without_js_goes_back_to_the_inbox_with_a_message(client, bob, make_run):
+    from runs.models import Run
+
+    make_run("run_a")
+    login(client, bob)
+    response = client.post(
+        "/runs/run_a/gates/resolve/",
+        {"return": "inbox", "step_id": "review", "gate": "PAUSE_BEFORE", "decision": "rejected"},
+    )
+    assert response.status_code == 302 and response["Location"] == "/runs/inbox/"
+    assert Run.objects.get(run_id="run_a").rejected_gates == 1
+    page = client.get("/runs/inbox/").content.decode()
+    assert "PAUSE_BEFORE on review" in page and "rejected" in page
+    assert 'class="inbox-row"' not in page  # nothing waits any more
+
+
+def test_a_refused_decision_keeps_the_form_and_says_why(client, bob, make_run):
+    make_run("run_a")
+    login(client, bob)
+    response = client.post(
+        "/runs/run_a/gates/resolve/",
+        {
+            "return": "inbox",
+            "row_key": "1-0",
+            "step_id": "publish",
+            "gate": "PAUSE_AFTER",
+            "decision": "approved",
+        },
+        headers=HX,
+    )
+    html = response.content.decode()
+    assert 'role="alert"' in html and "INVALID_STATE_TRANSITION" in html
+    assert 'name="decision" value="approved"' in html and 'id="note-1-0"' in html
+
+
+def test_row_keys_from_the_form_cannot_inject_markup(client, bob, make_run):
+    make_run("run_a")
+    login(client, bob)
+    html = client.post(
+        "/runs/run_a/gates/resolve/",
+        {
+            "return": "inbox",
+            "row_key": XSS,
+            "step_id": "nope",
+            "gate": "PAUSE_BEFORE",
+            "decision": "approved",
+        },
+        headers=HX,
+    ).content.decode()
+    assert "<script>" not in html and 'id="note-0"' in html
+
+
+def test_viewers_see_no_form_and_cannot_post(client, vera, make_run):
+    from runs.models import Run
+
+    make_run("run_a")
+    login(client, vera)
+    html = client.get("/runs/inbox/").content.decode()
+    assert 'class="inbox-row"' in html and 'name="decision"' not in html
+    response = client.post(
+        "/runs/run_a/gates/resolve/",
+        {"return": "inbox", "step_id": "review", "gate": "PAUSE_BEFORE", "decision": "approved"},
+        headers=HX,
+    )
+    assert response.status_code == 403
+    assert Run.objects.get(run_id="run_a").pending_gates == 1
+
+
+def test_outsiders_get_404_and_change_nothing(client, charlie, make_run):
+    from runs.models import Run
+
+    make_run("run_a")
+    login(client, charlie)
+    response = client.post(
+        "/runs/run_a/gates/resolve/",
+        {"return": "inbox", "step_id": "review", "gate": "PAUSE_BEFORE", "decision": "approved"},
+        headers=HX,
+    )
+    assert response.status_code == 404
+    assert Run.objects.get(run_id="run_a").pending_gates == 1
