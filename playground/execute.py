@@ -321,41 +321,53 @@ class RunRecorder:
                 correlation_id=ex.correlation_id,
             )
         ]
-        for call in result.tool_calls:
-            if call["name"] == ex.output_tool:
-                continue
-            commands.append(
-                cmd.LogToolCall(
-                    name=call["name"], args=call["input"], step_id=STEP, correlation_id=ex.correlation_id
-                )
-            )
-        if outcome.ok:
-            commands.append(
-                cmd.WriteArtifact(
-                    key="answer",
-                    type_id=operations.get(ex.operation_type).type_id,
-                    data=outcome.value,
-                    step_id=STEP,
-                )
-            )
-            commands += [cmd.CompleteStep(STEP, ok=True), cmd.CompleteRun()]
-        else:
-            message = f"structured output invalid: {outcome.error}"
-            commands += [
-                cmd.RecordError(message=message, code="STRUCTURED_OUTPUT_INVALID", step_id=STEP),
-                cmd.CompleteStep(
-                    STEP, ok=False, error={"message": message, "code": "STRUCTURED_OUTPUT_INVALID"}
-                ),
-                cmd.FailRun(reason=message, code="STRUCTURED_OUTPUT_INVALID"),
-            ]
+        commands += completion_commands(
+            result,
+            outcome,
+            operation_type=ex.operation_type,
+            output_tool=ex.output_tool,
+            correlation_id=ex.correlation_id,
+        )
         self._do(*commands)
 
     def fail(self, code: str, message: str) -> None:
-        self._do(
-            cmd.RecordError(message=message, code=code, step_id=STEP),
-            cmd.CompleteStep(STEP, ok=False, error={"message": message, "code": code}),
-            cmd.FailRun(reason=message, code=code),
+        self._do(*failure_commands(code, message))
+
+
+def completion_commands(
+    result: ProviderResult,
+    outcome: operations.Outcome,
+    *,
+    operation_type: str,
+    output_tool: str,
+    correlation_id: str,
+) -> list[Any]:
+    """What a playground run records after the model's answer: a ``tool_call`` per tool the
+    model called (not the output tool), then the checked answer as the ``answer`` artifact and
+    the run's end, or the structured-output failure."""
+    commands: list[Any] = [
+        cmd.LogToolCall(name=call["name"], args=call["input"], step_id=STEP, correlation_id=correlation_id)
+        for call in result.tool_calls
+        if call["name"] != output_tool
+    ]
+    if outcome.ok:
+        commands.append(
+            cmd.WriteArtifact(
+                key="answer", type_id=operations.get(operation_type).type_id, data=outcome.value, step_id=STEP
+            )
         )
+        return commands + [cmd.CompleteStep(STEP, ok=True), cmd.CompleteRun()]
+    return commands + failure_commands(
+        "STRUCTURED_OUTPUT_INVALID", f"structured output invalid: {outcome.error}"
+    )
+
+
+def failure_commands(code: str, message: str) -> list[Any]:
+    return [
+        cmd.RecordError(message=message, code=code, step_id=STEP),
+        cmd.CompleteStep(STEP, ok=False, error={"message": message, "code": code}),
+        cmd.FailRun(reason=message, code=code),
+    ]
 
 
 TITLE_CHARS = 80

@@ -165,6 +165,13 @@ def do_fork_run(
                 f"fromSeq {from_seq} is beyond the source's log (its last seq is {source.last_seq})",
                 "fromSeq",
             )
+        start = _start_doc(source)
+        from runs import programs
+
+        program = programs.get(start["workflowId"])
+        check = getattr(program, "check_fork", None)
+        if check is not None:  # the step code refuses a fork it could not execute
+            check(workspace=workspace, source=source, mode=mode, overlay=overlay)
         if mode == ForkMode.REPLAY:
             missing = _missing_replay_data(workspace, source, from_seq)
             if missing:
@@ -176,7 +183,6 @@ def do_fork_run(
                     "fromSeq",
                 )
         history = max(from_seq - 1, 0)
-        start = _start_doc(source)
         metadata = dict(start["metadata"]) if isinstance(start.get("metadata"), dict) else {}
         metadata.pop(FORK_METADATA_KEY, None)
         fork_info: dict[str, Any] = {"mode": mode, "sourceRunId": source.run_id, "fromSeq": from_seq}
@@ -240,9 +246,7 @@ def do_fork_run(
         first, last = appender.save()
         _update_projection(child, state)
         if executable is None:
-            from runs import programs
-
-            executable = programs.get(start["workflowId"]) is not None
+            executable = program is not None
         fork = RunFork.objects.create(
             run=child,
             source=source,

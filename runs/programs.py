@@ -5,6 +5,10 @@ A *program* is a callable ``program(session)`` that drives one run of its workfl
 layer and gate decisions). Hosts register theirs through the host API
 (``Workbench.register_workflow``); modules listed in ``WORKBENCH_PROGRAM_MODULES`` are imported
 at startup (and by ``manage.py replay_worker``) so that they register in every process.
+
+A program may carry ``program.check_fork(*, workspace, source, mode, overlay)``: called before a
+fork of its workflow is written, it raises ``runs.actions.ActionError`` to refuse one it could
+not execute (an overlay it does not understand, data it needs that is gone).
 """
 
 from __future__ import annotations

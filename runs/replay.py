@@ -97,13 +97,21 @@ class ProgramSession(RunSession):
         correlation_id: str | None = None,
         summary: str | None = None,
         use_cache: bool = False,
+        **options: Any,
     ):
         """Call a model (``provider``: playground ProviderSettings) and record request and
-        response as ``model_io`` events. Live runs ask the cache only with ``use_cache``."""
+        response as ``model_io`` events. Live runs ask the cache only with ``use_cache``.
+        ``options`` go to ``playground.providers.cached.call`` (``price``, ``record_chunks``,
+        ``on_delta``)."""
         from playground.providers import cached
 
         record = cached.call(
-            provider, request, workspace=self.workbench.workspace, use_cache=use_cache, summary=summary
+            provider,
+            request,
+            workspace=self.workbench.workspace,
+            use_cache=use_cache,
+            summary=summary,
+            **options,
         )
         self._record_call(record, step_id=step_id, correlation_id=correlation_id)
         return record.result
@@ -219,23 +227,34 @@ class ForkSession(ProgramSession):
         correlation_id: str | None = None,
         summary: str | None = None,
         use_cache: bool = False,
+        **options: Any,
     ):
-        from playground.providers import cached
-
         if self.in_history:
-            return self._call_from_history(provider, request, step_id, correlation_id, summary)
-        if self.mode == ForkMode.REPLAY:
-            record = self._replay_call(provider, request, summary)
-        else:  # a branch makes new invocations
-            record = cached.call(
-                provider, request, workspace=self.workbench.workspace, use_cache=False, summary=summary
-            )
-        counter = "cache_hits" if record.hit else "provider_calls"
-        RunFork.objects.filter(pk=self.fork.pk).update(**{counter: F(counter) + 1})
+            return self._call_from_history(provider, request, step_id, correlation_id, summary, options)
+        record = self._call_after_history(provider, request, summary, options)
         self._record_call(record, step_id=step_id, correlation_id=correlation_id)
         return record.result
 
-    def _replay_call(self, provider: Any, request: dict, summary: str | None):
+    def _call_after_history(self, provider: Any, request: dict, summary: str | None, options: dict):
+        """A replay answers from the cache, a branch makes a new invocation; both are counted."""
+        from playground.providers import cached
+
+        if self.mode == ForkMode.REPLAY:
+            record = self._replay_call(provider, request, summary, options)
+        else:
+            record = cached.call(
+                provider,
+                request,
+                workspace=self.workbench.workspace,
+                use_cache=False,
+                summary=summary,
+                **options,
+            )
+        counter = "cache_hits" if record.hit else "provider_calls"
+        RunFork.objects.filter(pk=self.fork.pk).update(**{counter: F(counter) + 1})
+        return record
+
+    def _replay_call(self, provider: Any, request: dict, summary: str | None, options: dict):
         from playground.providers import cached
         from runs import responsecache
 
@@ -256,9 +275,10 @@ class ForkSession(ProgramSession):
             use_cache=True,
             prefer_run=self.fork.source,
             summary=summary,
+            **options,
         )
 
-    def _call_from_history(self, provider: Any, request: dict, step_id, correlation_id, summary):
+    def _call_from_history(self, provider: Any, request: dict, step_id, correlation_id, summary, options):
         """Inside the fixed history: the recorded request, chunks and response are the call."""
         from playground.providers import cached
         from runs import responsecache
@@ -273,9 +293,11 @@ class ForkSession(ProgramSession):
         )
         if request_event.get("type") != "model_io" or request_event.get("direction") != "request":
             raise ReplayError("REPLAY_HISTORY_MISMATCH", f"no recorded model request at seq {self.position}")
+        streamed = 0  # stream chunks of the call inside the history
         while self.in_history:
             event = self.history[self.position]
             if event.get("type") == "model_io" and event.get("direction") == "stream_chunk":
+                streamed += 1
                 self.execute(
                     _model_io_command(
                         responsecache.model_io_fields(event), step_id=step_id, correlation_id=correlation_id
@@ -291,16 +313,11 @@ class ForkSession(ProgramSession):
                 )
             )
             return cached.result_from_recorded(provider.kind, response)
-        # The response lies after the fork point: answer it as a replay or branch would.
-        if self.mode == ForkMode.REPLAY:
-            record = self._replay_call(provider, request, summary)
-        else:
-            record = cached.call(
-                provider, request, workspace=self.workbench.workspace, use_cache=False, summary=summary
-            )
-        counter = "cache_hits" if record.hit else "provider_calls"
-        RunFork.objects.filter(pk=self.fork.pk).update(**{counter: F(counter) + 1})
-        self.execute(_model_io_command(record.response, step_id=step_id, correlation_id=correlation_id))
+        # The response lies after the fork point: answer it as a replay or branch would; the
+        # stream goes on after the chunks the history holds.
+        record = self._call_after_history(provider, request, summary, options)
+        for chunk in [*record.chunks[streamed:], record.response]:
+            self.execute(_model_io_command(chunk, step_id=step_id, correlation_id=correlation_id))
         return record.result
 
     # gates -------------------------------------------------------------------------------------

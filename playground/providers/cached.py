@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 import orjson
 
 from playground import providers
+from playground.pricing import Price, cost, protocol_cost
 from playground.providers.base import DeltaSink, ProviderResult, ProviderSettings, Usage
+
+DELTA_KINDS = ("text", "thinking", "tool_input")
 
 
 @dataclass
@@ -59,8 +61,8 @@ def result_from_recorded(kind: str, response: dict[str, Any]) -> ProviderResult:
             fn = call.get("function") or {}
             try:
                 arguments = orjson.loads(fn.get("arguments") or "{}")
-            except orjson.JSONDecodeError:
-                arguments = fn.get("arguments")
+            except orjson.JSONDecodeError:  # as the live adapter keeps unparseable arguments
+                arguments = {"_unparsed": fn.get("arguments")}
             calls.append({"id": call.get("id"), "name": fn.get("name"), "input": arguments})
         return ProviderResult(
             content=[{"type": "text", "text": text}],
@@ -110,6 +112,68 @@ def request_fields(
     return {k: v for k, v in fields.items() if v is not None}
 
 
+def stream_deltas(chunks: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The ``(kind, text)`` deltas recorded ``stream_chunk`` events carry, whoever recorded them:
+    the playground's ``{kind, offset, text}`` pieces, Anthropic SDK stream events or OpenAI
+    chunks (the traced clients)."""
+    out: list[tuple[str, str]] = []
+    for chunk in chunks:
+        payload = chunk.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if payload.get("kind") in DELTA_KINDS and isinstance(payload.get("text"), str):
+            out.append((payload["kind"], payload["text"]))
+        elif payload.get("type") == "content_block_delta" and isinstance(payload.get("delta"), dict):
+            delta = payload["delta"]
+            for kind, field_name in (
+                ("text", "text"),
+                ("thinking", "thinking"),
+                ("tool_input", "partial_json"),
+            ):
+                if isinstance(delta.get(field_name), str):
+                    out.append((kind, delta[field_name]))
+        elif payload.get("object") == "chat.completion.chunk":
+            for choice in payload.get("choices") or []:
+                delta = choice.get("delta") or {}
+                think = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(think, str) and think:
+                    out.append(("thinking", think))
+                if isinstance(delta.get("content"), str) and delta["content"]:
+                    out.append(("text", delta["content"]))
+                for call in delta.get("tool_calls") or []:
+                    arguments = (call.get("function") or {}).get("arguments")
+                    if isinstance(arguments, str) and arguments:
+                        out.append(("tool_input", arguments))
+    return [(kind, text) for kind, text in out if text]
+
+
+def result_deltas(result: ProviderResult) -> list[tuple[str, str]]:
+    """Deltas that rebuild ``result`` when no stream was recorded (the answer came whole)."""
+    out = [("thinking", result.thinking), ("text", result.text)]
+    out += [("tool_input", orjson.dumps(c.get("input") or {}).decode()) for c in result.tool_calls]
+    return [(kind, text) for kind, text in out if text]
+
+
+class DeltaPieces:
+    """An ``on_delta`` that forwards every delta and keeps them as the playground records them:
+    ``{kind, offset, text}`` pieces, one per run of deltas of the same kind."""
+
+    def __init__(self, forward: DeltaSink) -> None:
+        self.forward = forward
+        self.pieces: list[dict[str, Any]] = []
+        self.offsets: dict[str, int] = {}
+
+    def __call__(self, kind: str, text: str) -> None:
+        self.forward(kind, text)
+        if not text:
+            return
+        if self.pieces and self.pieces[-1]["kind"] == kind:
+            self.pieces[-1]["text"] += text
+        else:
+            self.pieces.append({"kind": kind, "offset": self.offsets.get(kind, 0), "text": text})
+        self.offsets[kind] = self.offsets.get(kind, 0) + len(text)
+
+
 def call(
     settings: ProviderSettings,
     request: dict,
@@ -119,12 +183,18 @@ def call(
     use_cache: bool = True,
     prefer_run: Any = None,
     summary: str | None = None,
-    price_per_million: tuple[Decimal, Decimal] | None = None,
-    currency: str = "USD",
+    price: Price | None = None,
+    record_chunks: bool = False,
 ) -> CallRecord:
-    """One model call: from the workspace's cache on a hit (no provider request), else the provider."""
+    """One model call: from the workspace's cache on a hit (no provider request), else the provider.
+
+    On a hit the recorded stream is played to ``on_delta`` again (the recorded deltas, or the
+    answer's thinking, text and tool input when it was recorded whole). ``price`` (a row of the
+    price table) gives a new answer its ``cost``; ``record_chunks`` keeps a new answer's deltas
+    as ``stream_chunk`` fields, the way the playground records them."""
     from runs import responsecache
 
+    sink = on_delta or _noop
     recorded = request_fields(settings, request, summary=summary)
     keys = responsecache.request_keys(settings.kind, recorded.get("model"), recorded["payload"])
     if use_cache and keys is not None:
@@ -132,19 +202,16 @@ def call(
         if entry is not None:
             responsecache.record_hit(entry)
             response = responsecache.response_fields(entry)
+            chunks = responsecache.chunk_fields(entry)
             result = result_from_recorded(settings.kind, response)
-            if on_delta is not None and result.text:
-                on_delta("text", result.text)
+            for kind, text in stream_deltas(chunks) or result_deltas(result):
+                sink(kind, text)
             return CallRecord(
-                result=result,
-                hit=True,
-                request=recorded,
-                response=response,
-                chunks=responsecache.chunk_fields(entry),
-                keys=keys,
+                result=result, hit=True, request=recorded, response=response, chunks=chunks, keys=keys
             )
     started = time.monotonic()
-    result = providers.call(settings, request, on_delta or _noop)
+    pieces = DeltaPieces(sink)
+    result = providers.call(settings, request, pieces)
     response: dict[str, Any] = {
         "direction": "response",
         "provider": settings.kind,
@@ -155,10 +222,12 @@ def call(
     }
     if result.text:
         response["summary"] = result.text[:200]
-    if price_per_million is not None:
-        per_in, per_out = price_per_million
-        amount = (
-            Decimal(result.usage.input_tokens) * per_in + Decimal(result.usage.output_tokens) * per_out
-        ) / Decimal(1_000_000)
-        response["cost"] = {"amount": float(amount), "currency": currency}
-    return CallRecord(result=result, hit=False, request=recorded, response=response, keys=keys)
+    if price is not None:
+        amount = protocol_cost(cost(result.usage, price), price.currency)
+        if amount is not None:
+            response["cost"] = amount
+    chunks = []
+    if record_chunks:
+        base = {"direction": "stream_chunk", "provider": settings.kind, "model": recorded.get("model")}
+        chunks = [{**base, "payload": piece} for piece in pieces.pieces]
+    return CallRecord(result=result, hit=False, request=recorded, response=response, chunks=chunks, keys=keys)
