@@ -4,12 +4,11 @@ import sys
 
 if __name__ == "__main__":
     # `bundle check` needs only the protocol package: skip Django's set-up (settings, apps,
-    # URL loading, system checks) for it, as the workbench-verify console script does.
+    # URL loading, system checks) for it, as the workbench-verify console script does
+    # (fast_path ends the process then; it returns for every other command).
     from runs.protocol.verify_cli import fast_path
 
-    status = fast_path(sys.argv)
-    if status is not None:
-        sys.exit(status)
+    fast_path(sys.argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
     from workbench.startup import configure_for_command
 

@@ -30,21 +30,36 @@ def test_console_entry_point_matches_the_manifest(conformance_dir, capsys):
 
 
 def test_manage_py_checks_without_setting_up_django(conformance_dir):
-    """The real command line: Django is never imported for `bundle check`."""
+    """The real command line: Django is never imported for `bundle check`, the lines are
+    flushed before the process leaves (os._exit) and the status says a file failed."""
     valid = str(conformance_dir / "valid" / "linear_completed.json")
     tampered = str(conformance_dir / "tampered" / "cost_amount_changed.json")
-    probe = (
-        "import runpy, sys; sys.argv = ['manage.py', 'bundle', 'check', '--json', *sys.argv[1:]]\n"
-        "try:\n    runpy.run_path('manage.py', run_name='__main__')\n"
-        "except SystemExit as exc:\n    code = exc.code\n"
-        "print('DJANGO' if any(m == 'django' or m.startswith('django.') for m in sys.modules) else 'PURE', code)"
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "manage.py", "bundle", "check", "--json", valid, tampered],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe, valid, tampered], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.splitlines()
+    out = proc.stdout.splitlines()
     assert json.loads(out[0])["ok"] is True
     assert json.loads(out[1])["code"] == "INTEGRITY_MISMATCH"
-    assert out[2] == "PURE 1"
+    assert proc.returncode == 1
+    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line]
+    assert "runs.protocol.bundle" in imported
+    assert not [m for m in imported if m == "django" or m.startswith("django.")]
+
+
+def test_console_script_process_flushes_and_exits_with_the_status(conformance_dir, tmp_path):
+    valid = str(conformance_dir / "valid" / "linear_completed.json")
+    script = Path(sys.executable).parent / "workbench-verify"
+    argv = [str(script)] if script.exists() else [sys.executable, "-m", "runs.protocol.verify_cli"]
+    ok = subprocess.run([*argv, valid], cwd=REPO, capture_output=True, text=True)
+    assert (ok.returncode, ok.stdout) == (0, f"{valid}: ok (integrity valid)\n")
+    missing = subprocess.run([*argv, valid, str(tmp_path / "nope.json")], cwd=REPO, capture_output=True, text=True)
+    assert missing.returncode == 1
+    assert missing.stdout.splitlines()[1].startswith(f"{tmp_path / 'nope.json'}: FAILED INVALID_INPUT")
+    usage = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage:" in usage.stderr
 
 
 def test_same_lines_through_django_and_the_fast_path(conformance_dir, capsys):
@@ -52,7 +67,7 @@ def test_same_lines_through_django_and_the_fast_path(conformance_dir, capsys):
         str(conformance_dir / "valid" / "linear_completed.json"),
         str(conformance_dir / "invalid" / "json_truncated.json"),
     ]
-    assert fast_path(["manage.py", "bundle", "check", *files]) == 1
+    assert main(files) == 1  # what fast_path runs before it ends the process
     fast = capsys.readouterr().out
     out = StringIO()
     with pytest.raises(SystemExit):
