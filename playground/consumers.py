@@ -30,6 +30,7 @@ from playground.models import Execution
 from runs.consumers import hub_for
 from runs.live import publisher
 from runs.models import Membership
+from runs.wire import wire_json
 
 SAFETY_SECONDS = 5.0
 log = logging.getLogger(__name__)
@@ -39,6 +40,10 @@ class ExecutionConsumer(AsyncJsonWebsocketConsumer):
     # No channel of its own: the execution's hub holds the one subscription of this process.
     channel_layer_alias = "__live_pages_use_the_run_hub__"
     hub = None
+
+    @classmethod
+    async def encode_json(cls, content) -> str:
+        return wire_json(content).decode()  # numbers as JavaScript writes them (runs.wire)
 
     async def connect(self) -> None:
         user = self.scope.get("user")

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -36,6 +36,7 @@ from playground.providers import egress
 from runs.models import Event
 from runs.permissions import Action
 from runs.web import current_workspace, get_run_for_user, may, require_action
+from runs.wire import WireJsonResponse
 
 MAX_BODY_NOTE = "The request is too large."
 
@@ -50,8 +51,8 @@ def _json_body(request: HttpRequest) -> dict:
     return data
 
 
-def _error(field: str, message: str, status: int = 400, code: str = "INVALID_INPUT") -> JsonResponse:
-    return JsonResponse({"error": {"field": field, "message": message, "code": code}}, status=status)
+def _error(field: str, message: str, status: int = 400, code: str = "INVALID_INPUT") -> WireJsonResponse:
+    return WireJsonResponse({"error": {"field": field, "message": message, "code": code}}, status=status)
 
 
 def _model_pk(value: Any) -> int | None:
@@ -237,7 +238,7 @@ def _restoration(
 
 @login_required
 @require_POST
-def preview(request: HttpRequest) -> JsonResponse:
+def preview(request: HttpRequest) -> WireJsonResponse:
     """Apply one change (with its smart behaviours) and show the exact request it would send."""
     workspace = current_workspace(request)
     try:
@@ -254,7 +255,7 @@ def preview(request: HttpRequest) -> JsonResponse:
             entry = config.resolve_model(workspace, _model_pk(data.get("model")))
         except config.NoProvider as exc:
             out["problem"] = exc.message
-            return JsonResponse(out)
+            return WireJsonResponse(out)
         out["model"] = {"pk": entry.pk, "kind": entry.provider.kind, "context_window": entry.context_window}
         if not session.prompt.strip() and not c.pending_tool_uses(session.history):
             session = replace(session, prompt="…")  # preview the shape before a prompt is written
@@ -262,9 +263,9 @@ def preview(request: HttpRequest) -> JsonResponse:
             comp = _compose_for(session, entry)
         except c.ComposeError as exc:
             out["compose_error"] = {"field": exc.field, "message": exc.message}
-            return JsonResponse(out)
+            return WireJsonResponse(out)
         out.update({"request": comp.request, "notes": list(comp.notes), "flags": comp.flags})
-        return JsonResponse(out)
+        return WireJsonResponse(out)
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
 
@@ -289,7 +290,7 @@ def _after_send(workspace, session: c.Session, execution_id: Any) -> c.Session:
 
 @login_required
 @require_POST
-def send(request: HttpRequest) -> JsonResponse:
+def send(request: HttpRequest) -> WireJsonResponse:
     """Compose and store the execution(s); the provider call runs off the request path."""
     workspace = current_workspace(request)
     if not may(request, Action.PLAYGROUND_SEND):
@@ -342,7 +343,7 @@ def send(request: HttpRequest) -> JsonResponse:
             )
             for (_, _, label), entry, comp in zip(targets, entries, compositions, strict=True)
         ]
-    return JsonResponse(
+    return WireJsonResponse(
         {
             "executions": [
                 {
@@ -402,7 +403,7 @@ def _compare_columns(data: dict) -> list[dict]:
     return columns
 
 
-def _spend_send_budget(workspace, calls: int) -> JsonResponse | None:
+def _spend_send_budget(workspace, calls: int) -> WireJsonResponse | None:
     """Sends spend money: each workspace has PLAYGROUND_SEND_RATE_PER_MINUTE provider calls per
     sliding minute, shared by every process (the cache); None when these calls fit."""
     limit = int(getattr(settings, "PLAYGROUND_SEND_RATE_PER_MINUTE", 0))
@@ -431,9 +432,9 @@ def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:
 
 @login_required
 @require_GET
-def execution_detail(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
+def execution_detail(request: HttpRequest, execution_id: uuid.UUID) -> WireJsonResponse:
     ex = _get_execution(request, execution_id)
-    return JsonResponse(state_with_context(ex))
+    return WireJsonResponse(state_with_context(ex))
 
 
 def state_with_context(ex: Execution) -> dict:
@@ -450,7 +451,7 @@ def state_with_context(ex: Execution) -> dict:
 
 @login_required
 @require_POST
-def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
+def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> WireJsonResponse:
     """Stop: the provider call is dropped and the execution (and its run) end ``cancelled``."""
     ex = _get_execution(request, execution_id)
     if not may(request, Action.PLAYGROUND_SEND):
@@ -458,12 +459,12 @@ def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> JsonRespo
     stopped = execute.cancel(ex, actor=f"user:{request.user.get_username()}")
     if not stopped:
         ex.refresh_from_db()
-    return JsonResponse({"stopped": stopped, **state_with_context(ex)})
+    return WireJsonResponse({"stopped": stopped, **state_with_context(ex)})
 
 
 @login_required
 @require_POST
-def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> JsonResponse:
+def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> WireJsonResponse:
     """Send a failed or stopped execution's exact request again, as a new execution."""
     workspace = current_workspace(request)
     ex = _get_execution(request, execution_id)
@@ -483,7 +484,7 @@ def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> JsonRespon
         return _error("model", problem, status=409)
     with transaction.atomic():
         again = execute.resubmit(ex, user=request.user)
-    return JsonResponse(
+    return WireJsonResponse(
         {
             **execute.execution_state(again),
             "ws_url": f"/ws/playground/executions/{again.pk}/",
@@ -558,7 +559,7 @@ def _rating_percent(data: dict) -> int | None:
 
 @login_required
 @require_POST
-def save_prompt(request: HttpRequest) -> JsonResponse:
+def save_prompt(request: HttpRequest) -> WireJsonResponse:
     workspace = current_workspace(request)
     if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "saving prompts needs the reviewer role", status=403)
@@ -589,7 +590,7 @@ def save_prompt(request: HttpRequest) -> JsonResponse:
             "created_by": request.user,
         },
     )
-    return JsonResponse({"id": saved.pk, "name": saved.name, "url": f"/playground/?prompt={saved.pk}"})
+    return WireJsonResponse({"id": saved.pk, "name": saved.name, "url": f"/playground/?prompt={saved.pk}"})
 
 
 # --------------------------------------------------------------------------------------------

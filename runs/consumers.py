@@ -55,6 +55,7 @@ from django.conf import settings
 from runs.live import access_group, metrics, publisher, run_group, workspace_group
 from runs.live_fragments import CSRF_PLACEHOLDER, RenderedUpdate
 from runs.permissions import Action, role_allows
+from runs.wire import wire_json
 
 log = logging.getLogger(__name__)
 
@@ -640,4 +641,4 @@ def _member_workspaces(user) -> list[int]:
 
 
 def _dumps(message: object) -> str:
-    return orjson.dumps(message).decode()
+    return wire_json(message).decode()

@@ -5,20 +5,21 @@ from __future__ import annotations
 import os
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest
 from django.urls import path
 from django.views.decorators.http import require_GET
 
 from runs.live import metrics
+from runs.wire import WireJsonResponse
 
 
 @require_GET
 @staff_member_required
-def live_metrics(request: HttpRequest) -> JsonResponse:
+def live_metrics(request: HttpRequest) -> WireJsonResponse:
     from channels.layers import get_channel_layer
 
     layer = get_channel_layer()
-    return JsonResponse(
+    return WireJsonResponse(
         {
             "pid": os.getpid(),
             "layer": type(layer).__name__ if layer else None,

@@ -27,9 +27,10 @@ from runs.api.auth import ReplayStored, TokenAuth, WorkspaceSessionAuth
 from runs.api.errors import ApiError
 from runs.api.schemas import HealthOut
 from runs.bundles import PROTOCOL_VERSION
-from runs.protocol.canonical import parse_json, wire_bytes
+from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors import RunNotFound
+from runs.wire import wire_json
 
 logger = logging.getLogger("workbench.api")
 
@@ -48,16 +49,7 @@ class JSONRenderer(BaseRenderer):
     media_type = "application/json"
 
     def render(self, request: HttpRequest, data, *, response_status: int) -> bytes:
-        try:
-            return wire_bytes(data)
-        except ProtocolError:  # schema objects (pydantic models) and the like: plain JSON first
-            return wire_bytes(orjson.loads(orjson.dumps(data, default=_default)))
-
-
-def _default(value):
-    if hasattr(value, "model_dump"):
-        return value.model_dump(by_alias=True, exclude_none=True)
-    raise TypeError(f"cannot serialise {type(value).__name__}")
+        return wire_json(data)  # schema objects (pydantic models) and the like included
 
 
 class ProjectSwagger(Swagger):

@@ -11,7 +11,7 @@ import gzip
 import zlib
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from accounts.principals import principal_for_token
@@ -23,12 +23,13 @@ from runs.otlp_ingest import events_by_run, spans_from_json, spans_from_protobuf
 from runs.permissions import Action
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors import RunNotFound, get_run
+from runs.wire import WireJsonResponse
 
 PROTOBUF = "application/x-protobuf"
 
 
-def _error(code: str, message: str, status: int) -> JsonResponse:
-    return JsonResponse({"error": message, "code": code}, status=status)
+def _error(code: str, message: str, status: int) -> WireJsonResponse:
+    return WireJsonResponse({"error": message, "code": code}, status=status)
 
 
 def _body(request: HttpRequest) -> bytes:
@@ -98,4 +99,4 @@ def traces(request: HttpRequest) -> HttpResponse:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
         return HttpResponse(ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF)
-    return JsonResponse({})
+    return WireJsonResponse({})

@@ -22,9 +22,10 @@ import contextlib
 import logging
 import sys
 
-import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
+
+from runs.wire import rewire, wire_json
 
 logger = logging.getLogger("workbench.mcp")
 
@@ -52,7 +53,7 @@ def _json_error(status: int, code: int, message: str, data: dict | None = None) 
     error = {"code": code, "message": message}
     if data:
         error["data"] = data
-    return orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+    return wire_json({"jsonrpc": "2.0", "id": None, "error": error})
 
 
 async def _send_json(send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] = ()) -> None:
@@ -64,6 +65,46 @@ async def _send_json(send, status: int, body: bytes, headers: list[tuple[bytes, 
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class WireSend:
+    """The ASGI ``send`` of one MCP exchange, with each JSON body spelt as the rest of the server
+    writes JSON (:func:`runs.wire.rewire`: numbers as JavaScript prints them, members in order).
+
+    The SDK writes its answers with pydantic or ``json`` (``1e-06``, ``-0.0``, ``1000.0``);
+    a JSON body is held until its last chunk, written again and sent with its new length.
+    Other bodies (event streams, errors in text) pass as they come.
+    """
+
+    def __init__(self, send) -> None:
+        self._send = send
+        self._start: dict | None = None
+        self._chunks: list[bytes] = []
+
+    async def __call__(self, message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start" and _is_json(message.get("headers") or ()):
+            self._start = message
+            return
+        if kind != "http.response.body" or self._start is None:
+            await self._send(message)
+            return
+        self._chunks.append(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        body = rewire(b"".join(self._chunks))
+        start, self._start, self._chunks = self._start, None, []
+        headers = [(k, v) for k, v in start.get("headers") or () if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await self._send({**start, "headers": headers})
+        await self._send({"type": "http.response.body", "body": body})
+
+
+def _is_json(headers) -> bool:
+    for name, value in headers:
+        if name.lower() == b"content-type":
+            return value.split(b";", 1)[0].strip().lower() == b"application/json"
+    return False
 
 
 def _bearer(scope) -> str | None:
@@ -203,7 +244,7 @@ class McpEndpoint:
         scope = dict(scope)
         scope["workbench.principal"] = principal
         assert self._app is not None
-        await self._app(scope, receive, send)
+        await self._app(scope, receive, WireSend(send))
 
     @staticmethod
     async def _too_many(send, decision) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote
 
@@ -25,13 +26,14 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.request_state import RequestStateSecurity
-from mcp_types import InputRequiredResult, ListResourcesResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, ListResourcesResult, TextContent, ToolAnnotations
 from mcp_types import Resource as MCPResource
 from pydantic import BaseModel, Field
 
 from accounts.principals import Principal
 from runs.mcp import operations as ops
 from runs.mcp.versions import SERVER_DESCRIPTION, SERVER_NAME, SERVER_TITLE, server_version
+from runs.wire import wire_json
 
 PRINCIPAL_SCOPE_KEY = "workbench.principal"
 RESOURCE_PREFIX = "runs://"
@@ -66,6 +68,36 @@ async def _call(ctx: Context, fn, /, **kwargs) -> Any:
         return await sync_to_async(_in_thread, thread_sensitive=True)(fn, principal, kwargs)
     except ops.Refused as exc:
         raise ToolError(str(exc)) from None
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def _snake(name: str) -> str:
+    """A tool argument's name as the operations spell it (``fromStepId`` -> ``from_step_id``)."""
+    return _CAMEL.sub(r"_\1", name).lower()
+
+
+async def _forward(ctx: Context, fn, output: type[BaseModel], arguments: dict[str, Any]) -> CallToolResult:
+    """Run operation ``fn`` with a tool's own arguments (its ``locals()``: camelCase names as
+    the tool publishes them, renamed for the operation; ``ctx`` is the caller) and answer with
+    ``output`` built from what it returns."""
+    return _answer(output(**await _call(ctx, fn, **_operation_kwargs(arguments))))
+
+
+def _operation_kwargs(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {_snake(name): value for name, value in arguments.items() if name != "ctx"}
+
+
+def _answer(result: BaseModel) -> CallToolResult:
+    """A tool's structured result and its text, the JSON written by :func:`runs.wire.wire_json`
+    (numbers as JavaScript spells them, members in order). The transport re-spells the
+    envelope the same way (:mod:`runs.mcp.asgi`)."""
+    structured = result.model_dump(mode="json", by_alias=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=wire_json(structured).decode())],
+        structured_content=structured,
+    )
 
 
 def _in_thread(fn, principal, kwargs):
@@ -242,17 +274,17 @@ def build_server() -> WorkbenchMCPServer:
         status: Literal["running", "completed", "failed", "cancelled"] | None = None,
     ) -> RunList:
         """List the runs of your workspace, newest first."""
-        return RunList(**await _call(ctx, ops.list_runs, limit=limit, status=status))
+        return await _forward(ctx, ops.list_runs, RunList, locals())
 
     @mcp.tool(title="Get a run", annotations=READ_ONLY)
     async def get_run(ctx: Context, runId: RunId) -> RunDetail:
         """A run's document, status, step status, open gates, artifacts and totals."""
-        return RunDetail(**await _call(ctx, ops.get_run_detail, run_id=runId))
+        return await _forward(ctx, ops.get_run_detail, RunDetail, locals())
 
     @mcp.tool(title="Verify a run's integrity", annotations=READ_ONLY)
     async def verify_run_integrity(ctx: Context, runId: RunId) -> IntegrityResult:
         """Export the run as a signed bundle and verify it (canonical JSON + SHA-256) as any verifier would."""
-        return IntegrityResult(**await _call(ctx, ops.verify_run_integrity, run_id=runId))
+        return await _forward(ctx, ops.verify_run_integrity, IntegrityResult, locals())
 
     @mcp.tool(title="Validate a run bundle", annotations=READ_ONLY)
     async def validate_run_bundle(
@@ -263,7 +295,7 @@ def build_server() -> WorkbenchMCPServer:
         ],
     ) -> ValidationResult:
         """Check a bundle (schema, structure, integrity) without storing it; failures carry an error code."""
-        return ValidationResult(**await _call(ctx, ops.validate_run_bundle, bundle=bundle))
+        return await _forward(ctx, ops.validate_run_bundle, ValidationResult, locals())
 
     @mcp.tool(title="Start a run", annotations=WRITES)
     async def start_run(
@@ -277,10 +309,7 @@ def build_server() -> WorkbenchMCPServer:
         tags: list[str] | None = None,
     ) -> WriteResult:
         """Start a run of a workflow in your workspace (needs the write scope)."""
-        result = await _call(
-            ctx, ops.start_run, workflow=workflow, run_id=runId, subject=subject, metadata=metadata, tags=tags
-        )
-        return WriteResult(**result)
+        return await _forward(ctx, ops.start_run, WriteResult, locals())
 
     @mcp.tool(title="Resolve a gate", annotations=WRITES)
     async def resolve_gate(
@@ -293,17 +322,7 @@ def build_server() -> WorkbenchMCPServer:
         checkpoint: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
     ) -> WriteResult:
         """Approve or reject a gate of a run (needs the review scope)."""
-        result = await _call(
-            ctx,
-            ops.resolve_gate,
-            run_id=runId,
-            step_id=stepId,
-            gate=gate,
-            decision=decision,
-            note=note,
-            checkpoint=checkpoint,
-        )
-        return WriteResult(**result)
+        return await _forward(ctx, ops.resolve_gate, WriteResult, locals())
 
     @mcp.tool(title="Write an artifact", annotations=WRITES)
     async def write_artifact(
@@ -318,24 +337,19 @@ def build_server() -> WorkbenchMCPServer:
         idempotencyKey: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
     ) -> WriteResult:
         """Write a new version of an artifact (needs the write or review scope)."""
-        result = await _call(
-            ctx,
-            ops.write_artifact,
-            run_id=runId,
-            artifact_key=artifactKey,
-            type_id=typeId,
-            data=data,
-            step_id=stepId,
-            idempotency_key=idempotencyKey,
-        )
-        return WriteResult(**result)
+        return await _forward(ctx, ops.write_artifact, WriteResult, locals())
 
     @mcp.tool(title="Export a signed bundle", annotations=READ_ONLY)
     async def export_bundle(ctx: Context, runId: RunId) -> ExportedBundle:
         """The run as a tamper-evident RunBundle (canonical JSON with engine snapshot and integrity.sha256)."""
         data, bundle = await _call(ctx, ops.export_bundle, run_id=runId)
-        return ExportedBundle(
-            runId=runId, sha256=bundle["integrity"]["sha256"], uri=resource_uri(runId), bundle=data.decode()
+        return _answer(
+            ExportedBundle(
+                runId=runId,
+                sha256=bundle["integrity"]["sha256"],
+                uri=resource_uri(runId),
+                bundle=data.decode(),
+            )
         )
 
     @mcp.tool(title="Fork a run", annotations=WRITES)
@@ -359,17 +373,7 @@ def build_server() -> WorkbenchMCPServer:
         newRunId: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
     ) -> ForkResult:
         """Fork a run: replay it, branch it with an overlay, or copy its latest state (needs write)."""
-        result = await _call(
-            ctx,
-            ops.fork_run,
-            run_id=runId,
-            mode=mode,
-            from_seq=fromSeq,
-            from_step_id=fromStepId,
-            overlay=overlay,
-            new_run_id=newRunId,
-        )
-        return ForkResult(**result)
+        return await _forward(ctx, ops.fork_run, ForkResult, locals())
 
     @mcp.tool(
         title="Ask a human for a decision",
@@ -396,19 +400,10 @@ def build_server() -> WorkbenchMCPServer:
         """
         if ticket is None and ctx.request_state:
             ticket = _ticket_from_state(ctx.request_state)
-        result = await _call(
-            ctx,
-            ops.request_decision,
-            run_id=runId,
-            step_id=stepId,
-            gate=gate,
-            checkpoint=checkpoint,
-            reason=reason,
-            ticket=ticket,
-        )
+        result = await _call(ctx, ops.request_decision, **_operation_kwargs(locals()))
         if result["status"] == "pending" and ctx.protocol_version == MODERN:
-            return InputRequiredResult(request_state=orjson.dumps({"ticket": result["ticket"]}).decode())
-        return Decision(**result)
+            return InputRequiredResult(request_state=wire_json({"ticket": result["ticket"]}).decode())
+        return _answer(Decision(**result))
 
     @mcp.resource(
         "runs://{runId}",

@@ -406,7 +406,7 @@ def _prepare(value: Any, check_keys: bool = True, normalize: bool = False) -> An
 
 def _plain_key(key: Any) -> str:
     if isinstance(key, str):
-        return str(key)
+        return str.__str__(key)
     raise ProtocolError(ErrorCode.INVALID_INPUT, f"object key {key!r} is not a string")
 
 
@@ -419,7 +419,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float):
         return float(value)
     if isinstance(value, str):
-        return str(value)
+        return str.__str__(value)  # the text itself: str() may hand back the subclass (SafeString)
     if isinstance(value, dict):
         return dict(value)
     return list(value)
@@ -502,19 +502,16 @@ def _write_json(value: Any, out: list[bytes], unsafe: list[bool], *, sort: bool)
             unsafe[0] = True
         out.append(js_number(value).encode())
     elif t is dict:
-        keys = list(value)
-        for key in keys:
-            if type(key) is not str:
-                raise ProtocolError(ErrorCode.INVALID_INPUT, f"object key {key!r} is not a string")
+        members = [(_plain_key(key), item) for key, item in value.items()]
         if sort:
-            keys.sort(key=_utf16_key)
+            members.sort(key=lambda member: _utf16_key(member[0]))
         out.append(b"{")
-        for i, key in enumerate(keys):
+        for i, (key, item) in enumerate(members):
             if i:
                 out.append(b",")
             out.append(orjson.dumps(key))
             out.append(b":")
-            _write_json(value[key], out, unsafe, sort=sort)
+            _write_json(item, out, unsafe, sort=sort)
         out.append(b"}")
     elif t is list or t is tuple:
         out.append(b"[")
@@ -539,8 +536,13 @@ def wire_bytes(value: Any) -> bytes:
     ``0.000001``, ``-0.0`` -> ``0``, integers beyond 2**53 as the double they denote), strings
     escaped minimally. Every JSON document the server emits goes through here."""
     try:
-        prepared = _prepare(value, check_keys=False)
-        return orjson.dumps(prepared)
+        try:
+            return orjson.dumps(_prepare(value, check_keys=False))
+        except orjson.JSONEncodeError as exc:
+            if "Recursion" in str(exc):
+                raise
+            # str subclasses as keys (orjson takes only str): once more with plain keys
+            return orjson.dumps(_prepare(value, check_keys=False, normalize=True))
     except orjson.JSONEncodeError as exc:
         if "Recursion" not in str(exc):
             raise ProtocolError(ErrorCode.INVALID_INPUT, f"value has no JSON form: {exc}") from None

@@ -321,3 +321,34 @@ def test_an_agent_waits_for_a_human_decision(server):
     decided = run(answer())
     assert decided["status"] == "decided" and decided["decision"] == "approved" and decided["note"] == "fine"
     assert decided["decidedBy"].startswith("token:")
+
+
+def test_answers_spell_numbers_as_javascript_and_keep_member_order(server):
+    """Structured content, its text and the JSON-RPC envelope: JSON as the rest of the server writes it."""
+    headers = {
+        "Authorization": f"Bearer {server['owner']}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    python_numbers = "[1e-06, -0.0, 9007199254740992, 1e+21, 1.8446744073709552e+19, 1000.0]"
+    js_numbers = "[0.000001,0,9007199254740992,1e+21,18446744073709552000,1000]"
+    workflow = json.dumps(LINEAR_WORKFLOW)
+    start = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "start_run", "arguments": '
+        f'{{"workflow": {workflow}, "runId": "run_mcp_numbers", "metadata": {{"z": {python_numbers}, "a": -0.0}}}}}}}}'
+    )
+    get = (
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_run", '
+        '"arguments": {"runId": "run_mcp_numbers"}}}'
+    )
+    with httpx.Client(timeout=30) as http:
+        started = http.post(server["url"], headers=headers, content=start.encode())
+        assert started.status_code == 200 and '"isError":true' not in started.text, started.text
+        body = http.post(server["url"], headers=headers, content=get.encode()).text
+    metadata = f'"metadata":{{"z":{js_numbers},"a":0}}'
+    assert metadata in body  # structuredContent
+    assert json.dumps(metadata)[1:-1] in body  # the same JSON as the text content
+    for python_spelling in ("1e-06", "-0.0", "e+19", "1000.0"):
+        assert python_spelling not in body
+    assert json.loads(body)["result"]["structuredContent"]["run"]["metadata"]["z"][3] == 1e21

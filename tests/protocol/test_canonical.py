@@ -21,6 +21,7 @@ from runs.protocol.canonical import (
     js_number,
     parse_json,
     sha256_hex,
+    wire_bytes,
 )
 from runs.protocol.errors import ErrorCode, ProtocolError
 
@@ -170,6 +171,18 @@ def test_subclasses_serialize_as_their_json_type() -> None:
         pass
 
     assert canonical_bytes({Text("k"): Text("v"), "n": True}) == b'{"k":"v","n":true}'
+
+
+def test_str_subclasses_whose_str_is_themselves() -> None:
+    """Django's SafeString returns itself from ``str()``: it is written as its text, not looped on."""
+
+    class Safe(str):
+        def __str__(self) -> str:
+            return self
+
+    value = {Safe("k"): [Safe("<b>x</b>")], "n": 1e21}
+    assert canonical_bytes(value) == b'{"k":["<b>x</b>"],"n":1e+21}'
+    assert wire_bytes(value) == b'{"k":["<b>x</b>"],"n":1e+21}'
 
 
 def test_input_is_not_modified() -> None:

@@ -55,7 +55,9 @@ def test_console_script_process_flushes_and_exits_with_the_status(conformance_di
     argv = [str(script)] if script.exists() else [sys.executable, "-m", "runs.protocol.verify_cli"]
     ok = subprocess.run([*argv, valid], cwd=REPO, capture_output=True, text=True)
     assert (ok.returncode, ok.stdout) == (0, f"{valid}: ok (integrity valid)\n")
-    missing = subprocess.run([*argv, valid, str(tmp_path / "nope.json")], cwd=REPO, capture_output=True, text=True)
+    missing = subprocess.run(
+        [*argv, valid, str(tmp_path / "nope.json")], cwd=REPO, capture_output=True, text=True
+    )
     assert missing.returncode == 1
     assert missing.stdout.splitlines()[1].startswith(f"{tmp_path / 'nope.json'}: FAILED INVALID_INPUT")
     usage = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
