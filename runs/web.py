@@ -20,7 +20,11 @@ from runs.permissions import Action, minimum_role, role_allows
 from runs.workspaces import personal_workspace
 
 SESSION_KEY = "workbench_workspace"
-DEMO_WORKSPACE = "demo"
+# The public demo (`/runs/demo`, no sign-in) is a read-only snapshot: a copy of the demo run in a
+# workspace of its own that has no members and no tokens, so no page, API, MCP call or token can
+# change it and every visitor sees its pending gate (runs.demo.public). The signed-in demo user
+# works on the original, in workspace "demo".
+DEMO_WORKSPACE = "public-demo"
 DEMO_RUN_ID = "run_demo_jobsearch"
 
 
@@ -109,7 +113,7 @@ def get_run_for_user(request: HttpRequest, run_id: str) -> Run:
 
 
 def get_demo_run() -> Run:
-    """The public demo run (read-only, no sign-in): `run_demo_jobsearch` in workspace `demo`."""
+    """The public demo run (read-only, no sign-in): `run_demo_jobsearch` in workspace `public-demo`."""
     from runs.selectors import RunNotFound, get_run
 
     workspace = Workspace.objects.filter(slug=DEMO_WORKSPACE).first()

@@ -49,7 +49,7 @@ actions.do_commands(workspace=ws, run_id="run_long", actor="pipeline",
                     commands=[c.Annotate(text=f"note {i}") for i in range(160)])
 actions.do_start_run(workspace=other, workflow=wf, actor="pipeline", run_id="run_to_import", tags=["imported"])
 do(other, "run_to_import", c.BeginStep(step_id="parse"))
-demo = get_or_create_workspace("demo", name="Demo")
+demo = get_or_create_workspace("public-demo", name="Public demo")  # runs.web.DEMO_WORKSPACE
 actions.do_start_run(workspace=demo, workflow=wf, actor="pipeline", run_id="run_demo_jobsearch", tags=["demo"])
 do(demo, "run_demo_jobsearch", c.BeginStep(step_id="parse"))
 do(demo, "run_demo_jobsearch", c.CompleteStep(step_id="parse"))

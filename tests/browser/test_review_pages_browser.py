@@ -28,7 +28,8 @@ from runs.engine import commands as c
 from runs.workspaces import add_member, get_or_create_workspace
 ws = get_or_create_workspace("demo", name="Demo")
 add_member(ws, get_user_model().objects.create_user("rita", password="rita-password-123"), "owner")
-build_demo(ws)
+from runs.demo.public import publish_snapshot
+publish_snapshot(next(r for r in build_demo(ws) if r.run_id == "run_demo_jobsearch"))  # /runs/demo
 wf = {"id": "wf-cp", "version": 1, "title": "Draft, check, send",
       "steps": [{"id": "draft"}, {"id": "check", "gatePolicy": "CHECKPOINT"}, {"id": "send"}],
       "edges": [{"id": "e1", "from": "draft", "to": "check"}, {"id": "e2", "from": "check", "to": "send"}]}

@@ -111,7 +111,9 @@ def test_public_demo_renders_read_only_without_sign_in(client, db, workflow, ali
     from runs import actions
     from runs.workspaces import get_or_create_workspace
 
-    demo = get_or_create_workspace("demo")
+    from runs.web import DEMO_WORKSPACE
+
+    demo = get_or_create_workspace(DEMO_WORKSPACE)  # the public snapshot's own workspace
     actions.do_start_run(
         workspace=demo, workflow=workflow, actor="seed", run_id="run_demo_jobsearch", tags=["demo"]
     )

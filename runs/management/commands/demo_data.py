@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from runs.demo.job_search import build_demo
-from runs.models import Role
+from runs.demo.job_search import DEMO_RUN_ID, build_demo
+from runs.demo.public import import_batch, publish_snapshot
+from runs.models import Role, Run
 from runs.workspaces import add_member, get_or_create_workspace
 
 
@@ -25,11 +27,18 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
+        started = time.perf_counter()
         workspace = get_or_create_workspace("demo", name="Demo")
-        runs = build_demo(workspace)
+        runs = build_demo(workspace)  # the job-search runs: waiting, rejected, completed, a fork
+        batch = import_batch(workspace)
+        public = publish_snapshot(next(r for r in runs if r.run_id == DEMO_RUN_ID))
         username, password = self._admin()
         add_member(workspace, get_user_model().objects.get(username=username), Role.OWNER)
-        self.stdout.write(f"demo workspace '{workspace.slug}': {len(runs)} runs")
+        self.stdout.write(
+            f"demo workspace '{workspace.slug}': {Run.objects.for_workspace(workspace).count()} runs ({batch.event_count:,} events in "
+            f"{batch.run_id}); public read-only demo {public.run_id} in '{public.workspace.slug}' "
+            f"({time.perf_counter() - started:.1f} s)"
+        )
         self.stdout.write(f"sign in at {options['url']} as {username} / {password}")
         self.stdout.write(f"(the password is kept in {settings.VAR_DIR / 'admin_password'})")
 
