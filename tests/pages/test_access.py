@@ -109,9 +109,8 @@ def test_csrf_is_enforced_on_posts(alice, run):
 
 def test_public_demo_renders_read_only_without_sign_in(client, db, workflow, alice):
     from runs import actions
-    from runs.workspaces import get_or_create_workspace
-
     from runs.web import DEMO_WORKSPACE
+    from runs.workspaces import get_or_create_workspace
 
     demo = get_or_create_workspace(DEMO_WORKSPACE)  # the public snapshot's own workspace
     actions.do_start_run(
