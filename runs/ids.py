@@ -9,6 +9,12 @@ The protocol accepts any non-empty string as a run id. Here:
   percent-encoded slash would still split the path; the converter therefore escapes ``%`` and ``/``
   once more before Django percent-encodes the URL (``a/b`` -> ``a%252Fb``). After the server's one
   decoding the segment holds ``a%2Fb``: never a raw slash, and ``unquote`` gives the id back.
+- **REST URLs** (``/api/runs/{id}...``): clients percent-encode the id once (``a/b`` -> ``a%2Fb``),
+  as ``quote(id, safe="")`` does. Servers decode the path before Django sees it, so
+  :class:`RawApiPathMiddleware` routes API run paths from the path the client sent (ASGI
+  ``raw_path``; WSGI ``REQUEST_URI`` or ``RAW_URI``), keeping ``%2F``, ``%25`` and ``%3A`` escaped for the
+  same ``runid`` converter. Without a raw path (a server that gives none) ids with ``/`` cannot be
+  told apart from the route and answer 404; every other id still round-trips.
 - **Headers**: :func:`content_disposition` writes RFC 6266 ``filename*=UTF-8''...`` with an ASCII
   fallback that cannot carry quotes, CR/LF or parameters.
 """
@@ -17,6 +23,9 @@ from __future__ import annotations
 
 import re
 from urllib.parse import quote, unquote
+
+from django.urls import register_converter
+from django.utils.deprecation import MiddlewareMixin
 
 INVALID_RUN_ID = "INVALID_RUN_ID"
 MAX_RUN_ID_LENGTH = 200  # the column's size
@@ -46,6 +55,53 @@ class RunIdConverter:
 
     def to_url(self, value: str) -> str:
         return value.replace("%", "%25").replace("/", "%2F")
+
+
+register_converter(RunIdConverter, "runid")  # pages and REST: any run id, one path segment
+
+
+API_RUN_PATHS = "/api/runs/"
+# Kept escaped for the converter: "/" (would split the path), "%" (the converter unquotes once) and
+# ":" (a run id "x:fork" must not reach the ":fork" route).
+_KEPT_ESCAPES = re.compile(r"%(2[fF]|25|3[aA])")
+
+
+def api_path_info(path_info: str, *, script_name: str = "", raw_path: str | None = None) -> str:
+    """The path the URL resolver sees for an API run path: decoded once, ``%2F``, ``%25``, ``%3A`` kept.
+
+    ``raw_path`` is the path as the client sent it (percent-encoded, no query). It is used only
+    when it decodes to the very path the server gave (``script_name + path_info``); otherwise the
+    decoded path is kept, with ``%`` escaped so the converter's one unquoting gives it back.
+    """
+    if not path_info.startswith(API_RUN_PATHS):
+        return path_info
+    if raw_path is not None and unquote(raw_path) == script_name + path_info:
+        kept = unquote(_KEPT_ESCAPES.sub(lambda m: "%25" + m.group(1).upper(), raw_path))
+        if kept.startswith(script_name):
+            return kept[len(script_name) :]
+    return path_info.replace("%", "%25")
+
+
+def _raw_path(request) -> str | None:
+    scope = getattr(request, "scope", None)
+    if scope is not None:  # ASGI
+        raw = scope.get("raw_path")
+        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else None
+    uri = request.META.get("RAW_URI") or request.META.get("REQUEST_URI")  # gunicorn, uwsgi
+    if not uri:
+        return None
+    return uri.encode("latin-1", "replace").decode("utf-8", "replace").split("?", 1)[0]
+
+
+class RawApiPathMiddleware(MiddlewareMixin):
+    """Routes ``/api/runs/...`` from the raw path so an encoded ``/`` stays inside the id."""
+
+    def process_request(self, request) -> None:
+        request.path_info = api_path_info(
+            request.path_info,
+            script_name=request.META.get("SCRIPT_NAME", "") or "",
+            raw_path=_raw_path(request),
+        )
 
 
 def run_path_segment(run_id: str) -> str:

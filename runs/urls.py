@@ -1,9 +1,9 @@
 """Pages. `/runs/demo` (and its fragments) is public and read-only; everything else needs sign-in."""
 
-from django.urls import path, register_converter
+from django.urls import path
 from django.views.generic import RedirectView
 
-from runs.ids import RunIdConverter
+import runs.ids  # noqa: F401  (registers the runid converter)
 from runs.pages import (
     artifacts,
     compare,
@@ -19,8 +19,6 @@ from runs.pages import (
 )
 
 app_name = "runs"
-
-register_converter(RunIdConverter, "runid")  # any run id, one path segment (runs/ids.py)
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False), name="home"),

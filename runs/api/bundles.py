@@ -38,7 +38,7 @@ class ImportQuery(Schema):
 
 
 @runs_router.get(
-    "/{run_id}/bundle",
+    "/{runid:run_id}/bundle",
     response={200: RunBundle, **ERRORS},
     by_alias=True,
     summary="Export a run as a signed bundle",

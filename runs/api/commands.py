@@ -51,7 +51,9 @@ class EventsQuery(Schema):
     limit: int = Field(default=1000, ge=1, le=MAX_EVENTS_PAGE)
 
 
-@router.get("/{run_id}/events", response={200: EventsPage, **ERRORS}, summary="Read events incrementally")
+@router.get(
+    "/{runid:run_id}/events", response={200: EventsPage, **ERRORS}, summary="Read events incrementally"
+)
 def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
     caller = require(request, Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
@@ -72,7 +74,9 @@ def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
     return HttpResponse(wire_bytes(page), content_type="application/json")
 
 
-@router.post("/{run_id}/events", response={200: WriteResult, **ERRORS}, summary="Append a batch of events")
+@router.post(
+    "/{runid:run_id}/events", response={200: WriteResult, **ERRORS}, summary="Append a batch of events"
+)
 def append_events(request: HttpRequest, run_id: str, payload: AppendEventsIn):
     caller = require(request, Action.APPEND_EVENTS)
     result = actions.do_append_events(
@@ -93,7 +97,7 @@ def _edit_command(edit: GateEditIn | None) -> cmd.WriteArtifact | cmd.PatchArtif
     return cmd.WriteArtifact(key=edit.artifactKey, type_id=edit.typeId, data=edit.data)
 
 
-@router.post("/{run_id}/gates/resolve", response={200: WriteResult, **ERRORS}, summary="Resolve a gate")
+@router.post("/{runid:run_id}/gates/resolve", response={200: WriteResult, **ERRORS}, summary="Resolve a gate")
 def resolve_gate(request: HttpRequest, run_id: str, payload: ResolveGateIn):
     caller = require(request, Action.RESOLVE_GATE)
     command = cmd.ResolveGate(
@@ -110,7 +114,7 @@ def resolve_gate(request: HttpRequest, run_id: str, payload: ResolveGateIn):
 
 
 @router.post(
-    "/{run_id}/artifacts", response={200: WriteResult, **ERRORS}, summary="Write an artifact version"
+    "/{runid:run_id}/artifacts", response={200: WriteResult, **ERRORS}, summary="Write an artifact version"
 )
 def write_artifact(request: HttpRequest, run_id: str, payload: WriteArtifactIn):
     caller = require(request, Action.EDIT_ARTIFACT)
@@ -126,7 +130,7 @@ def write_artifact(request: HttpRequest, run_id: str, payload: WriteArtifactIn):
 
 
 @router.post(
-    "/{run_id}/artifacts/{artifact_key}/patch",
+    "/{runid:run_id}/artifacts/{runid:artifact_key}/patch",
     response={200: WriteResult, **ERRORS},
     summary="Patch an artifact (RFC 6902)",
 )
@@ -145,7 +149,7 @@ def patch_artifact(request: HttpRequest, run_id: str, artifact_key: str, payload
     )
 
 
-@router.post("/{run_id}/annotations", response={200: WriteResult, **ERRORS}, summary="Annotate a run")
+@router.post("/{runid:run_id}/annotations", response={200: WriteResult, **ERRORS}, summary="Annotate a run")
 def annotate(request: HttpRequest, run_id: str, payload: AnnotateIn):
     caller = require(request, Action.ANNOTATE)
     command = cmd.Annotate(text=payload.text, tags=payload.tags)
@@ -155,7 +159,9 @@ def annotate(request: HttpRequest, run_id: str, payload: AnnotateIn):
 
 
 @router.post(
-    "/{run_id}/cancel", response={200: CancelResult, **ERRORS}, summary="Cancel a run (optionally its tree)"
+    "/{runid:run_id}/cancel",
+    response={200: CancelResult, **ERRORS},
+    summary="Cancel a run (optionally its tree)",
 )
 def cancel(request: HttpRequest, run_id: str, payload: CancelIn):
     caller = require(request, Action.CANCEL_RUN)

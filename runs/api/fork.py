@@ -97,7 +97,7 @@ def _body(request: HttpRequest) -> dict:
 
 
 @router.post(
-    "/{run_id}:fork",
+    "/{runid:run_id}:fork",
     response={201: ForkOut, **ERRORS},
     summary="Fork a run: replay or branch from any seq",
     openapi_extra={
@@ -124,7 +124,7 @@ def fork(request: HttpRequest, run_id: str):
 
 
 @router.get(
-    "/{run_id}/determinism",
+    "/{runid:run_id}/determinism",
     response={200: DeterminismOut, **ERRORS},
     summary="Determinism report of a replay",
 )

@@ -75,7 +75,7 @@ def start_run(request: HttpRequest, payload: StartRunIn):
 
 
 @router.get(
-    "/{run_id}",
+    "/{runid:run_id}",
     response={200: RunStoreState, **ERRORS},
     by_alias=True,
     summary="Get a run's RunStoreState",
@@ -91,7 +91,7 @@ def get_run_state(request: HttpRequest, run_id: str):
 
 
 @router.put(
-    "/{run_id}",
+    "/{runid:run_id}",
     response={200: WriteResult, 201: WriteResult, **ERRORS, 409: ErrorOut, 412: ErrorOut, 413: ErrorOut},
     summary="Store the next revision of a run (append-only)",
     description=(
@@ -135,7 +135,7 @@ def put_run_state(request: HttpRequest, run_id: str):
     return response
 
 
-@router.delete("/{run_id}", response={204: None, **ERRORS}, summary="Delete a run")
+@router.delete("/{runid:run_id}", response={204: None, **ERRORS}, summary="Delete a run")
 def delete_run(request: HttpRequest, run_id: str):
     caller = require(request, Action.DELETE_RUN)
     actions.do_delete_run(workspace=caller.workspace, run_id=run_id)

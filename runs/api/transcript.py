@@ -23,7 +23,7 @@ router = Router(tags=["runs"])
 
 
 @router.get(
-    "/{run_id}/transcript.jsonl",
+    "/{runid:run_id}/transcript.jsonl",
     summary="A run as JSON lines (agent exchange transcript), in seq order",
     description=(
         "One complete JSON object per line: seq, run_id, path, ts, type, payload (typed content blocks "

@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
+import runs.ids  # noqa: F401  (registers the runid converter the routes use)
 from accounts import idempotency
 from runs.api.app import api, error_response, too_large_response
 from runs.api.auth import IDEMPOTENCY_HEADER, WRITE_METHODS
