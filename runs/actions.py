@@ -39,6 +39,9 @@ from runs.models import (
 from runs.notify import RunChange, notify_on_commit
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.protocol.redaction import METADATA_KEY as REDACTION_METADATA_KEY
+from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
+from runs.protocol.redaction import redact_events
 from runs.protocol.schemas import default_registry
 from runs.protocol.timestamps import to_datetime
 from runs.protocol.validate import validate_event
@@ -47,11 +50,12 @@ from runs.protocol.validate import validate_event
 class ActionError(Exception):
     """A refused write: nothing was changed. `code` is a protocol error code."""
 
-    def __init__(self, code: str, message: str, path: str = "") -> None:
+    def __init__(self, code: str, message: str, path: str = "", *, details: dict | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.path = path
+        self.details = details  # machine-readable particulars (the API answers them as `details`)
 
     def __str__(self) -> str:
         where = f" at {self.path}" if self.path else ""
@@ -458,6 +462,7 @@ def do_commands(
         run = _lock_run(workspace, run_id)
         state = load_state(run)
         appender = _Appender(run, state, actor)
+        policy = redaction_policy(state)
         try:
             for command in commands:
                 if isinstance(command, cmd.AppendEvents):
@@ -466,12 +471,11 @@ def do_commands(
                     for i, event in enumerate(command.events):
                         validate_event(event, f"events[{i}]", code=ErrorCode.INVALID_TRACE_EVENT)
                     _refuse_duplicate_event_ids(run, command.events)
-                    append_in_place(
-                        state, command.events, ctx, on_applied=appender.record, shape_checked=True
-                    )
+                    events = command.events if policy is None else redact_events(command.events, policy)
+                    append_in_place(state, events, ctx, on_applied=appender.record, shape_checked=True)
                     continue
                 for event in decide(state, command, ctx):
-                    appender.append(event)
+                    appender.append(event if policy is None else redact_events([event], policy)[0])
         except (EngineError, ProtocolError) as exc:
             raise ActionError.wrap(exc) from exc
         if not appender.events:
@@ -487,6 +491,16 @@ def do_commands(
 
 
 FORK_METADATA_KEY = "workbench.fork"
+
+
+def redaction_policy(state: RunState) -> str | None:
+    """The redaction policy a run carries (an imported redacted bundle, or a fork of one): every
+    event appended to it is redacted the same way, so nothing the policy removed comes back
+    (a replay answered from the response cache included)."""
+    metadata = state.run.get("metadata")
+    note = metadata.get(REDACTION_METADATA_KEY) if isinstance(metadata, dict) else None
+    policy = note.get("policy") if isinstance(note, dict) else None
+    return policy if policy in REDACTION_POLICIES else None
 
 
 def is_replay_state(state: RunState) -> bool:
@@ -667,6 +681,9 @@ def do_delete_run(*, workspace: Workspace, run_id: str) -> None:
     with transaction.atomic():
         run = _lock_run(workspace, run_id)
         change = RunChange.of(run, 0, 0, status="deleted")
+        from runs import responsecache
+
+        responsecache.forget_run(run)  # what it recorded goes with it: no replay brings it back
         run.delete()
         notify_on_commit(change)
 

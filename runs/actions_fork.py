@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
@@ -135,11 +136,34 @@ def _missing_replay_data(workspace: Workspace, source: Run, from_seq: int) -> li
     if not needed:
         return []
     present = set(
-        CachedResponse.objects.filter(workspace=workspace, key__in=set(needed.values())).values_list(
-            "key", flat=True
-        )
+        responsecache.retained(
+            CachedResponse.objects.filter(workspace=workspace, key__in=set(needed.values()))
+        ).values_list("key", flat=True)
     )
     return sorted(seq for seq, key in needed.items() if key not in present)
+
+
+def replay_data_expired(source: Run, from_seq: int, missing: list[int]) -> ActionError:
+    """410: the range a replay needs holds model answers whose cached responses are gone."""
+    from runs import responsecache
+
+    boundary = responsecache.retention_boundary()
+    details: dict[str, Any] = {
+        "sourceRunId": source.run_id,
+        "fromSeq": from_seq,
+        "unavailableSeqs": missing[:100],
+        "retentionDays": settings.WORKBENCH_REPLAY_CACHE_DAYS,
+        "retentionBoundary": boundary.isoformat() if boundary is not None else None,
+    }
+    kept = f"answers recorded or used before {boundary.isoformat()} have expired" if boundary else "no expiry"
+    return ActionError(
+        REPLAY_DATA_EXPIRED,
+        f"the cached model responses a deterministic replay of {source.run_id!r} from seq {from_seq} "
+        f"needs were deleted or expired (responses at seq {', '.join(map(str, missing[:10]))}; "
+        f"retention: {kept}); branch instead, or replay from a later seq",
+        "fromSeq",
+        details=details,
+    )
 
 
 def do_fork_run(
@@ -175,13 +199,7 @@ def do_fork_run(
         if mode == ForkMode.REPLAY:
             missing = _missing_replay_data(workspace, source, from_seq)
             if missing:
-                raise ActionError(
-                    REPLAY_DATA_EXPIRED,
-                    f"the cached model responses a deterministic replay of {source.run_id!r} from seq {from_seq} "
-                    f"needs were deleted or expired (responses at seq {', '.join(map(str, missing[:10]))}); "
-                    "branch instead, or replay from a later seq",
-                    "fromSeq",
-                )
+                raise replay_data_expired(source, from_seq, missing)
         history = max(from_seq - 1, 0)
         metadata = dict(start["metadata"]) if isinstance(start.get("metadata"), dict) else {}
         metadata.pop(FORK_METADATA_KEY, None)

@@ -262,12 +262,19 @@ class ForkSession(ProgramSession):
         keys = responsecache.request_keys(provider.kind, recorded.get("model"), recorded["payload"])
         if keys is not None and responsecache.lookup(self.workbench.workspace, keys["v2"]) is None:
             original = self._source_event(self.position + 1)
-            if original and original.get("type") == "model_io" and responsecache.event_keys(original) == keys:
-                raise ReplayError(
-                    REPLAY_DATA_EXPIRED,
-                    f"the source's answer to the model call at seq {self.position + 1} was deleted or expired; "
-                    "a replay does not ask the provider again",
-                )
+            if original and original.get("type") == "model_io" and original.get("direction") == "request":
+                if "payload" not in original:  # redacted: whether the request is the same is unknowable
+                    raise ReplayError(
+                        REPLAY_DATA_EXPIRED,
+                        f"the source's model call at seq {self.position + 1} was redacted and no cached answer "
+                        "to this request remains; a replay does not ask the provider again",
+                    )
+                if responsecache.event_keys(original) == keys:
+                    raise ReplayError(
+                        REPLAY_DATA_EXPIRED,
+                        f"the source's answer to the model call at seq {self.position + 1} was deleted or "
+                        "expired; a replay does not ask the provider again",
+                    )
         return cached.call(
             provider,
             request,
@@ -432,10 +439,21 @@ def dispatch(fork_pk: int) -> None:
     # "worker": manage.py replay_worker picks it up
 
 
+PRUNE_EVERY_SECONDS = 3600.0
+
+
 def work(*, once: bool = False, poll: float = 1.0) -> int:
-    """The replay worker's loop: run pending forks oldest first. Returns how many it ran."""
+    """The replay worker's loop: run pending forks oldest first. Returns how many it ran.
+    Expired cached responses are pruned when it starts and then hourly."""
+    from runs import responsecache
+
     ran = 0
+    pruned_at: float | None = None
     while True:
+        if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY_SECONDS:
+            pruned_at = time.monotonic()
+            for slug, count in responsecache.prune().items():
+                log.info("replay worker: %d expired cached response(s) of %s deleted", count, slug)
         ids = list(
             RunFork.objects.filter(status=ForkStatus.PENDING)
             .order_by("created_at")

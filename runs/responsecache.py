@@ -16,16 +16,23 @@ The small API for the provider layer and traced wrappers:
         entry.request_fields, entry.response_fields, entry.chunk_fields  # what to re-record
 
 Nothing here crosses workspaces: every read and write takes the workspace first.
+
+Retention (setting ``WORKBENCH_REPLAY_CACHE_DAYS``, 0 = keep forever): an answer expires that
+many days after it was recorded or last used. Expired answers are no longer found (a replay
+that needs one is refused) and :func:`prune` deletes them. Deleting a run deletes the answers it
+recorded (:func:`forget_run`).
 """
 
 from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
-from django.db.models import Case, F, IntegerField, Value, When
+from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from runs.models import CachedResponse, Event, Run, Workspace, dumps, loads, sqlite_index_hint
@@ -229,6 +236,57 @@ def fill_from_responses(
     return len(rows)
 
 
+def retention_boundary(now: datetime | None = None, *, days: int | None = None) -> datetime | None:
+    """Answers recorded and last used before this moment have expired (None: nothing expires)."""
+    days = settings.WORKBENCH_REPLAY_CACHE_DAYS if days is None else days
+    if not days:
+        return None
+    return (now or timezone.now()) - timedelta(days=days)
+
+
+def retained(qs: QuerySet, now: datetime | None = None) -> QuerySet:
+    """The answers of ``qs`` that have not expired."""
+    boundary = retention_boundary(now)
+    if boundary is None:
+        return qs
+    return qs.filter(Q(created_at__gte=boundary) | Q(last_hit_at__gte=boundary))
+
+
+def prune(
+    *, workspace: Workspace | None = None, now: datetime | None = None, days: int | None = None
+) -> dict[str, int]:
+    """Delete expired answers, one workspace at a time: {workspace slug: answers deleted}."""
+    boundary = retention_boundary(now, days=days)
+    if boundary is None:
+        return {}
+    deleted: dict[str, int] = {}
+    for slug in expired_counts(boundary, workspace=workspace):
+        count, _ = expired(boundary).filter(workspace__slug=slug).delete()
+        if count:
+            deleted[slug] = count
+    return deleted
+
+
+def expired(boundary: datetime) -> QuerySet:
+    """Answers recorded and last used before ``boundary`` (every workspace: filter by one)."""
+    return CachedResponse.objects.filter(created_at__lt=boundary).exclude(last_hit_at__gte=boundary)
+
+
+def expired_counts(boundary: datetime, *, workspace: Workspace | None = None) -> dict[str, int]:
+    """{workspace slug: expired answers}."""
+    qs = expired(boundary)
+    if workspace is not None:
+        qs = qs.filter(workspace=workspace)
+    rows = qs.values("workspace__slug").annotate(n=Count("pk")).order_by("workspace__slug")
+    return {row["workspace__slug"]: row["n"] for row in rows}
+
+
+def forget_run(run: Run) -> int:
+    """Delete the answers ``run`` recorded (the run is being deleted: so is what it recorded)."""
+    count, _ = CachedResponse.objects.filter(workspace_id=run.workspace_id, run=run).delete()
+    return count
+
+
 def lookup(
     workspace: Workspace, key: str, *, recipe: str = "v2", prefer_run: Run | None = None
 ) -> CachedResponse | None:
@@ -238,7 +296,7 @@ def lookup(
     answer even when other runs got other answers to the same request); otherwise the newest.
     """
     field = "key" if recipe == "v2" else "key_v1"
-    qs = CachedResponse.objects.filter(workspace=workspace, **{field: key})
+    qs = retained(CachedResponse.objects.filter(workspace=workspace, **{field: key}))
     if prefer_run is not None:
         qs = qs.annotate(
             preferred=Case(When(run=prefer_run, then=Value(0)), default=Value(1), output_field=IntegerField())

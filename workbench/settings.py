@@ -181,6 +181,11 @@ if WORKBENCH_REPLAY_EXECUTOR not in ("inprocess", "worker", "immediate"):
 WORKBENCH_PROGRAM_MODULES = [
     m.strip() for m in env_str("WORKBENCH_PROGRAM_MODULES", "runs.demo.job_search").split(",") if m.strip()
 ]
+# Retention of the response cache (seed 002's invocation log): a cached model answer expires this
+# many days after it was recorded or last used by a replay (0 = never); expired answers no longer
+# answer replays (a replay that needs one is refused, 410 REPLAY_DATA_EXPIRED) and are deleted
+# by `manage.py prune_replay_data` and, hourly, by `manage.py replay_worker`.
+WORKBENCH_REPLAY_CACHE_DAYS = env_int("WORKBENCH_REPLAY_CACHE_DAYS", 90, minimum=0)
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)

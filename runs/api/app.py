@@ -87,10 +87,13 @@ api = NinjaAPI(
 )
 
 
-def error_response(request: HttpRequest, code: str, message: str, status: int | None = None) -> HttpResponse:
-    return api.create_response(
-        request, {"error": message, "code": code}, status=status or errors.status_for(code)
-    )
+def error_response(
+    request: HttpRequest, code: str, message: str, status: int | None = None, *, details: dict | None = None
+) -> HttpResponse:
+    body: dict = {"error": message, "code": code}
+    if details:
+        body["details"] = details
+    return api.create_response(request, body, status=status or errors.status_for(code))
 
 
 @api.exception_handler(ApiError)
@@ -101,7 +104,7 @@ def _api_error(request, exc: ApiError):
 @api.exception_handler(ActionError)
 def _action_error(request, exc: ActionError):
     message = f"{exc.message} (at {exc.path})" if exc.path else exc.message
-    return error_response(request, exc.code, message)
+    return error_response(request, exc.code, message, details=exc.details)
 
 
 @api.exception_handler(ProtocolError)

@@ -32,6 +32,11 @@ class ErrorOut(Schema):
     code: str = Field(
         description="A protocol error code (UNKNOWN_RUN ...) or an HTTP-level one (RATE_LIMITED ...)."
     )
+    details: dict[str, Any] | None = Field(
+        default=None,
+        description="Particulars for machines, when the error has them (e.g. REPLAY_DATA_EXPIRED: "
+        "sourceRunId, fromSeq, retentionBoundary, unavailableSeqs).",
+    )
 
 
 class HealthOut(Schema):

@@ -130,6 +130,18 @@ def redact_bundle(bundle: dict[str, Any], policy: str) -> dict[str, Any]:
     return sign_bundle(out)
 
 
+def redact_events(events: Any, policy: str) -> list[dict[str, Any]]:
+    """Copies of trace events redacted as :func:`redact_bundle` redacts a trace by ``policy``:
+    what a run that carries a redaction note records from then on (its replays included)."""
+    redactor = _Redactor(policy)
+    out = []
+    for i, event in enumerate(events):
+        event = copy.deepcopy(event)
+        redactor.event(event, f"trace[{i}]")
+        out.append(event)
+    return out
+
+
 def redaction_of(bundle: dict[str, Any]) -> dict[str, Any] | None:
     """The redaction note of a bundle made by :func:`redact_bundle` (``None`` for a full one)."""
     metadata = bundle.get("run", {}).get("metadata")

@@ -70,3 +70,22 @@ def test_unknown_policy_is_a_coded_error(conformance_dir):
     with pytest.raises(ProtocolError) as info:
         redact_bundle(_bundle(conformance_dir, "linear_completed"), "everything")
     assert info.value.code == ErrorCode.INVALID_INPUT
+
+
+def test_redact_events_redacts_appended_events_like_a_bundle_trace():
+    from runs.protocol.redaction import redact_events
+
+    events = [
+        {"type": "model_io", "direction": "response", "summary": "s", "payload": {"secret": 1}},
+        {"type": "tool_call", "name": "t", "args": {"a": 1}, "result": 2},
+        {
+            "type": "artifact_written",
+            "artifact": {"artifactKey": "k", "typeId": "t", "version": 1, "data": {"x": 1}},
+        },
+    ]
+    user = redact_events(events, "user")
+    assert user[0] == {"type": "model_io", "direction": "response", "summary": "s"}
+    assert user[1] == {"type": "tool_call", "name": "t"}
+    assert user[2]["artifact"]["data"] == {"x": 1}  # the user policy keeps artifact data
+    assert redact_events(events, "mask")[2]["artifact"]["data"] == "[REDACTED]"
+    assert "payload" in events[0]  # copies: the input is not changed

@@ -244,3 +244,50 @@ def test_demo_pipeline_replays_deterministically(workspace, settings):
         e.get("model") for e in bodies(branch.run) if e["type"] == "model_io" and e.get("stepId") == "draft"
     ]
     assert models and set(models) == {"claude-haiku-4-5"}
+
+
+@pytest.mark.django_db
+def test_a_replay_fails_with_a_code_when_its_answers_are_deleted_after_the_fork(workspace, recorded, fake):
+    fork = do_fork_run(workspace=workspace, source_run_id=recorded.run_id, mode="replay")
+    CachedResponse.objects.filter(workspace=workspace).delete()
+    before = len(fake.requests)
+    done = run_fork(fork.pk)
+    assert done.status == ForkStatus.FAILED and done.error_code == "REPLAY_DATA_EXPIRED"
+    assert done.run.status == "failed"
+    assert len(fake.requests) == before  # never asks the provider instead
+
+
+def redacted_copy(workspace, run: Run) -> Run:
+    from runs.actions import do_import_bundle
+    from runs.bundles import export_bundle_bytes
+
+    return do_import_bundle(workspace=workspace, data=export_bundle_bytes(run, redact="user"), as_new_id=True)
+
+
+@pytest.mark.django_db
+def test_a_replay_of_a_redacted_run_does_not_bring_back_what_was_redacted(workspace, recorded, fake):
+    copy = redacted_copy(workspace, recorded)
+    assert not any("payload" in e for e in bodies(copy) if e["type"] == "model_io")
+    before = len(fake.requests)
+    fork = replay(workspace, copy, mode="replay")
+    assert len(fake.requests) == before  # the workspace's cache still knows the answers...
+    assert fork.status == ForkStatus.COMPLETED, fork.error_message
+    events = bodies(fork.run)
+    assert [
+        e for e in events if e["type"] == "model_io" and "payload" in e
+    ] == []  # ...but they stay redacted
+    assert [e for e in events if e["type"] == "tool_call" and "args" in e] == []
+    assert determinism_report(fork)["score"] == 1.0  # the same redacted events as the source's
+    own = [comparable(e) for e in events if not is_marker(e)]
+    assert own == [comparable(e) for e in bodies(copy)]  # nothing the source does not hold
+
+
+@pytest.mark.django_db
+def test_a_replay_of_a_redacted_run_without_cached_answers_fails_with_a_code(
+    workspace, other_workspace, recorded, fake
+):
+    copy = redacted_copy(other_workspace, recorded)  # another workspace: no answers cached there
+    before = len(fake.requests)
+    fork = replay(other_workspace, copy, mode="replay")
+    assert fork.status == ForkStatus.FAILED and fork.error_code == "REPLAY_DATA_EXPIRED"
+    assert len(fake.requests) == before
