@@ -19,7 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from runs.engine import commands as cmd
-from runs.engine.commands import Context, append_in_place, decide, fork_run, new_run
+from runs.engine.commands import Context, append_in_place, decide, fork_run, new_run, run_title, with_title
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
@@ -111,6 +111,7 @@ def _projection_fields(state: RunState) -> dict[str, Any]:
     run = state.run
     return {
         "status": run["status"],
+        "title": run_title(run),
         "ended_at": parse_ts(run.get("endedAt")),
         "tags": list(run.get("tags") or []),
         "subject": run.get("subject"),
@@ -128,13 +129,11 @@ def _projection_fields(state: RunState) -> dict[str, Any]:
 
 def _new_run_row(*, workspace: Workspace, state: RunState, actor: str, has_engine: bool = True) -> Run:
     run_doc = state.run
-    snapshot = run_doc["workflowSnapshot"]
     run = Run(
         run_id=run_doc["id"],
         workspace=workspace,
         workflow_id=run_doc["workflowId"],
         workflow_version=run_doc["workflowVersion"],
-        title=str(snapshot.get("title") or run_doc["workflowId"])[:300],
         started_at=parse_ts(run_doc["startedAt"]),
         has_engine=has_engine,
         created_by=actor,
@@ -427,6 +426,7 @@ def do_start_run(
     metadata: dict | None = None,
     tags: list[str] | None = None,
     context: dict | None = None,
+    title: str | None = None,
 ) -> Run:
     ctx = engine_context()
     try:
@@ -438,12 +438,34 @@ def do_start_run(
             metadata=metadata,
             tags=tags,
             context=context,
+            title=title,
         )
     except (EngineError, ProtocolError) as exc:
         raise ActionError.wrap(exc) from exc
     with transaction.atomic():
         run = _new_run_row(workspace=workspace, state=state, actor=actor)
         _save_new_run(run)
+        notify_on_commit(RunChange.of(run, 0, 0))
+    return run
+
+
+def do_set_run_title(*, workspace: Workspace, run_id: str, title: str) -> Run:
+    """Name a run (any status): ``run.metadata["workbench.title"]`` in its document, the title
+    column of the projection. No trace event: the protocol has none for run metadata, and the
+    document (with its metadata) is what a bundle's hash covers, so an export carries the title."""
+    with transaction.atomic():
+        run = _lock_run(workspace, run_id)
+        state = load_state(run)
+        try:
+            state.run = with_title(state.run, title)
+        except EngineError as exc:
+            raise ActionError.wrap(exc) from exc
+        if run.import_doc:
+            # an imported run folds from the bundle's document: it must name the title as well
+            run.import_doc = dumps(with_title(loads(run.import_doc), title))
+        for name, value in _projection_fields(state).items():
+            setattr(run, name, value)
+        run.save()
         notify_on_commit(RunChange.of(run, 0, 0))
     return run
 

@@ -189,12 +189,14 @@ class WorkbenchClient:
         metadata: dict | None = None,
         tags: list[str] | None = None,
         context: dict | None = None,
+        title: str | None = None,
         **kw: Any,
     ) -> dict:
         body = _drop_none(
             {
                 "workflow": workflow,
                 "runId": run_id,
+                "title": title,
                 "subject": subject,
                 "metadata": metadata,
                 "tags": tags,
@@ -202,6 +204,10 @@ class WorkbenchClient:
             }
         )
         return self._json("POST", "/runs", json=body, **kw)
+
+    def set_title(self, run_id: str, title: str, **kw: Any) -> dict:
+        """Name a run (``run.metadata["workbench.title"]``): what lists show to tell runs apart."""
+        return self._json("PATCH", f"/runs/{_q(run_id)}", json={"title": title}, **kw)
 
     def append_events(self, run_id: str, events: list[dict], **kw: Any) -> dict:
         return self._json("POST", f"/runs/{_q(run_id)}/events", json={"events": events}, **kw)

@@ -403,6 +403,19 @@ def runs_page(
     return runs, next_cursor
 
 
+def waiting_steps(runs: list[Run]) -> dict[int, list[str]]:
+    """For the runs of a page that wait for a review: the steps whose gates are pending (one query,
+    reading the projection of those runs only)."""
+    pks = [run.pk for run in runs if run.pending_gates and run.status == RunStatus.RUNNING]
+    if not pks:
+        return {}
+    out: dict[int, list[str]] = {}
+    for pk, state in Run.objects.filter(pk__in=pks).values_list("pk", "state"):
+        steps = [gate["stepId"] for gate in RunState.from_json(loads(state)).pending_gates()]
+        out[pk] = list(dict.fromkeys(steps))
+    return out
+
+
 def workflow_ids(workspace: Workspace, *, limit: int = 200) -> list[str]:
     return list(
         Run.objects.for_workspace(workspace)

@@ -96,6 +96,10 @@ class RunSession:
             actor=actor or self.workbench.actor,
         )
 
+    def set_title(self, title: str) -> Run:
+        """Name the run (``run.metadata["workbench.title"]``): what lists show to tell runs apart."""
+        return actions.do_set_run_title(workspace=self.workbench.workspace, run_id=self.run_id, title=title)
+
     def begin_step(self, step_id: str, **kw: Any) -> actions.AppendResult:
         return self.execute(cmd.BeginStep(step_id=step_id), **kw)
 

@@ -15,7 +15,7 @@ from runs import actions
 from runs.actions_runstore import do_put_run_state
 from runs.api.errors import ApiError
 from runs.api.responses import etag_for, parse_if_match, require, write_result
-from runs.api.schemas import ErrorOut, RunStoreState, SavedRunMeta, StartRunIn, WriteResult
+from runs.api.schemas import ErrorOut, RunStoreState, RunUpdateIn, SavedRunMeta, StartRunIn, WriteResult
 from runs.bundles import build_bundle
 from runs.models import Run, loads
 from runs.permissions import Action
@@ -70,8 +70,23 @@ def start_run(request: HttpRequest, payload: StartRunIn):
         metadata=payload.metadata,
         tags=payload.tags,
         context=payload.context,
+        title=payload.title,
     )
     return Status(201, write_result(run, [], created=True))
+
+
+@router.patch(
+    "/{run_id}",
+    response={200: WriteResult, **ERRORS},
+    summary="Update a run's title",
+    description='Sets `run.metadata["workbench.title"]` (any status; no trace event: the protocol has '
+    "none for run metadata). Needs the `write` scope, like starting a run.",
+)
+def update_run(request: HttpRequest, run_id: str, payload: RunUpdateIn):
+    caller = require(request, Action.START_RUN)
+    get_run(caller.workspace, run_id)  # 404 before anything else for another workspace's run
+    run = actions.do_set_run_title(workspace=caller.workspace, run_id=run_id, title=payload.title)
+    return write_result(run, [])
 
 
 @router.get(

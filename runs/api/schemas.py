@@ -148,13 +148,24 @@ class SavedRunMeta(Schema):
 # Commands
 
 
+TITLE_DOC = (
+    'What tells the run apart in lists (1..300 characters). Stored in `run.metadata["workbench.title"]` '
+    "(the protocol has no title field), so bundles carry it; without it a run is called by its workflow."
+)
+
+
 class StartRunIn(Schema):
     workflow: dict[str, Any] = Field(description="A WorkflowSpec (validated by the engine).")
     runId: str | None = Field(default=None, min_length=1, max_length=200)
+    title: str | None = Field(default=None, description=TITLE_DOC)
     subject: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     tags: list[str] | None = None
     context: dict[str, Any] | None = None
+
+
+class RunUpdateIn(Schema):
+    title: str = Field(description=TITLE_DOC)
 
 
 class AppendEventsIn(Schema):

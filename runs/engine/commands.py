@@ -1170,6 +1170,45 @@ def _check_context(context: Any) -> dict[str, Any]:
     return context
 
 
+# A run's title (what tells it apart in lists): set by the pipeline, kept in the protocol's free-form
+# `run.metadata` under this key, since the protocol's RunInstance has no title field and `subject`
+# is strictly {userId, tenantId, accountId, planId}. Bundles carry it unchanged.
+TITLE_KEY = "workbench.title"
+TITLE_MAX = 300
+
+
+def check_title(title: Any, path: str = "title") -> str:
+    """A run title: a string of 1..300 characters once trimmed, no control characters."""
+    if not isinstance(title, str) or not title.strip():
+        raise _err(ErrorCode.INVALID_INPUT, "title must be a non-empty string", path)
+    title = title.strip()
+    if len(title) > TITLE_MAX:
+        raise _err(ErrorCode.INVALID_INPUT, f"title must be at most {TITLE_MAX} characters", path)
+    if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in title):
+        raise _err(ErrorCode.INVALID_INPUT, "title must not contain control characters", path)
+    return title
+
+
+def run_title(run: dict[str, Any]) -> str:
+    """What a run is called: its own title (metadata) when valid, else its workflow's title or id.
+    Lenient (a bundle from elsewhere may carry anything under the key): never raises."""
+    metadata = run.get("metadata")
+    own = metadata.get(TITLE_KEY) if isinstance(metadata, dict) else None
+    try:
+        return check_title(own)
+    except EngineError:
+        pass
+    snapshot = run.get("workflowSnapshot") if isinstance(run.get("workflowSnapshot"), dict) else {}
+    return str(snapshot.get("title") or run.get("workflowId") or "")[:TITLE_MAX]
+
+
+def with_title(run: dict[str, Any], title: str) -> dict[str, Any]:
+    """A copy of the run document whose metadata names ``title`` (checked)."""
+    metadata = dict(run["metadata"]) if isinstance(run.get("metadata"), dict) else {}
+    metadata[TITLE_KEY] = check_title(title)
+    return {**run, "metadata": metadata}
+
+
 def new_run(
     *,
     ctx: Context,
@@ -1179,8 +1218,10 @@ def new_run(
     metadata: dict[str, Any] | None = None,
     tags: list[str] | None = None,
     context: dict[str, Any] | None = None,
+    title: str | None = None,
 ) -> RunState:
-    """The initial state of a new run of ``workflow`` (``INVALID_WORKFLOW`` when malformed)."""
+    """The initial state of a new run of ``workflow`` (``INVALID_WORKFLOW`` when malformed).
+    ``title`` (or ``metadata["workbench.title"]``) names the run; it is checked either way."""
     spec = normalize_workflow(workflow)
     run: dict[str, Any] = {
         "id": run_id if run_id is not None else ctx.new_id("run"),
@@ -1199,6 +1240,10 @@ def new_run(
         if not isinstance(metadata, dict):
             raise _err(ErrorCode.INVALID_INPUT, "metadata must be a JSON object", "metadata")
         run["metadata"] = metadata
+        if TITLE_KEY in metadata:
+            run = with_title(run, check_title(metadata[TITLE_KEY], f"metadata.{TITLE_KEY}"))
+    if title is not None:
+        run = with_title(run, title)
     if tags is not None:
         if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
             raise _err(ErrorCode.INVALID_INPUT, "tags must be a list of strings", "tags")

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from runs.models import RunStatus
-from runs.selectors import REJECTED_FILTER, BadCursor, RunListFilters, runs_page, workflow_ids
+from runs.selectors import REJECTED_FILTER, BadCursor, RunListFilters, runs_page, waiting_steps, workflow_ids
 from runs.web import current_workspace, switch_workspace
 
 RUNS_PER_PAGE = 50
@@ -27,8 +27,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
         runs, next_cursor = runs_page(workspace, filters, cursor=cursor, limit=RUNS_PER_PAGE)
     except BadCursor:
         return HttpResponseBadRequest("bad cursor")
+    waiting = waiting_steps(runs)
     context = {
-        "runs": runs,
+        "runs": [(run, waiting.get(run.pk, [])) for run in runs],
         "next_cursor": next_cursor,
         "cursor": cursor,
         "statuses": [*RunStatus.values, REJECTED_FILTER],
