@@ -467,16 +467,6 @@ def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
     return history
 
 
-def run_notes(run: Run, *, limit: int) -> list[dict[str, Any]]:
-    """The latest annotation events of a run, newest first."""
-    return [
-        {"seq": seq, "ts": ts, "actor": actor, "data": loads(body)}
-        for seq, ts, actor, body in Event.objects.filter(run=run, type="annotation")
-        .order_by("-seq")
-        .values_list("seq", "ts", "actor", "body")[:limit]
-    ]
-
-
 def event_at(run: Run, seq: int) -> dict[str, Any] | None:
     """One stored event (columns and parsed body as ``data``), or None."""
     event = Event.objects.filter(run=run, seq=seq).values("seq", "type", "ts", "actor", "body").first()

@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 
 import runs.ids  # noqa: F401  (registers the runid converter)
 from runs.pages import (
+    annotations,
     artifacts,
     compare,
     detail,
@@ -41,6 +42,7 @@ urlpatterns = [
     path("runs/<runid:run_id>/artifacts/", artifacts.artifact_editor, name="artifacts"),
     path("runs/<runid:run_id>/artifacts/diff/", artifacts.artifact_diff, name="artifact_diff"),
     path("runs/<runid:run_id>/rules/", rules.rules, name="rules"),
+    path("runs/<runid:run_id>/annotations/", annotations.annotations, name="annotations"),
     path("runs/<runid:run_id>/ledger/", ledger.run_ledger, name="run_ledger"),
     path("runs/<runid:run_id>/export/", detail.export_bundle, name="export"),
     path("runs/<runid:run_id>/cancel/", detail.cancel_run, name="cancel"),

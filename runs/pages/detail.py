@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
+from runs.annotations import run_page_preview
 from runs.engine.state import RunState
 from runs.ids import content_disposition
 from runs.models import Run, RunStatus
@@ -30,7 +31,6 @@ from runs.selectors import (
     TIMELINE_PAGE,
     TimelineFilters,
     event_at,
-    run_notes,
     run_state,
     state_at,
 )
@@ -38,8 +38,6 @@ from runs.timeline import changed_top_keys, diff_values
 from runs.web import (
     actor_for,
 )
-
-NOTES_LIMIT = 10
 
 
 def run_detail_context(
@@ -66,8 +64,7 @@ def run_detail_context(
         "can_cancel": can_cancel,
         "state": state,
         "nav_active": "runs",
-        "annotations": doc.get("annotations") or [],
-        "notes": run_notes(run, limit=NOTES_LIMIT),
+        "annotations": run_page_preview(run, doc),
     }
     ctx.update(lineage_context(run))
     ctx.update(graph_context(run, state, url_id=url_id))
