@@ -10,7 +10,7 @@ plainly what was substituted or left out, and why.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 PROVIDER_NAMES = {"anthropic": "Anthropic", "openai": "OpenAI"}
@@ -118,6 +118,31 @@ def describe(
             "add a provider and a model in the playground settings to re-run it.",
             substituted=True,
         )
+    restoration = _describe_choice(
+        chosen,
+        status,
+        kind=kind,
+        recorded=recorded,
+        recomposed=recomposed,
+        recorded_name=recorded_name,
+        why=why,
+    )
+    if chosen.usable:
+        return restoration
+    note = f" {chosen.label} cannot send until its provider has an API key."
+    return replace(restoration, message=restoration.message + note)
+
+
+def _describe_choice(
+    chosen: Candidate,
+    status: str,
+    *,
+    kind: str,
+    recorded: Mapping[str, Any] | None,
+    recomposed: Mapping[str, Any] | None,
+    recorded_name: str,
+    why: str,
+) -> Restoration:
     chosen_name = f"{chosen.label} ({chosen.model_id}, {provider_name(chosen.kind)})"
     if status == EXACT:
         missing = fields_not_carried(recorded or {}, recomposed or {}) if recorded is not None else ()

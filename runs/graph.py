@@ -262,6 +262,8 @@ DAY_CHART_MAX_DAYS = 366
 DAY_PANEL_H = 110
 DAY_CHART_LEFT = 96
 DAY_CHART_PLOT_W = 720
+DAY_SLOT_MAX = 56
+DAY_LABEL_W = 40
 
 
 @dataclass
@@ -324,9 +326,10 @@ def day_chart(days: list[dict[str, Any]], *, currency: str) -> DayChart | None:
     ]
     max_cost = max(v[1] for v in values)
     max_tokens = max(v[2] for v in values)
-    slot = max(2, min(28, DAY_CHART_PLOT_W // len(values)))
-    w = max(1, slot - (2 if slot > 4 else 0))
-    every = max(1, -(-len(values) // 8))  # at most about 8 day labels
+    slot = max(2, min(DAY_SLOT_MAX, DAY_CHART_PLOT_W // len(values)))
+    w = max(1, slot - (max(2, slot // 4) if slot > 4 else 0))
+    # at most about 8 day labels, never closer than one label's width ("MM-DD")
+    every = max(1, -(-len(values) // 8), -(-DAY_LABEL_W // slot))
     cost_top, cost_base = 20, 20 + DAY_PANEL_H
     tokens_top, tokens_base = cost_base + 40, cost_base + 40 + DAY_PANEL_H
     bars = []
@@ -344,7 +347,7 @@ def day_chart(days: list[dict[str, Any]], *, currency: str) -> DayChart | None:
                 cost_h=ch,
                 tokens_y=tokens_base - th,
                 tokens_h=th,
-                tick=i % every == 0 or i == len(values) - 1,
+                tick=i % every == 0,
             )
         )
     return DayChart(

@@ -176,3 +176,12 @@ def test_recorded_provider_and_model_restored_and_unsupported_fields_named(
     assert initial["model"] == fake_models["local"].pk  # the recorded one, not the Anthropic default
     assert restored["status"] == "partial" and restored["not_carried"] == ["seed"]
     assert "exactly" not in restored["message"] and "seed" in initial["origin"]["model_notice"]
+
+
+def test_a_substitute_that_cannot_send_says_so():
+    broke = Candidate(pk=9, kind="openai", model_id="gpt-5", label="GPT-5", usable=False)
+    chosen, status = restore.choose_model(
+        kind="openai", model_id="gpt-4.1-mini", candidates=[broke], default_pk=None
+    )
+    r = restore.describe(kind="openai", model_id="gpt-4.1-mini", chosen=chosen, status=status)
+    assert r.model_pk == 9 and r.message.endswith("GPT-5 cannot send until its provider has an API key.")
