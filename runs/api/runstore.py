@@ -76,7 +76,7 @@ def start_run(request: HttpRequest, payload: StartRunIn):
 
 
 @router.patch(
-    "/{run_id}",
+    "/{runid:run_id}",
     response={200: WriteResult, **ERRORS},
     summary="Update a run's title",
     description='Sets `run.metadata["workbench.title"]` (any status; no trace event: the protocol has '

@@ -167,3 +167,26 @@ async def test_asgi_servers_raw_path_routes_an_encoded_slash(full_token, workflo
     status, content = await _asgi_get(_url("team/a b?#%:fork"), full_token)
     assert status == 200, content
     assert json.loads(content)["run"]["id"] == "team/a b?#%:fork"
+
+
+def test_every_api_path_parameter_under_runs_uses_the_runid_converter():
+    """A new route written as ``/{run_id}`` would get the raw-path form of the id (``a%2Fb``)."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    from runs.ids import RunIdConverter
+
+    def walk(patterns, prefix=""):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                yield from walk(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern):
+                yield prefix + str(p.pattern), p.pattern
+
+    checked = 0
+    for route, pattern in walk(get_resolver().url_patterns):
+        if not route.startswith("api/runs/"):
+            continue
+        for name, converter in getattr(pattern, "converters", {}).items():
+            checked += 1
+            assert isinstance(converter, RunIdConverter), f"{route}: <{name}> must be {{runid:{name}}}"
+    assert checked >= 10
