@@ -110,8 +110,10 @@ def event_body(run_id: str, seq: int) -> tuple[str, str, str, str, dict]:
     return body["type"], ts, body.get("stepId", ""), body.get("correlationId", ""), body
 
 
-def build_run(workspace, n: int) -> Run:
-    run_id = f"run_bench_{n}"
+def build_run(workspace, n: int, *, run_id: str | None = None, body_of=None) -> Run:
+    """A run of ``n`` events (``body_of(run_id, seq)`` makes each one; default ``event_body``)."""
+    run_id = run_id or f"run_bench_{n}"
+    body_of = body_of or event_body
     actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="bench", run_id=run_id, tags=["bench"])
     result = actions.do_command(
         workspace=workspace, run_id=run_id, command=c.BeginStep(step_id="parse"), actor="bench"
@@ -131,7 +133,7 @@ def build_run(workspace, n: int) -> Run:
         while seq <= last:
             rows = []
             for s in range(seq, min(last, seq + batch - 1) + 1):
-                etype, ts, step, corr, body = event_body(run_id, s)
+                etype, ts, step, corr, body = body_of(run_id, s)
                 rows.append(
                     (run_pk, s, body["id"], etype, ts, step, corr, orjson.dumps(body).decode(), "bench", now)
                 )

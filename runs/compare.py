@@ -82,14 +82,23 @@ def align(
 ) -> tuple[list[Pair], int, int]:
     """Up to ``limit`` aligned pairs from the windows ``a`` and ``b`` (events in seq order after a
     synchronised point) and how many events of each were used. ``end_a``/``end_b``: the window
-    reaches the end of that run's trace. Pass windows of about twice ``limit`` events: alignment
-    looks ahead that far (a gap longer than the lookahead pairs by position instead)."""
-    matcher = difflib.SequenceMatcher(
-        None, [align_key(e) for e in a], [align_key(e) for e in b], autojunk=False
-    )
-    pairs: list[Pair] = []
-    used_a = used_b = 0
+    reaches the end of that run's trace. Pass windows of ``limit`` events plus a lookahead:
+    alignment sees that far ahead (a longer gap pairs by position instead)."""
+    keys_a, keys_b = [align_key(e) for e in a], [align_key(e) for e in b]
+    # The common prefix of keys pairs one to one without asking the matcher (which is quadratic in
+    # the repeats of a key): identical stretches, the usual case, stay linear.
+    common = 0
+    for ka, kb in zip(keys_a, keys_b, strict=False):
+        if ka != kb or common >= limit:
+            break
+        common += 1
+    pairs: list[Pair] = list(zip(a[:common], b[:common], strict=True))
+    used_a = used_b = common
+    if common >= limit:
+        return pairs, used_a, used_b
+    matcher = difflib.SequenceMatcher(None, keys_a[common:], keys_b[common:], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        i1, i2, j1, j2 = i1 + common, i2 + common, j1 + common, j2 + common
         for pa, pb in _pairs_of(op, a[i1:i2], b[j1:j2]):
             if len(pairs) >= limit:
                 return pairs, used_a, used_b

@@ -39,7 +39,7 @@ from runs.selectors import (
     span_window,
     timeline_page,
 )
-from runs.selectors_compare import Cursor, aligned_page, first_divergence, run_summary, shared_history
+from runs.selectors_compare import Cursor, aligned_page, cached_first_divergence, run_summary, shared_history
 from runs.waterfall import build_waterfall
 
 HISTORY_LIMIT = 50
@@ -174,7 +174,7 @@ def compare_context(
     ``jump``: the page that starts with the first divergence)."""
     shared = shared_history(run_a, run_b)
     start = Cursor(shared.upto, shared.upto)
-    search = first_divergence(run_a, run_b, start=start)
+    search = cached_first_divergence(run_a, run_b, start=start)
     found = search.found
     after = found.before if jump and found else (pos or start)
     page = aligned_page(run_a, run_b, after=after)

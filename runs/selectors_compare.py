@@ -7,7 +7,7 @@
 
 Both runs must already have been fetched through the workspace (``runs.selectors.get_run``).
 Traces are read a keyset window at a time on the (run, seq) key, never whole: a page reads about
-``2 * limit`` events of each run, and the search for the first divergence reads at most
+``limit + LOOKAHEAD`` events of each run, and the search for the first divergence reads at most
 ``SCAN_BUDGET`` events of each run per request (then it says where it stopped).
 """
 
@@ -15,18 +15,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
-from runs.compare import CompareRow, align, compare_row
+from django.core.cache import cache
+
+from runs.compare import CHANGED, ONLY_A, ONLY_B, CompareRow, align, compare_row, number, row_kind
 from runs.models import Event, Run, RunFork, loads
-from runs.selectors import artifact_versions_by_key, gate_history, run_ledger_data, run_state
+from runs.protocol.telemetry import DEFAULT_DIRECTIONS, Totals, entry_delta, ledger_entry
+from runs.selectors import artifact_versions_by_key, gate_history, run_state
 from runs.timeline import EventRecord
 
 COMPARE_PAGE = 100
 COMPARE_MAX_PAGE = 500
 SCAN_BUDGET = 20_000  # events of each run read per request while looking for the first divergence
-SCAN_ROWS = 500  # rows aligned per window of that search
+SCAN_ROWS = 2_000  # rows aligned per window of that search
+LOOKAHEAD = 200  # events read beyond a page on each side, so that alignment sees what comes next
 GATE_LIMIT = 500
+DIFFERENCES = frozenset({CHANGED, ONLY_A, ONLY_B})
+CACHE_SECONDS = 600
 
 
 class BadCursor(ValueError):
@@ -99,8 +106,8 @@ def _advance(cursor: Cursor, pairs) -> Cursor:
 
 
 def _window_pairs(run_a: Run, run_b: Run, after: Cursor, limit: int):
-    wa, end_a = read_window(run_a, after=after.a, size=2 * limit)
-    wb, end_b = read_window(run_b, after=after.b, size=2 * limit)
+    wa, end_a = read_window(run_a, after=after.a, size=limit + LOOKAHEAD)
+    wb, end_b = read_window(run_b, after=after.b, size=limit + LOOKAHEAD)
     pairs, used_a, used_b = align(wa, wb, limit=limit, end_a=end_a, end_b=end_b)
     done = end_a and end_b and used_a == len(wa) and used_b == len(wb)
     return pairs, done
@@ -140,6 +147,22 @@ class DivergenceSearch:
     start: Cursor
 
 
+def _trace_key(run: Run) -> str:
+    # Events are only ever appended: a run's id, last seq and last update name its trace exactly.
+    return f"{run.pk}:{run.last_seq}:{run.updated_at.timestamp() if run.updated_at else ''}"
+
+
+def cached_first_divergence(run_a: Run, run_b: Run, *, start: Cursor) -> DivergenceSearch:
+    """:func:`first_divergence`, remembered while neither trace changes (pages of one comparison
+    search once)."""
+    key = f"wb:compare:div:{_trace_key(run_a)}:{_trace_key(run_b)}:{start}:{SCAN_BUDGET}"
+    found = cache.get(key)
+    if found is None:
+        found = first_divergence(run_a, run_b, start=start)
+        cache.set(key, found, CACHE_SECONDS)
+    return found
+
+
 def first_divergence(run_a: Run, run_b: Run, *, start: Cursor, budget: int = SCAN_BUDGET) -> DivergenceSearch:
     """The first aligned row after ``start`` that differs (markers aside), reading at most about
     ``budget`` events of each run; ``scanned_to`` says where it stopped when it found none."""
@@ -147,8 +170,8 @@ def first_divergence(run_a: Run, run_b: Run, *, start: Cursor, budget: int = SCA
     while True:
         pairs, done = _window_pairs(run_a, run_b, cursor, SCAN_ROWS)
         for pa, pb in pairs:
-            row = compare_row(pa, pb, details=False)
-            if row.is_difference:
+            if row_kind(pa, pb) in DIFFERENCES:
+                row = compare_row(pa, pb, details=False)
                 return DivergenceSearch(
                     Divergence(
                         before=cursor,
@@ -194,12 +217,43 @@ def _step_times(run: Run) -> dict[str, float]:
     return out
 
 
+def model_usage(run: Run) -> dict[str, Any]:
+    """The run's model responses added up as the telemetry ledger adds them (runs.protocol.telemetry):
+    ``totals`` and ``by_step`` (ledger totals dicts) and ``exact_cost`` (currency -> decimal text).
+    Only the rollup by step is kept (the full ledger also rolls up providers, models and subjects)."""
+    key = f"wb:compare:usage:{_trace_key(run)}"
+    found = cache.get(key)
+    if found is not None:
+        return found
+    doc = run.run_doc
+    totals, by_step = Totals(), {}
+    exact: dict[str, Decimal] = {}
+    rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
+    for body in rows.iterator(chunk_size=2000):
+        event = loads(body)
+        if event.get("direction") not in DEFAULT_DIRECTIONS:
+            continue
+        entry = ledger_entry(doc, event)
+        delta = entry_delta(entry)
+        totals.add(delta)
+        if entry.get("stepId"):
+            by_step.setdefault(entry["stepId"], Totals()).add(delta)
+        if "cost" in entry:
+            currency = entry["cost"]["currency"]
+            exact[currency] = exact.get(currency, Decimal(0)) + number(entry["cost"]["amount"])
+    found = {
+        "totals": totals.as_dict(),
+        "by_step": {step: t.as_dict() for step, t in by_step.items()},
+        "exact_cost": {cur: format(v, "f") for cur, v in exact.items()},
+    }
+    cache.set(key, found, CACHE_SECONDS)
+    return found
+
+
 def run_summary(run: Run) -> dict[str, Any]:
     """Status, steps (status, gate decisions, time), the ledger by step and the latest artifacts."""
     state = run_state(run)
-    acc = run_ledger_data(run)
-    ledger = acc.result(strict=False)
-    exact_cost = {cur: format(v, "f") for cur, v in acc.exact_cost_by_currency().items()}
+    usage = model_usage(run)
     gates: dict[str, list[str]] = {}
     for item in reversed(gate_history(run, limit=GATE_LIMIT)):
         if item["type"] != "human_gate_resolved":
@@ -220,9 +274,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "step_status": dict(state.step_status),
         "gates": gates,
         "step_seconds": _step_times(run),
-        "by_step": {b["label"]: b["totals"] for b in ledger["byStep"]},
-        "totals": ledger["totals"],
-        "exact_cost": exact_cost,
+        **usage,
         "artifacts": dict(state.artifacts),
         "artifact_versions": {k: len(v) for k, v in versions.items()},
     }

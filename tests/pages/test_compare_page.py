@@ -220,3 +220,26 @@ def test_determinism_report_links_to_the_divergence(client, alice, pair, workspa
     page = client.get(jump.split("#")[0]).content.decode()
     assert 'id="first-divergence"' in page
     assert "<del>Senior engineer in Berlin, remote possible.</del><ins>Another answer entirely.</ins>" in page
+
+
+@pytest.mark.django_db
+def test_pages_of_aligned_rows_cover_both_traces_once(client, alice, workspace, workflow, settings):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+    for run_id, skip in (("run_long_a", 120), ("run_long_b", None)):
+        _start(workspace, workflow, run_id)
+        notes = [c.Annotate(text=f"note {i}") for i in range(250) if i != skip]
+        actions.do_commands(workspace=workspace, run_id=run_id, commands=notes, actor="x")
+    login(client, alice)
+    url, seen_a, seen_b, kinds = _url("run_long_a", "run_long_b"), [], [], []
+    while url:
+        response = client.get(url, HTTP_HX_REQUEST="true")
+        page = response.content.decode()
+        assert page.lstrip().startswith('<div id="aligned">')  # htmx gets the partial alone
+        seen_a += [int(s) for s in re.findall(r"/runs/run_long_a/\?at=(\d+)", page)]
+        seen_b += [int(s) for s in re.findall(r"/runs/run_long_b/\?at=(\d+)", page)]
+        kinds += re.findall(r'<tr class="cmp-(\w+)[" ]', page)
+        nxt = re.search(r'hx-get="([^"]+)"', page)
+        url = nxt.group(1).replace("&amp;", "&") if nxt else None
+    assert seen_a == list(range(1, 250)) and seen_b == list(range(1, 251))
+    # one step (run level), aligned by position: notes from 121 on differ, B's last has no partner
+    assert kinds.count("only_b") == 1 and kinds.count("changed") == 129
