@@ -1,14 +1,12 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
 from runs.protocol.canonical import canonical_bytes, parse_json, sha256_hex
 from runs.protocol.integrity import compute_integrity, hash_input, sign_bundle, verify_integrity
-
-CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+from tests.conftest import CONFORMANCE
 
 
 def _bundle(engine: bool = True) -> dict:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
@@ -14,6 +13,7 @@ from runs.protocol.validate import (
     validate_run_store_state,
     validate_workflow,
 )
+from tests.conftest import CONFORMANCE
 
 RUN_ID = "run-1"
 TS = "2026-03-01T14:00:00.007Z"
@@ -223,7 +223,7 @@ def test_run_store_state() -> None:
 
 
 def test_reference_runstore_samples_validate() -> None:
-    expected = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "expected"
+    expected = CONFORMANCE / "expected"
     samples = sorted(expected.glob("*.runstore.json"))
     if not samples:
         pytest.skip("conformance corpus absent")
