@@ -23,6 +23,7 @@ from runs.engine.commands import Context, append_in_place, decide, fork_run, new
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
+from runs.fields import column_value
 from runs.ids import INVALID_RUN_ID, run_id_problem
 from runs.models import (
     ArtifactVersion,
@@ -192,16 +193,24 @@ def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: obje
     return (
         run_pk,
         seq,
-        # filter columns, cut to their width; the body keeps the full protocol text
-        event["id"][:200],
+        # filter columns, cut to their width and spelt as runs.fields stores them (NUL on
+        # PostgreSQL); the body keeps the full protocol text
+        _filter_column(event["id"], 200),
         event["type"],
         event["ts"][:40],
-        (event.get("stepId") or "")[:200],
-        (event.get("correlationId") or "")[:200],
+        _filter_column(event.get("stepId") or "", 200),
+        _filter_column(event.get("correlationId") or "", 200),
         dumps(event),
-        actor,
+        column_value(actor, connection),
         recorded_at,
     )
+
+
+def _filter_column(text: str, width: int) -> str:
+    spelt = column_value(text, connection)
+    if len(spelt) <= width:
+        return spelt
+    return column_value(text[:width], connection)[:width]  # cut before spelling, as much as fits
 
 
 # Up to this many rows go in one multi-row INSERT (one round trip); larger batches use COPY.

@@ -3,6 +3,8 @@
 Event bodies, artifact bodies and projections are stored as JSON *text* (not JSONField): the
 protocol JSON must come back exactly as it went in (PostgreSQL's jsonb would reorder keys and
 normalise numbers), and hashing always works on the canonical form, never on database text.
+The columns beside them that hold protocol strings use runs.fields, which stores NUL (U+0000)
+on PostgreSQL too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import orjson
 from django.conf import settings
 from django.db import models
 
+from runs.fields import ProtocolCharField, ProtocolJSONField
 from runs.protocol.canonical import wire_bytes
 
 
@@ -91,15 +94,15 @@ class Run(models.Model):
     """
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="runs")
-    run_id = models.CharField(max_length=200)
-    workflow_id = models.CharField(max_length=200, db_index=True)
+    run_id = ProtocolCharField(max_length=200)
+    workflow_id = ProtocolCharField(max_length=200, db_index=True)
     workflow_version = models.IntegerField(default=0)
-    title = models.CharField(max_length=300, blank=True)
+    title = ProtocolCharField(max_length=300, blank=True)
     status = models.CharField(max_length=16, choices=RunStatus.choices, db_index=True)
     started_at = models.DateTimeField(db_index=True)
     ended_at = models.DateTimeField(null=True, blank=True)
-    tags = models.JSONField(default=list, blank=True)
-    subject = models.JSONField(null=True, blank=True)
+    tags = ProtocolJSONField(default=list, blank=True)
+    subject = ProtocolJSONField(null=True, blank=True)
     # Projection: the engine state (RunState.to_json) as JSON text; `doc` is the protocol RunInstance.
     doc = models.TextField()
     state = models.TextField()
@@ -119,8 +122,8 @@ class Run(models.Model):
     event_count = models.IntegerField(default=0)
     model_calls = models.IntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
-    cost_totals = models.JSONField(default=dict, blank=True)  # currency -> decimal string
-    created_by = models.CharField(max_length=200, blank=True)
+    cost_totals = ProtocolJSONField(default=dict, blank=True)  # currency -> decimal string
+    created_by = ProtocolCharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -149,7 +152,7 @@ class RunParent(models.Model):
     """Lineage: a run's parents (fork source or several parents), in protocol order."""
 
     child = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="parent_links")
-    parent_run_id = models.CharField(max_length=200, db_index=True)
+    parent_run_id = ProtocolCharField(max_length=200, db_index=True)
     position = models.IntegerField(default=0)
 
     class Meta:
@@ -164,14 +167,14 @@ class Event(models.Model):
     pk = models.CompositePrimaryKey("run", "seq")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.IntegerField()
-    event_id = models.CharField(max_length=200)
+    event_id = ProtocolCharField(max_length=200)
     type = models.CharField(max_length=40)
     ts = models.CharField(max_length=40)
-    step_id = models.CharField(max_length=200, blank=True, default="")
-    correlation_id = models.CharField(max_length=200, blank=True, default="")
+    step_id = ProtocolCharField(max_length=200, blank=True, default="")
+    correlation_id = ProtocolCharField(max_length=200, blank=True, default="")
     body = models.TextField()
     # Who did it (user or token); stored beside the event, never inside its protocol JSON.
-    actor = models.CharField(max_length=200, blank=True, default="")
+    actor = ProtocolCharField(max_length=200, blank=True, default="")
     recorded_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -219,9 +222,9 @@ def held_event_ids(run: Run, event_ids: list[str], *, limit: int = 5) -> list[st
 
 class ArtifactVersion(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifact_versions")
-    key = models.CharField(max_length=300)
+    key = ProtocolCharField(max_length=300)
     version = models.IntegerField()
-    type_id = models.CharField(max_length=200)
+    type_id = ProtocolCharField(max_length=200)
     seq = models.IntegerField(null=True, blank=True)  # the event that produced it, when known
     body = models.TextField()  # the protocol ArtifactVersion JSON
 
@@ -238,7 +241,7 @@ class ArtifactVersion(models.Model):
 
 class RuleSetVersion(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rule_set_versions")
-    rule_set_id = models.CharField(max_length=200)
+    rule_set_id = ProtocolCharField(max_length=200)
     version = models.IntegerField()
     seq = models.IntegerField(null=True, blank=True)
     body = models.TextField()  # the protocol RuleSet JSON
@@ -284,10 +287,10 @@ class RunFork(models.Model):
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="fork_info")
     source = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="forks")
-    source_run_id = models.CharField(max_length=200)  # kept when the source is deleted
+    source_run_id = ProtocolCharField(max_length=200)  # kept when the source is deleted
     mode = models.CharField(max_length=16, choices=ForkMode.choices)
     from_seq = models.IntegerField()
-    overlay = models.JSONField(default=dict, blank=True)
+    overlay = ProtocolJSONField(default=dict, blank=True)
     history = models.IntegerField()  # source events copied (seqs 1..history)
     source_last_seq = models.IntegerField()  # length of the source's log when forked
     status = models.CharField(max_length=16, choices=ForkStatus.choices, default=ForkStatus.PENDING)
@@ -298,7 +301,7 @@ class RunFork(models.Model):
     cursor = models.IntegerField(default=0)
     compared = models.IntegerField(default=0)
     matched = models.IntegerField(default=0)
-    divergence = models.JSONField(null=True, blank=True)  # {sourceSeq, replaySeq, kind, original, replay}
+    divergence = ProtocolJSONField(null=True, blank=True)  # {sourceSeq, replaySeq, kind, original, replay}
     cache_hits = models.IntegerField(default=0)
     provider_calls = models.IntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -316,10 +319,10 @@ class CachedResponse(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="cached_responses")
     key = models.CharField(max_length=64)  # v2 (semantic request digest)
     key_v1 = models.CharField(max_length=64)  # seed 002's portable recipe
-    provider = models.CharField(max_length=100, blank=True)
-    model = models.CharField(max_length=200, blank=True)
+    provider = ProtocolCharField(max_length=100, blank=True)
+    model = ProtocolCharField(max_length=200, blank=True)
     run = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="cached_responses")
-    source_run_id = models.CharField(max_length=200, blank=True)
+    source_run_id = ProtocolCharField(max_length=200, blank=True)
     request_seq = models.IntegerField(null=True, blank=True)
     response_seq = models.IntegerField(null=True, blank=True)
     request = models.TextField()  # the recorded request payload (as stored in the event: redacted)

@@ -9,11 +9,13 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from django.db import connection
 from django.db.models import Exists, OuterRef, Q, Sum, TextField
 from django.db.models.functions import Cast
 
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import RunState
+from runs.fields import column_value, json_text_needle
 from runs.models import (
     ArtifactVersion,
     Event,
@@ -237,7 +239,7 @@ def timeline_page(
     if filters.corr:
         qs = qs.filter(correlation_id=filters.corr)
     if filters.q:
-        qs = qs.filter(body__icontains=filters.q)
+        qs = qs.filter(body__icontains=json_text_needle(filters.q))
     cols = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")
     searched_to = searched_from = None
     if before is not None:
@@ -354,7 +356,11 @@ class BadCursor(ValueError):
 
 
 def _tag_filter(tag: str) -> Q:
-    needles = {orjson.dumps(tag).decode(), json.dumps(tag)}
+    needles = {
+        orjson.dumps(tag).decode(),
+        json.dumps(tag),
+        orjson.dumps(column_value(tag, connection)).decode(),
+    }
     q = Q()
     for needle in needles:
         q |= Q(tags_text__contains=needle)
@@ -380,9 +386,13 @@ def runs_page(
             Q(run_id__icontains=text)
             | Q(title__icontains=text)
             | Q(workflow_id__icontains=text)
-            | Q(doc__icontains=text)
+            | Q(doc__icontains=json_text_needle(text))
             # what was said: prompts and answers live in the model calls' bodies
-            | Exists(Event.objects.filter(run=OuterRef("pk"), type="model_io", body__icontains=text))
+            | Exists(
+                Event.objects.filter(
+                    run=OuterRef("pk"), type="model_io", body__icontains=json_text_needle(text)
+                )
+            )
         )
     if cursor:
         try:

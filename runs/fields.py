@@ -1,0 +1,121 @@
+"""Protocol strings in database columns: NUL (U+0000) on PostgreSQL.
+
+The protocol allows any string, U+0000 included (the reference accepts ``"a\\u0000b"`` as a
+step id, an artifact key, a tag, a currency ...). PostgreSQL's ``text`` cannot hold NUL, and
+``jsonb`` refuses ``\\u0000`` too. The protocol JSON itself is stored as JSON text, where NUL is
+the escape ``\\u0000``, so bodies never carry one; the columns beside them (ids, keys, tags,
+subject, cost totals ...) hold the strings themselves, and there a NUL is written, on
+PostgreSQL only, as ``U+FFFF '0'`` (and U+FFFF itself as ``U+FFFF '1'``): a reversible,
+injective spelling, read back by the same fields, so a value round-trips exactly and equal
+strings still compare equal in ``WHERE`` clauses. SQLite holds NUL as it is.
+
+The fields deconstruct as Django's own (the column types do not change: no migration).
+Raw SQL (the event INSERT/COPY path) spells its values with :func:`column_value`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db import models
+from django.db.models import lookups
+
+_NUL = "\x00"
+_ESC = "\uffff"
+_SPELLED = re.compile("\uffff([01])")
+
+
+def to_column(text: str) -> str:
+    """``text`` as PostgreSQL can store it (unchanged unless it holds NUL or U+FFFF)."""
+    if _NUL not in text and _ESC not in text:
+        return text
+    return text.replace(_ESC, _ESC + "1").replace(_NUL, _ESC + "0")
+
+
+def from_column(text: str) -> str:
+    """The inverse of :func:`to_column`."""
+    if _ESC not in text:
+        return text
+    return _SPELLED.sub(lambda m: _NUL if m.group(1) == "0" else _ESC, text)
+
+
+def column_value(value: Any, connection: Any) -> Any:
+    """A string bound by raw SQL, as the fields below would write it on ``connection``."""
+    if isinstance(value, str) and connection.vendor == "postgresql":
+        return to_column(value)
+    return value
+
+
+def _walk(value: Any, spell) -> Any:
+    if isinstance(value, str):
+        return spell(value)
+    if isinstance(value, dict):
+        return {spell(k) if isinstance(k, str) else k: _walk(v, spell) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_walk(v, spell) for v in value]
+    return value
+
+
+class ProtocolCharField(models.CharField):
+    """A ``CharField`` that holds any protocol string (NUL included) on PostgreSQL too.
+
+    Lookups (``filter(run_id=...)``) spell their value the same way, so a NUL in a URL or a
+    query is simply not found instead of a database error.
+    """
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        return column_value(super().get_db_prep_value(value, connection, prepared), connection)
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        if isinstance(value, str) and connection.vendor == "postgresql":
+            return from_column(value)
+        return value
+
+    def deconstruct(self) -> tuple[Any, str, Any, Any]:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.CharField", args, kwargs
+
+
+class _SpelledPattern:
+    """``contains``/``startswith``... whose needle is spelt as the column is (a NUL in a search
+    box finds what holds one, instead of failing on PostgreSQL)."""
+
+    def get_db_prep_lookup(self, value: Any, connection: Any) -> tuple[str, list[Any]]:
+        return "%s", [column_value(value, connection)]
+
+
+for _pattern in (
+    lookups.Contains,
+    lookups.IContains,
+    lookups.StartsWith,
+    lookups.IStartsWith,
+    lookups.EndsWith,
+    lookups.IEndsWith,
+):
+    ProtocolCharField.register_lookup(type(_pattern.__name__, (_SpelledPattern, _pattern), {}))
+
+
+def json_text_needle(text: str) -> str:
+    """A search term for columns of JSON *text* (event bodies, run documents): a NUL is found as
+    the escape the JSON text holds (``\\u0000``), on every database."""
+    return text.replace(_NUL, "\\u0000")
+
+
+class ProtocolJSONField(models.JSONField):
+    """A ``JSONField`` whose strings (keys included) may hold NUL on PostgreSQL's jsonb too."""
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if connection.vendor == "postgresql" and not hasattr(value, "resolve_expression"):
+            value = _walk(value, to_column)
+        return super().get_db_prep_value(value, connection, prepared)
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        value = super().from_db_value(value, expression, connection)
+        if connection.vendor == "postgresql":
+            return _walk(value, from_column)
+        return value
+
+    def deconstruct(self) -> tuple[Any, str, Any, Any]:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs
