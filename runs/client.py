@@ -357,14 +357,19 @@ class WorkbenchClient:
 
     def replay_fn(self, *, prefer_run_id: str | None = None):
         """A ``replay`` callable for ``runs.traced.Tracer``: ``(provider, model, request) -> the
-        recorded response body or None``, asking this server's response cache."""
+        recorded answer (response body and stream chunks) or None``, asking this server's
+        response cache."""
 
-        def replay(provider: str, model: str, request: dict) -> dict | None:
+        def replay(provider: str, model: str, request: dict):
+            from runs.traced import recorded_answer
+
             found = self.cached_response(provider, model, request, prefer_run_id=prefer_run_id)
             if found is None:
                 return None
             payload = found["response"].get("payload")
-            return payload if isinstance(payload, dict) else None
+            if not isinstance(payload, dict):
+                return None
+            return recorded_answer(payload, found.get("chunks") or [])
 
         return replay
 

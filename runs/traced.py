@@ -22,9 +22,11 @@ over REST). Usage follows the project's convention: ``inputTokens`` is the whole
 reads and writes included) and ``cachedInputTokens`` a part of it; ``outputTokens`` includes
 reasoning and ``reasoningTokens`` is a part of it.
 
-Replays: a ``replay`` callable ``(provider, model, request) -> response body | None`` is asked
-before each non-streaming call; an answer is returned as the SDK's own response type without
-calling the provider, and recorded with summary ``replayed``. ``Tracer.for_session(session)``
+Replays: a ``replay`` callable ``(provider, model, request) -> RecordedAnswer | response body |
+None`` is asked before each call; an answer is returned as the SDK's own response type without
+calling the provider, and recorded with summary ``replayed``. A streaming call gets a stream of
+the SDK's own event types: the recorded stream events when the answer was streamed (recorded
+again as they were), else events rebuilt from the recorded response. ``Tracer.for_session(session)``
 sets it for a run that is a replay (``Workbench.replay``): the answers come from the response
 cache (``runs.responsecache``), which the write path fills from every recorded call, the replay's
 source's answers first.
@@ -42,7 +44,22 @@ from typing import Any, Protocol
 from runs.client import make_event
 from runs.engine.replay import REPLAYED_SUMMARY
 
-ReplayFn = Callable[[str, str, dict], dict | None]
+
+class RecordedAnswer(dict):
+    """A recorded model answer: the provider's response object (``model_io.payload``), as a
+    dict, with the payloads of its ``stream_chunk`` events (SDK stream events; empty when it
+    came whole) in ``chunks``."""
+
+    def __init__(self, body: dict, chunks: list[dict] | None = None) -> None:
+        super().__init__(body)
+        self.chunks: list[dict] = list(chunks or [])
+
+    @property
+    def body(self) -> dict:
+        return dict(self)
+
+
+ReplayFn = Callable[[str, str, dict], "RecordedAnswer | dict | None"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,7 +164,7 @@ def cost_of(usage: dict | None, price, *, cache_write_tokens: int = 0) -> dict |
 def cache_replay(workspace, source_run=None) -> ReplayFn:
     """A ``replay`` answering from the workspace's response cache (``source_run``'s answers first)."""
 
-    def replay(provider: str, model: str, request: dict) -> dict | None:
+    def replay(provider: str, model: str, request: dict) -> RecordedAnswer | None:
         from runs import responsecache
 
         keys = responsecache.request_keys(provider, model, request)
@@ -160,9 +177,14 @@ def cache_replay(workspace, source_run=None) -> ReplayFn:
         if not isinstance(payload, dict):
             return None  # recorded without the provider's response body: nothing to hand back
         responsecache.record_hit(entry)
-        return payload
+        return recorded_answer(payload, responsecache.chunk_fields(entry))
 
     return replay
+
+
+def recorded_answer(body: dict, chunks: list[dict]) -> RecordedAnswer:
+    """A RecordedAnswer from a cached response and its recorded ``stream_chunk`` fields."""
+    return RecordedAnswer(body, [c["payload"] for c in chunks if isinstance(c.get("payload"), dict)])
 
 
 def replay_for(session) -> ReplayFn | None:
@@ -261,14 +283,20 @@ class Tracer:
 
 async def arecord(sink: Sink, events: list[dict]) -> None:
     """Record from async code: the sink (database or blocking HTTP) runs in a worker thread."""
+    await in_thread(sink.record, events)
+
+
+async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run blocking work (the database, blocking HTTP) from async code in a worker thread."""
     from asgiref.sync import sync_to_async
 
-    await sync_to_async(_record_in_thread, thread_sensitive=True)(sink, events)
+    return await sync_to_async(_call_in_thread, thread_sensitive=True)(fn, *args)
 
 
-def _record_in_thread(sink: Sink, events: list[dict]) -> None:
-    sink.record(events)
-    if isinstance(sink, SessionSink):  # the worker thread's database connection is not kept open
+def _call_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    finally:  # the worker thread's database connection is not kept open
         from django.db import close_old_connections, connection
 
         if not connection.in_atomic_block:
@@ -398,6 +426,10 @@ class _Provider:
     def accumulator(self, kwargs: dict):
         raise NotImplementedError
 
+    def stream_events(self, answer: RecordedAnswer) -> list[Any]:
+        """The SDK stream events of a recorded answer: its recorded stream, else rebuilt."""
+        raise NotImplementedError
+
 
 class _Anthropic(_Provider):
     name = "anthropic"
@@ -425,6 +457,15 @@ class _Anthropic(_Provider):
             return message, getattr(message, "usage", None)
 
         return feed, final
+
+    def stream_events(self, answer):
+        from anthropic.types import RawMessageStreamEvent
+        from pydantic import TypeAdapter
+
+        recorded = _all_typed(answer.chunks, ANTHROPIC_STREAM_EVENTS)
+        events = answer.chunks if recorded else _anthropic_stream(answer.body)
+        adapter = TypeAdapter(RawMessageStreamEvent)
+        return [adapter.validate_python(event) for event in events]
 
 
 class _OpenAI(_Provider):
@@ -457,16 +498,116 @@ class _OpenAI(_Provider):
 
         return feed, final
 
+    def stream_events(self, answer):
+        from openai.types.chat import ChatCompletionChunk
+
+        recorded = _all_typed(answer.chunks, OPENAI_STREAM_OBJECTS, key="object")
+        events = answer.chunks if recorded else _openai_stream(answer.body)
+        return [ChatCompletionChunk.model_validate(event) for event in events]
+
+
+ANTHROPIC_STREAM_EVENTS = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+    }
+)
+OPENAI_STREAM_OBJECTS = frozenset({"chat.completion.chunk"})
+
+
+def _all_typed(chunks: list[dict], types: frozenset[str], *, key: str = "type") -> bool:
+    return bool(chunks) and all(c.get(key) in types for c in chunks)
+
+
+def _anthropic_stream(message: dict) -> list[dict]:
+    """Stream events that a Messages stream of ``message`` would have sent."""
+    usage = dict(message.get("usage") or {})
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}
+    events: list[dict] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message.get("content") or []):
+        kind = block.get("type")
+        deltas: list[dict] = []
+        opening = dict(block)
+        if kind == "text":
+            opening["text"] = ""
+            deltas.append({"type": "text_delta", "text": block.get("text", "")})
+        elif kind == "thinking":
+            opening.update(thinking="", signature="")
+            deltas.append({"type": "thinking_delta", "thinking": block.get("thinking", "")})
+            deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+        elif kind == "tool_use":
+            opening["input"] = {}
+            deltas.append({"type": "input_json_delta", "partial_json": json.dumps(block.get("input") or {})})
+        events.append({"type": "content_block_start", "index": index, "content_block": opening})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", "index": index})
+    stop = {"stop_reason": message.get("stop_reason"), "stop_sequence": message.get("stop_sequence")}
+    events.append(
+        {"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage.get("output_tokens", 0)}}
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def _openai_stream(completion: dict) -> list[dict]:
+    """Chunks that a Chat Completions stream of ``completion`` would have sent (usage last)."""
+    kept = ("id", "created", "model", "system_fingerprint", "service_tier")
+    base = {k: completion[k] for k in kept if k in completion}
+    base["object"] = "chat.completion.chunk"
+    chunks: list[dict] = []
+    for choice in completion.get("choices") or []:
+        message = choice.get("message") or {}
+        delta = {k: message[k] for k in ("role", "content", "refusal") if message.get(k) is not None}
+        calls = message.get("tool_calls") or []
+        if calls:
+            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
+        index = choice.get("index", 0)
+        end = {"index": index, "delta": {}, "finish_reason": choice.get("finish_reason")}
+        chunks.append({**base, "choices": [{"index": index, "delta": delta, "finish_reason": None}]})
+        chunks.append({**base, "choices": [end]})
+    if completion.get("usage") is not None:
+        chunks.append({**base, "choices": [], "usage": completion["usage"]})
+    return chunks
+
+
+class _RecordedStream:
+    """Recorded SDK stream events, delivered like the SDK's stream (no request behind them)."""
+
+    def __init__(self, events: list[Any]) -> None:
+        self._events = events
+
+    def __iter__(self):
+        return iter(self._events)
+
+    def close(self) -> None:
+        pass
+
+
+class _AsyncRecordedStream(_RecordedStream):
+    async def __aiter__(self):
+        for event in self._events:
+            yield event
+
+    async def close(self) -> None:
+        pass
+
 
 class _TracedStream:
     """Wraps an SDK stream (sync): yields its events unchanged while recording them."""
 
-    def __init__(self, stream, call: Call, feed, final, provider: _Provider) -> None:
+    def __init__(
+        self, stream, call: Call, feed, final, provider: _Provider, summary: str | None = None
+    ) -> None:
         self._stream = stream
         self._call = call
         self._feed = feed
         self._final = final
         self._provider = provider
+        self._summary = summary
 
     def __iter__(self):
         try:
@@ -481,7 +622,8 @@ class _TracedStream:
 
     def _end(self):
         response, usage = self._final()
-        self._call.finish(response, usage=usage, tool_calls=self._provider.tools(response))
+        tools = self._provider.tools(response)
+        self._call.finish(response, usage=usage, tool_calls=tools, summary=self._summary)
 
     def __enter__(self):
         return self
@@ -509,7 +651,8 @@ class _AsyncTracedStream(_TracedStream):
             await self._call.afail(exc)
             raise
         response, usage = self._final()
-        await self._call.afinish(response, usage=usage, tool_calls=self._provider.tools(response))
+        tools = self._provider.tools(response)
+        await self._call.afinish(response, usage=usage, tool_calls=tools, summary=self._summary)
 
     async def __aenter__(self):
         return self
@@ -536,12 +679,32 @@ class _Endpoint:
         return getattr(self._target, name)
 
     def _replayed(self, model: str, kwargs: dict):
-        if self._tracer.replay is None or kwargs.get("stream"):
+        """The recorded answer to this call as the SDK would return it (a response, or for a
+        streaming call the list of its stream events), or None to ask the provider."""
+        if self._tracer.replay is None:
             return None
-        body = self._tracer.replay(self._provider.name, model, _request_payload(kwargs))
-        if body is None:
+        answer = self._tracer.replay(self._provider.name, model, _request_payload(kwargs))
+        if answer is None:
             return None
-        return self._provider.response_type().model_validate(body)
+        if not isinstance(answer, RecordedAnswer):
+            answer = RecordedAnswer(answer)
+        from pydantic import ValidationError
+
+        try:
+            if kwargs.get("stream"):
+                return self._provider.stream_events(answer)
+            return self._provider.response_type().model_validate(answer.body)
+        except ValidationError:  # recorded in a shape this SDK does not read: ask the provider
+            return None
+
+    def _replayed_stream(self, events: list[Any], call: Call, kwargs: dict):
+        feed, final = self._provider.accumulator(kwargs)
+        if self._is_async:
+            stream = _AsyncRecordedStream(events)
+            return _AsyncTracedStream(stream, call, feed, final, self._provider, summary=REPLAYED_SUMMARY)
+        return _TracedStream(
+            _RecordedStream(events), call, feed, final, self._provider, summary=REPLAYED_SUMMARY
+        )
 
     def create(self, **kwargs):
         if self._is_async:
@@ -549,6 +712,8 @@ class _Endpoint:
         model = kwargs.get("model", "")
         call = self._tracer.begin(self._provider.name, model, kwargs)
         replayed = self._replayed(model, kwargs)
+        if isinstance(replayed, list):
+            return self._replayed_stream(replayed, call, kwargs)
         if replayed is not None:
             call.finish(
                 replayed,
@@ -572,7 +737,9 @@ class _Endpoint:
     async def _acreate(self, **kwargs):
         model = kwargs.get("model", "")
         call = await self._tracer.abegin(self._provider.name, model, kwargs)
-        replayed = self._replayed(model, kwargs)
+        replayed = await in_thread(self._replayed, model, kwargs)  # the cache is in the database
+        if isinstance(replayed, list):
+            return self._replayed_stream(replayed, call, kwargs)
         if replayed is not None:
             tools = self._provider.tools(replayed)
             await call.afinish(replayed, usage=replayed.usage, tool_calls=tools, summary=REPLAYED_SUMMARY)

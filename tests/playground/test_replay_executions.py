@@ -198,3 +198,28 @@ def test_a_fork_of_a_run_whose_execution_was_deleted_fails_with_a_code(
     failed = run_fork(pending.pk)
     assert failed.status == ForkStatus.FAILED and failed.error_code == "REPLAY_DATA_EXPIRED"
     assert failed.run.status == "failed" and len(anthropic_fake.requests) == before
+
+
+@pytest.mark.parametrize("model", ["sonnet", "local"])
+def test_the_provider_layer_plays_a_cached_answer_as_its_recorded_stream(
+    workspace, alice, fake_models, anthropic_fake, openai_fake, django_capture_on_commit_callbacks, model
+):
+    from playground.providers import cached
+
+    session = (
+        c.set_thinking(c.Session(prompt="Stream it"), True) if model == "sonnet" else c.Session(prompt="Go")
+    )
+    ex = send(workspace, alice, fake_models[model], session, django_capture_on_commit_callbacks)
+    pieces = [
+        (e["payload"]["kind"], e["payload"]["text"])
+        for e in bodies(Run.objects.get(run_id=ex.run_id))
+        if e.get("direction") == "stream_chunk"
+    ]
+    before = requests_sent(anthropic_fake, openai_fake)
+    deltas: list[tuple[str, str]] = []
+    settings = fake_models[model].provider.provider_settings()
+    record = cached.call(
+        settings, ex.request_json, workspace=workspace, on_delta=lambda k, t: deltas.append((k, t))
+    )
+    assert record.hit and requests_sent(anthropic_fake, openai_fake) == before
+    assert deltas == pieces and "".join(t for k, t in deltas if k == "text") == ex.response_text

@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from playground.pricing import Price
+from runs.engine.replay import comparable
 from runs.models import Event, loads
 from runs.session import Workbench
 from runs.traced import ClientSink, SessionSink, Tracer, traced_anthropic, traced_openai
@@ -297,3 +298,136 @@ def test_a_faithful_traced_replay_scores_one_and_a_changed_request_diverges(
     first_request = next(i + 1 for i, e in enumerate(source) if e.get("direction") == "request")
     assert report["firstDivergenceSeq"] == first_request and report["score"] < 1
     assert len(anthropic_fake.requests) == 2  # the new prompt went to the provider
+
+
+def _replay_session(workspace):
+    return Workbench(workspace=workspace, actor="host").replay("run_traced")
+
+
+def _run_events(run_id: str) -> list[dict]:
+    return [e for e in events() if e["runId"] == run_id]
+
+
+def _stream_text_anthropic(stream) -> str:
+    return "".join(
+        e.delta.text for e in stream if e.type == "content_block_delta" and e.delta.type == "text_delta"
+    )
+
+
+def test_an_anthropic_stream_is_replayed_from_the_cache_as_a_stream(session, anthropic_fake, workspace):
+    ask = {
+        "model": HAIKU,
+        "max_tokens": 100,
+        "stream": True,
+        "messages": [{"role": "user", "content": "Stream me"}],
+    }
+    claude = traced_anthropic(a_client(anthropic_fake), Tracer.for_session(session, prices=PRICES))
+    text = _stream_text_anthropic(claude.messages.create(**ask))
+    sent = len(anthropic_fake.requests)
+
+    replay = _replay_session(workspace)
+    with traced_anthropic(
+        a_client(anthropic_fake), Tracer.for_session(replay, prices=PRICES)
+    ).messages.create(**ask) as stream:
+        kinds = []
+        again = ""
+        for event in stream:
+            assert isinstance(event, anthropic.types.RawMessageStreamEvent.__args__[0].__args__)  # SDK types
+            kinds.append(event.type)
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                again += event.delta.text
+    assert len(anthropic_fake.requests) == sent  # no provider request
+    assert again == text == "Echo: Stream me" and kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    source = one_call(_run_events("run_traced"))
+    replayed = [e for e in _run_events(replay.run_id) if e["type"] == "model_io"]
+    assert [comparable(e) for e in replayed if e["direction"] == "stream_chunk"] == [
+        comparable(e) for e in source["chunks"]
+    ]  # the same stream, recorded again
+    [response] = [e for e in replayed if e["direction"] == "response"]
+    assert response["summary"] == "replayed" and response["payload"] == source["response"][0]["payload"]
+    session.cancel("end")
+    replay.cancel("end")
+    assert Workbench(workspace=workspace).determinism(replay.run_id)["score"] == 1.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_openai_async_stream_with_tools_is_replayed_from_the_cache(session, openai_fake, workspace):
+    openai_fake.script({"tool": "get_weather", "input": {"city": "Oslo"}})
+    ask = {"model": GPT, "messages": [{"role": "user", "content": "Weather?"}], "tools": [WEATHER_TOOL_O]}
+
+    async def stream_all(tracer):
+        gpt = traced_openai(o_client(openai_fake, openai.AsyncOpenAI), tracer)
+        stream = await gpt.chat.completions.create(**ask, stream=True)
+        return [chunk async for chunk in stream]
+
+    first = asyncio.run(stream_all(Tracer.for_session(session)))
+    sent = len(openai_fake.requests)
+    replay = _replay_session(workspace)
+    again = asyncio.run(stream_all(Tracer.for_session(replay)))
+    assert len(openai_fake.requests) == sent
+    assert all(isinstance(c, openai.types.chat.ChatCompletionChunk) for c in again)
+    assert [c.model_dump() for c in again] == [c.model_dump() for c in first]
+    tools = [(e["name"], e["args"]) for e in _run_events(replay.run_id) if e["type"] == "tool_call"]
+    assert tools == [("get_weather", {"city": "Oslo"})]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_recorded_whole_is_streamed_back_rebuilt(session, anthropic_fake, openai_fake, workspace):
+    claude = traced_anthropic(a_client(anthropic_fake), Tracer.for_session(session))
+    whole = claude.messages.create(
+        model=HAIKU, max_tokens=50, messages=[{"role": "user", "content": "Whole"}]
+    )
+    gpt = traced_openai(o_client(openai_fake), Tracer.for_session(session))
+    completion = gpt.chat.completions.create(model=GPT, messages=[{"role": "user", "content": "Whole too"}])
+    sent = len(anthropic_fake.requests) + len(openai_fake.requests)
+    replay = _replay_session(workspace)
+
+    tracer = Tracer.for_session(replay)  # (asks the database: outside the event loop)
+
+    async def go():
+        a = traced_anthropic(a_client(anthropic_fake, anthropic.AsyncAnthropic), tracer)
+        stream = await a.messages.create(
+            model=HAIKU, max_tokens=50, stream=True, messages=[{"role": "user", "content": "Whole"}]
+        )
+        return [e async for e in stream]
+
+    text = "".join(
+        e.delta.text
+        for e in asyncio.run(go())
+        if e.type == "content_block_delta" and e.delta.type == "text_delta"
+    )
+    o = traced_openai(o_client(openai_fake), Tracer.for_session(replay))
+    chunks = list(
+        o.chat.completions.create(model=GPT, stream=True, messages=[{"role": "user", "content": "Whole too"}])
+    )
+    assert len(anthropic_fake.requests) + len(openai_fake.requests) == sent
+    assert text == whole.content[0].text
+    assert (
+        "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        == completion.choices[0].message.content
+    )
+    assert chunks[-1].usage.total_tokens == completion.usage.total_tokens
+    responses = [e for e in _run_events(replay.run_id) if e.get("direction") == "response"]
+    assert [r["payload"]["content"][0]["text"] for r in responses[:1]] == [whole.content[0].text]
+
+
+def test_the_provider_layer_plays_a_cached_stream_to_on_delta(session, anthropic_fake, workspace):
+    from playground.providers import cached
+    from playground.providers.base import ProviderSettings
+
+    ask = {"model": HAIKU, "max_tokens": 100, "messages": [{"role": "user", "content": "Stream me"}]}
+    claude = traced_anthropic(a_client(anthropic_fake), Tracer.for_session(session))
+    text = _stream_text_anthropic(claude.messages.create(**ask, stream=True))
+    sent = len(anthropic_fake.requests)
+    settings = ProviderSettings(kind="anthropic", api_key="test-anthropic-key", base_url=anthropic_fake.url)
+    deltas: list[tuple[str, str]] = []
+    record = cached.call(settings, ask, workspace=workspace, on_delta=lambda k, t: deltas.append((k, t)))
+    assert record.hit and len(anthropic_fake.requests) == sent
+    chunks = one_call(_run_events("run_traced"))["chunks"]
+    streamed = [
+        ("text", c["payload"]["delta"]["text"])
+        for c in chunks
+        if c["payload"]["type"] == "content_block_delta" and c["payload"]["delta"]["type"] == "text_delta"
+    ]
+    assert deltas == streamed and len(deltas) > 1  # the recorded deltas, one by one
+    assert "".join(t for _, t in deltas) == text and len(record.chunks) == len(chunks)
