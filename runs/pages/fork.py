@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
 
 from runs.actions import ActionError
 from runs.actions_fork import determinism_report, do_fork_run
@@ -69,6 +70,7 @@ def fork_run(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @login_required
+@require_GET
 def determinism(request: HttpRequest, run_id: str) -> HttpResponse:
     access = run_access(request, run_id)
     fork = RunFork.objects.select_related("run", "source").filter(run=access.run).first()

@@ -1,0 +1,156 @@
+"""The world the security suite attacks: a victim workspace full of secrets, an outsider with a
+workspace of their own, and values for every path parameter kind (existing and missing).
+
+acme (victim): alice owner, vera viewer; a run whose metadata, artifact, annotation, playground
+execution, cached response and token name all carry ``CANARY``. globex: charlie, owner.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+CANARY = "CANARY-9c1f7e"
+VICTIM_RUN = "run_victim_a1"
+MISSING_RUN = "run_victim_z9"  # same length: 404 bodies can be compared byte for byte
+CACHE_KEY = "a" * 64
+MISSING_CACHE_KEY = "b" * 64
+
+
+@dataclass
+class World:
+    workspace: object
+    other_workspace: object
+    alice: object
+    vera: object
+    charlie: object
+    run: object
+    execution_id: str
+    token_key_id: str
+    read_token: str  # acme, scopes ["read"]
+    outsider_token: str  # globex, every scope a token can hold
+    workflow: dict
+
+    def values(self, missing: bool = False) -> dict[str, object]:
+        """A value for every parameter kind of tests/security/routes.py (PARAM_KINDS)."""
+        return {
+            "run_id": MISSING_RUN if missing else VICTIM_RUN,
+            "execution_id": str(uuid.UUID(int=7)) if missing else self.execution_id,
+            "key_id": ("z" * len(self.token_key_id)) if missing else self.token_key_id,
+            "key": MISSING_CACHE_KEY if missing else CACHE_KEY,
+            "seq": 1,
+            "artifact_key": "notes",
+        }
+
+    def scoped_values(self) -> list[tuple[str, str]]:
+        """(victim value, missing value) pairs, for normalizing the two 404 bodies."""
+        here, gone = self.values(), self.values(missing=True)
+        return [(str(here[k]), str(gone[k])) for k in here if here[k] != gone[k]]
+
+
+def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> World:
+    from accounts.tokens import create_token
+    from playground.models import Execution
+    from runs import actions
+    from runs.engine import commands as c
+    from runs.models import CachedResponse
+
+    run = actions.do_start_run(
+        workspace=workspace,
+        workflow=workflow,
+        run_id=VICTIM_RUN,
+        actor="user:alice",
+        metadata={"secret": CANARY},
+        tags=["victim"],
+    )
+    for command in (
+        c.BeginStep(step_id="parse"),
+        c.WriteArtifact(key="notes", type_id="json", data={"secret": CANARY}),
+        c.CompleteStep(step_id="parse"),
+        c.BeginStep(step_id="review"),  # PAUSE_BEFORE: a gate waits
+        c.Annotate(text=f"note {CANARY}"),
+    ):
+        actions.do_command(workspace=workspace, run_id=VICTIM_RUN, command=command, actor="user:alice")
+    execution = Execution.objects.create(
+        workspace=workspace,
+        user=alice,
+        provider_kind="anthropic",
+        model_name="claude-test",
+        request=f'{{"messages": [{{"role": "user", "content": "{CANARY}"}}]}}',
+        user_content=CANARY,
+        response_text=CANARY,
+        status="completed",
+    )
+    CachedResponse.objects.create(
+        workspace=workspace,
+        key=CACHE_KEY,
+        key_v1=CACHE_KEY,
+        provider="anthropic",
+        model="claude-test",
+        request=f'{{"q": "{CANARY}"}}',
+        response=f'{{"text": "{CANARY}", "chunks": []}}',
+        response_digest="0" * 64,
+    )
+    read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
+    outsider = create_token(workspace=other_workspace, name="outsider", scopes=["read", "write", "review"])
+    actions.do_start_run(
+        workspace=other_workspace, workflow=workflow, run_id="run_globex", actor="user:charlie"
+    )
+    return World(
+        workspace=workspace,
+        other_workspace=other_workspace,
+        alice=alice,
+        vera=vera,
+        charlie=charlie,
+        run=run,
+        execution_id=str(execution.pk),
+        token_key_id=read.token.key_id,
+        read_token=read.secret,
+        outsider_token=outsider.secret,
+        workflow=workflow,
+    )
+
+
+_VOLATILE = [
+    (re.compile(rb'nonce="[^"]*"'), b'nonce=""'),
+    (re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"'), b'name="csrfmiddlewaretoken" value=""'),
+    (re.compile(rb'"X-CSRFToken": *"[^"]*"'), b'"X-CSRFToken": ""'),
+]
+
+
+def normalized(body: bytes, world: World, *, missing: bool) -> bytes:
+    """``body`` with the requested ids (and per-request tokens) replaced by placeholders."""
+    from urllib.parse import quote
+
+    for here, gone in world.scoped_values():
+        value = gone if missing else here
+        for form in {value, quote(value, safe=""), quote(value)}:
+            body = body.replace(form.encode(), b"<ID>")
+    for pattern, replacement in _VOLATILE:
+        body = pattern.sub(replacement, body)
+    return body
+
+
+# Fields that reads may touch (last use of a token, cache hit counters): not a change of data.
+_READ_SIDE_EFFECTS = {"last_used_at", "last_hit_at", "hits"}
+
+
+def fingerprint(workspace=None) -> dict[str, list]:
+    """Every row of the project's own models (minus read side effects), or only those of
+    ``workspace`` (rows with a workspace or run link; others always count): equal before and
+    after a refused write means nothing changed."""
+    from django.apps import apps
+
+    out: dict[str, list] = {}
+    for label in ("runs", "accounts", "playground"):
+        for model in apps.get_app_config(label).get_models():
+            fields = [f.attname for f in model._meta.concrete_fields if f.attname not in _READ_SIDE_EFFECTS]
+            rows = model._default_manager.order_by("pk")
+            names = {f.name for f in model._meta.concrete_fields}
+            if workspace is not None and "workspace" in names:
+                rows = rows.filter(workspace=workspace)
+            elif workspace is not None and "run" in names:
+                rows = rows.filter(run__workspace=workspace)
+            out[model._meta.label] = list(rows.values_list(*fields))
+    return out
