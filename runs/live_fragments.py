@@ -4,7 +4,8 @@ Renders `templates/runs/run_detail.html` partials with the context builders of `
 same ones the page uses, so a live page and a reloaded page show the same markup:
 
 - `timeline_rows` (events after_seq+1..upto_seq), appended to the timeline list;
-- `status_badge`, `gate_panel`, `graph`, `ledger_totals`, replacing their current versions.
+- `status_badge`, `gate_panel`, `graph`, `ledger_totals`, `run_events`, replacing their current versions
+  (`run_events`, the header's event count, comes with every update, rows only or not).
 
 The partials render their own `hx-swap-oob` attribute when their context says `oob`. A panel
 whose HTML did not change since a subscriber last got it is left out of that subscriber's update
@@ -73,7 +74,7 @@ def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -
             f'data-live-to="{upto_seq}">{html}</ol></template>',
         )
         if {row.type for row in rows_ctx["rows"]} <= PANEL_NEUTRAL_TYPES:
-            return RenderedUpdate(after_seq, upto_seq, run.status, rows, ())
+            return RenderedUpdate(after_seq, upto_seq, run.status, rows, (_events_fragment(run),))
     run = Run.objects.select_related("workspace").get(pk=run_pk)
     state = run_state(run)
     can_review = role_allows(role, Action.RESOLVE_GATE)
@@ -87,4 +88,11 @@ def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -
     for name, ctx in contexts:
         ctx["csrf_token"] = CSRF_PLACEHOLDER
         panels.append(_fragment(name, render_to_string(f"{TEMPLATE}#{name}", ctx)))
+    panels.append(_events_fragment(run))
     return RenderedUpdate(after_seq, upto_seq, run.status, rows, tuple(panels))
+
+
+def _events_fragment(run: Run) -> Fragment:
+    """The header's "Events N (last seq M)": cheap (the run row alone), sent with every update."""
+    ctx = partials.ledger_totals_context(run, oob=True)
+    return _fragment("run_events", render_to_string(f"{TEMPLATE}#run_events", ctx))

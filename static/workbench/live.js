@@ -27,7 +27,58 @@
     return base / 2 + Math.random() * base / 2;
   }
 
+  // The run page's live indicator (<p id="live-indicator" role="status">): says in words whether the
+  // page follows the run (not by colour alone). It speaks only when its state changes, and a
+  // reconnect that succeeds within RECONNECT_QUIET_MS is never announced, so it is not chatty.
+  var RECONNECT_QUIET_MS = 2000;
+  var LIVE_TEXT = {
+    connecting: "Connecting for live updates…",
+    open: "Live: new events appear as they happen",
+    reconnecting: "Reconnecting…",
+    finished: "Finished: no new events",
+    closed: "Not live: reload the page to follow this run",
+    gone: "This run no longer exists"
+  };
+
+  function liveIndicator() {
+    var el = document.getElementById("live-indicator");
+    var finished = !!el && el.getAttribute("data-state") === "finished";
+    var quiet = null;
+    function show(state) {
+      if (!el) return;
+      if (finished && state !== "gone") state = "finished";
+      if (quiet) {
+        window.clearTimeout(quiet);
+        quiet = null;
+      }
+      if (el.getAttribute("data-state") === state) return;
+      el.setAttribute("data-state", state);
+      el.querySelector(".live-text").textContent = LIVE_TEXT[state] || state;
+    }
+    return {
+      set: function (state) {
+        if (state === "reconnecting" || state === "connecting") {
+          if (!quiet && el && el.getAttribute("data-state") === "open") {
+            quiet = window.setTimeout(function () {
+              quiet = null;
+              show("reconnecting");
+            }, RECONNECT_QUIET_MS);
+          }
+          return;
+        }
+        show(state);
+      },
+      status: function (runStatus) {
+        if (runStatus && runStatus !== "running") {
+          finished = true;
+          show("finished");
+        }
+      }
+    };
+  }
+
   function followRun(hook) {
+    var indicator = liveIndicator();
     var runId = hook.getAttribute("data-run-id");
     var lastSeq = parseInt(hook.getAttribute("data-last-seq") || "0", 10) || 0;
     var attempt = 0;
@@ -69,6 +120,7 @@
       }
       setSeq(msg.last_seq);
       hook.setAttribute("data-live-status", msg.status || "");
+      indicator.status(msg.status);
       hook.dispatchEvent(new CustomEvent("live:update", { bubbles: true, detail: msg }));
     }
 
@@ -122,6 +174,7 @@
       if (msg.type === "hello") {
         attempt = 0;
         hook.setAttribute("data-live", "open");
+        indicator.set("open");
       } else if (msg.type === "update") {
         if (msg.from_seq !== lastSeq) {
           send({ type: "resync", after_seq: lastSeq });
@@ -134,6 +187,7 @@
       } else if (msg.type === "gone") {
         stopped = true;
         hook.setAttribute("data-live", "gone");
+        indicator.set("gone");
       }
     }
 
@@ -147,9 +201,11 @@
         ws = null;
         if (stopped || event.code === 4403 || event.code === 4404) {
           hook.setAttribute("data-live", event.code === 4404 ? "gone" : "closed");
+          indicator.set(event.code === 4404 ? "gone" : "closed");
           return;
         }
         hook.setAttribute("data-live", "reconnecting");
+        indicator.set("reconnecting");
         var delay = event.code === 4000 ? 50 : backoff(attempt++);
         window.setTimeout(connect, delay);
       };
