@@ -345,6 +345,8 @@ def total_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[MetricRow]:
         )
     )
     wa, wb = sa.get("wall_seconds"), sb.get("wall_seconds")
+    if wa is None and wb is None:
+        return rows
     rows.append(
         MetricRow(
             "Wall time (s)",

@@ -170,13 +170,15 @@ def compare_context(
     run_a: Run, run_b: Run, *, pos: Cursor | None = None, jump: bool = False
 ) -> dict[str, Any]:
     """The compare page: totals, steps and artifacts side by side, the first divergence, and one
-    page of aligned trace rows (``aligned`` partial) from ``pos`` (default: after the shared history;
-    ``jump``: the page that starts with the first divergence)."""
+    page of aligned trace rows (``aligned`` partial) from ``pos``. By default (and with ``jump``)
+    the page starts at the first divergence: what comes before it (a fork's copied history, and
+    whatever else both runs did alike) is one collapsed row that ``pos=0.0`` opens."""
     shared = shared_history(run_a, run_b)
     start = Cursor(shared.upto, shared.upto)
     search = cached_first_divergence(run_a, run_b, start=start)
     found = search.found
-    after = found.before if jump and found else (pos or start)
+    default = found.before if found else start
+    after = default if jump or pos is None else pos
     page = aligned_page(run_a, run_b, after=after)
     for row in page.rows:
         seqs = (row.a.seq if row.a else None, row.b.seq if row.b else None)
@@ -191,12 +193,12 @@ def compare_context(
         "divergence": found,
         "divergence_url": compare_url(*ids, pos=str(found.before)) + "#first-divergence" if found else "",
         "scan_more_url": compare_url(*ids, pos=str(search.scanned_to)) if search.scanned_to else "",
-        "show_prefix": shared.upto > 0 and after == start,
+        "prefix": default if after == default and (default.a or default.b) else None,
         "prefix_url": compare_url(*ids, pos="0.0"),
         "page": page,
         "blocks": fold_same(page.rows),
         "next_url": compare_url(*ids, pos=str(page.next_after)) if page.next_after else "",
-        "first_url": compare_url(*ids) if after != start else "",
+        "first_url": compare_url(*ids) if after != default else "",
         "swap_url": compare_url(run_b.run_id, run_a.run_id),
         "totals": total_rows(sa, sb),
         "steps": step_rows(sa, sb),

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.core.cache import cache
 
-from runs.compare import CHANGED, ONLY_A, ONLY_B, CompareRow, align, compare_row, number, row_kind
+from runs.compare import CHANGED, ONLY_A, ONLY_B, SAME, CompareRow, align, compare_row, number, row_kind
 from runs.models import Event, Run, RunFork, loads
 from runs.protocol.telemetry import DEFAULT_DIRECTIONS, Totals, entry_delta, ledger_entry
 from runs.selectors import artifact_versions_by_key, gate_history, run_state
@@ -166,15 +166,16 @@ def cached_first_divergence(run_a: Run, run_b: Run, *, start: Cursor) -> Diverge
 def first_divergence(run_a: Run, run_b: Run, *, start: Cursor, budget: int = SCAN_BUDGET) -> DivergenceSearch:
     """The first aligned row after ``start`` that differs (markers aside), reading at most about
     ``budget`` events of each run; ``scanned_to`` says where it stopped when it found none."""
-    cursor = start
+    cursor = settled = start  # settled: after the last equal row (fork markers then show on the page)
     while True:
         pairs, done = _window_pairs(run_a, run_b, cursor, SCAN_ROWS)
         for pa, pb in pairs:
-            if row_kind(pa, pb) in DIFFERENCES:
+            kind = row_kind(pa, pb)
+            if kind in DIFFERENCES:
                 row = compare_row(pa, pb, details=False)
                 return DivergenceSearch(
                     Divergence(
-                        before=cursor,
+                        before=settled,
                         seq_a=pa.seq if pa else None,
                         seq_b=pb.seq if pb else None,
                         kind=row.kind,
@@ -185,6 +186,8 @@ def first_divergence(run_a: Run, run_b: Run, *, start: Cursor, budget: int = SCA
                     start,
                 )
             cursor = _advance(cursor, [(pa, pb)])
+            if kind == SAME:
+                settled = cursor
         if done or not pairs:
             return DivergenceSearch(None, None, start)
         if cursor.a - start.a >= budget or cursor.b - start.b >= budget:

@@ -99,7 +99,10 @@ def test_two_runs_side_by_side(client, alice, pair):
     first = re.search(r'<section id="divergence".*?href="([^"]+)"', page, re.S).group(1)
     assert first.endswith("#first-divergence") and "pos=" in first
     jumped = client.get(first.replace("&amp;", "&").split("#")[0]).content.decode()
-    assert re.search(r'<tbody>\s*<tr class="cmp-changed cmp-first" id="first-divergence">', jumped)
+    rows = re.findall(r'<tr class="(cmp-[^"]+)"', jumped)
+    assert rows[:2] == ["cmp-prefix", "cmp-changed cmp-first"]  # what came before is collapsed
+    assert "Identical history up to seq 2 " in jumped  # by default, the page starts there too
+    assert "<del>Berlin, </del>" in jumped
 
 
 @pytest.mark.django_db
@@ -113,7 +116,7 @@ def test_fork_shows_collapsed_history_and_links_back(client, alice, pair, worksp
     link = re.search(r'href="([^"]+)" id="compare-with-source"', detail).group(1).replace("&amp;", "&")
     assert link == _url("run_a", fork.run.run_id)
     page = client.get(link).content.decode()
-    assert "Identical history up to seq 3" in page
+    assert 'Identical history up to seq 3 <span class="muted">(seqs 1–3 copied into the fork)' in page
     assert "B is a branch of A from seq 4" in page
     assert ">fork marker<" in page  # run_forked: shown, not counted as a difference
     # the fork has not produced events of its own yet: A's tail shows as "only in A"
@@ -230,7 +233,7 @@ def test_pages_of_aligned_rows_cover_both_traces_once(client, alice, workspace, 
         notes = [c.Annotate(text=f"note {i}") for i in range(250) if i != skip]
         actions.do_commands(workspace=workspace, run_id=run_id, commands=notes, actor="x")
     login(client, alice)
-    url, seen_a, seen_b, kinds = _url("run_long_a", "run_long_b"), [], [], []
+    url, seen_a, seen_b, kinds = _url("run_long_a", "run_long_b", pos="0.0"), [], [], []
     while url:
         response = client.get(url, HTTP_HX_REQUEST="true")
         page = response.content.decode()
