@@ -7,10 +7,12 @@
 
 What gets a widget: objects with properties (a group of fields, nested as deep as the schema
 goes), strings, numbers, integers, booleans, enums, unions of those (``"type": ["string",
-"number"]``: a type choice plus a value), and arrays of scalars (one item per line). Anything else
-inside an object (arrays of objects, ``oneOf``, ``$ref`` ...) is a small JSON box for that field
-only, with a note saying so. When the schema's root is not an object with properties, the whole
-artifact is edited as JSON and the page says why.
+"number"]``: a type choice plus a value), arrays of scalars (one item per line) and arrays of
+objects with properties (a group per item, each with "Remove this item", and one blank group with
+"Add this item": no JavaScript), at the root too. Anything else (``oneOf``, ``$ref`` ...) is a
+small JSON box for that field only, with a note saying so. When the schema's root is neither an
+object with properties nor a list of such objects, the whole artifact is edited as JSON and the
+page says why.
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ class FormField:
     pointer: str
     name: str
     label: str
-    kind: str  # group | text | number | integer | boolean | enum | union | lines | json
+    kind: str  # group | items | text | number | integer | boolean | enum | union | lines | json
     required: bool = False
     description: str = ""
     enum: list[Any] = field(default_factory=list)
@@ -142,6 +144,8 @@ class FormField:
     chosen_type: str = ""
     errors: list[str] = field(default_factory=list)
     autofocus: bool = False
+    item: str = ""  # a group that is one item of a list: "existing" (removable) or "new" (added on request)
+    kept: list[int] = field(default_factory=list)  # items: the form index of each parsed item, in order
 
     @property
     def input_id(self) -> str:
@@ -204,6 +208,9 @@ def _leaf(
         f.kind = "group"
         obj = value if isinstance(value, dict) else {}
         f.children = _children(prop, pointer, obj, depth + 1)
+    elif _object_items(prop) is not None and depth < MAX_DEPTH and (value is None or isinstance(value, list)):
+        f.kind = "items"
+        f.children = _items(prop, pointer, value, depth)
     elif len(types) == 1 and types[0] in SCALAR_TYPES:
         f.kind = types[0] if types[0] != "string" else "text"
     elif types and set(types) <= {*SCALAR_TYPES, "null"} and len(types) > 1:
@@ -258,8 +265,59 @@ def _type_of(value: Any) -> str:
     return "json"
 
 
+def _object_items(prop: Any) -> dict | None:
+    """The item schema of an array of objects with properties (a list the form can edit), else None."""
+    if not isinstance(prop, dict) or _types(prop) != ["array"]:
+        return None
+    items = prop.get("items")
+    if isinstance(items, dict) and "object" in _types(items) and isinstance(items.get("properties"), dict):
+        return items if items["properties"] else None
+    return None
+
+
+def _item_label(item_schema: dict, value: Any, index: int) -> str:
+    name = next(
+        (
+            value[k]
+            for k in ("title", "name", "label", "id", "jobId")
+            if isinstance(value, dict) and value.get(k)
+        ),
+        None,
+    )
+    noun = str(item_schema.get("title") or "Item")
+    return f"{noun} {index + 1}" + (f": {_text(name)[:60]}" if name is not None else "")
+
+
+def _items(prop: dict, pointer: str, value: Any, depth: int) -> list[FormField]:
+    """One group per existing item (removable), then a blank one that is added on request."""
+    item_schema = _object_items(prop) or {}
+    values = value if isinstance(value, list) else []
+    out = []
+    for i, item in enumerate([*values, None]):
+        group = FormField(
+            pointer=f"{pointer}/{i}",
+            name=str(i),
+            label=_item_label(item_schema, item, i) if item is not None else "New item",
+            kind="group",
+            required=False,
+            value=item,
+            present=item is not None,
+            item="existing" if item is not None else "new",
+        )
+        group.children = _children(
+            item_schema, group.pointer, item if isinstance(item, dict) else {}, depth + 1
+        )
+        out.append(group)
+    return out
+
+
 def build_form(schema: dict | None, data: Any) -> FormField | None:
-    """The form for ``schema`` filled with ``data``; None when the root is not an object with properties."""
+    """The form for ``schema`` filled with ``data``; None when the root is neither an object with
+    properties nor a list of them."""
+    if isinstance(schema, dict) and _object_items(schema) is not None:
+        root = FormField(pointer="", name="", label="", kind="items", required=True, value=data, present=True)
+        root.children = _items(schema, "", data, 1)
+        return root
     if not isinstance(schema, dict) or "object" not in _types(schema):
         return None
     if not isinstance(schema.get("properties"), dict) or not schema["properties"]:
@@ -312,8 +370,47 @@ def parse_form(form: FormField, post, original: Any) -> tuple[Any, list[dict[str
     """The data the posted form describes, merged over ``original`` (keys the schema does not list
     are kept), and the fields whose text could not be read (each {path, field, message})."""
     problems: list[dict[str, str]] = []
+    if form.kind == "items":
+        return _parse_items(form, post, original, problems), problems
     base = dict(original) if isinstance(original, dict) else {}
     return _parse_group(form, post, base, problems), problems
+
+
+def _parse_items(f: FormField, post, current: Any, problems: list) -> list:
+    """The list: existing items not marked for removal (each merged over its stored value), then
+    the new item when "Add this item" is ticked."""
+    stored = current if isinstance(current, list) else []
+    out = []
+    f.kept = []
+    for group in f.children:
+        if group.item == "existing" and post.get(f"{group.pointer}#remove") in ("on", "true", "1"):
+            continue
+        if group.item == "new" and post.get(f"{group.pointer}#add") not in ("on", "true", "1"):
+            continue
+        index = int(group.name)
+        base = dict(stored[index]) if index < len(stored) and isinstance(stored[index], dict) else {}
+        out.append(_parse_group(group, post, base, problems))
+        f.kept.append(index)
+    return out
+
+
+def form_pointer(form: FormField, path: str) -> str:
+    """The form's pointer for a JSON pointer into the parsed data: items removed from a list shift
+    the data's indices, not the form's (call after :func:`parse_form`)."""
+    fields = {f.pointer: f for f in form.walk()}
+    out = ""
+    for part in path.split("/")[1:]:
+        container = fields.get(out)
+        if container is not None and container.kind == "items" and part.isdigit():
+            index = int(part)
+            part = str(container.kept[index]) if index < len(container.kept) else part
+        out += "/" + part
+    return out or path
+
+
+def form_schema_errors(form: FormField, schema: dict | None, data: Any) -> list[dict[str, str]]:
+    """:func:`schema_errors` of the parsed data, each path the form's pointer (see :func:`form_pointer`)."""
+    return [{**e, "path": form_pointer(form, e["path"])} for e in schema_errors(schema, data)]
 
 
 def _parse_group(group: FormField, post, obj: dict, problems: list) -> dict:
@@ -326,6 +423,16 @@ def _parse_group(group: FormField, post, obj: dict, problems: list) -> dict:
     return obj
 
 
+def _left_blank(group: FormField, post) -> bool:
+    """Nothing typed or chosen in any field of the group (an unticked checkbox counts as blank)."""
+    for f in group.walk():
+        if f.kind in ("group", "items", "boolean"):
+            continue
+        if post.get(f.pointer, "").strip():
+            return False
+    return True
+
+
 def _problem(problems: list, f: FormField, message: str) -> None:
     top = f.pointer.split("/")[1] if f.pointer else ""
     problems.append({"path": f.pointer or "/", "field": top, "message": message})
@@ -334,7 +441,12 @@ def _problem(problems: list, f: FormField, message: str) -> None:
 def _parse_field(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
     """(present, value) of one field from the post; a field left empty and optional is absent."""
     key = f.pointer
+    if f.kind == "items":
+        items = _parse_items(f, post, current, problems)
+        return bool(items) or f.required or isinstance(current, list), items
     if f.kind == "group":
+        if current is None and not f.required and _left_blank(f, post):
+            return False, None  # an optional object that was absent and got no value stays absent
         obj = dict(current) if isinstance(current, dict) else {}
         obj = _parse_group(f, post, obj, problems)
         return bool(obj) or f.required or isinstance(current, dict), obj
@@ -394,7 +506,11 @@ def _parse_field(f: FormField, post, current: Any, problems: list) -> tuple[bool
 def fill_from_post(form: FormField, post) -> None:
     """Show what the user typed (not the stored data) after a failed save."""
     for f in form.walk():
-        if f.kind == "group" or not f.pointer:
+        if f.item == "existing":
+            f.present = post.get(f"{f.pointer}#remove") not in ("on", "true", "1")
+        elif f.item == "new":
+            f.present = post.get(f"{f.pointer}#add") in ("on", "true", "1")
+        if f.kind in ("group", "items") or not f.pointer:
             continue
         if f.kind == "boolean":
             f.value, f.present = post.get(f.pointer) in ("on", "true", "1"), True
@@ -428,7 +544,7 @@ def attach_errors(form: FormField, errors: list[dict[str, str]]) -> list[dict[st
         else:
             sub = path[len(target.pointer) :]
             target.errors.append(f"{sub.lstrip('/')}: {err['message']}" if sub else err["message"])
-    first = next((f for f in form.walk() if f.errors and f.kind != "group"), None)
+    first = next((f for f in form.walk() if f.errors and f.kind not in ("group", "items")), None)
     if first is None:
         first = next((f for f in form.walk() if f.errors), None)
     if first is not None:

@@ -21,6 +21,7 @@ from runs.pages.artifact_forms import (
     attach_errors,
     build_form,
     fill_from_post,
+    form_schema_errors,
     parse_form,
     schema_errors,
     schema_registry,
@@ -75,7 +76,10 @@ def artifact_context(
         if schema is None:
             form_note = f"No schema is registered for {latest['typeId']}, so this artifact is edited as JSON."
         else:
-            form_note = "This schema's top level is not an object with named fields, so it is edited as JSON."
+            form_note = (
+                "This schema's top level is neither an object with named fields nor a list of such "
+                "objects, so it is edited as JSON."
+            )
     use_form = form is not None and editor != "json"
     other_errors = errors
     if use_form:
@@ -150,7 +154,7 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
     if use_form:
         # every problem at once: what could not be read, then the schema's view of the rest
         unreadable = {e["path"] for e in errors}
-        errors += [e for e in schema_errors(schema, data) if e["path"] not in unreadable]
+        errors += [e for e in form_schema_errors(form, schema, data) if e["path"] not in unreadable]
     elif not errors:
         errors = schema_errors(schema, data)
 

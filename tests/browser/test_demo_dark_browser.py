@@ -49,6 +49,7 @@ SIGNED_IN = [
     "/runs/inbox/",
     "/runs/run_demo_jobsearch/",
     "/runs/run_demo_jobsearch/artifacts/?key=profile",
+    "/runs/run_demo_jobsearch/artifacts/?key=postings",
     "/runs/run_demo_jobsearch/rules/",
     "/runs/run_demo_nightly_batch/",
     "/runs/run_demo_nightly_batch/ledger/",
@@ -147,6 +148,9 @@ def test_signed_in_pages_in_dark_mode_have_no_serious_axe_violations(browser, se
         violations += _serious(page, path)
     page.goto(f"{server}/runs/run_demo_jobsearch/")
     support.shot(page, "demo-run-dark")
+    page.goto(f"{server}/runs/run_demo_jobsearch/artifacts/?key=postings")
+    assert page.locator("fieldset.list-item-existing").count() == 3  # a list of objects, as a form
+    support.shot(page, "demo-postings-form-dark")
     assert page.console_errors == []
     page.context.close()
     assert not violations, "\n".join(violations)

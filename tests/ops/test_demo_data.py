@@ -36,8 +36,9 @@ def test_rejected_run_fork_and_form_editable_artifacts(demo, client, django_user
     forked = Event.objects.filter(run__in=demo, type="run_forked").values_list("body", flat=True)
     assert any(rejected[0].run_id in body for body in forked), "a fork of the rejected run (the fork action)"
     client.force_login(django_user_model.objects.get(username="admin"))
-    html = client.get("/runs/run_demo_jobsearch/artifacts/", {"key": "profile"}).content.decode()
-    assert 'name="editor" value="form"' in html  # an object schema: edited as a form
+    for key in ("profile", "postings", "scores"):  # an object, and lists of objects: all forms
+        html = client.get("/runs/run_demo_jobsearch/artifacts/", {"key": key}).content.decode()
+        assert 'name="editor" value="form"' in html, key
 
 
 def test_public_demo_is_a_snapshot_nobody_can_change(demo, client, django_user_model):
