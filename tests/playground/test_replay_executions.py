@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from playground import compose as c
-from playground import execute, operations
-from playground.models import Execution, ModelEntry, dumps
+from playground.models import Execution, dumps
 from runs.actions import ActionError
 from runs.actions_fork import determinism_report, do_fork_run
 from runs.engine.replay import DIVERGED_TAG, comparable, is_marker
 from runs.models import CachedResponse, Event, ForkStatus, Run, RunFork
 from runs.replay import run_fork
+from tests.playground.test_execute import send
 
 pytestmark = pytest.mark.django_db
 
@@ -22,14 +22,16 @@ def worker_runs_forks(settings):
     settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # each test runs the worker step itself
 
 
-def send(workspace, user, entry: ModelEntry, session: c.Session, capture) -> Execution:
-    op = session.operation_type
-    comp = c.compose(session, entry.spec(), operations.get(op).schema if op != "generic" else None)
-    with capture(execute=True):
-        ex = execute.submit(workspace=workspace, user=user, entry=entry, composition=comp)
-    ex.refresh_from_db()
-    assert ex.status == "completed", ex.error_message
-    return ex
+@pytest.fixture
+def sent(workspace, alice, fake_models, django_capture_on_commit_callbacks):
+    """``sent(model, session)``: alice's completed playground execution of ``session``."""
+
+    def send_one(model: str, session: c.Session) -> Execution:
+        ex = send(workspace, alice, fake_models[model], session, django_capture_on_commit_callbacks)
+        assert ex.status == "completed", ex.error_message
+        return ex
+
+    return send_one
 
 
 def bodies(run: Run) -> list[dict]:
@@ -58,17 +60,10 @@ SESSIONS = {
 @pytest.mark.parametrize("case", SESSIONS)
 @pytest.mark.parametrize("from_seq", [0, 3])
 def test_a_replay_answers_from_the_cache_and_scores_one(
-    workspace,
-    alice,
-    fake_models,
-    anthropic_fake,
-    openai_fake,
-    django_capture_on_commit_callbacks,
-    case,
-    from_seq,
+    workspace, sent, anthropic_fake, openai_fake, case, from_seq
 ):
     model, session = SESSIONS[case]
-    ex = send(workspace, alice, fake_models[model], session, django_capture_on_commit_callbacks)
+    ex = sent(model, session)
     source = Run.objects.get(run_id=ex.run_id)
     assert CachedResponse.objects.filter(workspace=workspace, run=source).count() == 1
     before = requests_sent(anthropic_fake, openai_fake)
@@ -85,16 +80,8 @@ def test_a_replay_answers_from_the_cache_and_scores_one(
     assert replay.run.status == "completed"
 
 
-def test_a_changed_prompt_diverges_at_the_request_and_goes_to_the_provider(
-    workspace, alice, fake_models, anthropic_fake, django_capture_on_commit_callbacks
-):
-    ex = send(
-        workspace,
-        alice,
-        fake_models["sonnet"],
-        c.Session(prompt="Ticket 42"),
-        django_capture_on_commit_callbacks,
-    )
+def test_a_changed_prompt_diverges_at_the_request_and_goes_to_the_provider(workspace, sent, anthropic_fake):
+    ex = sent("sonnet", c.Session(prompt="Ticket 42"))
     request = ex.request_json
     request["messages"][-1]["content"] = [{"type": "text", "text": "Ticket 43"}]
     Execution.objects.filter(pk=ex.pk).update(request=dumps(request))  # the prompt was changed
@@ -115,15 +102,9 @@ def test_a_changed_prompt_diverges_at_the_request_and_goes_to_the_provider(
 
 
 def test_a_branch_with_another_model_and_prompt_asks_that_provider(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, django_capture_on_commit_callbacks
+    workspace, sent, anthropic_fake, openai_fake
 ):
-    ex = send(
-        workspace,
-        alice,
-        fake_models["sonnet"],
-        c.Session(prompt="Ticket 42"),
-        django_capture_on_commit_callbacks,
-    )
+    ex = sent("sonnet", c.Session(prompt="Ticket 42"))
     sent_a, sent_o = len(anthropic_fake.requests), len(openai_fake.requests)
 
     branch = fork(
@@ -164,11 +145,9 @@ def test_a_branch_with_another_model_and_prompt_asks_that_provider(
     ],
 )
 def test_a_branch_the_playground_cannot_execute_is_refused_with_nothing_written(
-    workspace, alice, fake_models, django_capture_on_commit_callbacks, configurable, path
+    workspace, sent, configurable, path
 ):
-    ex = send(
-        workspace, alice, fake_models["sonnet"], c.Session(prompt="Hi"), django_capture_on_commit_callbacks
-    )
+    ex = sent("sonnet", c.Session(prompt="Hi"))
     runs = Run.objects.count()
     with pytest.raises(ActionError) as info:
         do_fork_run(
@@ -182,12 +161,8 @@ def test_a_branch_the_playground_cannot_execute_is_refused_with_nothing_written(
     assert Run.objects.count() == runs
 
 
-def test_a_fork_of_a_run_whose_execution_was_deleted_fails_with_a_code(
-    workspace, alice, fake_models, anthropic_fake, django_capture_on_commit_callbacks
-):
-    ex = send(
-        workspace, alice, fake_models["sonnet"], c.Session(prompt="Hi"), django_capture_on_commit_callbacks
-    )
+def test_a_fork_of_a_run_whose_execution_was_deleted_fails_with_a_code(workspace, sent, anthropic_fake):
+    ex = sent("sonnet", c.Session(prompt="Hi"))
     pending = do_fork_run(workspace=workspace, source_run_id=ex.run_id, mode="replay")
     ex.delete()
     with pytest.raises(ActionError) as info:
@@ -202,14 +177,14 @@ def test_a_fork_of_a_run_whose_execution_was_deleted_fails_with_a_code(
 
 @pytest.mark.parametrize("model", ["sonnet", "local"])
 def test_the_provider_layer_plays_a_cached_answer_as_its_recorded_stream(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, django_capture_on_commit_callbacks, model
+    workspace, sent, fake_models, anthropic_fake, openai_fake, model
 ):
     from playground.providers import cached
 
     session = (
         c.set_thinking(c.Session(prompt="Stream it"), True) if model == "sonnet" else c.Session(prompt="Go")
     )
-    ex = send(workspace, alice, fake_models[model], session, django_capture_on_commit_callbacks)
+    ex = sent(model, session)
     pieces = [
         (e["payload"]["kind"], e["payload"]["text"])
         for e in bodies(Run.objects.get(run_id=ex.run_id))
