@@ -17,6 +17,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from runs.uploads import BodyLimitASGI  # noqa: E402
 from workbench.routing import websocket_urlpatterns  # noqa: E402
 
 try:
@@ -49,7 +50,8 @@ async def lifespan_app(scope, receive, send):
 
 application = ProtocolTypeRouter(
     {
-        "http": http_app,
+        # One body limit for every way in (pages, REST, OTLP, MCP), before anything reads the body.
+        "http": BodyLimitASGI(http_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         "lifespan": lifespan_app,
     }

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "runs.uploads.BodyLimitMiddleware",  # before anything reads the body (CSRF reads forms)
     "runs.ids.RawApiPathMiddleware",  # before anything resolves a URL: ids with "/" in REST paths
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -119,8 +120,9 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 # Security: request size limit (25 MB bodies), CSP with nonces, strict cookies.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_BYTES", 25 * 1024 * 1024, minimum=1024)
-FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
-# The same limit for multipart uploads (the import page): see runs/uploads.py.
+# Uploads (and ASGI bodies) beyond this many bytes go to a temporary file, never whole into memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+# The same limit for multipart uploads (the import page) and at the ASGI door: see runs/uploads.py.
 FILE_UPLOAD_HANDLERS = [
     "runs.uploads.BodyLimitUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",

@@ -22,8 +22,9 @@ from accounts import idempotency
 from runs.api.app import api, error_response, too_large_response
 from runs.api.auth import IDEMPOTENCY_HEADER, WRITE_METHODS
 from runs.api.errors import METHOD_NOT_ALLOWED, NOT_FOUND
+from runs.uploads import API_DESCRIBED_BY
 
-DESCRIBED_BY = '</api/openapi.json>; rel="describedby"'
+DESCRIBED_BY = API_DESCRIBED_BY
 
 
 def _declared_length(request: HttpRequest) -> int:

@@ -58,7 +58,7 @@ def import_stages(result: Any) -> list[dict[str, str]]:
 @login_required
 def import_bundle(request: HttpRequest) -> HttpResponse:
     """Upload a bundle, see the verification (integrity, schema, structure), then confirm the import."""
-    from runs.protocol.bundle import check_bundle
+    from runs.protocol.bundle import check_bundle, check_bundle_file
 
     workspace = current_workspace(request)
     ctx: dict[str, Any] = {
@@ -118,16 +118,22 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     if upload is None:
         ctx["upload_error"] = "Choose a bundle file (.json) to upload."
         return render(request, "runs/import.html", ctx, status=422)
-    data = upload.read()
-    result = check_bundle(data)
+    # The upload is on disk already (a temporary file beyond FILE_UPLOAD_MAX_MEMORY_SIZE): it is
+    # copied in chunks to where it waits for the confirmation, then checked from there.
+    token = secrets.token_urlsafe(16)
+    name = f"{token}.json"
+    path = _import_dir() / name
+    with path.open("wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    result = check_bundle_file(path)
     ctx["check"] = result
     ctx["stages"] = import_stages(result)
     ctx["filename"] = upload.name
-    ctx["size"] = len(data)
-    if result.ok:
-        token = secrets.token_urlsafe(16)
-        name = f"{token}.json"
-        (_import_dir() / name).write_bytes(data)
+    ctx["size"] = upload.size
+    if not result.ok:
+        path.unlink(missing_ok=True)
+    else:
         pending[token] = name
         request.session[IMPORT_SESSION_KEY] = dict(list(pending.items())[-5:])
         ctx["token"] = token
