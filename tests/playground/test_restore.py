@@ -122,21 +122,38 @@ def _open(client, run_id: str, seq: int = 1) -> dict:
     return json.loads(html[start : html.index("</script>", start)])
 
 
+def _substituted(
+    client, user, workspace, fake_models, *, drop: tuple[str, str], provider: str, request: dict
+):
+    """Open a recorded ``provider`` call after removing ``drop`` (model, provider) from the
+    workspace: (initial page state, the notice, the restored session)."""
+    for name in drop:
+        fake_models[name].delete()
+    client.force_login(user)
+    initial = _open(client, _recorded_call(workspace, provider, request))
+    restored = initial["origin"]["restore"]
+    assert restored["status"] == "other_provider" and restored["substituted"]
+    notice = initial["origin"]["model_notice"]
+    assert "exactly" not in notice.lower()
+    return initial, notice, c.session_from_json(initial["session"])
+
+
 @pytest.mark.django_db
 def test_openai_call_opened_where_only_anthropic_is_configured(client, alice, workspace, fake_models):
-    fake_models["local"].delete()
-    fake_models["openai"].delete()
-    client.force_login(alice)
-    initial = _open(client, _recorded_call(workspace, "openai", OPENAI_REQUEST))
-    origin = initial["origin"]
+    initial, notice, session = _substituted(
+        client,
+        alice,
+        workspace,
+        fake_models,
+        drop=("local", "openai"),
+        provider="openai",
+        request=OPENAI_REQUEST,
+    )
     assert initial["model"] == fake_models["sonnet"].pk
-    assert origin["restore"]["status"] == "other_provider" and origin["restore"]["substituted"]
-    notice = origin["model_notice"]
     assert "gpt-4.1-mini (OpenAI), which is not configured in this workspace" in notice
     assert "no OpenAI model here can send" in notice  # the catalogue's GPT-5 has no key
     assert "Fake Sonnet (claude-sonnet-4-6, Anthropic) is selected instead" in notice
-    assert "exactly" not in notice
-    session = c.session_from_json(initial["session"])  # system prompt, message and parameters carried
+    # system prompt, message and parameters are carried over
     assert session.system_prompt == "You normalise job postings."
     assert session.prompt == "Normalise: <b>Staff</b> engineer"
     assert session.advanced.temperature.enabled and session.advanced.temperature.value == 0.2
@@ -145,19 +162,20 @@ def test_openai_call_opened_where_only_anthropic_is_configured(client, alice, wo
 
 @pytest.mark.django_db
 def test_anthropic_call_opened_where_only_openai_is_configured(client, alice, workspace, fake_models):
-    fake_models["sonnet"].delete()
-    fake_models["anthropic"].delete()
-    client.force_login(alice)
-    initial = _open(client, _recorded_call(workspace, "anthropic", ANTHROPIC_REQUEST))
-    origin = initial["origin"]
+    initial, notice, session = _substituted(
+        client,
+        alice,
+        workspace,
+        fake_models,
+        drop=("sonnet", "anthropic"),
+        provider="anthropic",
+        request=ANTHROPIC_REQUEST,
+    )
     assert initial["model"] == fake_models["local"].pk
-    assert origin["restore"]["status"] == "other_provider"
-    notice = origin["model_notice"]
     # the global catalogue lists claude-sonnet-4-6, but without a key it cannot send
     assert "claude-sonnet-4-6 (Anthropic), which is listed here but cannot send" in notice
     assert "no Anthropic model here can send" in notice
     assert "Fake local llama (llama-local, OpenAI) is selected instead" in notice
-    session = c.session_from_json(initial["session"])
     assert session.system_prompt == "You score job postings." and session.prompt == "Score j1"
     assert session.advanced.top_k.enabled and session.advanced.top_k.value == 20
     assert session.advanced.temperature.value == 0.5 and session.advanced.max_tokens == 512
