@@ -7,12 +7,17 @@ import re
 from urllib.parse import quote
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from runs import actions
 from runs.actions_fork import do_fork_run
 from runs.engine import commands as c
 from runs.models import Run
+from runs.partials import compare_url
 from tests.pages.conftest import ATTR, XSS, login
+from tests.pages.test_hostile_ids import ODD_IDS
 
 
 def _drive(
@@ -246,3 +251,35 @@ def test_pages_of_aligned_rows_cover_both_traces_once(client, alice, workspace, 
     assert seen_a == list(range(1, 250)) and seen_b == list(range(1, 251))
     # one step (run level), aligned by position: notes from 121 on differ, B's last has no partner
     assert kinds.count("only_b") == 1 and kinds.count("changed") == 129
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("odd", ODD_IDS)
+def test_any_run_id_travels_in_the_shareable_url(client, alice, pair, odd, workspace, workflow):
+    _start(workspace, workflow, odd)
+    login(client, alice)
+    url = compare_url(odd, "run_a")
+    response = client.get(url)
+    assert response.status_code == 200 and response.context["a"].run_id == odd
+    assert reverse("runs:detail", args=[odd]) in response.content.decode()
+    listed = client.get("/compare/", {"run": [odd, "run_a"]})
+    assert listed.status_code == 302 and listed["Location"] in (url, compare_url("run_a", odd))
+
+
+@pytest.mark.django_db
+def test_queries_do_not_grow_with_the_traces(client, alice, workspace, workflow, settings):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+    counts = []
+    for size in (5, 400):
+        for side in ("a", "b"):
+            run_id = f"run_{size}_{side}"
+            _start(workspace, workflow, run_id)
+            _drive(workspace, run_id, answer=f"answer {side}", notes={"n": size})
+            notes = [c.Annotate(text=f"note {i}", step_id="parse") for i in range(size)]
+            actions.do_commands(workspace=workspace, run_id=run_id, commands=notes, actor="x")
+        login(client, alice)
+        client.get("/runs/")
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(_url(f"run_{size}_a", f"run_{size}_b")).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1], counts
