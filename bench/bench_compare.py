@@ -23,17 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_pages  # noqa: E402  (sets up Django on its own temporary database)
-from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.cache import cache  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.db.models import Sum  # noqa: E402
 from django.db.models.functions import Length  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from runs.models import Event  # noqa: E402
 from runs.selectors_compare import SCAN_BUDGET  # noqa: E402
-from runs.workspaces import add_member, get_or_create_workspace  # noqa: E402
 
 SIZES = [int(x) for x in os.environ.get("BENCH_COMPARE_SIZES", "10000").split(",") if x.strip()]
 REPEAT = int(os.environ.get("BENCH_COMPARE_REPEAT", "7"))
@@ -72,14 +68,7 @@ def timed(client: Client, url: str, *, cold: bool) -> tuple[float, float]:
 
 
 def main() -> int:
-    print(f"database: {connection.vendor}")
-    call_command("migrate", verbosity=0)
-    workspace = get_or_create_workspace("bench")
-    user = get_user_model().objects.create_user("bench", password="bench-password-123")
-    add_member(workspace, user, "owner")
-    client = Client()
-    client.force_login(user)
-    client.get("/runs/")
+    workspace, client = bench_pages.bench_workspace()
     for n in SIZES:
         a = bench_pages.build_run(workspace, n, run_id=f"run_cmp_a_{n}")
         at, body_of = changed_near_end(n)

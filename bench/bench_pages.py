@@ -170,7 +170,8 @@ def measure(client: Client, pages_by_size: dict[int, dict[str, tuple[str, dict]]
     return med(wall), med(cpu)
 
 
-def main() -> int:
+def bench_workspace() -> tuple[object, Client]:
+    """Migrate, make workspace "bench" with an owner, and a test Client signed in as that owner."""
     print(f"database: {connection.vendor} ({os.environ['DATABASE_URL'].split('@')[-1]})")
     call_command("migrate", verbosity=0)
     workspace = get_or_create_workspace("bench")
@@ -179,6 +180,11 @@ def main() -> int:
     client = Client()
     client.force_login(user)
     client.get("/runs/")
+    return workspace, client
+
+
+def main() -> int:
+    workspace, client = bench_workspace()
     pages_by_size: dict[int, dict[str, tuple[str, dict]]] = {}
     for n in SIZES:
         run = build_run(workspace, n)

@@ -23,34 +23,27 @@ from tests.pages.test_hostile_ids import ODD_IDS
 def _drive(
     ws, run_id, *, answer: str, notes: dict, decision: str = "approved", tokens: int = 40, amount=0.002
 ):
-    def do(command):
-        actions.do_command(workspace=ws, run_id=run_id, command=command, actor="user:alice")
-
-    do(c.BeginStep(step_id="parse"))
-    do(
-        c.LogModelIO(
-            direction="request",
-            provider="anthropic",
-            model="claude-haiku",
-            step_id="parse",
-            payload={"messages": [{"role": "user", "content": "Summarise the job ad"}]},
-        )
-    )
-    do(
+    """parse: a model call answering ``answer``, artifact ``notes``; then review's gate decided."""
+    model = {"provider": "anthropic", "model": "claude-haiku", "step_id": "parse"}
+    prompt = {"messages": [{"role": "user", "content": "Summarise the job ad"}]}
+    usage = {"inputTokens": 100, "outputTokens": tokens}
+    commands = [
+        c.BeginStep(step_id="parse"),
+        c.LogModelIO(direction="request", payload=prompt, **model),
         c.LogModelIO(
             direction="response",
-            provider="anthropic",
-            model="claude-haiku",
-            step_id="parse",
-            usage={"inputTokens": 100, "outputTokens": tokens},
+            usage=usage,
             cost={"amount": amount, "currency": "usd"},
             duration_ms=300,
             payload={"content": [{"type": "text", "text": answer}]},
-        )
-    )
-    do(c.WriteArtifact(key="notes", type_id="json.notes", data=notes))
-    do(c.CompleteStep(step_id="parse"))
-    do(c.ResolveGate(step_id="review", gate="PAUSE_BEFORE", decision=decision))
+            **model,
+        ),
+        c.WriteArtifact(key="notes", type_id="json.notes", data=notes),
+        c.CompleteStep(step_id="parse"),
+        c.ResolveGate(step_id="review", gate="PAUSE_BEFORE", decision=decision),
+    ]
+    for command in commands:  # one by one, as a host appends them
+        actions.do_command(workspace=ws, run_id=run_id, command=command, actor="user:alice")
 
 
 def _start(ws, workflow, run_id):
