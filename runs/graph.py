@@ -11,6 +11,7 @@ source box to the left side of the target box. The template draws it; text is es
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any
 
 NODE_W = 168
@@ -297,11 +298,13 @@ class DayChart:
     clipped: int  # earlier days left out (beyond DAY_CHART_MAX_DAYS)
 
 
-def day_chart(days: list[dict[str, Any]], *, currency: str) -> DayChart | None:
+def day_chart(
+    days: list[dict[str, Any]], *, currency: str, first: date | None = None, last: date | None = None
+) -> DayChart | None:
     """Two aligned bar panels (cost in ``currency`` above, tokens below), one bar per calendar day
-    from the first to the last day in ``days`` (``{"day": "YYYY-MM-DD", "cost": float, "tokens":
-    int}``); days without a model response are drawn as zero. None without days."""
-    from datetime import date, timedelta
+    from ``first`` (default: the first day in ``days``) to ``last`` (default: the last one);
+    ``days`` holds ``{"day": "YYYY-MM-DD", "cost": float, "tokens": int}``, days without a model
+    response are drawn as zero. None without days."""
 
     by_day: dict[date, dict[str, Any]] = {}
     for row in days:
@@ -311,7 +314,8 @@ def day_chart(days: list[dict[str, Any]], *, currency: str) -> DayChart | None:
             continue
     if not by_day:
         return None
-    first, last = min(by_day), max(by_day)
+    first = min(first, min(by_day)) if first is not None else min(by_day)
+    last = max(last, max(by_day)) if last is not None else max(by_day)
     span = (last - first).days + 1
     clipped = max(0, span - DAY_CHART_MAX_DAYS)
     start = first + timedelta(days=clipped)

@@ -45,7 +45,9 @@ def _main_currency(exact: dict[str, Decimal]) -> str:
     return max(exact, key=lambda cur: exact[cur]) if exact else ""
 
 
-def _ledger_context(acc: LedgerAccumulator, step_order: list[str]) -> dict[str, Any]:
+def _ledger_context(
+    acc: LedgerAccumulator, step_order: list[str], *, first: date | None = None, last: date | None = None
+) -> dict[str, Any]:
     """What _ledger_body.html shows: totals, tables whose rows add up to the totals (an
     "(unattributed)" row for the responses no row of that table covers), charts by step and day."""
     ledger = acc.result(strict=False)
@@ -75,7 +77,7 @@ def _ledger_context(acc: LedgerAccumulator, step_order: list[str]) -> dict[str, 
         "tables": tables,
         "chart": _step_chart(next((t["rows"] for t in tables if t["name"] == "byStep"), [])),
         "days": days,
-        "day_chart": day_chart(days, currency=currency),
+        "day_chart": day_chart(days, currency=currency, first=first, last=last),
     }
 
 
@@ -137,7 +139,8 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
     hi = datetime.combine(end + timedelta(days=1), time.min, tzinfo=tz)
     acc, run_count, workflows = workspace_ledger_data(workspace, lo=lo, hi=hi)
     ctx = {
-        **_ledger_context(acc, merged_step_order(workflows)),
+        # the chart spans the chosen range (runs started in it may have answered later)
+        **_ledger_context(acc, merged_step_order(workflows), first=start, last=end),
         "start": start,
         "end": end,
         "run_count": run_count,

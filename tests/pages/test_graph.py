@@ -79,6 +79,8 @@ def test_workflow_step_order_follows_the_dag_then_the_declaration():
 
 
 def test_day_chart_fills_calendar_gaps_and_scales_each_panel():
+    from datetime import date
+
     from runs.graph import DAY_PANEL_H, day_chart
 
     chart = day_chart(
@@ -94,6 +96,13 @@ def test_day_chart_fills_calendar_gaps_and_scales_each_panel():
     assert [b.tokens_h for b in chart.bars] == [DAY_PANEL_H, 0, round(DAY_PANEL_H / 4)]
     assert chart.bars[0].cost_y + chart.bars[0].cost_h == chart.cost_base
     assert day_chart([], currency="USD") is None
+    ranged = day_chart(
+        [{"day": "2026-03-03", "cost": 1, "tokens": 1}],
+        currency="USD",
+        first=date(2026, 3, 1),
+        last=date(2026, 3, 7),
+    )
+    assert (ranged.first, ranged.last, len(ranged.bars)) == ("2026-03-01", "2026-03-07", 7)
     long = day_chart(
         [{"day": "2020-01-01", "cost": 1, "tokens": 1}, {"day": "2022-01-01", "cost": 1, "tokens": 1}],
         currency="",

@@ -102,8 +102,9 @@ def test_cost_and_tokens_per_day_chart_with_a_data_table(client, alice, two_runs
     html = client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode()
     assert 'aria-labelledby="days-title days-desc"' in html
     chart = html[html.index('class="day-chart"') : html.index("</svg>", html.index('class="day-chart"'))]
-    # three calendar days, the empty one drawn as zero; no CDN, no script
-    assert chart.count('class="bar-cost"') == 3 and "2026-03-02: USD 0.000000" in chart
+    # one bar per day of the chosen range, days without a response drawn as zero; no CDN, no script
+    assert chart.count('class="bar-cost"') == 365 and "2026-03-02: USD 0.000000" in chart
+    assert "2026-01-01 to 2026-12-31" in chart
     assert "<script" not in chart and "http" not in chart.replace("http://www.w3.org", "")
     table = html[html.index("Per day (data table)") :]
     assert re.search(r"2026-03-01</th><td class=\"num\">2</td><td class=\"num\">3,000</td>", table)
