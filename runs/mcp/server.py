@@ -193,6 +193,8 @@ class Decision(BaseModel):
 RunId = Annotated[str, Field(min_length=1, max_length=200, description="A run id of your workspace.")]
 StepId = Annotated[str, Field(min_length=1, max_length=200, description="A step id of the run's workflow.")]
 GateName = Literal["PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT"]
+# New run ids, checkpoint names, idempotency keys.
+OptionalName = Annotated[str | None, Field(min_length=1, max_length=200)]
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -303,7 +305,7 @@ def build_server() -> WorkbenchMCPServer:
         workflow: Annotated[
             dict[str, Any], Field(description="A WorkflowSpec: {id, version, steps, edges}.")
         ],
-        runId: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        runId: OptionalName = None,
         subject: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         tags: list[str] | None = None,
@@ -319,7 +321,7 @@ def build_server() -> WorkbenchMCPServer:
         gate: GateName,
         decision: Literal["approved", "rejected"],
         note: Annotated[str | None, Field(max_length=10_000)] = None,
-        checkpoint: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        checkpoint: OptionalName = None,
     ) -> WriteResult:
         """Approve or reject a gate of a run (needs the review scope)."""
         return await _forward(ctx, ops.resolve_gate, WriteResult, locals())
@@ -334,7 +336,7 @@ def build_server() -> WorkbenchMCPServer:
         ],
         data: Annotated[Any, Field(description="The artifact's JSON value (validated against its schema).")],
         stepId: StepId | None = None,
-        idempotencyKey: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        idempotencyKey: OptionalName = None,
     ) -> WriteResult:
         """Write a new version of an artifact (needs the write or review scope)."""
         return await _forward(ctx, ops.write_artifact, WriteResult, locals())
@@ -370,7 +372,7 @@ def build_server() -> WorkbenchMCPServer:
             dict[str, Any] | None,
             Field(description="A branch's run options overlay (tags, configurable, gateDecisions)."),
         ] = None,
-        newRunId: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        newRunId: OptionalName = None,
     ) -> ForkResult:
         """Fork a run: replay it, branch it with an overlay, or copy its latest state (needs write)."""
         return await _forward(ctx, ops.fork_run, ForkResult, locals())
@@ -384,7 +386,7 @@ def build_server() -> WorkbenchMCPServer:
         runId: RunId,
         stepId: StepId,
         gate: GateName = "CHECKPOINT",
-        checkpoint: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+        checkpoint: OptionalName = None,
         reason: Annotated[
             str | None, Field(max_length=10_000, description="What the reviewer should decide.")
         ] = None,
