@@ -808,16 +808,42 @@ class TraceFacts:
 
 
 def _validate_events(events: list[Any], path: str, code: str) -> TraceFacts:
-    """:func:`validate_event` of each item; paths are only spelt out for the one that fails."""
+    """:func:`validate_event` of each item; paths are only spelt out for the one that fails.
+
+    The usual event's common fields are checked here, inline (one call less per event on a
+    100,000-event trace); anything else takes :func:`validate_event`, which explains it.
+    """
     run_ids: set[Any] = set()
     step_ids: set[Any] = set()
     add_run_id, add_step_id = run_ids.add, step_ids.add
+    validators = _EVENT_VALIDATORS
+    ts_ok = _common_ts_ok
     i = 0
     try:
         for i, event in enumerate(events):  # noqa: B007 (i names the failing event below)
-            validate_event(event, path, code)
-            add_run_id(event["runId"])
-            add_step_id(event.get("stepId"))
+            try:
+                validator = validators[event["type"]]
+                event_id, run_id, ts = event["id"], event["runId"], event["ts"]
+                step_id = event.get("stepId", "")
+                usual = (
+                    type(event_id) is str
+                    and event_id != ""
+                    and type(run_id) is str
+                    and run_id != ""
+                    and type(ts) is str
+                    and ts_ok(ts)
+                    and type(step_id) is str
+                    and type(event.get("correlationId", "")) is str
+                )
+            except (KeyError, TypeError, AttributeError):  # not an object, no such field or type
+                usual = False
+            if usual:
+                validator(event, path, code)
+            else:
+                validate_event(event, path, code)
+                run_id, step_id = event["runId"], event.get("stepId")
+            add_run_id(run_id)
+            add_step_id(step_id)
     except ProtocolError:
         validate_event(events[i], f"{path}[{i}]", code)  # raises again, with its path
         raise
