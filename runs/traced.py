@@ -39,6 +39,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from decimal import Decimal
+from functools import partial
 from typing import Any, Protocol
 
 from runs.client import make_event
@@ -430,6 +431,11 @@ class _Provider:
         """The SDK stream events of a recorded answer: its recorded stream, else rebuilt."""
         raise NotImplementedError
 
+    def stream_helper(self, kwargs: dict, is_async: bool) -> tuple[dict, Callable[[Any], Any]]:
+        """For the SDK's ``stream()`` helper: the ``create(stream=True)`` arguments, and the
+        SDK's own stream manager class bound to its options (it takes the request)."""
+        raise NotImplementedError
+
 
 class _Anthropic(_Provider):
     name = "anthropic"
@@ -466,6 +472,18 @@ class _Anthropic(_Provider):
         events = answer.chunks if recorded else _anthropic_stream(answer.body)
         adapter = TypeAdapter(RawMessageStreamEvent)
         return [adapter.validate_python(event) for event in events]
+
+    def stream_helper(self, kwargs, is_async):
+        from anthropic import NOT_GIVEN
+        from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
+
+        if kwargs.get("output_format") is not None:
+            raise TypeError(
+                "traced messages.stream(): pass output_config={'format': ...} instead of output_format"
+            )
+        body = {k: v for k, v in kwargs.items() if k != "output_format"}
+        manager = AsyncMessageStreamManager if is_async else MessageStreamManager
+        return {**body, "stream": True}, partial(manager, output_format=NOT_GIVEN)
 
 
 class _OpenAI(_Provider):
@@ -504,6 +522,22 @@ class _OpenAI(_Provider):
         recorded = _all_typed(answer.chunks, OPENAI_STREAM_OBJECTS, key="object")
         events = answer.chunks if recorded else _openai_stream(answer.body)
         return [ChatCompletionChunk.model_validate(event) for event in events]
+
+    def stream_helper(self, kwargs, is_async):
+        from openai import omit
+        from openai.lib._parsing import type_to_response_format_param
+        from openai.lib.streaming.chat import AsyncChatCompletionStreamManager, ChatCompletionStreamManager
+
+        body = {**kwargs, "stream": True}
+        response_format = kwargs.get("response_format")
+        if isinstance(response_format, type):  # a pydantic class: its JSON schema goes on the wire
+            body["response_format"] = type_to_response_format_param(response_format)
+        manager = AsyncChatCompletionStreamManager if is_async else ChatCompletionStreamManager
+        options = {
+            "response_format": omit if response_format is None else response_format,
+            "input_tools": kwargs.get("tools", omit),
+        }
+        return body, partial(manager, **options)
 
 
 ANTHROPIC_STREAM_EVENTS = frozenset(
@@ -574,11 +608,24 @@ def _openai_stream(completion: dict) -> list[dict]:
     return chunks
 
 
+class _NoResponse:
+    """Stands for the HTTP response of a stream answered from the cache (there is none)."""
+
+    headers: dict[str, str] = {}
+
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
 class _RecordedStream:
     """Recorded SDK stream events, delivered like the SDK's stream (no request behind them)."""
 
     def __init__(self, events: list[Any]) -> None:
         self._events = events
+        self.response = _NoResponse()
 
     def __iter__(self):
         return iter(self._events)
@@ -664,6 +711,9 @@ class _AsyncTracedStream(_TracedStream):
         if not self._call.done:
             await self._call.afail(RuntimeError("stream closed before it ended"))
         await self._stream.close()
+
+    async def close(self):  # as the SDK's AsyncStream.close (its stream helpers await it)
+        await self.aclose()
 
 
 class _Endpoint:
@@ -757,6 +807,15 @@ class _Endpoint:
             result, usage=getattr(result, "usage", None), tool_calls=self._provider.tools(result)
         )
         return result
+
+    def stream(self, **kwargs):
+        """The SDK's streaming helper (Anthropic ``messages.stream``, OpenAI
+        ``chat.completions.stream``, used as a context manager) over a traced
+        ``create(stream=True)``: recorded like it, and answered from the replay cache like it."""
+        body, manager = self._provider.stream_helper(kwargs, self._is_async)
+        if self._is_async:
+            return manager(self._acreate(**body))
+        return manager(lambda: self.create(**body))
 
     def _stream_options(self, kwargs: dict) -> dict:
         # OpenAI sends usage in a stream only when asked; ask, so the ledger has it.

@@ -431,3 +431,48 @@ def test_the_provider_layer_plays_a_cached_stream_to_on_delta(session, anthropic
     ]
     assert deltas == streamed and len(deltas) > 1  # the recorded deltas, one by one
     assert "".join(t for _, t in deltas) == text and len(record.chunks) == len(chunks)
+
+
+def test_the_anthropic_stream_helper_is_recorded_and_replayed(session, anthropic_fake, workspace):
+    ask = {"model": HAIKU, "max_tokens": 100, "messages": [{"role": "user", "content": "Helper"}]}
+
+    def helper_text(tracer) -> tuple[str, str]:
+        claude = traced_anthropic(a_client(anthropic_fake), tracer)
+        with claude.messages.stream(**ask) as stream:
+            text = "".join(stream.text_stream)
+            return text, stream.get_final_message().content[0].text
+
+    assert helper_text(Tracer.for_session(session, prices=PRICES)) == ("Echo: Helper", "Echo: Helper")
+    call = one_call(_run_events("run_traced"))
+    assert call["request"][0]["payload"]["stream"] is True and len(call["chunks"]) >= 3
+    assert call["response"][0]["payload"]["content"][0]["text"] == "Echo: Helper"
+    sent = len(anthropic_fake.requests)
+    replay = _replay_session(workspace)
+    assert helper_text(Tracer.for_session(replay, prices=PRICES)) == ("Echo: Helper", "Echo: Helper")
+    assert len(anthropic_fake.requests) == sent
+    session.cancel("end")
+    replay.cancel("end")
+    assert Workbench(workspace=workspace).determinism(replay.run_id)["score"] == 1.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_openai_async_stream_helper_is_recorded_and_replayed(session, openai_fake, workspace):
+    ask = {"model": GPT, "messages": [{"role": "user", "content": "Helper"}]}
+
+    async def helper(tracer) -> tuple[list[str], str]:
+        gpt = traced_openai(o_client(openai_fake, openai.AsyncOpenAI), tracer)
+        async with gpt.chat.completions.stream(**ask) as stream:
+            kinds = [event.type async for event in stream]
+            final = await stream.get_final_completion()
+        return kinds, final.choices[0].message.content
+
+    kinds, text = asyncio.run(helper(Tracer.for_session(session)))
+    assert "content.delta" in kinds and text.startswith("Echo: Helper")
+    assert (
+        one_call(_run_events("run_traced"))["response"][0]["payload"]["choices"][0]["message"]["content"]
+        == text
+    )
+    sent = len(openai_fake.requests)
+    tracer = Tracer.for_session(_replay_session(workspace))
+    assert asyncio.run(helper(tracer)) == (kinds, text)
+    assert len(openai_fake.requests) == sent
