@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -84,7 +86,13 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
         ctx = inbox_row_context(
             run, gate_doc, key=post.get("row_key", ""), can_review=True, decided="" if error else decision
         )
-        return render(request, "runs/inbox.html#inbox_row", {**ctx, "row_error": error}, status=200)
+        response = render(request, "runs/inbox.html#inbox_row", {**ctx, "row_error": error})
+        if not error:
+            # said once outside the table (the row may be refreshed away by the live inbox)
+            said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
+            # ASCII JSON (\u escapes): a header value must be Latin-1, a title may be anything
+            response["HX-Trigger"] = json.dumps({"inbox:decided": {"text": said}}, ensure_ascii=True)
+        return response
     if request.htmx:
         state = run_state(run)
         ctx = gate_panel_context(run, state, can_review=True, error=error)
@@ -94,7 +102,9 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
     if error:
         messages.error(request, error)
     else:
-        messages.success(request, f"Gate {gate} on {step_id} of {run.title or run.run_id}: {decision}.")
+        messages.success(
+            request, f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
+        )
     if from_inbox:
         return redirect("runs:inbox")
     return redirect(reverse("runs:detail", args=[run.run_id]) + "#gates")

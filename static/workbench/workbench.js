@@ -23,3 +23,9 @@ document.addEventListener(
   },
   true
 );
+
+// A decision taken in an inbox row is said outside the table (the live inbox may refresh the row away).
+document.body.addEventListener("inbox:decided", function (event) {
+  var status = document.getElementById("inbox-status");
+  if (status && event.detail && event.detail.text) status.textContent = event.detail.text;
+});

@@ -43,6 +43,30 @@ actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_to
 for cmd in (c.BeginStep("draft"), c.CompleteStep("draft"), c.BeginStep("check")):
     actions.do_command(workspace=ws, run_id="run_to_reject", command=cmd, actor="pipeline")
 actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_long_trace")
+# decided from the inbox rows (titled by the pipeline), with and without JavaScript
+for rid, title in (("run_inbox_js", "Invoice 42"), ("run_inbox_nojs", "Contract B")):
+    actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id=rid, title=title)
+    for cmd in (c.BeginStep("draft"), c.CompleteStep("draft"), c.BeginStep("check")):
+        actions.do_command(workspace=ws, run_id=rid, command=cmd, actor="pipeline")
+# a span tree: a root, a fetch, an LLM call with a nested parse that fails
+actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_spans", title="Quarterly report")
+actions.do_commands(workspace=ws, run_id="run_spans", actor="pipeline", commands=[
+    c.BeginStep("draft"),
+    c.StartSpan(name="pipeline", span_id="root", step_id="draft"),
+    c.StartSpan(name="fetch sources", span_id="fetch", parent_span_id="root", kind="client"),
+    c.EndSpan(span_id="fetch", status="ok", duration_ms=120),
+    c.StartSpan(name="llm call", span_id="llm", parent_span_id="root", kind="client"),
+    c.StartSpan(name="parse answer", span_id="parse", parent_span_id="llm"),
+    c.EndSpan(span_id="parse", status="error", duration_ms=15, error={"message": "timeout reading <answer>"}),
+    c.EndSpan(span_id="llm", status="ok", duration_ms=900),
+    c.EndSpan(span_id="root", status="ok", duration_ms=1100),
+])
+# followed live while a host appends over REST
+actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_live_count", title="Live count")
+import os
+from accounts.tokens import create_token
+token = create_token(workspace=ws, name="host", scopes=["read", "write", "review"]).secret
+open(os.path.join(os.environ["WORKBENCH_VAR_DIR"], "token.txt"), "w").write(token)
 actions.do_commands(workspace=ws, run_id="run_long_trace", actor="pipeline",
                     commands=[c.Annotate(text=f"note {i}") for i in range(250)])
 """
@@ -54,10 +78,24 @@ SKIP = re.compile(
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("review-pages")
-    with serve_app(tmp, setup_code=SETUP) as url:
+def server_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("review-pages")
+
+
+@pytest.fixture(scope="module")
+def server(server_dir):
+    with serve_app(server_dir, setup_code=SETUP) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def host_api(server, server_dir):
+    """A host on the REST API (a token made by the set-up)."""
+    import httpx
+
+    token = (server_dir / "token.txt").read_text().strip()
+    with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=30) as api:
+        yield api
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +209,114 @@ def test_api_docs_render_under_the_csp(page, server):
     assert page.console_errors == []
 
 
+def test_span_waterfall_nested_errors_marked_keyboard_to_the_event(page, server):
+    from playwright.sync_api import expect
+
+    page.goto(f"{server}/runs/run_spans/")
+    spans = page.locator("#spans")
+    expect(spans).to_be_visible()
+    rows = spans.locator("tbody tr")
+    assert [r.get_attribute("data-depth") for r in rows.all()] == ["0", "1", "1", "2"]
+    failed = spans.locator("tr.span-error")
+    assert failed.count() == 1
+    text = failed.inner_text()
+    assert "parse answer" in text and "error" in text and "timeout reading <answer>" in text  # escaped
+    assert (
+        "level 3" in failed.locator("th").inner_text() or failed.locator("th .visually-hidden").count() == 1
+    )
+    # nested bars lie inside their parent's on the time axis
+    boxes = [r.locator("rect").bounding_box() for r in rows.all()]
+    root, fetch, llm, parse = boxes
+    for child, parent in ((fetch, root), (llm, root), (parse, llm)):
+        assert (
+            child["x"] >= parent["x"] - 1 and child["x"] + child["width"] <= parent["x"] + parent["width"] + 1
+        )
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+    shot(page, "span-waterfall")
+    # by keyboard: focus the span's name, Enter opens its event in the timeline
+    spans.locator("a", has_text="llm call").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"at=\d+#seq-\d+"))
+    seq = re.search(r"#seq-(\d+)", page.url).group(1)
+    expect(page.locator(f"#seq-{seq}")).to_contain_text("span llm call started")
+    assert page.console_errors == []
+
+
+def test_inbox_rows_decide_in_place_and_without_javascript(page, server):
+    from playwright.sync_api import expect
+
+    page.goto(f"{server}/runs/inbox/")
+    row = page.locator("tr.inbox-row", has_text="Invoice 42")
+    text = row.inner_text()
+    assert "check" in text and "inbox_js" in text and "started" in text  # waiting step, short id, age
+    row.locator("input[name=note]").fill("numbers match")
+    page.once("dialog", lambda d: d.dismiss())
+    row.locator("button[value=approved]").click()
+    assert row.locator("form").count() == 1  # "No": nothing was sent
+    page.once("dialog", lambda d: d.accept())
+    row.locator("button[value=approved]").click()
+    expect(page.locator("#inbox-status")).to_contain_text("Approved: CHECKPOINT on check of “Invoice 42”")
+    expect(page.locator("tr.inbox-row:has-text('Invoice 42') form")).to_have_count(0)
+    shot(page, "inbox-decided-in-row")
+    page.goto(f"{server}/runs/run_inbox_js/")
+    assert "numbers match" in page.inner_text("#gate-panel .history")
+    assert page.console_errors == []
+    # JavaScript off: the same form posts and comes back to the inbox
+    nojs = support.new_page(page.context.browser, java_script_enabled=False)
+    support.sign_in(nojs, server, "rita")
+    nojs.goto(f"{server}/runs/inbox/")
+    nojs.locator("tr.inbox-row", has_text="Contract B").locator("button[value=rejected]").click()
+    nojs.wait_for_url(f"{server}/runs/inbox/")
+    assert "Rejected: CHECKPOINT on check of “Contract B”" in nojs.inner_text(".messages")
+    assert nojs.locator("tr.inbox-row", has_text="Contract B").count() == 0
+    shot(nojs, "inbox-decided-without-js")
+    nojs.context.close()
+
+
+def test_header_event_count_and_live_indicator_follow_the_run(page, server, host_api):
+    from playwright.sync_api import expect
+
+    page.goto(f"{server}/runs/run_live_count/")
+    indicator = page.locator("#live-indicator")
+    assert indicator.get_attribute("role") == "status"
+    expect(indicator).to_have_attribute("data-state", "open")
+    expect(indicator).to_contain_text("Live")
+    assert page.inner_text("#run-events").startswith("0 ")
+    for i in range(3):
+        assert (
+            host_api.post("/api/runs/run_live_count/annotations", json={"text": f"n{i}"}).status_code == 200
+        )
+    expect(page.locator("#run-events")).to_contain_text("3 (last seq 3)")
+    shot(page, "live-events-count")
+    response = host_api.post("/api/runs/run_live_count/cancel", json={"reason": "done"})
+    assert response.status_code == 200, response.text
+    expect(indicator).to_have_attribute("data-state", "finished")
+    expect(indicator).to_contain_text("Finished")
+    assert page.console_errors == []
+
+
+# What axe-core does not catch (or only at some impacts): a <dl> holding anything but dt/dd groups,
+# a header cell with no text, links inside role=img, and a scrolling region the keyboard cannot
+# reach or that has no name.
+STRUCTURE_JS = """() => {
+  const out = [];
+  for (const dl of document.querySelectorAll("dl")) {
+    const kids = Array.from(dl.children).flatMap(c => c.tagName === "DIV" ? Array.from(c.children) : [c]);
+    for (const k of kids) if (!["DT", "DD", "SCRIPT", "TEMPLATE"].includes(k.tagName)) out.push("dl holds " + k.tagName);
+    if (kids.length && kids[0].tagName !== "DT") out.push("dl starts with " + kids[0].tagName);
+  }
+  for (const th of document.querySelectorAll("th"))
+    if (!th.textContent.trim() && !th.getAttribute("aria-label")) out.push("empty th");
+  if (document.querySelector('[role="img"] a, [role="img"] [tabindex]')) out.push("a link inside role=img");
+  for (const el of document.querySelectorAll(".table-wrap, .graph-wrap, pre")) {
+    const named = el.getAttribute("aria-label") || el.getAttribute("aria-labelledby");
+    if (el.scrollWidth > el.clientWidth + 1 && (el.tabIndex < 0 || (el.tagName !== "PRE" && !named)))
+      out.push("scroll region without keyboard access or name: " + (el.id || el.className || el.tagName));
+  }
+  return out;
+}"""
+
+
 def _kind(path: str) -> str:
     """Pages of one kind share a template: ids and numbers become placeholders."""
     path = re.sub(r"/runs/(?!inbox/|demo)[^/]+/", "/runs/<id>/", path)
@@ -212,6 +358,7 @@ def test_crawl_every_page_and_link_with_axe(page, server):
         kind = _kind(urlparse(page.url).path)
         if kind not in checked_kinds:
             checked_kinds.add(kind)
+            violations.extend(f"{kind}: {problem}" for problem in page.evaluate(STRUCTURE_JS))
             result = axe.run(page)
             for v in result.response["violations"]:
                 if v["impact"] in ("serious", "critical"):

@@ -3,6 +3,7 @@ permission checks and write path (runs:resolve_gate, runs.actions)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -52,6 +53,8 @@ def test_htmx_approve_with_a_note_swaps_the_row_and_records_who(client, bob, mak
     assert response.status_code == 200
     assert html.lstrip().startswith('<tr class="inbox-row"') and html.count("<tr") == 1
     assert 'role="status"' in html and "badge-approved" in html
+    said = json.loads(response["HX-Trigger"])["inbox:decided"]["text"]
+    assert said == "Approved: PAUSE_BEFORE on review of “Parse, review, publish”."
     run = Run.objects.get(run_id="run_a")
     assert run.pending_gates == 0
     body, actor = _last_gate_event(run)
@@ -70,7 +73,7 @@ def test_reject_without_js_goes_back_to_the_inbox_with_a_message(client, bob, ma
     assert response.status_code == 302 and response["Location"] == "/runs/inbox/"
     assert Run.objects.get(run_id="run_a").rejected_gates == 1
     page = client.get("/runs/inbox/").content.decode()
-    assert "PAUSE_BEFORE on review" in page and "rejected" in page
+    assert "Rejected: PAUSE_BEFORE on review" in page
     assert 'class="inbox-row"' not in page  # nothing waits any more
 
 
