@@ -46,6 +46,7 @@ from runs.protocol.redaction import redact_events
 from runs.protocol.schemas import default_registry
 from runs.protocol.timestamps import to_datetime
 from runs.protocol.validate import validate_event
+from runs.workspaces import READ_ONLY, is_read_only
 
 
 class ActionError(Exception):
@@ -395,6 +396,8 @@ def _update_projection(run: Run, state: RunState, *, event_rows: list[tuple] | N
 
 
 def _lock_run(workspace: Workspace, run_id: str) -> Run:
+    if is_read_only(workspace):
+        raise ActionError(READ_ONLY, "the public demo is a read-only snapshot: its runs never change")
     query = Run.objects.by_run_id(workspace, run_id).select_for_update()
     try:
         if connection.vendor == "postgresql":

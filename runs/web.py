@@ -17,14 +17,14 @@ from django.http import Http404, HttpRequest
 
 from runs.models import Membership, Run, Workspace
 from runs.permissions import Action, minimum_role, role_allows
-from runs.workspaces import personal_workspace
+from runs.workspaces import PUBLIC_DEMO_WORKSPACE, personal_workspace
 
 SESSION_KEY = "workbench_workspace"
 # The public demo (`/runs/demo`, no sign-in) is a read-only snapshot: a copy of the demo run in a
 # workspace of its own that has no members and no tokens, so no page, API, MCP call or token can
 # change it and every visitor sees its pending gate (runs.demo.public). The signed-in demo user
 # works on the original, in workspace "demo".
-DEMO_WORKSPACE = "public-demo"
+DEMO_WORKSPACE = PUBLIC_DEMO_WORKSPACE
 DEMO_RUN_ID = "run_demo_jobsearch"
 
 

@@ -7,6 +7,15 @@ from django.utils.text import slugify
 
 from runs.models import Membership, Role, Workspace
 
+# The public demo's workspace: a read-only snapshot (runs.demo.public). No member, no token, and
+# the actions refuse to change its runs (READ_ONLY), whoever asks.
+PUBLIC_DEMO_WORKSPACE = "public-demo"
+READ_ONLY = "READ_ONLY"
+
+
+def is_read_only(workspace: Workspace) -> bool:
+    return workspace.slug == PUBLIC_DEMO_WORKSPACE
+
 
 def get_or_create_workspace(slug: str, *, name: str | None = None) -> Workspace:
     slug = slugify(slug)

@@ -49,12 +49,14 @@ actions.do_commands(workspace=ws, run_id="run_long", actor="pipeline",
                     commands=[c.Annotate(text=f"note {i}") for i in range(160)])
 actions.do_start_run(workspace=other, workflow=wf, actor="pipeline", run_id="run_to_import", tags=["imported"])
 do(other, "run_to_import", c.BeginStep(step_id="parse"))
-demo = get_or_create_workspace("public-demo", name="Public demo")  # runs.web.DEMO_WORKSPACE
+demo = get_or_create_workspace("demo", name="Demo")
 actions.do_start_run(workspace=demo, workflow=wf, actor="pipeline", run_id="run_demo_jobsearch", tags=["demo"])
 do(demo, "run_demo_jobsearch", c.BeginStep(step_id="parse"))
 do(demo, "run_demo_jobsearch", c.CompleteStep(step_id="parse"))
 from runs.models import Run
-open(__BUNDLE__, "wb").write(export_bundle_bytes(Run.objects.get(run_id="run_to_import")))
+from runs.demo.public import publish_snapshot
+publish_snapshot(Run.objects.get(workspace=demo, run_id="run_demo_jobsearch"))  # the public /runs/demo
+open(__BUNDLE__, "wb").write(export_bundle_bytes(Run.objects.get(workspace=other, run_id="run_to_import")))
 actions.do_delete_run(workspace=other, run_id="run_to_import")  # run ids are unique across workspaces
 """
 

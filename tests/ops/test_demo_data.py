@@ -66,6 +66,15 @@ def test_public_demo_is_a_snapshot_nobody_can_change(demo, client, django_user_m
     assert client.post("/runs/demo/gates/resolve/", {"decision": "approved"}).status_code == 302  # sign in
     client.force_login(admin)
     assert client.post("/runs/demo/gates/resolve/", {"decision": "approved"}).status_code == 404
+    # ... and no action changes the snapshot, whoever asks (an operator's token included)
+    with pytest.raises(actions.ActionError) as refused:
+        actions.do_command(
+            workspace=public.workspace,
+            run_id=public.run_id,
+            command=c.ResolveGate(step_id="score", gate="PAUSE_AFTER", decision="approved"),
+            actor="user:admin",
+        )
+    assert refused.value.code == "READ_ONLY"
     public.refresh_from_db()
     assert public.pending_gates == 1 and public.last_seq == public_seq
     assert not Event.objects.filter(run=public, type="human_gate_resolved", step_id="score").exists()
