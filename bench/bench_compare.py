@@ -1,6 +1,6 @@
 """Server time and peak memory of the compare page (/compare/) for two runs of N events each
 (default 10,000): the first page, a page in the middle (?pos=), and the jump to the first divergence
-(?at=divergence), with the divergence placed near the end (the search reads almost both whole traces:
+(?at=divergence), median wall and CPU (thread) time, with the divergence placed near the end (the search reads almost both whole traces:
 the worst case within its budget). Cold: the cache dropped before the request (the search for the
 divergence and the usage totals are computed); warm: a later page of the same comparison.
 
@@ -49,13 +49,13 @@ def changed_near_end(n: int):
     return at, body_of
 
 
-def timed(client: Client, url: str, *, cold: bool) -> tuple[float, float]:
-    """Wall ms and peak MB of one request; ``cold``: with the cached search and usage dropped."""
+def timed(client: Client, url: str, *, cold: bool) -> tuple[float, float, float]:
+    """Wall ms, CPU ms and peak MB of one request; ``cold``: with the cached search and usage dropped."""
     if cold:
         cache.clear()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     response = client.get(url)
-    wall = (time.perf_counter() - t0) * 1000
+    wall, cpu = (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000
     if response.status_code != 200:
         raise SystemExit(f"{url}: HTTP {response.status_code}")
     if cold:
@@ -64,7 +64,7 @@ def timed(client: Client, url: str, *, cold: bool) -> tuple[float, float]:
     client.get(url)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return wall, peak / 2**20
+    return wall, cpu, peak / 2**20
 
 
 def main() -> int:
@@ -88,12 +88,14 @@ def main() -> int:
         print(
             f"\n{n:,} events per run ({trace_mb:.1f} MB of event bodies in the pair), divergence at seq {at:,}"
         )
-        print(f"{'page':<36}{'cold ms':>10}{'peak MB':>9}{'warm ms':>10}{'peak MB':>9}")
+        print(f"{'page':<36}{'cold ms (CPU)':>16}{'peak MB':>9}{'warm ms (CPU)':>16}{'peak MB':>9}")
         for name, url in pages.items():
             cells = ""
             for cold in (True, False):
-                walls, peaks = zip(*(timed(client, url, cold=cold) for _ in range(REPEAT)), strict=True)
-                cells += f"{statistics.median(walls):>10.1f}{max(peaks):>9.1f}"
+                walls, cpus, peaks = zip(*(timed(client, url, cold=cold) for _ in range(REPEAT)), strict=True)
+                cells += (
+                    f"{statistics.median(walls):>8.1f} ({statistics.median(cpus):>5.1f}){max(peaks):>9.1f}"
+                )
             print(f"{name:<36}{cells}")
     print("cold: the first view of a pair (divergence search and usage totals computed); warm: later pages")
     print("note: event rows were bulk-inserted by this bench, bypassing runs.actions")

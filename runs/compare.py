@@ -5,11 +5,11 @@
     ops = text_diff(before, after)           # word level, line level for long texts
     d = delta(Decimal("1.5"), Decimal("2"))  # d.text == "+0.5 (+33.3%)"
 
-Alignment ("by step, then by position"): each event gets the key (step id, type, model_io
-direction); :class:`difflib.SequenceMatcher` (standard library) aligns the two key sequences, so
-runs of the same step line up and an event one run has and the other has not shows on one side
-only. Inside a matching block, and inside a replaced block for events of the same step, events pair
-by position. Pairs are then ``same`` (equal ignoring ids, timestamps and clock durations, as a
+Alignment ("by step, then by position"), with :class:`difflib.SequenceMatcher` of the standard
+library: first on the events themselves (as a replay compares them), so equal events line up and an
+event one run has and the other has not shows on one side only; what differs in between is aligned
+on the key (step id, type, model_io direction), so the same step's events line up, and inside a
+matching stretch, or a replaced one for events of the same step, events pair by position. Pairs are then ``same`` (equal ignoring ids, timestamps and clock durations, as a
 replay compares them: :func:`runs.engine.replay.same_event`), ``changed``, ``only_a``/``only_b``, or
 ``marker`` (what the fork machinery writes: ``run_forked``, divergence and audit notes).
 
@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from runs.engine.replay import comparable, is_marker, same_event
+from runs.protocol.canonical import wire_bytes
 from runs.timeline import Change, EventRecord, diff_values, summarize
 from runs.transcript import output_text
 
@@ -72,6 +75,58 @@ def _pairs_of(op: str, a: Sequence[EventRecord], b: Sequence[EventRecord]) -> li
     return out
 
 
+def fingerprint(event: EventRecord) -> bytes:
+    """The event as a replay compares it (:func:`comparable`), as bytes: equal for equal events."""
+    value = comparable(event.body)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes
+        return wire_bytes(value)
+
+
+def _by_structure(a: Sequence[EventRecord], b: Sequence[EventRecord]) -> list[Pair]:
+    """Events that differ in content: aligned by (step, type, direction), then by position."""
+    matcher = difflib.SequenceMatcher(
+        None, [align_key(e) for e in a], [align_key(e) for e in b], autojunk=False
+    )
+    out: list[Pair] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        out += _pairs_of(op, a[i1:i2], b[j1:j2])
+    return out
+
+
+def match(a: Sequence[EventRecord], b: Sequence[EventRecord]) -> list[Pair]:
+    """Every event of both windows, aligned: equal events line up (so an event one run has and the
+    other has not stays one row, whatever surrounds it), the rest by structure and position."""
+    common = 0  # the common prefix, the usual case, pairs without the matcher
+    for ea, eb in zip(a, b, strict=False):
+        if align_key(ea) != align_key(eb) or not same_event(ea.body, eb.body):
+            break
+        common += 1
+    tail = 0  # and the common suffix (both windows often end inside the same identical stretch)
+    while tail < min(len(a), len(b)) - common:
+        ea, eb = a[len(a) - 1 - tail], b[len(b) - 1 - tail]
+        if align_key(ea) != align_key(eb) or not same_event(ea.body, eb.body):
+            break
+        tail += 1
+    pairs: list[Pair] = list(zip(a[:common], b[:common], strict=True))
+    rest_a, rest_b = a[common : len(a) - tail], b[common : len(b) - tail]
+    matcher = difflib.SequenceMatcher(
+        None,
+        [(align_key(e), fingerprint(e)) for e in rest_a],
+        [(align_key(e), fingerprint(e)) for e in rest_b],
+        autojunk=False,
+    )
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            pairs += zip(rest_a[i1:i2], rest_b[j1:j2], strict=True)
+        else:
+            pairs += _by_structure(rest_a[i1:i2], rest_b[j1:j2])
+    if tail:
+        pairs += zip(a[len(a) - tail :], b[len(b) - tail :], strict=True)
+    return pairs
+
+
 def align(
     a: Sequence[EventRecord],
     b: Sequence[EventRecord],
@@ -84,32 +139,20 @@ def align(
     synchronised point) and how many events of each were used. ``end_a``/``end_b``: the window
     reaches the end of that run's trace. Pass windows of ``limit`` events plus a lookahead:
     alignment sees that far ahead (a longer gap pairs by position instead)."""
-    keys_a, keys_b = [align_key(e) for e in a], [align_key(e) for e in b]
-    # The common prefix of keys pairs one to one without asking the matcher (which is quadratic in
-    # the repeats of a key): identical stretches, the usual case, stay linear.
-    common = 0
-    for ka, kb in zip(keys_a, keys_b, strict=False):
-        if ka != kb or common >= limit:
+    pairs: list[Pair] = []
+    used_a = used_b = 0
+    for pa, pb in match(a, b):
+        if len(pairs) >= limit:
             break
-        common += 1
-    pairs: list[Pair] = list(zip(a[:common], b[:common], strict=True))
-    used_a = used_b = common
-    if common >= limit:
-        return pairs, used_a, used_b
-    matcher = difflib.SequenceMatcher(None, keys_a[common:], keys_b[common:], autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        i1, i2, j1, j2 = i1 + common, i2 + common, j1 + common, j2 + common
-        for pa, pb in _pairs_of(op, a[i1:i2], b[j1:j2]):
-            if len(pairs) >= limit:
-                return pairs, used_a, used_b
-            # A one-sided row at the very end of a window that does not reach the end of the
-            # other run may only mean that the other run's match lies beyond the window: stop.
-            if (pb is None and not end_b and j2 == len(b)) or (pa is None and not end_a and i2 == len(a)):
-                if pairs:
-                    return pairs, used_a, used_b
-            pairs.append((pa, pb))
-            used_a += pa is not None
-            used_b += pb is not None
+        # One-sided rows once the other run's window is used up, before that run's end, may only
+        # mean that its match lies beyond the window: stop there (the next window sees further).
+        if pairs and (
+            (pb is None and not end_b and used_b == len(b)) or (pa is None and not end_a and used_a == len(a))
+        ):
+            break
+        pairs.append((pa, pb))
+        used_a += pa is not None
+        used_b += pb is not None
     return pairs, used_a, used_b
 
 

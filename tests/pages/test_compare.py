@@ -137,3 +137,15 @@ def test_identical_stretches_fold():
     blocks = fold_same(rows, at_least=3)
     assert [getattr(b, "is_fold", False) for b in blocks] == [False, False, False, True]
     assert [r.a.seq for r in blocks[3].rows] == [4, 5, 6]
+
+
+def test_equal_events_line_up_around_an_extra_one_of_the_same_kind():
+    a = [ev(i, "annotation", "p", "A", text=f"note {i}") for i in range(1, 9) if i != 4]
+    b = [ev(i, "annotation", "p", "B", text=f"note {i}") for i in range(1, 9)]
+    pairs, _, _ = align(a, b, limit=100, end_a=True, end_b=True)
+    assert [(x.body["text"] if x else None, y.body["text"] if y else None) for x, y in pairs][2:5] == [
+        ("note 3", "note 3"),
+        (None, "note 4"),
+        ("note 5", "note 5"),
+    ]
+    assert [compare_row(x, y).kind for x, y in pairs].count(SAME) == 7
