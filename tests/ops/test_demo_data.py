@@ -75,6 +75,16 @@ def test_public_demo_is_a_snapshot_nobody_can_change(demo, client, django_user_m
             actor="user:admin",
         )
     assert refused.value.code == "READ_ONLY"
+    from accounts.tokens import create_token
+
+    token = create_token(workspace=public.workspace, name="operator", scopes=["read", "write", "review"])
+    answer = client.post(
+        "/api/runs/run_demo_jobsearch/gates/resolve",
+        {"stepId": "score", "gate": "PAUSE_AFTER", "decision": "approved"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token.secret}",
+    )
+    assert answer.status_code == 409 and answer.json()["code"] == "READ_ONLY"
     public.refresh_from_db()
     assert public.pending_gates == 1 and public.last_seq == public_seq
     assert not Event.objects.filter(run=public, type="human_gate_resolved", step_id="score").exists()
