@@ -175,6 +175,7 @@ class CompareRow:
     text_diff: list[TextOp] = field(default_factory=list)
     text_diff_mode: str = ""  # "word" | "line"
     json_diff: list[Change] = field(default_factory=list)
+    metrics: list[tuple[str, Delta]] = field(default_factory=list)  # model calls: tokens, cost, ms
     first_divergence: bool = False
     is_fold = False
 
@@ -207,7 +208,36 @@ def compare_row(a: EventRecord | None, b: EventRecord | None, *, details: bool =
     )
     if details and row.kind == CHANGED and a is not None and b is not None:
         _fill_diff(row, a.body, b.body)
+    if details and a is not None and b is not None and a.type == b.type == "model_io":
+        row.metrics = model_call_deltas(a.body, b.body)
     return row
+
+
+def _usage_total(event: dict[str, Any]) -> Any:
+    usage = event.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    if usage.get("totalTokens") is not None:
+        return usage["totalTokens"]
+    parts = [usage.get(k) for k in ("inputTokens", "outputTokens") if isinstance(usage.get(k), int)]
+    return sum(parts) if parts else None
+
+
+def _cost_of(event: dict[str, Any]) -> tuple[Any, str]:
+    cost = event.get("cost")
+    if not isinstance(cost, dict):
+        return None, ""
+    return cost.get("amount"), str(cost.get("currency", "")).strip().upper()
+
+
+def model_call_deltas(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Delta]]:
+    """Token, cost and latency deltas of two model calls (only the measures that changed)."""
+    out = [("tokens", delta(_usage_total(a), _usage_total(b)))]
+    (amount_a, cur_a), (amount_b, cur_b) = _cost_of(a), _cost_of(b)
+    if cur_a == cur_b or not (cur_a and cur_b):
+        out.append((f"cost {cur_a or cur_b}".strip(), delta(amount_a, amount_b)))
+    out.append(("ms", delta(a.get("durationMs"), b.get("durationMs"))))
+    return [(label, d) for label, d in out if d.diff]
 
 
 def _fill_diff(row: CompareRow, a: dict[str, Any], b: dict[str, Any]) -> None:

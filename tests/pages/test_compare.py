@@ -149,3 +149,43 @@ def test_equal_events_line_up_around_an_extra_one_of_the_same_kind():
         ("note 5", "note 5"),
     ]
     assert [compare_row(x, y).kind for x, y in pairs].count(SAME) == 7
+
+
+def test_model_calls_show_token_cost_and_latency_deltas():
+    a = ev(
+        3,
+        "model_io",
+        "p",
+        "A",
+        direction="response",
+        usage={"inputTokens": 100, "outputTokens": 40},
+        cost={"amount": 0.002, "currency": "usd"},
+        durationMs=300,
+    )
+    b = ev(
+        3,
+        "model_io",
+        "p",
+        "B",
+        direction="response",
+        usage={"inputTokens": 100, "outputTokens": 60},
+        cost={"amount": 0.003, "currency": "USD "},
+        durationMs=300,
+    )
+    row = compare_row(a, b)
+    assert [(label, d.text) for label, d in row.metrics] == [
+        ("tokens", "+20 (+14.3%)"),
+        ("cost USD", "+0.001 (+50.0%)"),
+    ]
+    slower = ev(
+        3,
+        "model_io",
+        "p",
+        "B",
+        direction="response",
+        usage={"inputTokens": 100, "outputTokens": 40},
+        cost={"amount": 0.002, "currency": "usd"},
+        durationMs=450,
+    )
+    row = compare_row(a, slower)
+    assert row.kind == SAME and [(label, d.text) for label, d in row.metrics] == [("ms", "+150 (+50.0%)")]

@@ -92,6 +92,7 @@ def test_two_runs_side_by_side(client, alice, pair):
     # deltas with signs and percentages (B - A, of A)
     assert "+20 (+50.0%)" in page  # output tokens 40 -> 60
     assert "+0.001 (+50.0%)" in page  # cost USD 0.002 -> 0.003
+    assert '<div class="delta delta-up">tokens +20 (+14.3%)</div>' in page  # on the model call's row
     # the first divergence: the model response, linked to the page that holds it, and anchored there
     assert 'id="first-divergence"' in page
     first = re.search(r'<section id="divergence".*?href="([^"]+)"', page, re.S).group(1)
