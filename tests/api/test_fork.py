@@ -7,8 +7,8 @@ import pytest
 from runs.models import Event, Run, RunFork
 
 
-@pytest.fixture
-def source(api, started_run) -> str:
+def recorded_call(run_id: str, prompt: str = "hi", answer: str = "hello") -> list[dict]:
+    """A step with one model call (request and response with correlation id c1), as a host appends it."""
     events = [
         {"type": "step_started", "stepId": "parse"},
         {
@@ -18,7 +18,7 @@ def source(api, started_run) -> str:
             "provider": "openai",
             "model": "m",
             "correlationId": "c1",
-            "payload": {"messages": [{"role": "user", "content": "hi"}]},
+            "payload": {"messages": [{"role": "user", "content": prompt}]},
         },
         {
             "type": "model_io",
@@ -27,14 +27,21 @@ def source(api, started_run) -> str:
             "provider": "openai",
             "model": "m",
             "correlationId": "c1",
-            "payload": {"text": "hello"},
+            "payload": {"text": answer},
             "usage": {"inputTokens": 1, "outputTokens": 1},
         },
         {"type": "step_completed", "stepId": "parse", "ok": True},
     ]
     for i, e in enumerate(events):
-        e.update({"id": f"e{i}", "runId": started_run, "ts": f"2026-01-01T00:00:0{i}.000Z"})
-    assert api.post(f"/api/runs/{started_run}/events", {"events": events}).status_code == 200
+        e.update({"id": f"e{i}", "runId": run_id, "ts": f"2026-01-01T00:00:0{i}.000Z"})
+    return events
+
+
+@pytest.fixture
+def source(api, started_run) -> str:
+    assert (
+        api.post(f"/api/runs/{started_run}/events", {"events": recorded_call(started_run)}).status_code == 200
+    )
     return started_run
 
 

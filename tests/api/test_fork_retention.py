@@ -13,36 +13,9 @@ from django.utils import timezone
 
 from runs import actions
 from runs.models import CachedResponse, Run
+from tests.api.test_fork import recorded_call
 
 pytestmark = pytest.mark.django_db
-
-
-def recorded_call(run_id: str, text: str = "hi") -> list[dict]:
-    events = [
-        {"type": "step_started", "stepId": "parse"},
-        {
-            "type": "model_io",
-            "stepId": "parse",
-            "direction": "request",
-            "provider": "openai",
-            "model": "m",
-            "correlationId": "c1",
-            "payload": {"model": "m", "messages": [{"role": "user", "content": text}]},
-        },
-        {
-            "type": "model_io",
-            "stepId": "parse",
-            "direction": "response",
-            "provider": "openai",
-            "model": "m",
-            "correlationId": "c1",
-            "payload": {"text": f"hello {text}"},
-        },
-        {"type": "step_completed", "stepId": "parse", "ok": True},
-    ]
-    for i, e in enumerate(events):
-        e.update({"id": f"e{i}", "runId": run_id, "ts": f"2026-01-01T00:00:0{i}.000Z"})
-    return events
 
 
 @pytest.fixture
