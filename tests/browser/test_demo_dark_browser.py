@@ -26,6 +26,7 @@ from django.core.management import call_command
 from runs.workspaces import add_member, get_or_create_workspace
 call_command("demo_data", url="http://127.0.0.1/")
 add_member(get_or_create_workspace("demo"), get_user_model().objects.create_user("rita", password="rita-password-123"), "owner")
+add_member(get_or_create_workspace("demo"), get_user_model().objects.create_user("vic", password="vic-password-123"), "viewer")
 """
 
 # DEBUG off: Django's branded 404 (not the technical page). Plain HTTP on loopback for the test.
@@ -84,7 +85,7 @@ def browser():
 def _page(browser, *, dark: bool = False):
     return support.new_page(
         browser,
-        ignore=("status of 404", "status of 500", "status of 422"),
+        ignore=("status of 400", "status of 403", "status of 404", "status of 500", "status of 422"),
         viewport={"width": 1280, "height": 900},
         color_scheme="dark" if dark else "light",
     )
@@ -100,14 +101,35 @@ def _serious(page, label: str) -> list[str]:
     return out
 
 
-def _error_500_html() -> str:
-    """templates/500.html as Django renders it (no context: static path filled in)."""
-    text = (Path(support.REPO) / "templates" / "500.html").read_text()
+def _standalone(name: str) -> str:
+    """templates/<name> (400.html, 500.html) as Django renders it: without a request context."""
+    text = (Path(support.REPO) / "templates" / name).read_text()
     text = text.replace("{% load static %}", "").replace(
         "{% static 'workbench/workbench.css' %}", "/static/workbench/workbench.css"
     )
     start, end = text.index("{% comment %}"), text.index("{% endcomment %}") + len("{% endcomment %}")
     return text[:start] + text[end:]
+
+
+def _answer(status: int, body: str):
+    """A route handler answering ``status`` with ``body`` (one argument: Playwright passes the
+    request too to handlers that take two)."""
+
+    def handle(route) -> None:
+        route.fulfill(status=status, content_type="text/html", body=body)
+
+    return handle
+
+
+def _post_form(page, action: str, fields: dict[str, str]) -> None:
+    """Submit a plain form the way a stale or forged page would (no CSRF token unless given)."""
+    page.evaluate(
+        """([action, fields]) => { const f = document.createElement('form'); f.method = 'post'; f.action = action;
+        for (const [k, v] of Object.entries(fields)) { const i = document.createElement('input'); i.type = 'hidden';
+        i.name = k; i.value = v; f.append(i); } document.body.append(f); f.submit(); }""",
+        [action, fields],
+    )
+    page.wait_for_load_state()
 
 
 def test_signed_out_pages_light_and_dark_have_no_serious_axe_violations(browser, server):
@@ -123,14 +145,18 @@ def test_signed_out_pages_light_and_dark_have_no_serious_axe_violations(browser,
         body_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
         assert (body_bg != "rgb(255, 255, 255)") is dark
         support.shot(page, f"demo-404-{mode}")
-        page.route(
-            f"{server}/__error_500",
-            lambda route: route.fulfill(status=500, content_type="text/html", body=_error_500_html()),
-        )
-        page.goto(f"{server}/__error_500")
-        assert "Something went wrong" in page.inner_text("h1")
-        violations += _serious(page, f"{mode} 500 page")
-        support.shot(page, f"demo-500-{mode}")
+        for status, heading in ((500, "Something went wrong"), (400, "The request could not be read")):
+            body = _standalone(f"{status}.html")
+            page.route(f"{server}/__error_{status}", _answer(status, body))
+            page.goto(f"{server}/__error_{status}")
+            assert heading in page.inner_text("h1")
+            violations += _serious(page, f"{mode} {status} page")
+            support.shot(page, f"demo-{status}-{mode}")
+        page.goto(f"{server}/accounts/login/")
+        _post_form(page, f"{server}/accounts/login/", {"username": "x", "password": "y"})  # no CSRF token
+        assert "This form has expired" in page.inner_text("h1")
+        violations += _serious(page, f"{mode} CSRF failure page")
+        support.shot(page, f"demo-403-csrf-{mode}")
         page.goto(f"{server}/accounts/login/")
         support.shot(page, f"demo-login-{mode}")
         assert page.console_errors == []
@@ -152,6 +178,19 @@ def test_signed_in_pages_in_dark_mode_have_no_serious_axe_violations(browser, se
     assert page.locator("fieldset.list-item-existing").count() == 3  # a list of objects, as a form
     support.shot(page, "demo-postings-form-dark")
     assert page.console_errors == []
+    page.context.close()
+    assert not violations, "\n".join(violations)
+
+
+def test_permission_denied_page_in_dark_mode(browser, server):
+    page = _page(browser, dark=True)
+    support.sign_in(page, server, "vic")  # a viewer may not import bundles
+    page.goto(f"{server}/runs/")
+    token = page.eval_on_selector("body", "b => JSON.parse(b.getAttribute('hx-headers'))['X-CSRFToken']")
+    _post_form(page, f"{server}/import/", {"csrfmiddlewaretoken": token})
+    assert "You are not allowed to do this" in page.inner_text("h1")
+    violations = _serious(page, "dark 403 page")
+    support.shot(page, "demo-403-dark")
     page.context.close()
     assert not violations, "\n".join(violations)
 
