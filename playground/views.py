@@ -35,6 +35,8 @@ from playground.models import (
 from playground.providers import egress
 from runs.models import Event
 from runs.permissions import Action
+from runs.protocol.canonical import parse_json
+from runs.protocol.errors import ProtocolError
 from runs.web import current_workspace, get_run_for_user, may, require_action
 from runs.wire import WireJsonResponse
 
@@ -42,10 +44,12 @@ MAX_BODY_NOTE = "The request is too large."
 
 
 def _json_body(request: HttpRequest) -> dict:
+    # The protocol's parser: besides text that is not JSON it refuses what could be neither
+    # stored nor sent on (NaN/Infinity, lone surrogates such as \ud800, thousands of levels).
     try:
-        data = json.loads(request.body or b"{}")
-    except ValueError:
-        raise c.ComposeError("body", "the request body is not JSON") from None
+        data = parse_json(request.body or b"{}")
+    except ProtocolError as exc:
+        raise c.ComposeError("body", f"the request body is not usable JSON: {exc.message}") from None
     if not isinstance(data, dict):
         raise c.ComposeError("body", "the request body must be a JSON object")
     return data

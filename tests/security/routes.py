@@ -91,6 +91,25 @@ class Route:
     converters: dict = field(default_factory=dict)
     regex: bool = False
     names: tuple[str, ...] = ()  # every URL name of this path (ninja: one per operation)
+    callback: object = None
+
+    @property
+    def declared_methods(self) -> tuple[str, ...] | None:
+        """The methods a ``require_http_methods`` decorator (require_GET, require_POST) allows."""
+        fn = self.callback
+        while fn is not None:
+            code = getattr(fn, "__code__", None)
+            if code is not None and "request_method_list" in code.co_freevars:
+                cell = fn.__closure__[code.co_freevars.index("request_method_list")]
+                return tuple(cell.cell_contents)
+            fn = getattr(fn, "__wrapped__", None)
+        return None
+
+    @property
+    def source_file(self) -> str | None:
+        fn = inspect.unwrap(self.callback) if self.callback is not None else None
+        module = inspect.getmodule(fn) if fn is not None else None
+        return getattr(module, "__file__", None)
 
     @property
     def key(self) -> str:
@@ -168,6 +187,7 @@ def http_routes() -> list[Route]:
                 is_api=methods is not None,
                 converters=convs,
                 regex=is_regex,
+                callback=p.callback,
             )
             if text in routes:  # ninja repeats a path once per operation name: one route, all names
                 routes[text].names += (route.name,) if route.name else ()

@@ -7,6 +7,7 @@ execution, cached response and token name all carry ``CANARY``. globex: charlie,
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from dataclasses import dataclass
@@ -77,8 +78,9 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         user=alice,
         provider_kind="anthropic",
         model_name="claude-test",
-        request=f'{{"messages": [{{"role": "user", "content": "{CANARY}"}}]}}',
-        user_content=CANARY,
+        request=json.dumps({"messages": [{"role": "user", "content": CANARY}]}),
+        user_content=json.dumps([{"type": "text", "text": CANARY}]),
+        content=json.dumps([{"type": "text", "text": CANARY}]),
         response_text=CANARY,
         status="completed",
     )
