@@ -337,21 +337,3 @@ def as_json(entry: CachedResponse) -> dict[str, Any]:
         "hits": entry.hits,
         "createdAt": entry.created_at.isoformat(),
     }
-
-
-def replay_fn(workspace: Workspace, *, prefer_run: Run | None = None):
-    """A ``replay`` callable for ``runs.traced.Tracer`` in this process: ``(provider, model,
-    request) -> the recorded response body or None``; hits are counted on the entry."""
-
-    def replay(provider: str, model: str, request: dict) -> dict | None:
-        keys = request_keys(provider, model, request)
-        if keys is None:
-            return None
-        entry = lookup(workspace, keys["v2"], prefer_run=prefer_run)
-        if entry is None:
-            return None
-        record_hit(entry)
-        payload = response_fields(entry).get("payload")
-        return payload if isinstance(payload, dict) else None
-
-    return replay
