@@ -153,6 +153,7 @@ def waterfall_context(run: Run, *, url_id: str | None = None, after: int = 0) ->
         "waterfall": wf,
         "spans_after": window.after,
         "spans_next": window.next_after,
+        "spans_ends_to": window.ends_to,
         "spans_url": reverse("runs:spans", args=[url_id]),
         "detail_url": detail_url,
     }

@@ -525,6 +525,7 @@ def get_fork(workspace: Workspace, run_id: str) -> RunFork:
 SPAN_PAGE = 200  # spans per window of the waterfall
 SPAN_END_SCAN = 4 * SPAN_PAGE  # span_ended rows read after the window's first start
 SPAN_END_LOOKUP = 100  # spans still open after that scan whose end is looked up by id
+SPAN_END_WINDOW = 20_000  # seqs past the scan in which those ends are looked for
 
 
 @dataclass
@@ -533,6 +534,7 @@ class SpanWindow:
     ended: list[tuple[int, dict[str, Any]]]
     next_after: int | None  # more spans start after this seq
     after: int
+    ends_to: int | None = None  # ends were looked for up to this seq only (the run goes on beyond)
 
 
 def has_spans(run: Run) -> bool:
@@ -545,7 +547,8 @@ def span_window(run: Run, *, after: int = 0, limit: int | None = None) -> SpanWi
 
     Bounded by the window, not by the trace: range scans of the (run, type, seq) index read at
     most `limit` + 1 starts and SPAN_END_SCAN ends; ends further away are looked up by span id
-    (at most SPAN_END_LOOKUP of them, over span_ended rows only)."""
+    (at most SPAN_END_LOOKUP of them, over the span_ended rows of the next SPAN_END_WINDOW seqs;
+    `ends_to` says where that stopped when the run goes on beyond)."""
     limit = max(1, min(limit or SPAN_PAGE, TIMELINE_MAX_PAGE))
     end_scan = SPAN_END_SCAN
     raw = list(
@@ -561,6 +564,7 @@ def span_window(run: Run, *, after: int = 0, limit: int | None = None) -> SpanWi
     ends_qs = Event.objects.filter(run=run, type="span_ended", seq__gt=first).order_by("seq")
     ended_raw = list(ends_qs.values_list("seq", "body")[:end_scan])
     ended = [(seq, loads(body)) for seq, body in ended_raw]
+    ends_to = None
     if len(ended_raw) == end_scan:
         # spans of the window that no scanned end closes: find their ends by id
         open_ids: dict[str, int] = {}
@@ -580,6 +584,10 @@ def span_window(run: Run, *, after: int = 0, limit: int | None = None) -> SpanWi
             for needle in needles:
                 match |= Q(body__contains=needle)
             last_scanned = ended_raw[-1][0]
-            extra = ends_qs.filter(seq__gt=last_scanned).filter(match).values_list("seq", "body")
-            ended.extend((seq, loads(body)) for seq, body in extra[: len(needles) * 4])
-    return SpanWindow(started, ended, started[-1][0] if more else None, after)
+            horizon = last_scanned + SPAN_END_WINDOW
+            extra = ends_qs.filter(seq__gt=last_scanned, seq__lte=horizon).filter(match)
+            ended.extend(
+                (seq, loads(body)) for seq, body in extra.values_list("seq", "body")[: len(needles) * 4]
+            )
+            ends_to = horizon if horizon < run.last_seq else None
+    return SpanWindow(started, ended, started[-1][0] if more else None, after, ends_to)

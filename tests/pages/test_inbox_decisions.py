@@ -15,6 +15,12 @@ pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}
 
 
+def _decide(client, decision="approved", *, htmx=True, run_id="run_a", **fields):
+    """What an inbox row's form posts (the review step's PAUSE_BEFORE gate unless told otherwise)."""
+    data = {"return": "inbox", "step_id": "review", "gate": "PAUSE_BEFORE", "decision": decision, **fields}
+    return client.post(f"/runs/{run_id}/gates/resolve/", data, headers=HX if htmx else {})
+
+
 def _last_gate_event(run):
     from runs.models import loads
 
@@ -37,18 +43,7 @@ def test_htmx_approve_with_a_note_swaps_the_row_and_records_who(client, bob, mak
 
     make_run("run_a")
     login(client, bob)
-    response = client.post(
-        "/runs/run_a/gates/resolve/",
-        {
-            "return": "inbox",
-            "row_key": "7-0",
-            "step_id": "review",
-            "gate": "PAUSE_BEFORE",
-            "decision": "approved",
-            "note": "fine by me",
-        },
-        headers=HX,
-    )
+    response = _decide(client, "approved", row_key="7-0", note="fine by me")
     html = response.content.decode()
     assert response.status_code == 200
     assert html.lstrip().startswith('<tr class="inbox-row"') and html.count("<tr") == 1
@@ -66,10 +61,7 @@ def test_reject_without_js_goes_back_to_the_inbox_with_a_message(client, bob, ma
 
     make_run("run_a")
     login(client, bob)
-    response = client.post(
-        "/runs/run_a/gates/resolve/",
-        {"return": "inbox", "step_id": "review", "gate": "PAUSE_BEFORE", "decision": "rejected"},
-    )
+    response = _decide(client, "rejected", htmx=False)
     assert response.status_code == 302 and response["Location"] == "/runs/inbox/"
     assert Run.objects.get(run_id="run_a").rejected_gates == 1
     page = client.get("/runs/inbox/").content.decode()
@@ -80,17 +72,7 @@ def test_reject_without_js_goes_back_to_the_inbox_with_a_message(client, bob, ma
 def test_a_refused_decision_keeps_the_form_and_says_why(client, bob, make_run):
     make_run("run_a")
     login(client, bob)
-    response = client.post(
-        "/runs/run_a/gates/resolve/",
-        {
-            "return": "inbox",
-            "row_key": "1-0",
-            "step_id": "publish",
-            "gate": "PAUSE_AFTER",
-            "decision": "approved",
-        },
-        headers=HX,
-    )
+    response = _decide(client, "approved", row_key="1-0", step_id="publish", gate="PAUSE_AFTER")
     html = response.content.decode()
     assert 'role="alert"' in html and "INVALID_STATE_TRANSITION" in html
     assert 'name="decision" value="approved"' in html and 'id="note-1-0"' in html
@@ -99,17 +81,7 @@ def test_a_refused_decision_keeps_the_form_and_says_why(client, bob, make_run):
 def test_row_keys_from_the_form_cannot_inject_markup(client, bob, make_run):
     make_run("run_a")
     login(client, bob)
-    html = client.post(
-        "/runs/run_a/gates/resolve/",
-        {
-            "return": "inbox",
-            "row_key": XSS,
-            "step_id": "nope",
-            "gate": "PAUSE_BEFORE",
-            "decision": "approved",
-        },
-        headers=HX,
-    ).content.decode()
+    html = _decide(client, "approved", row_key=XSS, step_id="nope").content.decode()
     assert "<script>" not in html and 'id="note-0"' in html
 
 
@@ -120,11 +92,7 @@ def test_viewers_see_no_form_and_cannot_post(client, vera, make_run):
     login(client, vera)
     html = client.get("/runs/inbox/").content.decode()
     assert 'class="inbox-row"' in html and 'name="decision"' not in html
-    response = client.post(
-        "/runs/run_a/gates/resolve/",
-        {"return": "inbox", "step_id": "review", "gate": "PAUSE_BEFORE", "decision": "approved"},
-        headers=HX,
-    )
+    response = _decide(client, "approved")
     assert response.status_code == 403
     assert Run.objects.get(run_id="run_a").pending_gates == 1
 
@@ -134,10 +102,6 @@ def test_outsiders_get_404_and_change_nothing(client, charlie, make_run):
 
     make_run("run_a")
     login(client, charlie)
-    response = client.post(
-        "/runs/run_a/gates/resolve/",
-        {"return": "inbox", "step_id": "review", "gate": "PAUSE_BEFORE", "decision": "approved"},
-        headers=HX,
-    )
+    response = _decide(client, "approved")
     assert response.status_code == 404
     assert Run.objects.get(run_id="run_a").pending_gates == 1

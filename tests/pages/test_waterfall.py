@@ -159,6 +159,20 @@ def test_spans_are_paged_and_far_ends_are_found(client, alice, run, workspace, m
 
 
 @pytest.mark.django_db
+def test_far_end_lookup_is_bounded_and_says_so(client, alice, run, workspace, monkeypatch):
+    from runs import selectors
+
+    monkeypatch.setattr(selectors, "SPAN_END_SCAN", 2)
+    monkeypatch.setattr(selectors, "SPAN_END_WINDOW", 6)  # the root's end is further away
+    _spans(run, workspace, 8, nested=False)
+    html = login(client, alice).get(f"/runs/{run.run_id}/").content.decode()
+    root = re.search(r'<tr class="span-row span-(\w+)" data-span="root".*?</tr>', html, re.S)
+    assert root.group(1) == "open"
+    window = selectors.span_window(run)
+    assert f"not ended by #{window.ends_to}" in root.group(0) and window.ends_to < run.last_seq
+
+
+@pytest.mark.django_db
 def test_spans_fragment_answers_404_to_outsiders(client, charlie, run):
     assert login(client, charlie).get(f"/runs/{run.run_id}/spans/").status_code == 404
 
