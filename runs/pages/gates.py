@@ -21,6 +21,7 @@ from runs.partials import (
 )
 from runs.permissions import Action
 from runs.selectors import (
+    pending_gate_count,
     run_state,
 )
 from runs.web import (
@@ -91,7 +92,8 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
             # said once outside the table (the row may be refreshed away by the live inbox)
             said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
             # ASCII JSON (\u escapes): a header value must be Latin-1, a title may be anything
-            response["HX-Trigger"] = json.dumps({"inbox:decided": {"text": said}}, ensure_ascii=True)
+            detail = {"text": said, "pending": pending_gate_count(run.workspace)}
+            response["HX-Trigger"] = json.dumps({"inbox:decided": detail}, ensure_ascii=True)
         return response
     if request.htmx:
         state = run_state(run)

@@ -28,4 +28,9 @@ document.addEventListener(
 document.body.addEventListener("inbox:decided", function (event) {
   var status = document.getElementById("inbox-status");
   if (status && event.detail && event.detail.text) status.textContent = event.detail.text;
+  var count = document.querySelector(".nav-count");
+  if (count && event.detail && typeof event.detail.pending === "number") {
+    if (event.detail.pending > 0) count.firstChild.textContent = String(event.detail.pending);
+    else count.remove();
+  }
 });
