@@ -82,6 +82,7 @@ def axe_violations(page) -> list[str]:
 
 def test_pick_two_runs_in_the_list_and_follow_the_first_divergence(page, server):
     page.goto(f"{server}/runs/")
+    assert axe_violations(page) == []  # the list with its checkboxes
     page.check('input[name=run][value="run_monday"]')
     page.check('input[name=run][value="run_tuesday"]')
     page.click("text=Compare the two selected runs")

@@ -114,6 +114,8 @@ def test_fork_shows_collapsed_history_and_links_back(client, alice, pair, worksp
     detail = client.get(f"/runs/{fork.run.run_id}/").content.decode()
     link = re.search(r'href="([^"]+)" id="compare-with-source"', detail).group(1).replace("&amp;", "&")
     assert link == _url("run_a", fork.run.run_id)
+    source = client.get("/runs/run_a/").content.decode()  # and from the source, beside each fork
+    assert f'href="{link.replace("&", "&amp;")}" aria-label="Compare with {fork.run.run_id}"' in source
     page = client.get(link).content.decode()
     assert 'Identical history up to seq 3 <span class="muted">(seqs 1–3 copied into the fork)' in page
     assert "B is a branch of A from seq 4" in page
