@@ -39,7 +39,7 @@ from runs.timeline import Change, EventRecord, diff_values, summarize
 from runs.transcript import output_text
 
 TEXT_LIMIT = 20_000  # characters of each side a text diff looks at
-WORD_DIFF_TOKENS = 3_000  # above this many words on a side, the diff is by line
+WORD_DIFF_TOKENS = 2_000  # above this many words on a side, the diff is by line (<= ~50 ms a pair)
 JSON_DIFF_LIMIT = 200
 
 SAME, CHANGED, ONLY_A, ONLY_B, MARKER = "same", "changed", "only_a", "only_b", "marker"
@@ -525,6 +525,10 @@ def artifact_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[ArtifactRow]:
             kind, changes = (ONLY_B if va is None else ONLY_A), []
         else:
             changes = diff_values(va.get("data"), vb.get("data"), limit=JSON_DIFF_LIMIT)
+            if not changes:  # data kept outside (a pointer): the pointers say whether it differs
+                changes = diff_values(
+                    va.get("pointer"), vb.get("pointer"), path="/pointer", limit=JSON_DIFF_LIMIT
+                )
             kind = CHANGED if changes or va.get("typeId") != vb.get("typeId") else SAME
         rows.append(
             ArtifactRow(

@@ -115,8 +115,8 @@ def test_text_diff_by_word_and_by_line():
         ("add", "dog "),
         ("same", "sat on the mat"),
     ]
-    before = "\n".join(f"line {i} " + "w " * 3 for i in range(1200))
-    after = before.replace("line 600 ", "LINE 600 ")
+    before = "\n".join(f"line {i} " + "w " * 3 for i in range(800))
+    after = before.replace("line 600 ", "LINE 600 ")  # 4,000 words: by line
     ops, mode = text_diff(before, after)
     assert mode == "line" and [o.op for o in ops] == ["same", "del", "add", "same"]
     assert ops[1].text.startswith("line 600") and ops[2].text.startswith("LINE 600")
@@ -189,3 +189,19 @@ def test_model_calls_show_token_cost_and_latency_deltas():
     )
     row = compare_row(a, slower)
     assert row.kind == SAME and [(label, d.text) for label, d in row.metrics] == [("ms", "+150 (+50.0%)")]
+
+
+def test_artifacts_kept_outside_differ_by_their_pointers():
+    from runs.compare import artifact_rows
+
+    def summary(pointer):
+        version = {"artifactKey": "big", "typeId": "t", "version": 2, "pointer": pointer}
+        return {"artifacts": {"big": version}, "artifact_versions": {"big": 2}}
+
+    ext = {"kind": "external", "ref": "s3://x", "payloadHash": "a" * 64}
+    (row,) = artifact_rows(summary(ext), summary({**ext, "payloadHash": "b" * 64}))
+    assert row.kind == CHANGED and [(c.path, c.kind) for c in row.changes] == [
+        ("/pointer/payloadHash", "changed")
+    ]
+    (row,) = artifact_rows(summary(ext), summary(dict(ext)))
+    assert row.kind == SAME
