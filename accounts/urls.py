@@ -1,10 +1,13 @@
 from django.urls import path
 
-from accounts import views
+from accounts import invitations, views
 
 app_name = "accounts"
 
 urlpatterns = [
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<str:key_id>/revoke/", views.revoke, name="revoke_token"),
+    path("invitations/", invitations.invitations, name="invitations"),
+    path("invitations/<int:pk>/accept/", invitations.accept, name="accept_invitation"),
+    path("invitations/<int:pk>/decline/", invitations.decline, name="decline_invitation"),
 ]

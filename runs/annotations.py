@@ -44,7 +44,7 @@ def clip(text: object, limit: int) -> tuple[str, bool]:
 def text_in_json_prefix(prefix: str) -> str:
     """The start of the ``text`` member of a JSON object of which only ``prefix`` is at hand.
 
-    The stored body is canonical JSON (no spaces), so the member reads ``"text":"...``; the string
+    The stored body is compact JSON (no spaces), so the member reads ``"text":"...``; the string
     is decoded up to its closing quote or the end of the prefix (a cut escape is dropped)."""
     start = prefix.find(_TEXT_KEY)
     if start < 0:

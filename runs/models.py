@@ -68,6 +68,59 @@ class Membership(models.Model):
         return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
 
 
+class InvitationStatus(models.TextChoices):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    REVOKED = "revoked"
+
+
+class InvitationQuerySet(models.QuerySet):
+    def open(self, *, now=None) -> InvitationQuerySet:
+        """Pending and not expired: what an invitee may still accept."""
+        from django.utils import timezone
+
+        return self.filter(status=InvitationStatus.PENDING, expires_at__gt=now or timezone.now())
+
+    def addressed_to(self, user) -> InvitationQuerySet:
+        """Invitations naming ``user``: by username or by e-mail address (either case)."""
+        names = models.Q(invitee__iexact=user.get_username())
+        email = (getattr(user, "email", "") or "").strip()
+        if email:
+            names |= models.Q(invitee__iexact=email)
+        return self.filter(names)
+
+
+class Invitation(models.Model):
+    """An owner's offer of a role in a workspace; a membership exists only once the invitee accepts.
+
+    ``invitee`` is what the owner typed (a username or an e-mail address); it is never checked
+    against the accounts when the invitation is made, so making one says nothing about whether
+    such an account exists."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invitations")
+    invitee = models.CharField(max_length=254)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(
+        max_length=16, choices=InvitationStatus.choices, default=InvitationStatus.PENDING
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    responded_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "invitee"], name="invitation_open_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.invitee} → {self.workspace} ({self.status})"
+
+
 class RunQuerySet(models.QuerySet):
     def for_workspace(self, workspace: Workspace) -> RunQuerySet:
         """The one choke point for reading runs: always scoped to a workspace."""

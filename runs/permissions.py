@@ -12,8 +12,9 @@ their role in the workspace (``ROLE_SCOPES``). Every operation is an :class:`Act
 Decisions recorded here (where the pages and the API used to disagree, the API's stricter rule
 won): cancelling, deleting, starting, forking and importing runs, and appending events, change
 what a run *is* and need ``write`` (owners, write tokens); reviewing (gates, artifacts, rules,
-annotations) needs ``review`` or ``write``; reading needs ``read``. Managing members, tokens and
-model providers is for owners signed in as themselves: no token scope grants it (``manage`` is a
+annotations) needs ``review`` or ``write``; reading needs ``read``. Managing members (inviting,
+revoking invitations, changing roles, removing), tokens and model providers is for owners signed
+in as themselves: no token scope grants it (``manage`` is a
 scope only the owner role carries).
 """
 
@@ -56,7 +57,9 @@ class Action(StrEnum):
     EDIT_RULES = "edit_rules"
     ANNOTATE = "annotate"
     PLAYGROUND_SEND = "playground_send"
-    MANAGE_MEMBERS = "manage_members"
+    MANAGE_MEMBERS = "manage_members"  # see members, change their roles, remove them
+    INVITE_MEMBER = "invite_member"  # an invitation the invitee accepts (nobody is added without consent)
+    REVOKE_INVITATION = "revoke_invitation"
     MANAGE_TOKENS = "manage_tokens"
     MANAGE_PROVIDERS = "manage_providers"
 
@@ -76,6 +79,8 @@ ACTION_SCOPES: dict[Action, frozenset[str]] = {
     Action.ANNOTATE: frozenset({WRITE, REVIEW}),
     Action.PLAYGROUND_SEND: frozenset({REVIEW}),
     Action.MANAGE_MEMBERS: frozenset({MANAGE}),
+    Action.INVITE_MEMBER: frozenset({MANAGE}),
+    Action.REVOKE_INVITATION: frozenset({MANAGE}),
     Action.MANAGE_TOKENS: frozenset({MANAGE}),
     Action.MANAGE_PROVIDERS: frozenset({MANAGE}),
 }

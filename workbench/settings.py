@@ -128,6 +128,8 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
+# Workspace invitations wait this many days for the invitee's answer.
+WORKBENCH_INVITATION_DAYS = env_int("WORKBENCH_INVITATION_DAYS", 7, minimum=1)
 WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS = env_int("WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS", 3600, minimum=60)
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 SESSION_COOKIE_HTTPONLY = True

@@ -73,6 +73,10 @@ def _page(action: Action, client: Client, ctx: dict) -> bool | None:
             "/import/", {"bundle": SimpleUploadedFile("b.json", ctx["bundle"], "application/json")}
         ),
         Action.MANAGE_MEMBERS: lambda: client.get("/members/"),
+        Action.INVITE_MEMBER: lambda: client.post(
+            "/members/", {"op": "invite", "invitee": "x", "role": "viewer"}
+        ),
+        Action.REVOKE_INVITATION: lambda: client.post("/members/", {"op": "revoke", "invitation": "1"}),
         Action.MANAGE_TOKENS: lambda: client.get("/workspace/tokens/"),
         Action.PLAYGROUND_SEND: lambda: client.post(
             "/playground/send/", "{}", content_type="application/json"
@@ -159,7 +163,8 @@ REST_ACTIONS = [A.VIEW_RUN, A.VERIFY_BUNDLE, A.START_RUN, A.APPEND_EVENTS, A.RES
 REST_ACTIONS += [A.ANNOTATE, A.CANCEL_RUN, A.DELETE_RUN, A.IMPORT_BUNDLE]
 ADAPTER_ACTIONS = {
     "page": [A.VIEW_RUN, A.CANCEL_RUN, A.RESOLVE_GATE, A.EDIT_ARTIFACT, A.EDIT_RULES, A.IMPORT_BUNDLE]
-    + [A.MANAGE_MEMBERS, A.MANAGE_TOKENS, A.PLAYGROUND_SEND, A.MANAGE_PROVIDERS],
+    + [A.MANAGE_MEMBERS, A.MANAGE_TOKENS, A.PLAYGROUND_SEND, A.MANAGE_PROVIDERS]
+    + [A.INVITE_MEMBER, A.REVOKE_INVITATION],
     "rest-token": REST_ACTIONS,
     "rest-session": REST_ACTIONS,
     "mcp": [A.VIEW_RUN, A.VERIFY_BUNDLE, A.START_RUN, A.RESOLVE_GATE, A.EDIT_ARTIFACT, A.FORK_RUN]
