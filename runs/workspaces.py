@@ -167,6 +167,7 @@ def do_remove_member(*, workspace: Workspace, acting_user, username: str) -> Non
         raise MembershipError("SELF_REMOVAL", "you cannot remove yourself")
     Membership.objects.filter(pk=membership.pk).delete()
 
+
 # The public demo's workspace: a read-only snapshot (runs.demo.public). No member, no token, and
 # the actions refuse to change its runs (READ_ONLY), whoever asks.
 PUBLIC_DEMO_WORKSPACE = "public-demo"
