@@ -208,10 +208,9 @@ def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: obje
 
 
 def _filter_column(text: str, width: int) -> str:
-    spelt = column_value(text, connection)
-    if len(spelt) <= width:
-        return spelt
-    return column_value(text[:width], connection)[:width]  # cut before spelling, as much as fits
+    if connection.vendor == "postgresql":
+        return column_value(text, connection, width)  # as the model field writes and looks it up
+    return text[:width]
 
 
 # Up to this many rows go in one multi-row INSERT (one round trip); larger batches use COPY.
@@ -343,7 +342,8 @@ class _Appender:
         the version an appended event writes: the same content is kept once, other content is refused."""
         wanted = {(row.key, row.version): row for row in self.artifact_rows}
         existing = ArtifactVersion.objects.filter(run=self.run, key__in={key for key, _ in wanted})
-        for key, version, body in existing.values_list("key", "version", "body"):
+        for version, body in existing.values_list("version", "body"):
+            key = loads(body)["artifactKey"]  # the body's, exact (the column may be cut to its width)
             row = wanted.pop((key, version), None)
             if row is not None and loads(body) != loads(row.body):
                 raise ActionError(

@@ -15,13 +15,13 @@ PROTOCOL_VERSION = "1.0.0"
 def latest_rule_sets(run: Run) -> list[dict]:
     """The newest version of each rule set, in the order the sets first appeared."""
     order: dict[str, int] = {}
-    latest: dict[str, str] = {}
-    for rule_set_id, body in (
-        RuleSetVersion.objects.filter(run=run).order_by("id").values_list("rule_set_id", "body")
-    ):
+    latest: dict[str, dict] = {}
+    for body in RuleSetVersion.objects.filter(run=run).order_by("id").values_list("body", flat=True):
+        rule_set = loads(body)
+        rule_set_id = rule_set["id"]  # the body's, exact (the column may be cut to its width)
         order.setdefault(rule_set_id, len(order))
-        latest[rule_set_id] = body
-    return [loads(latest[key]) for key in sorted(order, key=order.__getitem__)]
+        latest[rule_set_id] = rule_set
+    return [latest[key] for key in sorted(order, key=order.__getitem__)]
 
 
 def engine_snapshot(run: Run) -> dict:

@@ -7,7 +7,8 @@ the escape ``\\u0000``, so bodies never carry one; the columns beside them (ids,
 subject, cost totals ...) hold the strings themselves, and there a NUL is written, on
 PostgreSQL only, as ``U+FFFF '0'`` (and U+FFFF itself as ``U+FFFF '1'``): a reversible,
 injective spelling, read back by the same fields, so a value round-trips exactly and equal
-strings still compare equal in ``WHERE`` clauses. SQLite holds NUL as it is.
+strings still compare equal in ``WHERE`` clauses. SQLite holds NUL as it is. Values longer
+than a column (the protocol sets no length) are cut to its width on PostgreSQL.
 
 The fields deconstruct as Django's own (the column types do not change: no migration).
 Raw SQL (the event INSERT/COPY path) spells its values with :func:`column_value`.
@@ -15,6 +16,7 @@ Raw SQL (the event INSERT/COPY path) spells its values with :func:`column_value`
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -40,10 +42,23 @@ def from_column(text: str) -> str:
     return _SPELLED.sub(lambda m: _NUL if m.group(1) == "0" else _ESC, text)
 
 
-def column_value(value: Any, connection: Any) -> Any:
-    """A string bound by raw SQL, as the fields below would write it on ``connection``."""
+def fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, distinct texts staying distinct: a cut text ends in
+    U+FFFF '#' and 15 hex digits of its SHA-256, so two long keys that share their first
+    characters still satisfy a unique constraint, and a lookup of the same long value (cut the
+    same way) still finds it."""
+    if len(text) <= width:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:15]
+    return text[: width - 17] + _ESC + "#" + digest
+
+
+def column_value(value: Any, connection: Any, width: int | None = None) -> Any:
+    """A string bound by raw SQL, as the fields below would write it on ``connection``
+    (``width``: the column's, for PostgreSQL's ``varchar(n)``)."""
     if isinstance(value, str) and connection.vendor == "postgresql":
-        return to_column(value)
+        value = to_column(value)
+        return value if width is None else fit(value, width)
     return value
 
 
@@ -61,11 +76,16 @@ class ProtocolCharField(models.CharField):
     """A ``CharField`` that holds any protocol string (NUL included) on PostgreSQL too.
 
     Lookups (``filter(run_id=...)``) spell their value the same way, so a NUL in a URL or a
-    query is simply not found instead of a database error.
+    query is simply not found instead of a database error. On PostgreSQL, whose ``varchar(n)``
+    refuses longer text, a value longer than the column is cut to its width by :func:`fit`
+    (lookups are cut alike, so they still find it): these columns serve filtering and display,
+    and whatever must come back exactly is read from the stored protocol JSON beside them.
+    SQLite keeps the whole value.
     """
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
-        return column_value(super().get_db_prep_value(value, connection, prepared), connection)
+        value = super().get_db_prep_value(value, connection, prepared)
+        return column_value(value, connection, self.max_length)
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         if isinstance(value, str) and connection.vendor == "postgresql":
@@ -82,7 +102,7 @@ class _SpelledPattern:
     box finds what holds one, instead of failing on PostgreSQL)."""
 
     def get_db_prep_lookup(self, value: Any, connection: Any) -> tuple[str, list[Any]]:
-        return "%s", [column_value(value, connection)]
+        return "%s", [column_value(value, connection)]  # a part of a value: spelt, never cut
 
 
 for _pattern in (

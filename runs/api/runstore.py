@@ -37,7 +37,7 @@ def _saved_meta(run: Run) -> dict:
     doc = loads(run.doc)
     meta = {
         "id": run.run_id,
-        "workflowId": run.workflow_id,
+        "workflowId": doc.get("workflowId", run.workflow_id),  # the column may be cut to its width
         "startedAt": doc.get("startedAt"),
         "status": run.status,
     }
