@@ -5,4 +5,7 @@ class PlaygroundConfig(AppConfig):
     name = "playground"
 
     def ready(self) -> None:
-        import playground.replay  # noqa: F401  (registers playground runs' step code for replays)
+        from runs import programs
+
+        # Playground runs' step code for replays, imported when a replay first looks for it.
+        programs.register_module("playground.replay")

@@ -22,7 +22,10 @@ from django.conf import settings
 Program = Callable[[Any], Any]
 
 _registry: dict[str, Program] = {}
-_loaded = False
+# Modules apps name in their ready() (register_module), imported with the configured ones on the
+# first lookup rather than at start-up: management commands need none of their imports.
+_modules: list[str] = []
+_imported: set[str] = set()
 
 
 def register(workflow_id: str, program: Program) -> None:
@@ -37,13 +40,17 @@ def unregister(workflow_id: str) -> None:
     _registry.pop(workflow_id, None)
 
 
+def register_module(name: str) -> None:
+    """Name a module whose import registers programs; it is imported on the first lookup."""
+    if name not in _modules:
+        _modules.append(name)
+
+
 def load_configured() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for name in getattr(settings, "WORKBENCH_PROGRAM_MODULES", ()):
-        importlib.import_module(name)
+    for name in [*_modules, *getattr(settings, "WORKBENCH_PROGRAM_MODULES", ())]:
+        if name not in _imported:
+            _imported.add(name)
+            importlib.import_module(name)
 
 
 def get(workflow_id: str) -> Program | None:
