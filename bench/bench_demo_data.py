@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_startup import timed
+from bench_startup import sqlite_env, timed
 
 RUNS = int(os.environ.get("DEMO_BENCH_RUNS", "3"))
 
@@ -28,12 +28,7 @@ def main() -> int:
     for _ in range(RUNS):
         tmp = Path(tempfile.mkdtemp(prefix="wb-demo-"))
         try:
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "REDIS_URL")}
-            env.update(
-                DATABASE_URL=f"sqlite:///{tmp}/db.sqlite3",
-                WORKBENCH_VAR_DIR=str(tmp),
-                DJANGO_SETTINGS_MODULE="workbench.settings",
-            )
+            env = sqlite_env(tmp)
             if timed(["migrate", "--noinput", "-v", "0"], env)[2]:
                 print("migrate failed")
                 return 1

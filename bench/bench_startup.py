@@ -48,15 +48,21 @@ def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     return wall, cpu, proc.returncode
 
 
+def sqlite_env(tmp: Path) -> dict[str, str]:
+    """The environment of a manage.py run on its own SQLite database and var folder in ``tmp``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "REDIS_URL")}
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp}/db.sqlite3",
+        WORKBENCH_VAR_DIR=str(tmp),
+        DJANGO_SETTINGS_MODULE="workbench.settings",
+    )
+    return env
+
+
 def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="wb-startup-"))
     try:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "REDIS_URL")}
-        env.update(
-            DATABASE_URL=f"sqlite:///{tmp}/db.sqlite3",
-            WORKBENCH_VAR_DIR=str(tmp),
-            DJANGO_SETTINGS_MODULE="workbench.settings",
-        )
+        env = sqlite_env(tmp)
         _, _, code = timed(["migrate", "--noinput", "-v", "0"], env)
         if code:
             print("migrate failed")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import secrets
-from pathlib import Path
 
 import pytest
 
@@ -103,12 +102,9 @@ def _serious(page, label: str) -> list[str]:
 
 def _standalone(name: str) -> str:
     """templates/<name> (400.html, 500.html) as Django renders it: without a request context."""
-    text = (Path(support.REPO) / "templates" / name).read_text()
-    text = text.replace("{% load static %}", "").replace(
-        "{% static 'workbench/workbench.css' %}", "/static/workbench/workbench.css"
-    )
-    start, end = text.index("{% comment %}"), text.index("{% endcomment %}") + len("{% endcomment %}")
-    return text[:start] + text[end:]
+    from django.template.loader import render_to_string
+
+    return render_to_string(name)
 
 
 def _answer(status: int, body: str):
