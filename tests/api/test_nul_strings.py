@@ -14,7 +14,8 @@ from tests.storage.test_nul_strings import _with_nul
 
 
 @pytest.mark.django_db
-def test_runstore_put_then_get_with_nul_strings(api, conformance_dir):
+@pytest.mark.parametrize("tail", ["\u0000", "\u0000\uffff1" + "y" * 400], ids=["nul", "nul-escape-long"])
+def test_runstore_put_then_get_with_nul_strings(api, conformance_dir, tail):
     from tests.jstext import member_text
 
     paths = sorted((conformance_dir / "expected").glob("*.runstore.json"))
@@ -22,7 +23,7 @@ def test_runstore_put_then_get_with_nul_strings(api, conformance_dir):
     for path in paths:
         body = json.loads(member_text(path.read_text(encoding="utf-8"), "body"))
         run_id = body["run"]["id"]
-        changed = _with_nul(body)
+        changed = _with_nul(body, tail=tail)
         changed["run"]["id"] = run_id
         text = json.dumps(changed, ensure_ascii=False, separators=(",", ":"))
         put = api.put(f"/api/runs/{run_id}", raw=text.encode())
