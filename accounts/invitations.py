@@ -42,12 +42,12 @@ def invitations(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/invitations.html", {"invitations": pending, "nav_active": "invitations"})
 
 
-def _answer(request: HttpRequest, pk: int, accept: bool) -> HttpResponse:
+def _answer(request: HttpRequest, invitation_id: int, accept: bool) -> HttpResponse:
     try:
         if accept:
-            membership = do_accept_invitation(user=request.user, invitation_pk=pk)
+            membership = do_accept_invitation(user=request.user, invitation_pk=invitation_id)
         else:
-            invitation = do_decline_invitation(user=request.user, invitation_pk=pk)
+            invitation = do_decline_invitation(user=request.user, invitation_pk=invitation_id)
     except MembershipError:
         raise Http404("no such invitation") from None
     remember_count(request, len(invitations_for(request.user)))
@@ -62,11 +62,11 @@ def _answer(request: HttpRequest, pk: int, accept: bool) -> HttpResponse:
 
 @login_required
 @require_POST
-def accept(request: HttpRequest, pk: int) -> HttpResponse:
-    return _answer(request, pk, accept=True)
+def accept(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    return _answer(request, invitation_id, accept=True)
 
 
 @login_required
 @require_POST
-def decline(request: HttpRequest, pk: int) -> HttpResponse:
-    return _answer(request, pk, accept=False)
+def decline(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    return _answer(request, invitation_id, accept=False)

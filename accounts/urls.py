@@ -8,6 +8,6 @@ urlpatterns = [
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<str:key_id>/revoke/", views.revoke, name="revoke_token"),
     path("invitations/", invitations.invitations, name="invitations"),
-    path("invitations/<int:pk>/accept/", invitations.accept, name="accept_invitation"),
-    path("invitations/<int:pk>/decline/", invitations.decline, name="decline_invitation"),
+    path("invitations/<int:invitation_id>/accept/", invitations.accept, name="accept_invitation"),
+    path("invitations/<int:invitation_id>/decline/", invitations.decline, name="decline_invitation"),
 ]

@@ -28,6 +28,7 @@ PARAM_KINDS: dict[str, str] = {
     "execution_id": "execution",  # a playground execution
     "key_id": "token",  # an API token's public key id
     "key": "cache_key",  # /api/cache/<key>: an LLM cache key of the workspace's response cache
+    "invitation_id": "invitation",  # a workspace's invitation (only its invitee may answer it)
     # Parameters below a run: they only ever narrow a run the caller must see first.
     "seq": "seq",
     "artifact_key": "artifact_key",

@@ -11,12 +11,17 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
 
 CANARY = "CANARY-9c1f7e"
 VICTIM_RUN = "run_victim_a1"
 MISSING_RUN = "run_victim_z9"  # same length: 404 bodies can be compared byte for byte
 CACHE_KEY = "a" * 64
 MISSING_CACHE_KEY = "b" * 64
+INVITATION_ID = 731977  # unusual numbers: 404 bodies are compared after replacing them
+MISSING_INVITATION_ID = 731979
 
 
 @dataclass
@@ -40,6 +45,7 @@ class World:
             "execution_id": str(uuid.UUID(int=7)) if missing else self.execution_id,
             "key_id": ("z" * len(self.token_key_id)) if missing else self.token_key_id,
             "key": MISSING_CACHE_KEY if missing else CACHE_KEY,
+            "invitation_id": MISSING_INVITATION_ID if missing else INVITATION_ID,
             "seq": 1,
             "artifact_key": "notes",
         }
@@ -55,7 +61,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     from playground.models import Execution
     from runs import actions
     from runs.engine import commands as c
-    from runs.models import CachedResponse
+    from runs.models import CachedResponse, Invitation
 
     run = actions.do_start_run(
         workspace=workspace,
@@ -93,6 +99,14 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         request=f'{{"q": "{CANARY}"}}',
         response=f'{{"text": "{CANARY}", "chunks": []}}',
         response_digest="0" * 64,
+    )
+    Invitation.objects.create(
+        pk=INVITATION_ID,
+        workspace=workspace,
+        invitee=f"dave-{CANARY}",
+        role="owner",
+        invited_by=alice,
+        expires_at=timezone.now() + timedelta(days=7),
     )
     read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
     outsider = create_token(workspace=other_workspace, name="outsider", scopes=["read", "write", "review"])
