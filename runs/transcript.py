@@ -39,6 +39,8 @@ from typing import Any
 
 import orjson
 
+from runs.protocol.canonical import wire_bytes
+from runs.protocol.errors import ProtocolError
 from runs.protocol.timestamps import to_utc_iso
 
 ROUTER_ACTOR_PREFIXES = ("playground", "system", "workbench")
@@ -451,10 +453,11 @@ def transcript_lines(
 
 
 def dump_line(obj: dict) -> bytes:
-    """One transcript line: a complete JSON object and LF (NUL bytes and controls are escaped)."""
+    """One transcript line: a complete JSON object and LF (NUL bytes and controls are escaped),
+    numbers spelt as ECMAScript prints them, like every JSON the server writes (wire_bytes)."""
     try:
-        return orjson.dumps(obj) + b"\n"
-    except TypeError:  # e.g. a lone surrogate: escape to ASCII instead of failing the stream
+        return wire_bytes(obj) + b"\n"
+    except ProtocolError:  # e.g. a lone surrogate: escape to ASCII instead of failing the stream
         import json
 
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"

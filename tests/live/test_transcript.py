@@ -197,6 +197,14 @@ def test_dump_line_is_one_json_object_even_with_nul_bytes():
     assert orjson.loads(raw)["payload"]["text"] == "a\x00b\nc"
 
 
+def test_dump_line_spells_numbers_as_javascript_and_keeps_member_order():
+    raw = dump_line({"seq": 1, "usage": {"z": 1e-6, "a": -0.0, "n": [1000.0, 2**53, 1e21, 2.0**64]}})
+    assert (
+        raw
+        == b'{"seq":1,"usage":{"z":0.000001,"a":0,"n":[1000,9007199254740992,1e+21,18446744073709552000]}}\n'
+    )
+
+
 @pytest.mark.django_db
 def test_stored_run_via_command_and_api(tmp_path, workspace, alice, charlie, workflow, client):
     from runs import actions
