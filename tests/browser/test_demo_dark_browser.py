@@ -252,6 +252,21 @@ def test_ledger_per_day_chart_and_tables_that_add_up(browser, server):
         page.context.close()
 
 
+def test_ledgers_on_a_phone_scroll_inside_focusable_regions(browser, server):
+    page = support.new_page(browser, viewport={"width": 390, "height": 800})
+    support.sign_in(page, server, "rita")
+    violations: list[str] = []
+    for path in ("/runs/run_demo_nightly_batch/ledger/", "/ledger/"):
+        page.goto(server + path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (path, width)  # the charts and tables scroll inside their own regions
+        violations += _serious(page, f"390px {path}")
+    support.shot(page, "demo-ledger-390")
+    assert page.console_errors == []
+    page.context.close()
+    assert not violations, "\n".join(violations)
+
+
 def test_open_in_playground_says_what_was_substituted(browser, server):
     """The demo workspace configures no provider key: a recorded gpt-4.1-mini call cannot be
     restored as it was, and the page says so instead of "restored exactly"."""
