@@ -221,7 +221,7 @@ class Event(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.IntegerField()
     event_id = ProtocolCharField(max_length=200)
-    type = models.CharField(max_length=40)
+    type = ProtocolCharField(max_length=40)
     ts = models.CharField(max_length=40)
     step_id = ProtocolCharField(max_length=200, blank=True, default="")
     correlation_id = ProtocolCharField(max_length=200, blank=True, default="")

@@ -46,3 +46,26 @@ def test_a_nul_in_a_run_id_is_not_found_or_refused_never_a_server_error(api, wor
     assert client.get("/runs/nul%00id/").status_code == 404
     assert client.get("/runs/", {"q": "a\u0000b", "tag": "t\u0000"}).status_code in (200, 400)
     assert not Run.objects.filter(run_id__contains="\u0000").exists()
+
+
+@pytest.mark.django_db
+def test_nul_in_any_filter_or_search_parameter_is_never_a_server_error(api, workflow, client, alice):
+    from tests.pages.conftest import login
+
+    assert api.post("/api/runs", {"workflow": workflow, "runId": "plain"}).status_code == 201
+    nul = "x\u0000y"
+    login(client, alice)
+    keys = ("q", "tag", "workflow", "status", "cursor", "type", "step", "corr", "before", "after")
+    keys += ("key", "artifact", "a", "b", "from", "to", "provider", "model", "seq", "rule", "page")
+    pages = ["/runs/", "/runs/inbox/", "/ledger/", "/compare/"]
+    for sub in ("", "timeline/", "spans/", "graph/", "gates/", "artifacts/", "artifacts/diff/", "rules/"):
+        pages += [f"/runs/plain/{sub}", f"/runs/nul%00id/{sub}"]
+    pages += ["/runs/plain/ledger/", "/runs/plain/annotations/", "/runs/plain/fork/", "/runs/plain/export/"]
+    for path in pages:
+        for key in keys:
+            response = client.get(path, {key: nul})
+            assert response.status_code < 500, (path, key, response.status_code)
+    for path in ("/api/runs", "/api/runs/plain/events"):
+        for key in ("q", "tag", "workflow", "status", "type", "stepId", "correlationId", "cursor"):
+            response = api.get(path, **{key: nul})
+            assert response.status_code in (200, 400, 404), (path, key, response.status_code)
