@@ -167,13 +167,27 @@ def compare_url(a: str, b: str, **params: str) -> str:
     return reverse("runs:compare") + "?" + urlencode({"a": a, "b": b, **params}, quote_via=quote)
 
 
+def compare_summary_context(run_a: Run, run_b: Run) -> dict[str, Any]:
+    """The ``summary`` partial of the compare page: totals, steps and artifacts of A and B."""
+    sa, sb = run_summary(run_a), run_summary(run_b)
+    return {
+        "a": run_a,
+        "b": run_b,
+        "deferred": False,
+        "totals": total_rows(sa, sb),
+        "steps": step_rows(sa, sb),
+        "artifacts": artifact_rows(sa, sb),
+    }
+
+
 def compare_context(
-    run_a: Run, run_b: Run, *, pos: Cursor | None = None, jump: bool = False
+    run_a: Run, run_b: Run, *, pos: Cursor | None = None, jump: bool = False, summary: bool = True
 ) -> dict[str, Any]:
     """The compare page: totals, steps and artifacts side by side, the first divergence, and one
     page of aligned trace rows (``aligned`` partial) from ``pos``. By default (and with ``jump``)
     the page starts at the first divergence: what comes before it (a fork's copied history, and
-    whatever else both runs did alike) is one collapsed row that ``pos=0.0`` opens."""
+    whatever else both runs did alike) is one collapsed row that ``pos=0.0`` opens. Without
+    ``summary``, the totals are left to a request of their own (``summary_url``, htmx on load)."""
     shared = shared_history(run_a, run_b)
     start = Cursor(shared.upto, shared.upto)
     search = cached_first_divergence(run_a, run_b, start=start)
@@ -184,9 +198,17 @@ def compare_context(
     for row in page.rows:
         seqs = (row.a.seq if row.a else None, row.b.seq if row.b else None)
         row.first_divergence = found is not None and seqs == (found.seq_a, found.seq_b)
-    sa, sb = run_summary(run_a), run_summary(run_b)
     ids = (run_a.run_id, run_b.run_id)
+    if summary:
+        parts = compare_summary_context(run_a, run_b)
+    else:
+        parts = {
+            "deferred": True,
+            "summary_url": compare_url(*ids, part="summary"),
+            "summary_page_url": compare_url(*ids, summary="1"),
+        }
     return {
+        **parts,
         "a": run_a,
         "b": run_b,
         "shared": shared,
@@ -201,8 +223,5 @@ def compare_context(
         "next_url": compare_url(*ids, pos=str(page.next_after)) if page.next_after else "",
         "first_url": compare_url(*ids) if after != default else "",
         "swap_url": compare_url(run_b.run_id, run_a.run_id),
-        "totals": total_rows(sa, sb),
-        "steps": step_rows(sa, sb),
-        "artifacts": artifact_rows(sa, sb),
         "nav_active": "runs",
     }

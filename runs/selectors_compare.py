@@ -34,6 +34,7 @@ LOOKAHEAD = 200  # events read beyond a page on each side, so that alignment see
 GATE_LIMIT = 500
 DIFFERENCES = frozenset({CHANGED, ONLY_A, ONLY_B})
 CACHE_SECONDS = 600
+SUMMARY_INLINE_EVENTS = 50_000  # events of both runs up to which the page adds up usage itself
 
 
 class BadCursor(ValueError):
@@ -231,7 +232,13 @@ def model_usage(run: Run) -> dict[str, Any]:
     doc = run.run_doc
     totals, by_step = Totals(), {}
     exact: dict[str, Decimal] = {}
-    rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
+    # Bodies are compact JSON (runs.models.dumps): a response's holds this text, so the database
+    # skips requests and stream chunks (a payload quoting it only costs a parse: checked below).
+    rows = (
+        Event.objects.filter(run=run, type="model_io", body__contains='"direction":"response"')
+        .order_by("seq")
+        .values_list("body", flat=True)
+    )
     for body in rows.iterator(chunk_size=2000):
         event = loads(body)
         if event.get("direction") not in DEFAULT_DIRECTIONS:
@@ -251,6 +258,15 @@ def model_usage(run: Run) -> dict[str, Any]:
     }
     cache.set(key, found, CACHE_SECONDS)
     return found
+
+
+def summary_is_cheap(run_a: Run, run_b: Run) -> bool:
+    """Whether the page can add up both runs' usage itself: small runs, or already added up."""
+    if run_a.last_seq + run_b.last_seq <= SUMMARY_INLINE_EVENTS:
+        return True
+    return cache.get(f"wb:compare:usage:{_trace_key(run_a)}") is not None and (
+        cache.get(f"wb:compare:usage:{_trace_key(run_b)}") is not None
+    )
 
 
 def run_summary(run: Run) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 Reached from a fork's run page (compared with its source), the runs list (two checkboxes and
 "Compare", a plain GET form: ``?run=X&run=Y`` redirects to the shareable ``?a=&b=`` URL, older run
 first) and a replay's determinism report (``&at=divergence``). Either id of another workspace, or
-of no run, answers the same 404. ``pos=A.B`` pages the aligned trace.
+of no run, answers the same 404. ``pos=A.B`` pages the aligned trace. The totals of runs too big
+to add up within the page (``summary_is_cheap``) come from ``part=summary`` (htmx on load; without
+JavaScript a link to ``summary=1``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from runs.partials import compare_context, compare_url
-from runs.selectors_compare import BadCursor, Cursor
+from runs.partials import compare_context, compare_summary_context, compare_url
+from runs.selectors_compare import BadCursor, Cursor, summary_is_cheap
 from runs.web import get_run_for_user
 
 
@@ -51,6 +53,11 @@ def compare_runs(request: HttpRequest) -> HttpResponse:
             pos = Cursor.parse(request.GET["pos"])
         except BadCursor as exc:
             return _refuse(request, str(exc))
-    context = compare_context(run_a, run_b, pos=pos, jump=request.GET.get("at") == "divergence")
+    if request.GET.get("part") == "summary":  # the totals of big runs, asked for apart
+        return render(request, "runs/compare.html#summary", compare_summary_context(run_a, run_b))
+    summary = request.GET.get("summary") == "1" or summary_is_cheap(run_a, run_b)
+    context = compare_context(
+        run_a, run_b, pos=pos, jump=request.GET.get("at") == "divergence", summary=summary
+    )
     template = "runs/compare.html#aligned" if request.htmx else "runs/compare.html"
     return render(request, template, context)

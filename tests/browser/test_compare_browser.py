@@ -93,7 +93,7 @@ def test_pick_two_runs_in_the_list_and_follow_the_first_divergence(page, server)
     assert page.locator("ins", has_text="hiring manager,").count() == 1
     assert page.locator("script", has_text="alert(1)").count() == 0  # the output's markup is text
     assert "PAUSE_BEFORE: rejected" in page.inner_text(".cmp-steps")
-    assert "−30 (−25.0%)" in page.inner_text(".cmp-summary")  # output tokens 120 -> 90
+    assert "−30 (−25.0%)" in page.inner_text(".cmp-totals")  # output tokens 120 -> 90
     page.click("#divergence a")
     page.wait_for_url(re.compile(r"pos=\d+\.\d+#first-divergence$"))
     target = page.locator("tr:target")

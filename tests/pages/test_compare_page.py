@@ -279,3 +279,20 @@ def test_queries_do_not_grow_with_the_traces(client, alice, workspace, workflow,
             assert client.get(_url(f"run_{size}_a", f"run_{size}_b")).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1], counts
+
+
+@pytest.mark.django_db
+def test_totals_of_big_runs_come_apart_from_the_page(client, alice, pair, monkeypatch, settings):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+    monkeypatch.setattr("runs.selectors_compare.SUMMARY_INLINE_EVENTS", 5)  # the pair has 12 events
+    login(client, alice)
+    page = client.get(_url("run_a", "run_b")).content.decode()
+    assert 'id="first-divergence"' in page and 'id="totals-h"' not in page
+    lazy = re.search(r'hx-get="([^"]+)" hx-trigger="load"', page).group(1).replace("&amp;", "&")
+    assert lazy == _url("run_a", "run_b", part="summary")
+    part = client.get(lazy, HTTP_HX_REQUEST="true").content.decode()
+    assert part.lstrip().startswith('<div id="summary">') and "+20 (+50.0%)" in part
+    assert "PAUSE_BEFORE: rejected" in part and "/items/2</span> added" in part
+    no_js = re.search(r'<a href="([^"]+)">Show them</a>', page).group(1).replace("&amp;", "&")
+    full = client.get(no_js).content.decode()
+    assert 'id="totals-h"' in full and 'id="first-divergence"' in full
