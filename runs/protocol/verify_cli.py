@@ -2,7 +2,7 @@
 
 Start-up matters as much as the check for a command a user runs on one file: this module
 imports only the protocol package (no Django, no settings, no URL loading, no system
-checks), so the process costs the check plus about a tenth of a second. ``manage.py`` hands
+checks), so the process costs the check plus a few hundredths of a second. ``manage.py`` hands
 ``bundle check`` here before Django is set up, and the management command uses the same
 function, so both print the same lines and exit with the same status.
 
