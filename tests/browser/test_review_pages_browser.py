@@ -297,6 +297,21 @@ def test_header_event_count_and_live_indicator_follow_the_run(page, server, host
     assert page.console_errors == []
 
 
+def test_waterfall_and_inbox_on_a_phone(page, server):
+    """390 px: nothing but the pages' own named scrollers is wider than the screen."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        for url, name in (("/runs/run_spans/", "span-waterfall-390"), ("/runs/inbox/", "inbox-390")):
+            page.goto(f"{server}{url}")
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= 390, url
+            shot(page, name)
+        scroller = page.locator("#inbox-table")
+        assert scroller.get_attribute("tabindex") == "0" and scroller.get_attribute("aria-label")
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
+    assert page.console_errors == []
+
+
 # What axe-core does not catch (or only at some impacts): a <dl> holding anything but dt/dd groups,
 # a header cell with no text, links inside role=img, and a scrolling region the keyboard cannot
 # reach or that has no name.
