@@ -9,6 +9,9 @@ MCP, playground endpoints.
   the body is read; a body without one (chunked) or longer than declared is counted as it
   arrives and cut off at the limit (the application sees a disconnect, the client a 413). Django
   would otherwise read the whole body into a temporary file before any view could refuse it.
+- Under daphne, which collects a whole body before it calls the application,
+  :func:`install_daphne_body_limit` (called by workbench/asgi.py) refuses at the HTTP layer: at
+  the headers for a declared length, at the limit for a body that keeps coming.
 - :class:`BodyLimitMiddleware` gives the same answer under WSGI (and the test client).
 - Both answer ``413`` with the code ``PAYLOAD_TOO_LARGE``: JSON ``{"error", "code"}`` for the
   machine paths (``/api/``, ``/v1/``), a short HTML page elsewhere.
@@ -30,6 +33,7 @@ which runs on every upload and confirmation.
 from __future__ import annotations
 
 import html
+import io
 import json
 import time
 from pathlib import Path
@@ -130,6 +134,70 @@ class BodyLimitASGI:
         ]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def install_daphne_body_limit() -> bool:
+    """Under daphne, refuse at the HTTP layer: daphne (Twisted) collects the whole body in a
+    temporary file before it calls the ASGI application, so :class:`BodyLimitASGI` would only see
+    it afterwards. Patched here: a declared length over the limit is answered 413 as soon as the
+    headers are in, a body is counted as it arrives and the connection closed at the limit, and
+    the application is never called for a refused request. Returns False when daphne is absent."""
+    try:
+        from daphne.http_protocol import WebRequest
+    except ImportError:
+        return False
+    if getattr(WebRequest, "_workbench_body_limit", False):
+        return True
+    got_length, content_chunk, process = (
+        WebRequest.gotLength,
+        WebRequest.handleContentChunk,
+        WebRequest.process,
+    )
+
+    def refuse(request) -> None:
+        if getattr(request, "_workbench_refused", False):
+            return
+        request._workbench_refused = True
+        raw_path = getattr(request.channel, "_path", b"") or b""
+        content_type, body, more = refusal(raw_path.decode("latin-1").split("?", 1)[0])
+        head = [
+            "HTTP/1.1 413 Payload Too Large",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+            *(f"{name}: {value}" for name, value in more.items()),
+        ]
+        transport = request.channel.transport
+        transport.write("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body)
+        transport.loseConnection()
+
+    def limited_got_length(self, length):
+        self._workbench_received = 0
+        if length is not None and length > body_limit():
+            refuse(self)
+            self.content = io.BytesIO()  # stays empty: nothing more is kept
+            return
+        got_length(self, length)
+
+    def limited_content_chunk(self, data):
+        if getattr(self, "_workbench_refused", False):
+            return
+        self._workbench_received = getattr(self, "_workbench_received", 0) + len(data)
+        if self._workbench_received > body_limit():
+            refuse(self)
+            return
+        content_chunk(self, data)
+
+    def limited_process(self):
+        if getattr(self, "_workbench_refused", False):
+            return None
+        return process(self)
+
+    WebRequest.gotLength = limited_got_length
+    WebRequest.handleContentChunk = limited_content_chunk
+    WebRequest.process = limited_process
+    WebRequest._workbench_body_limit = True
+    return True
 
 
 class BodyLimitMiddleware(MiddlewareMixin):

@@ -17,7 +17,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from runs.uploads import BodyLimitASGI  # noqa: E402
+from runs.uploads import BodyLimitASGI, install_daphne_body_limit  # noqa: E402
 from workbench.routing import websocket_urlpatterns  # noqa: E402
 
 try:
@@ -47,6 +47,8 @@ async def lifespan_app(scope, receive, send):
             await send({"type": "lifespan.shutdown.complete"})
             return
 
+
+install_daphne_body_limit()  # daphne reads whole bodies before calling the app: refuse earlier
 
 application = ProtocolTypeRouter(
     {
