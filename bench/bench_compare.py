@@ -2,7 +2,8 @@
 (default 10,000): the first page, a page in the middle (?pos=), and the jump to the first divergence
 (?at=divergence), median wall and CPU (thread) time, with the divergence placed near the end (the search reads almost both whole traces:
 the worst case within its budget). Cold: the cache dropped before the request (the search for the
-divergence and the usage totals are computed); warm: a later page of the same comparison.
+divergence and the usage totals are computed); warm: a later page of the same comparison. Pairs over
+50,000 events leave totals, steps and artifacts to ``?part=summary`` (its own row).
 
 Runs are built like bench_pages (bulk-inserted events, NOT through the actions). Memory is the peak
 of Python allocations (tracemalloc) during one request, beside the size of the two traces' bodies.
@@ -79,6 +80,7 @@ def main() -> int:
             "first page (+ divergence search)": base,
             "page in the middle (?pos=)": f"{base}&pos={n // 2}.{n // 2}",
             "jump to the divergence": f"{base}&at=divergence",
+            "totals, steps, artifacts (?part=)": f"{base}&part=summary",
         }
         page = client.get(pages["jump to the divergence"]).content.decode()
         if at <= SCAN_BUDGET:
