@@ -37,6 +37,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "f": {"status": filters.status, "workflow": filters.workflow, "tag": filters.tag, "q": filters.q},
         "nav_active": "runs",
         "workspace": workspace,
+        # runs ticked for comparison: a live refresh of the table sends them, and keeps them ticked
+        "compare_picked": set(request.GET.getlist("run")),
     }
     template = "runs/run_list.html#run_table" if request.htmx else "runs/run_list.html"
     return render(request, template, context)

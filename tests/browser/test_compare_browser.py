@@ -84,6 +84,10 @@ def test_pick_two_runs_in_the_list_and_follow_the_first_divergence(page, server)
     page.goto(f"{server}/runs/")
     assert axe_violations(page) == []  # the list with its checkboxes
     page.check('input[name=run][value="run_monday"]')
+    # a live refresh of the table (what the workspace socket triggers) keeps the ticked box ticked
+    with page.expect_response(lambda r: "/runs/" in r.url and "run=run_monday" in r.url):
+        page.evaluate("() => document.body.dispatchEvent(new CustomEvent('live:runs-changed'))")
+    page.wait_for_selector('input[name=run][value="run_monday"]:checked')
     page.check('input[name=run][value="run_tuesday"]')
     page.click("text=Compare the two selected runs")
     page.wait_for_url(re.compile(r"/compare/\?a="))

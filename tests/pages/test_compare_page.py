@@ -132,6 +132,11 @@ def test_runs_list_selects_two_runs_without_javascript(client, alice, pair):
     listing = client.get("/runs/").content.decode()
     assert '<form id="compare-form" method="get" action="/compare/"' in listing
     assert 'name="run" value="run_b" form="compare-form"' in listing
+    # a live refresh of the table sends the ticked runs along: they stay ticked, and only they
+    refreshed = client.get("/runs/", {"run": "run_a", "q": "run"}, HTTP_HX_REQUEST="true").content.decode()
+    assert 'value="run_a" form="compare-form" id="cmp-2" checked' in refreshed
+    assert 'value="run_b" form="compare-form" id="cmp-1" aria-label' in refreshed
+    assert 'hx-get="/runs/?q=run" hx-include="#run-table input[name=run]:checked"' in refreshed
     response = client.get("/compare/", {"run": ["run_b", "run_a"]})  # newest first, as the list shows them
     assert response.status_code == 302 and response["Location"] == _url("run_a", "run_b")
     one = client.get("/compare/", {"run": ["run_a"]})
