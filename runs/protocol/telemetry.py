@@ -384,10 +384,8 @@ class LedgerAccumulator:
         self.entries: list[dict[str, Any]] = []
         self.rollups: dict[str, dict[str, tuple[str, Totals]]] = {name: {} for name in ROLLUPS}
         self.refusal: LedgerRefused | None = None
-        # Not in the reference's output (pages only): per rollup, the entries that fall in none of
-        # its buckets, so a table's rows add up to the totals; and totals per UTC day of the ts.
+        # Not in the reference's output (pages only): totals per UTC day of the events' ts.
         self.breakdowns = breakdowns
-        self.unattributed: dict[str, Totals] = {name: Totals() for name in ROLLUPS}
         self.by_day: dict[str, Totals] = {}
 
     def add_run(self, run: Mapping[str, Any]) -> None:
@@ -428,18 +426,13 @@ class LedgerAccumulator:
         if currency is not None:
             self.exact_cost[currency] = self.exact_cost.get(currency, _ZERO) + _decimal_text(delta[3])
         rollups = self.rollups
-        hit: list[str] = []
         for rollup, key, label in _rollup_keys(entry):
             buckets = rollups[rollup]
             bucket = buckets.get(key)
             if bucket is None:
                 bucket = buckets[key] = (label, Totals())
             bucket[1].add(delta)
-            hit.append(rollup)
         if self.breakdowns:
-            for rollup in ROLLUPS:
-                if rollup not in hit:
-                    self.unattributed[rollup].add(delta)
             day = str(entry.get("ts") or "")[:10] or "unknown"
             totals = self.by_day.get(day)
             if totals is None:
@@ -467,16 +460,38 @@ class LedgerAccumulator:
                 if bucket is None:
                     bucket = mine[key] = (label, Totals())
                 bucket[1].merge(totals)
-        for rollup, totals in other.unattributed.items():
-            self.unattributed[rollup].merge(totals)
         for day, totals in other.by_day.items():
             self.by_day.setdefault(day, Totals()).merge(totals)
 
+    def unattributed(self, rollup: str) -> Totals | None:
+        """What no bucket of ``rollup`` counts (entries without its key): the totals minus the
+        buckets, costs rounded to 12 decimals like every ledger addition. None when nothing is left."""
+        rest = Totals()
+        buckets = [totals for _, totals in self.rollups[rollup].values()]
+        rest.event_count = self.totals.event_count - sum(b.event_count for b in buckets)
+        if rest.event_count <= 0:
+            return None
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "total_tokens",
+            "cached_input_tokens",
+            "reasoning_tokens",
+        ):
+            setattr(rest, name, getattr(self.totals, name) - sum(getattr(b, name) for b in buckets))
+        rest.duration_ms = round(self.totals.duration_ms - sum(b.duration_ms for b in buckets), 6)
+        for currency, amount in self.totals.cost.items():
+            left = js_round_cost(float(amount) - sum(float(b.cost.get(currency, 0)) for b in buckets))
+            if left:
+                rest.cost[currency] = left
+        return rest
+
     def breakdown_result(self) -> dict[str, Any]:
-        """``{"unattributed": {rollup: totals}, "byDay": [{"day", "totals"}]}`` (``breakdowns=True``):
-        only rollups with unattributed entries appear; days ascending."""
+        """``{"unattributed": {rollup: totals}, "byDay": [{"day", "totals"}]}``: the rollups with
+        unattributed entries (any accumulator) and, with ``breakdowns=True``, days ascending."""
+        rest = {name: self.unattributed(name) for name in ROLLUPS}
         return {
-            "unattributed": {k: t.as_dict() for k, t in self.unattributed.items() if t.event_count},
+            "unattributed": {name: t.as_dict() for name, t in rest.items() if t is not None},
             "byDay": [{"day": d, "totals": self.by_day[d].as_dict()} for d in sorted(self.by_day)],
         }
 
