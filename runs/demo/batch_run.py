@@ -96,7 +96,6 @@ def batch_bundle(*, items: int = BATCH_ITEMS, now: datetime | None = None) -> by
     trace.add("step_started", 10, stepId="score")
     trace.add("span_started", 1, spanId="sp-score", name="score batch", kind="internal", stepId="score")
     score_start = trace.t
-    totals = {"cost": 0.0}
     for i in range(1, items + 1):
         title = TITLES[i % len(TITLES)]
         company = COMPANIES[(i * 3) % len(COMPANIES)]
@@ -177,8 +176,6 @@ def batch_bundle(*, items: int = BATCH_ITEMS, now: datetime | None = None) -> by
                 message=f"429 rate limited on {posting}",
                 code="RATE_LIMITED",
             )
-        else:
-            totals["cost"] += cost
         trace.add("span_ended", 3, spanId=span, status="error" if failed else "ok", durationMs=latency + 4)
     trace.add(
         "span_ended",
