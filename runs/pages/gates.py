@@ -84,6 +84,15 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
     from_inbox = post.get("return") == FROM_INBOX
     if request.htmx and from_inbox:
         gate_doc = {"stepId": step_id, "gate": gate, "checkpoint": post.get("checkpoint") or None}
+        # still pending (the decision was refused): the row keeps its reason and age
+        gate_doc = next(
+            (
+                g
+                for g in run_state(run).pending_gates()
+                if (g["stepId"], g["gate"], g.get("checkpoint")) == tuple(gate_doc.values())
+            ),
+            gate_doc,
+        )
         ctx = inbox_row_context(
             run, gate_doc, key=post.get("row_key", ""), can_review=True, decided="" if error else decision
         )

@@ -78,6 +78,21 @@ def test_a_refused_decision_keeps_the_form_and_says_why(client, bob, make_run):
     assert 'name="decision" value="approved"' in html and 'id="note-1-0"' in html
 
 
+def test_a_refused_decision_on_a_pending_gate_keeps_its_reason(client, bob, workspace, make_run):
+    from runs import actions
+    from runs.engine import commands as c
+
+    make_run("run_a")
+    actions.do_command(
+        workspace=workspace,
+        run_id="run_a",
+        command=c.RequestGate("review", "PAUSE_BEFORE", reason="check facts"),
+    )
+    login(client, bob)
+    html = _decide(client, "edited", row_key="2-0").content.decode()  # an edit without one: refused
+    assert 'role="alert"' in html and "check facts" in html
+
+
 def test_row_keys_from_the_form_cannot_inject_markup(client, bob, make_run):
     make_run("run_a")
     login(client, bob)
