@@ -17,7 +17,7 @@ from playground.providers.base import (
     error_details,
     sdk_arguments,
 )
-from playground.providers.isolation import NO_KEY, sealed
+from playground.providers.isolation import sdk_client
 
 
 def wire_request(request: dict) -> dict:
@@ -65,17 +65,7 @@ def _error(exc: Exception) -> ProviderError:
 
 
 def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
-    client = sealed(
-        anthropic.Anthropic(
-            api_key=settings.api_key or NO_KEY,
-            base_url=settings.endpoint,
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-            http_client=anthropic.DefaultHttpxClient(
-                transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
-            ),
-        )
-    )
+    client = sdk_client(anthropic.Anthropic, anthropic.DefaultHttpxClient, settings)
     try:
         with client.messages.stream(**sdk_arguments(client.messages.stream, request)) as stream:
             for event in stream:

@@ -12,6 +12,11 @@ workspace's configuration and the SDK's own protocol headers, nothing else.
 
 from __future__ import annotations
 
+from typing import Any
+
+from playground.providers import egress
+from playground.providers.base import ProviderSettings
+
 # The key sent where the workspace configured none (a local server): never empty ("Bearer " is not a
 # valid header) and never None (the SDK would read its key from the environment).
 NO_KEY = "no-key-required"
@@ -42,3 +47,19 @@ def sealed[Client](client: Client) -> Client:
         if name in state:
             state[name] = None
     return client
+
+
+def sdk_client(client_class: type, http_client_class: type, settings: ProviderSettings) -> Any:
+    """An SDK client for ``settings``: every value explicit, calls through the egress guard, an
+    HTTP client that ignores proxy variables, and nothing taken from the environment."""
+    return sealed(
+        client_class(
+            api_key=settings.api_key or NO_KEY,
+            base_url=settings.endpoint,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            http_client=http_client_class(
+                transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
+            ),
+        )
+    )

@@ -22,7 +22,7 @@ from playground.providers.base import (
     error_details,
     sdk_arguments,
 )
-from playground.providers.isolation import NO_KEY, sealed
+from playground.providers.isolation import sdk_client
 
 
 def wire_request(request: dict) -> dict:
@@ -61,17 +61,7 @@ def _extra(delta: object, *names: str) -> str | None:
 
 
 def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
-    client = sealed(
-        openai.OpenAI(
-            api_key=settings.api_key or NO_KEY,
-            base_url=settings.endpoint,
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-            http_client=openai.DefaultHttpxClient(
-                transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
-            ),
-        )
-    )
+    client = sdk_client(openai.OpenAI, openai.DefaultHttpxClient, settings)
     text: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict] = {}
