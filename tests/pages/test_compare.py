@@ -152,42 +152,18 @@ def test_equal_events_line_up_around_an_extra_one_of_the_same_kind():
 
 
 def test_model_calls_show_token_cost_and_latency_deltas():
-    a = ev(
-        3,
-        "model_io",
-        "p",
-        "A",
-        direction="response",
-        usage={"inputTokens": 100, "outputTokens": 40},
-        cost={"amount": 0.002, "currency": "usd"},
-        durationMs=300,
-    )
-    b = ev(
-        3,
-        "model_io",
-        "p",
-        "B",
-        direction="response",
-        usage={"inputTokens": 100, "outputTokens": 60},
-        cost={"amount": 0.003, "currency": "USD "},
-        durationMs=300,
-    )
-    row = compare_row(a, b)
+    def call(run: str, output_tokens: int, amount: float, currency: str, ms: int) -> EventRecord:
+        usage = {"inputTokens": 100, "outputTokens": output_tokens}
+        cost = {"amount": amount, "currency": currency}
+        return ev(3, "model_io", "p", run, direction="response", usage=usage, cost=cost, durationMs=ms)
+
+    a = call("A", 40, 0.002, "usd", 300)
+    row = compare_row(a, call("B", 60, 0.003, "USD ", 300))
     assert [(label, d.text) for label, d in row.metrics] == [
         ("tokens", "+20 (+14.3%)"),
         ("cost USD", "+0.001 (+50.0%)"),
     ]
-    slower = ev(
-        3,
-        "model_io",
-        "p",
-        "B",
-        direction="response",
-        usage={"inputTokens": 100, "outputTokens": 40},
-        cost={"amount": 0.002, "currency": "usd"},
-        durationMs=450,
-    )
-    row = compare_row(a, slower)
+    row = compare_row(a, call("B", 40, 0.002, "usd", 450))  # slower only: no difference, a delta
     assert row.kind == SAME and [(label, d.text) for label, d in row.metrics] == [("ms", "+150 (+50.0%)")]
 
 

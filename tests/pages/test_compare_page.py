@@ -167,6 +167,13 @@ def _body(response) -> str:
 
 
 @pytest.mark.django_db
+def test_viewers_may_compare(client, vera, pair):
+    login(client, vera)
+    assert client.get(_url("run_a", "run_b")).status_code == 200
+    assert client.get("/compare/").status_code == 200
+
+
+@pytest.mark.django_db
 def test_outsiders_get_the_same_404_as_for_missing_runs(
     client, charlie, alice, pair, other_workspace, workflow
 ):
