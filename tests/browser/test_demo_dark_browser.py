@@ -252,11 +252,11 @@ def test_ledger_per_day_chart_and_tables_that_add_up(browser, server):
         page.context.close()
 
 
-def test_ledgers_on_a_phone_scroll_inside_focusable_regions(browser, server):
+def test_ledgers_and_settings_on_a_phone_scroll_inside_focusable_regions(browser, server):
     page = support.new_page(browser, viewport={"width": 390, "height": 800})
     support.sign_in(page, server, "rita")
     violations: list[str] = []
-    for path in ("/runs/run_demo_nightly_batch/ledger/", "/ledger/"):
+    for path in ("/runs/run_demo_nightly_batch/ledger/", "/ledger/", "/playground/settings/"):
         page.goto(server + path)
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, (path, width)  # the charts and tables scroll inside their own regions
