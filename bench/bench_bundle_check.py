@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -95,6 +96,7 @@ def main() -> None:
             [sys.executable, str(ROOT / "bench" / "gen_bundle.py"), "--out", str(args.bundle)], check=True
         )
     size = args.bundle.stat().st_size
+    load_before = os.getloadavg()
 
     node = shutil.which("node")
     python_runs = []
@@ -154,6 +156,12 @@ def main() -> None:
     if node_runs:
         print(f"in process        {py_check / node_check:.2f}x Node (target <= 0.35x)")
     print(f"peak memory       {peak_rss / 1e6:.0f} MB = {peak_rss / size:.2f}x file size (target <= 6x)")
+    # The machine may be shared: wall ratios hold only on an idle one (CPU ratios are steadier).
+    load_after = os.getloadavg()
+    print(
+        f"load average      {load_before[0]:.2f} before, {load_after[0]:.2f} after "
+        f"({os.cpu_count()} CPUs; wall ratios are meaningful only well below that)"
+    )
 
 
 if __name__ == "__main__":
