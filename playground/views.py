@@ -107,7 +107,8 @@ def playground(request: HttpRequest) -> HttpResponse:
     initial: dict[str, Any] = {"session": c.session_to_json(c.Session()), "model": None, "origin": None}
     saved_id = request.GET.get("prompt")
     if saved_id:
-        saved = get_object_or_404(SavedPrompt, pk=saved_id, workspace=workspace)
+        # A saved prompt's id is a small positive integer; anything else names no prompt (404).
+        saved = get_object_or_404(SavedPrompt, pk=actions.parse_pk(saved_id) or 0, workspace=workspace)
         initial["session"] = _saved_session(saved)
         initial["model"] = saved.model_id
         initial["saved_prompt"] = {"id": saved.pk, "name": saved.name}

@@ -243,3 +243,34 @@ def socket_routes() -> list[SocketRoute]:
             )
         )
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Query parameters: read from the views' source (pages) and the OpenAPI document (REST)
+
+_GET_NAME = re.compile(
+    r"""(?:GET\s*\.\s*(?:get|getlist)\(|_param\(\s*request\.GET\s*,)\s*["']([A-Za-z_][\w\-]{0,40})["']"""
+)
+
+
+def query_names(route: Route) -> list[str]:
+    """The query parameters a route reads: its view module's ``request.GET`` reads, or the
+    OpenAPI document's ``in: query`` parameters for a REST operation."""
+    if route.is_api:
+        from runs.api.app import api
+
+        path = "/" + re.sub(r"<(?:[^>:]+:)?([^>]+)>", r"{\1}", route.path)
+        item = api.get_openapi_schema(path_prefix="/api").get("paths", {}).get(path, {})
+        return sorted(
+            {
+                p["name"]
+                for op in item.values()
+                if isinstance(op, dict)
+                for p in op.get("parameters", [])
+                if p.get("in") == "query"
+            }
+        )
+    if route.source_file is None:
+        return []
+    with open(route.source_file) as handle:
+        return sorted(set(_GET_NAME.findall(handle.read())))

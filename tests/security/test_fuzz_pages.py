@@ -251,6 +251,24 @@ def test_query_strings(owner, world):
     assert tried > 15
 
 
+SWEEP = ["x", HUGE_INT, "-" + HUGE_INT, "NaN", "1e30", "-1", "0", "9999-12-31", "%ED%A0%80", "%FF", "%00"]
+SWEEP += [_quote(DEEP[:4000]), _quote("run_victim_a1:1"), _quote("a" * 5000)]
+
+
+def test_every_query_parameter_with_each_hostile_value(owner, world):
+    """Not left to chance: each parameter a page reads (its view's ``request.GET``), each value
+    of a fixed hostile list, one at a time."""
+    tried = 0
+    for route in GET_ROUTES:
+        base = _url(route, world)
+        for name in r.query_names(route):
+            for value in SWEEP:
+                tried += 1
+                response = owner.get(f"{base}?{name}={value}")
+                assert response.status_code < 500, f"GET {base}?{name}={value[:80]}: {_describe(response)}"
+    assert tried > 200
+
+
 def _query_fuzz(owner: Client, route: r.Route, base: str):
     @FUZZ
     @given(data=st.data(), htmx=st.booleans())

@@ -312,3 +312,44 @@ def test_viewer_cannot_write(world):
             for method in writes:
                 failures += _viewer_cell(route, world, label, client, method, may_write)
     _report("a viewer or read-only token must not write", failures)
+
+
+# Query values always sent where a route reads them: a follower (`?follow=1`) must not tail for
+# the default 300 s.
+QUERY_FIXED = {"wait": "0"}
+
+
+def test_outsider_query_parameters(world):
+    """Query parameters that name objects (``/compare/?a=<run>``, ``/playground/?prompt=<pk>``,
+    ``?from_event=<run>:<seq>``, ``/api/cache/...?preferRunId=``): every parameter a route reads
+    (from its view's source, or the OpenAPI document), set to each of the victim's objects, by
+    the outsider on the outsider's own objects' URLs: nothing of the victim's comes back. The
+    owner, sent the same values, does see the victim's data (the control)."""
+    from urllib.parse import urlencode
+
+    outsider = {"session": _client(world.charlie), "token": _client(token=world.outsider_token)}
+    owner = _client(world.alice)
+    failures, seen_by_owner, tried = [], set(), 0
+    for route in ALL_ROUTES:
+        if route.kind not in ("scoped", "workspace") or set(route.params) - {"run_id", "seq", "artifact_key"}:
+            continue
+        own = {"run_id": "run_globex", "seq": 1, "artifact_key": "notes"}
+        theirs = route.url({**world.values(), **own}) if route.params else _url(route, world)
+        names = r.query_names(route)
+        fixed = {k: v for k, v in QUERY_FIXED.items() if k in names}
+        for name in names:
+            for value in world.query_values():
+                query = "?" + urlencode({**fixed, name: value})
+                for label, client in outsider.items():
+                    tried += 1
+                    response = _send(client, "GET", theirs + query)
+                    if _leaks(response) or response.status_code >= 500:
+                        failures.append(f"{route.key}: {label} GET {theirs}{query}: {_describe(response)}")
+                if route.kind == "workspace" and _leaks(_send(owner, "GET", theirs + query)):
+                    seen_by_owner.add((route.key, name))
+    assert tried > 100
+    _report("a query parameter must not reach another workspace's objects", failures)
+    control = {("playground:page", "prompt"), ("playground:page", "from_event")}
+    assert control <= seen_by_owner, (
+        f"the control failed: the owner saw the victim's data only for {seen_by_owner}"
+    )

@@ -37,6 +37,12 @@ class World:
     read_token: str  # acme, scopes ["read"]
     outsider_token: str  # globex, every scope a token can hold
     workflow: dict
+    saved_prompt_pk: int
+    io_seq: int  # the seq of the victim run's model call (its request carries CANARY)
+
+    def query_values(self) -> list[str]:
+        """Values a query parameter could use to name one of the victim's objects."""
+        return [VICTIM_RUN, f"{VICTIM_RUN}:{self.io_seq}", str(self.saved_prompt_pk), self.execution_id]
 
     def values(self, missing: bool = False) -> dict[str, object]:
         """A value for every parameter kind of tests/security/routes.py (PARAM_KINDS)."""
@@ -58,10 +64,10 @@ class World:
 
 def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> World:
     from accounts.tokens import create_token
-    from playground.models import Execution
+    from playground.models import Execution, SavedPrompt
     from runs import actions
     from runs.engine import commands as c
-    from runs.models import CachedResponse, Invitation
+    from runs.models import CachedResponse, Event, Invitation
 
     run = actions.do_start_run(
         workspace=workspace,
@@ -73,6 +79,18 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     )
     for command in (
         c.BeginStep(step_id="parse"),
+        c.LogModelIO(
+            direction="request",
+            provider="anthropic",
+            model="claude-test",
+            payload={
+                "model": "claude-test",
+                "messages": [{"role": "user", "content": CANARY}],
+                "max_tokens": 5,
+            },
+            step_id="parse",
+            correlation_id="call-1",
+        ),
         c.WriteArtifact(key="notes", type_id="json", data={"secret": CANARY}),
         c.CompleteStep(step_id="parse"),
         c.BeginStep(step_id="review"),  # PAUSE_BEFORE: a gate waits
@@ -108,6 +126,8 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         invited_by=alice,
         expires_at=timezone.now() + timedelta(days=7),
     )
+    saved = SavedPrompt.objects.create(workspace=workspace, name=f"saved {CANARY}", prompt=CANARY)
+    io_seq = Event.objects.get(run=run, type="model_io").seq
     read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
     outsider = create_token(workspace=other_workspace, name="outsider", scopes=["read", "write", "review"])
     actions.do_start_run(
@@ -125,6 +145,8 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         read_token=read.secret,
         outsider_token=outsider.secret,
         workflow=workflow,
+        saved_prompt_pk=saved.pk,
+        io_seq=io_seq,
     )
 
 
