@@ -175,6 +175,7 @@ class CompareRow:
     text_diff: list[TextOp] = field(default_factory=list)
     text_diff_mode: str = ""  # "word" | "line"
     json_diff: list[Change] = field(default_factory=list)
+    json_diff_of: str = ""  # what the JSON diff compares when not the events (artifact versions)
     metrics: list[tuple[str, Delta]] = field(default_factory=list)  # model calls: tokens, cost, ms
     first_divergence: bool = False
     is_fold = False

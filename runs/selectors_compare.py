@@ -19,12 +19,24 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
+from django.db.models import Q
 
-from runs.compare import CHANGED, ONLY_A, ONLY_B, SAME, CompareRow, align, compare_row, number, row_kind
-from runs.models import Event, Run, RunFork, loads
+from runs.compare import (
+    CHANGED,
+    JSON_DIFF_LIMIT,
+    ONLY_A,
+    ONLY_B,
+    SAME,
+    CompareRow,
+    align,
+    compare_row,
+    number,
+    row_kind,
+)
+from runs.models import ArtifactVersion, Event, Run, RunFork, loads
 from runs.protocol.telemetry import DEFAULT_DIRECTIONS, Totals, entry_delta, ledger_entry
 from runs.selectors import artifact_versions_by_key, gate_history, run_state
-from runs.timeline import EventRecord
+from runs.timeline import EventRecord, diff_values
 
 COMPARE_PAGE = 100
 COMPARE_MAX_PAGE = 500
@@ -126,9 +138,36 @@ def aligned_page(run_a: Run, run_b: Run, *, after: Cursor, limit: int = COMPARE_
     limit = max(1, min(limit, COMPARE_MAX_PAGE))
     pairs, done = _window_pairs(run_a, run_b, after, limit)
     rows = [compare_row(pa, pb) for pa, pb in pairs]
+    _diff_patched_versions(run_a, run_b, rows)
     return AlignedPage(
         rows=rows, after=after, next_after=None if done or not pairs else _advance(after, pairs)
     )
+
+
+def _diff_patched_versions(run_a: Run, run_b: Run, rows: list[CompareRow]) -> None:
+    """Changed ``artifact_patch`` rows: the versions the patches made, diffed path by path (the
+    patches themselves say little side by side). One query per run for the whole page."""
+    patched = [
+        r for r in rows if r.kind == CHANGED and r.a and r.b and r.a.type == r.b.type == "artifact_patch"
+    ]
+    if not patched:
+        return
+    found = {}
+    for run, side in ((run_a, "a"), (run_b, "b")):
+        wanted = Q()
+        for r in patched:
+            body = getattr(r, side).body
+            wanted |= Q(key=str(body.get("artifactKey")), version=body.get("toVersion"))
+        for key, version, body in ArtifactVersion.objects.filter(wanted, run=run).values_list(
+            "key", "version", "body"
+        ):
+            found[(side, key, version)] = loads(body).get("data")
+    for r in patched:
+        ka = ("a", str(r.a.body.get("artifactKey")), r.a.body.get("toVersion"))
+        kb = ("b", str(r.b.body.get("artifactKey")), r.b.body.get("toVersion"))
+        if ka in found and kb in found:
+            r.json_diff = diff_values(found[ka], found[kb], limit=JSON_DIFF_LIMIT)
+            r.json_diff_of = f"{ka[1]} v{ka[2]} → v{kb[2]}"
 
 
 @dataclass

@@ -308,3 +308,23 @@ def test_totals_of_big_runs_come_apart_from_the_page(client, alice, pair, monkey
     no_js = re.search(r'<a href="([^"]+)">Show them</a>', page).group(1).replace("&amp;", "&")
     full = client.get(no_js).content.decode()
     assert 'id="totals-h"' in full and 'id="first-divergence"' in full
+
+
+@pytest.mark.django_db
+def test_patched_artifacts_are_diffed_as_the_versions_they_made(client, alice, pair, workspace):
+    for run_id, value in (("run_a", "kept"), ("run_b", "changed")):
+        patch = [
+            {"op": "add", "path": "/status", "value": value},
+            {"op": "replace", "path": "/title", "value": "t"},
+        ]
+        actions.do_command(
+            workspace=workspace,
+            run_id=run_id,
+            actor="x",
+            command=c.PatchArtifact(key="notes", from_version=1, patch=patch),
+        )
+    login(client, alice)
+    page = client.get(_url("run_a", "run_b", pos="6.6")).content.decode()
+    assert "Artifact data, notes v2 → v2" in page
+    assert "/status</span> changed: &quot;kept&quot; → &quot;changed&quot;" in page
+    assert "/items/2</span> added: 3" in page  # what v1 already differed in shows in v2 as well
