@@ -297,6 +297,51 @@ def test_forms(owner, world):
     assert tried > 8
 
 
+_POST_NAME = re.compile(r"(?:POST|post)\s*\.\s*(?:get|getlist)\(\s*" + _NAME)
+
+
+def _form_names(route: r.Route) -> tuple[list[str], list[str]]:
+    """(fields, form actions) the route's view module reads from a POST."""
+    text = Path(route.source_file).read_text() if route.source_file else ""
+    return sorted(set(_POST_NAME.findall(text))), harvested([route.source_file])[
+        1
+    ] if route.source_file else []
+
+
+FORM_SWEEP = ["x", HUGE_INT, "NaN", "1e30", "-1", "%ED%A0%80", "%00", _quote(DEEP[:4000])]
+
+
+def _post_form(owner: Client, world, url: str, body: str) -> None:
+    response = owner.generic("POST", url, body, content_type="application/x-www-form-urlencoded")
+    assert response.status_code < 500, f"POST {url} {body[:300]}: {_describe(response)}"
+    if response.status_code < 400:
+        _check_pages_still_answer(owner, world, f"POST {url} {body[:200]}")
+
+
+def test_every_form_with_each_hostile_value(owner, world):
+    """Not left to chance: each page that takes POST, each form ``action`` its view knows, every
+    field it reads set to one hostile value at a time. Accepted input must leave the pages
+    answering (a value that poisons a later page must be refused at input)."""
+    from playground.models import ModelEntry
+
+    pk = ModelEntry.objects.get(model_id="claude-fuzz").pk
+    tried = 0
+    for route in POST_ROUTES:
+        url = _url(route, world)
+        names, form_actions = _form_names(route)
+        if not names or not _answers(owner, "POST", url):
+            continue
+        names += [f"m{pk}_input", f"m{pk}_output", f"m{pk}_currency"] if form_actions else []
+        for action in form_actions or [""]:
+            for value in FORM_SWEEP:
+                tried += 1
+                body = "&".join(
+                    [f"action={action}", *(f"{name}={value}" for name in names if name != "action")]
+                )
+                _in_savepoint(lambda body=body, url=url: _post_form(owner, world, url, body))
+    assert tried > 100
+
+
 def _form_fuzz(owner: Client, world, route: r.Route, url: str, pk: int):
     @FUZZ
     @given(action=st.sampled_from(FORM_ACTIONS), data=st.data())
