@@ -239,13 +239,18 @@ def _answers(client: Client, method: str, url: str) -> bool:
     return _in_savepoint(lambda: client.generic(method, url).status_code != 405)
 
 
+def _answering(owner: Client, world, routes: list[r.Route], method: str):
+    """(route, url) of the routes that take ``method`` at all."""
+    for route in routes:
+        url = _url(route, world)
+        if _answers(owner, method, url):
+            yield route, url
+
+
 def test_query_strings(owner, world):
     """Every page that answers GET, with hostile values for the parameter names its view reads."""
     tried = 0
-    for route in GET_ROUTES:
-        base = _url(route, world)
-        if not _answers(owner, "GET", base):
-            continue
+    for route, base in _answering(owner, world, GET_ROUTES, "GET"):
         tried += 1
         _query_fuzz(owner, route, base)()
     assert tried > 15
@@ -288,10 +293,7 @@ def test_forms(owner, world):
 
     pk = ModelEntry.objects.get(model_id="claude-fuzz").pk
     tried = 0
-    for route in POST_ROUTES:
-        url = _url(route, world)
-        if not _answers(owner, "POST", url):
-            continue
+    for route, url in _answering(owner, world, POST_ROUTES, "POST"):
         tried += 1
         _form_fuzz(owner, world, route, url, pk)()
     assert tried > 8
@@ -326,10 +328,9 @@ def test_every_form_with_each_hostile_value(owner, world):
 
     pk = ModelEntry.objects.get(model_id="claude-fuzz").pk
     tried = 0
-    for route in POST_ROUTES:
-        url = _url(route, world)
+    for route, url in _answering(owner, world, POST_ROUTES, "POST"):
         names, form_actions = _form_names(route)
-        if not names or not _answers(owner, "POST", url):
+        if not names:
             continue
         names += [f"m{pk}_input", f"m{pk}_output", f"m{pk}_currency"] if form_actions else []
         for action in form_actions or [""]:

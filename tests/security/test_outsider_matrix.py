@@ -20,6 +20,7 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
+from runs.web import SESSION_KEY
 from tests.security import routes as r
 from tests.security.world import CANARY, build_world, fingerprint, normalized
 
@@ -202,6 +203,13 @@ def _outsider_clients(world, route: r.Route) -> dict[str, Client]:
     if route.is_api:
         # A session naming the victim workspace: the person is not a member there.
         clients["session+X-Workspace"] = _client(world.charlie, workspace_header=world.workspace.slug)
+    else:
+        # The pages' workspace choice (kept in the session) pointed at the victim's workspace.
+        chosen = _client(world.charlie)
+        session = chosen.session
+        session[SESSION_KEY] = world.workspace.slug
+        session.save()
+        clients["session choosing the victim workspace"] = chosen
     return clients
 
 
