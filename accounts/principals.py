@@ -82,7 +82,8 @@ def principal_for_user(user, workspace_slug: str | None = None) -> Principal | N
     if workspace_slug:
         membership = (
             Membership.objects.select_related("workspace")
-            .filter(user=user, workspace__slug=workspace_slug)
+            .filter(user=user)
+            .in_workspace(workspace_slug)
             .first()
         )
         if membership is None:

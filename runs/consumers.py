@@ -96,7 +96,7 @@ def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subsc
     memberships = Membership.objects.filter(user=user)
     membership = None
     if workspace_slug:
-        membership = memberships.filter(workspace__slug=workspace_slug).first()
+        membership = memberships.in_workspace(workspace_slug).first()
     if membership is None:
         membership = memberships.order_by("created_at", "pk").first()
     if membership is None or not role_allows(membership.role, Action.VIEW_RUN):

@@ -9,6 +9,7 @@ on PostgreSQL too.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -55,11 +56,25 @@ class Workspace(models.Model):
         return self.slug
 
 
+_SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
+
+
+class MembershipQuerySet(models.QuerySet):
+    def in_workspace(self, slug: str | None) -> MembershipQuerySet:
+        """Memberships in the workspace called ``slug``; none for text that is no slug at all
+        (a NUL or any other character a slug cannot hold never reaches the database)."""
+        if not isinstance(slug, str) or not _SLUG.fullmatch(slug):
+            return self.none()
+        return self.filter(workspace__slug=slug)
+
+
 class Membership(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = MembershipQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["workspace", "user"], name="uniq_membership")]

@@ -39,7 +39,7 @@ def current_membership(request: HttpRequest) -> Membership | None:
         slug = request.session.get(SESSION_KEY)
         qs = Membership.objects.select_related("workspace").filter(user=user)
         if slug:
-            membership = qs.filter(workspace__slug=slug).first()
+            membership = qs.in_workspace(slug).first()
         if membership is None:
             membership = qs.order_by("created_at", "pk").first()
         if membership is None:
@@ -93,7 +93,7 @@ def require_action(request: HttpRequest, action: Action | str) -> Membership:
 def switch_workspace(request: HttpRequest, slug: str) -> Workspace:
     """Choose the session's workspace among the user's own memberships only (404 otherwise)."""
     membership = (
-        Membership.objects.select_related("workspace").filter(user=request.user, workspace__slug=slug).first()
+        Membership.objects.select_related("workspace").filter(user=request.user).in_workspace(slug).first()
     )
     if membership is None:
         raise Http404("no such workspace")

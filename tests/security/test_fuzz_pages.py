@@ -516,3 +516,15 @@ def test_playground_refuses_deep_json_and_lone_surrogates(owner, world, path, bo
     if refused:
         assert response.status_code == 400, _describe(response)
         assert json.loads(response.content)["error"]["code"]
+
+
+@pytest.mark.parametrize("slug", ["acme\x00", "\x00", "a" * 65, "ünï", "globex'--"])
+def test_workspace_choices_that_are_no_slug_name_no_workspace(owner, world, slug):
+    """The pages' switch, the API's X-Workspace and the sockets all read a slug the caller typed:
+    a NUL (which PostgreSQL cannot even compare) or any non-slug names nothing, without a 500."""
+    from runs.consumers import authorize_run
+
+    assert owner.post("/workspace/switch/", {"workspace": slug}).status_code == 404
+    api = owner.get("/api/runs", headers={"X-Workspace": slug})
+    assert api.status_code == 401, _describe(api)
+    assert authorize_run(world.alice, VICTIM_RUN, slug) is not None  # falls back to their own workspace
