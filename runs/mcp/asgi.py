@@ -151,6 +151,8 @@ class McpEndpoint:
         self._stop: asyncio.Event | None = None
         self._started: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
+        self._manager_ran = False  # the built manager's run() was entered (it cannot be again)
         self._reactor_hooked = False
 
     def _build(self) -> None:
@@ -168,14 +170,23 @@ class McpEndpoint:
 
     # -- lifetime ---------------------------------------------------------------------------
 
+    def _running_here(self) -> bool:
+        """The manager's task is alive on this event loop. A task of a loop that was closed while it
+        waited (test runners give each test its own loop; a server may be restarted in-process) is
+        never done, but its manager has reset itself: it counts as stopped."""
+        task = self._task
+        return task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop()
+
     async def start(self) -> None:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is not loop:  # an asyncio.Lock belongs to one loop
+            self._lock, self._lock_loop = asyncio.Lock(), loop
         async with self._lock:
-            if self._task is not None and not self._task.done():
+            if self._running_here():
                 return
-            if self._app is None or self._task is not None:  # a manager runs once: rebuild after a stop
+            if self._app is None or self._manager_ran:  # a manager runs once: rebuild after a stop
                 self._build()
+            self._manager_ran = True
             self._stop = asyncio.Event()
             self._started = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._serve(), name="mcp-session-manager")
@@ -216,7 +227,7 @@ class McpEndpoint:
     # -- requests ---------------------------------------------------------------------------
 
     async def __call__(self, scope, receive, send) -> None:
-        if self._task is None or self._task.done():
+        if not self._running_here():
             await self.start()
         raw = _bearer(scope)
         principal = None
