@@ -520,7 +520,7 @@ def do_commands(
             track_replay(run, appender, ctx)
         first, last = appender.save(keep_rows=True)
         _update_projection(run, state, event_rows=appender.event_rows)
-        notify_on_commit(RunChange.of(run, first, last))
+        notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor))
     return AppendResult(run=run, state=state, events=appender.events, first_seq=first, last_seq=last)
 
 

@@ -7,8 +7,8 @@ with JSON values (ids and seq ranges), never model instances.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -25,10 +25,32 @@ class RunChange:
     last_seq: int
     status: str
     run_pk: int = 0  # the run row's surrogate key: what live groups are named after
+    # The events first_seq..last_seq as committed, and who appended them, when the action has them
+    # at hand: in-process sinks (the transcript file) then need not read them back. Never sent on.
+    events: tuple[dict, ...] = field(default=(), repr=False, compare=False)
+    actor: str = field(default="", repr=False, compare=False)
 
     @classmethod
-    def of(cls, run: Any, first_seq: int, last_seq: int, *, status: str | None = None) -> RunChange:
-        return cls(run.workspace_id, run.run_id, first_seq, last_seq, status or run.status, run.pk)
+    def of(
+        cls,
+        run: Any,
+        first_seq: int,
+        last_seq: int,
+        *,
+        status: str | None = None,
+        events: Sequence[dict] = (),
+        actor: str = "",
+    ) -> RunChange:
+        return cls(
+            run.workspace_id,
+            run.run_id,
+            first_seq,
+            last_seq,
+            status or run.status,
+            run.pk,
+            tuple(events),
+            actor,
+        )
 
 
 _listeners: list[Callable[[RunChange], None]] = []

@@ -37,6 +37,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +143,24 @@ def _started_payload(doc: dict, parents: list[str]) -> dict:
     return started
 
 
-def sync_run(run) -> tuple[bool, bool]:
+def _lines_of(writer: _Writer, rows, ended: bool, completed: bool) -> tuple[int | None, bool, bool]:
+    """Write the lines of ``(seq, event, actor)`` rows; the last seq written and the end flags."""
+    seq = None
+    for seq, event, actor in rows:
+        for kind, payload in event_lines(event, actor):
+            ended = ended or kind == "run.completed"
+            completed = completed or kind == "run.completed"
+            writer.line(
+                kind, payload, ts=event.get("ts", ""), path=event.get("stepId") or "",
+                event_seq=seq, event_id=event.get("id"),
+            )  # fmt: skip
+    return seq, ended, completed
+
+
+def sync_run(run, change: RunChange | None = None) -> tuple[bool, bool]:
     """Append what the run's file lacks; ``(started, completed)``: whether this call wrote the
-    file's ``run.started`` / ``run.completed`` line."""
+    file's ``run.started`` / ``run.completed`` line. A ``change`` that carries its committed
+    events, and starts right after the file's last one, is written from memory."""
     from runs.models import Event
 
     doc = run.run_doc
@@ -159,26 +175,26 @@ def sync_run(run) -> tuple[bool, bool]:
             started = True
             _register(fd_path=transcript_path(run), run=run)
         ended = last is not None and last.get("type") == "run.completed"
-        while True:
-            rows = list(
-                Event.objects.filter(run=run, seq__gt=after)
-                .order_by("seq")
-                .values_list("seq", "body", "actor")[:_CHUNK]
-            )
-            for seq, body, actor in rows:
-                event = orjson.loads(body)
-                for kind, payload in event_lines(event, actor):
-                    ended = ended or kind == "run.completed"
-                    completed = completed or kind == "run.completed"
-                    writer.line(
-                        kind, payload, ts=event.get("ts", ""), path=event.get("stepId") or "",
-                        event_seq=seq, event_id=event.get("id"),
-                    )  # fmt: skip
-                after = seq
+        if change is not None and change.events and change.first_seq == after + 1:
+            rows = zip(range(change.first_seq, change.last_seq + 1), change.events, repeat(change.actor))
+            _, ended, completed = _lines_of(writer, rows, ended, completed)
             _append(fd, writer.lines)
             writer.lines = []
-            if len(rows) < _CHUNK:
-                break
+        else:
+            while True:
+                rows = list(
+                    Event.objects.filter(run=run, seq__gt=after)
+                    .order_by("seq")
+                    .values_list("seq", "body", "actor")[:_CHUNK]
+                )
+                seq, ended, completed = _lines_of(
+                    writer, ((seq, orjson.loads(body), actor) for seq, body, actor in rows), ended, completed
+                )
+                after = seq if seq is not None else after
+                _append(fd, writer.lines)
+                writer.lines = []
+                if len(rows) < _CHUNK:
+                    break
         if not ended and run.status in TERMINAL:
             # e.g. an imported run that ends without a status event: its document says how it ended
             writer.line(
@@ -240,7 +256,7 @@ def record_change(change: RunChange) -> None:
     run = Run.objects.filter(workspace_id=change.workspace_id, pk=change.run_pk).first()
     if run is None:
         return
-    started, completed = sync_run(run)
+    started, completed = sync_run(run, change)
     if started:
         _mark_parents(run, "step.call_workflow.started")
     if completed:

@@ -195,3 +195,28 @@ def test_api_and_cli_follow_the_recorded_file(
     out = StringIO()
     call_command("transcript", run.run_id, "--follow", stdout=out)
     assert out.getvalue().encode() == recorded
+
+
+def test_lines_written_from_the_committed_batch_equal_those_read_back(
+    workspace, workflow, django_capture_on_commit_callbacks
+):
+    """The sink writes an action's batch from memory; the same file rebuilt from the database (a
+    change without its events, as after a restart) is byte for byte the same."""
+    run = _start(workspace, workflow, django_capture_on_commit_callbacks)
+    _do(workspace, run, django_capture_on_commit_callbacks, cmd.BeginStep(step_id="parse"))
+    events = [
+        {"id": "evt_m1", "runId": run.run_id, "ts": "2028-02-29T23:59:59.5+01:00", "type": "model_io",
+         "direction": "response", "provider": "anthropic", "model": "m", "stepId": "parse",
+         "usage": {"inputTokens": 1e3, "outputTokens": 2}, "cost": {"amount": 1e-6, "currency": "USD"}},
+        {"id": "evt_t1", "runId": run.run_id, "ts": "2026-03-01T00:00:00.000Z", "type": "tool_call",
+         "name": "search", "args": {"q": "x\u0000y"}, "result": {"n": -0.0}, "stepId": "parse"},
+        {"id": "evt_a1", "runId": run.run_id, "ts": "2026-03-01T00:00:01Z", "type": "annotation", "text": "hi"},
+    ]  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        actions.do_append_events(workspace=workspace, run_id=run.run_id, events=events, actor="token:1")
+    assert callbacks  # the sink ran with the batch in hand
+    from_memory = transcript_path(run).read_bytes()
+    transcript_path(run).unlink()
+    run.refresh_from_db()
+    record_change(RunChange.of(run, 1, run.last_seq))  # no events: read back from the database
+    assert transcript_path(run).read_bytes() == from_memory
