@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from runs.workspaces import (
+from runs.actions.workspaces import (
     MembershipError,
     do_accept_invitation,
     do_decline_invitation,

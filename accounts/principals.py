@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from accounts.models import ApiToken
+from runs.actions.permissions import ROLE_SCOPES, Action, allows, needed_scopes
+from runs.actions.workspaces import personal_workspace
 from runs.models import Membership, Role, Workspace
-from runs.permissions import ROLE_SCOPES, Action, allows, needed_scopes
-from runs.workspaces import personal_workspace
 
 
 class NotPermitted(Exception):

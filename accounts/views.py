@@ -11,8 +11,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts.forms import TokenForm
 from accounts.models import ApiToken
 from accounts.tokens import TokenError, create_token, list_tokens, revoke_token
-from runs.permissions import Action
-from runs.web import require_action
+from runs.actions.permissions import Action
+from runs.web.request import require_action
 
 
 def _page(

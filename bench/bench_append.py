@@ -67,10 +67,10 @@ def child(db_url: str) -> None:
 
     call_command("migrate", verbosity=0)
     from runs import actions
+    from runs.actions.workspaces import get_or_create_workspace
     from runs.engine import commands as cmd
     from runs.models import Run
-    from runs.selectors import state_at
-    from runs.workspaces import get_or_create_workspace
+    from runs.selectors.runs import state_at
 
     ws = get_or_create_workspace(f"bench-{uuid.uuid4().hex[:6]}")
     workflow = {"id": "bench", "version": 1, "steps": [{"id": "work"}], "edges": []}

@@ -30,7 +30,7 @@ from django.db.models.functions import Length  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from runs.models import Event  # noqa: E402
-from runs.selectors_compare import SCAN_BUDGET  # noqa: E402
+from runs.selectors.compare import SCAN_BUDGET  # noqa: E402
 
 SIZES = [int(x) for x in os.environ.get("BENCH_COMPARE_SIZES", "10000").split(",") if x.strip()]
 REPEAT = int(os.environ.get("BENCH_COMPARE_REPEAT", "7"))

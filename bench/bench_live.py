@@ -7,7 +7,7 @@ Profiles (each with real daphne processes on loopback, started and stopped here)
 - scaled4:  the same with four daphne processes.
 
 Writer (LIVE_BENCH_WRITER): "inproc" (default) appends `tool_call` events one commit each through
-the session API (runs.session), paced to the rate, and records the time each commit returned:
+the session API (runs.execution.session), paced to the rate, and records the time each commit returned:
 inside server 0 in the embedded profile (the in-memory layer only reaches sockets of its own
 process), in a writer process of its own in the scaled profile (bench/live_server.py); "rest" posts them to `POST /api/runs/{id}/events` of server 0 (then
 the commit lies between request and response; "commit -> receipt" is measured from the response,

@@ -28,13 +28,14 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from playground.providers.base import ProviderSettings  # noqa: E402
-from runs import programs, responsecache  # noqa: E402
-from runs.actions_fork import determinism_report, do_fork_run  # noqa: E402
+from runs.actions import responsecache
+from runs.actions.forks import determinism_report, do_fork_run  # noqa: E402
+from runs.actions.workspaces import get_or_create_workspace  # noqa: E402
+from runs.engine import programs
+from runs.execution.host import Workbench  # noqa: E402
+from runs.execution.replay import run_fork  # noqa: E402
 from runs.models import CachedResponse, Workspace  # noqa: E402
-from runs.replay import run_fork  # noqa: E402
-from runs.session import Workbench  # noqa: E402
-from runs.workspaces import get_or_create_workspace  # noqa: E402
+from runs.providers.base import ProviderSettings  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
 
 CALLS = int(os.environ.get("BENCH_REPLAY_CALLS", "50"))

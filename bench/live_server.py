@@ -6,7 +6,7 @@
 Serves workbench.asgi:application like `daphne -b 127.0.0.1 -p PORT`. A writer thread waits for
 CONTROL_DIR/start.json ({"workspace", "run_id", "events", "rate", "warmup"}), appends `warmup`
 events (not measured), pauses 1 s, then appends `events`
-`tool_call` events (through the session API, runs.session: one action, one commit per event) at
+`tool_call` events (through the session API, runs.execution.session: one action, one commit per event) at
 the given rate, and writes CONTROL_DIR/commits.json: {seq: unix time right after the
 commit returned}. In-process, because with the in-memory channel layer only a write inside the
 serving process can reach its sockets (as with the playground or an embedded host application).
@@ -48,7 +48,7 @@ def writer(control: Path) -> None:
     spec = json.loads(start.read_text())
     from django.db import close_old_connections
 
-    from runs.session import Workbench
+    from runs.execution.host import Workbench
 
     session = Workbench(workspace=spec["workspace"], actor="pipeline:bench").session(spec["run_id"])
     commits: dict[int, float] = {}
@@ -99,7 +99,7 @@ def main() -> None:
         control = Path(sys.argv[2])
         control.mkdir(parents=True, exist_ok=True)
         writer(control)
-        from runs.live import publisher
+        from runs.live.publisher import publisher
 
         publisher.flush(5.0)
         return

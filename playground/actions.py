@@ -24,8 +24,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from playground.models import ModelEntry, ProviderConfig, ProviderKind, WorkspacePlayground
-from playground.providers import egress
 from runs.models import Membership, Role
+from runs.providers import egress
 
 MAX_CONTEXT_WINDOW = 100_000_000
 MAX_PRICE = Decimal("999999.999999")  # the price columns: 12 digits, 6 decimals

@@ -5,7 +5,7 @@ class PlaygroundConfig(AppConfig):
     name = "playground"
 
     def ready(self) -> None:
-        from runs import programs
+        from runs.engine import programs
 
         # Playground runs' step code for replays, imported when a replay first looks for it.
         programs.register_module("playground.replay")

@@ -1,6 +1,6 @@
 """Live execution over a websocket: ``/ws/playground/executions/<id>/``.
 
-The consumer joins the execution's hub (``runs.consumers.hub_for``: one channel-layer
+The consumer joins the execution's hub (``runs.live.consumers.hub_for``: one channel-layer
 subscription per process and execution, shared by its sockets) and reads the row only when a
 committed change is announced (``playground.live``), so an idle socket costs no queries and a
 worker in another process reaches it through the Redis layer. A slow safety read (every
@@ -27,10 +27,11 @@ from django.template.loader import render_to_string
 from playground import execute
 from playground.live import execution_key
 from playground.models import Execution
-from runs.consumers import hub_for
-from runs.live import publisher
+from playground.views import message_context, state_with_context
+from runs.live.consumers import hub_for
+from runs.live.publisher import publisher
 from runs.models import Membership
-from runs.wire import wire_json
+from runs.web.wire import wire_json
 
 SAFETY_SECONDS = 5.0
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class ExecutionConsumer(AsyncJsonWebsocketConsumer):
 
     @classmethod
     async def encode_json(cls, content) -> str:
-        return wire_json(content).decode()  # numbers as JavaScript writes them (runs.wire)
+        return wire_json(content).decode()  # numbers as JavaScript writes them (runs.web.wire)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -83,8 +84,6 @@ class ExecutionConsumer(AsyncJsonWebsocketConsumer):
         ex = execute.heal(ex)
         out = {"status": ex.status, "text": ex.partial_text, "thinking": ex.partial_thinking}
         if ex.is_finished:
-            from playground.views import message_context, state_with_context
-
             out["state"] = state_with_context(ex)
             out["html"] = render_to_string("playground/_assistant.html", message_context(ex))
         return out

@@ -40,14 +40,18 @@ from django.db import OperationalError, close_old_connections, connection, trans
 from django.db.models import F
 from django.utils import timezone
 
-from playground import live, operations, pricing, providers
+from playground import live, operations
 from playground.compose import Composition
 from playground.keys import KeyUnreadable
-from playground.models import ACTIVE_STATUSES, Execution, ExecutionStatus, ModelEntry, dumps, loads
-from playground.providers.base import ProviderError, ProviderResult
+from playground.models import ACTIVE_STATUSES, Execution, ExecutionStatus, ModelEntry
+from runs import providers
 from runs.actions import ActionError, do_commands, do_start_run
 from runs.engine import commands as cmd
 from runs.models import Workspace
+from runs.protocol.values import dumps, loads
+from runs.providers import pricing
+from runs.providers.base import ProviderError, ProviderResult
+from runs.providers.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +63,6 @@ WORKFLOW = {
     "edges": [],
 }
 STEP = "call"
-SECRET_KEYS = {
-    "api_key",
-    "apikey",
-    "api-key",
-    "x-api-key",
-    "authorization",
-    "password",
-    "secret",
-    "access_token",
-}
-REDACTED = "[redacted]"
 FLUSH_SECONDS = 0.12
 FLUSH_CHARS = 400
 
@@ -84,23 +77,6 @@ def stale_after() -> timedelta:
 
 def heartbeat_seconds() -> float:
     return float(getattr(settings, "PLAYGROUND_HEARTBEAT_SECONDS", 5))
-
-
-def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
-    """A copy of ``value`` with secret-looking fields and any known secret string blanked out."""
-    if isinstance(value, dict):
-        return {
-            k: (REDACTED if str(k).lower() in SECRET_KEYS and v not in (None, "") else redact(v, secrets))
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact(v, secrets) for v in value]
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret and len(secret) >= 6 and secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-    return value
 
 
 # --------------------------------------------------------------------------------------------

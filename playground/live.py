@@ -1,6 +1,6 @@
 """Execution progress on the live path the runs use: after each commit that changes an execution
 (claimed, partial answer saved, finished, stopped, recovered), a notification goes through
-``runs.live.publisher`` (coalescing, never blocking the writer) to the channel layer group of the
+``runs.live.publisher.publisher`` (coalescing, never blocking the writer) to the channel layer group of the
 execution; each process's ``RunHub`` for that group wakes its sockets, which read the row once.
 With the Redis layer a worker in one process reaches the pages served by another.
 
@@ -14,14 +14,14 @@ from functools import partial
 
 from django.db import transaction
 
-from runs.live import publisher
-from runs.notify import RunChange
+from runs.actions.notify import RunChange
+from runs.live.publisher import publisher
 
 PREFIX = "pgexec."
 
 
 def execution_key(execution_id: uuid.UUID | str) -> str:
-    """The hub key (and, through ``runs.live.run_group``, the group) of one execution."""
+    """The hub key (and, through ``runs.live.publisher.run_group``, the group) of one execution."""
     return f"{PREFIX}{uuid.UUID(str(execution_id)).hex}"
 
 

@@ -12,25 +12,21 @@ import os
 import uuid
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from playground.compose import ModelSpec
 from runs.models import Workspace
+from runs.protocol.values import loads
+from runs.providers import egress
+from runs.providers.base import DEFAULT_BASE_URLS, ProviderSettings
+from runs.providers.pricing import Price
 
 if TYPE_CHECKING:  # imported where used: management commands start without cryptography & co.
     from playground.compose import ModelSpec
-    from playground.pricing import Price
-    from playground.providers.base import ProviderSettings
-
-
-def dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def loads(text: str | None) -> Any:
-    return orjson.loads(text) if text else None
+    from runs.providers.base import ProviderSettings
+    from runs.providers.pricing import Price
 
 
 class ProviderKind(models.TextChoices):
@@ -94,7 +90,6 @@ class ProviderConfig(models.Model):
     @property
     def endpoint(self) -> str:
         """Where calls go: the base URL, else the provider kind's own endpoint."""
-        from playground.providers.base import DEFAULT_BASE_URLS
 
         return (self.base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")
 
@@ -138,12 +133,10 @@ class ProviderConfig(models.Model):
 
     def check_destination(self) -> None:
         """Raise egress.EgressRefused when calls may not go to this provider's endpoint now."""
-        from playground.providers import egress
 
         egress.check_destination(self.endpoint, tuple(getattr(settings, "PLAYGROUND_EGRESS_ALLOW", ())))
 
     def provider_settings(self) -> ProviderSettings:
-        from playground.providers.base import ProviderSettings
 
         return ProviderSettings(
             kind=self.kind,
@@ -192,7 +185,6 @@ class ModelEntry(models.Model):
         return self.provider.kind
 
     def spec(self) -> ModelSpec:
-        from playground.compose import ModelSpec
 
         return ModelSpec(
             provider=self.provider.kind,
@@ -205,7 +197,6 @@ class ModelEntry(models.Model):
         )
 
     def price(self) -> Price:
-        from playground.pricing import Price
 
         return Price(
             input=self.input_price,

@@ -12,9 +12,9 @@ from functools import lru_cache
 from typing import Any
 
 from playground.compose import OPERATION_TYPES
-from playground.providers.base import ProviderResult
 from runs.protocol.errors import ProtocolError
 from runs.protocol.schemas import SchemaRegistry, default_registry
+from runs.providers.base import ProviderResult
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
-"""Playground executions as step code (``runs.programs``): the replay worker re-executes them.
+"""Playground executions as step code (``runs.engine.programs``): the replay worker re-executes them.
 
 A playground run (workflow ``playground``) names its execution in
 ``run.metadata["playground"]["executionId"]``; the execution keeps the request exactly as it
 was composed. :func:`playground_program` records what the playground's own recorder records
 (``step_started``, the ``model_io`` request, its stream chunks and response, a ``tool_call``
 per tool the model called, the ``answer`` artifact, the end), but makes the call through the
-provider layer (``playground.providers.cached``) inside a fork session:
+provider layer (``runs.execution.model_calls``) inside a fork session:
 
 * replay: the execution's request is sent again, so the source's answer comes from the
   response cache (no provider request), its stream chunks too; the events equal the source's
@@ -31,10 +31,16 @@ from typing import Any
 from django.conf import settings as django_settings
 
 from playground import compose, execute, operations
+from playground.config import available_models
+from playground.keys import KeyUnreadable
 from playground.models import Execution, ModelEntry
-from playground.pricing import Price
-from playground.providers.base import ProviderError, ProviderSettings
-from runs import programs
+from runs.actions import ActionError, responsecache
+from runs.engine import programs
+from runs.execution import model_calls as cached
+from runs.execution.replay import ReplayError
+from runs.providers.base import ProviderError, ProviderSettings
+from runs.providers.pricing import Price
+from runs.selectors.runs import _start_doc
 
 CONFIGURABLE = ("model", "prompt", "systemPrompt")
 EXECUTION_GONE = "REPLAY_DATA_EXPIRED"
@@ -84,7 +90,6 @@ def execution_of(workspace: Any, run_doc: dict) -> Execution:
 
 
 def _provider(kind: str, entry: ModelEntry | None) -> tuple[ProviderSettings, str | None]:
-    from playground.keys import KeyUnreadable
 
     allow = tuple(getattr(django_settings, "PLAYGROUND_EGRESS_ALLOW", ()))
     if entry is None:
@@ -118,7 +123,6 @@ def _check_configurable(configurable: Any) -> dict:
 
 def plan(workspace: Any, execution: Execution, configurable: dict | None) -> PlannedCall:
     """The call a (re-)execution makes: the recorded one, or one composed again for a branch."""
-    from playground.config import available_models
 
     configurable = _check_configurable(configurable or {})
     entry = execution.model
@@ -178,21 +182,18 @@ def plan(workspace: Any, execution: Execution, configurable: dict | None) -> Pla
 
 
 def _answerable_from_cache(session: Any, call: PlannedCall) -> bool:
-    from playground.providers import cached
-    from runs import responsecache
 
     if getattr(session, "mode", None) != "replay":
         return False
     recorded = cached.request_fields(call.provider, call.request)
     keys = responsecache.request_keys(call.provider.kind, recorded.get("model"), recorded["payload"])
-    return keys is not None and responsecache.lookup(session.workbench.workspace, keys["v2"]) is not None
+    return keys is not None and responsecache.lookup(session.workspace, keys["v2"]) is not None
 
 
 def playground_program(session: Any) -> None:
-    """Execute a playground run's call again (a ``runs.replay.ProgramSession``, usually a fork)."""
-    from runs.replay import ReplayError
+    """Execute a playground run's call again (a ``runs.execution.replay.ProgramSession``, usually a fork)."""
 
-    workspace = session.workbench.workspace
+    workspace = session.workspace
     try:
         execution = execution_of(workspace, session.run.run_doc)
         call = plan(workspace, execution, session.configurable)
@@ -231,8 +232,6 @@ def playground_program(session: Any) -> None:
 
 def check_fork(*, workspace: Any, source: Any, mode: str, overlay: dict) -> None:
     """Refuse, before anything is written, a fork this program could not execute."""
-    from runs.actions import ActionError
-    from runs.selectors import _start_doc
 
     try:
         execution = execution_of(workspace, _start_doc(source))

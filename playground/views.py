@@ -32,13 +32,13 @@ from playground.models import (
     SavedPrompt,
     WorkspacePlayground,
 )
-from playground.providers import egress
+from runs.actions.permissions import Action
 from runs.models import Event
-from runs.permissions import Action
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ProtocolError
-from runs.web import current_workspace, get_run_for_user, may, require_action
-from runs.wire import WireJsonResponse
+from runs.providers import egress
+from runs.web.request import current_workspace, get_run_for_user, may, require_action
+from runs.web.wire import WireJsonResponse
 
 MAX_BODY_NOTE = "The request is too large."
 

@@ -6,20 +6,34 @@ class RunsConfig(AppConfig):
     verbose_name = "Runs"
 
     def ready(self) -> None:
-        from runs.live import on_run_change
-        from runs.notify import register_durable_sink, register_listener
-        from runs.transcript_log import record_change
+        from runs.actions.notify import register_durable_sink, register_fork_executor, register_listener
+        from runs.live.publisher import on_run_change
+        from runs.telemetry.transcript_log import record_change
 
         register_durable_sink(record_change)  # transcripts: committed events -> JSONL files, first
         register_listener(on_run_change)  # live status: committed changes -> websocket groups
+        register_fork_executor(_dispatch_fork)  # pending forks -> the replay executor
 
-        from runs.live import connect_access_signals
+        from runs.live.publisher import connect_access_signals
 
         connect_access_signals()  # membership / user changes -> open sockets re-check access
 
         from django.conf import settings
 
+        from runs.engine import programs
+
+        for name in getattr(settings, "WORKBENCH_PROGRAM_MODULES", ()):
+            programs.register_module(name)  # imported on the first lookup, not at start-up
+
         if getattr(settings, "WORKBENCH_OTEL_ENDPOINT", ""):
-            from runs.otel_stream import start_from_settings
+            from runs.telemetry.otel_stream import start_from_settings
 
             start_from_settings()  # finished runs -> OTLP collector, off the write path
+
+
+def _dispatch_fork(fork_pk: int) -> None:
+    # Deferred: the executor pulls in the providers and the programs' code; `manage.py help` and
+    # every other start-up must not pay for it (tests/ops/test_startup).
+    from runs.execution.replay import dispatch
+
+    dispatch(fork_pk)

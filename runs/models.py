@@ -10,28 +10,12 @@ on PostgreSQL too.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-import orjson
 from django.conf import settings
 from django.db import models
 
 from runs.fields import ProtocolCharField, ProtocolJSONField
-from runs.protocol.canonical import wire_bytes
-
-
-def dumps(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except orjson.JSONEncodeError as exc:
-        if "Recursion" not in str(exc):
-            raise
-    # deeper than orjson writes (254 levels; the protocol layer accepts up to MAX_NESTING)
-    return wire_bytes(value).decode()
-
-
-def loads(text: str) -> Any:
-    return orjson.loads(text)
+from runs.protocol.values import loads
 
 
 class Role(models.TextChoices):

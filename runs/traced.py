@@ -16,7 +16,7 @@ together when it ends (one append). A failed call records an ``error`` event. Sy
 streaming calls are covered; structured output (``response_format`` / ``output_format``) and
 tools pass through untouched and are part of the recorded request.
 
-Where events go: :class:`SessionSink` (a :class:`runs.session.RunSession`, in the Workbench
+Where events go: :class:`SessionSink` (a :class:`runs.execution.session.RunSession`, in the Workbench
 process, through runs.actions) or :class:`ClientSink` (a :class:`runs.client.WorkbenchClient`,
 over REST). Usage follows the project's convention: ``inputTokens`` is the whole prompt (cache
 reads and writes included) and ``cachedInputTokens`` a part of it; ``outputTokens`` includes
@@ -28,7 +28,7 @@ calling the provider, and recorded with summary ``replayed``. A streaming call g
 the SDK's own event types: the recorded stream events when the answer was streamed (recorded
 again as they were), else events rebuilt from the recorded response. ``Tracer.for_session(session)``
 sets it for a run that is a replay (``Workbench.replay``): the answers come from the response
-cache (``runs.responsecache``), which the write path fills from every recorded call, the replay's
+cache (``runs.actions.responsecache``), which the write path fills from every recorded call, the replay's
 source's answers first.
 """
 
@@ -74,7 +74,7 @@ class Sink(Protocol):
 
 
 class SessionSink:
-    """Into a run of this process (``runs.session.RunSession``), through the actions."""
+    """Into a run of this process (``runs.execution.session.RunSession``), through the actions."""
 
     def __init__(self, session) -> None:
         self.session = session
@@ -139,11 +139,11 @@ def _cache_write_tokens(provider: str, usage: Any) -> int:
 
 
 def cost_of(usage: dict | None, price, *, cache_write_tokens: int = 0) -> dict | None:
-    """``model_io.cost`` from a usage and a price row (``playground.pricing.Price``); None if unknown."""
+    """``model_io.cost`` from a usage and a price row (``runs.providers.pricing.Price``); None if unknown."""
     if usage is None or price is None:
         return None
-    from playground.pricing import cost, protocol_cost
-    from playground.providers.base import Usage
+    from runs.providers.base import Usage
+    from runs.providers.pricing import cost, protocol_cost
 
     amount: Decimal | None = cost(
         Usage(
@@ -159,14 +159,14 @@ def cost_of(usage: dict | None, price, *, cache_write_tokens: int = 0) -> dict |
 
 
 # --------------------------------------------------------------------------------------------
-# Replays: answers from the response cache (runs.responsecache, filled by the write path)
+# Replays: answers from the response cache (runs.actions.responsecache, filled by the write path)
 
 
 def cache_replay(workspace, source_run=None) -> ReplayFn:
     """A ``replay`` answering from the workspace's response cache (``source_run``'s answers first)."""
 
     def replay(provider: str, model: str, request: dict) -> RecordedAnswer | None:
-        from runs import responsecache
+        from runs.actions import responsecache
 
         keys = responsecache.request_keys(provider, model, request)
         if not keys:
@@ -196,7 +196,7 @@ def replay_for(session) -> ReplayFn | None:
     fork = RunFork.objects.filter(run=run).select_related("source").first()
     if fork is None or fork.mode != "replay":
         return None
-    return cache_replay(session.workbench.workspace, fork.source)
+    return cache_replay(session.workspace, fork.source)
 
 
 # --------------------------------------------------------------------------------------------

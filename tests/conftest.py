@@ -55,7 +55,7 @@ def other_workspace(db):
 
 def _member(django_user_model, workspace, name: str, role: str):
     """A user `name` (password `<name>-password-123`) with `role` in `workspace`."""
-    from runs.workspaces import add_member
+    from runs.actions.workspaces import add_member
 
     user = django_user_model.objects.create_user(username=name, password=f"{name}-password-123")
     add_member(workspace, user, role)
@@ -104,5 +104,5 @@ def workflow() -> dict:
 
 @pytest.fixture(autouse=True)
 def _private_transcript_dir(settings, tmp_path_factory):
-    """Live transcript files (runs.transcript_log) go to a directory of this test alone."""
+    """Live transcript files (runs.telemetry.transcript_log) go to a directory of this test alone."""
     settings.WORKBENCH_TRANSCRIPT_DIR = tmp_path_factory.mktemp("transcripts")

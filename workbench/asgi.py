@@ -17,7 +17,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from runs.uploads import BodyLimitASGI, install_daphne_body_limit  # noqa: E402
+from runs.web.uploads import BodyLimitASGI, install_daphne_body_limit  # noqa: E402
 from workbench.routing import websocket_urlpatterns  # noqa: E402
 
 try:

@@ -28,6 +28,11 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_safe
 
+from accounts.models import Scope
+from runs.mcp.versions import MCP_PROTOCOL_VERSIONS, mcp_server_info
+from runs.protocol.errors import ALL_ERROR_CODES
+from runs.protocol.validate import EVENT_TYPES, GATE_POLICIES
+
 TEXT = "text/plain; charset=utf-8"
 MARKDOWN = "text/markdown; charset=utf-8"
 XML = "application/xml; charset=utf-8"
@@ -105,7 +110,6 @@ def mcp_tools() -> list[dict]:
 
 
 def scopes() -> list[tuple[str, str]]:
-    from accounts.models import Scope
 
     return [(value, label) for value, label in Scope.choices]
 
@@ -223,8 +227,6 @@ def build_agents_md(request: HttpRequest) -> str:
 
 
 def build_llms_full_txt(request: HttpRequest) -> str:
-    from runs.protocol.errors import ALL_ERROR_CODES
-    from runs.protocol.validate import EVENT_TYPES, GATE_POLICIES
 
     parts = [
         build_llms_txt(request),
@@ -393,7 +395,6 @@ def build_security_md(request: HttpRequest) -> str:
 
 
 def mcp_descriptor(request: HttpRequest) -> dict:
-    from runs.mcp.versions import MCP_PROTOCOL_VERSIONS, mcp_server_info
 
     base = origin(request)
     info = mcp_server_info()

@@ -1,9 +1,9 @@
-"""Websocket routes: live run pages and live workspace lists (see runs/consumers.py)."""
+"""Websocket routes: live run pages and live workspace lists (see runs/live/consumers.py)."""
 
 from django.urls import path, re_path
 
 from playground.consumers import ExecutionConsumer
-from runs.consumers import RunLiveConsumer, WorkspaceLiveConsumer
+from runs.live.consumers import RunLiveConsumer, WorkspaceLiveConsumer
 
 websocket_urlpatterns: list = [
     path("ws/workspace/", WorkspaceLiveConsumer.as_asgi()),

@@ -45,7 +45,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "runs.uploads.BodyLimitMiddleware",  # before anything reads the body (CSRF reads forms)
+    "runs.web.uploads.BodyLimitMiddleware",  # before anything reads the body (CSRF reads forms)
     "runs.ids.RawApiPathMiddleware",  # before anything resolves a URL: ids with "/" in REST paths
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -74,7 +74,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
-                "runs.web.nav",
+                "runs.web.request.nav",
             ],
         },
     },
@@ -122,9 +122,9 @@ WHITENOISE_AUTOREFRESH = DEBUG
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_BYTES", 25 * 1024 * 1024, minimum=1024)
 # Uploads (and ASGI bodies) beyond this many bytes go to a temporary file, never whole into memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
-# The same limit for multipart uploads (the import page) and at the ASGI door: see runs/uploads.py.
+# The same limit for multipart uploads (the import page) and at the ASGI door: see runs/web/uploads.py.
 FILE_UPLOAD_HANDLERS = [
-    "runs.uploads.BodyLimitUploadHandler",
+    "runs.web.uploads.BodyLimitUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -166,7 +166,7 @@ SECURE_CSP = {
 
 # Workbench knobs.
 WORKBENCH_SNAPSHOT_INTERVAL = env_int("WORKBENCH_SNAPSHOT_INTERVAL", 1000, minimum=10)
-# Live transcripts (seed 003): one JSONL file per run, appended after each commit (runs.transcript_log).
+# Live transcripts (seed 003): one JSONL file per run, appended after each commit (runs.telemetry.transcript_log).
 WORKBENCH_TRANSCRIPTS = env_bool("WORKBENCH_TRANSCRIPTS", True)
 WORKBENCH_TRANSCRIPT_DIR = Path(env_str("WORKBENCH_TRANSCRIPT_DIR", str(VAR_DIR / "transcripts")))
 WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
@@ -181,7 +181,7 @@ if PLAYGROUND_EXECUTOR not in ("inprocess", "worker", "immediate"):
 WORKBENCH_REPLAY_EXECUTOR = env_str("WORKBENCH_REPLAY_EXECUTOR", "inprocess")
 if WORKBENCH_REPLAY_EXECUTOR not in ("inprocess", "worker", "immediate"):
     raise ValueError("WORKBENCH_REPLAY_EXECUTOR must be inprocess, worker or immediate")
-# Modules that register step code (runs.programs) in every process, comma-separated.
+# Modules that register step code (runs.engine.programs) in every process, comma-separated.
 WORKBENCH_PROGRAM_MODULES = [
     m.strip() for m in env_str("WORKBENCH_PROGRAM_MODULES", "runs.demo.job_search").split(",") if m.strip()
 ]
@@ -193,7 +193,7 @@ WORKBENCH_REPLAY_CACHE_DAYS = env_int("WORKBENCH_REPLAY_CACHE_DAYS", 90, minimum
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
-# Outbound provider calls (playground.providers.egress). Provider base URLs are typed by workspace
+# Outbound provider calls (runs.providers.egress). Provider base URLs are typed by workspace
 # owners, so calls only go to public addresses, plus the networks listed here (CIDRs). The
 # embedded profile (SQLite, no Redis: one person's machine) allows loopback by default so a local
 # Ollama or llama.cpp server works; the scaled profile allows nothing beyond public addresses.
@@ -243,7 +243,7 @@ WORKBENCH_SECURITY_TXT_DAYS = env_int("WORKBENCH_SECURITY_TXT_DAYS", 180, minimu
 if WORKBENCH_SECURITY_TXT_DAYS > 364:
     raise ValueError("WORKBENCH_SECURITY_TXT_DAYS must be under a year (RFC 9116)")
 
-# Continuous OTLP/HTTP export of finished runs (runs/otel_stream.py): on when
+# Continuous OTLP/HTTP export of finished runs (runs/telemetry/otel_stream.py): on when
 # OTEL_EXPORTER_OTLP_ENDPOINT names a collector (headers from OTEL_EXPORTER_OTLP_HEADERS).
 # WORKBENCH_OTEL_SEMCONV: "reference" (the reference's mapping, default) or "current" (GenAI 1.42).
 WORKBENCH_OTEL_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")

@@ -14,6 +14,6 @@ urlpatterns = [
     path("api/", include("runs.api.urls")),
     path("workspace/", include("accounts.urls")),
     path("playground/", include("playground.urls")),
-    path("live/", include("runs.live_views")),
+    path("live/", include("runs.live.metrics")),
     path("", include("runs.urls")),
 ]

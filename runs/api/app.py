@@ -26,11 +26,11 @@ from runs.api import errors
 from runs.api.auth import ReplayStored, TokenAuth, WorkspaceSessionAuth
 from runs.api.errors import ApiError
 from runs.api.schemas import HealthOut
-from runs.bundles import PROTOCOL_VERSION
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.selectors import RunNotFound
-from runs.wire import wire_json
+from runs.selectors.bundles import PROTOCOL_VERSION
+from runs.selectors.runs import RunNotFound
+from runs.web.wire import wire_json
 
 logger = logging.getLogger("workbench.api")
 

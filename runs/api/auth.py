@@ -15,7 +15,7 @@ from accounts import idempotency
 from accounts.principals import Principal, principal_for_membership, principal_for_token, principal_for_user
 from accounts.ratelimit import check_request
 from accounts.tokens import authenticate_token
-from runs.web import current_membership
+from runs.web.request import current_membership
 
 WORKSPACE_HEADER = "X-Workspace"
 IDEMPOTENCY_HEADER = "Idempotency-Key"

@@ -8,16 +8,16 @@ from ninja.responses import Status
 from pydantic import Field
 
 from runs import actions
+from runs.actions.permissions import Action
 from runs.api.errors import ApiError
 from runs.api.responses import etag_for, require, write_result
 from runs.api.schemas import ErrorOut, RunBundle, VerifyResult, WriteResult
-from runs.bundles import export_bundle_bytes
 from runs.ids import content_disposition
-from runs.permissions import Action
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
 from runs.protocol.redaction import POLICIES
-from runs.selectors import get_run
+from runs.selectors.bundles import export_bundle_bytes
+from runs.selectors.runs import get_run
 
 router = Router(tags=["bundles"])
 runs_router = Router(tags=["bundles"])

@@ -11,6 +11,7 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from runs import actions
+from runs.actions.permissions import Action
 from runs.api.errors import ApiError
 from runs.api.responses import append_result, require, write_result
 from runs.api.schemas import (
@@ -27,10 +28,9 @@ from runs.api.schemas import (
     WriteResult,
 )
 from runs.engine import commands as cmd
-from runs.permissions import Action
 from runs.protocol.canonical import wire_bytes
 from runs.protocol.errors import ErrorCode
-from runs.selectors import get_run, iter_event_bodies
+from runs.selectors.runs import get_run, iter_event_bodies
 
 router = Router(tags=["commands"])
 

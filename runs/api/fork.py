@@ -11,15 +11,15 @@ from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
-from runs import responsecache
-from runs.actions_fork import determinism_report, do_fork_run
+from runs.actions import responsecache
+from runs.actions.forks import determinism_report, do_fork_run
+from runs.actions.permissions import Action
 from runs.api.errors import NOT_FOUND, ApiError
 from runs.api.responses import require
 from runs.api.schemas import ErrorOut
-from runs.permissions import Action
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode
-from runs.selectors import get_fork, get_run
+from runs.selectors.runs import get_fork, get_run
 
 router = Router(tags=["fork and replay"])
 cache_router = Router(tags=["fork and replay"])

@@ -1,4 +1,4 @@
-"""``POST /v1/traces``: OTLP/HTTP trace ingest (protobuf or JSON) into runs (see runs/otlp_ingest.py).
+"""``POST /v1/traces``: OTLP/HTTP trace ingest (protobuf or JSON) into runs (see runs/telemetry/otlp_ingest.py).
 
 Authenticated like the REST API (a workspace token with the write scope; rate limits apply);
 answers in the request's encoding (an empty ``ExportTraceServiceResponse``) or, on refusal, with
@@ -18,12 +18,12 @@ from accounts.principals import principal_for_token
 from accounts.ratelimit import RateLimited, check_request
 from accounts.tokens import authenticate_token
 from runs import actions
+from runs.actions.permissions import Action
 from runs.models import held_event_ids
-from runs.otlp_ingest import events_by_run, spans_from_json, spans_from_protobuf
-from runs.permissions import Action
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.selectors import RunNotFound, get_run
-from runs.wire import WireJsonResponse
+from runs.selectors.runs import RunNotFound, get_run
+from runs.telemetry.otlp_ingest import events_by_run, spans_from_json, spans_from_protobuf
+from runs.web.wire import WireJsonResponse
 
 PROTOBUF = "application/x-protobuf"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.http import HttpRequest
 
 from runs.actions import AppendResult
+from runs.actions.permissions import Action
 from runs.api.auth import principal
 from runs.api.errors import ApiError
 from runs.models import Run
-from runs.permissions import Action
 
 
 def etag_for(run: Run) -> str:
@@ -31,11 +31,11 @@ def append_result(result: AppendResult) -> dict:
 
 
 def require(request: HttpRequest, action: Action):
-    """The caller's principal, after asking the permission table (runs.permissions) whether it
+    """The caller's principal, after asking the permission table (runs.actions.permissions) whether it
     may do ``action`` (403 otherwise)."""
     if not isinstance(action, Action):
         raise TypeError(
-            f"require() takes a runs.permissions.Action (the one permission table), not {action!r}"
+            f"require() takes a runs.actions.permissions.Action (the one permission table), not {action!r}"
         )
     caller = principal(request)
     caller.require_action(action)

@@ -12,16 +12,17 @@ from ninja.responses import Status
 from pydantic import Field
 
 from runs import actions
-from runs.actions_runstore import do_put_run_state
+from runs.actions.permissions import Action
+from runs.actions.runstore import do_put_run_state
 from runs.api.errors import ApiError
 from runs.api.responses import etag_for, parse_if_match, require, write_result
 from runs.api.schemas import ErrorOut, RunStoreState, RunUpdateIn, SavedRunMeta, StartRunIn, WriteResult
-from runs.bundles import build_bundle
-from runs.models import Run, loads
-from runs.permissions import Action
+from runs.models import Run
 from runs.protocol.canonical import parse_json, wire_bytes
 from runs.protocol.runstore import bundle_to_runstore
-from runs.selectors import get_run
+from runs.protocol.values import loads
+from runs.selectors.bundles import build_bundle
+from runs.selectors.runs import get_run
 
 router = Router(tags=["run store"])
 

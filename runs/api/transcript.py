@@ -11,13 +11,13 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router
 
-from runs import transcript_log
+from runs.actions.permissions import Action
 from runs.api.auth import principal
 from runs.ids import content_disposition
-from runs.permissions import Action
-from runs.selectors import get_run
-from runs.transcript import aiter_run_transcript, iter_run_transcript
-from runs.transcript_log import afollow, sync_run, transcript_path
+from runs.selectors.runs import get_run
+from runs.selectors.transcript import aiter_run_transcript, iter_run_transcript
+from runs.telemetry import transcript_log
+from runs.telemetry.transcript_log import afollow, sync_run, transcript_path
 
 router = Router(tags=["runs"])
 
@@ -63,7 +63,7 @@ def run_transcript(
     caller.require_action(Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
     if follow:
-        # The recorded file (runs.transcript_log), then each line as it is appended, until the
+        # The recorded file (runs.telemetry.transcript_log), then each line as it is appended, until the
         # run's run.completed line or `wait` seconds (at most an hour) without the run ending.
         sync_run(run)
         path = transcript_path(run)

@@ -22,7 +22,7 @@ from accounts import idempotency
 from runs.api.app import api, error_response, too_large_response
 from runs.api.auth import IDEMPOTENCY_HEADER, WRITE_METHODS
 from runs.api.errors import METHOD_NOT_ALLOWED, NOT_FOUND
-from runs.uploads import API_DESCRIBED_BY
+from runs.web.uploads import API_DESCRIBED_BY
 
 DESCRIBED_BY = API_DESCRIBED_BY
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from runs import programs
+from runs.engine import programs
+from runs.execution.host import Workbench
+from runs.execution.replay import run_program
+from runs.execution.session import RunSession
 from runs.models import Run, Workspace
-from runs.session import RunSession, Workbench
 
 DEMO_RUN_ID = "run_demo_jobsearch"
 
@@ -267,7 +269,6 @@ def build_demo(workspace: Workspace) -> list[Run]:
 
     # 4. Completed end to end, with checkpoints inside "draft": executed by the registered step code,
     # so it can be replayed and branched by the workbench itself.
-    from runs.replay import run_program
 
     done = run_program(
         wb,
@@ -284,7 +285,7 @@ def build_demo(workspace: Workspace) -> list[Run]:
 
 
 def job_search_program(s) -> None:
-    """The job-search pipeline as step code (a ``runs.replay.ProgramSession``): the run the demo
+    """The job-search pipeline as step code (a ``runs.execution.replay.ProgramSession``): the run the demo
     records end to end, and what a replay or branch of such a run re-executes. The scripted
     reviewer approves; a branch can decide otherwise (``gateDecisions``) and the pipeline then
     stops at that gate. ``configurable.draftModel`` picks the model of the draft step."""

@@ -12,10 +12,10 @@ it on the original in workspace ``demo``.
 from __future__ import annotations
 
 from runs import actions
-from runs.bundles import export_bundle_bytes
+from runs.actions.workspaces import get_or_create_workspace
 from runs.models import Run, Workspace
-from runs.web import DEMO_WORKSPACE
-from runs.workspaces import get_or_create_workspace
+from runs.selectors.bundles import export_bundle_bytes
+from runs.web.request import DEMO_WORKSPACE
 
 
 def publish_snapshot(source: Run) -> Run:

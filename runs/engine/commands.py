@@ -21,10 +21,8 @@ Gate semantics over the workflow DAG:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from runs.engine.artifacts import patch_digest, patched_version, pointer_problem, write_digest
@@ -36,28 +34,19 @@ from runs.protocol.errors import ProtocolError
 from runs.protocol.patch import check_patch
 from runs.protocol.schemas import SchemaRegistry, default_registry
 from runs.protocol.validate import EVENT_TYPES as PROTOCOL_EVENT_TYPES
+from runs.protocol.values import new_id, now_iso
 
 GATES = ("PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT")
 DECISIONS = ("approved", "rejected", "edited")
 AFTER_GATE_REASON = "Review outputs before downstream steps proceed"
 
 
-def utc_now_iso() -> str:
-    """Current time like the reference prints it: ``2026-03-01T20:00:00.007Z``."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
-def new_uuid_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4()}"
-
-
 @dataclass
 class Context:
     """What ``decide`` needs from the outside world: a clock, id generation and schemas."""
 
-    now: Callable[[], str] = utc_now_iso
-    new_id: Callable[[str], str] = new_uuid_id
+    now: Callable[[], str] = now_iso
+    new_id: Callable[[str], str] = new_id
     schemas: SchemaRegistry = field(default_factory=default_registry)
 
 

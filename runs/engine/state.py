@@ -362,3 +362,10 @@ def _decimal_text(value: Decimal) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text or "0"
+
+
+def initial_run_doc(run_doc: dict) -> dict:
+    """The run as it was when it started: what folding its trace from seq 0 begins with."""
+    start = {k: v for k, v in run_doc.items() if k not in ("endedAt", "annotations")}
+    start["status"] = "running"
+    return start

@@ -25,7 +25,7 @@ import sys
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from runs.wire import rewire, wire_json
+from runs.web.wire import rewire, wire_json
 
 logger = logging.getLogger("workbench.mcp")
 
@@ -69,7 +69,7 @@ async def _send_json(send, status: int, body: bytes, headers: list[tuple[bytes, 
 
 class WireSend:
     """The ASGI ``send`` of one MCP exchange, with each JSON body spelt as the rest of the server
-    writes JSON (:func:`runs.wire.rewire`: numbers as JavaScript prints them, members in order).
+    writes JSON (:func:`runs.web.wire.rewire`: numbers as JavaScript prints them, members in order).
 
     The SDK writes its answers with pydantic or ``json`` (``1e-06``, ``-0.0``, ``1000.0``);
     a JSON body is held until its last chunk, written again and sent with its new length.

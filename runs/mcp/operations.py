@@ -12,16 +12,18 @@ from typing import Any
 
 from accounts.principals import NotPermitted, Principal
 from runs import actions
-from runs.bundles import build_bundle
+from runs.actions.forks import do_fork_run
+from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.engine.fold import CHECKPOINT_CORRELATION_PREFIX
 from runs.engine.state import RunState
-from runs.models import Event, Run, loads
-from runs.permissions import Action
+from runs.models import ArtifactVersion, Event, Run
 from runs.protocol.bundle import check_bundle
 from runs.protocol.canonical import canonical_bytes
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.selectors import RunNotFound, get_run
+from runs.protocol.values import loads
+from runs.selectors.bundles import build_bundle
+from runs.selectors.runs import RunNotFound, get_run
 
 MAX_LIST = 500
 UNAUTHENTICATED = "UNAUTHENTICATED"
@@ -38,7 +40,7 @@ class Refused(Exception):
 
 
 def _caller(principal: Principal | None, action: Action) -> Principal:
-    """The caller, once the permission table (runs.permissions) allows ``action``."""
+    """The caller, once the permission table (runs.actions.permissions) allows ``action``."""
     if principal is None:
         raise Refused(
             UNAUTHENTICATED, "this tool needs a workspace token: send Authorization: Bearer <token>"
@@ -135,7 +137,6 @@ def get_run_detail(principal: Principal | None, *, run_id: str) -> dict:
 
 
 def _artifact_versions(run: Run) -> dict[str, list[int]]:
-    from runs.models import ArtifactVersion
 
     out: dict[str, list[int]] = {}
     for key, version in ArtifactVersion.objects.filter(run=run).order_by("id").values_list("key", "version"):
@@ -276,15 +277,13 @@ def fork_run(
 ) -> dict:
     """Fork a run into a new run of the same workspace.
 
-    With ``mode`` (``replay`` or ``branch``) this is the fork of runs.actions_fork: history before
+    With ``mode`` (``replay`` or ``branch``) this is the fork of runs.actions.forks: history before
     ``from_seq`` copied, a replay answered from the response cache, a branch with ``overlay``.
     Without it, the lightweight branch of the latest state (or the state at ``from_seq``).
     """
     caller = _caller(principal, Action.FORK_RUN)
     _run(caller, run_id)
     if mode is not None:
-        from runs.actions_fork import do_fork_run
-
         fork = _write(
             do_fork_run,
             workspace=caller.workspace,

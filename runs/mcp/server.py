@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 from accounts.principals import Principal
 from runs.mcp import operations as ops
 from runs.mcp.versions import SERVER_DESCRIPTION, SERVER_NAME, SERVER_TITLE, server_version
-from runs.wire import wire_json
+from runs.web.wire import wire_json
 
 PRINCIPAL_SCOPE_KEY = "workbench.principal"
 RESOURCE_PREFIX = "runs://"
@@ -90,7 +90,7 @@ def _operation_kwargs(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _answer(result: BaseModel) -> CallToolResult:
-    """A tool's structured result and its text, the JSON written by :func:`runs.wire.wire_json`
+    """A tool's structured result and its text, the JSON written by :func:`runs.web.wire.wire_json`
     (numbers as JavaScript spells them, members in order). The transport re-spells the
     envelope the same way (:mod:`runs.mcp.asgi`)."""
     structured = result.model_dump(mode="json", by_alias=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from runs.bundles import PROTOCOL_VERSION
+from runs.selectors.bundles import PROTOCOL_VERSION
 
 SERVER_NAME = "workbench"
 SERVER_TITLE = "Workbench"

@@ -1,7 +1,7 @@
 """Workbench pages: one module per page or area, each a thin adapter.
 
-A page parses its input, calls a selector (``runs.selectors``) or an action (``runs.actions``),
-and renders. Partials that live updates also render get their context from ``runs.partials``;
+A page parses its input, calls a selector (``runs.selectors.runs``) or an action (``runs.actions``),
+and renders. Partials that live updates also render get their context from ``runs.web.partials``;
 who may see or change a run is decided in ``runs.pages.access``.
 
     run_list    runs list, workspace switcher       inbox      pending gates of the workspace

@@ -10,9 +10,9 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest
 from django.views.decorators.http import require_POST
 
+from runs.actions.permissions import Action
 from runs.models import Run
-from runs.permissions import Action
-from runs.web import (
+from runs.web.request import (
     get_demo_run,
     get_run_for_user,
     may,

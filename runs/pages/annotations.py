@@ -7,10 +7,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from runs.annotations import annotations_page, full_text
 from runs.pages.access import RunAccess, run_page
 from runs.pages.params import int_param
-from runs.selectors import run_state
+from runs.selectors.annotations import annotations_page, full_text
+from runs.selectors.runs import run_state
 
 
 @run_page

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from runs import actions
+from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.pages.access import RunAccess, run_page
 from runs.pages.artifact_forms import (
@@ -27,14 +28,13 @@ from runs.pages.artifact_forms import (
     schema_registry,
 )
 from runs.pages.params import int_param, parse_json_field
-from runs.permissions import Action
-from runs.selectors import (
+from runs.presenters.timeline import diff_values
+from runs.selectors.runs import (
     artifact_versions,
     artifact_versions_by_key,
     run_state,
 )
-from runs.timeline import diff_values
-from runs.web import (
+from runs.web.request import (
     actor_for,
     require_action,
 )

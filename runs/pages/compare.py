@@ -16,9 +16,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from runs.partials import compare_context, compare_summary_context, compare_url
-from runs.selectors_compare import BadCursor, Cursor, summary_is_cheap
-from runs.web import get_run_for_user
+from runs.selectors.compare import BadCursor, Cursor, summary_is_cheap
+from runs.web.partials import compare_context, compare_summary_context, compare_url
+from runs.web.request import get_run_for_user
 
 
 def _refuse(request: HttpRequest, message: str) -> HttpResponse:

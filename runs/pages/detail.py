@@ -12,13 +12,23 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
-from runs.annotations import run_page_preview
+from runs.actions.permissions import Action
 from runs.engine.state import RunState
 from runs.ids import content_disposition
 from runs.models import Run, RunStatus
 from runs.pages.access import RunAccess, run_page, run_write
 from runs.pages.params import int_param
-from runs.partials import (
+from runs.presenters.timeline import changed_top_keys, diff_values
+from runs.selectors.annotations import run_page_preview
+from runs.selectors.bundles import export_bundle_bytes
+from runs.selectors.runs import (
+    TIMELINE_PAGE,
+    TimelineFilters,
+    event_at,
+    run_state,
+    state_at,
+)
+from runs.web.partials import (
     gate_panel_context,
     graph_context,
     lineage_context,
@@ -26,16 +36,7 @@ from runs.partials import (
     timeline_context,
     waterfall_context,
 )
-from runs.permissions import Action
-from runs.selectors import (
-    TIMELINE_PAGE,
-    TimelineFilters,
-    event_at,
-    run_state,
-    state_at,
-)
-from runs.timeline import changed_top_keys, diff_values
-from runs.web import (
+from runs.web.request import (
     actor_for,
 )
 
@@ -229,7 +230,6 @@ def event_state(request: HttpRequest, access: RunAccess, seq: int) -> HttpRespon
 @run_page
 @require_GET
 def export_bundle(request: HttpRequest, access: RunAccess) -> HttpResponse:
-    from runs.bundles import export_bundle_bytes
 
     data = export_bundle_bytes(access.run)
     response = HttpResponse(data, content_type="application/json")

@@ -1,5 +1,5 @@
 """Fork pages: "Replay from here" / "Branch from here" (deep-linked from every timeline event)
-and a replay's determinism report. The fork itself is runs.actions_fork.do_fork_run."""
+and a replay's determinism report. The fork itself is runs.actions.forks.do_fork_run."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from runs.actions import ActionError
-from runs.actions_fork import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_run
 from runs.models import Role, RunFork
 from runs.pages.access import run_access
-from runs.web import actor_for, current_membership, get_run_for_user, require_role
+from runs.web.request import actor_for, current_membership, get_run_for_user, require_role
 
 
 @login_required

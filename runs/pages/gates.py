@@ -10,21 +10,21 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from runs import actions
+from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.models import Run
 from runs.pages.access import run_write
 from runs.pages.inbox import inbox_row_context
 from runs.pages.params import parse_json_field
-from runs.partials import (
-    gate_panel_context,
-    graph_context,
-)
-from runs.permissions import Action
-from runs.selectors import (
+from runs.selectors.runs import (
     pending_gate_count,
     run_state,
 )
-from runs.web import (
+from runs.web.partials import (
+    gate_panel_context,
+    graph_context,
+)
+from runs.web.request import (
     actor_for,
 )
 

@@ -13,15 +13,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from runs import actions
+from runs.actions.permissions import Action
 from runs.models import Run
-from runs.permissions import Action
-from runs.uploads import body_limit, purge_stale_uploads
-from runs.web import (
+from runs.protocol.bundle import check_bundle, check_bundle_file
+from runs.web.request import (
     actor_for,
     current_workspace,
     may,
     require_action,
 )
+from runs.web.uploads import body_limit, purge_stale_uploads
 
 
 def _import_dir() -> Path:
@@ -58,7 +59,6 @@ def import_stages(result: Any) -> list[dict[str, str]]:
 @login_required
 def import_bundle(request: HttpRequest) -> HttpResponse:
     """Upload a bundle, see the verification (integrity, schema, structure), then confirm the import."""
-    from runs.protocol.bundle import check_bundle, check_bundle_file
 
     workspace = current_workspace(request)
     ctx: dict[str, Any] = {

@@ -11,14 +11,14 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from runs.actions.permissions import Action
 from runs.models import Run
-from runs.permissions import Action
 from runs.protocol.timestamps import to_datetime
-from runs.selectors import (
+from runs.selectors.runs import (
     run_state,
     runs_waiting_for_review,
 )
-from runs.web import (
+from runs.web.request import (
     current_workspace,
     may,
 )

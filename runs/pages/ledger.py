@@ -13,14 +13,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from runs.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
 from runs.pages.access import RunAccess, run_page
+from runs.presenters.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
 from runs.protocol.telemetry import LedgerAccumulator
-from runs.selectors import (
+from runs.selectors.runs import (
     run_ledger_data,
     workspace_ledger_data,
 )
-from runs.web import (
+from runs.web.request import (
     current_workspace,
 )
 

@@ -1,7 +1,7 @@
 """Workspace members, their roles and the invitations waiting for an answer (owners only).
 
 Nobody is added here: an owner invites a username or an e-mail address and the person accepts
-(runs.workspaces). The answer to an invitation is the same whether or not the name belongs to an
+(runs.actions.workspaces). The answer to an invitation is the same whether or not the name belongs to an
 account, so this page tells nobody which usernames exist.
 """
 
@@ -13,10 +13,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from runs.models import Invitation, Membership, Role
-from runs.permissions import Action
-from runs.web import require_action
-from runs.workspaces import (
+from runs.actions.permissions import Action
+from runs.actions.workspaces import (
     MembershipError,
     do_change_member_role,
     do_invite_member,
@@ -24,6 +22,8 @@ from runs.workspaces import (
     do_revoke_invitation,
     invitation_days,
 )
+from runs.models import Invitation, Membership, Role
+from runs.web.request import require_action
 
 
 def _apply(request: HttpRequest, op: str) -> str:

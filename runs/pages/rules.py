@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from runs import actions
+from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.engine.rules import DIRECTIONS, edit_rule, move_rule, ordered_rules, toggle_rule
 from runs.pages.access import RunAccess, run_page
@@ -17,11 +18,10 @@ from runs.pages.artifact_forms import (
     schema_registry,
 )
 from runs.pages.params import parse_json_field
-from runs.permissions import Action
-from runs.selectors import (
+from runs.selectors.runs import (
     run_state,
 )
-from runs.web import (
+from runs.web.request import (
     actor_for,
     require_action,
 )

@@ -10,8 +10,15 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from runs.models import RunStatus
-from runs.selectors import REJECTED_FILTER, BadCursor, RunListFilters, runs_page, waiting_steps, workflow_ids
-from runs.web import current_workspace, switch_workspace
+from runs.selectors.runs import (
+    REJECTED_FILTER,
+    BadCursor,
+    RunListFilters,
+    runs_page,
+    waiting_steps,
+    workflow_ids,
+)
+from runs.web.request import current_workspace, switch_workspace
 
 RUNS_PER_PAGE = 50
 

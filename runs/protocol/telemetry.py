@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import decimal
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from runs.protocol.collation import collation_key
 from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.protocol.values import now_iso
 
 DIRECTIONS = ("request", "response", "stream_chunk")
 DEFAULT_DIRECTIONS: tuple[str, ...] = ("response",)
@@ -126,12 +126,6 @@ _JS_WHITESPACE = (
 
 def _js_trim(text: str) -> str:
     return text.strip(_JS_WHITESPACE)
-
-
-def now_iso() -> str:
-    """Current time as JavaScript's ``new Date().toISOString()`` prints it."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 # --- totals -------------------------------------------------------------------------

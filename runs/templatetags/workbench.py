@@ -17,6 +17,8 @@ import orjson
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
+from runs.web.partials import compare_url as build
+
 register = template.Library()
 
 
@@ -283,6 +285,5 @@ def whole(value: Any) -> str:
 @register.simple_tag
 def compare_url(a: Any, b: Any, **params: Any) -> str:
     """``{% compare_url source_id fork_id %}``: the shareable compare page of two runs."""
-    from runs.partials import compare_url as build
 
     return build(str(a), str(b), **{k: str(v) for k, v in params.items()})

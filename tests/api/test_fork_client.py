@@ -88,8 +88,8 @@ def test_host_replays_through_the_client(live_server, token, workflow):
 
 def test_fork_command(transactional_db, workspace, settings):
     from runs.demo.job_search import JOB_SEARCH_WORKFLOW, job_search_program
-    from runs.replay import run_program
-    from runs.session import Workbench
+    from runs.execution.host import Workbench
+    from runs.execution.replay import run_program
 
     settings.WORKBENCH_REPLAY_EXECUTOR = "worker"
     source = run_program(

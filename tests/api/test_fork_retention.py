@@ -102,7 +102,7 @@ def test_prune_deletes_expired_answers_per_workspace(api, outsider, source, work
 
 
 def test_the_replay_worker_prunes(source):
-    from runs.replay import work
+    from runs.execution.replay import work
 
     age(31)
     work(once=True)

@@ -58,9 +58,9 @@ def test_duplicate_ids_inside_one_batch_are_refused(api, started_run):
 
 def test_server_errors_roll_the_keyed_write_back(api, started_run, monkeypatch):
     """A 5xx after the write is not stored and its write does not stay: the retry runs once."""
-    from runs import actions
+    from runs.actions import runs as actions
 
-    real = actions._update_projection
+    real = actions.update_projection
 
     def broken(run, state):
         real(run, state)
@@ -69,7 +69,7 @@ def test_server_errors_roll_the_keyed_write_back(api, started_run, monkeypatch):
     batch = {"events": _events(started_run, 2)}
     headers = {"Idempotency-Key": "crash-2"}
     with monkeypatch.context() as m:
-        m.setattr(actions, "_update_projection", broken)
+        m.setattr(actions, "update_projection", broken)
         assert api.post(f"/api/runs/{started_run}/events", batch, headers=headers).status_code == 500
     assert Event.objects.filter(run__run_id=started_run).count() == 0
     assert api.post(f"/api/runs/{started_run}/events", batch, headers=headers).status_code == 200

@@ -1,4 +1,4 @@
-"""One permission table (runs.permissions), asked by every adapter: role x action x adapter.
+"""One permission table (runs.actions.permissions), asked by every adapter: role x action x adapter.
 
 For each role (owner alice, reviewer bob, viewer vera) and each action an adapter offers, the
 adapter refuses (403 / FORBIDDEN / no subscription) exactly when the table says no. Tokens carry
@@ -14,9 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from runs import actions
+from runs.actions.permissions import ACTION_SCOPES, MANAGE, ROLE_SCOPES, Action, role_allows
 from runs.client import make_event
 from runs.models import Membership, Role
-from runs.permissions import ACTION_SCOPES, MANAGE, ROLE_SCOPES, Action, role_allows
 from tests.api.conftest import BearerClient
 
 RUN = "run_perm"
@@ -44,8 +44,8 @@ def perm_run(workspace, workflow):
 
 
 def _bundle(workspace, workflow) -> bytes:
-    from runs.bundles import export_bundle_bytes
-    from runs.selectors import get_run
+    from runs.selectors.bundles import export_bundle_bytes
+    from runs.selectors.runs import get_run
 
     actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_for_bundle", actor="t")
     data = export_bundle_bytes(get_run(workspace, "run_for_bundle"))
@@ -145,8 +145,8 @@ def _mcp(action: Action, principal, ctx: dict) -> bool | None:
 
 
 def _websocket(action: Action, user, ctx: dict) -> bool | None:
-    from runs.consumers import authorize_run
-    from runs.live_fragments import render_fragments
+    from runs.live.consumers import authorize_run
+    from runs.live.fragments import render_fragments
 
     if action == Action.VIEW_RUN:
         return authorize_run(user, RUN, "acme") is None

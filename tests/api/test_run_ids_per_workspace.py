@@ -8,13 +8,13 @@ from django.test import Client
 from runs import actions
 from runs.client import make_event
 from runs.models import Event, Run
-from runs.selectors import get_run
+from runs.selectors.runs import get_run
 
 RUN_ID = "run_shared_id"
 
 
 def _bundle(workspace, workflow, run_id=RUN_ID) -> bytes:
-    from runs.bundles import export_bundle_bytes
+    from runs.selectors.bundles import export_bundle_bytes
 
     run = actions.do_start_run(workspace=workspace, workflow=workflow, run_id=run_id, actor="t")
     actions.do_append_events(
@@ -97,7 +97,7 @@ def test_same_id_runs_keep_their_own_events_lineage_and_projection(workspace, ot
     mine, theirs = get_run(workspace, RUN_ID), get_run(other_workspace, RUN_ID)
     assert Event.objects.filter(run=mine).count() == 1
     assert Event.objects.filter(run=theirs).count() == 0
-    from runs.selectors import children
+    from runs.selectors.runs import children
 
     assert children(workspace, RUN_ID) == []
     assert [c.pk for c in children(other_workspace, RUN_ID)] == [child.pk]

@@ -22,8 +22,8 @@ def test_title_rules_and_fallbacks():
 
 @pytest.mark.django_db
 def test_host_api_sets_and_changes_the_title_and_the_fold_agrees(workspace, workflow):
-    from runs.selectors import fold_run, run_state
-    from runs.session import Workbench
+    from runs.execution.host import Workbench
+    from runs.selectors.runs import fold_run, run_state
 
     wb = Workbench(workspace=workspace, actor="pipeline")
     session = wb.start_run(workflow=workflow, run_id="run_t", title="Invoice 42", metadata={"k": 1})
@@ -65,8 +65,8 @@ def test_rest_start_and_update(api, reader, outsider, workflow):
 @pytest.mark.django_db
 def test_bundles_carry_the_title_both_ways(workspace, other_workspace, workflow):
     from runs import actions
-    from runs.bundles import export_bundle_bytes
     from runs.models import Run
+    from runs.selectors.bundles import export_bundle_bytes
 
     actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_b", title="Lease renewal")
     data = export_bundle_bytes(Run.objects.get(run_id="run_b"))
@@ -74,7 +74,7 @@ def test_bundles_carry_the_title_both_ways(workspace, other_workspace, workflow)
     imported = actions.do_import_bundle(workspace=other_workspace, data=data)
     assert imported.title == "Lease renewal"
     renamed = actions.do_set_run_title(workspace=other_workspace, run_id="run_b", title="Lease, v2")
-    from runs.selectors import fold_run, run_state
+    from runs.selectors.runs import fold_run, run_state
 
     assert fold_run(renamed).to_json() == run_state(renamed).to_json()
     assert b'"workbench.title":"Lease, v2"' in export_bundle_bytes(renamed)

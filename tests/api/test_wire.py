@@ -1,4 +1,4 @@
-"""runs.wire: every JSON the server emits spells numbers as ECMAScript does and keeps member order."""
+"""runs.web.wire: every JSON the server emits spells numbers as ECMAScript does and keeps member order."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from runs.protocol.errors import ProtocolError
-from runs.wire import WireJsonResponse, rewire, wire_json
+from runs.web.wire import WireJsonResponse, rewire, wire_json
 
 # Values Python writes its own way, and what JavaScript's JSON.stringify writes for them.
 NUMBERS = [1e-6, -0.0, 2**53, 1e21, 1.8446744073709552e19, 1000.0, 2**64, 5e-324, 0.1]

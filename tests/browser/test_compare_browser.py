@@ -22,9 +22,9 @@ SETUP = f"""
 import django; django.setup()
 from django.contrib.auth import get_user_model
 from runs import actions
-from runs.actions_fork import do_fork_run
+from runs.actions.forks import do_fork_run
 from runs.engine import commands as c
-from runs.workspaces import add_member, get_or_create_workspace
+from runs.actions.workspaces import add_member, get_or_create_workspace
 ws = get_or_create_workspace("acme", name="Acme")
 add_member(ws, get_user_model().objects.create_user("rita", password="rita-password-123"), "owner")
 wf = {{"id": "wf-cmp", "version": 1, "title": "Draft and review",

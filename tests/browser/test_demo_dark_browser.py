@@ -22,7 +22,7 @@ SETUP = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from runs.workspaces import add_member, get_or_create_workspace
+from runs.actions.workspaces import add_member, get_or_create_workspace
 call_command("demo_data", url="http://127.0.0.1/")
 add_member(get_or_create_workspace("demo"), get_user_model().objects.create_user("rita", password="rita-password-123"), "owner")
 add_member(get_or_create_workspace("demo"), get_user_model().objects.create_user("vic", password="vic-password-123"), "viewer")

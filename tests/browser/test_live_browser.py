@@ -92,7 +92,7 @@ def test_page_follows_rows_and_gate_panel():
             cluster.stop_server(0)
             expect(alice.locator("#live")).to_have_attribute("data-live", "reconnecting")
             cluster.python(
-                "from runs.session import Workbench\n"
+                "from runs.execution.host import Workbench\n"
                 f"Workbench(workspace='acme', actor='pipeline:script').session({run_id!r}).annotate('while away')\n"
             )
             cluster.restart_server(0)

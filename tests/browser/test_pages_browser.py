@@ -19,9 +19,9 @@ SETUP = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
 from runs import actions
-from runs.bundles import export_bundle_bytes
+from runs.selectors.bundles import export_bundle_bytes
 from runs.engine import commands as c
-from runs.workspaces import add_member, get_or_create_workspace
+from runs.actions.workspaces import add_member, get_or_create_workspace
 ws = get_or_create_workspace("acme", name="Acme")
 other = get_or_create_workspace("elsewhere", name="Elsewhere")
 User = get_user_model()
@@ -161,7 +161,7 @@ def test_edit_artifact_invalid_then_valid(browser, server):
 
 
 def test_import_a_bundle(browser, server):
-    page = _page(browser, server, user="olga")  # importing is an owner's action (runs/permissions.py)
+    page = _page(browser, server, user="olga")  # importing is an owner's action (runs/actions/permissions.py)
     page.click("nav >> text=Import")
     page.set_input_files("#bundle-file", str(server["bundle"]))
     page.click("text=Verify")

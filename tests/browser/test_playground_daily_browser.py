@@ -19,7 +19,7 @@ import django; django.setup()
 from django.contrib.auth import get_user_model
 from decimal import Decimal
 from runs.models import Workspace
-from runs.workspaces import add_member
+from runs.actions.workspaces import add_member
 from playground.models import ProviderConfig, ModelEntry
 ws = Workspace.objects.create(slug="acme", name="Acme")
 user = get_user_model().objects.create_user(username="tess", password="tess-password-123")

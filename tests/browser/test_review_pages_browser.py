@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 from runs import actions
 from runs.demo.job_search import build_demo
 from runs.engine import commands as c
-from runs.workspaces import add_member, get_or_create_workspace
+from runs.actions.workspaces import add_member, get_or_create_workspace
 ws = get_or_create_workspace("demo", name="Demo")
 add_member(ws, get_user_model().objects.create_user("rita", password="rita-password-123"), "owner")
 from runs.demo.public import publish_snapshot

@@ -33,8 +33,8 @@ def anon() -> Client:
 @pytest.fixture
 def demo_run(db, workflow):
     from runs import actions
-    from runs.web import DEMO_RUN_ID, DEMO_WORKSPACE
-    from runs.workspaces import get_or_create_workspace
+    from runs.actions.workspaces import get_or_create_workspace
+    from runs.web.request import DEMO_RUN_ID, DEMO_WORKSPACE
 
     demo = get_or_create_workspace(DEMO_WORKSPACE)
     return actions.do_start_run(workspace=demo, workflow=workflow, actor="seed", run_id=DEMO_RUN_ID)

@@ -41,7 +41,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.auth import SESSION_KEY, BACKEND_SESSION_KEY, HASH_SESSION_KEY
 from accounts.tokens import create_token
 from runs import actions
-from runs.workspaces import get_or_create_workspace, add_member
+from runs.actions.workspaces import get_or_create_workspace, add_member
 
 spec = json.loads(sys.argv[-1])
 ws = get_or_create_workspace("acme", name="Acme")

@@ -46,11 +46,11 @@ def channel_layer_kind(request):
         pytest.skip("Redis is not running on 127.0.0.1:6379")
     prefix = f"wbtest{uuid.uuid4().hex[:10]}"
     with override_settings(CHANNEL_LAYERS=layer_settings(kind, prefix), LIVE_COALESCE_SECONDS=0.01):
-        from runs.live import metrics
+        from runs.live.publisher import metrics
 
         metrics.reset()
         yield kind
-        from runs.consumers import close_render_connection
+        from runs.live.consumers import close_render_connection
 
         close_render_connection()
     if kind == "redis":

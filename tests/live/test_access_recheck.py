@@ -25,7 +25,7 @@ async def _next_of(comm, kinds: set[str], timeout: float = 5.0) -> dict:
 def remove_member(workspace, user, *, quietly: bool = False) -> None:
     from django.db.models.signals import post_delete
 
-    from runs.live import _membership_changed
+    from runs.live.publisher import _membership_changed
     from runs.models import Membership
 
     if quietly:  # as if the notification were lost: only the re-check before a push remains

@@ -167,13 +167,13 @@ async def test_refusals(channel_layer_kind, workspace, alice, charlie, workflow)
     comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, origin=None)
     assert not connected
     await comm.disconnect()
-    from runs.live import metrics
+    from runs.live.publisher import metrics
 
     assert metrics.snapshot()["refused"] >= 3
 
 
 async def test_reconnect_catches_up_from_last_seq(channel_layer_kind, workspace, alice, workflow):
-    from runs.live import metrics
+    from runs.live.publisher import metrics
 
     run_id = await start_run(workspace, workflow)
     last = await annotate(workspace, run_id, 7)
@@ -194,8 +194,8 @@ async def test_reconnect_catches_up_from_last_seq(channel_layer_kind, workspace,
 
 async def test_lost_notification_is_recovered_from_the_store(channel_layer_kind, workspace, alice, workflow):
     """Commits whose broadcast never arrives are still delivered with the next one, in order."""
-    from runs.live import metrics, on_run_change
-    from runs.notify import register_listener, unregister_listener
+    from runs.actions.notify import register_listener, unregister_listener
+    from runs.live.publisher import metrics, on_run_change
 
     run_id = await start_run(workspace, workflow)
     comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
@@ -216,7 +216,7 @@ async def test_lost_notification_is_recovered_from_the_store(channel_layer_kind,
 
 
 async def test_slow_subscriber_is_dropped_and_told_to_resync(channel_layer_kind, workspace, alice, workflow):
-    from runs.live import metrics
+    from runs.live.publisher import metrics
 
     run_id = await start_run(workspace, workflow)
     with override_settings(
@@ -263,7 +263,7 @@ async def test_slow_subscriber_is_dropped_and_told_to_resync(channel_layer_kind,
 
 
 async def test_bursts_are_coalesced(channel_layer_kind, workspace, alice, workflow):
-    from runs.live import metrics
+    from runs.live.publisher import metrics
 
     run_id = await start_run(workspace, workflow)
     with override_settings(LIVE_COALESCE_SECONDS=0.2):
@@ -319,7 +319,7 @@ async def test_hub_rejoins_after_the_layer_connection_dies(channel_layer_kind, w
         pytest.skip("only the Redis layer has a connection to lose")
     import redis
 
-    from runs.live import metrics
+    from runs.live.publisher import metrics
     from tests.live.conftest import REDIS_DB, redis_url
 
     run_id = await start_run(workspace, workflow)

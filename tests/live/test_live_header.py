@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runs.live_fragments import render_fragments
+from runs.live.fragments import render_fragments
 
 pytestmark = pytest.mark.django_db
 

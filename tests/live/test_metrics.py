@@ -7,7 +7,7 @@ import pytest
 
 @pytest.mark.django_db
 def test_metrics_for_staff_only(client, alice, django_user_model):
-    from runs.live import metrics
+    from runs.live.publisher import metrics
 
     metrics.reset()
     metrics.add("drops", 2)

@@ -77,7 +77,7 @@ def test_write_through_one_server_reaches_a_socket_of_the_other():
                 # A writer-only process (no websockets, no server) flushes its broadcast at exit.
                 code = (
                     "import django; django.setup()\n"
-                    "from runs.session import Workbench\n"
+                    "from runs.execution.host import Workbench\n"
                     f"Workbench(workspace='acme', actor='pipeline:cli').session({run_id!r}).annotate('from a script')\n"
                 )
                 result = await asyncio.to_thread(

@@ -19,8 +19,8 @@ def pending_execution(transactional_db, django_user_model, settings):
     from playground import compose as c
     from playground import execute
     from playground.models import ModelEntry, ProviderConfig
+    from runs.actions.workspaces import add_member
     from runs.models import Workspace
-    from runs.workspaces import add_member
     from tests.fakes.anthropic_api import FakeAnthropic
 
     settings.PLAYGROUND_EXECUTOR = "worker"  # stored only: the test runs the worker

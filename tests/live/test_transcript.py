@@ -10,7 +10,14 @@ import orjson
 import pytest
 from django.core.management import call_command
 
-from runs.transcript import CLOSED_TYPES, ChildRun, StoredEvent, dump_line, event_lines, transcript_lines
+from runs.protocol.transcript import (
+    CLOSED_TYPES,
+    ChildRun,
+    StoredEvent,
+    dump_line,
+    event_lines,
+    transcript_lines,
+)
 
 RUN = {
     "id": "run_t1",

@@ -11,11 +11,11 @@ import pytest
 from django.db import connection
 
 from runs import actions
+from runs.actions.notify import RunChange, register_listener, unregister_listener
 from runs.engine import commands as cmd
 from runs.models import Run
-from runs.notify import RunChange, register_listener, unregister_listener
-from runs.transcript import CLOSED_TYPES
-from runs.transcript_log import file_name, follow, record_change, transcript_dir, transcript_path
+from runs.protocol.transcript import CLOSED_TYPES
+from runs.telemetry.transcript_log import file_name, follow, record_change, transcript_dir, transcript_path
 
 pytestmark = pytest.mark.django_db
 

@@ -44,7 +44,7 @@ MUTATING = {
 
 TOKENS = r"""
 from accounts.tokens import create_token
-from runs.workspaces import get_or_create_workspace
+from runs.actions.workspaces import get_or_create_workspace
 acme = get_or_create_workspace("acme", name="Acme")
 globex = get_or_create_workspace("globex", name="Globex")
 print("READ " + create_token(workspace=acme, name="ro", scopes=["read"]).secret)

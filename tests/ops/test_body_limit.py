@@ -14,7 +14,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from runs.uploads import BodyLimitASGI
+from runs.web.uploads import BodyLimitASGI
 from tests.pages.conftest import login
 
 LIMIT = 64 * 1024

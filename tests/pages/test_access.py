@@ -109,8 +109,8 @@ def test_csrf_is_enforced_on_posts(alice, run):
 
 def test_public_demo_renders_read_only_without_sign_in(client, db, workflow, alice):
     from runs import actions
-    from runs.web import DEMO_WORKSPACE
-    from runs.workspaces import get_or_create_workspace
+    from runs.actions.workspaces import get_or_create_workspace
+    from runs.web.request import DEMO_WORKSPACE
 
     demo = get_or_create_workspace(DEMO_WORKSPACE)  # the public snapshot's own workspace
     actions.do_start_run(
@@ -131,7 +131,7 @@ def test_public_demo_renders_read_only_without_sign_in(client, db, workflow, ali
 
 
 def test_workspace_switcher_is_membership_scoped(client, alice, other_workspace, run):
-    from runs.workspaces import add_member, get_or_create_workspace
+    from runs.actions.workspaces import add_member, get_or_create_workspace
 
     login(client, alice)
     assert client.post("/workspace/switch/", {"workspace": other_workspace.slug}).status_code == 404

@@ -17,8 +17,8 @@ PAGE_BUDGET = 400_000  # bytes: the page without annotations is far below this
 
 def _import_with_annotations(run, workspace, annotations: list[dict], run_id: str = "annotated"):
     from runs import actions
-    from runs.bundles import build_bundle
     from runs.protocol.integrity import sign_bundle
+    from runs.selectors.bundles import build_bundle
 
     bundle = build_bundle(run)
     bundle["run"] = {**bundle["run"], "id": run_id, "annotations": annotations}
@@ -110,8 +110,8 @@ def test_an_outsider_gets_404(client, run, django_user_model):
     ],
 )
 def test_a_note_preview_from_a_cut_body_is_a_prefix_of_its_text(text):
-    from runs.annotations import BODY_PREFIX, text_in_json_prefix
     from runs.protocol.canonical import wire_bytes
+    from runs.selectors.annotations import BODY_PREFIX, text_in_json_prefix
 
     body = wire_bytes({"eventId": "e1", "tags": ["t"], "text": text, "type": "annotation"}).decode()
     for cut in (len(body), BODY_PREFIX, 40, 37, 33):

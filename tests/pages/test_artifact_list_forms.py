@@ -62,7 +62,7 @@ def test_parse_edits_removes_and_adds_items():
 def test_postings_page_saves_through_the_form(client, alice, make_run, workspace):
     from runs import actions
     from runs.engine import commands as c
-    from runs.selectors import run_state
+    from runs.selectors.runs import run_state
 
     run = make_run("run_postings")
     actions.do_command(

@@ -1,11 +1,11 @@
-"""runs.compare (pure): alignment by step then position, windows cut at synchronised points, row
+"""runs.presenters.compare (pure): alignment by step then position, windows cut at synchronised points, row
 kinds, word/line text diffs, signed deltas with percentages, folding of identical stretches."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from runs.compare import (
+from runs.presenters.compare import (
     CHANGED,
     MARKER,
     ONLY_A,
@@ -17,7 +17,7 @@ from runs.compare import (
     fold_same,
     text_diff,
 )
-from runs.timeline import EventRecord
+from runs.presenters.timeline import EventRecord
 
 
 def ev(seq: int, etype: str, step: str = "", run: str = "A", **fields) -> EventRecord:
@@ -168,7 +168,7 @@ def test_model_calls_show_token_cost_and_latency_deltas():
 
 
 def test_artifacts_kept_outside_differ_by_their_pointers():
-    from runs.compare import artifact_rows
+    from runs.presenters.compare import artifact_rows
 
     def summary(pointer):
         version = {"artifactKey": "big", "typeId": "t", "version": 2, "pointer": pointer}

@@ -12,10 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs import actions
-from runs.actions_fork import do_fork_run
+from runs.actions.forks import do_fork_run
 from runs.engine import commands as c
 from runs.models import Run
-from runs.partials import compare_url
+from runs.web.partials import compare_url
 from tests.pages.conftest import ATTR, XSS, login
 from tests.pages.test_hostile_ids import ODD_IDS
 
@@ -296,7 +296,7 @@ def test_queries_do_not_grow_with_the_traces(client, alice, workspace, workflow,
 @pytest.mark.django_db
 def test_totals_of_big_runs_come_apart_from_the_page(client, alice, pair, monkeypatch, settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
-    monkeypatch.setattr("runs.selectors_compare.SUMMARY_INLINE_EVENTS", 5)  # the pair has 12 events
+    monkeypatch.setattr("runs.selectors.compare.SUMMARY_INLINE_EVENTS", 5)  # the pair has 12 events
     login(client, alice)
     page = client.get(_url("run_a", "run_b")).content.decode()
     assert 'id="first-divergence"' in page and 'id="totals-h"' not in page

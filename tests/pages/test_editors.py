@@ -167,7 +167,7 @@ def test_simple_schemas_get_a_form(client, alice, make_run, workspace):
         {**form, "editor": "form", "/name": "b", "/score": "4", "/ok": "true", "mode": "write"},
     )
     assert good.status_code == 302
-    from runs.selectors import run_state
+    from runs.selectors.runs import run_state
 
     run.refresh_from_db()
     assert run_state(run).artifacts["s"]["data"] == {"name": "b", "score": 4, "ok": True}
@@ -239,7 +239,7 @@ def test_union_nested_and_array_schemas_get_a_form(client, alice, make_run, work
     post["/where/radius"] = "5"
     post["/extra"] = '["x"]'
     assert client.post(url, post).status_code == 302
-    from runs.selectors import run_state
+    from runs.selectors.runs import run_state
 
     run.refresh_from_db()
     assert run_state(run).artifacts["u"]["data"] == {
@@ -276,14 +276,14 @@ def test_shipped_rules_basic_schema_renders_a_form(client, alice, make_run, work
         "/value": "no",
     }
     assert client.post(f"/runs/{run.run_id}/artifacts/", post).status_code == 302
-    from runs.selectors import run_state
+    from runs.selectors.runs import run_state
 
     run.refresh_from_db()
     assert run_state(run).artifacts["rule"]["data"] == {"kind": "remote", "value": False}
 
 
 def test_rules_toggle_reorder_and_validated_edit(client, bob, profile_run):
-    from runs.selectors import run_state
+    from runs.selectors.runs import run_state
 
     login(client, bob)
     url = f"/runs/{profile_run.run_id}/rules/"
@@ -325,7 +325,7 @@ def test_run_and_workspace_ledgers(client, alice, make_run):
 def test_import_checks_then_imports(client, alice, run, other_workspace):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from runs.bundles import export_bundle_bytes
+    from runs.selectors.bundles import export_bundle_bytes
 
     data = export_bundle_bytes(run)
     login(client, alice)

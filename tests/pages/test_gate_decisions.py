@@ -47,7 +47,7 @@ def test_checkpoint_gate_approved_with_a_note_is_no_longer_pending(client, bob, 
     # the pipeline can start the step now
     actions.do_command(workspace=workspace, run_id="run_cp", command=c.BeginStep("check"), actor="pipeline")
     assert Run.objects.get(run_id="run_cp").doc  # still consistent
-    from runs.selectors import fold_run, run_state
+    from runs.selectors.runs import fold_run, run_state
 
     run.refresh_from_db()
     assert run_state(run).step_status["check"] == "running"

@@ -1,6 +1,6 @@
-"""runs.graph: DAG layering and the ledger bar chart (pure)."""
+"""runs.presenters.graph: DAG layering and the ledger bar chart (pure)."""
 
-from runs.graph import bar_chart, layers, layout_workflow
+from runs.presenters.graph import bar_chart, layers, layout_workflow
 
 WF = {
     "id": "w",
@@ -56,7 +56,7 @@ def test_bar_chart_scales_to_the_largest_value():
 
 
 def test_workflow_step_order_follows_the_dag_then_the_declaration():
-    from runs.graph import merged_step_order, workflow_step_order
+    from runs.presenters.graph import merged_step_order, workflow_step_order
 
     wf = {
         "steps": [{"id": "publish"}, {"id": "b-review"}, {"id": "a-review"}, {"id": "parse"}],
@@ -81,7 +81,7 @@ def test_workflow_step_order_follows_the_dag_then_the_declaration():
 def test_day_chart_fills_calendar_gaps_and_scales_each_panel():
     from datetime import date
 
-    from runs.graph import DAY_PANEL_H, day_chart
+    from runs.presenters.graph import DAY_PANEL_H, day_chart
 
     chart = day_chart(
         [

@@ -55,8 +55,8 @@ def test_control_characters_are_refused_with_a_code(api_token_client, workflow, 
 def test_control_characters_are_refused_on_import(workspace, workflow):
     import orjson
 
-    from runs.bundles import export_bundle_bytes
     from runs.models import Run
+    from runs.selectors.bundles import export_bundle_bytes
 
     run = actions.do_start_run(workspace=workspace, workflow=workflow, run_id="plain", actor="t")
     bundle = orjson.loads(export_bundle_bytes(Run.objects.get(pk=run.pk)))

@@ -22,7 +22,7 @@ def _decide(client, decision="approved", *, htmx=True, run_id="run_a", **fields)
 
 
 def _last_gate_event(run):
-    from runs.models import loads
+    from runs.protocol.values import loads
 
     event = run.events.filter(type="human_gate_resolved").order_by("-seq").first()
     return (loads(event.body), event.actor) if event else (None, None)

@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from runs.actions.permissions import Action, role_allows
 from runs.models import Invitation, InvitationStatus, Membership
-from runs.permissions import Action, role_allows
 from tests.pages.conftest import login
 
 pytestmark = pytest.mark.django_db

@@ -90,7 +90,7 @@ def test_reviewer_approves_gate_and_history_shows_who(client, bob, run):
     assert 'hx-swap-oob="true"' in html and 'id="run-status"' in html and 'id="graph"' in html
     assert "by user:bob" in html and "fine by me" in html and "approved" in html
     from runs.models import Run
-    from runs.selectors import run_state
+    from runs.selectors.runs import run_state
 
     state = run_state(Run.objects.get(run_id=run.run_id))
     assert state.gate_state["review"]["before"] == "approved"

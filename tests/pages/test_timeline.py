@@ -1,6 +1,6 @@
-"""runs.timeline: row summaries, stream collapsing, state diffs (pure)."""
+"""runs.presenters.timeline: row summaries, stream collapsing, state diffs (pure)."""
 
-from runs.timeline import EventRecord, build_rows, changed_top_keys, diff_values, summarize
+from runs.presenters.timeline import EventRecord, build_rows, changed_top_keys, diff_values, summarize
 
 
 def rec(seq, body, corr=""):

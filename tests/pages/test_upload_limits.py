@@ -9,7 +9,7 @@ import time
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from runs.pages.imports import _import_dir
-from runs.uploads import purge_stale_uploads
+from runs.web.uploads import purge_stale_uploads
 from tests.pages.conftest import login
 
 

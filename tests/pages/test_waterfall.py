@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from runs.waterfall import build_waterfall
+from runs.presenters.waterfall import build_waterfall
 from tests.pages.conftest import XSS, login
 
 
@@ -130,7 +130,7 @@ def test_no_section_without_spans(client, alice, run):
 
 @pytest.mark.django_db
 def test_spans_are_paged_and_far_ends_are_found(client, alice, run, workspace, monkeypatch):
-    from runs import selectors
+    from runs.selectors import runs as selectors
 
     monkeypatch.setattr(selectors, "SPAN_PAGE", 5)
     monkeypatch.setattr(selectors, "SPAN_END_SCAN", 3)  # the root's end lies beyond the scan
@@ -160,7 +160,7 @@ def test_spans_are_paged_and_far_ends_are_found(client, alice, run, workspace, m
 
 @pytest.mark.django_db
 def test_far_end_lookup_is_bounded_and_says_so(client, alice, run, workspace, monkeypatch):
-    from runs import selectors
+    from runs.selectors import runs as selectors
 
     monkeypatch.setattr(selectors, "SPAN_END_SCAN", 2)
     monkeypatch.setattr(selectors, "SPAN_END_WINDOW", 6)  # the root's end is further away
@@ -183,6 +183,6 @@ def test_a_big_run_reads_one_window(client, alice, run, workspace, django_assert
     login(client, alice)
     with django_assert_max_num_queries(30):
         html = client.get(f"/runs/{run.run_id}/").content.decode()
-    from runs.selectors import SPAN_PAGE
+    from runs.selectors.runs import SPAN_PAGE
 
     assert html.count('class="span-row') == SPAN_PAGE

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from playground import compose as c
-from playground.providers import call, wire_request
+from runs.providers import call, wire_request
 from tests.playground.test_providers import GPT, SONNET, a_settings, o_settings
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from playground import compose as c
-from playground.providers import call
+from runs.providers import call
 from tests.playground.test_providers import SONNET, a_settings
 
 HAIKU = c.ModelSpec("anthropic", "claude-haiku-4-5")

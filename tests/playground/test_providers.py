@@ -8,7 +8,7 @@ import pytest
 
 from playground import compose as c
 from playground import operations
-from playground.providers import ProviderError, ProviderSettings, call
+from runs.providers import ProviderError, ProviderSettings, call
 from tests.fakes.openai_api import FakeOpenAI
 
 SONNET = c.ModelSpec("anthropic", "claude-sonnet-4-6")

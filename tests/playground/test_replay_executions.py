@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 
 from playground import compose as c
-from playground.models import Execution, dumps
+from playground.models import Execution
 from runs.actions import ActionError
-from runs.actions_fork import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_run
 from runs.engine.replay import DIVERGED_TAG, comparable, is_marker
+from runs.execution.replay import run_fork
 from runs.models import CachedResponse, Event, ForkStatus, Run, RunFork
-from runs.replay import run_fork
+from runs.protocol.values import dumps
 from tests.playground.test_execute import send
 
 pytestmark = pytest.mark.django_db
@@ -179,7 +180,7 @@ def test_a_fork_of_a_run_whose_execution_was_deleted_fails_with_a_code(workspace
 def test_the_provider_layer_plays_a_cached_answer_as_its_recorded_stream(
     workspace, sent, fake_models, anthropic_fake, openai_fake, model
 ):
-    from playground.providers import cached
+    from runs.execution import model_calls as cached
 
     session = (
         c.set_thinking(c.Session(prompt="Stream it"), True) if model == "sonnet" else c.Session(prompt="Go")

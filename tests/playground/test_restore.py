@@ -105,7 +105,7 @@ ANTHROPIC_REQUEST = {
 
 def _recorded_call(workspace, provider: str, request: dict) -> str:
     """A run whose trace holds one model call with its request payload (as a host records it)."""
-    from runs.session import Workbench
+    from runs.execution.host import Workbench
     from tests.conftest import LINEAR_WORKFLOW
 
     s = Workbench(workspace=workspace, actor="pipeline:test").start_run(workflow=LINEAR_WORKFLOW)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from playground import compose as c
-from playground.providers import ProviderSettings, call
+from runs.providers import ProviderSettings, call
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
 

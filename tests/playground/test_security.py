@@ -16,8 +16,8 @@ from django.db import IntegrityError, transaction
 from playground import actions
 from playground import compose as c
 from playground.models import Execution, ModelEntry, ProviderConfig
-from playground.providers import ProviderError, ProviderSettings, call, egress
 from runs.models import Membership
+from runs.providers import ProviderError, ProviderSettings, call, egress
 from tests.fakes.openai_api import FakeOpenAI
 
 OPERATOR_SECRET = "sk-ant-operator-secret-0123456789"

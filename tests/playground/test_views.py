@@ -287,8 +287,8 @@ async def test_websocket_streams_an_execution_to_its_end(alice_async_setup):
 @pytest.fixture
 def alice_async_setup(transactional_db, django_user_model, settings, anthropic_fake):
     from playground import execute
+    from runs.actions.workspaces import add_member
     from runs.models import Workspace
-    from runs.workspaces import add_member
 
     settings.PLAYGROUND_EXECUTOR = "immediate"
     ws = Workspace.objects.create(slug="ws-live", name="Live")

@@ -1,4 +1,4 @@
-"""Playground JSON endpoints and websocket messages write numbers as JavaScript does (runs.wire)."""
+"""Playground JSON endpoints and websocket messages write numbers as JavaScript does (runs.web.wire)."""
 
 from __future__ import annotations
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from playground.providers.base import ProviderSettings
-from runs import programs
-from runs.actions_fork import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_run
+from runs.engine import programs
 from runs.engine.replay import DIVERGED_TAG, comparable, is_marker
+from runs.execution.host import Workbench
+from runs.execution.replay import run_fork
 from runs.models import CachedResponse, Event, ForkStatus, Run
-from runs.replay import run_fork
-from runs.session import Workbench
+from runs.providers.base import ProviderSettings
 from tests.fakes.anthropic_api import FakeAnthropic
 
 WORKFLOW = {
@@ -213,7 +213,7 @@ def test_cache_is_never_shared_across_workspaces(workspace, other_workspace, rec
     before = len(fake.requests)
     wb.run_workflow(workflow=WORKFLOW)
     assert len(fake.requests) == before + 2  # a live run asks the provider, not acme's answers
-    from runs import responsecache
+    from runs.actions import responsecache
 
     key = CachedResponse.objects.filter(workspace=workspace).first().key
     assert responsecache.lookup(other_workspace, key) is not None  # its own recording
@@ -226,7 +226,7 @@ def test_cache_is_never_shared_across_workspaces(workspace, other_workspace, rec
 @pytest.mark.django_db
 def test_demo_pipeline_replays_deterministically(workspace, settings):
     from runs.demo.job_search import JOB_SEARCH_WORKFLOW, job_search_program
-    from runs.replay import run_program
+    from runs.execution.replay import run_program
 
     settings.WORKBENCH_REPLAY_EXECUTOR = "worker"
     wb = Workbench(workspace=workspace, actor="pipeline:job-search")
@@ -259,7 +259,7 @@ def test_a_replay_fails_with_a_code_when_its_answers_are_deleted_after_the_fork(
 
 def redacted_copy(workspace, run: Run) -> Run:
     from runs.actions import do_import_bundle
-    from runs.bundles import export_bundle_bytes
+    from runs.selectors.bundles import export_bundle_bytes
 
     return do_import_bundle(workspace=workspace, data=export_bundle_bytes(run, redact="user"), as_new_id=True)
 

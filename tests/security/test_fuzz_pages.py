@@ -522,7 +522,7 @@ def test_playground_refuses_deep_json_and_lone_surrogates(owner, world, path, bo
 def test_workspace_choices_that_are_no_slug_name_no_workspace(owner, world, slug):
     """The pages' switch, the API's X-Workspace and the sockets all read a slug the caller typed:
     a NUL (which PostgreSQL cannot even compare) or any non-slug names nothing, without a 500."""
-    from runs.consumers import authorize_run
+    from runs.live.consumers import authorize_run
 
     assert owner.post("/workspace/switch/", {"workspace": slug}).status_code == 404
     api = owner.get("/api/runs", headers={"X-Workspace": slug})

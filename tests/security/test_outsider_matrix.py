@@ -20,7 +20,7 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
-from runs.web import SESSION_KEY
+from runs.web.request import SESSION_KEY
 from tests.security import routes as r
 from tests.security.world import CANARY, build_world, fingerprint, normalized
 
@@ -74,7 +74,7 @@ def _leaks(response) -> bool:
 
 
 def _bundle_bytes(world) -> bytes:
-    from runs.bundles import export_bundle_bytes
+    from runs.selectors.bundles import export_bundle_bytes
 
     return export_bundle_bytes(world.run)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from runs import actions
-from runs.actions import ActionError
+from runs.actions import ActionError, core
 from runs.engine import commands as cmd
 from runs.models import ArtifactVersion, Event, Run
-from runs.selectors import RunNotFound, fold_run, get_run, state_at
+from runs.selectors.runs import RunNotFound, fold_run, get_run, state_at
 
 pytestmark = pytest.mark.django_db
 
@@ -87,7 +87,7 @@ def test_gate_flow_and_state_at(workspace, workflow, settings):
         at = state_at(run, seq)
         assert at.revision == seq
     assert state_at(run, 1).step_status["parse"] == "running"
-    assert fold_run(run).to_json() == actions.load_state(run).to_json()
+    assert fold_run(run).to_json() == core.load_state(run).to_json()
 
 
 def test_idempotent_write_collapses(workspace, workflow):
@@ -125,4 +125,4 @@ def test_fork_and_cancel_tree(workspace, workflow):
 def test_fast_event_insert_covers_every_event_column():
     """The executemany fast path must write exactly the columns the Event model declares."""
     columns = {f.column for f in Event._meta.concrete_fields if not f.primary_key}
-    assert set(actions._EVENT_COLUMNS) == columns
+    assert set(core._EVENT_COLUMNS) == columns

@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from runs import actions
+from runs.actions import core
 from runs.engine.commands import BeginStep
 from runs.models import Event, Run
 
@@ -52,7 +53,7 @@ def test_small_and_large_batches_store_the_same(workspace, run):
     actions.do_append_events(
         workspace=workspace, run_id=run.run_id, events=[tool(run.run_id, i) for i in range(3)]
     )
-    big = [tool(run.run_id, i) for i in range(3, 3 + actions._INSERT_VALUES_MAX_ROWS + 5)]
+    big = [tool(run.run_id, i) for i in range(3, 3 + core._INSERT_VALUES_MAX_ROWS + 5)]
     actions.do_append_events(workspace=workspace, run_id=run.run_id, events=big)
     total = 3 + len(big)
     stored = Run.objects.get(run_id=run.run_id)

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from runs.session import Workbench
+from runs.execution.host import Workbench
 from tests.telemetry.test_otel_export import collector  # noqa: F401 (fixture)
 
 

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runs import actions
-from runs.actions import ActionError
-from runs.bundles import export_bundle_bytes
+from runs.actions import ActionError, core
 from runs.models import Run, Workspace
 from runs.protocol.canonical import parse_json
-from runs.selectors import state_at
+from runs.selectors.bundles import export_bundle_bytes
+from runs.selectors.runs import state_at
 from tests.engine.test_properties import GATED, command
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +42,7 @@ def test_projection_equals_fold_and_round_trip(commands, batch, settings_snapsho
     run.refresh_from_db()
     assert actions.projection_matches_fold(run)
     # state at the last seq (snapshots included) is the projection itself
-    assert state_at(run, run.last_seq).to_json() == actions.load_state(run).to_json()
+    assert state_at(run, run.last_seq).to_json() == core.load_state(run).to_json()
 
     exported = export_bundle_bytes(run)
     other, _ = Workspace.objects.get_or_create(slug="prop-copy", defaults={"name": "copy"})

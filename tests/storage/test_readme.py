@@ -32,7 +32,7 @@ def test_in_process_example_runs():
 @pytest.mark.django_db(transaction=True)
 def test_remote_client_example_runs(live_server, capsys):
     from accounts.tokens import create_token
-    from runs.workspaces import get_or_create_workspace
+    from runs.actions.workspaces import get_or_create_workspace
 
     issued = create_token(
         workspace=get_or_create_workspace("demo"), name="readme", scopes=["read", "write", "review"]

@@ -14,7 +14,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from runs.otel_export import (
+from runs.protocol.otel import trace_events_to_otel_spans
+from runs.telemetry.otel_export import (
     OtlpExportError,
     export_run_to_otlp,
     iso_to_unix_nanos,
@@ -22,7 +23,6 @@ from runs.otel_export import (
     otel_trace_id,
     traces_endpoint,
 )
-from runs.protocol.otel import trace_events_to_otel_spans
 from tests.telemetry.corpus import load_bundle, needs_corpus
 
 

@@ -8,11 +8,11 @@ import pytest
 
 from runs import actions
 from runs.engine import commands as cmd
-from runs.otel_export import otel_span_id
-from runs.otel_stream import ContinuousExporter
 from runs.protocol.otel import trace_events_to_otel_spans
 from runs.protocol.otel_semconv import to_current_conventions
-from runs.selectors import get_run, iter_event_bodies
+from runs.selectors.runs import get_run, iter_event_bodies
+from runs.telemetry.otel_export import otel_span_id
+from runs.telemetry.otel_stream import ContinuousExporter
 from tests.telemetry.test_otel_export import _attributes, collector  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,7 +51,7 @@ def _record_run(workspace, workflow, run_id: str, *, finish: bool = True) -> Non
 
 @pytest.fixture
 def stream(collector):  # noqa: F811
-    from runs.notify import register_listener, unregister_listener
+    from runs.actions.notify import register_listener, unregister_listener
 
     exporter = ContinuousExporter(endpoint=collector.url, schedule_delay_millis=50, timeout=5)
     register_listener(exporter.on_change)
@@ -84,7 +84,7 @@ def test_a_collector_that_is_down_never_blocks_writes(workspace, workflow):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
-    from runs.notify import register_listener, unregister_listener
+    from runs.actions.notify import register_listener, unregister_listener
 
     exporter = ContinuousExporter(endpoint=dead, schedule_delay_millis=50, timeout=1)
     register_listener(exporter.on_change)
@@ -101,7 +101,7 @@ def test_a_collector_that_is_down_never_blocks_writes(workspace, workflow):
 
 
 def test_the_run_queue_is_bounded_and_drops(collector):  # noqa: F811
-    from runs.notify import RunChange
+    from runs.actions.notify import RunChange
 
     exporter = ContinuousExporter(endpoint=collector.url, max_runs_queued=1)
     exporter._runs.put(None)  # stop the worker so nothing drains the queue

@@ -14,8 +14,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from accounts.tokens import create_token
 from runs import actions
-from runs.models import Event, loads
-from runs.selectors import get_run
+from runs.models import Event
+from runs.protocol.values import loads
+from runs.selectors.runs import get_run
 
 
 @pytest.fixture

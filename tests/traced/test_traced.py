@@ -9,10 +9,11 @@ import anthropic
 import openai
 import pytest
 
-from playground.pricing import Price
 from runs.engine.replay import comparable
-from runs.models import Event, loads
-from runs.session import Workbench
+from runs.execution.host import Workbench
+from runs.models import Event
+from runs.protocol.values import loads
+from runs.providers.pricing import Price
 from runs.traced import ClientSink, SessionSink, Tracer, traced_anthropic, traced_openai
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
@@ -412,8 +413,8 @@ def test_an_answer_recorded_whole_is_streamed_back_rebuilt(session, anthropic_fa
 
 
 def test_the_provider_layer_plays_a_cached_stream_to_on_delta(session, anthropic_fake, workspace):
-    from playground.providers import cached
-    from playground.providers.base import ProviderSettings
+    from runs.execution import model_calls as cached
+    from runs.providers.base import ProviderSettings
 
     ask = {"model": HAIKU, "max_tokens": 100, "messages": [{"role": "user", "content": "Stream me"}]}
     claude = traced_anthropic(a_client(anthropic_fake), Tracer.for_session(session))

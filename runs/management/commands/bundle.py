@@ -8,8 +8,13 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.actions import ActionError, do_import_bundle
+from runs.actions.workspaces import get_or_create_workspace
+from runs.protocol.errors import ErrorCode
 from runs.protocol.redaction import POLICIES
 from runs.protocol.verify_cli import check_files
+from runs.selectors.bundles import export_bundle_bytes
+from runs.selectors.runs import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace
 
 
 class Command(BaseCommand):
@@ -52,9 +57,6 @@ class Command(BaseCommand):
             sys.exit(1)
 
     def _import(self, files: list[str], slug: str, *, as_new_id: bool) -> None:
-        from runs.actions import ActionError, do_import_bundle
-        from runs.protocol.errors import ErrorCode
-        from runs.workspaces import get_or_create_workspace
 
         workspace = get_or_create_workspace(slug)
         failed = False
@@ -83,8 +85,6 @@ class Command(BaseCommand):
     def _export(
         self, run_id: str, output: str | None, redact: str | None = None, workspace: str | None = None
     ) -> None:
-        from runs.bundles import export_bundle_bytes
-        from runs.selectors import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace
 
         try:  # the CLI is an operator tool: every workspace
             run = dangerously_find_run_any_workspace(run_id, workspace)

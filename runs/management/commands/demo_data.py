@@ -10,10 +10,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from runs.actions.workspaces import add_member, get_or_create_workspace
 from runs.demo.job_search import DEMO_RUN_ID, build_demo
 from runs.demo.public import import_batch, publish_snapshot
 from runs.models import Role, Run
-from runs.workspaces import add_member, get_or_create_workspace
 
 
 class Command(BaseCommand):

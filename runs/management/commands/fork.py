@@ -12,9 +12,10 @@ import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.actions import ActionError
-from runs.actions_fork import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_run
+from runs.execution.replay import run_fork
 from runs.models import ForkStatus, Workspace
-from runs.selectors import RunNotFound, get_fork
+from runs.selectors.runs import RunNotFound, get_fork
 
 
 class Command(BaseCommand):
@@ -67,8 +68,6 @@ class Command(BaseCommand):
         except ActionError as exc:
             raise CommandError(str(exc)) from None
         if options["wait"] and fork.status == ForkStatus.PENDING:
-            from runs.replay import run_fork
-
             fork = run_fork(fork.pk) or fork
         fork.refresh_from_db()
         out = {

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.otel_export import OtlpExportError, export_run_to_otlp
-from runs.selectors import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace, iter_event_bodies
+from runs.selectors.runs import (
+    AmbiguousRunId,
+    RunNotFound,
+    dangerously_find_run_any_workspace,
+    iter_event_bodies,
+)
+from runs.telemetry.otel_export import OtlpExportError, export_run_to_otlp
 
 
 class Command(BaseCommand):

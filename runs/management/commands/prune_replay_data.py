@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs import responsecache
+from runs.actions import responsecache
 from runs.models import Workspace
 
 

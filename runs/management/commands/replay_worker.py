@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from runs import programs
-from runs.replay import work
+from runs.engine import programs
+from runs.execution.replay import work
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """`manage.py transcript RUN_ID [-o FILE] [--workspace SLUG] [--follow]`: a run as JSON lines.
 
-Without --follow the transcript is rendered from the stored events (runs/transcript.py); with
---follow the run's recorded file (runs/transcript_log.py) is printed and then tailed as the run
+Without --follow the transcript is rendered from the stored events (runs/protocol/transcript.py); with
+--follow the run's recorded file (runs/telemetry/transcript_log.py) is printed and then tailed as the run
 goes on, until its run.completed line.
 
 Without -o the lines go to stdout. A file is created with mode 0600 (owner only) before anything is
@@ -16,9 +16,9 @@ import os
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.models import Workspace
-from runs.selectors import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace, get_run
-from runs.transcript import iter_run_transcript
-from runs.transcript_log import follow, sync_run, transcript_path
+from runs.selectors.runs import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace, get_run
+from runs.selectors.transcript import iter_run_transcript
+from runs.telemetry.transcript_log import follow, sync_run, transcript_path
 
 
 def open_private(path: str):

@@ -1,0 +1,414 @@
+"""What every write shares: the refusal type, the engine context, the row lock, the appender
+(consecutive seqs, batched inserts, derived versions) and the projection kept beside the events.
+
+Only modules of ``runs.actions`` import this one: adapters call the ``do_*`` functions.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from runs.actions import responsecache
+from runs.actions.workspaces import READ_ONLY, is_read_only
+from runs.engine.commands import Context, run_title
+from runs.engine.errors import EngineError
+from runs.engine.fold import apply_event
+from runs.engine.state import RunState
+from runs.fields import column_value
+from runs.ids import INVALID_RUN_ID, run_id_problem
+from runs.models import ArtifactVersion, Event, RuleSetVersion, Run, RunParent, RunSnapshot, Workspace
+from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.protocol.redaction import METADATA_KEY as REDACTION_METADATA_KEY
+from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
+from runs.protocol.schemas import default_registry
+from runs.protocol.timestamps import to_datetime
+from runs.protocol.values import dumps, loads, new_id, now_iso
+
+
+class ActionError(Exception):
+    """A refused write: nothing was changed. `code` is a protocol error code."""
+
+    def __init__(self, code: str, message: str, path: str = "", *, details: dict | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.path = path
+        self.details = details  # machine-readable particulars (the API answers them as `details`)
+
+    def __str__(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        return f"{self.code}{where}: {self.message}"
+
+    @classmethod
+    def wrap(cls, exc: EngineError | ProtocolError) -> ActionError:
+        return cls(exc.code, exc.message, getattr(exc, "path", "") or "")
+
+
+@dataclass
+class AppendResult:
+    run: Run
+    state: RunState
+    events: list[dict] = field(default_factory=list)
+    first_seq: int = 0
+    last_seq: int = 0
+
+    @property
+    def seqs(self) -> list[int]:
+        return list(range(self.first_seq, self.last_seq + 1)) if self.events else []
+
+
+@functools.cache
+def _schemas():
+    return default_registry()  # compiling the validators is costly: once per process
+
+
+def engine_context() -> Context:
+    return Context(now=now_iso, new_id=new_id, schemas=_schemas())
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """A protocol timestamp as an aware datetime for a column (year 0000 and other instants
+    Python cannot hold are clamped; the protocol text in the document stays authoritative)."""
+    return to_datetime(value)
+
+
+def projection_fields(state: RunState) -> dict[str, Any]:
+    run = state.run
+    return {
+        "status": run["status"],
+        "title": run_title(run),
+        "ended_at": parse_ts(run.get("endedAt")),
+        "tags": list(run.get("tags") or []),
+        "subject": run.get("subject"),
+        "doc": dumps(run),
+        "state": dumps(state.to_json()),
+        "revision": state.revision,
+        "pending_gates": len(state.pending_gates()),
+        "rejected_gates": sum(len(slots) for slots in state.rejections.values()),
+        "event_count": state.revision,
+        "model_calls": state.model_calls,
+        "total_tokens": state.tokens.get("totalTokens", 0),
+        "cost_totals": dict(state.cost),
+    }
+
+
+def new_run_row(*, workspace: Workspace, state: RunState, actor: str, has_engine: bool = True) -> Run:
+    run_doc = state.run
+    run = Run(
+        run_id=run_doc["id"],
+        workspace=workspace,
+        workflow_id=run_doc["workflowId"],
+        workflow_version=run_doc["workflowVersion"],
+        started_at=parse_ts(run_doc["startedAt"]),
+        has_engine=has_engine,
+        created_by=actor,
+        **projection_fields(state),
+    )
+    run.last_seq = 0
+    return run
+
+
+def _parents_of(run_doc: dict) -> list[str]:
+    context = run_doc.get("context") or {}
+    if context.get("parentRunIds"):
+        return list(context["parentRunIds"])
+    if context.get("parentRunId"):
+        return [context["parentRunId"]]
+    return []
+
+
+def save_new_run(run: Run) -> None:
+    """Insert a new run row; an id already taken *in the same workspace* is RUN_ID_COLLISION
+    (other workspaces' ids are invisible here and never collide)."""
+    problem = run_id_problem(run.run_id)
+    if problem:
+        raise ActionError(INVALID_RUN_ID, problem, "run.id")
+    collision = ActionError(
+        ErrorCode.RUN_ID_COLLISION, f"a run with id {run.run_id!r} already exists in this workspace"
+    )
+    if Run.objects.by_run_id(run.workspace, run.run_id).exists():
+        raise collision
+    try:
+        with transaction.atomic():
+            run.save(force_insert=True)
+    except IntegrityError:
+        raise collision from None
+    RunParent.objects.bulk_create(
+        RunParent(child=run, parent_run_id=parent, position=i)
+        for i, parent in enumerate(_parents_of(run.run_doc))
+    )
+
+
+_EVENT_COLUMNS = (
+    "run_id",
+    "seq",
+    "event_id",
+    "type",
+    "ts",
+    "step_id",
+    "correlation_id",
+    "body",
+    "actor",
+    "recorded_at",
+)
+
+
+def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: object) -> tuple:
+    return (
+        run_pk,
+        seq,
+        # filter columns, cut to their width and spelt as runs.fields stores them (NUL on
+        # PostgreSQL); the body keeps the full protocol text
+        _filter_column(event["id"], 200),
+        event["type"],
+        event["ts"][:40],
+        _filter_column(event.get("stepId") or "", 200),
+        _filter_column(event.get("correlationId") or "", 200),
+        dumps(event),
+        column_value(actor, connection),
+        recorded_at,
+    )
+
+
+def _filter_column(text: str, width: int) -> str:
+    if connection.vendor == "postgresql":
+        return column_value(text, connection, width)  # as the model field writes and looks it up
+    return text[:width]
+
+
+# Up to this many rows go in one multi-row INSERT (one round trip); larger batches use COPY.
+_INSERT_VALUES_MAX_ROWS = 500
+
+
+def _event_table_sql() -> tuple[str, str]:
+    table = connection.ops.quote_name(Event._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in _EVENT_COLUMNS)
+    return table, columns
+
+
+def _values_insert_sql(rows: list[tuple]) -> tuple[str, list]:
+    table, columns = _event_table_sql()
+    row = "(" + ", ".join(["%s"] * len(_EVENT_COLUMNS)) + ")"
+    params = [value for r in rows for value in r]
+    return f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([row] * len(rows)), params
+
+
+def _insert_events(rows: list[tuple]) -> None:
+    """The append-only event table's fast path: on PostgreSQL one multi-row INSERT for a small
+    batch (one round trip) or COPY for a large one; executemany on SQLite.
+
+    Events are never updated, so the ORM's per-instance bookkeeping buys nothing here; the rows
+    are the same columns the Event model declares (checked by tests/storage/test_actions.py).
+    """
+    if not rows:
+        return
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            if len(rows) <= _INSERT_VALUES_MAX_ROWS:
+                cursor.execute(*_values_insert_sql(rows))
+                return
+            table, columns = _event_table_sql()
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            table, columns = _event_table_sql()
+            placeholders = ", ".join(["%s"] * len(_EVENT_COLUMNS))
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", rows)
+
+
+def _save_run_with_events(run: Run, rows: list[tuple]) -> None:
+    """`run.save()` and the INSERT of `rows` in ONE statement on PostgreSQL (the INSERT rides in a
+    data-modifying WITH clause of the UPDATE): a host appending one event per commit pays four
+    round trips (BEGIN, lock, this, COMMIT) instead of six or seven. Same columns and conversions
+    as `run.save()` (auto_now included); elsewhere, or for large batches, two statements."""
+    if connection.vendor != "postgresql" or not rows or len(rows) > _INSERT_VALUES_MAX_ROWS:
+        _insert_events(rows)
+        run.save()
+        return
+    from django.db.models.sql import UpdateQuery
+
+    fields = [f for f in Run._meta.local_concrete_fields if not f.primary_key]
+    query = UpdateQuery(Run)
+    query.add_update_fields([(f, None, f.pre_save(run, False)) for f in fields])
+    query.add_filter("pk", run.pk)
+    update_sql, update_params = query.get_compiler(connection.alias).as_sql()
+    insert_sql, insert_params = _values_insert_sql(rows)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH appended AS ({insert_sql}) {update_sql}", [*insert_params, *update_params])
+        if cursor.rowcount != 1:
+            raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run.run_id!r}")
+
+
+class Appender:
+    """Applies events to a run's state one by one and collects the rows they produce.
+
+    O(len(events)): nothing here reads or rewrites the earlier trace. Artifact versions and
+    snapshots are taken right after the event that produced them.
+    """
+
+    def __init__(self, run: Run, state: RunState, actor: str, *, derive_versions: bool = True) -> None:
+        self.run = run
+        self.run_pk = run.pk
+        self.state = state
+        self.actor = actor
+        self.derive_versions = derive_versions
+        self.interval = settings.WORKBENCH_SNAPSHOT_INTERVAL
+        self.first_seq = run.last_seq + 1
+        self.seq = run.last_seq
+        self.events: list[dict] = []
+        self.event_rows: list[tuple] = []
+        self.recorded_at = connection.ops.adapt_datetimefield_value(timezone.now())
+        self.artifact_rows: list[ArtifactVersion] = []
+        self.ruleset_rows: list[RuleSetVersion] = []
+        self.snapshot_rows: list[RunSnapshot] = []
+        self.model_responses: list[tuple[int, dict]] = []  # (seq, model_io response) for the cache
+
+    def append(self, event: dict) -> None:
+        apply_event(self.state, event)
+        self.record(event)
+
+    def record(self, event: dict) -> None:
+        """Store an event that has already been applied to `self.state`."""
+        self.seq += 1
+        seq = self.seq
+        self.events.append(event)
+        self.event_rows.append(_event_row(self.run_pk, seq, event, self.actor, self.recorded_at))
+        if event["type"] == "model_io" and event.get("direction") == "response":
+            self.model_responses.append((seq, event))
+        if self.derive_versions:
+            kind = event["type"]
+            if kind == "artifact_written":
+                self.artifact_rows.append(artifact_row(self.run, event["artifact"], seq))
+            elif kind == "artifact_patch":
+                self.artifact_rows.append(
+                    artifact_row(self.run, self.state.artifacts[event["artifactKey"]], seq)
+                )
+            elif kind == "rule_changed":
+                snapshot = event["snapshot"]
+                self.ruleset_rows.append(
+                    RuleSetVersion(
+                        run=self.run, rule_set_id=snapshot["id"], version=seq, seq=seq, body=dumps(snapshot)
+                    )
+                )
+        if seq % self.interval == 0:
+            self.snapshot_rows.append(RunSnapshot(run=self.run, seq=seq, state=dumps(self.state.to_json())))
+        if len(self.event_rows) >= 5000:
+            self._flush_events()
+
+    def _flush_events(self) -> None:
+        _insert_events(self.event_rows)
+        self.event_rows = []
+
+    def _new_artifact_rows(self) -> list[ArtifactVersion]:
+        """Artifact versions not stored yet. A run imported from a RunStoreState may already hold
+        the version an appended event writes: the same content is kept once, other content is refused."""
+        wanted = {(row.key, row.version): row for row in self.artifact_rows}
+        existing = ArtifactVersion.objects.filter(run=self.run, key__in={key for key, _ in wanted})
+        for version, body in existing.values_list("version", "body"):
+            key = loads(body)["artifactKey"]  # the body's, exact (the column may be cut to its width)
+            row = wanted.pop((key, version), None)
+            if row is not None and loads(body) != loads(row.body):
+                raise ActionError(
+                    ErrorCode.INVALID_STATE_TRANSITION,
+                    f"artifact {key!r} version {version} already exists with other content",
+                )
+        return list(wanted.values())
+
+    def save(self, *, keep_rows: bool = False) -> tuple[int, int]:
+        """Store what was collected. With `keep_rows` the last event rows (at most 5,000) stay in
+        `event_rows` for the caller to write together with the run row (_save_run_with_events)."""
+        if not keep_rows:
+            self._flush_events()
+        if self.artifact_rows:
+            ArtifactVersion.objects.bulk_create(self._new_artifact_rows())
+        if self.ruleset_rows:
+            RuleSetVersion.objects.bulk_create(self.ruleset_rows)
+        if self.snapshot_rows:
+            RunSnapshot.objects.bulk_create(self.snapshot_rows)
+        if self.model_responses:
+            responsecache.fill_from_responses(
+                self.run, self.model_responses, recent=self.events, recent_first=self.first_seq
+            )
+        self.run.last_seq = self.seq
+        return self.first_seq, self.seq
+
+
+def artifact_row(run: Run, artifact: dict, seq: int | None) -> ArtifactVersion:
+    return ArtifactVersion(
+        run=run,
+        key=artifact["artifactKey"],
+        version=artifact["version"],
+        type_id=artifact["typeId"],
+        seq=seq,
+        body=dumps(artifact),
+    )
+
+
+def update_projection(run: Run, state: RunState, *, event_rows: list[tuple] | None = None) -> None:
+    """Save the run row with its new projection (and, when given, the event rows not written yet)."""
+    for name, value in projection_fields(state).items():
+        setattr(run, name, value)
+    run.imported_engine = None  # the engine now moves on from whatever snapshot was imported
+    if event_rows is None:
+        run.save()
+    else:
+        _save_run_with_events(run, event_rows)
+
+
+def lock_run(workspace: Workspace, run_id: str) -> Run:
+    if is_read_only(workspace):
+        raise ActionError(READ_ONLY, "the public demo is a read-only snapshot: its runs never change")
+    query = Run.objects.by_run_id(workspace, run_id).select_for_update()
+    try:
+        if connection.vendor == "postgresql":
+            return _get_pipelined(query)
+        return query.get()
+    except Run.DoesNotExist:
+        raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}") from None
+
+
+def _get_pipelined(query) -> Run:
+    """PostgreSQL: the transaction's BEGIN and the locking SELECT in one round trip (psycopg's
+    pipeline mode sends both before waiting), when nothing else ran in the transaction yet."""
+    from psycopg.pq import TransactionStatus
+
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.info.transaction_status != TransactionStatus.IDLE or raw.autocommit:
+        return query.get()
+    with raw.pipeline():
+        return query.get()
+
+
+def load_state(run: Run) -> RunState:
+    return RunState.from_json(loads(run.state))
+
+
+FORK_METADATA_KEY = "workbench.fork"
+
+
+def redaction_policy(state: RunState) -> str | None:
+    """The redaction policy a run carries (an imported redacted bundle, or a fork of one): every
+    event appended to it is redacted the same way, so nothing the policy removed comes back
+    (a replay answered from the response cache included)."""
+    metadata = state.run.get("metadata")
+    note = metadata.get(REDACTION_METADATA_KEY) if isinstance(metadata, dict) else None
+    policy = note.get("policy") if isinstance(note, dict) else None
+    return policy if policy in REDACTION_POLICIES else None
+
+
+def is_replay_state(state: RunState) -> bool:
+    """Whether the run is a replay fork (read from its own document: no query for other runs)."""
+    metadata = state.run.get("metadata")
+    if not isinstance(metadata, dict):
+        return False
+    info = metadata.get(FORK_METADATA_KEY)
+    return isinstance(info, dict) and info.get("mode") == "replay"

@@ -1,0 +1,106 @@
+"""Listeners told about committed appends (the live path registers itself here).
+
+Actions call `notify_on_commit` inside their transaction; listeners run only after the commit,
+with JSON values (ids and seq ranges), never model instances.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunChange:
+    workspace_id: int | None  # None: not a run (the playground's executions), no workspace broadcast
+    run_id: str  # the protocol id (unique within the workspace only), or an execution's hub key
+    first_seq: int  # 0 when no event was appended (a new run or a projection-only change)
+    last_seq: int
+    status: str
+    run_pk: int = 0  # the run row's surrogate key: what live groups are named after
+    # The events first_seq..last_seq as committed, and who appended them, when the action has them
+    # at hand: in-process sinks (the transcript file) then need not read them back. Never sent on.
+    events: tuple[dict, ...] = field(default=(), repr=False, compare=False)
+    actor: str = field(default="", repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        run: Any,
+        first_seq: int,
+        last_seq: int,
+        *,
+        status: str | None = None,
+        events: Sequence[dict] = (),
+        actor: str = "",
+    ) -> RunChange:
+        return cls(
+            run.workspace_id,
+            run.run_id,
+            first_seq,
+            last_seq,
+            status or run.status,
+            run.pk,
+            tuple(events),
+            actor,
+        )
+
+
+_listeners: list[Callable[[RunChange], None]] = []
+# Durable sinks (the transcript files) run before every listener: on disk before any broadcast.
+_durable: list[Callable[[RunChange], None]] = []
+
+
+def register_durable_sink(sink: Callable[[RunChange], None]) -> None:
+    if sink not in _durable:
+        _durable.append(sink)
+
+
+def register_listener(listener: Callable[[RunChange], None]) -> None:
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
+def unregister_listener(listener: Callable[[RunChange], None]) -> None:
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
+def _dispatch(change: RunChange) -> None:
+    for sink in list(_durable):
+        try:
+            sink(change)
+        except Exception:  # the database holds the events: a failed file write must not block them
+            log.exception("durable sink %r failed for %s", sink, change.run_id)
+    for listener in list(_listeners):
+        try:
+            listener(change)
+        except Exception:  # a broken listener must never undo or block a committed write
+            log.exception("run change listener %r failed for %s", listener, change.run_id)
+
+
+def notify_on_commit(change: RunChange) -> None:
+    transaction.on_commit(partial(_dispatch, change))
+
+
+# Forks waiting for their step code: the executor (``runs.execution.replay.dispatch``) registers
+# itself in ``RunsConfig.ready``, so the write path never imports the code that runs programs.
+_fork_executors: list[Callable[[int], None]] = []
+
+
+def register_fork_executor(executor: Callable[[int], None]) -> None:
+    if executor not in _fork_executors:
+        _fork_executors.append(executor)
+
+
+def fork_pending_on_commit(fork_pk: int) -> None:
+    """After the commit, hand the pending fork to the registered executor(s)."""
+    for executor in list(_fork_executors):
+        transaction.on_commit(partial(executor, fork_pk))

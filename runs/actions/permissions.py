@@ -1,0 +1,111 @@
+"""Who may do what: the one table of rights, asked by pages, REST, websockets and MCP alike.
+
+A caller holds *scopes*: an API token has the scopes it was issued with; a person has the scopes of
+their role in the workspace (``ROLE_SCOPES``). Every operation is an :class:`Action`, and
+``ACTION_SCOPES`` says which scopes allow it (any one of them). No adapter decides on its own:
+
+    from runs.actions.permissions import Action, allows, role_allows
+    principal.require_action(Action.CANCEL_RUN)          # REST / MCP (accounts.principals)
+    require_action(request, Action.CANCEL_RUN)           # pages (runs.web.request): 404 outsider, 403 role
+    role_allows(subscription.role, Action.VIEW_RUN)      # websockets
+
+Decisions recorded here (where the pages and the API used to disagree, the API's stricter rule
+won): cancelling, deleting, starting, forking and importing runs, and appending events, change
+what a run *is* and need ``write`` (owners, write tokens); reviewing (gates, artifacts, rules,
+annotations) needs ``review`` or ``write``; reading needs ``read``. Managing members (inviting,
+revoking invitations, changing roles, removing), tokens and model providers is for owners signed
+in as themselves: no token scope grants it (``manage`` is a
+scope only the owner role carries).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+READ = "read"
+WRITE = "write"
+REVIEW = "review"
+# Only the owner role holds it; tokens cannot be issued with it (accounts.models.Scope omits it).
+MANAGE = "manage"
+
+
+class Role(StrEnum):
+    # Mirrors runs.models.Role (kept free of Django so the table can be read and tested alone).
+    OWNER = "owner"
+    REVIEWER = "reviewer"
+    VIEWER = "viewer"
+
+
+ROLE_SCOPES: dict[str, frozenset[str]] = {
+    Role.VIEWER: frozenset({READ}),
+    Role.REVIEWER: frozenset({READ, REVIEW}),
+    Role.OWNER: frozenset({READ, WRITE, REVIEW, MANAGE}),
+}
+
+
+class Action(StrEnum):
+    VIEW_RUN = "view_run"  # runs, events, state, bundles, transcripts, ledgers, live pages
+    VERIFY_BUNDLE = "verify_bundle"  # check a bundle without storing anything
+    START_RUN = "start_run"
+    APPEND_EVENTS = "append_events"  # a host's events, or a whole run state (PUT)
+    FORK_RUN = "fork_run"
+    CANCEL_RUN = "cancel_run"
+    DELETE_RUN = "delete_run"
+    IMPORT_BUNDLE = "import_bundle"
+    RESOLVE_GATE = "resolve_gate"
+    EDIT_ARTIFACT = "edit_artifact"
+    EDIT_RULES = "edit_rules"
+    ANNOTATE = "annotate"
+    PLAYGROUND_SEND = "playground_send"
+    MANAGE_MEMBERS = "manage_members"  # see members, change their roles, remove them
+    INVITE_MEMBER = "invite_member"  # an invitation the invitee accepts (nobody is added without consent)
+    REVOKE_INVITATION = "revoke_invitation"
+    MANAGE_TOKENS = "manage_tokens"
+    MANAGE_PROVIDERS = "manage_providers"
+
+
+ACTION_SCOPES: dict[Action, frozenset[str]] = {
+    Action.VIEW_RUN: frozenset({READ}),
+    Action.VERIFY_BUNDLE: frozenset({READ}),
+    Action.START_RUN: frozenset({WRITE}),
+    Action.APPEND_EVENTS: frozenset({WRITE}),
+    Action.FORK_RUN: frozenset({WRITE}),
+    Action.CANCEL_RUN: frozenset({WRITE}),
+    Action.DELETE_RUN: frozenset({WRITE}),
+    Action.IMPORT_BUNDLE: frozenset({WRITE}),
+    Action.RESOLVE_GATE: frozenset({REVIEW}),
+    Action.EDIT_ARTIFACT: frozenset({WRITE, REVIEW}),
+    Action.EDIT_RULES: frozenset({WRITE, REVIEW}),
+    Action.ANNOTATE: frozenset({WRITE, REVIEW}),
+    Action.PLAYGROUND_SEND: frozenset({REVIEW}),
+    Action.MANAGE_MEMBERS: frozenset({MANAGE}),
+    Action.INVITE_MEMBER: frozenset({MANAGE}),
+    Action.REVOKE_INVITATION: frozenset({MANAGE}),
+    Action.MANAGE_TOKENS: frozenset({MANAGE}),
+    Action.MANAGE_PROVIDERS: frozenset({MANAGE}),
+}
+
+assert set(ACTION_SCOPES) == set(Action), "every action needs a row"
+
+
+def allows(scopes: frozenset[str] | set[str], action: Action | str) -> bool:
+    """True when any of ``scopes`` permits ``action``."""
+    return not ACTION_SCOPES[Action(action)].isdisjoint(scopes)
+
+
+def role_allows(role: str | None, action: Action | str) -> bool:
+    if role is None or role not in ROLE_SCOPES:
+        return False
+    return allows(ROLE_SCOPES[role], action)
+
+
+def needed_scopes(action: Action | str) -> tuple[str, ...]:
+    return tuple(sorted(ACTION_SCOPES[Action(action)]))
+
+
+def minimum_role(action: Action | str) -> str | None:
+    """The least role that may do ``action`` (for messages and for hiding controls)."""
+    for role in (Role.VIEWER, Role.REVIEWER, Role.OWNER):
+        if role_allows(role, action):
+            return role
+    return None

@@ -1,0 +1,1 @@
+"""Step code the workbench runs itself: sessions, the host API, replays, model calls through the cache."""

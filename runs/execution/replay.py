@@ -1,0 +1,472 @@
+"""Executing step code: live runs of registered programs, and the replay worker for forks.
+
+A program drives a run through a :class:`ProgramSession`: the in-process session API plus
+``model_call`` (through the provider layer and the response cache) and ``gate_decision``.
+
+A fork is re-executed by running its workflow's program *from the start* against a
+:class:`ForkSession`. While the program is still inside the fork's fixed history (the source's
+events ``< fromSeq``, already copied), every command is matched with the next history event
+instead of being appended, and model calls and gate decisions take their recorded outcome (no
+provider request). From ``fromSeq`` on, commands append for real:
+
+* replay: model calls are answered from the response cache (the source's answer to the same
+  request); a request that equals the source's but whose answer is gone fails the replay with
+  ``REPLAY_DATA_EXPIRED`` instead of asking the provider again; a request that differs (new
+  prompt, new code) goes to the provider. Gate decisions are the source's recorded ones.
+  Every appended event is compared with the source's by the write path (divergences).
+* branch: model calls go to the provider (new invocations), gate decisions come from the
+  overlay's ``gateDecisions`` (else the source's), ``configurable`` reaches the program.
+
+Executors (setting ``WORKBENCH_REPLAY_EXECUTOR``): ``inprocess`` (a thread after commit),
+``worker`` (``manage.py replay_worker``), ``immediate`` (synchronously after commit).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.db.models import F
+from django.utils import timezone
+
+from runs import actions
+from runs.actions import ActionError, AppendResult, responsecache
+from runs.actions.core import engine_context
+from runs.actions.forks import REPLAY_DATA_EXPIRED
+from runs.engine import commands as cmd
+from runs.engine import programs
+from runs.engine.commands import decide
+from runs.engine.errors import EngineError
+from runs.engine.fold import apply_event, fold
+from runs.engine.replay import is_marker
+from runs.engine.state import initial_run_doc
+from runs.execution import model_calls as cached
+from runs.execution.session import RunSession
+from runs.models import Event, ForkMode, ForkStatus, RunFork, Workspace
+from runs.protocol.values import loads
+
+if TYPE_CHECKING:  # the host API calls run_program; this module never needs it at run time
+    from runs.execution.host import Workbench
+
+log = logging.getLogger(__name__)
+
+
+class ReplayError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _model_io_command(fields: dict, *, step_id: str | None, correlation_id: str | None) -> cmd.LogModelIO:
+    return cmd.LogModelIO(
+        direction=fields["direction"],
+        provider=fields.get("provider"),
+        model=fields.get("model"),
+        usage=fields.get("usage"),
+        cost=fields.get("cost"),
+        duration_ms=fields.get("durationMs"),
+        summary=fields.get("summary"),
+        payload=fields.get("payload"),
+        step_id=step_id,
+        correlation_id=correlation_id,
+    )
+
+
+class ProgramSession(RunSession):
+    """What step code gets: the session API, model calls through the cache, gate decisions."""
+
+    mode: str | None = None
+
+    def __init__(
+        self, workspace: Workspace, actor: str, run_id: str, *, configurable: dict | None = None
+    ) -> None:
+        super().__init__(workspace, actor, run_id)
+        self.configurable: dict = dict(configurable or {})
+
+    def execute_many(self, commands: list[Any]) -> AppendResult:
+        return actions.do_commands(
+            workspace=self.workspace,
+            run_id=self.run_id,
+            commands=commands,
+            actor=self.actor,
+        )
+
+    # model calls -------------------------------------------------------------------------------
+
+    def model_call(
+        self,
+        provider: Any,
+        request: dict,
+        *,
+        step_id: str | None = None,
+        correlation_id: str | None = None,
+        summary: str | None = None,
+        use_cache: bool = False,
+        **options: Any,
+    ):
+        """Call a model (``provider``: playground ProviderSettings) and record request and
+        response as ``model_io`` events. Live runs ask the cache only with ``use_cache``.
+        ``options`` go to ``runs.execution.model_calls.call`` (``price``, ``record_chunks``,
+        ``on_delta``)."""
+
+        record = cached.call(
+            provider,
+            request,
+            workspace=self.workspace,
+            use_cache=use_cache,
+            summary=summary,
+            **options,
+        )
+        self._record_call(record, step_id=step_id, correlation_id=correlation_id)
+        return record.result
+
+    def _record_call(self, record: Any, *, step_id: str | None, correlation_id: str | None) -> None:
+        self.execute(_model_io_command(record.request, step_id=step_id, correlation_id=correlation_id))
+        for chunk in record.chunks:
+            self.execute(_model_io_command(chunk, step_id=step_id, correlation_id=correlation_id))
+        self.execute(_model_io_command(record.response, step_id=step_id, correlation_id=correlation_id))
+
+    # gates -------------------------------------------------------------------------------------
+
+    def gate_decision(
+        self,
+        step_id: str,
+        gate: str,
+        proposed: str = "approved",
+        *,
+        note: str | None = None,
+        checkpoint: str | None = None,
+    ) -> str:
+        """Resolve a requested gate and return the decision that was recorded."""
+        decision, note = self._choose_decision(step_id, gate, proposed, note, checkpoint)
+        result = self.resolve_gate(step_id, gate, decision, note=note, checkpoint=checkpoint)
+        for event in reversed(result.events):
+            if event["type"] == "human_gate_resolved" and event.get("stepId") == step_id:
+                return event["decision"]
+        return decision
+
+    def _choose_decision(
+        self, step_id: str, gate: str, proposed: str, note: str | None, checkpoint: str | None
+    ) -> tuple[str, str | None]:
+        return proposed, note
+
+
+class ForkSession(ProgramSession):
+    """A program re-executing a fork: history first (matched, not appended), then for real."""
+
+    def __init__(self, workspace: Workspace, actor: str, fork: RunFork) -> None:
+        overlay = fork.overlay or {}
+        super().__init__(
+            workspace,
+            actor,
+            fork.run.run_id,
+            configurable=overlay.get("configurable") if fork.mode == ForkMode.BRANCH else None,
+        )
+        self.fork = fork
+        self.mode = fork.mode
+        self.history: list[dict] = [
+            loads(body)
+            for body in Event.objects.filter(run=fork.run, seq__lte=fork.history)
+            .order_by("seq")
+            .values_list("body", flat=True)
+        ]
+        start = initial_run_doc(fork.run.run_doc)
+        self.shadow = fold(start, [])
+        self.position = 0  # source positions consumed (history) or produced (after it)
+        self.ctx = engine_context()
+
+    @property
+    def in_history(self) -> bool:
+        return self.position < len(self.history)
+
+    def _source_event(self, position: int) -> dict | None:
+        if self.fork.source_id is None:
+            return None
+        body = (
+            Event.objects.filter(run_id=self.fork.source_id, seq=position)
+            .values_list("body", flat=True)
+            .first()
+        )
+        return loads(body) if body is not None else None
+
+    def execute(self, command: Any, *, actor: str | None = None) -> AppendResult:
+        if not self.in_history:
+            result = super().execute(command, actor=actor)
+            self.position += sum(1 for e in result.events if not is_marker(e))
+            return result
+        try:
+            planned = decide(self.shadow, command, self.ctx)
+        except (EngineError, Exception) as exc:  # the command no longer fits the recorded history
+            raise ReplayError(
+                "REPLAY_HISTORY_MISMATCH",
+                f"the step code does not reproduce the fixed history at seq {self.position + 1}: {exc}",
+            ) from exc
+        taken: list[dict] = []
+        while planned and self.in_history:
+            planned.pop(0)
+            event = self.history[self.position]
+            apply_event(self.shadow, event)
+            taken.append(event)
+            self.position += 1
+        if not planned:
+            return AppendResult(run=None, state=self.shadow, events=taken)  # type: ignore[arg-type]
+        # The command straddles the fork point: what it adds beyond the history is appended.
+        tail = [{**e, "runId": self.run_id} for e in planned]
+        result = actions.do_append_events(
+            workspace=self.workspace,
+            run_id=self.run_id,
+            events=tail,
+            actor=actor or self.actor,
+        )
+        self.position += sum(1 for e in result.events if not is_marker(e))
+        return AppendResult(run=result.run, state=result.state, events=taken + result.events)
+
+    # model calls -------------------------------------------------------------------------------
+
+    def model_call(
+        self,
+        provider: Any,
+        request: dict,
+        *,
+        step_id: str | None = None,
+        correlation_id: str | None = None,
+        summary: str | None = None,
+        use_cache: bool = False,
+        **options: Any,
+    ):
+        if self.in_history:
+            return self._call_from_history(provider, request, step_id, correlation_id, summary, options)
+        record = self._call_after_history(provider, request, summary, options)
+        self._record_call(record, step_id=step_id, correlation_id=correlation_id)
+        return record.result
+
+    def _call_after_history(self, provider: Any, request: dict, summary: str | None, options: dict):
+        """A replay answers from the cache, a branch makes a new invocation; both are counted."""
+
+        if self.mode == ForkMode.REPLAY:
+            record = self._replay_call(provider, request, summary, options)
+        else:
+            record = cached.call(
+                provider,
+                request,
+                workspace=self.workspace,
+                use_cache=False,
+                summary=summary,
+                **options,
+            )
+        counter = "cache_hits" if record.hit else "provider_calls"
+        RunFork.objects.filter(pk=self.fork.pk).update(**{counter: F(counter) + 1})
+        return record
+
+    def _replay_call(self, provider: Any, request: dict, summary: str | None, options: dict):
+
+        recorded = cached.request_fields(provider, request, summary=summary)
+        keys = responsecache.request_keys(provider.kind, recorded.get("model"), recorded["payload"])
+        if keys is not None and responsecache.lookup(self.workspace, keys["v2"]) is None:
+            original = self._source_event(self.position + 1)
+            if original and original.get("type") == "model_io" and original.get("direction") == "request":
+                if "payload" not in original:  # redacted: whether the request is the same is unknowable
+                    raise ReplayError(
+                        REPLAY_DATA_EXPIRED,
+                        f"the source's model call at seq {self.position + 1} was redacted and no cached answer "
+                        "to this request remains; a replay does not ask the provider again",
+                    )
+                if responsecache.event_keys(original) == keys:
+                    raise ReplayError(
+                        REPLAY_DATA_EXPIRED,
+                        f"the source's answer to the model call at seq {self.position + 1} was deleted or "
+                        "expired; a replay does not ask the provider again",
+                    )
+        return cached.call(
+            provider,
+            request,
+            workspace=self.workspace,
+            use_cache=True,
+            prefer_run=self.fork.source,
+            summary=summary,
+            **options,
+        )
+
+    def _call_from_history(self, provider: Any, request: dict, step_id, correlation_id, summary, options):
+        """Inside the fixed history: the recorded request, chunks and response are the call."""
+
+        request_event = self.history[self.position]
+        self.execute(
+            _model_io_command(
+                cached.request_fields(provider, request, summary=summary),
+                step_id=step_id,
+                correlation_id=correlation_id,
+            )
+        )
+        if request_event.get("type") != "model_io" or request_event.get("direction") != "request":
+            raise ReplayError("REPLAY_HISTORY_MISMATCH", f"no recorded model request at seq {self.position}")
+        streamed = 0  # stream chunks of the call inside the history
+        while self.in_history:
+            event = self.history[self.position]
+            if event.get("type") == "model_io" and event.get("direction") == "stream_chunk":
+                streamed += 1
+                self.execute(
+                    _model_io_command(
+                        responsecache.model_io_fields(event), step_id=step_id, correlation_id=correlation_id
+                    )
+                )
+                continue
+            break
+        if self.in_history:
+            response = self.history[self.position]
+            self.execute(
+                _model_io_command(
+                    responsecache.model_io_fields(response), step_id=step_id, correlation_id=correlation_id
+                )
+            )
+            return cached.result_from_recorded(provider.kind, response)
+        # The response lies after the fork point: answer it as a replay or branch would; the
+        # stream goes on after the chunks the history holds.
+        record = self._call_after_history(provider, request, summary, options)
+        for chunk in [*record.chunks[streamed:], record.response]:
+            self.execute(_model_io_command(chunk, step_id=step_id, correlation_id=correlation_id))
+        return record.result
+
+    # gates -------------------------------------------------------------------------------------
+
+    def _choose_decision(
+        self, step_id: str, gate: str, proposed: str, note: str | None, checkpoint: str | None
+    ) -> tuple[str, str | None]:
+        if self.in_history:
+            return proposed, note  # the recorded resolution is taken from the history
+        if self.mode == ForkMode.BRANCH:
+            chosen = (self.fork.overlay or {}).get("gateDecisions", {}).get(step_id)
+            if chosen is not None:
+                if isinstance(chosen, dict):
+                    return chosen["decision"], chosen.get("note", note)
+                return chosen, note
+        original = self._source_event(self.position + 1)
+        if (
+            original
+            and original.get("type") == "human_gate_resolved"
+            and original.get("stepId") == step_id
+            and original.get("gate") == gate
+        ):
+            # A named checkpoint's resolution carries its name in `note` (the reference's
+            # convention): the program's own arguments say it again, so only the decision is taken.
+            return original["decision"], note if checkpoint else original.get("note")
+        return proposed, note
+
+
+# --------------------------------------------------------------------------------------------
+# Running programs
+
+
+def run_program(workbench: Workbench, *, workflow: dict, program: Any = None, **start: Any) -> ProgramSession:
+    """Start a run of ``workflow`` and execute its program (registered or given) to its end."""
+    program = program or programs.get(workflow["id"])
+    if program is None:
+        raise ActionError("INVALID_INPUT", f"no step code is registered for workflow {workflow['id']!r}")
+    run = actions.do_start_run(
+        workspace=workbench.workspace, workflow=workflow, actor=workbench.actor, **start
+    )
+    session = ProgramSession(workbench.workspace, workbench.actor, run.run_id)
+    program(session)
+    return session
+
+
+def _fail_run(fork: RunFork, code: str, message: str) -> None:
+    try:
+        actions.do_commands(
+            workspace=fork.run.workspace,
+            run_id=fork.run.run_id,
+            commands=[cmd.RecordError(message=message, code=code), cmd.FailRun(reason=message, code=code)],
+            actor="replay",
+        )
+    except ActionError as exc:
+        log.info("replay %s: failure not recorded: %s", fork.run.run_id, exc)
+
+
+def run_fork(fork_pk: int) -> RunFork | None:
+    """Claim a pending fork and re-execute it with its workflow's program."""
+    now = timezone.now()
+    if not RunFork.objects.filter(pk=fork_pk, status=ForkStatus.PENDING).update(
+        status=ForkStatus.RUNNING, started_at=now
+    ):
+        return None
+    fork = RunFork.objects.select_related("run", "run__workspace", "source").get(pk=fork_pk)
+    program = programs.get(fork.run.workflow_id)
+    if program is None:
+        RunFork.objects.filter(pk=fork_pk).update(status=ForkStatus.EXTERNAL)
+        return fork
+    status, code, message = ForkStatus.COMPLETED, "", ""
+    try:
+        program(ForkSession(fork.run.workspace, f"replay:{fork.mode}", fork))
+    except ReplayError as exc:
+        status, code, message = ForkStatus.FAILED, exc.code, exc.message
+    except ActionError as exc:
+        status, code, message = ForkStatus.FAILED, exc.code, exc.message
+    except Exception as exc:  # the step code crashed: the fork ends failed, never half-running
+        log.exception("replay of %s crashed", fork.run.run_id)
+        status, code, message = ForkStatus.FAILED, "STEP_CODE_FAILED", f"{type(exc).__name__}: {exc}"
+    if status == ForkStatus.FAILED:
+        _fail_run(fork, code, message)
+    RunFork.objects.filter(pk=fork_pk).update(
+        status=status, error_code=code, error_message=message, finished_at=timezone.now()
+    )
+    fork.refresh_from_db()
+    return fork
+
+
+def executor_mode() -> str:
+    return getattr(settings, "WORKBENCH_REPLAY_EXECUTOR", "inprocess")
+
+
+def _run_in_thread(fork_pk: int) -> None:
+    close_old_connections()
+    try:
+        run_fork(fork_pk)
+    except Exception:
+        log.exception("replay %s", fork_pk)
+    finally:
+        connection.close()
+
+
+def dispatch(fork_pk: int) -> None:
+    mode = executor_mode()
+    if mode == "immediate":
+        run_fork(fork_pk)
+    elif mode == "inprocess":
+        threading.Thread(
+            target=_run_in_thread, args=(fork_pk,), name=f"replay-{fork_pk}", daemon=True
+        ).start()
+    # "worker": manage.py replay_worker picks it up
+
+
+PRUNE_EVERY_SECONDS = 3600.0
+
+
+def work(*, once: bool = False, poll: float = 1.0) -> int:
+    """The replay worker's loop: run pending forks oldest first. Returns how many it ran.
+    Expired cached responses are pruned when it starts and then hourly."""
+
+    ran = 0
+    pruned_at: float | None = None
+    while True:
+        if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY_SECONDS:
+            pruned_at = time.monotonic()
+            for slug, count in responsecache.prune().items():
+                log.info("replay worker: %d expired cached response(s) of %s deleted", count, slug)
+        ids = list(
+            RunFork.objects.filter(status=ForkStatus.PENDING)
+            .order_by("created_at")
+            .values_list("pk", flat=True)[:20]
+        )
+        for pk in ids:
+            if run_fork(pk) is not None:
+                ran += 1
+        if once:
+            return ran
+        if not ids:
+            time.sleep(poll)
+        close_old_connections()

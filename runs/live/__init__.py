@@ -1,0 +1,1 @@
+"""The live path: publishing committed changes, rendering fragments, websocket consumers, metrics."""

@@ -1,0 +1,1 @@
+"""Pure view data: plain data in, rows and coordinates out (timeline, compare, graph, waterfall)."""

@@ -1,0 +1,1 @@
+"""Reads, workspace first: runs, state, compare, bundles (export), annotations, transcripts."""

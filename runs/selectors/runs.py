@@ -1,0 +1,582 @@
+"""Reads. Every selector takes the workspace (or a run already fetched through it) first."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q, Sum, TextField
+from django.db.models.functions import Cast
+
+from runs.engine.fold import apply_event, fold
+from runs.engine.state import RunState, initial_run_doc
+from runs.fields import column_value, json_text_needle
+from runs.models import ArtifactVersion, Event, Run, RunFork, RunParent, RunSnapshot, RunStatus, Workspace
+from runs.presenters.timeline import EventRecord, build_rows
+from runs.protocol.telemetry import LedgerAccumulator
+from runs.protocol.values import loads
+
+
+class RunNotFound(Exception):
+    code = "UNKNOWN_RUN"
+
+
+def get_run(workspace: Workspace, run_id: str) -> Run:
+    """A run of this workspace; another workspace's run is exactly as missing as a missing one."""
+    try:
+        return Run.objects.by_run_id(workspace, run_id).get()
+    except Run.DoesNotExist:
+        raise RunNotFound(run_id) from None
+
+
+def iter_event_bodies(
+    run: Run, *, after_seq: int = 0, upto_seq: int | None = None, chunk: int = 2000
+) -> Iterator[dict]:
+    """Protocol events in seq order, read in keyset-paginated chunks (bounded memory)."""
+    last = after_seq
+    while True:
+        qs = Event.objects.filter(run=run, seq__gt=last)
+        if upto_seq is not None:
+            qs = qs.filter(seq__lte=upto_seq)
+        rows = list(qs.order_by("seq").values_list("seq", "body")[:chunk])
+        if not rows:
+            return
+        for _seq, body in rows:
+            yield loads(body)
+        last = rows[-1][0]
+        if len(rows) < chunk:
+            return
+
+
+def start_doc(run: Run) -> dict:
+    """The run as it was when it started (an imported run: its bundle's document)."""
+    return initial_run_doc(loads(run.import_doc) if run.import_doc else run.run_doc)
+
+
+def fold_run(run: Run) -> RunState:
+    """The projection recomputed from the stored events (what the run row must always equal)."""
+    return state_at(run, run.last_seq, use_snapshots=False)
+
+
+def state_at(run: Run, seq: int, *, use_snapshots: bool = True) -> RunState:
+    """The projection as it was right after event `seq` (0 = before any event).
+
+    Starts from the nearest stored snapshot at or below `seq`, so the work is bounded by the
+    snapshot interval rather than by the length of the run.
+    """
+    seq = max(0, min(seq, run.last_seq))
+    snapshot = None
+    if use_snapshots:
+        snapshot = RunSnapshot.objects.filter(run=run, seq__lte=seq).order_by("-seq").first()
+    if snapshot is not None:
+        state = RunState.from_json(loads(snapshot.state))
+        current = snapshot.seq
+    else:
+        state = fold(start_doc(run), [])
+        current = 0
+    _adopt_import_doc(run, state, current)
+    for event in iter_event_bodies(run, after_seq=current, upto_seq=seq):
+        apply_event(state, event)
+        current += 1
+        _adopt_import_doc(run, state, current)
+    return state
+
+
+def _adopt_import_doc(run: Run, state: RunState, seq: int) -> None:
+    """Once all of a bundle's events are folded, its run document (what its hash covered) is the truth."""
+    if run.import_seq is not None and seq == run.import_seq and run.import_doc:
+        state.run = loads(run.import_doc)
+
+
+def children(workspace: Workspace, run_id: str) -> list[Run]:
+    child_pks = RunParent.objects.filter(parent_run_id=run_id, child__workspace=workspace).values("child_id")
+    return list(Run.objects.for_workspace(workspace).filter(pk__in=child_pks).order_by("started_at"))
+
+
+def parents(workspace: Workspace, run: Run) -> list[tuple[str, Run | None]]:
+    ids = list(run.parent_links.values_list("parent_run_id", flat=True))
+    found = {r.run_id: r for r in Run.objects.for_workspace(workspace).filter(run_id__in=ids)}
+    return [(pid, found.get(pid)) for pid in ids]
+
+
+def descendants(workspace: Workspace, run_id: str) -> list[Run]:
+    """Every run below `run_id` in the lineage graph, breadth first, each once."""
+    seen: set[str] = {run_id}
+    frontier = [run_id]
+    out: list[Run] = []
+    while frontier:
+        batch = [
+            run
+            for run in Run.objects.for_workspace(workspace)
+            .filter(parent_links__parent_run_id__in=frontier)
+            .distinct()
+            .order_by("started_at")
+            if run.run_id not in seen
+        ]
+        seen |= {run.run_id for run in batch}
+        out.extend(batch)
+        frontier = [r.run_id for r in batch]
+    return out
+
+
+class AmbiguousRunId(Exception):
+    """Several workspaces hold a run with this id (operator tools must name the workspace)."""
+
+    code = "INVALID_INPUT"
+
+
+def dangerously_find_run_any_workspace(run_id: str, workspace_slug: str | None = None) -> Run:
+    """Operator tools (manage.py) only: a run by id across workspaces, or in the named one.
+
+    Run ids are unique per workspace only; when several workspaces hold the id, the caller must
+    name the workspace (AmbiguousRunId lists the candidates). Never use this behind a request.
+    """
+    qs = Run.objects.select_related("workspace").filter(run_id=run_id)
+    if workspace_slug:
+        qs = qs.filter(workspace__slug=workspace_slug)
+    found = list(qs[:10])
+    if not found:
+        raise RunNotFound(run_id)
+    if len(found) > 1:
+        slugs = ", ".join(sorted(run.workspace.slug for run in found))
+        raise AmbiguousRunId(f"run id {run_id!r} exists in several workspaces ({slugs}): pass --workspace")
+    return found[0]
+
+
+# --- page reads -------------------------------------------------------------------------------
+
+TIMELINE_PAGE = 100
+
+
+TIMELINE_MAX_PAGE = 500
+
+
+SEARCH_WINDOW = 20_000  # events scanned per text-search request (keeps a search of a huge run bounded)
+
+
+ARTIFACT_ROWS_LIMIT = 2000
+
+
+def run_state(run: Run) -> RunState:
+    return RunState.from_json(loads(run.state))
+
+
+@dataclass
+class TimelineFilters:
+    type: str = ""
+    step: str = ""
+    corr: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> TimelineFilters:
+        return cls(
+            type=params.get("type", "").strip()[:40],
+            step=params.get("step", "").strip()[:200],
+            corr=params.get("corr", "").strip()[:200],
+            q=params.get("q", "").strip()[:200],
+        )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.type or self.step or self.corr or self.q)
+
+    def as_query(self) -> dict[str, str]:
+        return {
+            k: v
+            for k, v in (("type", self.type), ("step", self.step), ("corr", self.corr), ("q", self.q))
+            if v
+        }
+
+
+@dataclass
+class TimelinePage:
+    rows: list
+    first_seq: int | None
+    last_seq: int | None
+    next_after: int | None  # a newer page exists after this seq
+    prev_before: int | None  # an older page may exist before this seq
+    searched_to: int | None = None  # text search stopped at this seq (window exhausted)
+    searched_from: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def timeline_page(
+    run: Run,
+    *,
+    after: int = 0,
+    before: int | None = None,
+    filters: TimelineFilters | None = None,
+    limit: int = TIMELINE_PAGE,
+) -> TimelinePage:
+    """One keyset page of the trace: events with seq > after (or < before), filtered, in seq order.
+
+    Only indexed range scans on (run, seq) / (run, type, seq) / (run, step_id, seq) /
+    (run, correlation_id, seq); a text search scans at most SEARCH_WINDOW seqs per request and says
+    where it stopped. Never counts or loads the whole trace.
+    """
+    filters = filters or TimelineFilters()
+    limit = max(1, min(limit, TIMELINE_MAX_PAGE))
+    qs = Event.objects.filter(run=run)
+    if filters.type:
+        qs = qs.filter(type=filters.type)
+    if filters.step:
+        qs = qs.filter(step_id=filters.step)
+    if filters.corr:
+        qs = qs.filter(correlation_id=filters.corr)
+    if filters.q:
+        qs = qs.filter(body__icontains=json_text_needle(filters.q))
+    cols = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")
+    searched_to = searched_from = None
+    if before is not None:
+        if filters.q:
+            low = max(0, before - SEARCH_WINDOW)
+            qs = qs.filter(seq__gte=low)
+            searched_from = low if low > 1 else None
+        raw = list(qs.filter(seq__lt=before).order_by("-seq").values_list(*cols)[: limit + 1])
+        older = len(raw) > limit
+        raw = list(reversed(raw[:limit]))
+        next_after = raw[-1][0] if raw and raw[-1][0] < run.last_seq else None
+        prev_before = raw[0][0] if raw and (older or searched_from) else None
+    else:
+        if filters.q:
+            high = after + SEARCH_WINDOW
+            qs = qs.filter(seq__lte=high)
+            searched_to = high if high < run.last_seq else None
+        raw = list(qs.filter(seq__gt=after).order_by("seq").values_list(*cols)[: limit + 1])
+        newer = len(raw) > limit
+        raw = raw[:limit]
+        if newer:
+            next_after = raw[-1][0]
+        elif searched_to is not None:
+            next_after = searched_to
+        else:
+            next_after = None
+        prev_before = raw[0][0] if raw and raw[0][0] > 1 else (after + 1 if after > 0 else None)
+        if prev_before is not None and (filters.type or filters.step or filters.corr) and not filters.q:
+            # filtered: offer "Earlier" only when an earlier match exists (one indexed probe)
+            if not qs.filter(seq__lt=prev_before).exists():
+                prev_before = None
+    records = [
+        EventRecord(seq, t, ts, step, corr, actor, loads(body)) for seq, t, ts, step, corr, actor, body in raw
+    ]
+    return TimelinePage(
+        rows=build_rows(records),
+        first_seq=records[0].seq if records else None,
+        last_seq=records[-1].seq if records else None,
+        next_after=next_after,
+        prev_before=prev_before,
+        searched_to=searched_to if searched_to and not (len(raw) >= limit) else None,
+        searched_from=searched_from,
+    )
+
+
+def artifact_versions_by_key(run: Run) -> dict[str, list[dict[str, Any]]]:
+    rows = (
+        ArtifactVersion.objects.filter(run=run)
+        .order_by("key", "version")
+        .values("key", "version", "type_id", "seq")
+    )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows[:ARTIFACT_ROWS_LIMIT]:
+        out.setdefault(row["key"], []).append(row)
+    return out
+
+
+def run_ledger_data(run: Run):
+    """The run's telemetry ledger accumulator (with the pages' breakdowns: unattributed, per day)."""
+
+    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
+    doc = run.run_doc
+    acc.add_run(doc)
+    rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
+    for body in rows.iterator(chunk_size=2000):
+        acc.add_event(doc, loads(body))
+    return acc
+
+
+# --- runs list, inbox, panels ------------------------------------------------------------------
+
+RUN_LIST_FIELDS = (
+    "id",
+    "run_id",
+    "workflow_id",
+    "title",
+    "status",
+    "started_at",
+    "ended_at",
+    "tags",
+    "subject",
+    "pending_gates",
+    "rejected_gates",
+    "event_count",
+    "model_calls",
+    "total_tokens",
+    "cost_totals",
+)
+
+
+@dataclass
+class RunListFilters:
+    status: str = ""
+    workflow: str = ""
+    tag: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> RunListFilters:
+        return cls(
+            status=params.get("status", "").strip(),
+            workflow=params.get("workflow", "").strip(),
+            tag=params.get("tag", "").strip(),
+            q=params.get("q", "").strip()[:200],
+        )
+
+
+REJECTED_FILTER = "rejected"  # runs with a rejected gate, whatever their protocol status
+
+
+class BadCursor(ValueError):
+    code = "INVALID_INPUT"
+
+
+def _tag_filter(tag: str) -> Q:
+    needles = {
+        orjson.dumps(tag).decode(),
+        json.dumps(tag),
+        orjson.dumps(column_value(tag, connection)).decode(),
+    }
+    q = Q()
+    for needle in needles:
+        q |= Q(tags_text__contains=needle)
+    return q
+
+
+def runs_page(
+    workspace: Workspace, filters: RunListFilters, *, cursor: str = "", limit: int = 50
+) -> tuple[list[Run], str]:
+    """One keyset page of the workspace's runs, newest first, and the cursor of the next page ("")."""
+    qs = Run.objects.for_workspace(workspace)
+    if filters.status == REJECTED_FILTER:
+        qs = qs.filter(rejected_gates__gt=0)
+    elif filters.status in RunStatus.values:
+        qs = qs.filter(status=filters.status)
+    if filters.workflow:
+        qs = qs.filter(workflow_id=filters.workflow)
+    if filters.tag:
+        qs = qs.annotate(tags_text=Cast("tags", TextField())).filter(_tag_filter(filters.tag))
+    if filters.q:
+        text = filters.q
+        qs = qs.filter(
+            Q(run_id__icontains=text)
+            | Q(title__icontains=text)
+            | Q(workflow_id__icontains=text)
+            | Q(doc__icontains=json_text_needle(text))
+            # what was said: prompts and answers live in the model calls' bodies
+            | Exists(
+                Event.objects.filter(
+                    run=OuterRef("pk"), type="model_io", body__icontains=json_text_needle(text)
+                )
+            )
+        )
+    if cursor:
+        try:
+            ts_text, run_pk = cursor.split("|", 1)
+            ts = datetime.fromisoformat(ts_text)
+            after_pk = int(run_pk)
+            if not 0 < after_pk < 2**63:
+                raise ValueError(run_pk)
+        except ValueError:
+            raise BadCursor(cursor) from None
+        qs = qs.filter(Q(started_at__lt=ts) | Q(started_at=ts, pk__lt=after_pk))
+    runs = list(qs.order_by("-started_at", "-pk").only(*RUN_LIST_FIELDS)[: limit + 1])
+    next_cursor = ""
+    if len(runs) > limit:
+        runs = runs[:limit]
+        last = runs[-1]
+        next_cursor = f"{last.started_at.isoformat()}|{last.pk}"
+    return runs, next_cursor
+
+
+def waiting_steps(runs: list[Run]) -> dict[int, list[str]]:
+    """For the runs of a page that wait for a review: the steps whose gates are pending (one query,
+    reading the projection of those runs only)."""
+    pks = [run.pk for run in runs if run.pending_gates and run.status == RunStatus.RUNNING]
+    if not pks:
+        return {}
+    out: dict[int, list[str]] = {}
+    for pk, state in Run.objects.filter(pk__in=pks).values_list("pk", "state"):
+        steps = [gate["stepId"] for gate in RunState.from_json(loads(state)).pending_gates()]
+        out[pk] = list(dict.fromkeys(steps))
+    return out
+
+
+def workflow_ids(workspace: Workspace, *, limit: int = 200) -> list[str]:
+    return list(
+        Run.objects.for_workspace(workspace)
+        .order_by("workflow_id")
+        .values_list("workflow_id", flat=True)
+        .distinct()[:limit]
+    )
+
+
+def runs_waiting_for_review(workspace: Workspace, *, limit: int) -> list[Run]:
+    """Running runs with at least one pending gate, newest first."""
+    return list(
+        Run.objects.for_workspace(workspace)
+        .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
+        .order_by("-started_at", "-pk")[:limit]
+    )
+
+
+def pending_gate_count(workspace: Workspace) -> int:
+    """Pending gates over the workspace's running runs (one aggregate query)."""
+    total = (
+        Run.objects.for_workspace(workspace)
+        .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
+        .aggregate(n=Sum("pending_gates"))["n"]
+    )
+    return int(total or 0)
+
+
+def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
+    """The latest gate requests and resolutions of a run, newest first, bodies parsed as ``data``."""
+    # One query per type so each is a backwards range scan of the (run, type, seq) index; an IN over
+    # both types makes SQLite walk the whole trace by (run, seq) instead.
+    history = sorted(
+        (
+            row
+            for etype in ("human_gate_requested", "human_gate_resolved")
+            for row in Event.objects.filter(run=run, type=etype)
+            .order_by("-seq")
+            .values("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")[:limit]
+        ),
+        key=lambda row: -row["seq"],
+    )[:limit]
+    for item in history:
+        item["data"] = loads(item.pop("body"))
+        # the named checkpoint an event of this engine is about (it sets correlationId for them);
+        # a resolution's note is then the checkpoint's name, not words of the reviewer
+        corr = item.get("correlation_id") or ""
+        item["checkpoint"] = corr[len("checkpoint:") :] if corr.startswith("checkpoint:") else ""
+    return history
+
+
+def event_at(run: Run, seq: int) -> dict[str, Any] | None:
+    """One stored event (columns and parsed body as ``data``), or None."""
+    event = Event.objects.filter(run=run, seq=seq).values("seq", "type", "ts", "actor", "body").first()
+    if event is None:
+        return None
+    return {**event, "data": loads(event["body"])}
+
+
+def artifact_versions(run: Run, key: str, versions: list[int]) -> dict[int, ArtifactVersion]:
+    return {r.version: r for r in ArtifactVersion.objects.filter(run=run, key=key, version__in=versions)}
+
+
+def workspace_ledger_data(workspace: Workspace, *, lo, hi):
+    """Ledger over the workspace's runs started in [lo, hi): (accumulator, number of runs, the
+    distinct workflow snapshots of those runs, for the step order)."""
+
+    runs = Run.objects.for_workspace(workspace).filter(started_at__gte=lo, started_at__lt=hi)
+    docs = {rid: loads(doc) for rid, doc in runs.values_list("id", "doc")}
+    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
+    workflows: dict[tuple[Any, Any], Any] = {}
+    for doc in docs.values():
+        acc.add_run(doc)
+        workflows.setdefault((doc.get("workflowId"), doc.get("workflowVersion")), doc.get("workflowSnapshot"))
+    events = (
+        Event.objects.filter(run__in=runs.values("pk"), type="model_io")
+        .order_by("run_id", "seq")
+        .values_list("run_id", "body")
+    )
+    for run_id, body in events.iterator(chunk_size=2000):
+        acc.add_event(docs[run_id], loads(body))
+    return acc, len(docs), list(workflows.values())
+
+
+def get_fork(workspace: Workspace, run_id: str) -> RunFork:
+    """The fork record of a run of this workspace (RunNotFound when the run is missing or no fork)."""
+    run = get_run(workspace, run_id)
+    fork = RunFork.objects.select_related("run", "source").filter(run=run).first()
+    if fork is None:
+        raise RunNotFound(run_id)
+    return fork
+
+
+# --- span waterfall -----------------------------------------------------------------------------
+
+SPAN_PAGE = 200  # spans per window of the waterfall
+SPAN_END_SCAN = 4 * SPAN_PAGE  # span_ended rows read after the window's first start
+SPAN_END_LOOKUP = 100  # spans still open after that scan whose end is looked up by id
+SPAN_END_WINDOW = 20_000  # seqs past the scan in which those ends are looked for
+
+
+@dataclass
+class SpanWindow:
+    started: list[tuple[int, dict[str, Any]]]
+    ended: list[tuple[int, dict[str, Any]]]
+    next_after: int | None  # more spans start after this seq
+    after: int
+    ends_to: int | None = None  # ends were looked for up to this seq only (the run goes on beyond)
+
+
+def has_spans(run: Run) -> bool:
+    """One probe of the (run, type, seq) index."""
+    return Event.objects.filter(run=run, type="span_started").exists()
+
+
+def span_window(run: Run, *, after: int = 0, limit: int | None = None) -> SpanWindow:
+    """Up to `limit` spans starting after seq `after`, with the span_ended events that close them.
+
+    Bounded by the window, not by the trace: range scans of the (run, type, seq) index read at
+    most `limit` + 1 starts and SPAN_END_SCAN ends; ends further away are looked up by span id
+    (at most SPAN_END_LOOKUP of them, over the span_ended rows of the next SPAN_END_WINDOW seqs;
+    `ends_to` says where that stopped when the run goes on beyond)."""
+    limit = max(1, min(limit or SPAN_PAGE, TIMELINE_MAX_PAGE))
+    end_scan = SPAN_END_SCAN
+    raw = list(
+        Event.objects.filter(run=run, type="span_started", seq__gt=after)
+        .order_by("seq")
+        .values_list("seq", "body")[: limit + 1]
+    )
+    more = len(raw) > limit
+    started = [(seq, loads(body)) for seq, body in raw[:limit]]
+    if not started:
+        return SpanWindow([], [], None, after)
+    first = started[0][0]
+    ends_qs = Event.objects.filter(run=run, type="span_ended", seq__gt=first).order_by("seq")
+    ended_raw = list(ends_qs.values_list("seq", "body")[:end_scan])
+    ended = [(seq, loads(body)) for seq, body in ended_raw]
+    ends_to = None
+    if len(ended_raw) == end_scan:
+        # spans of the window that no scanned end closes: find their ends by id
+        open_ids: dict[str, int] = {}
+        for seq, kind, body in sorted(
+            [(s, 0, b) for s, b in started] + [(s, 1, b) for s, b in ended], key=lambda x: x[0]
+        ):
+            sid = body.get("spanId")
+            if not isinstance(sid, str):
+                continue
+            if kind == 0:
+                open_ids[sid] = seq
+            else:
+                open_ids.pop(sid, None)
+        needles = [orjson.dumps({"spanId": sid}).decode()[1:-1] for sid in list(open_ids)[:SPAN_END_LOOKUP]]
+        if needles:
+            match = Q()
+            for needle in needles:
+                match |= Q(body__contains=needle)
+            last_scanned = ended_raw[-1][0]
+            horizon = last_scanned + SPAN_END_WINDOW
+            extra = ends_qs.filter(seq__gt=last_scanned, seq__lte=horizon).filter(match)
+            ended.extend(
+                (seq, loads(body)) for seq, body in extra.values_list("seq", "body")[: len(needles) * 4]
+            )
+            ends_to = horizon if horizon < run.last_seq else None
+    return SpanWindow(started, ended, started[-1][0] if more else None, after, ends_to)

@@ -1,0 +1,325 @@
+"""Live transcripts (seed 003): every committed event appended to its run's JSONL file.
+
+``var/transcripts/<name>.jsonl`` (``settings.WORKBENCH_TRANSCRIPT_DIR``), one file per run, mode
+0600, opened ``O_APPEND``, one ``write()`` per line. Lines are those of :mod:`runs.protocol.transcript`
+(the seed's closed vocabulary, UTC timestamps, ``event_seq`` naming the stored event).
+
+When: :func:`record_change` is the first thing that runs after a commit (``runs.actions.notify`` calls
+its durable sinks before any listener), so a line is on disk before the websocket broadcast of
+the same events. A failure to write is logged and never undoes the committed write.
+
+Order and completeness: appends to one file hold an exclusive ``flock``. Under it the recorder
+reads the file's last line (the last ``seq`` and ``event_seq`` written) and appends every stored
+event after that one, read from the database. So two processes committing to the same run in
+quick succession cannot interleave or reorder lines, a change seen twice writes nothing twice,
+and a run recorded before this feature existed catches up on its first new event.
+
+Lineage: a run with parents starts with ``run.started`` carrying ``parent_run_id`` (as every one
+of its lines does); each parent's file gets ``step.call_workflow.started`` with ``child_run_id``
+when the child is first recorded, and ``step.call_workflow.completed`` when it ends.
+
+File names: run ids may hold any character and are unique per workspace only, so a name is the
+id's filename-safe prefix plus a hash of (workspace, run id, creation time) -- a run deleted and
+created again gets a fresh file. ``index.jsonl`` beside the files lists ``{file, workspace,
+run_id, created_at}`` for every file (appended once, when the file is created).
+
+Followers: :func:`follow` yields a file's lines as they are appended (the API's
+``transcript.jsonl?follow=true`` and ``manage.py transcript RUN --follow`` use it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import repeat
+from pathlib import Path
+from typing import Any
+
+import orjson
+from django.conf import settings
+
+from runs.actions.notify import RunChange
+from runs.models import Event, Run
+from runs.protocol.transcript import TERMINAL, dump_line, event_lines, parent_ids, utc
+
+log = logging.getLogger(__name__)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_CHUNK = 2000
+_TAIL_BYTES = 1 << 16
+
+
+def transcript_dir() -> Path:
+    return Path(settings.WORKBENCH_TRANSCRIPT_DIR)
+
+
+def file_name(workspace_id: Any, run_id: str, created_at: Any) -> str:
+    """``<safe prefix of the run id>~<hash>.jsonl``: unique per (workspace, run, creation)."""
+    prefix = _UNSAFE.sub("_", run_id)[:80].lstrip(".") or "run"
+    key = f"{workspace_id}\x00{run_id}\x00{created_at.isoformat() if created_at else ''}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{prefix}~{digest}.jsonl"
+
+
+def transcript_path(run) -> Path:
+    return transcript_dir() / file_name(run.workspace_id, run.run_id, run.created_at)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[int]:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _last_line(fd: int) -> dict | None:
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return None
+    start = max(0, size - _TAIL_BYTES)
+    while True:
+        data = os.pread(fd, size - start, start)
+        lines = data.rstrip(b"\n").rsplit(b"\n", 1)
+        if len(lines) == 2 or start == 0:
+            try:
+                return orjson.loads(lines[-1])
+            except orjson.JSONDecodeError:  # a torn last line (crash mid-write): start over after it
+                return None
+        start = max(0, start - _TAIL_BYTES * 4)
+
+
+def _append(fd: int, lines: list[bytes]) -> None:
+    for line in lines:  # one write() per line: O_APPEND keeps each whole
+        os.write(fd, line)
+
+
+class _Writer:
+    """Numbers lines after the file's last one and carries the run's lineage fields."""
+
+    def __init__(self, run_id: str, parents: list[str], last: dict | None) -> None:
+        self.run_id = run_id
+        self.parent = parents[0] if parents else None
+        self.seq = int(last["seq"]) if last else 0
+        self.lines: list[bytes] = []
+
+    def line(self, kind: str, payload: dict, *, ts: str, path: str = "", **extra: Any) -> None:
+        self.seq += 1
+        out: dict[str, Any] = {
+            "seq": self.seq,
+            "run_id": self.run_id,
+            "path": path,
+            "ts": utc(ts),
+            "type": kind,
+        }
+        out["payload"] = payload
+        out.update((k, v) for k, v in extra.items() if v is not None)
+        if self.parent is not None:
+            out["parent_run_id"] = self.parent
+        self.lines.append(dump_line(out))
+
+
+def _started_payload(doc: dict, parents: list[str]) -> dict:
+    started: dict[str, Any] = {
+        "workflow_id": doc.get("workflowId"),
+        "workflow_version": doc.get("workflowVersion"),
+    }
+    for key in ("subject", "tags", "metadata"):
+        if doc.get(key) is not None:
+            started[key] = doc[key]
+    if parents:
+        started["parent_run_ids"] = parents
+        forked_from = (doc.get("context") or {}).get("forkedFromStepId")
+        if forked_from:
+            started["forked_from_step_id"] = forked_from
+    return started
+
+
+def _lines_of(writer: _Writer, rows, ended: bool, completed: bool) -> tuple[int | None, bool, bool]:
+    """Write the lines of ``(seq, event, actor)`` rows; the last seq written and the end flags."""
+    seq = None
+    for seq, event, actor in rows:
+        for kind, payload in event_lines(event, actor):
+            ended = ended or kind == "run.completed"
+            completed = completed or kind == "run.completed"
+            writer.line(
+                kind, payload, ts=event.get("ts", ""), path=event.get("stepId") or "",
+                event_seq=seq, event_id=event.get("id"),
+            )  # fmt: skip
+    return seq, ended, completed
+
+
+def sync_run(run, change: RunChange | None = None) -> tuple[bool, bool]:
+    """Append what the run's file lacks; ``(started, completed)``: whether this call wrote the
+    file's ``run.started`` / ``run.completed`` line. A ``change`` that carries its committed
+    events, and starts right after the file's last one, is written from memory."""
+
+    doc = run.run_doc
+    parents = parent_ids(doc)
+    started = completed = False
+    with _locked(transcript_path(run)) as fd:
+        last = _last_line(fd)
+        writer = _Writer(run.run_id, parents, last)
+        after = int(last.get("event_seq") or 0) if last else 0
+        if last is None:
+            writer.line("run.started", _started_payload(doc, parents), ts=doc.get("startedAt", ""))
+            started = True
+            _register(fd_path=transcript_path(run), run=run)
+        ended = last is not None and last.get("type") == "run.completed"
+        if change is not None and change.events and change.first_seq == after + 1:
+            rows = zip(range(change.first_seq, change.last_seq + 1), change.events, repeat(change.actor))
+            _, ended, completed = _lines_of(writer, rows, ended, completed)
+            _append(fd, writer.lines)
+            writer.lines = []
+        else:
+            while True:
+                rows = list(
+                    Event.objects.filter(run=run, seq__gt=after)
+                    .order_by("seq")
+                    .values_list("seq", "body", "actor")[:_CHUNK]
+                )
+                seq, ended, completed = _lines_of(
+                    writer, ((seq, orjson.loads(body), actor) for seq, body, actor in rows), ended, completed
+                )
+                after = seq if seq is not None else after
+                _append(fd, writer.lines)
+                writer.lines = []
+                if len(rows) < _CHUNK:
+                    break
+        if not ended and run.status in TERMINAL:
+            # e.g. an imported run that ends without a status event: its document says how it ended
+            writer.line(
+                "run.completed", {"status": run.status, "synthesized": True}, ts=doc.get("endedAt") or ""
+            )
+            completed = True
+        _append(fd, writer.lines)
+    return started, completed
+
+
+def _register(*, fd_path: Path, run) -> None:
+    entry = {
+        "file": fd_path.name,
+        "workspace": run.workspace_id,
+        "run_id": run.run_id,
+        "created_at": run.created_at.isoformat() if run.created_at else None,
+    }
+    index = transcript_dir() / "index.jsonl"
+    fd = os.open(index, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, orjson.dumps(entry) + b"\n")
+    finally:
+        os.close(fd)
+
+
+def _mark_parents(run, kind: str) -> None:
+    """Append a call_workflow line about ``run`` to each parent's file (same workspace)."""
+
+    doc = run.run_doc
+    for parent_id in parent_ids(doc):
+        parent = Run.objects.by_run_id(run.workspace, parent_id).first()
+        if parent is None:
+            continue  # a parent in no workspace of ours (an imported lineage): nothing to link
+        sync_run(parent)  # its own events first, so the marker lands after them
+        payload: dict[str, Any] = {"child_run_id": run.run_id}
+        if kind == "step.call_workflow.started":
+            payload["workflow_id"] = run.workflow_id
+            ts = doc.get("startedAt", "")
+        else:
+            payload["status"] = run.status
+            ts = doc.get("endedAt") or doc.get("startedAt", "")
+        with _locked(transcript_path(parent)) as fd:
+            parent_doc = parent.run_doc
+            writer = _Writer(parent.run_id, parent_ids(parent_doc), _last_line(fd))
+            writer.line(
+                kind, payload, ts=ts, path=(doc.get("context") or {}).get("forkedFromStepId") or "",
+                child_run_id=run.run_id,
+            )  # fmt: skip
+            _append(fd, writer.lines)
+
+
+def record_change(change: RunChange) -> None:
+    """The durable sink ``runs.actions.notify`` calls after every commit, before any listener."""
+    if not getattr(settings, "WORKBENCH_TRANSCRIPTS", True) or change.status == "deleted":
+        return
+
+    run = Run.objects.filter(workspace_id=change.workspace_id, pk=change.run_pk).first()
+    if run is None:
+        return
+    started, completed = sync_run(run, change)
+    if started:
+        _mark_parents(run, "step.call_workflow.started")
+    if completed:
+        _mark_parents(run, "step.call_workflow.completed")
+
+
+class _Tail:
+    """Complete new lines of a growing file (no lock: writers append whole lines)."""
+
+    def __init__(self, path: Path, after_seq: int) -> None:
+        self.path = path
+        self.after_seq = after_seq
+        self.offset = 0
+        self.pending = b""
+        self.finished = False
+
+    def read(self) -> list[bytes]:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            data = b""
+        self.offset += len(data)
+        self.pending += data
+        *complete, self.pending = self.pending.split(b"\n")
+        out = []
+        for raw in complete:
+            if not raw:
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if int(line.get("seq", 0)) > self.after_seq:
+                out.append(raw + b"\n")
+            self.finished = self.finished or line.get("type") == "run.completed"
+        return out
+
+
+async def afollow(path: Path, *, after_seq: int = 0, deadline: float, poll: float = 0.25):
+    """:func:`follow` for ASGI responses: reads off the event loop, sleeps with asyncio."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    tail = _Tail(path, after_seq)
+    while True:
+        for raw in await sync_to_async(tail.read, thread_sensitive=False)():
+            yield raw
+        if tail.finished or time.monotonic() >= deadline:
+            return
+        await asyncio.sleep(poll)
+
+
+def follow(path: Path, *, after_seq: int = 0, poll: float = 0.25, until=None) -> Iterator[bytes]:
+    """Lines of ``path`` with ``seq > after_seq``, then each new line as it is appended.
+
+    After each read to the file's end, stops when ``until(finished)`` is true (``finished``:
+    the run's ``run.completed`` line was seen); without ``until`` it stops at ``run.completed``.
+    A partial last line is held back until its newline arrives. Readers take no lock.
+    """
+    tail = _Tail(path, after_seq)
+    while True:
+        yield from tail.read()
+        if until(tail.finished) if until is not None else tail.finished:
+            return
+        time.sleep(poll)

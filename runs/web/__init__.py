@@ -1,0 +1,1 @@
+"""Request helpers shared by the adapters: current workspace, wire bytes, uploads, page partials."""

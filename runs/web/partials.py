@@ -1,0 +1,227 @@
+"""Context builders of the run page's partials, shared by the pages and the live fragments.
+
+Partials (``templates/runs/run_detail.html``) and the functions that build their context, so that
+every adapter that renders them (the run page, its htmx fragments, the live-status websocket
+consumer through ``runs.live.fragments``) shows the very same markup:
+
+    status_badge   status_context(run, url_id=...)
+    graph          graph_context(run, state, url_id=...)
+    gate_panel     gate_panel_context(run, state, url_id=..., can_review=...)
+    timeline_rows  timeline_context(run, url_id=..., after=N)   (just the <li> rows)
+    ledger_totals  ledger_totals_context(run)
+    waterfall      waterfall_context(run, url_id=..., after=N)   (the span tree; None without spans)
+    compare page   compare_context(run_a, run_b, pos=...)    (templates/runs/compare.html, #aligned)
+
+Every context function takes a run already fetched through the workspace (never a bare id).
+``url_id`` is the id used in URLs: the run id, or ``"demo"`` for the public demo. Reads go through
+``runs.selectors.runs``; nothing here imports the page modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from django.urls import reverse
+
+from runs.engine.state import RunState
+from runs.models import Run
+from runs.presenters.compare import artifact_rows, fold_same, step_rows, total_rows
+from runs.presenters.graph import layout_workflow
+from runs.presenters.waterfall import build_waterfall
+from runs.protocol.validate import EVENT_TYPES
+from runs.selectors.compare import Cursor, aligned_page, cached_first_divergence, run_summary, shared_history
+from runs.selectors.runs import (
+    TIMELINE_PAGE,
+    TimelineFilters,
+    children,
+    gate_history,
+    has_spans,
+    parents,
+    span_window,
+    timeline_page,
+)
+
+HISTORY_LIMIT = 50
+
+
+def status_context(run: Run, *, url_id: str | None = None, oob: bool = False) -> dict[str, Any]:
+    return {"run": run, "url_id": url_id or run.run_id, "oob": oob}
+
+
+def graph_context(
+    run: Run, state: RunState, *, url_id: str | None = None, oob: bool = False
+) -> dict[str, Any]:
+    pending = state.pending_gates()
+    layout = layout_workflow(
+        state.run.get("workflowSnapshot") or {},
+        step_status=state.step_status,
+        gate_state=state.gate_state,
+        pending_steps={g["stepId"] for g in pending},
+        rejected_steps=set(state.rejections),
+    )
+    return {"run": run, "url_id": url_id or run.run_id, "layout": layout, "oob": oob}
+
+
+def gate_panel_context(
+    run: Run,
+    state: RunState,
+    *,
+    url_id: str | None = None,
+    can_review: bool = False,
+    error: str = "",
+    oob: bool = False,
+) -> dict[str, Any]:
+    history = gate_history(run, limit=HISTORY_LIMIT)
+    return {
+        "run": run,
+        "url_id": url_id or run.run_id,
+        "pending": state.pending_gates(),
+        "history": history,
+        "can_review": can_review and not run.is_finished,
+        "artifact_keys": list(state.artifacts),
+        "gate_error": error,
+        "oob": oob,
+    }
+
+
+def ledger_totals_context(run: Run, *, oob: bool = False) -> dict[str, Any]:
+    return {"run": run, "oob": oob}
+
+
+def timeline_context(
+    run: Run,
+    *,
+    url_id: str | None = None,
+    after: int = 0,
+    before: int | None = None,
+    filters: TimelineFilters | None = None,
+    limit: int = TIMELINE_PAGE,
+    oob: bool = False,
+) -> dict[str, Any]:
+    filters = filters or TimelineFilters()
+    page = timeline_page(run, after=after, before=before, filters=filters, limit=limit)
+    url_id = url_id or run.run_id
+    detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
+    # URLs per row built by string concatenation: a {% url %} per row costs more than the query.
+    state_base = reverse("runs:event_state", args=[url_id, 1])[: -len("1/")]
+    playground = reverse("playground:page") if url_id != "demo" else ""
+    for row in page.rows:
+        row.links = {
+            "permalink": f"{detail_url}?at={row.seq}#seq-{row.seq}",
+            "state": f"{state_base}{row.last_seq}/",
+            "step": f"{detail_url}?step={quote(row.step_id)}#timeline" if row.step_id else "",
+            "corr": f"{detail_url}?corr={quote(row.correlation_id)}#timeline" if row.correlation_id else "",
+            # Open a model call in the playground: the exact request restored, editable, re-runnable.
+            "playground": f"{playground}?from_event={quote(run.run_id)}:{row.seq}"
+            if playground and row.type == "model_io"
+            else "",
+        }
+    return {
+        "run": run,
+        "url_id": url_id,
+        "page": page,
+        "rows": page.rows,
+        "filters": filters,
+        "filter_query": filters.as_query(),
+        "event_types": EVENT_TYPES,
+        "detail_url": detail_url,
+        "timeline_url": reverse("runs:timeline", args=[url_id]),
+        "oob": oob,
+    }
+
+
+def lineage_context(run: Run) -> dict[str, Any]:
+    return {"parents": parents(run.workspace, run), "children": children(run.workspace, run.run_id)}
+
+
+def waterfall_context(run: Run, *, url_id: str | None = None, after: int = 0) -> dict[str, Any] | None:
+    """The span tree of one window of spans (None when the run has none: no section at all)."""
+    if after <= 0 and not has_spans(run):
+        return None
+    window = span_window(run, after=after)
+    doc_end = run.ended_at.isoformat() if run.ended_at else None
+    wf = build_waterfall(window.started, window.ended, run_end_ts=doc_end)
+    url_id = url_id or run.run_id
+    detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
+    for row in wf.rows:
+        row.links = {
+            "start": f"{detail_url}?at={row.start_seq}#seq-{row.start_seq}",
+            "end": f"{detail_url}?at={row.end_seq}#seq-{row.end_seq}" if row.end_seq else "",
+        }
+    return {
+        "waterfall": wf,
+        "spans_after": window.after,
+        "spans_next": window.next_after,
+        "spans_ends_to": window.ends_to,
+        "spans_url": reverse("runs:spans", args=[url_id]),
+        "detail_url": detail_url,
+    }
+
+
+# --- two runs compared (runs/pages/compare.py, templates/runs/compare.html) ------------------------
+
+
+def compare_url(a: str, b: str, **params: str) -> str:
+    """The shareable URL of the comparison of runs ``a`` and ``b`` (ids percent-encoded)."""
+    return reverse("runs:compare") + "?" + urlencode({"a": a, "b": b, **params}, quote_via=quote)
+
+
+def compare_summary_context(run_a: Run, run_b: Run) -> dict[str, Any]:
+    """The ``summary`` partial of the compare page: totals, steps and artifacts of A and B."""
+    sa, sb = run_summary(run_a), run_summary(run_b)
+    return {
+        "a": run_a,
+        "b": run_b,
+        "deferred": False,
+        "totals": total_rows(sa, sb),
+        "steps": step_rows(sa, sb),
+        "artifacts": artifact_rows(sa, sb),
+    }
+
+
+def compare_context(
+    run_a: Run, run_b: Run, *, pos: Cursor | None = None, jump: bool = False, summary: bool = True
+) -> dict[str, Any]:
+    """The compare page: totals, steps and artifacts side by side, the first divergence, and one
+    page of aligned trace rows (``aligned`` partial) from ``pos``. By default (and with ``jump``)
+    the page starts at the first divergence: what comes before it (a fork's copied history, and
+    whatever else both runs did alike) is one collapsed row that ``pos=0.0`` opens. Without
+    ``summary``, the totals are left to a request of their own (``summary_url``, htmx on load)."""
+    shared = shared_history(run_a, run_b)
+    start = Cursor(shared.upto, shared.upto)
+    search = cached_first_divergence(run_a, run_b, start=start)
+    found = search.found
+    default = found.before if found else start
+    after = default if jump or pos is None else pos
+    page = aligned_page(run_a, run_b, after=after)
+    for row in page.rows:
+        seqs = (row.a.seq if row.a else None, row.b.seq if row.b else None)
+        row.first_divergence = found is not None and seqs == (found.seq_a, found.seq_b)
+    ids = (run_a.run_id, run_b.run_id)
+    if summary:
+        parts = compare_summary_context(run_a, run_b)
+    else:
+        parts = {
+            "deferred": True,
+            "summary_url": compare_url(*ids, part="summary"),
+            "summary_page_url": compare_url(*ids, summary="1"),
+        }
+    return {
+        **parts,
+        "a": run_a,
+        "b": run_b,
+        "shared": shared,
+        "search": search,
+        "divergence": found,
+        "divergence_url": compare_url(*ids, pos=str(found.before)) + "#first-divergence" if found else "",
+        "scan_more_url": compare_url(*ids, pos=str(search.scanned_to)) if search.scanned_to else "",
+        "prefix": default if after == default and (default.a or default.b) else None,
+        "prefix_url": compare_url(*ids, pos="0.0"),
+        "page": page,
+        "blocks": fold_same(page.rows),
+        "next_url": compare_url(*ids, pos=str(page.next_after)) if page.next_after else "",
+        "first_url": compare_url(*ids) if after != default else "",
+        "swap_url": compare_url(run_b.run_id, run_a.run_id),
+        "nav_active": "runs",
+    }
