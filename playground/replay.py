@@ -40,7 +40,7 @@ from runs.execution import model_calls as cached
 from runs.execution.replay import ReplayError
 from runs.providers.base import ProviderError, ProviderSettings
 from runs.providers.pricing import Price
-from runs.selectors.runs import _start_doc
+from runs.selectors.runs import start_doc
 
 CONFIGURABLE = ("model", "prompt", "systemPrompt")
 EXECUTION_GONE = "REPLAY_DATA_EXPIRED"
@@ -234,7 +234,7 @@ def check_fork(*, workspace: Any, source: Any, mode: str, overlay: dict) -> None
     """Refuse, before anything is written, a fork this program could not execute."""
 
     try:
-        execution = execution_of(workspace, _start_doc(source))
+        execution = execution_of(workspace, start_doc(source))
         if mode == "branch":
             plan(workspace, execution, overlay.get("configurable"))
     except PlanError as exc:

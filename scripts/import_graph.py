@@ -146,11 +146,10 @@ def report() -> dict:
         if is_deferred and f"{src}:{line}" not in deferred:
             deferred.append(f"{src}:{line}")
         for n in names:
-            if n.startswith("_") and not n.startswith("__") and dst.split(".")[0] == src.split(".")[0]:
+            if n.startswith("_") and not n.startswith("__"):
                 if n == "_jcs":
                     continue
-                if dst.rsplit(".", 1)[0] != src.rsplit(".", 1)[0] or True:
-                    private.append(f"{src}:{line} imports {dst}.{n}")
+                private.append(f"{src}:{line} imports {dst}.{n}")
     return {"cycles": cycles(graph), "deferred": deferred, "private": private}
 
 
