@@ -22,11 +22,11 @@ def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> Prov
     check_destination(settings)
     try:
         if settings.kind == "anthropic":
-            from runs.providers import anthropic_provider
+            from runs.providers import anthropic as anthropic_provider
 
             return anthropic_provider.call(settings, request, on_delta)
         if settings.kind == "openai":
-            from runs.providers import openai_provider
+            from runs.providers import openai as openai_provider
 
             return openai_provider.call(settings, request, on_delta)
     except egress.EgressRefused as exc:  # refused when connecting (an SDK may pass it through)
@@ -37,10 +37,10 @@ def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> Prov
 def wire_request(kind: str, request: dict) -> dict:
     """What goes over the wire, as recorded in the run's model_io request event."""
     if kind == "anthropic":
-        from runs.providers import anthropic_provider
+        from runs.providers import anthropic as anthropic_provider
 
         return anthropic_provider.wire_request(request)
-    from runs.providers import openai_provider
+    from runs.providers import openai as openai_provider
 
     return openai_provider.wire_request(request)
 
