@@ -52,7 +52,6 @@ become their own run. :func:`load_otlp_json` refuses JSON bodies nested deeper t
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -64,7 +63,7 @@ from runs.protocol.canonical import MAX_NESTING, load_json_exact, nesting_depth
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.otel_semconv import input_messages as body_input_messages
 from runs.protocol.otel_semconv import output_messages as body_output_messages
-from runs.protocol.validate import validate_event
+from runs.protocol.validate import MAX_SAFE_INTEGER, validate_event
 
 RUN_ATTRIBUTES = ("workbench.run.id", "lwb.run.id")
 SESSION_ATTRIBUTES = ("session.id", "gen_ai.conversation.id")
@@ -77,7 +76,7 @@ STATUS_ERROR = 2
 STATUS_OK = 1
 TOO_DEEP = f"nested deeper than {MAX_NESTING} arrays and objects"
 
-_HEX = re.compile(r"[0-9a-f]+\Z")
+_HEX_DIGITS = "0123456789abcdef"
 _MAX_NS = 253402300799 * 1_000_000_000  # 9999-12-31T23:59:59Z: what an ISO timestamp can hold
 
 # Attributes that carry message content: they go to the model_io / tool_call events, not to
@@ -168,20 +167,29 @@ def _json_attr(value: Any) -> Any:
 # Small helpers
 
 
+_SECONDS: dict[int, str] = {}
+
+
 def iso(nanos: int) -> str:
-    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` of a Unix time in nanoseconds."""
-    moment = datetime.fromtimestamp(nanos // 1_000_000_000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(nanos % 1_000_000_000) // 1_000_000:03d}Z"
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` of a Unix time in nanoseconds (seconds' text cached)."""
+    seconds, rest = divmod(nanos, 1_000_000_000)
+    prefix = _SECONDS.get(seconds)
+    if prefix is None:
+        if len(_SECONDS) > 4096:
+            _SECONDS.clear()
+        prefix = _SECONDS[seconds] = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+    return f"{prefix}{rest // 1_000_000:03d}Z"
 
 
 def _count(value: Any) -> int | None:
+    """A token count: a non-negative safe integer (what the protocol's usage holds), else None."""
     t = type(value)
     if t is int:
-        return value if value >= 0 else None
-    if t is float and math.isfinite(value) and value >= 0:
+        return value if 0 <= value <= MAX_SAFE_INTEGER else None
+    if t is float and math.isfinite(value) and 0 <= value <= MAX_SAFE_INTEGER:
         return int(value)
-    if t is str and value.isdigit():
-        return int(value)
+    if t is str and value.isdigit() and len(value) < 16:
+        return _count(int(value))
     return None
 
 
@@ -751,12 +759,17 @@ def span_problem(span: Any) -> str | None:
     if not isinstance(span, Mapping):
         return "a span must be an object"
     trace_id, span_id = span.get("traceId"), span.get("spanId")
-    if type(trace_id) is not str or len(trace_id) != 32 or not _HEX.match(trace_id) or trace_id == "0" * 32:
+    if (
+        type(trace_id) is not str
+        or len(trace_id) != 32
+        or trace_id.strip(_HEX_DIGITS)
+        or not trace_id.strip("0")
+    ):
         return "traceId must be 32 lowercase hex digits, not all zero"
-    if type(span_id) is not str or len(span_id) != 16 or not _HEX.match(span_id) or span_id == "0" * 16:
+    if type(span_id) is not str or len(span_id) != 16 or span_id.strip(_HEX_DIGITS) or not span_id.strip("0"):
         return "spanId must be 16 lowercase hex digits, not all zero"
     parent = span.get("parentSpanId")
-    if parent is not None and (type(parent) is not str or (parent and not _HEX.match(parent))):
+    if parent is not None and (type(parent) is not str or parent.strip(_HEX_DIGITS)):
         return "parentSpanId must be hex"
     for key in ("start", "end"):
         value = span.get(key)
@@ -953,6 +966,7 @@ def map_spans(
     run_ids: Sequence[str | None],
     *,
     validate: bool = True,
+    checked: bool = False,
 ) -> MappedBatch:
     """Map a batch: span ``i`` goes to run ``run_ids[i]`` (``None``: refused, counted as such).
 
@@ -967,7 +981,7 @@ def map_spans(
         if run_id is None:
             batch.reject(index, span_problem(span) or "the span names no run")
             continue
-        problem = span_problem(span)
+        problem = None if checked else span_problem(span)
         if problem is not None:
             batch.reject(index, problem)
             continue
@@ -1016,7 +1030,7 @@ def map_batch(
             if route.trace_id not in resolved:
                 resolved[route.trace_id] = resolve(traces[route.trace_id])
             run_ids.append(resolved[route.trace_id])
-    return map_spans(spans, run_ids, validate=validate), routes, traces
+    return map_spans(spans, run_ids, validate=validate, checked=True), routes, traces
 
 
 def partial_success(batch: MappedBatch) -> dict[str, Any]:

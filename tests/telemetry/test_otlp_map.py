@@ -344,3 +344,43 @@ def test_span_events_of_a_plain_span_match_the_ingest_shape():
     [(start, started), (end, ended)] = span_events(root, "r")
     assert started["id"] == f"otel_{root['traceId']}_{root['spanId']}_start" and ended["id"].endswith("_end")
     assert start == root["start"] and end == root["end"] and ended["durationMs"] == 2000
+
+
+WEIRD = [
+    None,
+    True,
+    -1,
+    2**60,
+    2**70,
+    1.5,
+    float("inf"),
+    "",
+    "12",
+    "x",
+    [],
+    [1, "a"],
+    {"a": [1]},
+    "[1,",
+    '{"a": 1}',
+]
+
+
+@pytest.mark.parametrize("weird", WEIRD, ids=repr)
+def test_odd_attribute_values_map_to_valid_events_or_reject_their_span(weird):
+    """Every event built from any attribute value passes the protocol's schema (so the engine's
+    validation of the whole append cannot fail on a mapped span), or the span is refused alone."""
+    spans = (
+        fx.openinference_trace()
+        + fx.genai_current_spans()
+        + [fx.genai_legacy_span(), fx.openai_v2_chat_span()]
+    )
+    for span in spans:
+        span["attributes"] = {key: weird for key in span["attributes"]} | {
+            k: v
+            for k, v in span["attributes"].items()
+            if k in ("openinference.span.kind", "gen_ai.operation.name")
+        }
+    batch = map_spans(spans, ["r"] * len(spans), validate=False)
+    for event in batch.events_by_run.get("r", []):
+        validate_event(event)
+    assert batch.accepted_spans + batch.rejected_spans == len(spans)
