@@ -61,6 +61,9 @@ class CheckResult:
     message: str | None
     bundle: dict[str, Any] | None
     migrated: bool = False
+    # indices of the trace's ``human_gate_resolved`` events, gathered by the schema pass (set
+    # whenever the schema passed): lets runs.protocol.signing check approvals without a walk
+    gate_resolved: list[int] | None = None
 
 
 def check_bundle(data: bytes | str) -> CheckResult:
