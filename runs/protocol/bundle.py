@@ -61,6 +61,9 @@ class CheckResult:
     message: str | None
     bundle: dict[str, Any] | None
     migrated: bool = False
+    # indices of the trace's ``human_gate_resolved`` events, gathered by the schema pass (set
+    # whenever the schema passed): lets runs.protocol.signing check approvals without a walk
+    gate_resolved: list[int] | None = None
 
 
 def check_bundle(data: bytes | str) -> CheckResult:
@@ -145,7 +148,11 @@ def _round_unsafe_integers(bundle: dict[str, Any], places: UnsafePlaces | None) 
 
 
 def _failure(
-    error: ProtocolError, integrity: CheckIntegrity, bundle: Any, migrated: bool = False
+    error: ProtocolError,
+    integrity: CheckIntegrity,
+    bundle: Any,
+    migrated: bool = False,
+    gate_resolved: list[int] | None = None,
 ) -> CheckResult:
     return CheckResult(
         ok=False,
@@ -154,6 +161,7 @@ def _failure(
         message=str(error),
         bundle=bundle if isinstance(bundle, dict) else None,
         migrated=migrated,
+        gate_resolved=gate_resolved,
     )
 
 
@@ -200,7 +208,7 @@ def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
     declared = declared_integrity(received)
     if declared is None:
         error = ProtocolError(ErrorCode.MISSING_INTEGRITY, "run bundle has no integrity.sha256", "integrity")
-        return _failure(error, "missing", bundle, migrated)
+        return _failure(error, "missing", bundle, migrated, facts.gate_resolved)
     from_text = text.result()
     unsafe_places: UnsafePlaces | None = None
     if from_text is not None:
@@ -225,10 +233,18 @@ def _check_parsed(holder: list[bytes | str], text: _TextDigest) -> CheckResult:
             f"declared sha256 {declared} but the content hashes to {actual}",
             "integrity.sha256",
         )
-        return _failure(error, "mismatch", bundle, migrated)
+        return _failure(error, "mismatch", bundle, migrated, facts.gate_resolved)
 
     try:
         check_bundle_invariants(bundle, facts=facts)
     except ProtocolError as exc:
-        return _failure(exc, "valid", bundle, migrated)
-    return CheckResult(ok=True, code=None, integrity="valid", message=None, bundle=bundle, migrated=migrated)
+        return _failure(exc, "valid", bundle, migrated, facts.gate_resolved)
+    return CheckResult(
+        ok=True,
+        code=None,
+        integrity="valid",
+        message=None,
+        bundle=bundle,
+        migrated=migrated,
+        gate_resolved=facts.gate_resolved,
+    )

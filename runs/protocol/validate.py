@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -799,6 +799,8 @@ class TraceFacts:
     length: int
     run_ids: set[Any]
     step_ids: set[Any]
+    # indices of the ``human_gate_resolved`` events (what a signature's approvals must cover)
+    gate_resolved: list[int] = field(default_factory=list)
 
     def all_fine(self, run_id: str, workflow_step_ids: set[str]) -> bool:
         """No event of another run, no unknown step: :func:`_check_trace` would pass."""
@@ -815,8 +817,10 @@ def _validate_events(events: list[Any], path: str, code: str) -> TraceFacts:
     """
     run_ids: set[Any] = set()
     step_ids: set[Any] = set()
+    gate_resolved: list[int] = []
     add_run_id, add_step_id = run_ids.add, step_ids.add
     validators = _EVENT_VALIDATORS
+    gate_validator = _ev_human_gate_resolved
     ts_ok = _common_ts_ok
     i = 0
     try:
@@ -839,15 +843,19 @@ def _validate_events(events: list[Any], path: str, code: str) -> TraceFacts:
                 usual = False
             if usual:
                 validator(event, path, code)
+                if validator is gate_validator:
+                    gate_resolved.append(i)
             else:
                 validate_event(event, path, code)
                 run_id, step_id = event["runId"], event.get("stepId")
+                if event["type"] == "human_gate_resolved":
+                    gate_resolved.append(i)
             add_run_id(run_id)
             add_step_id(step_id)
     except ProtocolError:
         validate_event(events[i], f"{path}[{i}]", code)  # raises again, with its path
         raise
-    return TraceFacts(len(events), run_ids, step_ids)
+    return TraceFacts(len(events), run_ids, step_ids, gate_resolved)
 
 
 # ---------------------------------------------------------------- engine snapshot
