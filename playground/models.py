@@ -81,6 +81,7 @@ class ProviderConfig(models.Model):
         return self.name
 
     def set_api_key(self, plain: str) -> None:
+        # Deferred: keys imports cryptography, which start-up must not pay for (test_startup).
         from playground import keys
 
         plain = plain.strip()
@@ -107,6 +108,7 @@ class ProviderConfig(models.Model):
     def api_key(self) -> str | None:
         """The key for a call: the stored one, else the operator's (None if neither)."""
         if self.api_key_encrypted:
+            # Deferred: cryptography at start-up (see above).
             from playground import keys
 
             return keys.decrypt(self.api_key_encrypted)

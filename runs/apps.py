@@ -6,6 +6,7 @@ class RunsConfig(AppConfig):
     verbose_name = "Runs"
 
     def ready(self) -> None:
+        # AppConfig.ready: the models exist only now, so the listeners are imported here.
         from runs.actions.notify import register_durable_sink, register_fork_executor, register_listener
         from runs.live.publisher import on_run_change
         from runs.telemetry.transcript_log import record_change
@@ -20,7 +21,7 @@ class RunsConfig(AppConfig):
 
         from django.conf import settings
 
-        from runs.engine import programs
+        from runs.engine import programs  # here: settings are read at ready time, not import time
 
         for name in getattr(settings, "WORKBENCH_PROGRAM_MODULES", ()):
             programs.register_module(name)  # imported on the first lookup, not at start-up

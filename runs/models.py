@@ -180,6 +180,10 @@ class Run(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = RunQuerySet.as_manager()
+    # Reads that cross workspaces on purpose (a run already authorised by its pk, operator commands).
+    # Everything else reads through runs.selectors, workspace first; tests/ops/test_layers.py fails on
+    # `Run.objects` outside runs.models, runs.actions and runs.selectors.
+    unscoped = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-started_at", "-created_at"]

@@ -9,6 +9,7 @@ class WorkbenchConfig(AppConfig):
     verbose_name = "Workbench"
 
     def ready(self) -> None:
+        # AppConfig.ready: start-up choices read settings, final only now.
         from workbench import startup
 
         if not startup.url_checks:

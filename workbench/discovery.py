@@ -85,6 +85,7 @@ def site_summary() -> str:
 
 @functools.cache
 def _openapi() -> dict:
+    # Deferred: django-ninja's API object (every router) is built only when a discovery page asks.
     from runs.api.app import api
 
     return api.get_openapi_schema(path_prefix="/api")
@@ -102,7 +103,7 @@ def rest_operations() -> list[tuple[str, str, str]]:
 
 def mcp_tools() -> list[dict]:
     """Name, description and scope of each MCP tool, from the MCP server's own registry."""
-    try:
+    try:  # deferred: the MCP SDK is optional and costly to import
         from runs.mcp.server import tool_catalog
     except ImportError:  # the MCP server is an optional extra (`pip install workbench[mcp]`)
         return []

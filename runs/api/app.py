@@ -24,8 +24,15 @@ from accounts.ratelimit import RateLimited
 from runs.actions import ActionError
 from runs.api import errors
 from runs.api.auth import ReplayStored, TokenAuth, WorkspaceSessionAuth
+from runs.api.bundles import router as bundles_router
+from runs.api.bundles import runs_router as bundle_export_router
+from runs.api.commands import router as commands_router
 from runs.api.errors import ApiError
+from runs.api.fork import cache_router
+from runs.api.fork import router as fork_router
+from runs.api.runstore import router as runstore_router
 from runs.api.schemas import HealthOut
+from runs.api.transcript import router as transcript_router
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors.bundles import PROTOCOL_VERSION
@@ -219,14 +226,6 @@ def health(request):
 
 
 def _register_routers() -> None:
-    from runs.api.bundles import router as bundles_router
-    from runs.api.bundles import runs_router as bundle_export_router
-    from runs.api.commands import router as commands_router
-    from runs.api.fork import cache_router
-    from runs.api.fork import router as fork_router
-    from runs.api.runstore import router as runstore_router
-    from runs.api.transcript import router as transcript_router
-
     api.add_router("/runs", fork_router)  # first: "/runs/{id}:fork" must not reach "/runs/{id}"
     api.add_router("/runs", runstore_router)
     api.add_router("/runs", commands_router)

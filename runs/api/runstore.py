@@ -22,7 +22,7 @@ from runs.protocol.canonical import parse_json, wire_bytes
 from runs.protocol.runstore import bundle_to_runstore
 from runs.protocol.values import loads
 from runs.selectors.bundles import build_bundle
-from runs.selectors.runs import get_run
+from runs.selectors.runs import get_run, runs_of
 
 router = Router(tags=["run store"])
 
@@ -55,7 +55,7 @@ def _saved_meta(run: Run) -> dict:
 def list_runs(request: HttpRequest, query: Query[ListQuery]):
     caller = require(request, Action.VIEW_RUN)
     limit = min(max(query.limit, 1), MAX_LIST)
-    runs = Run.objects.for_workspace(caller.workspace).only("run_id", "workflow_id", "status", "doc")[:limit]
+    runs = runs_of(caller.workspace).only("run_id", "workflow_id", "status", "doc")[:limit]
     return [_saved_meta(run) for run in runs]
 
 

@@ -7,6 +7,7 @@ from runs.execution.host import Workbench
 from runs.execution.replay import run_program
 from runs.execution.session import RunSession
 from runs.models import Run, Workspace
+from runs.selectors.runs import find_run, runs_of
 
 DEMO_RUN_ID = "run_demo_jobsearch"
 
@@ -191,8 +192,8 @@ def _parse_and_search(s: RunSession, *, approve_search: bool | None) -> None:
 
 def build_demo(workspace: Workspace) -> list[Run]:
     """Creates the demo runs (idempotent: does nothing when the demo run already exists)."""
-    if Run.objects.by_run_id(workspace, DEMO_RUN_ID).exists():
-        return list(Run.objects.for_workspace(workspace))
+    if find_run(workspace, DEMO_RUN_ID) is not None:
+        return list(runs_of(workspace))
     wb = Workbench(workspace=workspace, actor="pipeline:job-search")
     subject = {"userId": "user-ada", "tenantId": "tenant-acme", "planId": "pro"}
 

@@ -15,13 +15,14 @@ from runs import actions
 from runs.actions.workspaces import get_or_create_workspace
 from runs.models import Run, Workspace
 from runs.selectors.bundles import export_bundle_bytes
+from runs.selectors.runs import find_run
 from runs.web.request import DEMO_WORKSPACE
 
 
 def publish_snapshot(source: Run) -> Run:
     """The read-only public copy of ``source`` (made once: a later call returns the existing one)."""
     public = get_or_create_workspace(DEMO_WORKSPACE, name="Public demo")
-    existing = Run.objects.by_run_id(public, source.run_id).first()
+    existing = find_run(public, source.run_id)
     if existing is not None:
         return existing
     return actions.do_import_bundle(workspace=public, data=export_bundle_bytes(source), actor="demo_data")
@@ -29,9 +30,10 @@ def publish_snapshot(source: Run) -> Run:
 
 def import_batch(workspace: Workspace) -> Run:
     """The nightly batch run (10k+ events) in ``workspace``, imported once as a bundle."""
+    # Deferred: building the 10k-event batch module's data is costly and only demo_data needs it.
     from runs.demo.batch_run import BATCH_RUN_ID, batch_bundle
 
-    existing = Run.objects.by_run_id(workspace, BATCH_RUN_ID).first()
+    existing = find_run(workspace, BATCH_RUN_ID)
     if existing is not None:
         return existing
     return actions.do_import_bundle(workspace=workspace, data=batch_bundle(), actor="demo_data")

@@ -14,6 +14,7 @@ from typing import Any
 from runs import actions
 from runs.engine import commands as cmd
 from runs.models import Run, Workspace
+from runs.selectors.runs import runs_of
 
 
 class RunSession:
@@ -26,7 +27,7 @@ class RunSession:
 
     @property
     def run(self) -> Run:
-        return Run.objects.by_run_id(self.workspace, self.run_id).get()
+        return runs_of(self.workspace).get(run_id=self.run_id)
 
     def execute(self, command: Any, *, actor: str | None = None) -> actions.AppendResult:
         return actions.do_command(

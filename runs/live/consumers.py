@@ -102,7 +102,7 @@ def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subsc
     if membership is None or not role_allows(membership.role, Action.VIEW_RUN):
         return None
     run = (
-        Run.objects.filter(workspace_id=membership.workspace_id, run_id=run_id)
+        Run.unscoped.filter(workspace_id=membership.workspace_id, run_id=run_id)
         .only("pk", "run_id", "workspace_id", "last_seq")
         .first()
     )
@@ -124,7 +124,7 @@ def current_last_seq(run_pk: int | str) -> int | None:
 
     if not isinstance(run_pk, int):  # another kind of hub (a playground execution)
         return None
-    return Run.objects.filter(pk=run_pk).values_list("last_seq", flat=True).first()
+    return Run.unscoped.filter(pk=run_pk).values_list("last_seq", flat=True).first()
 
 
 # --------------------------------------------------------------------------------------------

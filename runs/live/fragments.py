@@ -63,7 +63,7 @@ def _fragment(name: str, html: str) -> Fragment:
 def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -> RenderedUpdate:
     """Rows after_seq+1..upto_seq and, when they may have changed, the current panels. The run is
     read fresh; `role` decides which controls show (the gate panel's buttons)."""
-    run = Run.objects.defer(*HEAVY_FIELDS).get(pk=run_pk)
+    run = Run.unscoped.defer(*HEAVY_FIELDS).get(pk=run_pk)
     rows = None
     if upto_seq > after_seq:
         rows_ctx = partials.timeline_context(run, after=after_seq, limit=upto_seq - after_seq)
@@ -75,7 +75,7 @@ def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -
         )
         if {row.type for row in rows_ctx["rows"]} <= PANEL_NEUTRAL_TYPES:
             return RenderedUpdate(after_seq, upto_seq, run.status, rows, (_events_fragment(run),))
-    run = Run.objects.select_related("workspace").get(pk=run_pk)
+    run = Run.unscoped.select_related("workspace").get(pk=run_pk)
     state = run_state(run)
     can_review = role_allows(role, Action.RESOLVE_GATE)
     contexts = (

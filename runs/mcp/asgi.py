@@ -119,6 +119,7 @@ def _bearer(scope) -> str | None:
 def _authenticate(raw: str):
     from django.db import close_old_connections
 
+    # Deferred: workbench/asgi.py imports this module before Django's apps are ready (models).
     from accounts.principals import principal_for_token
     from accounts.tokens import authenticate_token
 
@@ -128,6 +129,7 @@ def _authenticate(raw: str):
 
 
 def _admit(principal, client: str):
+    # Deferred: imported before Django's apps are ready (see _authenticate).
     from accounts.ratelimit import check_request, hit
 
     if principal is not None:
@@ -156,6 +158,7 @@ class McpEndpoint:
         self._reactor_hooked = False
 
     def _build(self) -> None:
+        # Deferred: the MCP SDK is an optional extra and costly to import; built on first request.
         from runs.mcp.server import get_server
 
         server = get_server()
@@ -241,6 +244,7 @@ class McpEndpoint:
                     [(b"www-authenticate", b'Bearer realm="workbench", error="invalid_token"')],
                 )
                 return
+        # Deferred: imported before Django's apps are ready (see _authenticate).
         from accounts.ratelimit import RateLimited
 
         client = (scope.get("client") or ("?", 0))[0]

@@ -23,7 +23,7 @@ from runs.protocol.canonical import canonical_bytes
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.values import loads
 from runs.selectors.bundles import build_bundle
-from runs.selectors.runs import RunNotFound, get_run
+from runs.selectors.runs import RunNotFound, get_run, runs_of
 
 MAX_LIST = 500
 UNAUTHENTICATED = "UNAUTHENTICATED"
@@ -112,7 +112,7 @@ def run_summary(run: Run) -> dict[str, Any]:
 def list_runs(principal: Principal | None, *, limit: int = 100, status: str | None = None) -> dict:
     caller = _caller(principal, Action.VIEW_RUN)
     limit = min(max(int(limit), 1), MAX_LIST)
-    qs = Run.objects.for_workspace(caller.workspace)
+    qs = runs_of(caller.workspace)
     if status:
         qs = qs.filter(status=status)
     return {"runs": [run_summary(run) for run in qs[:limit]]}

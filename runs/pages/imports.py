@@ -14,8 +14,8 @@ from django.shortcuts import redirect, render
 
 from runs import actions
 from runs.actions.permissions import Action
-from runs.models import Run
 from runs.protocol.bundle import check_bundle, check_bundle_file
+from runs.selectors.runs import find_run
 from runs.web.request import (
     actor_for,
     current_workspace,
@@ -146,6 +146,6 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
             "events": len(bundle.get("trace") or []),
             "artifacts": len(bundle.get("artifacts") or []),
             "rule_sets": len(bundle.get("ruleSets") or []),
-            "exists": Run.objects.by_run_id(workspace, str(run_doc.get("id"))).exists(),
+            "exists": find_run(workspace, str(run_doc.get("id"))) is not None,
         }
     return render(request, "runs/import.html", ctx, status=200 if result.ok else 422)

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, Sum, TextField
+from django.db.models import Exists, OuterRef, Q, QuerySet, Sum, TextField
 from django.db.models.functions import Cast
 
 from runs.engine.fold import apply_event, fold
@@ -32,6 +32,16 @@ def get_run(workspace: Workspace, run_id: str) -> Run:
         return Run.objects.by_run_id(workspace, run_id).get()
     except Run.DoesNotExist:
         raise RunNotFound(run_id) from None
+
+
+def find_run(workspace: Workspace, run_id: str) -> Run | None:
+    """The run of this workspace with that id, or None (the same for another workspace's run)."""
+    return Run.objects.by_run_id(workspace, run_id).first()
+
+
+def runs_of(workspace: Workspace) -> QuerySet[Run]:
+    """The workspace's runs (a queryset to narrow further)."""
+    return Run.objects.for_workspace(workspace)
 
 
 def iter_event_bodies(

@@ -60,6 +60,7 @@ class ContinuousExporter:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+        # Deferred: otel_export imports the OpenTelemetry SDK, an optional extra.
         from runs.telemetry.otel_export import traces_endpoint
 
         self.endpoint = traces_endpoint(endpoint)
@@ -106,6 +107,7 @@ class ContinuousExporter:
     def _export_run(self, workspace_id: int, run_id: str) -> None:
         from django.db import close_old_connections
 
+        # Deferred: the OpenTelemetry SDK is an optional extra.
         from runs.telemetry.otel_export import to_readable_spans
 
         close_old_connections()

@@ -47,6 +47,7 @@ from django.conf import settings
 from runs.actions.notify import RunChange
 from runs.models import Event, Run
 from runs.protocol.transcript import TERMINAL, dump_line, event_lines, parent_ids, utc
+from runs.selectors.runs import find_run
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,7 @@ def _mark_parents(run, kind: str) -> None:
 
     doc = run.run_doc
     for parent_id in parent_ids(doc):
-        parent = Run.objects.by_run_id(run.workspace, parent_id).first()
+        parent = find_run(run.workspace, parent_id)
         if parent is None:
             continue  # a parent in no workspace of ours (an imported lineage): nothing to link
         sync_run(parent)  # its own events first, so the marker lands after them
@@ -251,7 +252,7 @@ def record_change(change: RunChange) -> None:
     if not getattr(settings, "WORKBENCH_TRANSCRIPTS", True) or change.status == "deleted":
         return
 
-    run = Run.objects.filter(workspace_id=change.workspace_id, pk=change.run_pk).first()
+    run = Run.unscoped.filter(workspace_id=change.workspace_id, pk=change.run_pk).first()
     if run is None:
         return
     started, completed = sync_run(run, change)

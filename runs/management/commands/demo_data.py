@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand
 from runs.actions.workspaces import add_member, get_or_create_workspace
 from runs.demo.job_search import DEMO_RUN_ID, build_demo
 from runs.demo.public import import_batch, publish_snapshot
-from runs.models import Role, Run
+from runs.models import Role
+from runs.selectors.runs import runs_of
 
 
 class Command(BaseCommand):
@@ -35,7 +36,7 @@ class Command(BaseCommand):
         username, password = self._admin()
         add_member(workspace, get_user_model().objects.get(username=username), Role.OWNER)
         self.stdout.write(
-            f"demo workspace '{workspace.slug}': {Run.objects.for_workspace(workspace).count()} runs ({batch.event_count:,} events in "
+            f"demo workspace '{workspace.slug}': {runs_of(workspace).count()} runs ({batch.event_count:,} events in "
             f"{batch.run_id}); public read-only demo {public.run_id} in '{public.workspace.slug}' "
             f"({time.perf_counter() - started:.1f} s)"
         )

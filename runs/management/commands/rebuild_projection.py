@@ -18,7 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--check", action="store_true", help="report mismatches, change nothing")
 
     def handle(self, *args, **options) -> None:
-        qs = Run.objects.all()
+        qs = Run.unscoped.all()
         if options["run_ids"]:
             qs = qs.filter(run_id__in=options["run_ids"])
         mismatched = 0
