@@ -106,3 +106,30 @@ def workflow() -> dict:
 def _private_transcript_dir(settings, tmp_path_factory):
     """Live transcript files (runs.telemetry.transcript_log) go to a directory of this test alone."""
     settings.WORKBENCH_TRANSCRIPT_DIR = tmp_path_factory.mktemp("transcripts")
+
+
+# Test files that start processes (daphne, the CLI, node, a worker killed with -9): the inner loop
+# `pytest -m "not slow and not browser"` leaves them out; `make test` runs them all.
+SLOW_FILES = {
+    "tests/api/test_ratelimit_shared.py",
+    "tests/api/test_run_id_urls.py",
+    "tests/live/test_ingress_live.py",
+    "tests/live/test_multiprocess.py",
+    "tests/mcp/test_endpoint_loops.py",
+    "tests/mcp/test_mcp_server.py",
+    "tests/ops/test_body_limit.py",
+    "tests/ops/test_deploy.py",
+    "tests/ops/test_startup.py",
+    "tests/protocol/test_signing.py",
+    "tests/protocol/test_verify_cli.py",
+    "tests/security/test_kill9_durability.py",
+    "tests/storage/test_verify_cli.py",
+    "tests/ops/test_sdk_standalone.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        rel = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        if rel in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
