@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from runs.actions import responsecache
-from runs.actions.forks import determinism_report, do_fork_run  # noqa: E402
+from runs.actions.forks import determinism_report, do_fork_with_history  # noqa: E402
 from runs.actions.workspaces import get_or_create_workspace  # noqa: E402
 from runs.engine import programs
 from runs.execution.host import Workbench  # noqa: E402
@@ -72,7 +72,7 @@ def replay_from_cache(fake: FakeAnthropic) -> None:
     recorded_ms = (time.perf_counter() - t0) * 1000
     recorded_requests = len(fake.requests)
     t0 = time.perf_counter()
-    fork = run_fork(do_fork_run(workspace=workspace, source_run_id=source.run_id, mode="replay").pk)
+    fork = run_fork(do_fork_with_history(workspace=workspace, source_run_id=source.run_id, mode="replay").pk)
     replay_ms = (time.perf_counter() - t0) * 1000
     report = determinism_report(fork)
     print(

@@ -32,7 +32,7 @@ from gen_bundle import build_bundle  # noqa: E402
 
 from runs.protocol.bundle import check_bundle  # noqa: E402
 from runs.protocol.canonical import canonical_bytes  # noqa: E402
-from runs.protocol.integrity import compute_integrity, sign_bundle  # noqa: E402
+from runs.protocol.integrity import compute_integrity, seal_bundle  # noqa: E402
 from runs.protocol.signing import (  # noqa: E402
     attach,
     build_jwks,
@@ -65,7 +65,7 @@ def _with_gates(bundle: dict) -> dict:
             "gate": "PAUSE_BEFORE",
             "decision": ("approved", "edited", "rejected")[n % 3],
         }
-    return sign_bundle(bundle)
+    return seal_bundle(bundle)
 
 
 def main() -> None:

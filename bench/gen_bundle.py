@@ -23,7 +23,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runs.protocol.canonical import _prepare  # noqa: E402  (JS number text for the writer)
-from runs.protocol.integrity import sign_bundle  # noqa: E402
+from runs.protocol.integrity import seal_bundle  # noqa: E402
 
 STEPS = ["ingest", "plan", "draft", "review", "publish"]
 WORDS = [
@@ -174,7 +174,7 @@ def build_bundle(events: int, seed: int = 7, adversarial: bool = False) -> dict[
         ],
         "engine": engine,
     }
-    return sign_bundle(bundle)
+    return seal_bundle(bundle)
 
 
 def main() -> None:

@@ -9,4 +9,4 @@ class PlaygroundConfig(AppConfig):
         from runs.engine import programs
 
         # Playground runs' step code for replays, imported when a replay first looks for it.
-        programs.register_module("playground.replay")
+        programs.register_module("playground.step_code")

@@ -43,7 +43,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from runs.client import make_event
-from runs.engine.replay import REPLAYED_SUMMARY
+from runs.engine.divergence import REPLAYED_SUMMARY
 
 
 class RecordedAnswer(dict):

@@ -34,8 +34,7 @@ from runs.actions.core import (
 from runs.actions.notify import RunChange, fork_pending_on_commit, notify_on_commit
 from runs.engine import programs
 from runs.engine.commands import new_run
-from runs.engine.errors import EngineError
-from runs.engine.replay import (
+from runs.engine.divergence import (
     AUDIT_TAG,
     DIVERGED_TAG,
     divergence_kind,
@@ -43,6 +42,7 @@ from runs.engine.replay import (
     same_event,
     score,
 )
+from runs.engine.errors import EngineError
 from runs.models import CachedResponse, Event, ForkMode, ForkStatus, Run, RunFork, Workspace
 from runs.protocol.canonical import canonical_str
 from runs.protocol.errors import ErrorCode, ProtocolError
@@ -159,7 +159,7 @@ def replay_data_expired(source: Run, from_seq: int, missing: list[int]) -> Actio
     )
 
 
-def do_fork_run(
+def do_fork_with_history(
     *,
     workspace: Workspace,
     source_run_id: str,

@@ -175,7 +175,7 @@ def do_append_events(
     )
 
 
-def do_fork(
+def do_fork_from_state(
     *,
     workspace: Workspace,
     parent_run_id: str,

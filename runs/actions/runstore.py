@@ -17,7 +17,7 @@ from runs.actions import ActionError, do_append_events, do_import_bundle
 from runs.models import Run, Workspace
 from runs.protocol.canonical import wire_bytes
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 from runs.protocol.runstore import runstore_to_bundle
 from runs.selectors.runs import iter_event_bodies
 
@@ -82,7 +82,7 @@ def do_put_run_state(
 def _create(*, workspace: Workspace, state: dict, actor: str) -> PutResult:
     try:
         bundle = runstore_to_bundle(state)
-        data = wire_bytes(sign_bundle(bundle))  # the body's member order is kept (GET gives it back)
+        data = wire_bytes(seal_bundle(bundle))  # the body's member order is kept (GET gives it back)
     except ProtocolError as exc:
         raise ActionError.wrap(exc) from exc
     except (KeyError, TypeError, AttributeError) as exc:

@@ -12,7 +12,7 @@ from ninja.responses import Status
 from pydantic import Field
 
 from runs.actions import responsecache
-from runs.actions.forks import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_with_history
 from runs.actions.permissions import Action
 from runs.api.errors import NOT_FOUND, ApiError
 from runs.api.responses import require
@@ -111,7 +111,7 @@ def fork(request: HttpRequest, run_id: str):
     caller = require(request, Action.FORK_RUN)
     data = _body(request)
     get_run(caller.workspace, run_id)  # reading the source is needed: 404 for outsiders first
-    result = do_fork_run(
+    result = do_fork_with_history(
         workspace=caller.workspace,
         source_run_id=run_id,
         mode=data.get("mode"),

@@ -15,7 +15,7 @@ from typing import Any
 
 from runs.engine.commands import Context, new_run
 from runs.protocol.canonical import canonical_bytes
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 
 BATCH_RUN_ID = "run_demo_nightly_batch"
 BATCH_ITEMS = 2000  # 5 events per posting (6 when it fails): 10,000+ with the steps around them
@@ -211,4 +211,4 @@ def batch_bundle(*, items: int = BATCH_ITEMS, now: datetime | None = None) -> by
         "artifacts": [],
         "ruleSets": [],
     }
-    return canonical_bytes(sign_bundle(bundle))
+    return canonical_bytes(seal_bundle(bundle))

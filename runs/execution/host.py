@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from runs import actions
-from runs.actions.forks import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_with_history
 from runs.actions.workspaces import get_or_create_workspace
 from runs.engine import programs
 from runs.execution.replay import run_program
@@ -45,11 +45,13 @@ class Workbench:
         workflow's step code is registered); without it, the lightweight branch of the latest
         state (artifacts and rules carried over)."""
         if mode is not None:
-            fork = do_fork_run(
+            fork = do_fork_with_history(
                 workspace=self.workspace, source_run_id=run_id, mode=mode, actor=self.actor, **kwargs
             )
             return RunSession(self.workspace, self.actor, fork.run.run_id)
-        child = actions.do_fork(workspace=self.workspace, parent_run_id=run_id, actor=self.actor, **kwargs)
+        child = actions.do_fork_from_state(
+            workspace=self.workspace, parent_run_id=run_id, actor=self.actor, **kwargs
+        )
         return RunSession(self.workspace, self.actor, child.run_id)
 
     def replay(self, run_id: str, *, from_seq: int = 0) -> RunSession:

@@ -40,9 +40,9 @@ from runs.actions.forks import REPLAY_DATA_EXPIRED
 from runs.engine import commands as cmd
 from runs.engine import programs
 from runs.engine.commands import decide
+from runs.engine.divergence import is_marker
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold
-from runs.engine.replay import is_marker
 from runs.engine.state import initial_run_doc
 from runs.execution import model_calls as cached
 from runs.execution.session import RunSession

@@ -12,7 +12,7 @@ from typing import Any
 
 from accounts.principals import NotPermitted, Principal
 from runs import actions
-from runs.actions.forks import do_fork_run
+from runs.actions.forks import do_fork_with_history
 from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.engine.fold import CHECKPOINT_CORRELATION_PREFIX
@@ -285,7 +285,7 @@ def fork_run(
     _run(caller, run_id)
     if mode is not None:
         fork = _write(
-            do_fork_run,
+            do_fork_with_history,
             workspace=caller.workspace,
             source_run_id=run_id,
             mode=mode,
@@ -297,7 +297,7 @@ def fork_run(
         child = fork.run
     else:
         child = _write(
-            actions.do_fork,
+            actions.do_fork_from_state,
             workspace=caller.workspace,
             parent_run_id=run_id,
             actor=caller.actor,

@@ -1,5 +1,5 @@
 """Fork pages: "Replay from here" / "Branch from here" (deep-linked from every timeline event)
-and a replay's determinism report. The fork itself is runs.actions.forks.do_fork_run."""
+and a replay's determinism report. The fork itself is runs.actions.forks.do_fork_with_history."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from runs.actions import ActionError
-from runs.actions.forks import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_with_history
 from runs.models import Role, RunFork
 from runs.pages.access import run_access
 from runs.web.request import actor_for, current_membership, get_run_for_user, require_role
@@ -36,7 +36,7 @@ def fork_run(request: HttpRequest, run_id: str) -> HttpResponse:
             if mode == "branch" and decision and step:
                 overlay = dict(overlay or {})
                 overlay.setdefault("gateDecisions", {})[step] = decision
-            fork = do_fork_run(
+            fork = do_fork_with_history(
                 workspace=run.workspace,
                 source_run_id=run.run_id,
                 mode=mode,

@@ -10,7 +10,7 @@ library: first on the events themselves (as a replay compares them), so equal ev
 event one run has and the other has not shows on one side only; what differs in between is aligned
 on the key (step id, type, model_io direction), so the same step's events line up, and inside a
 matching stretch, or a replaced one for events of the same step, events pair by position. Pairs are then ``same`` (equal ignoring ids, timestamps and clock durations, as a
-replay compares them: :func:`runs.engine.replay.same_event`), ``changed``, ``only_a``/``only_b``, or
+replay compares them: :func:`runs.engine.divergence.same_event`), ``changed``, ``only_a``/``only_b``, or
 ``marker`` (what the fork machinery writes: ``run_forked``, divergence and audit notes).
 
 The traces are aligned a window at a time, so a page never needs either whole trace: callers hand
@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from runs.engine.replay import comparable, is_marker, same_event
+from runs.engine.divergence import comparable, is_marker, same_event
 from runs.presenters.timeline import Change, EventRecord, diff_values, summarize
 from runs.protocol.canonical import wire_bytes
 from runs.protocol.transcript import output_text

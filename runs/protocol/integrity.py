@@ -56,7 +56,7 @@ def verify_integrity(bundle: dict[str, Any]) -> IntegrityStatus:
     return "valid" if hmac.compare_digest(actual, declared) else "mismatch"
 
 
-def sign_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
+def seal_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``bundle`` with ``integrity: {sha256}`` set to its current hash (input untouched)."""
     signed = copy.copy(bundle)
     signed["integrity"] = {"sha256": compute_integrity(bundle)}

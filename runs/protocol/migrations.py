@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 
 CURRENT_PROTOCOL_VERSION = "1.0.0"
 
@@ -96,4 +96,4 @@ def migrate_bundle(bundle: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         current = fn(dict(current))
         current["protocolVersion"] = to_version
         version = to_version
-    return sign_bundle(current), True
+    return seal_bundle(current), True

@@ -39,7 +39,7 @@ from typing import Any
 
 from runs.protocol.canonical import canonical_bytes, sha256_hex
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 
 MASK = "[REDACTED]"
 METADATA_KEY = "workbench.redaction"
@@ -127,7 +127,7 @@ def redact_bundle(bundle: dict[str, Any], policy: str) -> dict[str, Any]:
         note["sourceSha256"] = source
     note["redacted"] = redactor.redacted
     run["metadata"] = {METADATA_KEY: note}
-    return sign_bundle(out)
+    return seal_bundle(out)
 
 
 def redact_events(events: Any, policy: str) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ bundle (``importRunBundle`` then ``save``):
 
 :func:`runstore_to_bundle` goes the other way, like the reference's ``exportRunBundle``:
 an unsigned bundle (``protocolVersion`` "1.0.0", no ``integrity``; sign it with
-``runs.protocol.integrity.sign_bundle``) whose ``artifacts`` are the store's artifacts
+``runs.protocol.integrity.seal_bundle``) whose ``artifacts`` are the store's artifacts
 sorted by key and ``ruleSets`` the store's rule sets sorted by id (ICU en-US order, as
 ``localeCompare``), and whose ``engine`` is rebuilt from the store's maps.
 

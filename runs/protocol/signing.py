@@ -343,7 +343,7 @@ def build_statement(
     """The in-toto Statement of a bundle that already carries its ``integrity.sha256``."""
     digest = declared_integrity(dict(bundle)) if isinstance(bundle, Mapping) else None
     if digest is None:
-        raise ValueError("the bundle has no integrity.sha256: sign it with integrity.sign_bundle first")
+        raise ValueError("the bundle has no integrity.sha256: sign it with integrity.seal_bundle first")
     note = redaction_of(dict(bundle))
     noted = note.get("policy") if note else None
     if redaction != noted:

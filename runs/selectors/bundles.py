@@ -5,7 +5,7 @@ from __future__ import annotations
 from runs.engine.state import RunState
 from runs.models import ArtifactVersion, RuleSetVersion, Run
 from runs.protocol.canonical import canonical_bytes
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 from runs.protocol.redaction import redact_bundle
 from runs.protocol.values import loads
 from runs.selectors.runs import iter_event_bodies
@@ -45,7 +45,7 @@ def build_bundle(run: Run) -> dict:
     }
     if run.has_engine:
         bundle["engine"] = engine_snapshot(run)
-    return sign_bundle(bundle)
+    return seal_bundle(bundle)
 
 
 def export_bundle_bytes(run: Run, *, redact: str | None = None) -> bytes:

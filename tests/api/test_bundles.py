@@ -83,8 +83,8 @@ def test_import_is_atomic(api, conformance_dir):
     bundle = json.loads((conformance_dir / entry["file"]).read_bytes())
     bundle["trace"][-1]["stepId"] = "no-such-step"
     bundle.pop("integrity")
-    from runs.protocol.integrity import sign_bundle
+    from runs.protocol.integrity import seal_bundle
 
-    response = api.post("/api/bundles", raw=canonical_bytes(sign_bundle(bundle)))
+    response = api.post("/api/bundles", raw=canonical_bytes(seal_bundle(bundle)))
     assert response.status_code == 400 and response.json()["code"] == "INVALID_RUN_BUNDLE"
     assert not Run.objects.filter(run_id=bundle["run"]["id"]).exists()

@@ -93,7 +93,9 @@ def test_same_id_runs_keep_their_own_events_lineage_and_projection(workspace, ot
     actions.do_append_events(
         workspace=workspace, run_id=RUN_ID, events=[make_event(RUN_ID, "annotation", text="a")]
     )
-    child = actions.do_fork(workspace=other_workspace, parent_run_id=RUN_ID, new_run_id="run_child")
+    child = actions.do_fork_from_state(
+        workspace=other_workspace, parent_run_id=RUN_ID, new_run_id="run_child"
+    )
     mine, theirs = get_run(workspace, RUN_ID), get_run(other_workspace, RUN_ID)
     assert Event.objects.filter(run=mine).count() == 1
     assert Event.objects.filter(run=theirs).count() == 0

@@ -22,7 +22,7 @@ SETUP = f"""
 import django; django.setup()
 from django.contrib.auth import get_user_model
 from runs import actions
-from runs.actions.forks import do_fork_run
+from runs.actions.forks import do_fork_with_history
 from runs.engine import commands as c
 from runs.actions.workspaces import add_member, get_or_create_workspace
 ws = get_or_create_workspace("acme", name="Acme")
@@ -48,7 +48,7 @@ def run(run_id, answer, tokens, decision, notes=0):
 run("run_monday", "Dear team, I build <script>alert(1)</script> reliable systems.", 120, "approved", notes=150)
 run("run_tuesday", "Dear hiring manager, I build reliable systems.", 90, "rejected", notes=150)
 run({HOSTILE!r}, "Hello there.", 10, "approved")
-fork = do_fork_run(workspace=ws, source_run_id="run_monday", mode="branch", from_seq=100, executable=False,
+fork = do_fork_with_history(workspace=ws, source_run_id="run_monday", mode="branch", from_seq=100, executable=False,
                    new_run_id="run_monday_branch")
 actions.do_commands(workspace=ws, run_id="run_monday_branch", actor="pipeline",
                     commands=[c.Annotate(text="the branch goes its own way", step_id="draft")])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runs.engine.replay import REPLAYED_SUMMARY, same_event
+from runs.engine.divergence import REPLAYED_SUMMARY, same_event
 
 
 def answer(**fields):

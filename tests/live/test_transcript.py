@@ -227,7 +227,7 @@ def test_stored_run_via_command_and_api(tmp_path, workspace, alice, charlie, wor
         command=cmd.LogToolCall(name="grep", args={"p": "x"}, result={"n": 3}, step_id="parse"),
         actor="playground:exec",
     )
-    actions.do_fork(
+    actions.do_fork_from_state(
         workspace=workspace, parent_run_id=run.run_id, new_run_id="run_cli_fork", actor="user:alice"
     )
 

@@ -117,7 +117,9 @@ def test_children_link_both_ways(workspace, workflow, django_capture_on_commit_c
     parent = _start(workspace, workflow, django_capture_on_commit_callbacks)
     _do(workspace, parent, django_capture_on_commit_callbacks, cmd.BeginStep(step_id="parse"))
     with django_capture_on_commit_callbacks(execute=True):
-        child = actions.do_fork(workspace=workspace, parent_run_id=parent.run_id, actor="user:alice")
+        child = actions.do_fork_from_state(
+            workspace=workspace, parent_run_id=parent.run_id, actor="user:alice"
+        )
     with django_capture_on_commit_callbacks(execute=True):
         actions.do_command(workspace=workspace, run_id=child.run_id, command=cmd.CancelRun(reason="done"))
     child_lines = _lines(child)

@@ -17,14 +17,14 @@ PAGE_BUDGET = 400_000  # bytes: the page without annotations is far below this
 
 def _import_with_annotations(run, workspace, annotations: list[dict], run_id: str = "annotated"):
     from runs import actions
-    from runs.protocol.integrity import sign_bundle
+    from runs.protocol.integrity import seal_bundle
     from runs.selectors.bundles import build_bundle
 
     bundle = build_bundle(run)
     bundle["run"] = {**bundle["run"], "id": run_id, "annotations": annotations}
     bundle["trace"] = [{**event, "runId": run_id} for event in bundle["trace"]]
     bundle.pop("integrity", None)
-    data = json.dumps(sign_bundle(bundle)).encode()
+    data = json.dumps(seal_bundle(bundle)).encode()
     return actions.do_import_bundle(workspace=workspace, data=data, actor="user:alice")
 
 

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs import actions
-from runs.actions.forks import do_fork_run
+from runs.actions.forks import do_fork_with_history
 from runs.engine import commands as c
 from runs.models import Run
 from runs.web.partials import compare_url
@@ -107,7 +107,7 @@ def test_two_runs_side_by_side(client, alice, pair):
 @pytest.mark.django_db
 def test_fork_shows_collapsed_history_and_links_back(client, alice, pair, workspace):
     run_a, _ = pair
-    fork = do_fork_run(
+    fork = do_fork_with_history(
         workspace=workspace, source_run_id="run_a", mode="branch", from_seq=4, executable=False
     )
     login(client, alice)
@@ -212,7 +212,7 @@ def test_everything_a_trace_carries_is_escaped(client, alice, workspace, workflo
 
 @pytest.mark.django_db
 def test_determinism_report_links_to_the_divergence(client, alice, pair, workspace):
-    fork = do_fork_run(
+    fork = do_fork_with_history(
         workspace=workspace, source_run_id="run_a", mode="replay", from_seq=3, executable=False
     )
     rid = fork.run.run_id

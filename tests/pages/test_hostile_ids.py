@@ -64,10 +64,10 @@ def test_control_characters_are_refused_on_import(workspace, workflow):
     bundle["run"]["id"] = "bad\r\nid"
     bundle.pop("integrity", None)
     from runs.protocol.canonical import canonical_bytes
-    from runs.protocol.integrity import sign_bundle
+    from runs.protocol.integrity import seal_bundle
 
     with pytest.raises(actions.ActionError) as exc:
-        actions.do_import_bundle(workspace=workspace, data=canonical_bytes(sign_bundle(bundle)))
+        actions.do_import_bundle(workspace=workspace, data=canonical_bytes(seal_bundle(bundle)))
     assert exc.value.code == "INVALID_RUN_ID"
     assert not Run.objects.exists()
 

@@ -44,7 +44,9 @@ def test_detail_header_graph_and_partials(client, alice, make_run, workspace):
     from runs import actions
 
     parent = make_run("run_parent")
-    child = actions.do_fork(workspace=workspace, parent_run_id=parent.run_id, from_seq=3, actor="user:alice")
+    child = actions.do_fork_from_state(
+        workspace=workspace, parent_run_id=parent.run_id, from_seq=3, actor="user:alice"
+    )
     login(client, alice)
     html = client.get(f"/runs/{parent.run_id}/").content.decode()
     assert 'id="live" data-run-id="run_parent"' in html

@@ -8,8 +8,8 @@ import pytest
 from playground import compose as c
 from playground.models import Execution
 from runs.actions import ActionError
-from runs.actions.forks import determinism_report, do_fork_run
-from runs.engine.replay import DIVERGED_TAG, comparable, is_marker
+from runs.actions.forks import determinism_report, do_fork_with_history
+from runs.engine.divergence import DIVERGED_TAG, comparable, is_marker
 from runs.execution.replay import run_fork
 from runs.models import CachedResponse, Event, ForkStatus, Run, RunFork
 from runs.protocol.values import dumps
@@ -40,7 +40,7 @@ def bodies(run: Run) -> list[dict]:
 
 
 def fork(workspace, run_id: str, **kw) -> RunFork:
-    created = do_fork_run(workspace=workspace, source_run_id=run_id, actor="user:alice", **kw)
+    created = do_fork_with_history(workspace=workspace, source_run_id=run_id, actor="user:alice", **kw)
     assert created.status == ForkStatus.PENDING  # the playground's step code is registered
     done = run_fork(created.pk)
     assert done is not None
@@ -151,7 +151,7 @@ def test_a_branch_the_playground_cannot_execute_is_refused_with_nothing_written(
     ex = sent("sonnet", c.Session(prompt="Hi"))
     runs = Run.objects.count()
     with pytest.raises(ActionError) as info:
-        do_fork_run(
+        do_fork_with_history(
             workspace=workspace,
             source_run_id=ex.run_id,
             mode="branch",
@@ -164,10 +164,10 @@ def test_a_branch_the_playground_cannot_execute_is_refused_with_nothing_written(
 
 def test_a_fork_of_a_run_whose_execution_was_deleted_fails_with_a_code(workspace, sent, anthropic_fake):
     ex = sent("sonnet", c.Session(prompt="Hi"))
-    pending = do_fork_run(workspace=workspace, source_run_id=ex.run_id, mode="replay")
+    pending = do_fork_with_history(workspace=workspace, source_run_id=ex.run_id, mode="replay")
     ex.delete()
     with pytest.raises(ActionError) as info:
-        do_fork_run(workspace=workspace, source_run_id=ex.run_id, mode="replay")
+        do_fork_with_history(workspace=workspace, source_run_id=ex.run_id, mode="replay")
     assert info.value.code == "REPLAY_DATA_EXPIRED"
     # a fork created before the deletion fails in the worker with the same code, without a provider call
     before = len(anthropic_fake.requests)

@@ -9,7 +9,7 @@ from runs.protocol import migrations
 from runs.protocol.bundle import check_bundle, check_bundle_file
 from runs.protocol.canonical import canonical_bytes
 from runs.protocol.errors import ErrorCode
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 from tests.protocol.test_validate import _bundle
 
 
@@ -18,7 +18,7 @@ def _text(bundle: dict) -> bytes:
 
 
 def test_valid_signed_bundle(tmp_path) -> None:
-    signed = sign_bundle(_bundle())
+    signed = seal_bundle(_bundle())
     result = check_bundle(_text(signed))
     assert (result.ok, result.code, result.integrity, result.message) == (True, None, "valid", None)
     assert result.bundle == signed
@@ -44,7 +44,7 @@ def test_unparsable(data: bytes, code: str) -> None:
 
 
 def test_added_unknown_key_is_a_mismatch() -> None:
-    signed = sign_bundle(_bundle())
+    signed = seal_bundle(_bundle())
     signed["run"]["addedByAttacker"] = "x"
     result = check_bundle(_text(signed))
     assert (result.code, result.integrity) == (ErrorCode.INTEGRITY_MISMATCH, "mismatch")
@@ -56,21 +56,21 @@ def test_missing_integrity() -> None:
 
 
 def test_schema_before_integrity_and_integrity_before_structure() -> None:
-    broken = sign_bundle(_bundle())
+    broken = seal_bundle(_bundle())
     broken["trace"][0]["ts"] = "yesterday"
     assert check_bundle(_text(broken)).code == ErrorCode.INVALID_RUN_BUNDLE
     cyclic = _bundle()
     cyclic["run"]["workflowSnapshot"]["edges"].append({"id": "e9", "from": "b", "to": "a"})
-    tampered = sign_bundle(_bundle())
+    tampered = seal_bundle(_bundle())
     tampered["run"] = cyclic["run"]
     assert check_bundle(_text(tampered)).code == ErrorCode.INTEGRITY_MISMATCH
-    result = check_bundle(_text(sign_bundle(cyclic)))
+    result = check_bundle(_text(seal_bundle(cyclic)))
     assert (result.code, result.integrity) == (ErrorCode.INVALID_WORKFLOW, "valid")
 
 
 @pytest.mark.parametrize("version", [None, "2.0.0"])
 def test_unsupported_protocol_version(version: str | None) -> None:
-    bundle = sign_bundle(_bundle())
+    bundle = seal_bundle(_bundle())
     if version is None:
         del bundle["protocolVersion"]
     else:
@@ -80,7 +80,7 @@ def test_unsupported_protocol_version(version: str | None) -> None:
 
 @pytest.mark.parametrize("literal", [b"1e400", b'"\\ud800"'])
 def test_values_without_canonical_form_are_refused(literal: bytes) -> None:
-    bundle = sign_bundle(_bundle())
+    bundle = seal_bundle(_bundle())
     bundle["run"]["metadata"] = {"v": "metadata-slot"}
     text = _text(bundle).replace(b'"metadata-slot"', literal)
     result = check_bundle(text)
@@ -92,7 +92,7 @@ def test_unsafe_integers_hash_and_parse_as_doubles() -> None:
     bundle = _bundle()
     bundle["run"]["metadata"] = {"big": 9007199254740993}
     # The reference parses 9007199254740993 as 9007199254740992 and hashes that.
-    signed = sign_bundle(copy.deepcopy(bundle))
+    signed = seal_bundle(copy.deepcopy(bundle))
     result = check_bundle(_text(signed))
     assert result.ok, result.message
     assert result.bundle["run"]["metadata"]["big"] == 9007199254740992.0
@@ -104,7 +104,7 @@ def test_migrated_bundle_is_checked_and_re_signed() -> None:
         return bundle
 
     try:
-        old = sign_bundle({**_bundle(), "protocolVersion": "0.9.0"})
+        old = seal_bundle({**_bundle(), "protocolVersion": "0.9.0"})
         result = check_bundle(_text(old))
         assert (result.ok, result.migrated, result.integrity) == (True, True, "valid")
         assert result.bundle["protocolVersion"] == "1.0.0"

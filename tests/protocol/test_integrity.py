@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from runs.protocol.canonical import canonical_bytes, parse_json, sha256_hex
-from runs.protocol.integrity import compute_integrity, hash_input, sign_bundle, verify_integrity
+from runs.protocol.integrity import compute_integrity, hash_input, seal_bundle, verify_integrity
 from tests.conftest import CONFORMANCE
 
 
@@ -23,14 +23,14 @@ def _bundle(engine: bool = True) -> dict:
 
 
 def test_hash_input_covers_exactly_the_protocol_parts() -> None:
-    bundle = sign_bundle(_bundle())
+    bundle = seal_bundle(_bundle())
     assert set(hash_input(bundle)) == {"run", "trace", "artifacts", "ruleSets", "engine"}
-    assert set(hash_input(sign_bundle(_bundle(engine=False)))) == {"run", "trace", "artifacts", "ruleSets"}
+    assert set(hash_input(seal_bundle(_bundle(engine=False)))) == {"run", "trace", "artifacts", "ruleSets"}
 
 
 def test_sign_and_verify() -> None:
     bundle = _bundle()
-    signed = sign_bundle(bundle)
+    signed = seal_bundle(bundle)
     assert "integrity" not in bundle
     assert signed["integrity"]["sha256"] == sha256_hex(canonical_bytes(hash_input(bundle)))
     assert compute_integrity(signed) == signed["integrity"]["sha256"]
@@ -39,7 +39,7 @@ def test_sign_and_verify() -> None:
 
 
 def test_protocol_version_and_integrity_are_not_covered() -> None:
-    signed = sign_bundle(_bundle())
+    signed = seal_bundle(_bundle())
     signed["protocolVersion"] = "9.9.9"
     signed["somethingTopLevel"] = True
     assert verify_integrity(signed) == "valid"
@@ -55,7 +55,7 @@ def test_protocol_version_and_integrity_are_not_covered() -> None:
     ],
 )
 def test_any_change_to_covered_json_is_a_mismatch(tamper) -> None:
-    signed = sign_bundle(_bundle())
+    signed = seal_bundle(_bundle())
     tampered = copy.deepcopy(signed)
     tamper(tampered)
     assert verify_integrity(tampered) == "mismatch"

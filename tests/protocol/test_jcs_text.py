@@ -37,7 +37,7 @@ from runs.protocol.canonical import (
     parse_json,
 )
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 from tests.conftest import CONFORMANCE, REPO
 
 if not has_text_accelerator():
@@ -705,7 +705,7 @@ def test_deep_bundles_both_paths(
             bundle["run"]["metadata"]["deep"] = orjson.loads(nested)
         else:
             bundle["deepExtra"] = orjson.loads(nested)
-        text = canonical.wire_bytes(sign_bundle(bundle))
+        text = canonical.wire_bytes(seal_bundle(bundle))
     else:
         bundle["integrity"] = {"sha256": "0" * 64}
         text = orjson.dumps(bundle).replace(f'"{placeholder}"'.encode(), nested.encode())
@@ -800,7 +800,7 @@ def test_rounding_where_the_text_path_saw_unsafe_integers(
     bundle["artifacts"][3]["data"]["big"] = 2**53 + 1
     bundle["run"]["metadata"]["big"] = 10**30
     bundle["extra"] = {"big": 2**63}
-    text = json.dumps(sign_bundle(bundle), indent=2, ensure_ascii=False).encode()  # orjson stops at 64 bits
+    text = json.dumps(seal_bundle(bundle), indent=2, ensure_ascii=False).encode()  # orjson stops at 64 bits
     assert len(text) >= OVERLAP_MIN_BYTES
     fast = check_bundle(text)
     with monkeypatch.context() as patch:

@@ -4,7 +4,7 @@ import pytest
 
 from runs.protocol import migrations
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.protocol.integrity import sign_bundle, verify_integrity
+from runs.protocol.integrity import seal_bundle, verify_integrity
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_migrates_step_by_step_and_re_signs(old_versions) -> None:
 @pytest.mark.parametrize("bundle", [{"run": {}}, {"protocolVersion": "2.0.0"}, {"protocolVersion": 1}])
 def test_unsupported_versions(bundle: dict) -> None:
     with pytest.raises(ProtocolError) as info:
-        migrations.migrate_bundle(sign_bundle(bundle))
+        migrations.migrate_bundle(seal_bundle(bundle))
     assert info.value.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
     assert info.value.path == "protocolVersion"
 

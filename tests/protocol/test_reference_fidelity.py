@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from runs.protocol.bundle import check_bundle
 from runs.protocol.canonical import MAX_NESTING, canonical_bytes, wire_bytes
 from runs.protocol.errors import ErrorCode
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 from runs.protocol.timestamps import epoch_ms, format_epoch_ms, to_datetime, to_utc_iso
 
 HEX = "ab" * 32
@@ -41,7 +41,7 @@ def _first_written(bundle: dict) -> tuple[dict, dict]:
 
 
 def _check(bundle: dict, *, sign: bool = True):
-    return check_bundle(wire_bytes(sign_bundle(bundle) if sign else bundle))
+    return check_bundle(wire_bytes(seal_bundle(bundle) if sign else bundle))
 
 
 def _event(bundle: dict, **fields) -> dict:
@@ -64,7 +64,7 @@ def test_deeply_nested_artifact_data_is_accepted(base, depth):
 def test_nesting_beyond_the_stated_limit_is_a_coded_error(base):
     _, artifact = _first_written(base)
     artifact["data"] = "@@"
-    text = wire_bytes(sign_bundle(base)).replace(b'"@@"', b"[" * 2000 + b"]" * 2000)
+    text = wire_bytes(seal_bundle(base)).replace(b'"@@"', b"[" * 2000 + b"]" * 2000)
     result = check_bundle(text)
     assert (result.ok, result.code) == (False, RB)
     assert f"nested deeper than {MAX_NESTING}" in result.message
@@ -181,7 +181,7 @@ def test_events_may_share_ids_and_name_the_empty_step(base):
     ],
 )
 def test_integrity_member_is_schema_checked_first(base, change, code):
-    signed = sign_bundle(base)
+    signed = seal_bundle(base)
     change(signed)
     assert check_bundle(wire_bytes(signed)).code == code
 

@@ -14,7 +14,7 @@ import pytest
 
 from runs.protocol.bundle import check_bundle
 from runs.protocol.canonical import canonical_bytes
-from runs.protocol.integrity import compute_integrity, sign_bundle
+from runs.protocol.integrity import compute_integrity, seal_bundle
 from runs.protocol.signing import (
     PAYLOAD_TYPE,
     KeySetError,
@@ -278,7 +278,7 @@ def test_detached_envelope():
     # a detached envelope of another content
     other = copy.deepcopy(base)
     other["run"]["tags"] = ["other"]
-    other = sign_bundle(other)
+    other = seal_bundle(other)
     assert verify_attestations(other, build_jwks([KEY]), detached=envelope).code == "SUBJECT_DIGEST_MISMATCH"
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from runs.actions.forks import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_with_history
 from runs.engine import programs
-from runs.engine.replay import DIVERGED_TAG, comparable, is_marker
+from runs.engine.divergence import DIVERGED_TAG, comparable, is_marker
 from runs.execution.host import Workbench
 from runs.execution.replay import run_fork
 from runs.models import CachedResponse, Event, ForkStatus, Run
@@ -99,7 +99,7 @@ def bodies(run: Run) -> list[dict]:
 
 
 def replay(workspace, source: Run, **kw):
-    fork = do_fork_run(workspace=workspace, source_run_id=source.run_id, actor="user:alice", **kw)
+    fork = do_fork_with_history(workspace=workspace, source_run_id=source.run_id, actor="user:alice", **kw)
     assert fork.status == ForkStatus.PENDING
     fork = run_fork(fork.pk)
     assert fork is not None
@@ -200,7 +200,7 @@ def test_replay_fails_with_a_code_when_the_cached_answers_were_deleted(workspace
 
     CachedResponse.objects.filter(workspace=workspace).delete()
     with pytest.raises(ActionError) as info:
-        do_fork_run(workspace=workspace, source_run_id=recorded.run_id, mode="replay")
+        do_fork_with_history(workspace=workspace, source_run_id=recorded.run_id, mode="replay")
     assert info.value.code == "REPLAY_DATA_EXPIRED"
     # from after the last model answer nothing deleted is needed
     fork = replay(workspace, recorded, mode="replay", from_seq=recorded.last_seq)
@@ -248,7 +248,7 @@ def test_demo_pipeline_replays_deterministically(workspace, settings):
 
 @pytest.mark.django_db
 def test_a_replay_fails_with_a_code_when_its_answers_are_deleted_after_the_fork(workspace, recorded, fake):
-    fork = do_fork_run(workspace=workspace, source_run_id=recorded.run_id, mode="replay")
+    fork = do_fork_with_history(workspace=workspace, source_run_id=recorded.run_id, mode="replay")
     CachedResponse.objects.filter(workspace=workspace).delete()
     before = len(fake.requests)
     done = run_fork(fork.pk)

@@ -110,9 +110,9 @@ def test_fork_and_cancel_tree(workspace, workflow):
     actions.do_command(
         workspace=workspace, run_id=root.run_id, command=cmd.WriteArtifact(key="a", type_id="x", data=[1])
     )
-    child = actions.do_fork(workspace=workspace, parent_run_id=root.run_id)
-    grandchild = actions.do_fork(workspace=workspace, parent_run_id=child.run_id)
-    finished = actions.do_fork(workspace=workspace, parent_run_id=root.run_id)
+    child = actions.do_fork_from_state(workspace=workspace, parent_run_id=root.run_id)
+    grandchild = actions.do_fork_from_state(workspace=workspace, parent_run_id=child.run_id)
+    finished = actions.do_fork_from_state(workspace=workspace, parent_run_id=root.run_id)
     actions.do_command(workspace=workspace, run_id=finished.run_id, command=cmd.CompleteRun())
     assert child.parent_links.get().parent_run_id == root.run_id
     assert ArtifactVersion.objects.filter(run=child, key="a").exists()

@@ -11,7 +11,7 @@ from django.core.management import call_command
 
 from runs.models import Run
 from runs.protocol.canonical import canonical_bytes, wire_bytes
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 
 
 def _nest(depth: int):
@@ -93,7 +93,7 @@ def test_import_then_export_is_byte_identical(conformance_dir, tmp_path, change)
     for event in bundle["trace"]:
         event["runId"] = bundle["run"]["id"]
     change(bundle)
-    signed = sign_bundle(bundle)
+    signed = seal_bundle(bundle)
     source = tmp_path / "in.json"
     source.write_bytes(wire_bytes(signed))
     call_command("bundle", "import", str(source), "--workspace", "edges", stdout=StringIO())

@@ -18,7 +18,7 @@ from django.core.management import call_command
 
 from runs.models import Run
 from runs.protocol.canonical import canonical_bytes, wire_bytes
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 
 NUL = "\u0000"
 # Values the protocol constrains (enums, timestamps, hashes): they stay as they are.
@@ -68,7 +68,7 @@ def test_nul_in_every_string_round_trips(conformance_dir, tmp_path, tail):
         run_id = bundle["run"]["id"]
         changed = _with_nul(bundle, tail=tail)
         changed["run"]["id"] = run_id
-        signed = sign_bundle(changed)
+        signed = seal_bundle(changed)
         assert NUL in signed["run"]["workflowId"]
         source = tmp_path / "in.json"
         source.write_bytes(wire_bytes(signed))

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.protocol.integrity import sign_bundle, verify_integrity
+from runs.protocol.integrity import seal_bundle, verify_integrity
 from runs.protocol.runstore import RUNSTORE_KEYS, bundle_to_runstore, infer_engine, runstore_to_bundle
 from tests.telemetry.corpus import bundle_names, load_bundle, load_expected, same_json
 
@@ -36,7 +36,7 @@ def test_reference_bundle_comes_back_from_its_body(name):
     if "engine" in original:
         same_json(back["engine"], original["engine"])
         # Signed, it is the very bundle the reference exported.
-        assert sign_bundle(back)["integrity"] == original["integrity"]
+        assert seal_bundle(back)["integrity"] == original["integrity"]
     else:  # the importer's inferred engine is made explicit
         same_json(back["engine"], infer_engine(original["run"]["workflowSnapshot"], original["trace"]))
 
@@ -139,7 +139,7 @@ def test_engine_argument_wins_and_is_inferred_when_absent():
 
 def test_exported_bundle_can_be_signed_and_verified():
     body = bundle_to_runstore(_bundle(artifacts=[_artifact("k", 1, {"n": 1})]))
-    signed = sign_bundle(runstore_to_bundle(body))
+    signed = seal_bundle(runstore_to_bundle(body))
     assert verify_integrity(signed) == "valid"
     tampered = copy.deepcopy(signed)
     tampered["artifacts"][0]["data"]["n"] = 2

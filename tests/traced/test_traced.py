@@ -9,7 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from runs.engine.replay import comparable
+from runs.engine.divergence import comparable
 from runs.execution.host import Workbench
 from runs.models import Event
 from runs.protocol.values import loads

@@ -12,7 +12,7 @@ import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.actions import ActionError
-from runs.actions.forks import determinism_report, do_fork_run
+from runs.actions.forks import determinism_report, do_fork_with_history
 from runs.execution.replay import run_fork
 from runs.models import ForkStatus, Workspace
 from runs.selectors.runs import RunNotFound, get_fork
@@ -57,7 +57,7 @@ class Command(BaseCommand):
             except orjson.JSONDecodeError as exc:
                 raise CommandError(f"INVALID_INPUT: --overlay is not JSON: {exc}") from None
         try:
-            fork = do_fork_run(
+            fork = do_fork_with_history(
                 workspace=workspace,
                 source_run_id=options["run_id"],
                 mode=options["mode"],
