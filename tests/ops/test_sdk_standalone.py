@@ -14,11 +14,11 @@ from workbench_sdk import events as sdk_events
 from workbench_sdk import pricing as sdk_pricing
 from workbench_sdk._canonical import canonical_bytes as sdk_canonical_bytes
 
-from playground.pricing import Price, cost, protocol_cost
-from playground.providers.base import Usage
 from runs.engine.replay import REPLAYED_SUMMARY
 from runs.protocol import cachekey
 from runs.protocol.canonical import canonical_bytes
+from runs.providers.base import Usage
+from runs.providers.pricing import Price, cost, protocol_cost
 
 PROBE = (
     "import json, sys, workbench_sdk, workbench_sdk.client, workbench_sdk.traced, workbench_sdk.cachekey;"
