@@ -19,10 +19,11 @@ unexport PYTHONDONTWRITEBYTECODE
 # a C compiler the pure-Python path is used; `make test` insists on it, see lint).
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c
+$(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c sdk/python/pyproject.toml
 	@test -x $(PY) || $$(scripts/find_python.sh) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e ./sdk/python
 	@touch $@
 
 # `make run HOST=0.0.0.0 PORT=8123`: the embedded profile with DEBUG on (local development only).

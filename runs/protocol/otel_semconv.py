@@ -14,7 +14,7 @@ reference. With this option a ``model_io`` span instead carries:
 * ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON text, the conventions' message
   shape ``{role, parts: [{type, ...}], finish_reason?}``) when the call's request event (same
   correlation id) and the response carry Anthropic Messages or OpenAI Chat Completions bodies
-  as payload (what ``runs.traced`` records).
+  as payload (what ``workbench_sdk.traced`` records).
 
 No count is added to another, so a ledger built from either form never counts cached or
 reasoning tokens twice. The protocol has no field for cache-creation tokens; they are not

@@ -7,8 +7,8 @@ import json
 
 import pytest
 from django.test import Client, override_settings
+from workbench_sdk.client import make_event
 
-from runs.client import make_event
 from runs.models import Run
 
 DESCRIBED_BY = '</api/openapi.json>; rel="describedby"'

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from runs.client import make_event
+from workbench_sdk.client import make_event
+
 from runs.models import Run
 from runs.protocol.bundle import check_bundle
 from runs.protocol.canonical import canonical_bytes

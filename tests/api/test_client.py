@@ -1,4 +1,4 @@
-"""runs.client against a real server on loopback (pytest-django's live_server): the host flow,
+"""workbench_sdk.client against a real server on loopback (pytest-django's live_server): the host flow,
 bundles, errors, and the retry policy (429 and network errors retried with the same
 Idempotency-Key; other 4xx never retried; 5xx retried)."""
 
@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 from django.test import override_settings
+from workbench_sdk.client import WorkbenchAPIError, WorkbenchClient, WorkbenchTransportError, make_event
 
-from runs.client import WorkbenchAPIError, WorkbenchClient, WorkbenchTransportError, make_event
 from runs.models import Event
 from runs.protocol.bundle import check_bundle
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from runs.client import make_event
+from workbench_sdk.client import make_event
+
 from runs.models import Event, Run
 
 DESCRIBED_BY = '</api/openapi.json>; rel="describedby"'

@@ -1,4 +1,4 @@
-"""A host pipeline in another process replays through runs.client (live server on loopback),
+"""A host pipeline in another process replays through workbench_sdk.client (live server on loopback),
 and the `fork` / `replay_worker` commands."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import io
 import orjson
 import pytest
 from django.core.management import call_command
-
-from runs.client import WorkbenchClient, make_event
+from workbench_sdk.client import WorkbenchClient, make_event
 
 REQUEST = {"model": "claude-haiku-4-5", "max_tokens": 32, "messages": [{"role": "user", "content": "Hi"}]}
 ANSWER = {

@@ -4,10 +4,10 @@ run refuses an event id it already holds (DUPLICATE_EVENT_ID)."""
 from __future__ import annotations
 
 import pytest
+from workbench_sdk.client import make_event
 
 from accounts import idempotency
 from accounts.models import IdempotencyRecord
-from runs.client import make_event
 from runs.models import Event
 
 

@@ -12,10 +12,10 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from workbench_sdk.client import make_event
 
 from runs import actions
 from runs.actions.permissions import ACTION_SCOPES, MANAGE, ROLE_SCOPES, Action, role_allows
-from runs.client import make_event
 from runs.models import Membership, Role
 from tests.api.conftest import BearerClient
 

@@ -4,9 +4,9 @@ learns nothing about another's ids (no RUN_ID_COLLISION across workspaces, on an
 from __future__ import annotations
 
 from django.test import Client
+from workbench_sdk.client import make_event
 
 from runs import actions
-from runs.client import make_event
 from runs.models import Event, Run
 from runs.selectors.runs import get_run
 

@@ -81,8 +81,9 @@ def test_bundles_carry_the_title_both_ways(workspace, other_workspace, workflow)
 
 
 def test_python_client_sets_the_title(live_server, transactional_db, workspace, workflow):
+    from workbench_sdk.client import WorkbenchClient
+
     from accounts.tokens import create_token
-    from runs.client import WorkbenchClient
     from runs.models import Run
 
     token = create_token(workspace=workspace, name="host", scopes=["read", "write"]).secret

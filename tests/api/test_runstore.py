@@ -6,8 +6,8 @@ import copy
 import json
 
 import pytest
+from workbench_sdk.client import make_event
 
-from runs.client import make_event
 from runs.models import ArtifactVersion, Run
 
 

@@ -22,8 +22,8 @@ import uuid
 
 import httpx
 import pytest
+from workbench_sdk.client import make_event
 
-from runs.client import make_event
 from tests.conftest import LINEAR_WORKFLOW
 from tests.live.cluster import Cluster
 

@@ -89,7 +89,7 @@ WRITE_BODIES = {
     ("api:delete_run", "DELETE"): lambda w: b"",
     ("api:update_run", "PATCH"): lambda w: _json({"title": "renamed"}),
     ("api:append_events", "POST"): lambda w: _json(
-        {"events": [__import__("runs.client").client.make_event(w.run.run_id, "annotation", text="x")]}
+        {"events": [__import__("workbench_sdk").make_event(w.run.run_id, "annotation", text="x")]}
     ),
     ("api:resolve_gate", "POST"): lambda w: _json(
         {"stepId": "review", "gate": "PAUSE_BEFORE", "decision": "approved"}

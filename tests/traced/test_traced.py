@@ -8,13 +8,14 @@ from decimal import Decimal
 import anthropic
 import openai
 import pytest
+from workbench_sdk.traced import ClientSink, Tracer, traced_anthropic, traced_openai
 
 from runs.engine.divergence import comparable
 from runs.execution.host import Workbench
+from runs.execution.tracing import SessionSink, tracer_for_session
 from runs.models import Event
 from runs.protocol.values import loads
 from runs.providers.pricing import Price
-from runs.traced import ClientSink, SessionSink, Tracer, traced_anthropic, traced_openai
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
 
@@ -229,8 +230,9 @@ def test_replay_answers_without_calling_the_provider(session, openai_fake):
 
 @pytest.mark.django_db(transaction=True)
 def test_through_the_rest_client(live_server, workspace, workflow, anthropic_fake):
+    from workbench_sdk.client import WorkbenchClient
+
     from accounts.tokens import create_token
-    from runs.client import WorkbenchClient
 
     token = create_token(workspace=workspace, name="host", scopes=["read", "write"]).secret
     with WorkbenchClient(live_server.url, token) as wb:
@@ -248,7 +250,7 @@ def test_a_replay_run_answers_from_the_response_cache(session, openai_fake, work
     sent = len(openai_fake.requests)
 
     replay = Workbench(workspace=workspace, actor="host").replay("run_traced")
-    tracer = Tracer.for_session(replay)
+    tracer = tracer_for_session(replay)
     assert tracer.replay is not None
     again = traced_openai(o_client(openai_fake), tracer).chat.completions.create(
         model=GPT, messages=[{"role": "user", "content": "Cached?"}]
@@ -261,12 +263,12 @@ def test_a_replay_run_answers_from_the_response_cache(session, openai_fake, work
     )
     assert len(openai_fake.requests) == sent + 1
     # An ordinary run has no replay.
-    assert Tracer.for_session(session).replay is None
+    assert tracer_for_session(session).replay is None
 
 
 def _host_pipeline(session, a_fake, o_fake, *, prompt: str = "Summarise ticket 42") -> None:
     """Host step code: one Anthropic and one OpenAI call through the traced wrappers."""
-    tracer = Tracer.for_session(session, step_id="parse", prices=PRICES)
+    tracer = tracer_for_session(session, step_id="parse", prices=PRICES)
     session.begin_step("parse")
     claude = traced_anthropic(a_client(a_fake), tracer)
     claude.messages.create(model=HAIKU, max_tokens=50, messages=[{"role": "user", "content": prompt}])
@@ -322,13 +324,13 @@ def test_an_anthropic_stream_is_replayed_from_the_cache_as_a_stream(session, ant
         "stream": True,
         "messages": [{"role": "user", "content": "Stream me"}],
     }
-    claude = traced_anthropic(a_client(anthropic_fake), Tracer.for_session(session, prices=PRICES))
+    claude = traced_anthropic(a_client(anthropic_fake), tracer_for_session(session, prices=PRICES))
     text = _stream_text_anthropic(claude.messages.create(**ask))
     sent = len(anthropic_fake.requests)
 
     replay = _replay_session(workspace)
     with traced_anthropic(
-        a_client(anthropic_fake), Tracer.for_session(replay, prices=PRICES)
+        a_client(anthropic_fake), tracer_for_session(replay, prices=PRICES)
     ).messages.create(**ask) as stream:
         kinds = []
         again = ""
@@ -361,10 +363,10 @@ def test_an_openai_async_stream_with_tools_is_replayed_from_the_cache(session, o
         stream = await gpt.chat.completions.create(**ask, stream=True)
         return [chunk async for chunk in stream]
 
-    first = asyncio.run(stream_all(Tracer.for_session(session)))
+    first = asyncio.run(stream_all(tracer_for_session(session)))
     sent = len(openai_fake.requests)
     replay = _replay_session(workspace)
-    again = asyncio.run(stream_all(Tracer.for_session(replay)))
+    again = asyncio.run(stream_all(tracer_for_session(replay)))
     assert len(openai_fake.requests) == sent
     assert all(isinstance(c, openai.types.chat.ChatCompletionChunk) for c in again)
     assert [c.model_dump() for c in again] == [c.model_dump() for c in first]
@@ -374,16 +376,16 @@ def test_an_openai_async_stream_with_tools_is_replayed_from_the_cache(session, o
 
 @pytest.mark.django_db(transaction=True)
 def test_an_answer_recorded_whole_is_streamed_back_rebuilt(session, anthropic_fake, openai_fake, workspace):
-    claude = traced_anthropic(a_client(anthropic_fake), Tracer.for_session(session))
+    claude = traced_anthropic(a_client(anthropic_fake), tracer_for_session(session))
     whole = claude.messages.create(
         model=HAIKU, max_tokens=50, messages=[{"role": "user", "content": "Whole"}]
     )
-    gpt = traced_openai(o_client(openai_fake), Tracer.for_session(session))
+    gpt = traced_openai(o_client(openai_fake), tracer_for_session(session))
     completion = gpt.chat.completions.create(model=GPT, messages=[{"role": "user", "content": "Whole too"}])
     sent = len(anthropic_fake.requests) + len(openai_fake.requests)
     replay = _replay_session(workspace)
 
-    tracer = Tracer.for_session(replay)  # (asks the database: outside the event loop)
+    tracer = tracer_for_session(replay)  # (asks the database: outside the event loop)
 
     async def go():
         a = traced_anthropic(a_client(anthropic_fake, anthropic.AsyncAnthropic), tracer)
@@ -397,7 +399,7 @@ def test_an_answer_recorded_whole_is_streamed_back_rebuilt(session, anthropic_fa
         for e in asyncio.run(go())
         if e.type == "content_block_delta" and e.delta.type == "text_delta"
     )
-    o = traced_openai(o_client(openai_fake), Tracer.for_session(replay))
+    o = traced_openai(o_client(openai_fake), tracer_for_session(replay))
     chunks = list(
         o.chat.completions.create(model=GPT, stream=True, messages=[{"role": "user", "content": "Whole too"}])
     )
@@ -417,7 +419,7 @@ def test_the_provider_layer_plays_a_cached_stream_to_on_delta(session, anthropic
     from runs.providers.base import ProviderSettings
 
     ask = {"model": HAIKU, "max_tokens": 100, "messages": [{"role": "user", "content": "Stream me"}]}
-    claude = traced_anthropic(a_client(anthropic_fake), Tracer.for_session(session))
+    claude = traced_anthropic(a_client(anthropic_fake), tracer_for_session(session))
     text = _stream_text_anthropic(claude.messages.create(**ask, stream=True))
     sent = len(anthropic_fake.requests)
     settings = ProviderSettings(kind="anthropic", api_key="test-anthropic-key", base_url=anthropic_fake.url)
@@ -443,13 +445,13 @@ def test_the_anthropic_stream_helper_is_recorded_and_replayed(session, anthropic
             text = "".join(stream.text_stream)
             return text, stream.get_final_message().content[0].text
 
-    assert helper_text(Tracer.for_session(session, prices=PRICES)) == ("Echo: Helper", "Echo: Helper")
+    assert helper_text(tracer_for_session(session, prices=PRICES)) == ("Echo: Helper", "Echo: Helper")
     call = one_call(_run_events("run_traced"))
     assert call["request"][0]["payload"]["stream"] is True and len(call["chunks"]) >= 3
     assert call["response"][0]["payload"]["content"][0]["text"] == "Echo: Helper"
     sent = len(anthropic_fake.requests)
     replay = _replay_session(workspace)
-    assert helper_text(Tracer.for_session(replay, prices=PRICES)) == ("Echo: Helper", "Echo: Helper")
+    assert helper_text(tracer_for_session(replay, prices=PRICES)) == ("Echo: Helper", "Echo: Helper")
     assert len(anthropic_fake.requests) == sent
     session.cancel("end")
     replay.cancel("end")
@@ -467,13 +469,13 @@ def test_the_openai_async_stream_helper_is_recorded_and_replayed(session, openai
             final = await stream.get_final_completion()
         return kinds, final.choices[0].message.content
 
-    kinds, text = asyncio.run(helper(Tracer.for_session(session)))
+    kinds, text = asyncio.run(helper(tracer_for_session(session)))
     assert "content.delta" in kinds and text.startswith("Echo: Helper")
     assert (
         one_call(_run_events("run_traced"))["response"][0]["payload"]["choices"][0]["message"]["content"]
         == text
     )
     sent = len(openai_fake.requests)
-    tracer = Tracer.for_session(_replay_session(workspace))
+    tracer = tracer_for_session(_replay_session(workspace))
     assert asyncio.run(helper(tracer)) == (kinds, text)
     assert len(openai_fake.requests) == sent

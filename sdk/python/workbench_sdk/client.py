@@ -1,8 +1,8 @@
 """A small Python client for the Workbench REST API, for host applications in other processes.
 
-    from runs.client import WorkbenchClient, make_event
+    from workbench_sdk import WorkbenchClient, make_event
 
-    with WorkbenchClient("http://127.0.0.1:8000", token="wbt_...") as wb:
+    with WorkbenchClient("http://127.0.0.1:8000", token="wbt_...") as wb:  # or WorkbenchClient()
         started = wb.start_run(workflow=WORKFLOW, tags=["nightly"])
         run_id = started["runId"]
         wb.append_events(run_id, [make_event(run_id, "step_started", stepId="parse")])
@@ -14,18 +14,39 @@ Behaviour (as the reference client): a 15 s timeout; up to 3 retries with expone
 and on 408/425/429/5xx only, never on other 4xx. Every write carries an ``Idempotency-Key``
 (generated unless given) that is reused on its retries, so a retried write is applied once.
 Errors raise :class:`WorkbenchAPIError` with the server's ``code``. Depends on httpx only.
+
+Configuration: ``base_url`` defaults to ``$WORKBENCH_URL``, ``token`` to ``$WORKBENCH_TOKEN``
+and ``workspace`` to ``$WORKBENCH_WORKSPACE`` when they are not given.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from workbench_sdk.cachekey import llm_cache_key, request_from_wire
+from workbench_sdk.events import RecordedAnswer, make_event, now_iso, recorded_answer
+
+__all__ = [
+    "ENV_TOKEN",
+    "ENV_URL",
+    "ENV_WORKSPACE",
+    "WorkbenchAPIError",
+    "WorkbenchClient",
+    "WorkbenchTransportError",
+    "make_event",
+    "now_iso",
+]
+
+ENV_URL = "WORKBENCH_URL"
+ENV_TOKEN = "WORKBENCH_TOKEN"
+ENV_WORKSPACE = "WORKBENCH_WORKSPACE"
 
 RETRY_STATUSES = frozenset({408, 425, 429})
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -54,24 +75,13 @@ def should_retry(status: int) -> bool:
     return status in RETRY_STATUSES or status >= 500
 
 
-def now_iso() -> str:
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
-def make_event(
-    run_id: str, type: str, *, ts: str | None = None, event_id: str | None = None, **fields: Any
-) -> dict:
-    """A protocol trace event with a fresh id and the current time (fields as on the wire: stepId ...)."""
-    event = {"id": event_id or f"evt_{uuid.uuid4()}", "runId": run_id, "ts": ts or now_iso(), "type": type}
-    event.update({k: v for k, v in fields.items() if v is not None})
-    return event
-
-
 class WorkbenchClient:
+    """The Workbench REST API. ``base_url`` and ``token`` (and ``workspace``) default to the
+    environment's ``WORKBENCH_URL`` and ``WORKBENCH_TOKEN`` (and ``WORKBENCH_WORKSPACE``)."""
+
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None = None,
         token: str | None = None,
         *,
         timeout: float = 15.0,
@@ -83,6 +93,11 @@ class WorkbenchClient:
         sleep: Callable[[float], None] = time.sleep,
         headers: dict[str, str] | None = None,
     ) -> None:
+        base_url = base_url or os.environ.get(ENV_URL)
+        if not base_url:
+            raise ValueError(f"WorkbenchClient needs a base_url (or the {ENV_URL} environment variable)")
+        token = token if token is not None else os.environ.get(ENV_TOKEN)
+        workspace = workspace if workspace is not None else os.environ.get(ENV_WORKSPACE)
         all_headers = {"Accept": "application/json", "User-Agent": "workbench-client/1"}
         if token:
             all_headers["Authorization"] = f"Bearer {token}"
@@ -298,7 +313,7 @@ class WorkbenchClient:
                 return
 
     def export_bundle(self, run_id: str) -> bytes:
-        """The signed bundle as canonical JSON bytes (verify with runs.protocol or any 1.0.0 implementation)."""
+        """The signed bundle as canonical JSON bytes (verify with any protocol 1.0.0 implementation)."""
         return self.request("GET", f"/runs/{_q(run_id)}/bundle").content
 
     def import_bundle(self, data: bytes, *, as_new_id: bool = False, **kw: Any) -> dict:
@@ -342,10 +357,8 @@ class WorkbenchClient:
     ) -> dict | None:
         """The workspace's cached answer to this provider request body (None on a miss).
 
-        The key is computed here (``runs.protocol.cachekey``, pure Python) exactly as the server
-        computes it from a recorded ``model_io`` request, so nothing but the key is sent."""
-        from runs.protocol.cachekey import llm_cache_key, request_from_wire
-
+        The key is computed here (:mod:`workbench_sdk.cachekey`, pure Python) exactly as the
+        server computes it from a recorded ``model_io`` request, so nothing but the key is sent."""
         key = llm_cache_key(request_from_wire(provider, model, request))
         params = {"preferRunId": prefer_run_id} if prefer_run_id else None
         try:
@@ -355,14 +368,14 @@ class WorkbenchClient:
                 return None
             raise
 
-    def replay_fn(self, *, prefer_run_id: str | None = None):
-        """A ``replay`` callable for ``runs.traced.Tracer``: ``(provider, model, request) -> the
-        recorded answer (response body and stream chunks) or None``, asking this server's
-        response cache."""
+    def replay_fn(
+        self, *, prefer_run_id: str | None = None
+    ) -> Callable[[str, str, dict], RecordedAnswer | None]:
+        """A ``replay`` callable for :class:`workbench_sdk.traced.Tracer`: ``(provider, model,
+        request) -> the recorded answer (response body and stream chunks) or None``, asking this
+        server's response cache."""
 
-        def replay(provider: str, model: str, request: dict):
-            from runs.traced import recorded_answer
-
+        def replay(provider: str, model: str, request: dict) -> RecordedAnswer | None:
             found = self.cached_response(provider, model, request, prefer_run_id=prefer_run_id)
             if found is None:
                 return None

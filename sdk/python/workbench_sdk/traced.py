@@ -1,8 +1,10 @@
 """Traced provider clients for host code: the official ``anthropic`` and ``openai`` SDKs, recorded.
 
-    from runs.traced import Tracer, SessionSink, traced_anthropic, traced_openai
+    from workbench_sdk import ClientSink, Tracer, WorkbenchClient, traced_anthropic, traced_openai
 
-    tracer = Tracer(SessionSink(run_session), step_id="parse", prices={("anthropic", "claude-haiku-4-5"): price})
+    wb = WorkbenchClient()  # WORKBENCH_URL, WORKBENCH_TOKEN
+    prices = {"claude-haiku-4-5": {"input": 1, "output": 5, "cache_read": 0.1, "cache_write": 1.25}}
+    tracer = Tracer(ClientSink(wb, run_id), step_id="parse", prices=prices)
     claude = traced_anthropic(anthropic.Anthropic(), tracer)
     message = claude.messages.create(model="claude-haiku-4-5", max_tokens=200, messages=[...])
     gpt = traced_openai(openai.AsyncOpenAI(), tracer)
@@ -16,48 +18,53 @@ together when it ends (one append). A failed call records an ``error`` event. Sy
 streaming calls are covered; structured output (``response_format`` / ``output_format``) and
 tools pass through untouched and are part of the recorded request.
 
-Where events go: :class:`SessionSink` (a :class:`runs.execution.session.RunSession`, in the Workbench
-process, through runs.actions) or :class:`ClientSink` (a :class:`runs.client.WorkbenchClient`,
-over REST). Usage follows the project's convention: ``inputTokens`` is the whole prompt (cache
-reads and writes included) and ``cachedInputTokens`` a part of it; ``outputTokens`` includes
-reasoning and ``reasoningTokens`` is a part of it.
+Where events go: any :class:`Sink` (``run_id`` and ``record(events)``). :class:`ClientSink`
+sends them to a remote Workbench over REST (:class:`workbench_sdk.client.WorkbenchClient`);
+the server has its own sink into a run of its process. From async code a sink's blocking
+``record`` runs in a worker thread: through the sink's ``run_blocking`` coroutine function
+when it has one (a sink into a database picks the thread its connections live in), else
+``asyncio.to_thread``. Usage follows the project's convention: ``inputTokens`` is the whole
+prompt (cache reads and writes included) and ``cachedInputTokens`` a part of it;
+``outputTokens`` includes reasoning and ``reasoningTokens`` is a part of it. Costs come from a
+price table of plain data (:mod:`workbench_sdk.pricing`).
 
 Replays: a ``replay`` callable ``(provider, model, request) -> RecordedAnswer | response body |
 None`` is asked before each call; an answer is returned as the SDK's own response type without
 calling the provider, and recorded with summary ``replayed``. A streaming call gets a stream of
 the SDK's own event types: the recorded stream events when the answer was streamed (recorded
-again as they were), else events rebuilt from the recorded response. ``Tracer.for_session(session)``
-sets it for a run that is a replay (``Workbench.replay``): the answers come from the response
-cache (``runs.actions.responsecache``), which the write path fills from every recorded call, the replay's
-source's answers first.
+again as they were), else events rebuilt from the recorded response.
+``WorkbenchClient.replay_fn()`` answers from the server's response cache.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from decimal import Decimal
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Protocol
 
-from runs.client import make_event
-from runs.engine.divergence import REPLAYED_SUMMARY
+from workbench_sdk.client import WorkbenchClient
+from workbench_sdk.events import REPLAYED_SUMMARY, RecordedAnswer, make_event
+from workbench_sdk.pricing import PriceTable, price_for
+from workbench_sdk.pricing import cost_of as _cost_of
 
-
-class RecordedAnswer(dict):
-    """A recorded model answer: the provider's response object (``model_io.payload``), as a
-    dict, with the payloads of its ``stream_chunk`` events (SDK stream events; empty when it
-    came whole) in ``chunks``."""
-
-    def __init__(self, body: dict, chunks: list[dict] | None = None) -> None:
-        super().__init__(body)
-        self.chunks: list[dict] = list(chunks or [])
-
-    @property
-    def body(self) -> dict:
-        return dict(self)
+__all__ = [
+    "Call",
+    "ClientSink",
+    "RecordedAnswer",
+    "ReplayFn",
+    "Sink",
+    "Tracer",
+    "arecord",
+    "cost_of",
+    "in_thread",
+    "traced_anthropic",
+    "traced_openai",
+    "usage_of",
+]
 
 
 ReplayFn = Callable[[str, str, dict], "RecordedAnswer | dict | None"]
@@ -73,21 +80,10 @@ class Sink(Protocol):
     def record(self, events: list[dict]) -> None: ...
 
 
-class SessionSink:
-    """Into a run of this process (``runs.execution.session.RunSession``), through the actions."""
-
-    def __init__(self, session) -> None:
-        self.session = session
-        self.run_id = session.run_id
-
-    def record(self, events: list[dict]) -> None:
-        self.session.append_events(events)
-
-
 class ClientSink:
-    """Into a run of a remote Workbench over REST (``runs.client.WorkbenchClient``)."""
+    """Into a run of a remote Workbench over REST (:class:`workbench_sdk.client.WorkbenchClient`)."""
 
-    def __init__(self, client, run_id: str) -> None:
+    def __init__(self, client: WorkbenchClient, run_id: str) -> None:
         self.client = client
         self.run_id = run_id
 
@@ -138,65 +134,10 @@ def _cache_write_tokens(provider: str, usage: Any) -> int:
     return u.get("cache_creation_input_tokens") or 0
 
 
-def cost_of(usage: dict | None, price, *, cache_write_tokens: int = 0) -> dict | None:
-    """``model_io.cost`` from a usage and a price row (``runs.providers.pricing.Price``); None if unknown."""
-    if usage is None or price is None:
-        return None
-    from runs.providers.base import Usage
-    from runs.providers.pricing import cost, protocol_cost
-
-    amount: Decimal | None = cost(
-        Usage(
-            input_tokens=usage["inputTokens"],
-            output_tokens=usage["outputTokens"],
-            cache_read_tokens=usage.get("cachedInputTokens", 0),
-            cache_write_tokens=cache_write_tokens,
-            reasoning_tokens=usage.get("reasoningTokens"),
-        ),
-        price,
-    )
-    return protocol_cost(amount, price.currency)
-
-
-# --------------------------------------------------------------------------------------------
-# Replays: answers from the response cache (runs.actions.responsecache, filled by the write path)
-
-
-def cache_replay(workspace, source_run=None) -> ReplayFn:
-    """A ``replay`` answering from the workspace's response cache (``source_run``'s answers first)."""
-
-    def replay(provider: str, model: str, request: dict) -> RecordedAnswer | None:
-        from runs.actions import responsecache
-
-        keys = responsecache.request_keys(provider, model, request)
-        if not keys:
-            return None
-        entry = responsecache.lookup(workspace, keys["v2"], prefer_run=source_run)
-        if entry is None:
-            return None
-        payload = responsecache.response_fields(entry).get("payload")
-        if not isinstance(payload, dict):
-            return None  # recorded without the provider's response body: nothing to hand back
-        responsecache.record_hit(entry)
-        return recorded_answer(payload, responsecache.chunk_fields(entry))
-
-    return replay
-
-
-def recorded_answer(body: dict, chunks: list[dict]) -> RecordedAnswer:
-    """A RecordedAnswer from a cached response and its recorded ``stream_chunk`` fields."""
-    return RecordedAnswer(body, [c["payload"] for c in chunks if isinstance(c.get("payload"), dict)])
-
-
-def replay_for(session) -> ReplayFn | None:
-    """For a run that is a replay (``Workbench.replay``): its source's cached answers; else None."""
-    from runs.models import RunFork
-
-    run = session.run
-    fork = RunFork.objects.filter(run=run).select_related("source").first()
-    if fork is None or fork.mode != "replay":
-        return None
-    return cache_replay(session.workspace, fork.source)
+def cost_of(usage: dict | None, price: Any, *, cache_write_tokens: int = 0) -> dict | None:
+    """``model_io.cost`` from a usage and a price row (a dict or an object with ``input``,
+    ``output``, ``cache_read``, ``cache_write``, ``currency``); None if unknown."""
+    return _cost_of(usage, price, cache_write_tokens=cache_write_tokens)
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,21 +171,28 @@ class Tracer:
         sink: Sink,
         *,
         step_id: str | None = None,
-        prices: Mapping[tuple[str, str], Any] | None = None,
+        prices: PriceTable | None = None,
         replay: ReplayFn | None = None,
         record_chunks: bool = True,
     ) -> None:
+        """``prices``: ``{model or (provider, model): price row}`` (see :mod:`workbench_sdk.pricing`)."""
         self.sink = sink
         self.step_id = step_id
         self.prices = dict(prices or {})
         self.replay = replay
         self.record_chunks = record_chunks
 
-    @classmethod
-    def for_session(cls, session, **kwargs: Any) -> Tracer:
-        """A tracer into a run of this process; a replay run answers from its source's cache."""
-        kwargs.setdefault("replay", replay_for(session))
-        return cls(SessionSink(session), **kwargs)
+    def price(self, provider: str, *models: str | None) -> Any:
+        """The price row of the first of ``models`` the table knows (None: the cost is unknown)."""
+        for model in models:
+            row = price_for(self.prices, provider, model)
+            if row is not None:
+                return row
+        return None
+
+    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Blocking work (the sink, the replay lookup) from async code, in a worker thread."""
+        return await in_thread(self.sink, fn, *args)
 
     def event(self, type: str, **fields: Any) -> dict:
         if self.step_id is not None:
@@ -283,25 +231,18 @@ class Tracer:
 
 
 async def arecord(sink: Sink, events: list[dict]) -> None:
-    """Record from async code: the sink (database or blocking HTTP) runs in a worker thread."""
-    await in_thread(sink.record, events)
+    """Record from async code: the sink (blocking HTTP, a database) runs in a worker thread."""
+    await in_thread(sink, sink.record, events)
 
 
-async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run blocking work (the database, blocking HTTP) from async code in a worker thread."""
-    from asgiref.sync import sync_to_async
-
-    return await sync_to_async(_call_in_thread, thread_sensitive=True)(fn, *args)
-
-
-def _call_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return fn(*args)
-    finally:  # the worker thread's database connection is not kept open
-        from django.db import close_old_connections, connection
-
-        if not connection.in_atomic_block:
-            close_old_connections()
+async def in_thread(sink: Sink, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` from async code in a worker thread: through the sink's ``run_blocking``
+    when it has one (a sink into a database picks the thread its connections live in), else
+    ``asyncio.to_thread``."""
+    runner: Callable[..., Awaitable[Any]] | None = getattr(sink, "run_blocking", None)
+    if runner is not None:
+        return await runner(fn, *args)
+    return await asyncio.to_thread(fn, *args)
 
 
 class Call:
@@ -357,9 +298,7 @@ class Call:
         self.done = True
         usage_doc = usage_of(self.provider, usage)
         model = getattr(response, "model", None) or self.model
-        price = self.tracer.prices.get((self.provider, model)) or self.tracer.prices.get(
-            (self.provider, self.model)
-        )
+        price = self.tracer.price(self.provider, model, self.model)
         cost = cost_of(usage_doc, price, cache_write_tokens=_cache_write_tokens(self.provider, usage))
         fields: dict[str, Any] = {
             "correlationId": self.correlation_id,
@@ -787,7 +726,7 @@ class _Endpoint:
     async def _acreate(self, **kwargs):
         model = kwargs.get("model", "")
         call = await self._tracer.abegin(self._provider.name, model, kwargs)
-        replayed = await in_thread(self._replayed, model, kwargs)  # the cache is in the database
+        replayed = await self._tracer.run_blocking(self._replayed, model, kwargs)  # may ask a server
         if isinstance(replayed, list):
             return self._replayed_stream(replayed, call, kwargs)
         if replayed is not None:
