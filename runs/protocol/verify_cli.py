@@ -92,6 +92,7 @@ def load_signing(
     """A :class:`Signing` from the option files; ``ValueError`` (with the reason) when a key or
     validity file cannot be read as one. A detached envelope that is not JSON is kept as its
     text: it then fails verification as a malformed envelope (``SIGNATURE_INVALID``)."""
+    # Deferred: signing imports cryptography; a plain integrity check must not pay for it.
     from runs.protocol.signing import KeySetError, load_keys
 
     try:
@@ -151,6 +152,7 @@ def check_line(
     if signing is None:
         line["signature"] = _signature_json(result)
         return line
+    # Deferred: cryptography only when a signature is checked (see above).
     from runs.protocol.signing import verify_attestations
 
     verdict = verify_attestations(

@@ -14,7 +14,7 @@ from workbench_sdk import events as sdk_events
 from workbench_sdk import pricing as sdk_pricing
 from workbench_sdk._canonical import canonical_bytes as sdk_canonical_bytes
 
-from runs.engine.replay import REPLAYED_SUMMARY
+from runs.engine.divergence import REPLAYED_SUMMARY
 from runs.protocol import cachekey
 from runs.protocol.canonical import canonical_bytes
 from runs.providers.base import Usage
