@@ -31,7 +31,8 @@ from django.views.decorators.http import require_safe
 from accounts.models import Scope
 from runs.mcp.versions import MCP_PROTOCOL_VERSIONS, mcp_server_info
 from runs.protocol.errors import ALL_ERROR_CODES
-from runs.protocol.validate import EVENT_TYPES, GATE_POLICIES
+from runs.protocol.validate import EVENT_TYPES
+from runs.protocol.validate_shapes import GATE_POLICIES
 
 TEXT = "text/plain; charset=utf-8"
 MARKDOWN = "text/markdown; charset=utf-8"

@@ -17,9 +17,10 @@ from django.utils import timezone
 
 from runs.actions import responsecache
 from runs.actions.workspaces import READ_ONLY, is_read_only
-from runs.engine.commands import Context, run_title
+from runs.engine.commands import Context
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event
+from runs.engine.lifecycle import run_title
 from runs.engine.state import RunState
 from runs.fields import column_value
 from runs.ids import INVALID_RUN_ID, run_id_problem

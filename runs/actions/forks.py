@@ -33,7 +33,6 @@ from runs.actions.core import (
 )
 from runs.actions.notify import RunChange, fork_pending_on_commit, notify_on_commit
 from runs.engine import programs
-from runs.engine.commands import new_run
 from runs.engine.divergence import (
     AUDIT_TAG,
     DIVERGED_TAG,
@@ -43,6 +42,7 @@ from runs.engine.divergence import (
     score,
 )
 from runs.engine.errors import EngineError
+from runs.engine.lifecycle import new_run
 from runs.models import CachedResponse, Event, ForkMode, ForkStatus, Run, RunFork, Workspace
 from runs.protocol.canonical import canonical_str
 from runs.protocol.errors import ErrorCode, ProtocolError

@@ -31,8 +31,10 @@ from runs.actions.core import (
 from runs.actions.forks import track_replay
 from runs.actions.notify import RunChange, notify_on_commit
 from runs.engine import commands as cmd
-from runs.engine.commands import append_in_place, decide, fork_run, new_run, with_title
+from runs.engine.check import append_in_place
+from runs.engine.decide import decide
 from runs.engine.errors import EngineError
+from runs.engine.lifecycle import fork_run, new_run, with_title
 from runs.engine.state import RunState
 from runs.models import Run, Workspace, held_event_ids
 from runs.protocol.errors import ErrorCode, ProtocolError

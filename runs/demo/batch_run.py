@@ -13,7 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from runs.engine.commands import Context, new_run
+from runs.engine.commands import Context
+from runs.engine.lifecycle import new_run
 from runs.protocol.canonical import canonical_bytes
 from runs.protocol.integrity import seal_bundle
 

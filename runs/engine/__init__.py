@@ -5,6 +5,7 @@
 :class:`EngineError`); ``new_run`` and ``fork_run`` create runs.
 """
 
+from runs.engine.check import check_event
 from runs.engine.commands import (
     Annotate,
     AppendEvents,
@@ -26,13 +27,11 @@ from runs.engine.commands import (
     SetGatePolicy,
     StartSpan,
     WriteArtifact,
-    check_event,
-    decide,
-    fork_run,
-    new_run,
 )
+from runs.engine.decide import decide
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold
+from runs.engine.lifecycle import fork_run, new_run
 from runs.engine.state import RunState
 
 __all__ = [

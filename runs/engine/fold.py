@@ -3,7 +3,7 @@
 The fold is lenient: any protocol-valid trace, including one exported by the reference
 runtime, folds without raising. Oddities (an event of another run, an unknown step, a
 patch that does not apply) are recorded in ``state.warnings`` and otherwise ignored.
-The strict checks live in :mod:`runs.engine.commands`.
+The strict checks live in :mod:`runs.engine.check` (events) and :mod:`runs.engine.decide` (commands).
 
 ``apply_event`` does O(1) work per event apart from what the event itself carries
 (a patch is applied to a copy of the artifact's data; a keyed write is digested).

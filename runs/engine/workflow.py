@@ -21,6 +21,28 @@ def normalize_workflow(spec: Any) -> dict[str, Any]:
     spec gets ``edges: []``. Raises ``INVALID_WORKFLOW`` for a malformed spec, duplicate
     step ids, edges to unknown steps, self edges or cycles.
     """
+    _check_header(spec)
+    steps_in = spec.get("steps")
+    if not isinstance(steps_in, list) or not steps_in:
+        raise _bad("a workflow needs at least one step", "workflow.steps")
+    seen: set[str] = set()
+    steps = [_normalize_step(step, f"workflow.steps[{i}]", seen) for i, step in enumerate(steps_in)]
+    edges_in = spec.get("edges", [])
+    if not isinstance(edges_in, list):
+        raise _bad("edges must be a list", "workflow.edges")
+    edge_ids: set[str] = set()
+    for i, edge in enumerate(edges_in):
+        _check_edge(edge, f"workflow.edges[{i}]", edge_ids, seen)
+    out = {**spec, "steps": steps, "edges": list(edges_in)}
+    graph = Graph.of(out)
+    cycle = graph.find_cycle()
+    if cycle:
+        raise _bad("workflow graph has a cycle: " + " -> ".join(f'"{s}"' for s in cycle), "workflow.edges")
+    return out
+
+
+def _check_header(spec: Any) -> None:
+    """The spec is an object with an id, a version >= 0 and, optionally, a string title."""
     if not isinstance(spec, dict):
         raise _bad("a workflow is a JSON object", "workflow")
     wid = spec.get("id")
@@ -31,64 +53,51 @@ def normalize_workflow(spec: Any) -> dict[str, Any]:
         raise _bad("workflow version must be an integer >= 0", "workflow.version")
     if "title" in spec and not isinstance(spec["title"], str):
         raise _bad("workflow title must be a string", "workflow.title")
-    steps_in = spec.get("steps")
-    if not isinstance(steps_in, list) or not steps_in:
-        raise _bad("a workflow needs at least one step", "workflow.steps")
-    steps: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for i, step in enumerate(steps_in):
-        where = f"workflow.steps[{i}]"
-        if not isinstance(step, dict):
-            raise _bad("a step is a JSON object", where)
-        sid = step.get("id")
-        if not isinstance(sid, str) or not sid:
-            raise _bad("step id must be a non-empty string", f"{where}.id")
-        if sid in seen:
-            raise _bad(f'duplicate step id "{sid}"', f"{where}.id")
-        seen.add(sid)
-        policy = step.get("gatePolicy", "AUTO")
-        if policy not in GATE_POLICIES:
-            raise _bad(f"gatePolicy must be one of {', '.join(GATE_POLICIES)}", f"{where}.gatePolicy")
-        for key in ("title", "description"):
-            if key in step and not isinstance(step[key], str):
-                raise _bad(f"step {key} must be a string", f"{where}.{key}")
-        for key in ("inputs", "outputs"):
-            value = step.get(key, [])
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise _bad(f"step {key} must be a list of strings", f"{where}.{key}")
-        steps.append(
-            {
-                **step,
-                "gatePolicy": policy,
-                "inputs": step.get("inputs", []),
-                "outputs": step.get("outputs", []),
-            }
-        )
-    edges_in = spec.get("edges", [])
-    if not isinstance(edges_in, list):
-        raise _bad("edges must be a list", "workflow.edges")
-    edge_ids: set[str] = set()
-    for i, edge in enumerate(edges_in):
-        where = f"workflow.edges[{i}]"
-        if not isinstance(edge, dict):
-            raise _bad("an edge is a JSON object", where)
-        for key in ("id", "from", "to"):
-            if not isinstance(edge.get(key), str) or not edge[key]:
-                raise _bad(f"edge {key} must be a non-empty string", f"{where}.{key}")
-        if edge["id"] in edge_ids:
-            raise _bad(f'duplicate edge id "{edge["id"]}"', f"{where}.id")
-        edge_ids.add(edge["id"])
-        for key in ("from", "to"):
-            if edge[key] not in seen:
-                raise _bad(f'edge "{edge["id"]}" references unknown step "{edge[key]}"', f"{where}.{key}")
-        if edge["from"] == edge["to"]:
-            raise _bad(f'edge "{edge["id"]}" connects step "{edge["from"]}" to itself', where)
-    out = {**spec, "steps": steps, "edges": list(edges_in)}
-    graph = Graph.of(out)
-    cycle = graph.find_cycle()
-    if cycle:
-        raise _bad("workflow graph has a cycle: " + " -> ".join(f'"{s}"' for s in cycle), "workflow.edges")
-    return out
+
+
+def _normalize_step(step: Any, where: str, seen: set[str]) -> dict[str, Any]:
+    """One step, checked (its id joins ``seen``) and with its defaults filled in."""
+    if not isinstance(step, dict):
+        raise _bad("a step is a JSON object", where)
+    sid = step.get("id")
+    if not isinstance(sid, str) or not sid:
+        raise _bad("step id must be a non-empty string", f"{where}.id")
+    if sid in seen:
+        raise _bad(f'duplicate step id "{sid}"', f"{where}.id")
+    seen.add(sid)
+    policy = step.get("gatePolicy", "AUTO")
+    if policy not in GATE_POLICIES:
+        raise _bad(f"gatePolicy must be one of {', '.join(GATE_POLICIES)}", f"{where}.gatePolicy")
+    for key in ("title", "description"):
+        if key in step and not isinstance(step[key], str):
+            raise _bad(f"step {key} must be a string", f"{where}.{key}")
+    for key in ("inputs", "outputs"):
+        value = step.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _bad(f"step {key} must be a list of strings", f"{where}.{key}")
+    return {
+        **step,
+        "gatePolicy": policy,
+        "inputs": step.get("inputs", []),
+        "outputs": step.get("outputs", []),
+    }
+
+
+def _check_edge(edge: Any, where: str, edge_ids: set[str], step_ids: set[str]) -> None:
+    """One edge between known steps, not a self edge, with a new id (it joins ``edge_ids``)."""
+    if not isinstance(edge, dict):
+        raise _bad("an edge is a JSON object", where)
+    for key in ("id", "from", "to"):
+        if not isinstance(edge.get(key), str) or not edge[key]:
+            raise _bad(f"edge {key} must be a non-empty string", f"{where}.{key}")
+    if edge["id"] in edge_ids:
+        raise _bad(f'duplicate edge id "{edge["id"]}"', f"{where}.id")
+    edge_ids.add(edge["id"])
+    for key in ("from", "to"):
+        if edge[key] not in step_ids:
+            raise _bad(f'edge "{edge["id"]}" references unknown step "{edge[key]}"', f"{where}.{key}")
+    if edge["from"] == edge["to"]:
+        raise _bad(f'edge "{edge["id"]}" connects step "{edge["from"]}" to itself', where)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from runs.actions.core import engine_context
 from runs.actions.forks import REPLAY_DATA_EXPIRED
 from runs.engine import commands as cmd
 from runs.engine import programs
-from runs.engine.commands import decide
+from runs.engine.decide import decide
 from runs.engine.divergence import is_marker
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold

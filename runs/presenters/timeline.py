@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,71 +104,128 @@ def chunk_text(event: dict[str, Any]) -> str:
 def summarize(event: dict[str, Any]) -> str:
     """One line saying what the event is about (plain text; the template escapes it)."""
     t = event.get("type")
-    step = event.get("stepId")
-    if t == "step_started":
-        return f"step {step} started"
-    if t == "step_completed":
-        ok = event.get("ok")
-        err = event.get("error") if isinstance(event.get("error"), dict) else None
-        text = f"step {step} completed" if ok else f"step {step} failed"
-        if err and err.get("message"):
-            text += f": {err.get('message')}"
-        return _clip(text)
-    if t == "artifact_written":
-        art = event.get("artifact") if isinstance(event.get("artifact"), dict) else {}
-        return _clip(f"artifact {art.get('artifactKey')} v{art.get('version')} ({art.get('typeId')})")
-    if t == "artifact_patch":
-        patch = event.get("patch") if isinstance(event.get("patch"), list) else []
-        return _clip(
-            f"artifact {event.get('artifactKey')} v{event.get('fromVersion')} → v{event.get('toVersion')}"
-            f" ({len(patch)} op{'s' if len(patch) != 1 else ''})"
-        )
-    if t == "model_io":
-        bits = [
-            str(event.get("direction", "")),
-            "/".join(str(x) for x in (event.get("provider"), event.get("model")) if x),
-        ]
-        for extra in (_tokens(event.get("usage")), _cost(event.get("cost"))):
-            if extra:
-                bits.append(extra)
-        if isinstance(event.get("durationMs"), int | float):
-            bits.append(f"{event['durationMs']} ms")
-        if isinstance(event.get("summary"), str) and event["summary"]:
-            bits.append(f"“{event['summary']}”")
-        return _clip(" · ".join(b for b in bits if b))
-    if t == "tool_call":
-        return _clip(f"tool {event.get('name')}")
-    if t == "human_gate_requested":
-        reason = event.get("reason")
-        return _clip(f"{event.get('gate')} gate requested on {step}" + (f": {reason}" if reason else ""))
-    if t == "human_gate_resolved":
-        note = event.get("note")
-        return _clip(
-            f"{event.get('gate')} gate on {step} {event.get('decision')}" + (f": {note}" if note else "")
-        )
-    if t == "rule_changed":
-        snap = event.get("snapshot") if isinstance(event.get("snapshot"), dict) else {}
-        rules = snap.get("rules") if isinstance(snap.get("rules"), list) else []
-        return _clip(f"rule set {event.get('ruleSetId')} changed ({len(rules)} rules)")
-    if t == "policy_changed":
-        return _clip(f"gate policy of {step} → {event.get('policy')}")
-    if t == "error":
-        fatal = " (fatal)" if event.get("fatal") else ""
-        code = f"[{event.get('code')}] " if event.get("code") else ""
-        return _clip(f"error{fatal}: {code}{event.get('message')}")
-    if t == "run_forked":
-        return _clip(f"forked from {event.get('parentRunId')}")
-    if t == "annotation":
-        return _clip(f"note: {event.get('text')}")
-    if t == "run_status_changed":
-        reason = event.get("reason")
-        return _clip(f"run {event.get('status')}" + (f": {reason}" if reason else ""))
-    if t == "span_started":
-        return _clip(f"span {event.get('name')} started ({event.get('spanId')})")
-    if t == "span_ended":
-        status = event.get("status")
-        return _clip(f"span {event.get('spanId')} ended" + (f" ({status})" if status else ""))
-    return _clip(str(t))
+    summary = _SUMMARIES.get(t) if isinstance(t, str) else None
+    if summary is None:
+        return _clip(str(t))
+    return summary(event, event.get("stepId"))
+
+
+# One summary per event type: (event, its stepId) -> the line.
+
+
+def _step_started(event: dict[str, Any], step: Any) -> str:
+    return f"step {step} started"
+
+
+def _step_completed(event: dict[str, Any], step: Any) -> str:
+    ok = event.get("ok")
+    err = event.get("error") if isinstance(event.get("error"), dict) else None
+    text = f"step {step} completed" if ok else f"step {step} failed"
+    if err and err.get("message"):
+        text += f": {err.get('message')}"
+    return _clip(text)
+
+
+def _artifact_written(event: dict[str, Any], step: Any) -> str:
+    art = event.get("artifact") if isinstance(event.get("artifact"), dict) else {}
+    return _clip(f"artifact {art.get('artifactKey')} v{art.get('version')} ({art.get('typeId')})")
+
+
+def _artifact_patch(event: dict[str, Any], step: Any) -> str:
+    patch = event.get("patch") if isinstance(event.get("patch"), list) else []
+    return _clip(
+        f"artifact {event.get('artifactKey')} v{event.get('fromVersion')} → v{event.get('toVersion')}"
+        f" ({len(patch)} op{'s' if len(patch) != 1 else ''})"
+    )
+
+
+def _model_io(event: dict[str, Any], step: Any) -> str:
+    bits = [
+        str(event.get("direction", "")),
+        "/".join(str(x) for x in (event.get("provider"), event.get("model")) if x),
+    ]
+    for extra in (_tokens(event.get("usage")), _cost(event.get("cost"))):
+        if extra:
+            bits.append(extra)
+    if isinstance(event.get("durationMs"), int | float):
+        bits.append(f"{event['durationMs']} ms")
+    if isinstance(event.get("summary"), str) and event["summary"]:
+        bits.append(f"“{event['summary']}”")
+    return _clip(" · ".join(b for b in bits if b))
+
+
+def _tool_call(event: dict[str, Any], step: Any) -> str:
+    return _clip(f"tool {event.get('name')}")
+
+
+def _gate_requested(event: dict[str, Any], step: Any) -> str:
+    reason = event.get("reason")
+    return _clip(f"{event.get('gate')} gate requested on {step}" + (f": {reason}" if reason else ""))
+
+
+def _gate_resolved(event: dict[str, Any], step: Any) -> str:
+    note = event.get("note")
+    return _clip(
+        f"{event.get('gate')} gate on {step} {event.get('decision')}" + (f": {note}" if note else "")
+    )
+
+
+def _rule_changed(event: dict[str, Any], step: Any) -> str:
+    snap = event.get("snapshot") if isinstance(event.get("snapshot"), dict) else {}
+    rules = snap.get("rules") if isinstance(snap.get("rules"), list) else []
+    return _clip(f"rule set {event.get('ruleSetId')} changed ({len(rules)} rules)")
+
+
+def _policy_changed(event: dict[str, Any], step: Any) -> str:
+    return _clip(f"gate policy of {step} → {event.get('policy')}")
+
+
+def _error(event: dict[str, Any], step: Any) -> str:
+    fatal = " (fatal)" if event.get("fatal") else ""
+    code = f"[{event.get('code')}] " if event.get("code") else ""
+    return _clip(f"error{fatal}: {code}{event.get('message')}")
+
+
+def _run_forked(event: dict[str, Any], step: Any) -> str:
+    return _clip(f"forked from {event.get('parentRunId')}")
+
+
+def _annotation(event: dict[str, Any], step: Any) -> str:
+    return _clip(f"note: {event.get('text')}")
+
+
+def _run_status_changed(event: dict[str, Any], step: Any) -> str:
+    reason = event.get("reason")
+    return _clip(f"run {event.get('status')}" + (f": {reason}" if reason else ""))
+
+
+def _span_started(event: dict[str, Any], step: Any) -> str:
+    return _clip(f"span {event.get('name')} started ({event.get('spanId')})")
+
+
+def _span_ended(event: dict[str, Any], step: Any) -> str:
+    status = event.get("status")
+    return _clip(f"span {event.get('spanId')} ended" + (f" ({status})" if status else ""))
+
+
+_SUMMARIES: dict[str, Callable[[dict[str, Any], Any], str]] = {
+    "step_started": _step_started,
+    "step_completed": _step_completed,
+    "artifact_written": _artifact_written,
+    "artifact_patch": _artifact_patch,
+    "model_io": _model_io,
+    "tool_call": _tool_call,
+    "human_gate_requested": _gate_requested,
+    "human_gate_resolved": _gate_resolved,
+    "rule_changed": _rule_changed,
+    "policy_changed": _policy_changed,
+    "error": _error,
+    "run_forked": _run_forked,
+    "annotation": _annotation,
+    "run_status_changed": _run_status_changed,
+    "span_started": _span_started,
+    "span_ended": _span_ended,
+}
 
 
 def is_stream_chunk(record: EventRecord) -> bool:

@@ -111,35 +111,65 @@ def build_waterfall(
         if not isinstance(span_id, str):
             continue
         if not is_end:
-            parent_id = body.get("parentSpanId")
-            row = SpanRow(
-                span_id=span_id,
-                name=str(body.get("name") or span_id),
-                kind=str(body.get("kind") or ""),
-                step_id=str(body.get("stepId") or ""),
-                parent_id=parent_id if isinstance(parent_id, str) else "",
-                start_seq=seq,
-                _start=ts,
-            )
-            parent = open_spans.get(row.parent_id) if row.parent_id else None
-            (parent.children if parent is not None else rows).append(row)
-            open_spans[span_id] = row
+            _open_row(seq, body, span_id, ts, open_spans, rows)
             continue
         row = open_spans.pop(span_id, None)
-        if row is None:
-            continue  # the end of a span that started before this window (or never)
-        row.end_seq = seq
-        row.status = "error" if body.get("status") == "error" or body.get("error") else "ok"
-        row.error = _error_text(body)
-        own = _number(body.get("durationMs"))
-        if own is not None:
-            row.duration_ms = own
-        elif row._start is not None and ts is not None:
-            row.duration_ms = max(0.0, _ms(ts - row._start))
-        if row._start is not None and row.duration_ms is not None:
-            row._end = row._start + timedelta(milliseconds=row.duration_ms)
+        if row is not None:  # else the end of a span that started before this window (or never)
+            _close_row(row, seq, body, ts)
     flat: list[SpanRow] = []
     _flatten(rows, 0, flat)
+    t0, total = _time_axis(flat, latest)
+    for row in flat:
+        if row._start is not None and t0 is not None:
+            _place(row, t0, total, latest)
+    return Waterfall(
+        rows=flat,
+        total_ms=total,
+        errors=sum(1 for r in flat if r.status == "error"),
+        open=sum(1 for r in flat if r.status == "open"),
+    )
+
+
+def _open_row(
+    seq: int,
+    body: dict[str, Any],
+    span_id: str,
+    ts: datetime | None,
+    open_spans: dict[str, SpanRow],
+    rows: list[SpanRow],
+) -> None:
+    """A ``span_started``: a new open row under its parent when that is open, else a root."""
+    parent_id = body.get("parentSpanId")
+    row = SpanRow(
+        span_id=span_id,
+        name=str(body.get("name") or span_id),
+        kind=str(body.get("kind") or ""),
+        step_id=str(body.get("stepId") or ""),
+        parent_id=parent_id if isinstance(parent_id, str) else "",
+        start_seq=seq,
+        _start=ts,
+    )
+    parent = open_spans.get(row.parent_id) if row.parent_id else None
+    (parent.children if parent is not None else rows).append(row)
+    open_spans[span_id] = row
+
+
+def _close_row(row: SpanRow, seq: int, body: dict[str, Any], ts: datetime | None) -> None:
+    """A ``span_ended`` closing ``row``: its status, error and duration (own, else between the events)."""
+    row.end_seq = seq
+    row.status = "error" if body.get("status") == "error" or body.get("error") else "ok"
+    row.error = _error_text(body)
+    own = _number(body.get("durationMs"))
+    if own is not None:
+        row.duration_ms = own
+    elif row._start is not None and ts is not None:
+        row.duration_ms = max(0.0, _ms(ts - row._start))
+    if row._start is not None and row.duration_ms is not None:
+        row._end = row._start + timedelta(milliseconds=row.duration_ms)
+
+
+def _time_axis(flat: list[SpanRow], latest: datetime | None) -> tuple[datetime | None, float]:
+    """The window's first start and its length in ms (to the last end or the latest instant known)."""
     starts = [r._start for r in flat if r._start is not None]
     t0 = min(starts) if starts else None
     ends = [r._end for r in flat if r._end is not None]
@@ -147,24 +177,20 @@ def build_waterfall(
         ends.append(latest)
     t1 = max(ends) if ends else t0
     total = _ms(t1 - t0) if t0 is not None and t1 is not None and t1 > t0 else 0.0
-    for row in flat:
-        if row._start is None or t0 is None:
-            continue
-        row.start_ms = _ms(row._start - t0)
-        end = row._end
-        if row.end_seq is None and latest is not None and latest >= row._start:
-            end = latest  # still open: runs to the latest instant known
-            row.duration_ms = _ms(latest - row._start)
-        if total > 0:
-            row.x_pct = round(min(100.0, 100.0 * row.start_ms / total), 3)
-            length = _ms(end - row._start) if end is not None else 0.0
-            row.w_pct = round(max(MIN_BAR_PCT, min(100.0 - row.x_pct, 100.0 * length / total)), 3)
-    return Waterfall(
-        rows=flat,
-        total_ms=total,
-        errors=sum(1 for r in flat if r.status == "error"),
-        open=sum(1 for r in flat if r.status == "open"),
-    )
+    return t0, total
+
+
+def _place(row: SpanRow, t0: datetime, total: float, latest: datetime | None) -> None:
+    """A started row's offset and bar on the time axis; a row still open runs to ``latest``."""
+    row.start_ms = _ms(row._start - t0)
+    end = row._end
+    if row.end_seq is None and latest is not None and latest >= row._start:
+        end = latest  # still open: runs to the latest instant known
+        row.duration_ms = _ms(latest - row._start)
+    if total > 0:
+        row.x_pct = round(min(100.0, 100.0 * row.start_ms / total), 3)
+        length = _ms(end - row._start) if end is not None else 0.0
+        row.w_pct = round(max(MIN_BAR_PCT, min(100.0 - row.x_pct, 100.0 * length / total)), 3)
 
 
 def _flatten(rows: list[SpanRow], depth: int, out: list[SpanRow]) -> None:

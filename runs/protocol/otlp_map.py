@@ -63,7 +63,8 @@ from runs.protocol.canonical import MAX_NESTING, load_json_exact, nesting_depth
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.otel_semconv import input_messages as body_input_messages
 from runs.protocol.otel_semconv import output_messages as body_output_messages
-from runs.protocol.validate import MAX_SAFE_INTEGER, validate_event
+from runs.protocol.validate import validate_event
+from runs.protocol.validate_shapes import MAX_SAFE_INTEGER
 
 RUN_ATTRIBUTES = ("workbench.run.id", "lwb.run.id")
 SESSION_ATTRIBUTES = ("session.id", "gen_ai.conversation.id")

@@ -232,46 +232,12 @@ def timeline_page(
     """
     filters = filters or TimelineFilters()
     limit = max(1, min(limit, TIMELINE_MAX_PAGE))
-    qs = Event.objects.filter(run=run)
-    if filters.type:
-        qs = qs.filter(type=filters.type)
-    if filters.step:
-        qs = qs.filter(step_id=filters.step)
-    if filters.corr:
-        qs = qs.filter(correlation_id=filters.corr)
-    if filters.q:
-        qs = qs.filter(body__icontains=json_text_needle(filters.q))
-    cols = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")
+    qs = _filtered_events(run, filters)
     searched_to = searched_from = None
     if before is not None:
-        if filters.q:
-            low = max(0, before - SEARCH_WINDOW)
-            qs = qs.filter(seq__gte=low)
-            searched_from = low if low > 1 else None
-        raw = list(qs.filter(seq__lt=before).order_by("-seq").values_list(*cols)[: limit + 1])
-        older = len(raw) > limit
-        raw = list(reversed(raw[:limit]))
-        next_after = raw[-1][0] if raw and raw[-1][0] < run.last_seq else None
-        prev_before = raw[0][0] if raw and (older or searched_from) else None
+        raw, next_after, prev_before, searched_from = _page_before(qs, run, before, filters, limit)
     else:
-        if filters.q:
-            high = after + SEARCH_WINDOW
-            qs = qs.filter(seq__lte=high)
-            searched_to = high if high < run.last_seq else None
-        raw = list(qs.filter(seq__gt=after).order_by("seq").values_list(*cols)[: limit + 1])
-        newer = len(raw) > limit
-        raw = raw[:limit]
-        if newer:
-            next_after = raw[-1][0]
-        elif searched_to is not None:
-            next_after = searched_to
-        else:
-            next_after = None
-        prev_before = raw[0][0] if raw and raw[0][0] > 1 else (after + 1 if after > 0 else None)
-        if prev_before is not None and (filters.type or filters.step or filters.corr) and not filters.q:
-            # filtered: offer "Earlier" only when an earlier match exists (one indexed probe)
-            if not qs.filter(seq__lt=prev_before).exists():
-                prev_before = None
+        raw, next_after, prev_before, searched_to = _page_after(qs, run, after, filters, limit)
     records = [
         EventRecord(seq, t, ts, step, corr, actor, loads(body)) for seq, t, ts, step, corr, actor, body in raw
     ]
@@ -284,6 +250,62 @@ def timeline_page(
         searched_to=searched_to if searched_to and not (len(raw) >= limit) else None,
         searched_from=searched_from,
     )
+
+
+_TIMELINE_COLS = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")
+
+
+def _filtered_events(run: Run, filters: TimelineFilters):
+    """The run's events narrowed by the filters (an indexed column each; the text search last)."""
+    qs = Event.objects.filter(run=run)
+    if filters.type:
+        qs = qs.filter(type=filters.type)
+    if filters.step:
+        qs = qs.filter(step_id=filters.step)
+    if filters.corr:
+        qs = qs.filter(correlation_id=filters.corr)
+    if filters.q:
+        qs = qs.filter(body__icontains=json_text_needle(filters.q))
+    return qs
+
+
+def _page_before(qs, run: Run, before: int, filters: TimelineFilters, limit: int):
+    """The page of events older than ``before``: (rows, next_after, prev_before, searched_from)."""
+    searched_from = None
+    if filters.q:
+        low = max(0, before - SEARCH_WINDOW)
+        qs = qs.filter(seq__gte=low)
+        searched_from = low if low > 1 else None
+    raw = list(qs.filter(seq__lt=before).order_by("-seq").values_list(*_TIMELINE_COLS)[: limit + 1])
+    older = len(raw) > limit
+    raw = list(reversed(raw[:limit]))
+    next_after = raw[-1][0] if raw and raw[-1][0] < run.last_seq else None
+    prev_before = raw[0][0] if raw and (older or searched_from) else None
+    return raw, next_after, prev_before, searched_from
+
+
+def _page_after(qs, run: Run, after: int, filters: TimelineFilters, limit: int):
+    """The page of events newer than ``after``: (rows, next_after, prev_before, searched_to)."""
+    searched_to = None
+    if filters.q:
+        high = after + SEARCH_WINDOW
+        qs = qs.filter(seq__lte=high)
+        searched_to = high if high < run.last_seq else None
+    raw = list(qs.filter(seq__gt=after).order_by("seq").values_list(*_TIMELINE_COLS)[: limit + 1])
+    newer = len(raw) > limit
+    raw = raw[:limit]
+    if newer:
+        next_after = raw[-1][0]
+    elif searched_to is not None:
+        next_after = searched_to
+    else:
+        next_after = None
+    prev_before = raw[0][0] if raw and raw[0][0] > 1 else (after + 1 if after > 0 else None)
+    if prev_before is not None and (filters.type or filters.step or filters.corr) and not filters.q:
+        # filtered: offer "Earlier" only when an earlier match exists (one indexed probe)
+        if not qs.filter(seq__lt=prev_before).exists():
+            prev_before = None
+    return raw, next_after, prev_before, searched_to
 
 
 def artifact_versions_by_key(run: Run) -> dict[str, list[dict[str, Any]]]:

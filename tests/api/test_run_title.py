@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from runs.engine.commands import TITLE_KEY, EngineError, check_title, run_title
+from runs.engine.errors import EngineError
+from runs.engine.lifecycle import TITLE_KEY, check_title, run_title
 
 
 def test_title_rules_and_fallbacks():

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from runs.engine.commands import TITLE_KEY
+from runs.engine.lifecycle import TITLE_KEY
 from tests.pages.conftest import XSS, login
 
 
