@@ -201,16 +201,32 @@ def _leaf(
     if not isinstance(prop, dict):
         f.text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() if present else ""
         return f
+    _classify(f, prop, value, present, depth)
+    f.text = _leaf_text(f, value, present)
+    return f
+
+
+def _is_scalar_lines(prop: dict, types: list[str]) -> bool:
+    """An array of strings, numbers or integers: edited as one value per line."""
+    items = prop.get("items")
+    return (
+        types == ["array"]
+        and isinstance(items, dict)
+        and _types(items) in (["string"], ["number"], ["integer"])
+    )
+
+
+def _classify(f: FormField, prop: dict, value: Any, present: bool, depth: int) -> None:
+    """The field's kind (and what the kind needs) from its schema; "json" when nothing fits."""
     types = _types(prop)
     if isinstance(prop.get("enum"), list) and prop["enum"]:
         f.kind, f.enum = "enum", list(prop["enum"])
     elif types == ["object"] and isinstance(prop.get("properties"), dict) and depth < MAX_DEPTH:
         f.kind = "group"
-        obj = value if isinstance(value, dict) else {}
-        f.children = _children(prop, pointer, obj, depth + 1)
+        f.children = _children(prop, f.pointer, value if isinstance(value, dict) else {}, depth + 1)
     elif _object_items(prop) is not None and depth < MAX_DEPTH and (value is None or isinstance(value, list)):
         f.kind = "items"
-        f.children = _items(prop, pointer, value, depth)
+        f.children = _items(prop, f.pointer, value, depth)
     elif len(types) == 1 and types[0] in SCALAR_TYPES:
         f.kind = types[0] if types[0] != "string" else "text"
     elif types and set(types) <= {*SCALAR_TYPES, "null"} and len(types) > 1:
@@ -219,24 +235,19 @@ def _leaf(
         if vtype == "integer" and "integer" not in types:
             vtype = "number"
         f.chosen_type = vtype if vtype in types else types[0]
-    elif (
-        types == ["array"]
-        and isinstance(prop.get("items"), dict)
-        and _types(prop["items"])
-        in (
-            ["string"],
-            ["number"],
-            ["integer"],
-        )
-    ):
+    elif _is_scalar_lines(prop, types):
         f.kind, f.item_type = "lines", _types(prop["items"])[0]
+
+
+def _leaf_text(f: FormField, value: Any, present: bool) -> str:
+    """What the field's input shows for the stored value."""
     if f.kind == "lines":
-        f.text = "\n".join(_text(v) for v in value) if isinstance(value, list) else ""
-    elif f.kind == "json":
-        f.text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() if present else ""
-    elif f.kind not in ("group", "enum"):
-        f.text = _text(value) if present else ""
-    return f
+        return "\n".join(_text(v) for v in value) if isinstance(value, list) else ""
+    if f.kind == "json":
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() if present else ""
+    if f.kind in ("group", "enum"):
+        return f.text
+    return _text(value) if present else ""
 
 
 def _children(schema: dict, pointer: str, obj: dict, depth: int) -> list[FormField]:
@@ -438,69 +449,99 @@ def _problem(problems: list, f: FormField, message: str) -> None:
     problems.append({"path": f.pointer or "/", "field": top, "message": message})
 
 
-def _parse_field(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
-    """(present, value) of one field from the post; a field left empty and optional is absent."""
-    key = f.pointer
-    if f.kind == "items":
-        items = _parse_items(f, post, current, problems)
-        return bool(items) or f.required or isinstance(current, list), items
-    if f.kind == "group":
-        if current is None and not f.required and _left_blank(f, post):
-            return False, None  # an optional object that was absent and got no value stays absent
-        obj = dict(current) if isinstance(current, dict) else {}
-        obj = _parse_group(f, post, obj, problems)
-        return bool(obj) or f.required or isinstance(current, dict), obj
-    if f.kind == "boolean":
-        return True, post.get(key) in ("on", "true", "1")
-    if f.kind == "enum":
-        raw = post.get(key, "")
-        if raw == "":
-            return False, None
-        try:
-            return True, f.enum[int(raw)]
-        except (ValueError, IndexError):
-            _problem(problems, f, "Choose one of the listed values.")
-            return False, None
-    raw = post.get(key, "")
-    if f.kind == "lines":
-        items = [line.strip() for line in raw.splitlines() if line.strip()]
-        if not items and not f.required and current is None:
-            return False, None
-        values = []
-        for item in items:
-            value, problem = _coerce(f.item_type, item)
-            if problem:
-                _problem(problems, f, f"“{item}”: {problem}")
-            values.append(value)
-        return True, values
-    if f.kind == "json":
-        if raw.strip() == "":
-            return False, None
-        try:
-            return True, orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            _problem(problems, f, f"Not valid JSON: {exc}")
-            return False, None
-    if f.kind == "union":
-        chosen = post.get(f"{key}#type", f.types[0])
-        if chosen not in f.types:
-            _problem(problems, f, "Choose a type.")
-            return False, None
-        if chosen == "null":
-            return True, None
-        if raw == "" and chosen != "string":
-            return (False, None) if not f.required else (True, raw)
-        value, problem = _coerce(chosen, raw)
+def _parse_items_field(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    items = _parse_items(f, post, current, problems)
+    return bool(items) or f.required or isinstance(current, list), items
+
+
+def _parse_group_field(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    if current is None and not f.required and _left_blank(f, post):
+        return False, None  # an optional object that was absent and got no value stays absent
+    obj = dict(current) if isinstance(current, dict) else {}
+    obj = _parse_group(f, post, obj, problems)
+    return bool(obj) or f.required or isinstance(current, dict), obj
+
+
+def _parse_boolean(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    return True, post.get(f.pointer) in ("on", "true", "1")
+
+
+def _parse_enum(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    raw = post.get(f.pointer, "")
+    if raw == "":
+        return False, None
+    try:
+        return True, f.enum[int(raw)]
+    except (ValueError, IndexError):
+        _problem(problems, f, "Choose one of the listed values.")
+        return False, None
+
+
+def _parse_lines(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    items = [line.strip() for line in post.get(f.pointer, "").splitlines() if line.strip()]
+    if not items and not f.required and current is None:
+        return False, None
+    values = []
+    for item in items:
+        value, problem = _coerce(f.item_type, item)
         if problem:
-            _problem(problems, f, problem)
-        return True, value
-    # text, number, integer
+            _problem(problems, f, f"“{item}”: {problem}")
+        values.append(value)
+    return True, values
+
+
+def _parse_json(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    raw = post.get(f.pointer, "")
+    if raw.strip() == "":
+        return False, None
+    try:
+        return True, orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        _problem(problems, f, f"Not valid JSON: {exc}")
+        return False, None
+
+
+def _parse_union(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    raw = post.get(f.pointer, "")
+    chosen = post.get(f"{f.pointer}#type", f.types[0])
+    if chosen not in f.types:
+        _problem(problems, f, "Choose a type.")
+        return False, None
+    if chosen == "null":
+        return True, None
+    if raw == "" and chosen != "string":
+        return (False, None) if not f.required else (True, raw)
+    value, problem = _coerce(chosen, raw)
+    if problem:
+        _problem(problems, f, problem)
+    return True, value
+
+
+def _parse_scalar(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    """text, number, integer"""
+    raw = post.get(f.pointer, "")
     if raw == "" and not (f.kind == "text" and (f.required or current is not None)):
         return False, None
     value, problem = _coerce("string" if f.kind == "text" else f.kind, raw)
     if problem:
         _problem(problems, f, problem)
     return True, value
+
+
+_PARSERS = {
+    "items": _parse_items_field,
+    "group": _parse_group_field,
+    "boolean": _parse_boolean,
+    "enum": _parse_enum,
+    "lines": _parse_lines,
+    "json": _parse_json,
+    "union": _parse_union,
+}
+
+
+def _parse_field(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
+    """(present, value) of one field from the post; a field left empty and optional is absent."""
+    return _PARSERS.get(f.kind, _parse_scalar)(f, post, current, problems)
 
 
 def fill_from_post(form: FormField, post) -> None:
