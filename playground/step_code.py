@@ -25,7 +25,7 @@ unknown ``configurable`` key or a model the workspace does not offer is ``INVALI
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -154,7 +154,7 @@ def plan(workspace: Any, execution: Execution, configurable: dict | None) -> Pla
             if "systemPrompt" in configurable:
                 changes["system_prompt"] = configurable["systemPrompt"]
                 changes["send_system_prompt"] = bool(configurable["systemPrompt"])
-            session = compose.replace(session, **changes)
+            session = replace(session, **changes)
             spec = (
                 entry.spec()
                 if entry is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
 
@@ -88,7 +89,7 @@ def test_the_follow_up_reads_the_cache(workspace, alice, fake_models, django_cap
     )
     comp1 = c.compose(s, entry.spec())
     ex1 = send(workspace, alice, entry, s, django_capture_on_commit_callbacks)
-    s2 = c.replace(c.after_send(s, comp1, ex1.content_json), prompt="Liability?", send_file=False)
+    s2 = replace(c.after_send(s, comp1, ex1.content_json), prompt="Liability?", send_file=False)
     ex2 = send(workspace, alice, entry, s2, django_capture_on_commit_callbacks)
     assert ex2.usage["cache_read_tokens"] == ex1.usage["cache_write_tokens"] > 0
     assert ex2.usage["cache_write_tokens"] == 0
