@@ -27,7 +27,7 @@ from django.template.loader import render_to_string
 from playground import execute
 from playground.live import execution_key
 from playground.models import Execution
-from playground.views import message_context, state_with_context
+from playground.presenters import message_context, state_with_context
 from runs.live.consumers import hub_for
 from runs.live.publisher import publisher
 from runs.models import Membership

@@ -48,7 +48,7 @@ from runs import providers
 from runs.actions import ActionError, do_commands, do_start_run
 from runs.engine import commands as cmd
 from runs.models import Workspace
-from runs.protocol.values import dumps, loads
+from runs.protocol.values import dumps
 from runs.providers import pricing
 from runs.providers.base import ProviderError, ProviderResult
 from runs.providers.redact import redact
@@ -698,30 +698,3 @@ def in_process_runner() -> Runner:
             recover_stale()
             _runner.pick_up_pending()
         return _runner
-
-
-def execution_state(ex: Execution) -> dict:
-    """What the page needs about an execution (also sent over the websocket)."""
-    return {
-        "id": str(ex.pk),
-        "status": ex.status,
-        "run_id": ex.run_id or None,
-        "model": ex.model_name,
-        "provider": ex.provider_kind,
-        "label": ex.label,
-        "partial_text": ex.partial_text,
-        "partial_thinking": ex.partial_thinking,
-        "error": {"code": ex.error_code, "message": ex.error_message, "status": ex.error_status}
-        if ex.error_code
-        else None,
-        "content": loads(ex.content) if ex.content else None,
-        "user_content": ex.user_content_json,
-        "usage": ex.usage or None,
-        "cost": None if ex.cost is None else str(ex.cost),
-        "currency": ex.currency,
-        "structured_output": ex.structured_output,
-        "duration_ms": ex.duration_ms,
-        "cache_keys": ex.cache_keys,
-        "flags": ex.flags,
-        "conversation_id": ex.conversation_id or None,
-    }

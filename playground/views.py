@@ -6,11 +6,9 @@ models and prices need owner. Executions and runs of other workspaces answer 404
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from dataclasses import replace
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +20,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import ratelimit
-from playground import actions, config, execute, highlight, operations, restore
+from playground import actions, config, execute, operations, presenters, restore
 from playground import compose as c
 from playground.models import (
     Execution,
@@ -164,7 +162,7 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
             "summary": response.get("summary"),
             "usage": response.get("usage"),
             "cost": response.get("cost"),
-            "text": _response_text(response.get("payload")),
+            "text": presenters.response_text(response.get("payload")),
         }
     if not isinstance(request_body, dict) or not isinstance(request_body.get("messages"), list):
         origin["problem"] = "This model call did not record its request payload, so it cannot be restored."
@@ -188,20 +186,6 @@ def _restore_from_event(request: HttpRequest, ref: str) -> dict:
         origin["model_notice"] = restoration.message
     model = restoration.model_pk
     return {"session": c.session_to_json(session), "model": model, "origin": origin}
-
-
-def _response_text(payload: Any) -> str:
-    if not isinstance(payload, dict):
-        return ""
-    if isinstance(payload.get("content"), list):
-        return "".join(
-            b.get("text", "") for b in payload["content"] if isinstance(b, dict) and b.get("type") == "text"
-        )
-    choices = payload.get("choices")
-    if isinstance(choices, list) and choices:
-        message = choices[0].get("message") or {}
-        return str(message.get("content") or "")
-    return ""
 
 
 def _restoration(
@@ -352,7 +336,7 @@ def send(request: HttpRequest) -> WireJsonResponse:
         {
             "executions": [
                 {
-                    **execute.execution_state(ex),
+                    **presenters.execution_state(ex),
                     "ws_url": f"/ws/playground/executions/{ex.pk}/",
                     "request": comp.request,
                     "notes": list(comp.notes),
@@ -439,19 +423,7 @@ def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:
 @require_GET
 def execution_detail(request: HttpRequest, execution_id: uuid.UUID) -> WireJsonResponse:
     ex = _get_execution(request, execution_id)
-    return WireJsonResponse(state_with_context(ex))
-
-
-def state_with_context(ex: Execution) -> dict:
-    state = execute.execution_state(ex)
-    usage = ex.usage or {}
-    window = ex.model.context_window if ex.model else None
-    state["context"] = (
-        c.context_window_use(usage.get("input_tokens", 0), usage.get("output_tokens", 0), window)
-        if usage
-        else None
-    )
-    return state
+    return WireJsonResponse(presenters.state_with_context(ex))
 
 
 @login_required
@@ -464,7 +436,7 @@ def execution_cancel(request: HttpRequest, execution_id: uuid.UUID) -> WireJsonR
     stopped = execute.cancel(ex, actor=f"user:{request.user.get_username()}")
     if not stopped:
         ex.refresh_from_db()
-    return WireJsonResponse({"stopped": stopped, **state_with_context(ex)})
+    return WireJsonResponse({"stopped": stopped, **presenters.state_with_context(ex)})
 
 
 @login_required
@@ -491,7 +463,7 @@ def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> WireJsonRe
         again = execute.resubmit(ex, user=request.user)
     return WireJsonResponse(
         {
-            **execute.execution_state(again),
+            **presenters.execution_state(again),
             "ws_url": f"/ws/playground/executions/{again.pk}/",
             "retry_of": str(ex.pk),
         },
@@ -504,58 +476,7 @@ def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> WireJsonRe
 def execution_message(request: HttpRequest, execution_id: uuid.UUID) -> HttpResponse:
     """The assistant message as HTML (structured output rendered for people)."""
     ex = _get_execution(request, execution_id)
-    return render(request, "playground/_assistant.html", message_context(ex))
-
-
-def message_context(ex: Execution) -> dict:
-    structured = ex.structured_output
-    raw_structured = None
-    if ex.structured_error:
-        raw_structured = json.loads(ex.structured_error).get("raw")
-    usage = ex.usage or {}
-    return {
-        "ex": ex,
-        "can_retry": ex.status in ("failed", "cancelled") and ex.model_id is not None,
-        "tool_calls": [
-            {**call, "input_html": highlight.json_html(call.get("input"))} for call in ex.tool_calls or []
-        ],
-        "usage": usage,
-        "structured": structured,
-        "structured_html": highlight.json_html(structured if structured is not None else raw_structured),
-        "structured_xml": highlight.xml_html(structured, root=ex.operation_type)
-        if structured is not None
-        else "",
-        "op": ex.operation_type,
-        "rating_percent": _rating_percent(structured)
-        if ex.operation_type == "rating" and structured
-        else None,
-        "confidence_percent": _percent((structured or {}).get("confidence")) if structured else None,
-        "alternatives": [
-            {**alt, "percent": _percent(alt.get("confidence"))}
-            for alt in (structured or {}).get("alternative_categories", [])
-        ]
-        if ex.operation_type == "classification" and structured
-        else [],
-        "extracted": sorted(((structured or {}).get("extracted_data") or {}).items())
-        if ex.operation_type == "extraction"
-        else [],
-        "cost_text": "unknown"
-        if ex.cost is None
-        else f"{ex.cost.quantize(Decimal('0.000001'))} {ex.currency}",
-    }
-
-
-def _percent(value: Any) -> int | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return max(0, min(100, round(value * 100)))
-    return None
-
-
-def _rating_percent(data: dict) -> int | None:
-    score, top = data.get("score"), data.get("max_score") or 10
-    if isinstance(score, int | float) and isinstance(top, int | float) and top > 0:
-        return max(0, min(100, round(100 * score / top)))
-    return None
+    return render(request, "playground/_assistant.html", presenters.message_context(ex))
 
 
 # --------------------------------------------------------------------------------------------
