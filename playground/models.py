@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -22,11 +22,6 @@ from runs.protocol.values import loads
 from runs.providers import egress
 from runs.providers.base import DEFAULT_BASE_URLS, ProviderSettings
 from runs.providers.pricing import Price
-
-if TYPE_CHECKING:  # imported where used: management commands start without cryptography & co.
-    from playground.compose import ModelSpec
-    from runs.providers.base import ProviderSettings
-    from runs.providers.pricing import Price
 
 
 class ProviderKind(models.TextChoices):
