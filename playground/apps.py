@@ -9,4 +9,4 @@ class PlaygroundConfig(AppConfig):
     def ready(self) -> None:
         # AppConfig.ready: where an app registers what it provides (Django's convention).
         # Playground runs' step code for replays, imported when a replay first looks for it.
-        programs.register_module("playground.replay")
+        programs.register_module("playground.step_code")
