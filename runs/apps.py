@@ -14,6 +14,7 @@ class RunsConfig(AppConfig):
         register_durable_sink(record_change)  # transcripts: committed events -> JSONL files, first
         register_listener(on_run_change)  # live status: committed changes -> websocket groups
         register_fork_executor(_dispatch_fork)  # pending forks -> the replay executor
+        register_listener(_resume_forks)  # a decision on a fork waiting at its gate resumes it
 
         from runs.live.publisher import connect_access_signals
 
@@ -38,3 +39,12 @@ def _dispatch_fork(fork_pk: int) -> None:
     from runs.execution.replay import dispatch
 
     dispatch(fork_pk)
+
+
+def _resume_forks(change) -> None:
+    if change.events and not any(e.get("type") == "human_gate_resolved" for e in change.events):
+        return  # the common case decided here, without importing the executor
+    # Deferred: start-up cost, as above.
+    from runs.execution.replay import resume_waiting_forks
+
+    resume_waiting_forks(change)

@@ -335,6 +335,7 @@ class ForkStatus(models.TextChoices):
     COMPLETED = "completed"
     FAILED = "failed"
     EXTERNAL = "external"  # no step code here: the host drives the fork through the API or client
+    WAITING = "waiting"  # stopped at a gate nobody decided; a reviewer's decision resumes it
 
 
 class RunFork(models.Model):

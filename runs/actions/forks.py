@@ -365,7 +365,44 @@ def determinism_report(fork: RunFork) -> dict[str, Any]:
         "finished": finished,
         "cacheHits": fork.cache_hits,
         "providerCalls": fork.provider_calls,
+        "historyEvents": fork.history,
+        "explanation": explain(fork, first, finished),
     }
+
+
+def _event_words(event: dict | None) -> str:
+    """``human_gate_resolved (score)``: an event's type and the step (or name) it concerns."""
+    if not event:
+        return "nothing"
+    about = event.get("stepId") or event.get("key") or event.get("name") or event.get("status")
+    return f"{event.get('type')} ({about})" if about else str(event.get("type"))
+
+
+def explain(fork: RunFork, first: int | None, finished: bool) -> str:
+    """The report's score in words, e.g. "diverged at #13: expected human_gate_resolved (score),
+    got step_started (draft)"."""
+    if fork.status == ForkStatus.WAITING:
+        return "stopped at a gate nobody decided: it waits for a reviewer, like its source"
+    divergence = fork.divergence
+    if divergence:
+        kind = divergence.get("kind")
+        at = divergence.get("sourceSeq")
+        if kind == "extra":
+            return (
+                f"went on past the source at #{at}: the source has no event there, the replay has "
+                + _event_words(divergence.get("replay"))
+            )
+        if kind == "missing":
+            return f"ended before the source's #{at}: expected {_event_words(divergence.get('original'))}"
+        return (
+            f"diverged at #{at}: expected {_event_words(divergence.get('original'))}, "
+            f"got {_event_words(divergence.get('replay'))}"
+        )
+    if first is not None:
+        return f"ended before the source's #{first}: the source recorded more than the replay produced"
+    if not finished:
+        return "still running: only the events produced so far are compared"
+    return "every event the source recorded after the fork point was produced again"
 
 
 def forks_of(workspace: Workspace, run: Run) -> list[RunFork]:

@@ -56,7 +56,10 @@ class ForkOut(Schema):
     fromSeq: int
     mode: str
     status: str = Field(
-        description="pending (the worker re-executes it), running, completed, failed, or external (the host drives it)."
+        description=(
+            "pending (the worker re-executes it), running, waiting (stopped at a gate nobody decided: a "
+            "reviewer's decision resumes it), completed, failed, or external (the host drives it)."
+        )
     )
     eventsUrl: str
 
@@ -71,8 +74,12 @@ class DeterminismOut(Schema):
     score: float
     status: str
     finished: bool
-    cacheHits: int
-    providerCalls: int
+    cacheHits: int = Field(
+        description="Model calls this replay answered from the cache (history not counted)."
+    )
+    providerCalls: int = Field(description="Model calls this replay sent to the provider.")
+    historyEvents: int = Field(description="Source events copied as fixed history (before fromSeq).")
+    explanation: str = Field(description='The score in words, e.g. "diverged at #13: expected ... got ...".')
 
 
 def fork_result(fork) -> dict:

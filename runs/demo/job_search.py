@@ -333,6 +333,10 @@ def job_search_program(s) -> None:
         step_id="draft",
     )
     s.complete_step("draft")
+    # A CHECKPOINT step is reviewed after it completes too: the run completes only once it is.
+    if s.gate_decision("draft", "PAUSE_AFTER", "approved") != "approved":
+        s.fail("the draft was rejected")
+        return
     s.complete()
 
 

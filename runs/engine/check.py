@@ -22,6 +22,7 @@ from runs.engine.guards import (
     check_usage,
     engine_error,
     nonempty_str,
+    require_no_pending_gate,
     require_running,
     require_step,
     validate_data,
@@ -221,6 +222,8 @@ def _run_status_changed(state: RunState, event: dict[str, Any], ctx: Context) ->
             + ", ".join(f'"{s}"' for s in running),
             "status",
         )
+    if status == "completed":
+        require_no_pending_gate(state, "mark the run completed", "status")
 
 
 def _span_started(state: RunState, event: dict[str, Any], ctx: Context) -> None:

@@ -66,6 +66,7 @@ from runs.engine.guards import (
     make_event,
     nonempty_str,
     optional_step,
+    require_no_pending_gate,
     require_running,
     require_step,
     validate_data,
@@ -534,6 +535,7 @@ def _complete_run(state: RunState, cmd: CompleteRun, ctx: Context) -> list[dict[
             ErrorCode.INVALID_STATE_TRANSITION,
             "cannot complete the run: waiting for running step(s) " + ", ".join(f'"{s}"' for s in running),
         )
+    require_no_pending_gate(state, "complete the run")
     return [make_event(state, ctx, "run_status_changed", status="completed", reason=cmd.reason)]
 
 

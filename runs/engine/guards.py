@@ -108,3 +108,19 @@ def check_error_obj(error: Any, path: str) -> dict[str, Any]:
     if error.get("code") is not None and not isinstance(error["code"], str):
         raise engine_error(ErrorCode.INVALID_INPUT, "error code must be a string", f"{path}.code")
     return {k: error[k] for k in ("message", "code") if error.get(k) is not None}
+
+
+def require_no_pending_gate(state: RunState, action: str, path: str = "") -> None:
+    """A run never completes while a gate waits for a person: nobody decided it, so nothing may
+    pretend the work behind it was approved (fail or cancel the run instead)."""
+    waiting = state.pending_gates()
+    if waiting:
+        names = ", ".join(
+            f'{g["gate"]}{":" + g["checkpoint"] if g.get("checkpoint") else ""} of "{g["stepId"]}"'
+            for g in waiting
+        )
+        raise engine_error(
+            ErrorCode.INVALID_STATE_TRANSITION,
+            f"cannot {action}: gate(s) still waiting for a decision: {names}",
+            path,
+        )

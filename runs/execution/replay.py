@@ -35,8 +35,9 @@ from django.utils import timezone
 
 from runs import actions
 from runs.actions import ActionError, AppendResult, responsecache
-from runs.actions.core import engine_context
+from runs.actions.core import engine_context, load_state
 from runs.actions.forks import REPLAY_DATA_EXPIRED
+from runs.actions.notify import RunChange
 from runs.engine import commands as cmd
 from runs.engine import programs
 from runs.engine.decide import decide
@@ -46,13 +47,24 @@ from runs.engine.fold import apply_event, fold
 from runs.engine.state import initial_run_doc
 from runs.execution import model_calls as cached
 from runs.execution.session import RunSession
-from runs.models import Event, ForkMode, ForkStatus, RunFork, Workspace
+from runs.models import Event, ForkMode, ForkStatus, Run, RunFork, Workspace
 from runs.protocol.values import loads
 
 if TYPE_CHECKING:  # the host API calls run_program; this module never needs it at run time
     from runs.execution.host import Workbench
 
 log = logging.getLogger(__name__)
+
+
+class GateWaiting(Exception):  # noqa: N818 (a state the fork stops in, not an error)
+    """The step code reached a gate that nobody decided: the fork stops there, waiting, like its
+    source would. A reviewer's decision on the fork resumes it (:func:`resume_waiting_forks`)."""
+
+    def __init__(self, step_id: str, gate: str, checkpoint: str | None) -> None:
+        super().__init__(f"{gate} of {step_id!r} waits for a reviewer")
+        self.step_id = step_id
+        self.gate = gate
+        self.checkpoint = checkpoint
 
 
 class ReplayError(Exception):
@@ -143,8 +155,8 @@ class ProgramSession(RunSession):
         checkpoint: str | None = None,
     ) -> str:
         """Resolve a requested gate and return the decision that was recorded."""
-        decision, note = self._choose_decision(step_id, gate, proposed, note, checkpoint)
-        result = self.resolve_gate(step_id, gate, decision, note=note, checkpoint=checkpoint)
+        decision, note, actor = self._choose_decision(step_id, gate, proposed, note, checkpoint)
+        result = self.resolve_gate(step_id, gate, decision, note=note, checkpoint=checkpoint, actor=actor)
         for event in reversed(result.events):
             if event["type"] == "human_gate_resolved" and event.get("stepId") == step_id:
                 return event["decision"]
@@ -152,8 +164,9 @@ class ProgramSession(RunSession):
 
     def _choose_decision(
         self, step_id: str, gate: str, proposed: str, note: str | None, checkpoint: str | None
-    ) -> tuple[str, str | None]:
-        return proposed, note
+    ) -> tuple[str, str | None, str | None]:
+        """(decision, note, actor): the program's own step code decides in a live run."""
+        return proposed, note, None
 
 
 class ForkSession(ProgramSession):
@@ -169,11 +182,14 @@ class ForkSession(ProgramSession):
         )
         self.fork = fork
         self.mode = fork.mode
-        self.history: list[dict] = [
+        # The fixed history, then (when a fork resumes after a reviewer decided at the gate it
+        # stopped at) its own events since: re-executed from the start, matched, not appended.
+        history = [
             loads(body)
-            for body in Event.objects.filter(run=fork.run, seq__lte=fork.history)
-            .order_by("seq")
-            .values_list("body", flat=True)
+            for body in Event.objects.filter(run=fork.run).order_by("seq").values_list("body", flat=True)
+        ]
+        self.history: list[dict] = history[: fork.history] + [
+            e for e in history[fork.history :] if not is_marker(e)
         ]
         start = initial_run_doc(fork.run.run_doc)
         self.shadow = fold(start, [])
@@ -183,6 +199,17 @@ class ForkSession(ProgramSession):
     @property
     def in_history(self) -> bool:
         return self.position < len(self.history)
+
+    def _source_event_and_actor(self, position: int) -> tuple[dict | None, str]:
+        """The source's event at ``position`` and who appended it (the person who decided)."""
+        if self.fork.source_id is None:
+            return None, ""
+        row = (
+            Event.objects.filter(run_id=self.fork.source_id, seq=position)
+            .values_list("body", "actor")
+            .first()
+        )
+        return (loads(row[0]), row[1]) if row is not None else (None, "")
 
     def _source_event(self, position: int) -> dict | None:
         if self.fork.source_id is None:
@@ -336,26 +363,69 @@ class ForkSession(ProgramSession):
 
     def _choose_decision(
         self, step_id: str, gate: str, proposed: str, note: str | None, checkpoint: str | None
-    ) -> tuple[str, str | None]:
+    ) -> tuple[str, str | None, str | None]:
+        """Only a decision a person made: never the step code's proposal (nothing decides for a
+        person). Inside the history the recorded resolution is taken (``execute`` matches it);
+        a branch takes the decision its creator named in ``gateDecisions``; a replay, and a branch
+        for other gates, take the source's recorded decision at this position. Otherwise the fork
+        stops here, waiting (:class:`GateWaiting`)."""
         if self.in_history:
-            return proposed, note  # the recorded resolution is taken from the history
+            return proposed, note, None  # the recorded resolution is taken from the history
         if self.mode == ForkMode.BRANCH:
             chosen = (self.fork.overlay or {}).get("gateDecisions", {}).get(step_id)
             if chosen is not None:
+                creator = self.fork.run.created_by or None  # who asked for the branch decided
                 if isinstance(chosen, dict):
-                    return chosen["decision"], chosen.get("note", note)
-                return chosen, note
-        original = self._source_event(self.position + 1)
-        if (
-            original
-            and original.get("type") == "human_gate_resolved"
-            and original.get("stepId") == step_id
-            and original.get("gate") == gate
-        ):
+                    return chosen["decision"], chosen.get("note", note), creator
+                return chosen, note, creator
+        original, actor = self._source_event_and_actor(self.position + 1)
+        if not self._same_gate(original, step_id, gate, checkpoint):
+            # The replay's events moved (its step code changed): the source's decision on this very
+            # gate, the same time it came up, is still a decision a person recorded.
+            original, actor = self._source_resolution(step_id, gate, checkpoint)
+        if original is not None:
             # A named checkpoint's resolution carries its name in `note` (the reference's
             # convention): the program's own arguments say it again, so only the decision is taken.
-            return original["decision"], note if checkpoint else original.get("note")
-        return proposed, note
+            return original["decision"], note if checkpoint else original.get("note"), actor or None
+        raise GateWaiting(step_id, gate, checkpoint)
+
+    @staticmethod
+    def _same_gate(event: dict | None, step_id: str, gate: str, checkpoint: str | None) -> bool:
+        if not event or event.get("type") != "human_gate_resolved":
+            return False
+        if event.get("stepId") != step_id or event.get("gate") != gate:
+            return False
+        if checkpoint is None:
+            return True
+        # a named checkpoint's resolution names it in `note` (the reference's convention) or in
+        # `correlationId` ("checkpoint:<name>", this server's convention)
+        return checkpoint in (
+            event.get("note"),
+            (event.get("correlationId") or "").removeprefix("checkpoint:"),
+        )
+
+    def _source_resolution(self, step_id: str, gate: str, checkpoint: str | None) -> tuple[dict | None, str]:
+        """The source's n-th resolution of this gate, n counting this fork's own resolutions of it."""
+        if self.fork.source_id is None:
+            return None, ""
+        mine = sum(1 for e in self._own_events() if self._same_gate(e, step_id, gate, checkpoint))
+        rows = Event.objects.filter(run_id=self.fork.source_id, type="human_gate_resolved", step_id=step_id)
+        seen = 0
+        for body, actor in rows.order_by("seq").values_list("body", "actor"):
+            event = loads(body)
+            if self._same_gate(event, step_id, gate, checkpoint):
+                if seen == mine:
+                    return event, actor
+                seen += 1
+        return None, ""
+
+    def _own_events(self) -> list[dict]:
+        return [
+            loads(body)
+            for body in Event.objects.filter(run=self.fork.run, type="human_gate_resolved").values_list(
+                "body", flat=True
+            )
+        ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,8 +470,11 @@ def run_fork(fork_pk: int) -> RunFork | None:
         RunFork.objects.filter(pk=fork_pk).update(status=ForkStatus.EXTERNAL)
         return fork
     status, code, message = ForkStatus.COMPLETED, "", ""
+    waiting: GateWaiting | None = None
     try:
         program(ForkSession(fork.run.workspace, f"replay:{fork.mode}", fork))
+    except GateWaiting as exc:
+        status, waiting = ForkStatus.WAITING, exc
     except ReplayError as exc:
         status, code, message = ForkStatus.FAILED, exc.code, exc.message
     except ActionError as exc:
@@ -412,10 +485,42 @@ def run_fork(fork_pk: int) -> RunFork | None:
     if status == ForkStatus.FAILED:
         _fail_run(fork, code, message)
     RunFork.objects.filter(pk=fork_pk).update(
-        status=status, error_code=code, error_message=message, finished_at=timezone.now()
+        status=status,
+        error_code=code,
+        error_message=message,
+        finished_at=None if waiting is not None else timezone.now(),
     )
+    if waiting is not None and not _gate_still_waiting(fork, waiting):
+        # A reviewer decided while the step code was still on its way to the gate: go on.
+        if RunFork.objects.filter(pk=fork_pk, status=ForkStatus.WAITING).update(status=ForkStatus.PENDING):
+            dispatch(fork_pk)
     fork.refresh_from_db()
     return fork
+
+
+def _gate_still_waiting(fork: RunFork, waiting: GateWaiting) -> bool:
+    state = load_state(Run.unscoped.get(pk=fork.run_id))
+    return any(
+        g["stepId"] == waiting.step_id
+        and g["gate"] == waiting.gate
+        and g.get("checkpoint") == waiting.checkpoint
+        for g in state.pending_gates()
+    )
+
+
+def resume_waiting_forks(change: RunChange) -> None:
+    """A notify listener: a decision recorded on a fork that waits at a gate resumes it (the step
+    code runs again from the start; everything already recorded is matched, not repeated)."""
+    if change.first_seq == 0 or not change.run_pk:
+        return
+    if change.events and not any(e.get("type") == "human_gate_resolved" for e in change.events):
+        return
+    if RunFork.objects.filter(run_id=change.run_pk, status=ForkStatus.WAITING).update(
+        status=ForkStatus.PENDING
+    ):
+        fork_pk = RunFork.objects.filter(run_id=change.run_pk).values_list("pk", flat=True).first()
+        if fork_pk is not None:
+            dispatch(fork_pk)
 
 
 def executor_mode() -> str:
