@@ -51,7 +51,7 @@ transcript and OTLP export show.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from runs.protocol.canonical import canonical_bytes, sha256_hex
@@ -361,6 +361,35 @@ def redact_run_doc(run_doc: dict[str, Any], policy: str) -> dict[str, Any]:
     note = kept if isinstance(kept, dict) else {"policy": policy, "version": POLICY_VERSIONS[policy]}
     doc["metadata"] = {METADATA_KEY: note}
     return doc
+
+
+def event_redactor(policy: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A function that returns a copy of one event redacted by ``policy`` (for views that read
+    events one at a time: a transcript, an OTLP export; the hashes of what went are not kept)."""
+    _check_policy(policy)
+    redactor = _Redactor(policy)
+
+    def redact(event: dict[str, Any]) -> dict[str, Any]:
+        event = copy.deepcopy(event)
+        redactor.event(event, "event")
+        redactor.redacted.clear()
+        return event
+
+    return redact
+
+
+def redacted_view(
+    run_doc: dict[str, Any], events: Iterable[dict[str, Any]], redact: str | None = None
+) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """A run document and its events as they may leave: redacted by ``redact``, or else by the
+    policy the run carries (:func:`policy_of`), or untouched. What a transcript or an OTLP
+    export of the run shows; the events are redacted one at a time as they are read, so a long
+    run streams in bounded memory."""
+    policy = redact or policy_of(run_doc)
+    if policy is None:
+        return run_doc, iter(events)
+    redact_event = event_redactor(policy)
+    return redact_run_doc(run_doc, policy), (redact_event(event) for event in events)
 
 
 def redaction_of(bundle: dict[str, Any]) -> dict[str, Any] | None:
