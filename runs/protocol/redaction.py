@@ -104,6 +104,10 @@ def policy_of(run_doc: Any) -> str | None:
     return policy if policy in POLICIES else None
 
 
+def _content_only(spec: dict[str, Any]) -> dict[str, Any]:
+    return {key: kind for key, kind in spec.items() if isinstance(kind, str) and kind == CONTENT}
+
+
 class _Redactor:
     def __init__(self, policy: str) -> None:
         self.policy = policy
@@ -185,6 +189,14 @@ class _Redactor:
                 "error": self.nested("error"),
             },
         }
+
+        self.events = {kind: {**_ENVELOPE, **spec} for kind, spec in self.events.items()}
+        # an artifact_written event's artifact is treated by :meth:`artifact` before its fields
+        self.written_spec = {**self.events["artifact_written"], "artifact": KEEP}
+        if policy == "user":  # only the payloads go: skip looking at anything else
+            self.events = {kind: _content_only(spec) for kind, spec in self.events.items()}
+            self.written_spec = _content_only(self.written_spec)
+            self.specs["run"] = _content_only(self.specs["run"])
 
     # -- the record of what went ------------------------------------------------------------
 
@@ -285,11 +297,12 @@ class _Redactor:
     # -- entry points -----------------------------------------------------------------------
 
     def event(self, event: dict[str, Any], where: str) -> None:
-        spec = self.events.get(event.get("type"), {})
-        if event.get("type") == "artifact_written" and isinstance(event.get("artifact"), dict):
+        kind = event.get("type")
+        if kind == "artifact_written" and isinstance(event.get("artifact"), dict):
             self.artifact(event["artifact"], f"{where}.artifact")
-            spec = {**spec, "artifact": KEEP}
-        self.fields(event, {**_ENVELOPE, **spec}, where)
+            self.fields(event, self.written_spec, where)
+            return
+        self.fields(event, self.events.get(kind, _ENVELOPE), where)
 
     def run(self, run: dict[str, Any], where: str = "run") -> None:
         self.fields(run, self.specs["run"], where)

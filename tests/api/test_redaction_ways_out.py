@@ -19,14 +19,17 @@ from django.core.management import call_command
 from accounts.principals import principal_for_token
 from accounts.tokens import authenticate_token
 from runs import actions
+from runs.actions.forks import do_fork_with_history
+from runs.actions.notify import register_listener, unregister_listener
 from runs.engine import commands as cmd
 from runs.mcp import operations as mcp_ops
 from runs.protocol.bundle import check_bundle
 from runs.protocol.canonical import canonical_bytes
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 from runs.protocol.redaction import MASK, METADATA_KEY, POLICIES, redaction_of
 from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.runs import get_run, iter_event_bodies
+from runs.telemetry.otel_stream import ContinuousExporter
 from runs.telemetry.transcript_log import sync_run, transcript_path
 from tests.pages.conftest import login
 from tests.protocol import canary
@@ -58,7 +61,7 @@ def _legacy_copy(workspace) -> str:
     policy, or made by hand): what leaves it must be redacted all the same."""
     bundle = canary.build()
     bundle["run"]["metadata"] = {METADATA_KEY: {"policy": "mask", "version": 1}}
-    data = canonical_bytes(sign_bundle({k: v for k, v in bundle.items() if k != "integrity"}))
+    data = canonical_bytes(seal_bundle({k: v for k, v in bundle.items() if k != "integrity"}))
     return actions.do_import_bundle(workspace=workspace, data=data, actor="test", as_new_id=True).run_id
 
 
@@ -95,6 +98,8 @@ def test_every_bundle_way_out_keeps_exactly_what_the_policy_keeps(
     # a redacted bundle is a bundle: it imports, and carries its policy from then on
     again = actions.do_import_bundle(workspace=workspace, data=ways["rest"], as_new_id=True)
     assert redaction_of({"run": again.run_doc})["policy"] == policy
+    page = client.get(f"/runs/{again.run_id}/")  # and reads as a run: no title, structure intact
+    assert page.status_code == 200 and canary.found(page.content) <= expected(policy)
 
 
 def test_the_full_export_still_holds_every_canary(api, full_run):
@@ -152,7 +157,9 @@ def test_the_transcript_of_a_redacted_run_holds_only_what_its_policy_keeps(
 
 
 def test_a_run_that_names_a_policy_is_redacted_on_the_way_out_even_if_it_holds_text(
-    api, workspace, collector  # noqa: F811
+    api,
+    workspace,
+    collector,  # noqa: F811
 ):
     legacy = _legacy_copy(workspace)
     run = get_run(workspace, legacy)
@@ -166,10 +173,8 @@ def test_a_run_that_names_a_policy_is_redacted_on_the_way_out_even_if_it_holds_t
 
 
 def test_what_is_appended_to_a_fork_of_a_masked_run_is_masked_too(api, workspace, full_run):
-    from runs.actions.forks import do_fork_run
-
     copy = _redacted_copy(workspace, full_run, "mask")
-    fork = do_fork_run(
+    fork = do_fork_with_history(
         workspace=workspace, source_run_id=copy, mode="branch", from_seq=6, actor="test", executable=False
     ).run.run_id  # a running run that carries the policy (a finished one takes no commands)
     actions.do_command(
@@ -185,13 +190,18 @@ def test_what_is_appended_to_a_fork_of_a_masked_run_is_masked_too(api, workspace
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_otlp_export_of_a_redacted_run_holds_only_what_its_policy_keeps(
-    workspace, full_run, collector, policy  # noqa: F811
+    workspace,
+    full_run,
+    collector,  # noqa: F811 (the fixture)
+    policy,
 ):
     copy = _redacted_copy(workspace, full_run, policy)
     call_command("otel_export", copy, "--endpoint", collector.url, stdout=io.StringIO())
     carried = _otlp_bytes(collector)
     collector.requests.clear()
-    call_command("otel_export", full_run, "--redact", policy, "--endpoint", collector.url, stdout=io.StringIO())
+    call_command(
+        "otel_export", full_run, "--redact", policy, "--endpoint", collector.url, stdout=io.StringIO()
+    )
     asked = _otlp_bytes(collector)
     for way, data in (("run's own policy", carried), ("--redact", asked)):
         got = canary.found(data)
@@ -206,9 +216,6 @@ def test_the_otlp_export_of_a_redacted_run_holds_only_what_its_policy_keeps(
 
 @pytest.mark.django_db(transaction=True)
 def test_the_continuous_otlp_stream_sends_a_redacted_run_redacted(workspace, collector):  # noqa: F811
-    from runs.actions.notify import register_listener, unregister_listener
-    from runs.telemetry.otel_stream import ContinuousExporter
-
     full_run = actions.do_import_bundle(workspace=workspace, data=canonical_bytes(canary.build())).run_id
     exporter = ContinuousExporter(endpoint=collector.url, schedule_delay_millis=50, timeout=5)
     register_listener(exporter.on_change)

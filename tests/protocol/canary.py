@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runs.protocol.integrity import sign_bundle
+from runs.protocol.integrity import seal_bundle
 
 RUN_ID = "run_canary"
 CANARY = re.compile(rb"cnry[0-9]{3}x")
@@ -244,7 +244,7 @@ def build() -> dict:
         ],
         "ruleSets": [_rule_set("ruleSets[0]")],
     }
-    return sign_bundle(bundle)
+    return seal_bundle(bundle)
 
 
 def kept_by_user() -> set[str]:
