@@ -26,8 +26,7 @@ from runs.fields import column_value
 from runs.ids import INVALID_RUN_ID, run_id_problem
 from runs.models import ArtifactVersion, Event, RuleSetVersion, Run, RunParent, RunSnapshot, Workspace
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.protocol.redaction import METADATA_KEY as REDACTION_METADATA_KEY
-from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
+from runs.protocol.redaction import policy_of
 from runs.protocol.schemas import default_registry
 from runs.protocol.timestamps import to_datetime
 from runs.protocol.values import dumps, loads, new_id, now_iso
@@ -400,10 +399,7 @@ def redaction_policy(state: RunState) -> str | None:
     """The redaction policy a run carries (an imported redacted bundle, or a fork of one): every
     event appended to it is redacted the same way, so nothing the policy removed comes back
     (a replay answered from the response cache included)."""
-    metadata = state.run.get("metadata")
-    note = metadata.get(REDACTION_METADATA_KEY) if isinstance(metadata, dict) else None
-    policy = note.get("policy") if isinstance(note, dict) else None
-    return policy if policy in REDACTION_POLICIES else None
+    return policy_of(state.run)
 
 
 def is_replay_state(state: RunState) -> bool:

@@ -44,9 +44,13 @@ class ImportQuery(Schema):
     summary="Export a run as a signed bundle",
     description=(
         "Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 "
-        "implementation. `redact=user|mask|drop` exports a redacted user bundle instead: payloads dropped "
-        "or masked by that policy, signed over what it holds, the policy (and a hash of every removed value) "
-        'named in `run.metadata["workbench.redaction"]`.'
+        "implementation. `redact=user|mask|drop` exports a redacted user bundle instead, signed over what it "
+        "holds, the policy (and a hash of every removed value) named in "
+        '`run.metadata["workbench.redaction"]`. `user` is the reference runtime\'s profile: model payloads, '
+        "tool arguments and results and the run metadata go; titles, summaries, annotations, notes, error "
+        "messages and artifact data stay. `mask` and `drop` leave nothing a person wrote or a model said "
+        "(free text masked as `[REDACTED]`; `drop` removes what is optional); ids, steps, timestamps, "
+        "decisions, usage, cost and model names stay."
     ),
 )
 def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None):

@@ -13,7 +13,10 @@ from ninja import Router
 
 from runs.actions.permissions import Action
 from runs.api.auth import principal
+from runs.api.errors import ApiError
 from runs.ids import content_disposition
+from runs.protocol.errors import ErrorCode
+from runs.protocol.redaction import POLICIES
 from runs.selectors.runs import get_run
 from runs.selectors.transcript import aiter_run_transcript, iter_run_transcript
 from runs.telemetry import transcript_log
@@ -30,7 +33,9 @@ router = Router(tags=["runs"])
         "with a fidelity marker), parent/child run linkage. Consumable with jq. With `follow=true` the "
         "run's recorded transcript file is streamed and then tailed: each line arrives as its events "
         "are committed, until the run.completed line or `wait` seconds (default 300, max 3600); "
-        "`after_seq` skips lines a reconnecting follower already has."
+        "`after_seq` skips lines a reconnecting follower already has. `redact=user|mask|drop` renders the "
+        "transcript as the redacted bundle of that policy would hold it (not with `follow`); a run that "
+        "carries a redaction policy (an imported redacted bundle) is always shown redacted by it."
     ),
     openapi_extra={
         "responses": {
@@ -57,11 +62,26 @@ router = Router(tags=["runs"])
     },
 )
 def run_transcript(
-    request: HttpRequest, run_id: str, follow: bool = False, after_seq: int = 0, wait: float = 300
+    request: HttpRequest,
+    run_id: str,
+    follow: bool = False,
+    after_seq: int = 0,
+    wait: float = 300,
+    redact: str | None = None,
 ):
     caller = principal(request)
     caller.require_action(Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
+    if redact is not None and redact not in POLICIES:
+        raise ApiError(
+            ErrorCode.INVALID_INPUT,
+            f"unknown redaction policy {redact!r}; expected one of {', '.join(POLICIES)}",
+        )
+    if redact is not None and follow:
+        raise ApiError(
+            ErrorCode.INVALID_INPUT,
+            "redact cannot be combined with follow (the recorded file is the run's own transcript)",
+        )
     if follow:
         # The recorded file (runs.telemetry.transcript_log), then each line as it is appended, until the
         # run's run.completed line or `wait` seconds (at most an hour) without the run ending.
@@ -77,9 +97,9 @@ def run_transcript(
     # Under ASGI an async iterator streams in bounded memory (Django would buffer a sync one whole);
     # under WSGI (tests, management tools) the plain generator streams.
     elif isinstance(request, ASGIRequest):
-        lines = aiter_run_transcript(run)
+        lines = aiter_run_transcript(run, redact=redact)
     else:
-        lines = iter_run_transcript(run)
+        lines = iter_run_transcript(run, redact=redact)
     response = StreamingHttpResponse(lines, content_type="application/jsonl; charset=utf-8")
     response["Content-Disposition"] = content_disposition(f"{run.run_id}.jsonl", attachment=False)
     response["Cache-Control"] = "no-store"

@@ -21,8 +21,9 @@ from runs.models import ArtifactVersion, Event, Run
 from runs.protocol.bundle import check_bundle
 from runs.protocol.canonical import canonical_bytes
 from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
 from runs.protocol.values import loads
-from runs.selectors.bundles import build_bundle
+from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.runs import RunNotFound, get_run, runs_of
 
 MAX_LIST = 500
@@ -144,12 +145,20 @@ def _artifact_versions(run: Run) -> dict[str, list[int]]:
     return out
 
 
-def export_bundle(principal: Principal | None, *, run_id: str) -> tuple[bytes, dict]:
-    """The run's signed bundle: its canonical bytes and the parsed document."""
+def export_bundle(
+    principal: Principal | None, *, run_id: str, redact: str | None = None
+) -> tuple[bytes, dict]:
+    """The run's signed bundle: its canonical bytes and the parsed document; with ``redact`` the
+    redacted user bundle of that policy, the same bytes as the REST and page exports."""
     caller = _caller(principal, Action.VIEW_RUN)
+    if redact is not None and redact not in REDACTION_POLICIES:
+        raise Refused(
+            ErrorCode.INVALID_INPUT,
+            f"unknown redaction policy {redact!r}; expected one of {', '.join(REDACTION_POLICIES)}",
+        )
     run = _run(caller, run_id)
-    bundle = build_bundle(run)
-    return canonical_bytes(bundle), bundle
+    data = export_bundle_bytes(run, redact=redact)
+    return data, loads(data)
 
 
 def verify_run_integrity(principal: Principal | None, *, run_id: str) -> dict:

@@ -193,6 +193,18 @@ class Decision(BaseModel):
 RunId = Annotated[str, Field(min_length=1, max_length=200, description="A run id of your workspace.")]
 StepId = Annotated[str, Field(min_length=1, max_length=200, description="A step id of the run's workflow.")]
 GateName = Literal["PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT"]
+Redaction = Annotated[
+    Literal["user", "mask", "drop"] | None,
+    Field(
+        description=(
+            "Export a redacted user bundle instead. user: the reference runtime's profile (model payloads, "
+            "tool arguments and results and run metadata go; titles, summaries, annotations, notes, error "
+            "messages and artifact data stay). mask / drop: nothing a person wrote or a model said stays "
+            "(masked as [REDACTED]; drop removes optional text); ids, steps, times, decisions, usage, cost "
+            "and model names stay."
+        )
+    ),
+]
 # New run ids, checkpoint names, idempotency keys.
 OptionalName = Annotated[str | None, Field(min_length=1, max_length=200)]
 
@@ -233,8 +245,9 @@ class WorkbenchMCPServer(MCPServer):
         )
 
 
-def resource_uri(run_id: str) -> str:
-    return RESOURCE_PREFIX + quote(run_id, safe="")
+def resource_uri(run_id: str, redact: str | None = None) -> str:
+    uri = RESOURCE_PREFIX + quote(run_id, safe="")
+    return f"{uri}?redact={redact}" if redact else uri
 
 
 # Scope each tool needs (for the discovery files; the check itself is in runs.mcp.operations).
@@ -342,14 +355,14 @@ def build_server() -> WorkbenchMCPServer:
         return await _forward(ctx, ops.write_artifact, WriteResult, locals())
 
     @mcp.tool(title="Export a signed bundle", annotations=READ_ONLY)
-    async def export_bundle(ctx: Context, runId: RunId) -> ExportedBundle:
+    async def export_bundle(ctx: Context, runId: RunId, redact: Redaction = None) -> ExportedBundle:
         """The run as a tamper-evident RunBundle (canonical JSON with engine snapshot and integrity.sha256)."""
-        data, bundle = await _call(ctx, ops.export_bundle, run_id=runId)
+        data, bundle = await _call(ctx, ops.export_bundle, run_id=runId, redact=redact)
         return _answer(
             ExportedBundle(
                 runId=runId,
                 sha256=bundle["integrity"]["sha256"],
-                uri=resource_uri(runId),
+                uri=resource_uri(runId, redact),
                 bundle=data.decode(),
             )
         )
@@ -408,15 +421,18 @@ def build_server() -> WorkbenchMCPServer:
         return _answer(Decision(**result))
 
     @mcp.resource(
-        "runs://{runId}",
+        "runs://{runId}{?redact}",
         name="run-bundle",
         title="Run bundle",
-        description="A run of your workspace as a signed protocol 1.0.0 bundle (canonical JSON).",
+        description=(
+            "A run of your workspace as a signed protocol 1.0.0 bundle (canonical JSON); "
+            "?redact=user|mask|drop for its redacted user bundle."
+        ),
         mime_type="application/json",
     )
-    async def run_bundle(runId: str, ctx: Context) -> str:
+    async def run_bundle(runId: str, ctx: Context, redact: str | None = None) -> str:
         try:
-            data, _bundle = await _call(ctx, ops.export_bundle, run_id=unquote(runId))
+            data, _bundle = await _call(ctx, ops.export_bundle, run_id=unquote(runId), redact=redact)
         except ToolError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         return data.decode()

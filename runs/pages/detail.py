@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -19,6 +19,7 @@ from runs.models import Run, RunStatus
 from runs.pages.access import RunAccess, run_page, run_write
 from runs.pages.params import int_param
 from runs.presenters.timeline import changed_top_keys, diff_values
+from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
 from runs.selectors.annotations import run_page_preview
 from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.runs import (
@@ -230,10 +231,17 @@ def event_state(request: HttpRequest, access: RunAccess, seq: int) -> HttpRespon
 @run_page
 @require_GET
 def export_bundle(request: HttpRequest, access: RunAccess) -> HttpResponse:
-
-    data = export_bundle_bytes(access.run)
+    """The run's bundle, or with ``?redact=user|mask|drop`` its redacted user bundle (as the API's)."""
+    redact = request.GET.get("redact") or None
+    if redact is not None and redact not in REDACTION_POLICIES:
+        return HttpResponseBadRequest(
+            f"INVALID_INPUT: unknown redaction policy; expected one of {', '.join(REDACTION_POLICIES)}",
+            content_type="text/plain; charset=utf-8",
+        )
+    data = export_bundle_bytes(access.run, redact=redact)
     response = HttpResponse(data, content_type="application/json")
-    response["Content-Disposition"] = content_disposition(f"{access.run.run_id}.bundle.json")
+    suffix = f".{redact}" if redact else ""
+    response["Content-Disposition"] = content_disposition(f"{access.run.run_id}{suffix}.bundle.json")
     return response
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from runs.actions.notify import RunChange, register_listener, unregister_listener
 from runs.models import Workspace
+from runs.protocol.redaction import redacted_view
 from runs.selectors.runs import RunNotFound, get_run, iter_event_bodies
 
 log = logging.getLogger("workbench.otel")
@@ -116,9 +117,9 @@ class ContinuousExporter:
             run = get_run(workspace, run_id)
         except (Workspace.DoesNotExist, RunNotFound):
             return  # deleted in the meantime
-        spans = to_readable_spans(
-            run.run_doc, iter_event_bodies(run), service_name=self.service_name, semconv=self.semconv
-        )
+        # a run that carries a redaction policy (an imported redacted bundle) leaves redacted by it
+        doc, events = redacted_view(run.run_doc, iter_event_bodies(run))
+        spans = to_readable_spans(doc, events, service_name=self.service_name, semconv=self.semconv)
         for span in spans:
             self.processor.on_end(span)
         self.counters.exported_runs += 1

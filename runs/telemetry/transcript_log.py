@@ -35,7 +35,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import repeat
 from pathlib import Path
@@ -46,6 +46,7 @@ from django.conf import settings
 
 from runs.actions.notify import RunChange
 from runs.models import Event, Run
+from runs.protocol.redaction import event_redactor, policy_of, redact_run_doc
 from runs.protocol.transcript import TERMINAL, dump_line, event_lines, parent_ids, utc
 from runs.selectors.runs import find_run
 
@@ -145,10 +146,14 @@ def _started_payload(doc: dict, parents: list[str]) -> dict:
     return started
 
 
-def _lines_of(writer: _Writer, rows, ended: bool, completed: bool) -> tuple[int | None, bool, bool]:
+def _lines_of(
+    writer: _Writer, rows, ended: bool, completed: bool, redact: Callable[[dict], dict] | None = None
+) -> tuple[int | None, bool, bool]:
     """Write the lines of ``(seq, event, actor)`` rows; the last seq written and the end flags."""
     seq = None
     for seq, event, actor in rows:
+        if redact is not None:
+            event = redact(event)
         for kind, payload in event_lines(event, actor):
             ended = ended or kind == "run.completed"
             completed = completed or kind == "run.completed"
@@ -166,6 +171,12 @@ def sync_run(run, change: RunChange | None = None) -> tuple[bool, bool]:
 
     doc = run.run_doc
     parents = parent_ids(doc)
+    # A run that carries a redaction policy is written as the policy lets it out (its stored
+    # events already are; this also covers a bundle redacted by an older, narrower policy).
+    policy = policy_of(doc)
+    redact = event_redactor(policy) if policy is not None else None
+    if policy is not None:
+        doc = redact_run_doc(doc, policy)
     started = completed = False
     with _locked(transcript_path(run)) as fd:
         last = _last_line(fd)
@@ -178,7 +189,7 @@ def sync_run(run, change: RunChange | None = None) -> tuple[bool, bool]:
         ended = last is not None and last.get("type") == "run.completed"
         if change is not None and change.events and change.first_seq == after + 1:
             rows = zip(range(change.first_seq, change.last_seq + 1), change.events, repeat(change.actor))
-            _, ended, completed = _lines_of(writer, rows, ended, completed)
+            _, ended, completed = _lines_of(writer, rows, ended, completed, redact)
             _append(fd, writer.lines)
             writer.lines = []
         else:
@@ -189,7 +200,11 @@ def sync_run(run, change: RunChange | None = None) -> tuple[bool, bool]:
                     .values_list("seq", "body", "actor")[:_CHUNK]
                 )
                 seq, ended, completed = _lines_of(
-                    writer, ((seq, orjson.loads(body), actor) for seq, body, actor in rows), ended, completed
+                    writer,
+                    ((seq, orjson.loads(body), actor) for seq, body, actor in rows),
+                    ended,
+                    completed,
+                    redact,
                 )
                 after = seq if seq is not None else after
                 _append(fd, writer.lines)

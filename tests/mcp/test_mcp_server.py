@@ -132,6 +132,35 @@ def test_owner_reads_runs_and_bundles(server, mode):
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_redacted_bundles_by_tool_and_resource(server, mode):
+    """The export tool's ``redact`` and the resource's ``?redact=`` give the REST export's redacted
+    bundle: the workflow's title (free text) is masked, the structure stays."""
+
+    async def scenario():
+        async with client(server["url"], server["read"], mode) as c:
+            tool = await c.call_tool("export_bundle", {"runId": "run_mcp", "redact": "mask"})
+            assert not tool.is_error, tool
+            exported = tool.structured_content
+            assert exported["uri"] == "runs://run_mcp?redact=mask"
+            text = (await c.read_resource(exported["uri"])).contents[0].text
+            assert text == exported["bundle"]
+            bundle = json.loads(text)
+            assert bundle["run"]["metadata"]["workbench.redaction"]["policy"] == "mask"
+            assert bundle["run"]["workflowSnapshot"]["title"] == "[REDACTED]"
+            assert "Parse, review, publish" not in text
+            assert [s["id"] for s in bundle["run"]["workflowSnapshot"]["steps"]] == [
+                "parse",
+                "review",
+                "publish",
+            ]
+            dropped = json.loads((await c.read_resource("runs://run_mcp?redact=drop")).contents[0].text)
+            assert "title" not in dropped["run"]["workflowSnapshot"]
+            assert (await c.call_tool("export_bundle", {"runId": "run_mcp", "redact": "all"})).is_error
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_outsider_sees_nothing(server, mode):
     async def scenario():
         async with client(server["url"], server["outsider"], mode) as c:

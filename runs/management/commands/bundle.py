@@ -36,7 +36,9 @@ class Command(BaseCommand):
         exp.add_argument(
             "--redact",
             choices=POLICIES,
-            help="export a redacted user bundle by this policy (still signed; policy named in run.metadata)",
+            help="export a redacted user bundle by this policy (still signed; policy named in run.metadata): "
+            "user is the reference's profile (payloads, tool data and metadata go, text stays); mask and "
+            "drop leave nothing a person wrote or a model said",
         )
 
     def handle(self, *args, **options) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.protocol.redaction import POLICIES, redacted_view
 from runs.selectors.runs import (
     AmbiguousRunId,
     RunNotFound,
@@ -32,6 +33,12 @@ class Command(BaseCommand):
             default="reference",
             help="span attributes: the reference's mapping (default) or GenAI semantic conventions 1.42",
         )
+        parser.add_argument(
+            "--redact",
+            choices=POLICIES,
+            help="send the spans of the run's redacted user bundle of this policy (a run that carries "
+            "a redaction policy, an imported redacted bundle, is always sent redacted by it)",
+        )
 
     def handle(self, *args, **options) -> None:
         try:  # operator tool: every workspace
@@ -46,10 +53,11 @@ class Command(BaseCommand):
             if not sep or not name:
                 raise CommandError(f"INVALID_INPUT: --header wants NAME=VALUE, got {item!r}")
             headers[name] = value
+        doc, events = redacted_view(run.run_doc, iter_event_bodies(run), options.get("redact"))
         try:
             count = export_run_to_otlp(
-                run.run_doc,
-                list(iter_event_bodies(run)),
+                doc,
+                list(events),
                 endpoint=options["endpoint"],
                 headers=headers or None,
                 timeout=options["timeout"],

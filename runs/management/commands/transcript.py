@@ -16,6 +16,7 @@ import os
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.models import Workspace
+from runs.protocol.redaction import POLICIES
 from runs.selectors.runs import AmbiguousRunId, RunNotFound, dangerously_find_run_any_workspace, get_run
 from runs.selectors.transcript import iter_run_transcript
 from runs.telemetry.transcript_log import follow, sync_run, transcript_path
@@ -43,6 +44,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--after-seq", type=int, default=0, help="with --follow: skip lines up to this seq"
         )
+        parser.add_argument(
+            "--redact",
+            choices=POLICIES,
+            help="render the run as its redacted user bundle of this policy would hold it (not with "
+            "--follow; a run that carries a redaction policy is always shown redacted by it)",
+        )
 
     def handle(self, *args, **options) -> None:
         run_id = options["run_id"]
@@ -62,11 +69,13 @@ class Command(BaseCommand):
                 raise CommandError(f"no run {run_id!r}") from None
             except AmbiguousRunId as exc:
                 raise CommandError(str(exc)) from None
+        if options.get("redact") and options["follow"]:
+            raise CommandError("INVALID_INPUT: --redact cannot be combined with --follow")
         if options["follow"]:
             sync_run(run)  # a run recorded before live transcripts existed catches up first
             lines = follow(transcript_path(run), after_seq=options["after_seq"])
         else:
-            lines = iter_run_transcript(run)
+            lines = iter_run_transcript(run, redact=options.get("redact"))
         if options["output"]:
             with open_private(options["output"]) as out:
                 for line in lines:
