@@ -14,7 +14,7 @@ def test_complete_run_is_refused_while_a_pause_after_gate_waits(gated):
     gated.do(CompleteStep("intake"))
     gated.do(BeginStep("draft"))
     gated.do(CompleteStep("draft"))  # PAUSE_AFTER: now waits for a reviewer
-    with pytest.raises(EngineError, match="still waiting for a decision: PAUSE_AFTER of \"draft\"") as exc:
+    with pytest.raises(EngineError, match='still waiting for a decision: PAUSE_AFTER of "draft"') as exc:
         gated.do(CompleteRun())
     assert exc.value.code == "INVALID_STATE_TRANSITION"
     assert gated.state.run["status"] == "running"

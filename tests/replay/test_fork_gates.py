@@ -105,7 +105,11 @@ def test_a_reviewers_decision_resumes_the_waiting_fork(workspace, waiting_source
 @pytest.mark.django_db
 def test_a_branch_decision_is_recorded_as_its_creators(workspace, waiting_source):
     fork = fork_and_run(
-        workspace, waiting_source, mode="branch", from_seq=2, overlay={"gateDecisions": {"review": "rejected"}}
+        workspace,
+        waiting_source,
+        mode="branch",
+        from_seq=2,
+        overlay={"gateDecisions": {"review": "rejected"}},
     )
     assert fork.status == ForkStatus.COMPLETED
     assert decided_by(fork.run) == [("rejected", "user:alice")]
