@@ -34,7 +34,7 @@ def test_check_matches_manifest(conformance_dir):
         expected = entry.get("expectedErrorCode")
         assert line["code"] == expected, (entry["file"], line)
         assert line["ok"] is (expected is None)
-        assert set(line) == {"file", "ok", "code", "integrity", "message"}
+        assert set(line) == {"file", "ok", "code", "integrity", "message", "signature"}
 
 
 @pytest.mark.django_db
