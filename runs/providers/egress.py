@@ -185,9 +185,7 @@ class GuardedTransport(httpx2.HTTPTransport):
     """httpx2's transport with the connection pool built on :class:`GuardedBackend`; no proxy
     from the environment (``trust_env`` off), so the checked address is the one connected to."""
 
-    def __init__(
-        self, allow: Sequence[str], *, stop: Stop | None = None, tap: BodyTap | None = None
-    ) -> None:
+    def __init__(self, allow: Sequence[str], *, stop: Stop | None = None, tap: BodyTap | None = None) -> None:
         super().__init__(trust_env=False)
         self.stop = stop
         self.tap = tap

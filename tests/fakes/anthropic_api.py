@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from tests.fakes.loopback import Received, Reply, ScriptedFake, cut_or_garble, misbehave, sse
+from tests.fakes.schema_example import example_for
 
 GARBAGE = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"te\n\n'
-from tests.fakes.schema_example import example_for
 
 ERROR_TYPES = {
     400: "invalid_request_error",

@@ -87,7 +87,7 @@ class LoopbackServer:
                         self.wfile.write(chunk)
                         self.wfile.flush()
                     if reply.cut_chunked:  # announce a chunk, send half of it, close
-                        self.wfile.write(b"40\r\ndata: {\"type\": \"cont")
+                        self.wfile.write(b'40\r\ndata: {"type": "cont')
                         self.wfile.flush()
                     elif reply.chunked:
                         self.wfile.write(b"0\r\n\r\n")
@@ -166,7 +166,9 @@ def misbehave(reply: Reply, scripted: dict | None) -> Reply:
 CUT = ("cut", "cut_chunked")
 
 
-def cut_or_garble(frames: Iterator[bytes], scripted: dict | None, *, keep: int, garbage: bytes) -> Iterator[bytes]:
+def cut_or_garble(
+    frames: Iterator[bytes], scripted: dict | None, *, keep: int, garbage: bytes
+) -> Iterator[bytes]:
     """The first ``keep`` SSE frames of a stream, then: nothing (``cut``, ``cut_chunked``: the
     stream closes without its final event) or ``garbage`` (an event that is not JSON)."""
     kind = (scripted or {}).get("misbehave")

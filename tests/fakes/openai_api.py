@@ -21,9 +21,11 @@ from collections.abc import Iterator
 
 from tests.fakes.anthropic_api import count_tokens
 from tests.fakes.loopback import Received, Reply, ScriptedFake, cut_or_garble, misbehave, sse
-
-GARBAGE = b'data: {"id": "chatcmpl-garbage", "object": "chat.completion.chunk", "choices": [{"delta": {"con\n\n'
 from tests.fakes.schema_example import example_for
+
+GARBAGE = (
+    b'data: {"id": "chatcmpl-garbage", "object": "chat.completion.chunk", "choices": [{"delta": {"con\n\n'
+)
 
 ERRORS = {
     400: ("invalid_request_error", None),
