@@ -18,9 +18,9 @@ import orjson
 from runs import providers
 from runs.actions import responsecache
 from runs.providers.base import DeltaSink, ProviderResult, ProviderSettings, Usage
-from runs.providers.watch import Stop
 from runs.providers.pricing import Price, cost, protocol_cost
 from runs.providers.redact import redact
+from runs.providers.watch import Stop
 
 DELTA_KINDS = ("text", "thinking", "tool_input")
 

@@ -140,7 +140,9 @@ def sse(event: str | None, data: dict | str) -> bytes:
 
 HTML_PAGE = (
     b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>"
-    b"<body><h1>Bad Gateway</h1><script>alert('x')</script><p>upstream sent nothing</p></body></html>\n"
+    b"<body><h1>Bad Gateway</h1><script>alert('x')</script><p>"
+    + b"The proxy waited. " * 40
+    + b"upstream sent nothing</p></body></html>\n"
 )
 
 
