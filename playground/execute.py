@@ -50,9 +50,9 @@ from playground.recording import (  # noqa: F401 - STEP, WORKFLOW and the comman
     STEP,
     WORKFLOW,
     RunRecorder,
-    _summary,
     completion_commands,
     failure_commands,
+    prompt_summary,
     run_title,
 )
 from runs import providers

@@ -73,7 +73,7 @@ class RunRecorder:
                 direction="request",
                 provider=ex.provider_kind,
                 model=ex.model_name,
-                summary=_summary(ex.user_content_json),
+                summary=prompt_summary(ex.user_content_json),
                 payload=redact(wire_request, secrets),
                 step_id=STEP,
                 correlation_id=ex.correlation_id,
@@ -208,7 +208,7 @@ TITLE_CHARS = 80
 
 def run_title(user_content: Any) -> str:
     """A playground run is titled by its prompt (first line, shortened), so runs can be told apart."""
-    text = " ".join((_summary(user_content) or "").split())
+    text = " ".join((prompt_summary(user_content) or "").split())
     if not text:
         return "Playground"
     if len(text) > TITLE_CHARS:
@@ -216,7 +216,7 @@ def run_title(user_content: Any) -> str:
     return f"Playground · {text}"
 
 
-def _summary(user_content: Any) -> str | None:
+def prompt_summary(user_content: Any) -> str | None:
     if isinstance(user_content, str):
         return user_content[:200] or None
     if isinstance(user_content, list):
