@@ -2,10 +2,15 @@
 
 Lifecycle: ``submit`` stores a *pending* execution; after commit it is dispatched. A worker
 *claims* it (a conditional update, so two workers never run the same one), marks it
-*processing*, and keeps a heartbeat while the provider streams. It ends *completed* or
-*failed* (with the provider's code and message), or *cancelled* when someone presses Stop:
-``cancel`` marks it at once (and cancels its run); the worker notices at its next write, drops
-the provider's stream (closing the HTTP response) and writes nothing more. ``recover_stale`` fails executions whose worker
+*processing*, and keeps a heartbeat while the provider streams. It ends *completed*, *failed*
+(with a code in words and a message for people), *incomplete* (``STREAM_CUT``: the stream
+ended without its final event; what arrived is shown and joins the conversation only if the
+tester adopts it), or *cancelled* when someone presses Stop: ``cancel`` marks it at once and
+sets the call's :class:`~runs.providers.Stop` (in this process at once, in another through the
+runner's stop watch), which shuts the call's connection and refuses the SDK's retries, so no
+request reaches the provider after Stop. The worker then ends the run; an answer that had
+already arrived is recorded with its usage and cost on the cancelled execution and in the run's
+ledger (a provider bills it). ``recover_stale`` fails executions whose worker
 stopped beating (a crash, a restart) with ``EXECUTION_INTERRUPTED``, so nothing stays in
 processing; pending ones left behind by a restart are simply dispatched again.
 
@@ -15,11 +20,7 @@ Executors (setting ``PLAYGROUND_EXECUTOR``):
   processes (several workers may run; claims keep them apart).
 - ``immediate``: processed synchronously after commit (tests, scripts).
 
-Run recording (all through runs.actions): ``step_started``; ``model_io`` request (the exact wire
-body, secrets redacted); ``model_io`` stream_chunk events sharing the request's correlation id;
-``model_io`` response with usage (cachedInputTokens, reasoningTokens) and cost; ``tool_call``
-per tool the model called; the checked answer as a ``playground.<operation>`` artifact;
-``step_completed`` and the run's end.
+Run recording: :mod:`playground.recording` (all through runs.actions).
 """
 
 from __future__ import annotations
@@ -43,27 +44,30 @@ from django.utils import timezone
 from playground import live, operations
 from playground.compose import Composition
 from playground.keys import KeyUnreadable
-from playground.models import ACTIVE_STATUSES, Execution, ExecutionStatus, ModelEntry
+from playground.models import Execution, ExecutionStatus, ModelEntry
+from playground.recording import (  # noqa: F401 - STEP, WORKFLOW and the command lists are read from here too
+    CANCELLED,
+    STEP,
+    WORKFLOW,
+    RunRecorder,
+    completion_commands,
+    failure_commands,
+    prompt_summary,
+    run_title,
+)
 from runs import providers
-from runs.actions import ActionError, do_commands, do_start_run
+from runs.actions import ActionError, do_commands
 from runs.engine import commands as cmd
 from runs.models import Workspace
 from runs.protocol.values import dumps
 from runs.providers import pricing
-from runs.providers.base import ProviderError, ProviderResult
-from runs.providers.redact import redact
+from runs.providers.base import STREAM_CUT, ProviderError, ProviderResult
+from runs.selectors import runs as run_selectors
 
 log = logging.getLogger(__name__)
 
-WORKFLOW = {
-    "id": "playground",
-    "version": 1,
-    "title": "Playground",
-    "steps": [{"id": "call", "title": "Model call", "gatePolicy": "AUTO"}],
-    "edges": [],
-}
-STEP = "call"
 FLUSH_SECONDS = 0.12
+STOP_WATCH_SECONDS = 0.25  # how often a runner looks for Stops pressed in another process
 FLUSH_CHARS = 400
 
 
@@ -175,26 +179,70 @@ class Cancelled(Exception):
     stream context closes the HTTP response, so the provider stops generating."""
 
 
-CANCELLED = "CANCELLED"
+INTERNAL_MESSAGE = "the playground failed while handling this call (the details are in the server log)"
+
+# The Stop of every call this process is making, by execution id.
+_stops: dict[uuid.UUID, providers.Stop] = {}
+_stops_lock = threading.Lock()
+
+
+def _hold_stop(execution_id: uuid.UUID) -> providers.Stop:
+    with _stops_lock:
+        return _stops.setdefault(execution_id, providers.Stop())
+
+
+def _drop_stop(execution_id: uuid.UUID) -> None:
+    with _stops_lock:
+        _stops.pop(execution_id, None)
+
+
+def signal_stop(execution_id: uuid.UUID) -> bool:
+    """Stop the call of ``execution_id`` if this process is making it (True then)."""
+    with _stops_lock:
+        stop = _stops.get(execution_id)
+    if stop is None:
+        return False
+    stop.set()
+    return True
+
+
+def stop_grace() -> float:
+    """How long Stop waits for the worker to end the run itself (it records a late answer first)."""
+    return float(getattr(settings, "PLAYGROUND_STOP_GRACE_SECONDS", 2))
 
 
 def cancel(execution: Execution, *, actor: str) -> bool:
     """Stop a pending or processing execution; False when it had already finished."""
     message = f"Stopped by {actor.removeprefix('user:')} before the answer was complete."
-    updated = Execution.objects.filter(pk=execution.pk, status__in=ACTIVE_STATUSES).update(
-        status=ExecutionStatus.CANCELLED,
-        error_code=CANCELLED,
-        error_message=message,
-        finished_at=timezone.now(),
-        response_text=F("partial_text"),
-    )
-    if not updated:
+    fields = {
+        "status": ExecutionStatus.CANCELLED,
+        "error_code": CANCELLED,
+        "error_message": message,
+        "finished_at": timezone.now(),
+        "response_text": F("partial_text"),
+    }
+    mine = Execution.objects.filter(pk=execution.pk)
+    processing = bool(mine.filter(status=ExecutionStatus.PROCESSING).update(**fields))
+    if not processing and not mine.filter(status=ExecutionStatus.PENDING).update(**fields):
         return False
+    signal_stop(execution.pk)
     live.notify_on_commit(execution.pk, ExecutionStatus.CANCELLED)
     execution.refresh_from_db()
-    if execution.run_id:
+    if execution.run_id and not (processing and _run_ended_by_worker(execution)):
         _cancel_run(execution, message, actor)
     return True
+
+
+def _run_ended_by_worker(execution: Execution) -> bool:
+    """Wait (a little) for the worker holding ``execution`` to end its run itself."""
+    deadline = time.monotonic() + stop_grace()
+    while True:
+        run = run_selectors.find_run(execution.workspace, execution.run_id)
+        if run is None or run.status in ("completed", "failed", "cancelled"):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _cancel_run(execution: Execution, message: str, actor: str) -> None:
@@ -211,161 +259,6 @@ def _cancel_run(execution: Execution, message: str, actor: str) -> None:
         )
     except ActionError as exc:  # already ended (the answer's last events won the race)
         log.info("playground: run %s of %s not cancelled: %s", execution.run_id, execution.pk, exc)
-
-
-class RunRecorder:
-    """Writes one execution's run through runs.actions."""
-
-    def __init__(self, execution: Execution) -> None:
-        self.execution = execution
-        self.workspace = execution.workspace
-        self.actor = f"user:{execution.user.get_username()}" if execution.user else "playground"
-        self.run_id = execution.run_id
-
-    def _do(self, *commands: Any) -> None:
-        do_commands(workspace=self.workspace, run_id=self.run_id, commands=list(commands), actor=self.actor)
-
-    def start(self, wire_request: dict, secrets: tuple[str, ...]) -> str:
-        ex = self.execution
-        run = do_start_run(
-            workspace=self.workspace,
-            workflow={**WORKFLOW, "title": run_title(ex.user_content_json)},
-            actor=self.actor,
-            context={"parentRunId": ex.parent_run_id} if ex.parent_run_id else None,
-            metadata={
-                "playground": {
-                    "executionId": str(ex.pk),
-                    "provider": ex.provider_kind,
-                    "model": ex.model_name,
-                    "operationType": ex.operation_type,
-                    "flags": ex.flags,
-                    "notes": ex.notes,
-                    "compareGroup": ex.compare_group or None,
-                    "label": ex.label or None,
-                    "conversationId": ex.conversation_id or None,
-                }
-            },
-            tags=["playground", ex.operation_type]
-            + ([f"conversation:{ex.conversation_id}"] if ex.conversation_id else []),
-        )
-        self.run_id = run.run_id
-        self._do(
-            cmd.BeginStep(STEP),
-            cmd.LogModelIO(
-                direction="request",
-                provider=ex.provider_kind,
-                model=ex.model_name,
-                summary=_summary(ex.user_content_json),
-                payload=redact(wire_request, secrets),
-                step_id=STEP,
-                correlation_id=ex.correlation_id,
-            ),
-        )
-        return run.run_id
-
-    def chunks(self, pieces: list[dict]) -> None:
-        ex = self.execution
-        self._do(
-            *(
-                cmd.LogModelIO(
-                    direction="stream_chunk",
-                    provider=ex.provider_kind,
-                    model=ex.model_name,
-                    payload=piece,
-                    step_id=STEP,
-                    correlation_id=ex.correlation_id,
-                )
-                for piece in pieces
-            )
-        )
-
-    def complete(
-        self, result: ProviderResult, outcome: operations.Outcome, cost: Decimal | None, duration_ms: int
-    ) -> None:
-        ex = self.execution
-        commands: list[Any] = [
-            cmd.LogModelIO(
-                direction="response",
-                provider=ex.provider_kind,
-                model=result.model or ex.model_name,
-                usage=result.usage.to_protocol(),
-                cost=pricing.protocol_cost(cost, ex.currency or "USD"),
-                duration_ms=duration_ms,
-                summary=(result.text or "")[:200] or None,
-                payload=result.raw,
-                step_id=STEP,
-                correlation_id=ex.correlation_id,
-            )
-        ]
-        commands += completion_commands(
-            result,
-            outcome,
-            operation_type=ex.operation_type,
-            output_tool=ex.output_tool,
-            correlation_id=ex.correlation_id,
-        )
-        self._do(*commands)
-
-    def fail(self, code: str, message: str) -> None:
-        self._do(*failure_commands(code, message))
-
-
-def completion_commands(
-    result: ProviderResult,
-    outcome: operations.Outcome,
-    *,
-    operation_type: str,
-    output_tool: str,
-    correlation_id: str,
-) -> list[Any]:
-    """What a playground run records after the model's answer: a ``tool_call`` per tool the
-    model called (not the output tool), then the checked answer as the ``answer`` artifact and
-    the run's end, or the structured-output failure."""
-    commands: list[Any] = [
-        cmd.LogToolCall(name=call["name"], args=call["input"], step_id=STEP, correlation_id=correlation_id)
-        for call in result.tool_calls
-        if call["name"] != output_tool
-    ]
-    if outcome.ok:
-        commands.append(
-            cmd.WriteArtifact(
-                key="answer", type_id=operations.get(operation_type).type_id, data=outcome.value, step_id=STEP
-            )
-        )
-        return commands + [cmd.CompleteStep(STEP, ok=True), cmd.CompleteRun()]
-    return commands + failure_commands(
-        "STRUCTURED_OUTPUT_INVALID", f"structured output invalid: {outcome.error}"
-    )
-
-
-def failure_commands(code: str, message: str) -> list[Any]:
-    return [
-        cmd.RecordError(message=message, code=code, step_id=STEP),
-        cmd.CompleteStep(STEP, ok=False, error={"message": message, "code": code}),
-        cmd.FailRun(reason=message, code=code),
-    ]
-
-
-TITLE_CHARS = 80
-
-
-def run_title(user_content: Any) -> str:
-    """A playground run is titled by its prompt (first line, shortened), so runs can be told apart."""
-    text = " ".join((_summary(user_content) or "").split())
-    if not text:
-        return "Playground"
-    if len(text) > TITLE_CHARS:
-        text = text[: TITLE_CHARS - 1].rstrip() + "…"
-    return f"Playground · {text}"
-
-
-def _summary(user_content: Any) -> str | None:
-    if isinstance(user_content, str):
-        return user_content[:200] or None
-    if isinstance(user_content, list):
-        texts = [b.get("text", "") for b in user_content if isinstance(b, dict) and b.get("type") == "text"]
-        return " ".join(texts)[:200] or None
-    return None
 
 
 class Streamer:
@@ -456,12 +349,21 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
     """Claim and run one execution to its end (no-op if another worker has it)."""
     if not claim(execution_id, worker_id):
         return
+    stop = _hold_stop(execution_id)
+    try:
+        _process(execution_id, worker_id, stop)
+    finally:
+        _drop_stop(execution_id)
+
+
+def _process(execution_id: uuid.UUID, worker_id: str, stop: providers.Stop) -> None:
     ex = Execution.objects.select_related("workspace", "user", "model__provider").get(pk=execution_id)
     started = time.monotonic()
     entry = ex.model
     request = ex.request_json
     wire = providers.wire_request(ex.provider_kind, request)
     recorder = RunRecorder(ex)
+    result: ProviderResult | None = None
     try:
         if entry is None:
             raise ProviderError("NO_PROVIDER", "the model of this execution was removed from the catalogue")
@@ -480,23 +382,22 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
         if not Execution.objects.filter(pk=ex.pk, status=ExecutionStatus.PROCESSING).exists():
             raise Cancelled()  # stopped before its run existed: cancel the run just started
         streamer = Streamer(ex, recorder)
-        result = providers.call(provider_settings, request, streamer.on_delta)
+        result = providers.call(provider_settings, request, streamer.on_delta, stop=stop)
         streamer.flush(final=True)
-    except Cancelled:
-        _stopped(ex)
+    except (Cancelled, providers.StopRequested):
+        # Stopped. ``result`` is set when the whole answer had arrived first: it is billed.
+        _stopped(ex, result, entry, started)
         return
     except ProviderError as err:
-        _fail(ex, worker_id, recorder, err, started)
+        _fail(ex, worker_id, recorder, err, started, entry)
         return
-    except Exception as exc:  # an unexpected bug must still end the execution
+    except Exception:  # an unexpected bug must still end the execution (its text stays in the log)
         log.exception("playground execution %s crashed", execution_id)
-        _fail(
-            ex, worker_id, recorder, ProviderError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}"), started
-        )
+        _fail(ex, worker_id, recorder, ProviderError("INTERNAL_ERROR", INTERNAL_MESSAGE), started, entry)
         return
     duration_ms = int((time.monotonic() - started) * 1000)
     outcome = operations.check(ex.operation_type, result, ex.output_tool or None)
-    amount = pricing.cost(result.usage, entry.price())
+    amount = _cost(result, entry)
     try:
         recorder.complete(result, outcome, amount, duration_ms)
     except ActionError as exc:
@@ -510,7 +411,7 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
         "citations": result.citations,
         "tool_calls": [c for c in result.tool_calls if c["name"] != ex.output_tool],
         "structured_output": outcome.value if operations.get(ex.operation_type).structured else None,
-        "usage": result.usage.to_json(),
+        "usage": result.usage.to_json() if result.usage is not None else {},
         "cost": amount,
         "currency": entry.currency,
         "stop_reason": result.stop_reason or "",
@@ -530,32 +431,79 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
         )
 
 
-def _stopped(ex: Execution) -> None:
-    """The worker's side of a Stop: ``cancel`` already wrote the execution; make sure its run
-    ends cancelled too (cancel may have run before the run existed)."""
+def _cost(result: ProviderResult, entry: ModelEntry | None) -> Decimal | None:
+    """The cost of ``result``: unknown (None) when its usage or a price it needs is unknown."""
+    if result.usage is None or entry is None:
+        return None
+    return pricing.cost(result.usage, entry.price())
+
+
+def _stopped(ex: Execution, result: ProviderResult | None, entry: ModelEntry | None, started: float) -> None:
+    """The worker's side of a Stop: ``cancel`` already wrote the execution; the run ends
+    cancelled here (cancel may have run before the run existed, and waits for this). An answer
+    that arrived whole before the Stop took effect is recorded with its usage and cost."""
     ex.refresh_from_db()
     log.info("playground: execution %s stopped (%s)", ex.pk, ex.status)
-    if ex.status == ExecutionStatus.CANCELLED and ex.run_id:
-        _cancel_run(ex, ex.error_message, "playground")
+    if ex.status != ExecutionStatus.CANCELLED:
+        return
+    if result is None:
+        if ex.run_id:
+            _cancel_run(ex, ex.error_message, "playground")
+        return
+    duration_ms = int((time.monotonic() - started) * 1000)
+    amount = _cost(result, entry)
+    Execution.objects.filter(pk=ex.pk, status=ExecutionStatus.CANCELLED).update(
+        usage=result.usage.to_json() if result.usage is not None else {},
+        cost=amount,
+        currency=entry.currency if entry is not None else ex.currency,
+        stop_reason=result.stop_reason or "",
+        duration_ms=duration_ms,
+    )
+    live.notify_on_commit(ex.pk, ExecutionStatus.CANCELLED)
+    if ex.run_id:
+        try:
+            RunRecorder(ex).late_answer(result, amount, duration_ms, ex.error_message)
+        except ActionError as exc:  # Stop ended the run itself (the grace ran out)
+            log.warning("playground: late answer of %s not in run %s: %s", ex.pk, ex.run_id, exc)
 
 
-def _fail(ex: Execution, worker_id: str, recorder: RunRecorder, err: ProviderError, started: float) -> None:
+def _fail(
+    ex: Execution,
+    worker_id: str,
+    recorder: RunRecorder,
+    err: ProviderError,
+    started: float,
+    entry: ModelEntry | None = None,
+) -> None:
+    """End the execution failed, or incomplete when the stream was cut (its partial answer is
+    kept apart: shown, and in the conversation only if the tester adopts it)."""
+    partial = err.partial if err.code == STREAM_CUT else None
     if recorder.run_id:
         try:
-            recorder.fail(err.code, err.message)
+            recorder.fail(err.code, err.message, partial)
         except ActionError as exc:
             log.warning("playground: failure of %s not recorded: %s", ex.pk, exc)
-    partial = Execution.objects.filter(pk=ex.pk).values_list("partial_text", flat=True).first() or ""
+    so_far = Execution.objects.filter(pk=ex.pk).values_list("partial_text", flat=True).first() or ""
+    fields: dict[str, Any] = {}
+    if partial is not None:
+        fields = {
+            "partial_text": partial.text,
+            "partial_thinking": partial.thinking,
+            "content": dumps(partial.content),
+            "thinking": partial.thinking,
+            "currency": entry.currency if entry is not None else "",
+        }
     _finish(
         ex.pk,
         worker_id,
-        status=ExecutionStatus.FAILED,
+        status=ExecutionStatus.INCOMPLETE if partial is not None else ExecutionStatus.FAILED,
         error_code=err.code,
         error_message=err.message,
         error_status=err.status,
         provider_error_type=err.provider_type or "",
-        response_text=partial,
+        response_text=partial.text if partial is not None else so_far,
         duration_ms=int((time.monotonic() - started) * 1000),
+        **fields,
     )
 
 
@@ -632,6 +580,10 @@ class Runner:
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat_loop, name="playground-heartbeat", daemon=True)
         self._beat.start()
+        self._watch = threading.Thread(
+            target=self._stop_watch_loop, name="playground-stop-watch", daemon=True
+        )
+        self._watch.start()
 
     def submit(self, execution_id: uuid.UUID) -> bool:
         with self._lock:
@@ -670,6 +622,24 @@ class Runner:
                 log.exception("playground heartbeat")
             finally:
                 connection.close()
+
+    def stop_cancelled(self) -> int:
+        """Set the Stop of calls held here that were stopped elsewhere (another process)."""
+        with self._lock:
+            held = list(self.in_flight)
+        if not held:
+            return 0
+        cancelled = Execution.objects.filter(pk__in=held, status=ExecutionStatus.CANCELLED)
+        return sum(signal_stop(pk) for pk in cancelled.values_list("pk", flat=True))
+
+    def _stop_watch_loop(self) -> None:
+        while not self._stop.wait(STOP_WATCH_SECONDS):
+            try:
+                if self.in_flight:
+                    close_old_connections()
+                    self.stop_cancelled()
+            except Exception:
+                log.exception("playground stop watch")
 
     def pick_up_pending(self, limit: int = 50) -> int:
         """Dispatch pending executions (left by a restart, or stored for a worker)."""

@@ -257,6 +257,7 @@ class ExecutionStatus(models.TextChoices):
     PROCESSING = "processing"
     COMPLETED = "completed"
     FAILED = "failed"
+    INCOMPLETE = "incomplete"  # the stream ended without its final event (STREAM_CUT)
     CANCELLED = "cancelled"
 
 
@@ -269,7 +270,8 @@ class ExecutionQuerySet(models.QuerySet):
 
 
 class Execution(models.Model):
-    """One send: pending -> processing -> completed | failed | cancelled (Stop). Also recorded
+    """One send: pending -> processing -> completed | failed | incomplete (a cut stream) |
+    cancelled (Stop). Also recorded
     as run ``run_id``."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -66,7 +66,9 @@ def message_context(ex: Execution) -> dict:
     usage = ex.usage or {}
     return {
         "ex": ex,
-        "can_retry": ex.status in ("failed", "cancelled") and ex.model_id is not None,
+        "can_retry": ex.status in ("failed", "cancelled", "incomplete") and ex.model_id is not None,
+        "can_adopt": ex.status == "incomplete" and bool(ex.response_text),
+        "usage_unknown": not ex.usage and ex.status in ("completed", "incomplete", "cancelled"),
         "tool_calls": [
             {**call, "input_html": highlight.json_html(call.get("input"))} for call in ex.tool_calls or []
         ],

@@ -175,7 +175,7 @@ def plan(workspace: Any, execution: Execution, configurable: dict | None) -> Pla
         problem=problem,
         request=request,
         price=entry.price() if entry is not None else None,
-        summary=execute._summary(user_content),
+        summary=execute.prompt_summary(user_content),
         operation_type=operation_type,
         output_tool=output_tool,
     )

@@ -235,8 +235,9 @@ def preview(request: HttpRequest) -> WireJsonResponse:
         session = c.session_from_json(data.get("session") or {})
         change = data.get("change")
         if isinstance(change, dict) and change.get("name"):
-            if change["name"] == "after_send":
-                session = _after_send(workspace, session, change.get("value"))
+            if change["name"] in ("after_send", "adopt_partial"):
+                adopt = change["name"] == "adopt_partial"
+                session = _after_send(workspace, session, change.get("value"), adopt=adopt)
             else:
                 session = c.apply_change(session, str(change["name"]), change.get("value"))
         out: dict[str, Any] = {"session": c.session_to_json(session)}
@@ -259,12 +260,15 @@ def preview(request: HttpRequest) -> WireJsonResponse:
         return _error(exc.field, exc.message)
 
 
-def _after_send(workspace, session: c.Session, execution_id: Any) -> c.Session:
+def _after_send(workspace, session: c.Session, execution_id: Any, *, adopt: bool = False) -> c.Session:
+    """The session once ``execution_id``'s answer joins the history: a completed answer does; an
+    incomplete one (a cut stream) only when the tester adopts it (``adopt``)."""
     try:
         ex = Execution.objects.for_workspace(workspace).get(pk=uuid.UUID(str(execution_id)))
     except (ValueError, Execution.DoesNotExist):
         raise c.ComposeError("execution", "unknown execution") from None
-    if ex.status != "completed":  # nothing joins the history; the toggles stay for another try
+    adoptable = adopt and ex.status == "incomplete" and bool(ex.response_text)
+    if ex.status != "completed" and not adoptable:  # nothing joins; the toggles stay for another try
         return session
     comp = c.Composition(
         provider=ex.provider_kind,
@@ -447,9 +451,11 @@ def execution_retry(request: HttpRequest, execution_id: uuid.UUID) -> WireJsonRe
     ex = _get_execution(request, execution_id)
     if not may(request, Action.PLAYGROUND_SEND):
         return _error("role", "sending needs the reviewer role in this workspace", status=403)
-    if ex.status not in ("failed", "cancelled"):
+    if ex.status not in ("failed", "cancelled", "incomplete"):
         return _error(
-            "execution", f"only a failed or stopped call can be retried (this one is {ex.status})", 409
+            "execution",
+            f"only a failed, incomplete or stopped call can be retried (this one is {ex.status})",
+            409,
         )
     entry = ex.model
     if entry is None or entry.pk not in {m.pk for m in config.available_models(workspace)}:

@@ -20,6 +20,7 @@ from runs.actions import responsecache
 from runs.providers.base import DeltaSink, ProviderResult, ProviderSettings, Usage
 from runs.providers.pricing import Price, cost, protocol_cost
 from runs.providers.redact import redact
+from runs.providers.watch import Stop
 
 DELTA_KINDS = ("text", "thinking", "tool_input")
 
@@ -38,8 +39,10 @@ def _noop(kind: str, text: str) -> None:
     pass
 
 
-def usage_from_protocol(usage: dict | None) -> Usage:
-    usage = usage or {}
+def usage_from_protocol(usage: dict | None) -> Usage | None:
+    """The recorded usage; None when none was recorded (the provider did not report it)."""
+    if not usage:
+        return None
     return Usage(
         input_tokens=int(usage.get("inputTokens") or 0),
         output_tokens=int(usage.get("outputTokens") or 0),
@@ -185,13 +188,16 @@ def call(
     summary: str | None = None,
     price: Price | None = None,
     record_chunks: bool = False,
+    stop: Stop | None = None,
 ) -> CallRecord:
     """One model call: from the workspace's cache on a hit (no provider request), else the provider.
 
     On a hit the recorded stream is played to ``on_delta`` again (the recorded deltas, or the
     answer's thinking, text and tool input when it was recorded whole). ``price`` (a row of the
     price table) gives a new answer its ``cost``; ``record_chunks`` keeps a new answer's deltas
-    as ``stream_chunk`` fields, the way the playground records them."""
+    as ``stream_chunk`` fields, the way the playground records them. ``stop`` stops the
+    provider call (see :func:`runs.providers.call`). A usage the provider did not report is
+    left out of the response (unknown, never zero), and so is its cost."""
     sink = on_delta or _noop
     recorded = request_fields(settings, request, summary=summary)
     keys = responsecache.request_keys(settings.kind, recorded.get("model"), recorded["payload"])
@@ -209,18 +215,19 @@ def call(
             )
     started = time.monotonic()
     pieces = DeltaPieces(sink)
-    result = providers.call(settings, request, pieces)
+    result = providers.call(settings, request, pieces, stop=stop)
     response: dict[str, Any] = {
         "direction": "response",
         "provider": settings.kind,
         "model": result.model or recorded.get("model"),
-        "usage": result.usage.to_protocol(),
         "durationMs": int((time.monotonic() - started) * 1000),
         "payload": result.raw,
     }
+    if result.usage is not None:
+        response["usage"] = result.usage.to_protocol()
     if result.text:
         response["summary"] = result.text[:200]
-    if price is not None:
+    if price is not None and result.usage is not None:
         amount = protocol_cost(cost(result.usage, price), price.currency)
         if amount is not None:
             response["cost"] = amount

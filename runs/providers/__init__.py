@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runs.providers import egress
 from runs.providers.base import DeltaSink, ProviderError, ProviderResult, ProviderSettings, Usage
+from runs.providers.watch import Stop, StopRequested
 
 
 def check_destination(settings: ProviderSettings) -> None:
@@ -17,18 +18,22 @@ def check_destination(settings: ProviderSettings) -> None:
         raise ProviderError(exc.code, exc.message) from None
 
 
-def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
-    """Send ``request`` (a composed body) and stream deltas to ``on_delta``; raises ProviderError."""
+def call(
+    settings: ProviderSettings, request: dict, on_delta: DeltaSink, *, stop: Stop | None = None
+) -> ProviderResult:
+    """Send ``request`` (a composed body) and stream deltas to ``on_delta``; raises ProviderError
+    (every failure has a code in words and a message for people, never an exception's own text),
+    or StopRequested once ``stop`` is set: nothing more is sent, its connection is shut."""
     check_destination(settings)
     try:
         if settings.kind == "anthropic":
             from runs.providers import anthropic as anthropic_provider
 
-            return anthropic_provider.call(settings, request, on_delta)
+            return anthropic_provider.call(settings, request, on_delta, stop=stop)
         if settings.kind == "openai":
             from runs.providers import openai as openai_provider
 
-            return openai_provider.call(settings, request, on_delta)
+            return openai_provider.call(settings, request, on_delta, stop=stop)
     except egress.EgressRefused as exc:  # refused when connecting (an SDK may pass it through)
         raise ProviderError(exc.code, exc.message) from None
     raise ProviderError("NO_PROVIDER", f"unknown provider kind {settings.kind!r}")
@@ -50,6 +55,8 @@ __all__ = [
     "ProviderError",
     "ProviderResult",
     "ProviderSettings",
+    "Stop",
+    "StopRequested",
     "Usage",
     "call",
     "wire_request",

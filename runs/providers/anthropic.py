@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+import httpx2
 
 from runs.providers import egress
 from runs.providers.base import (
@@ -14,10 +15,17 @@ from runs.providers.base import (
     ProviderSettings,
     Usage,
     code_for,
+    cut,
     error_details,
+    not_a_stream,
     sdk_arguments,
+    status_message,
+    timed_out,
+    unreachable,
+    unreadable,
 )
 from runs.providers.isolation import sdk_client
+from runs.providers.watch import BodyTap, Stop
 
 
 def wire_request(request: dict) -> dict:
@@ -44,40 +52,96 @@ def _block_json(block: Any) -> dict:
 
 
 def _error(exc: Exception) -> ProviderError:
+    """A failure before the answer began (or an error event of the stream), in our words."""
     if isinstance(exc, anthropic.APIStatusError):
         kind, message = error_details(getattr(exc, "body", None))
         status = exc.status_code if exc.status_code != 200 else None  # 200: an error event mid-stream
         return ProviderError(
             code_for(status, kind),
-            message or str(exc),
+            message or status_message(exc.status_code, getattr(exc, "body", None)),
             status=status,
             provider_type=kind,
             retry_after=exc.response.headers.get("retry-after") if exc.response is not None else None,
         )
     if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderError("TIMEOUT", "the provider did not answer in time")
+        return timed_out()
     refused = egress.refusal_in(exc)
     if refused is not None:
         return ProviderError(refused.code, refused.message)
     if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderError("CONNECTION_FAILED", f"could not reach the provider: {exc}")
-    return ProviderError("PROVIDER_ERROR", str(exc))
+        return unreachable()
+    return ProviderError("PROVIDER_ERROR", "the provider call failed")
 
 
-def call(settings: ProviderSettings, request: dict, on_delta: DeltaSink) -> ProviderResult:
-    client = sdk_client(anthropic.Anthropic, anthropic.DefaultHttpxClient, settings)
+def _broken(exc: Exception, partial: ProviderResult, tap: BodyTap) -> ProviderError:
+    """A failure while the answer streamed: a cut connection, a timeout, or an unreadable event."""
+    if isinstance(exc, anthropic.APIStatusError):  # an error event: the provider's own words
+        return _error(exc)
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
+        return cut("the provider stopped sending before the end of the answer", partial)
+    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
+        return cut("the connection closed before the end of the answer", partial)
+    return unreadable(tap.tail_excerpt(), partial)
+
+
+def _partial(stream: Any) -> ProviderResult:
+    """What arrived of a cut stream: its text (and thinking, shown but never sent back)."""
     try:
-        with client.messages.stream(**sdk_arguments(client.messages.stream, request)) as stream:
-            for event in stream:
-                if event.type == "text":
+        snapshot = stream.current_message_snapshot
+    except (AssertionError, AttributeError):  # no message_start yet
+        snapshot = None
+    blocks = [b.model_dump(mode="json", exclude_none=True) for b in snapshot.content] if snapshot else []
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    return ProviderResult(
+        content=[{"type": "text", "text": text}] if text else [],
+        text=text,
+        thinking="\n\n".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking"),
+        usage=None,  # the final usage comes with message_delta, which never came
+        model=snapshot.model if snapshot else "",
+        response_id=snapshot.id if snapshot else None,
+        raw=snapshot.model_dump(mode="json", exclude_none=True) if snapshot else {},
+    )
+
+
+def call(
+    settings: ProviderSettings, request: dict, on_delta: DeltaSink, *, stop: Stop | None = None
+) -> ProviderResult:
+    tap = BodyTap()
+    client = sdk_client(anthropic.Anthropic, anthropic.DefaultHttpxClient, settings, stop=stop, tap=tap)
+    started = ended = False
+    try:
+        manager = client.messages.stream(**sdk_arguments(client.messages.stream, request))
+        try:
+            stream = manager.__enter__()
+        except anthropic.APIError as exc:
+            raise _error(exc) from None
+        try:
+            events = iter(stream)
+            while True:
+                # Only the SDK's own failures are judged here: on_delta's (a Stop) pass through.
+                try:
+                    event = next(events)
+                except StopIteration:
+                    break
+                except Exception as exc:
+                    raise _broken(exc, _partial(stream), tap) from None
+                if event.type == "message_start":
+                    started = True
+                elif event.type == "message_stop":
+                    ended = True
+                elif event.type == "text":
                     on_delta("text", event.text)
                 elif event.type == "thinking":
                     on_delta("thinking", event.thinking)
                 elif event.type == "input_json":
                     on_delta("tool_input", event.partial_json)
-            message = stream.get_final_message()
-    except anthropic.APIError as exc:
-        raise _error(exc) from exc
+        finally:
+            manager.__exit__(None, None, None)
+        if not started:
+            raise not_a_stream(tap.status, tap.content_type, tap.head_excerpt())
+        if not ended:
+            raise cut("the stream closed without message_stop", _partial(stream))
+        message = stream.get_final_message()
     finally:
         client.close()
     content = [_block_json(b) for b in message.content]

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runs.providers.watch import excerpt
+
 # The endpoint a provider kind uses when no base URL is configured.
 DEFAULT_BASE_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 
@@ -99,7 +101,7 @@ class Usage:
 class ProviderResult:
     content: list[dict]  # assistant content blocks in canonical (Anthropic) form, as returned
     text: str
-    usage: Usage
+    usage: Usage | None  # None: the provider did not report it (unknown, never zero)
     model: str
     stop_reason: str | None = None
     response_id: str | None = None
@@ -121,6 +123,7 @@ class ProviderError(Exception):
         status: int | None = None,
         provider_type: str | None = None,
         retry_after: str | None = None,
+        partial: ProviderResult | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -128,6 +131,7 @@ class ProviderError(Exception):
         self.status = status
         self.provider_type = provider_type
         self.retry_after = retry_after
+        self.partial = partial  # what arrived before a stream was cut (STREAM_CUT)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -137,6 +141,60 @@ class ProviderError(Exception):
             "provider_type": self.provider_type,
             "retry_after": self.retry_after,
         }
+
+
+# Our codes for what the transport saw (the provider's own errors map through code_for).
+STREAM_CUT = "STREAM_CUT"  # the stream ended without its final event: the answer is incomplete
+BAD_RESPONSE = "PROVIDER_BAD_RESPONSE"  # a body that is not the event stream it should be
+UNREACHABLE = "PROVIDER_UNREACHABLE"  # no answer began: refused, reset or closed before the headers
+TIMEOUT = "TIMEOUT"
+
+
+def unreachable() -> ProviderError:
+    return ProviderError(UNREACHABLE, "could not reach the provider: the connection failed before any answer")
+
+
+def timed_out() -> ProviderError:
+    return ProviderError(TIMEOUT, "the provider did not answer in time")
+
+
+def not_a_stream(status: int | None, content_type: str, excerpt: str) -> ProviderError:
+    """A success status whose body holds no event at all (an HTML page from a proxy, say)."""
+    kind = content_type.split(";")[0].strip() or "no content type"
+    body = f": “{excerpt}”" if excerpt else " and an empty body"
+    return ProviderError(
+        BAD_RESPONSE,
+        f"the provider answered HTTP {status or 200} with {kind} instead of an event stream{body}",
+        status=status if status and status != 200 else None,
+    )
+
+
+def unreadable(excerpt: str, partial: ProviderResult | None = None) -> ProviderError:
+    """An event of the stream that cannot be read (not JSON, or not the shape the SDK knows)."""
+    body = f": “{excerpt}”" if excerpt else ""
+    return ProviderError(
+        BAD_RESPONSE, f"the provider's stream held an event that could not be read{body}", partial=partial
+    )
+
+
+def cut(why: str, partial: ProviderResult) -> ProviderError:
+    """The stream ended before its final event; ``partial`` is what arrived."""
+    arrived = len(partial.text)
+    return ProviderError(
+        STREAM_CUT,
+        f"the answer is incomplete: {why}; {arrived} character{'s' if arrived != 1 else ''} of text arrived",
+        partial=partial,
+    )
+
+
+def status_message(status: int, body: Any) -> str:
+    """The words for an error status whose body carries no message of the provider's own."""
+    text = body if isinstance(body, str) else ""
+    return f"the provider answered HTTP {status}" + (f": “{_excerpt(text)}”" if text.strip() else "")
+
+
+def _excerpt(text: str) -> str:
+    return excerpt(text.encode())
 
 
 _TYPE_CODES = {

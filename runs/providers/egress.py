@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 import httpcore2
 import httpx2
 
+from runs.providers.watch import BodyTap, Stop, StoppableStream, TappedStream
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -142,9 +144,12 @@ def check_destination(url: str, allow: Sequence[str] = ()) -> list[str]:
 class GuardedBackend(httpcore2.NetworkBackend):
     """Resolves, checks every address, and connects to a checked address, never to the name."""
 
-    def __init__(self, allow: Sequence[str], inner: httpcore2.NetworkBackend | None = None) -> None:
+    def __init__(
+        self, allow: Sequence[str], inner: httpcore2.NetworkBackend | None = None, *, stop: Stop | None = None
+    ) -> None:
         self.allow = tuple(allow)
         self.inner = inner or httpcore2.SyncBackend()
+        self.stop = stop
 
     def connect_tcp(
         self,
@@ -156,12 +161,16 @@ class GuardedBackend(httpcore2.NetworkBackend):
     ) -> httpcore2.NetworkStream:
         last: Exception | None = None
         for address in checked_addresses(host, port, self.allow):
+            if self.stop is not None:
+                self.stop.check()
             try:
-                return self.inner.connect_tcp(
+                stream = self.inner.connect_tcp(
                     address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
                 )
             except httpcore2.ConnectError as exc:  # try the next checked address
                 last = exc
+                continue
+            return stream if self.stop is None else StoppableStream(stream, self.stop)
         assert last is not None
         raise last
 
@@ -176,8 +185,10 @@ class GuardedTransport(httpx2.HTTPTransport):
     """httpx2's transport with the connection pool built on :class:`GuardedBackend`; no proxy
     from the environment (``trust_env`` off), so the checked address is the one connected to."""
 
-    def __init__(self, allow: Sequence[str]) -> None:
+    def __init__(self, allow: Sequence[str], *, stop: Stop | None = None, tap: BodyTap | None = None) -> None:
         super().__init__(trust_env=False)
+        self.stop = stop
+        self.tap = tap
         ssl_context = httpx2.create_ssl_context(trust_env=False)
         limits = httpx2.Limits(max_connections=10, max_keepalive_connections=5, keepalive_expiry=5.0)
         # HTTPTransport keeps its pool in ``_pool`` and sends every request through it; the pool
@@ -188,8 +199,18 @@ class GuardedTransport(httpx2.HTTPTransport):
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=GuardedBackend(allow),
+            network_backend=GuardedBackend(allow, stop=stop),
         )
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Nothing is sent once Stop was pressed (an SDK retry included); the body is tapped."""
+        if self.stop is not None:
+            self.stop.check()
+        response = super().handle_request(request)
+        if self.tap is not None:
+            self.tap.begin(response)
+            response.stream = TappedStream(response.stream, self.tap)
+        return response
 
 
 def refusal_in(exc: BaseException | None) -> EgressRefused | None:

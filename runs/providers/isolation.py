@@ -16,6 +16,7 @@ from typing import Any
 
 from runs.providers import egress
 from runs.providers.base import ProviderSettings
+from runs.providers.watch import BodyTap, Stop
 
 # The key sent where the workspace configured none (a local server): never empty ("Bearer " is not a
 # valid header) and never None (the SDK would read its key from the environment).
@@ -49,9 +50,17 @@ def sealed[Client](client: Client) -> Client:
     return client
 
 
-def sdk_client(client_class: type, http_client_class: type, settings: ProviderSettings) -> Any:
+def sdk_client(
+    client_class: type,
+    http_client_class: type,
+    settings: ProviderSettings,
+    *,
+    stop: Stop | None = None,
+    tap: BodyTap | None = None,
+) -> Any:
     """An SDK client for ``settings``: every value explicit, calls through the egress guard, an
-    HTTP client that ignores proxy variables, and nothing taken from the environment."""
+    HTTP client that ignores proxy variables, and nothing taken from the environment. ``stop``
+    reaches the call's sockets (and refuses the SDK's retries); ``tap`` keeps the body's ends."""
     return sealed(
         client_class(
             api_key=settings.api_key or NO_KEY,
@@ -59,7 +68,7 @@ def sdk_client(client_class: type, http_client_class: type, settings: ProviderSe
             timeout=settings.timeout,
             max_retries=settings.max_retries,
             http_client=http_client_class(
-                transport=egress.GuardedTransport(settings.egress_allow), trust_env=False
+                transport=egress.GuardedTransport(settings.egress_allow, stop=stop, tap=tap), trust_env=False
             ),
         )
     )

@@ -278,7 +278,7 @@
   }
 
   function statusLabel(status) {
-    return { pending: "⏳ Pending", processing: "⚡ Processing", completed: "✓ Completed", failed: "✗ Failed", cancelled: "■ Stopped" }[status] || status;
+    return { pending: "⏳ Pending", processing: "⚡ Processing", completed: "✓ Completed", failed: "✗ Failed", incomplete: "◐ Incomplete", cancelled: "■ Stopped" }[status] || status;
   }
 
   function follow(ex, slot, primary) {
@@ -343,8 +343,10 @@
     if (st.usage && (st.usage.cache_read_tokens > 0 || st.usage.cache_write_tokens > 0)) {
       state.cache = { until: Date.now() + 300000, read: st.usage.cache_read_tokens || 0, written: st.usage.cache_write_tokens || 0, provider: st.provider, at: Date.now() };
     }
-    // Session totals survive Clear and stateless sends (they count what this page spent).
+    // Session totals survive Clear and stateless sends (they count what this page spent); a call
+    // whose usage the provider did not report counts as unknown, never as zero.
     if (st.usage) state.calls.push({ usage: st.usage, cost: st.cost, currency: st.currency });
+    else if (st.status === "completed" || st.status === "incomplete") state.calls.push({ usage: null, cost: null, currency: st.currency });
     renderTotals();
     renderCache();
     slot.primary = primary;
@@ -356,7 +358,7 @@
       }
       if (st.status === "completed" && state.session.mode === "stateful") state.conversation.parent = st.id;
       await preview({ name: "after_send", value: st.id });
-      $("send-status").textContent = st.status === "completed" ? "Done." : (st.status === "cancelled" ? "Stopped." : "Failed: " + (st.error ? st.error.code : "")) + (st.status === "completed" ? "" : " Your message is kept: edit it or press Retry.");
+      $("send-status").textContent = st.status === "completed" ? "Done." : st.status === "incomplete" ? "Incomplete: the answer was cut off (" + (st.error ? st.error.code : "") + "). It is not in the history: continue with it, or press Retry." : (st.status === "cancelled" ? "Stopped." : "Failed: " + (st.error ? st.error.code : "")) + (st.status === "completed" ? "" : " Your message is kept: edit it or press Retry.");
     }
     if (!state.inflight.size) idle();
     renderJoin();
@@ -454,16 +456,17 @@
     const done = state.calls;
     const box = $("session-totals");
     if (!done.length) { box.hidden = true; return; }
-    let input = 0, cached = 0, written = 0, output = 0, unknown = 0;
+    let input = 0, cached = 0, written = 0, output = 0, unknown = 0, unreported = 0;
     const cost = {};
     for (const m of done) {
+      if (!m.usage) { unknown += 1; unreported += 1; continue; }
       input += m.usage.input_tokens || 0; cached += m.usage.cache_read_tokens || 0;
       written += m.usage.cache_write_tokens || 0; output += m.usage.output_tokens || 0;
       if (m.cost === null || m.cost === undefined) unknown += 1; else cost[m.currency] = (cost[m.currency] || 0) + Number(m.cost);
     }
     const money = Object.entries(cost).map(([cur, v]) => v.toFixed(6) + " " + cur).join(" + ") || "unknown";
     box.hidden = false;
-    box.textContent = "Session: " + done.length + " call" + (done.length > 1 ? "s" : "") + " · input " + input.toLocaleString() + " (" + cached.toLocaleString() + " read from cache, " + written.toLocaleString() + " written) · output " + output.toLocaleString() + " · cost " + money + (unknown && Object.keys(cost).length ? " (+ " + unknown + " of unknown cost)" : "");
+    box.textContent = "Session: " + done.length + " call" + (done.length > 1 ? "s" : "") + " · input " + input.toLocaleString() + " (" + cached.toLocaleString() + " read from cache, " + written.toLocaleString() + " written) · output " + output.toLocaleString() + " · cost " + money + (unknown && Object.keys(cost).length ? " (+ " + unknown + " of unknown cost)" : "") + (unreported ? " · " + unreported + " call" + (unreported > 1 ? "s" : "") + " with unknown usage" : "");
   }
 
   function idle() {
@@ -477,6 +480,18 @@
     $("stop").disabled = true;
     await Promise.all(ids.map((id) => post("/playground/executions/" + id + "/cancel/", {})));
     $("stop").disabled = false;
+  }
+
+  // A cut answer joins the history only when the tester says so.
+  async function adoptPartial(executionId, button) {
+    if (state.busy) return;
+    button.disabled = true;
+    if (state.session.mode === "stateful") state.conversation.parent = executionId;
+    if (state.sentPrompt !== null && $("prompt").value === state.sentPrompt) { $("prompt").value = ""; state.session.prompt = ""; }
+    state.sentPrompt = null;
+    await preview({ name: "adopt_partial", value: executionId });
+    button.replaceWith(el("span", { class: "pg-join-chosen", "data-adopted": "" }, "✓ This partial answer joins the history"));
+    $("send-status").textContent = "The partial answer joins the history.";
   }
 
   async function retry(executionId, button) {
@@ -626,6 +641,7 @@
     const btn = e.target.closest("button[data-action]");
     if (!btn) return;
     if (btn.dataset.action === "retry") { retry(btn.dataset.execution, btn); return; }
+    if (btn.dataset.action === "adopt-partial") { adoptPartial(btn.dataset.execution, btn); return; }
     const box = btn.closest(".pg-structured");
     if (!box) return;
     if (btn.dataset.action === "view") {

@@ -10,7 +10,9 @@ requested tool call with an input built from the tool's schema, otherwise ``Echo
 Scripting: ``fake.script(reply)`` queues replies (``{"error": (status, type, message)}``,
 ``{"text": ...}``, ``{"tool": name, "input": {...}}``); magic words in the prompt do the same
 from a browser: ``[[error:429]]``, ``[[error:500]]``, ``[[error:529]]``, ``[[stream-error]]``,
-``[[slow]]``.
+``[[slow]]``. Misbehaviours (``{"misbehave": "cut" | "cut_chunked" | "garbage" | "html" | "slow"}``,
+see :func:`tests.fakes.loopback.misbehave`) cut the stream before ``message_stop``, send an
+event that is not JSON, answer a 200 with an HTML page, or wait before the first byte.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from tests.fakes.loopback import Received, Reply, ScriptedFake, sse
+from tests.fakes.loopback import Received, Reply, ScriptedFake, cut_or_garble, misbehave, sse
 from tests.fakes.schema_example import example_for
+
+GARBAGE = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"te\n\n'
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -117,7 +121,10 @@ class FakeAnthropic(ScriptedFake):
         message = self._answer(body, scripted or {}, prompt)
         if body.get("stream"):
             delay = 0.15 if "[[slow]]" in prompt else self.chunk_delay
-            return Reply(stream=self._stream(message, delay, fail="[[stream-error]]" in prompt))
+            frames = self._stream(message, delay, fail="[[stream-error]]" in prompt)
+            # message_start, ping, content_block_start and three text deltas, then the misbehaviour
+            frames = cut_or_garble(frames, scripted, keep=6, garbage=GARBAGE)
+            return misbehave(Reply(stream=frames), scripted)
         return Reply(body=message, headers={"request-id": f"req_{uuid.uuid4().hex[:12]}"})
 
     def _error(self, status: int, message: str, kind: str | None = None, retry_after: str = "0") -> Reply:

@@ -5,7 +5,8 @@ satisfies ``response_format.json_schema`` when one is given, tool calls when the
 use a defined tool, ``reasoning_content`` deltas plus ``reasoning_tokens`` when
 ``reasoning_effort`` is set (the llama.cpp/vLLM convention), automatic prefix caching reported
 as ``prompt_tokens_details.cached_tokens``, usage in a final chunk when
-``stream_options.include_usage`` is set. Errors and rate limits as in
+``stream_options.include_usage`` is set (a scripted ``{"no_usage": True}`` leaves it out, as
+some compatible servers do). Errors, rate limits and misbehaviours as in
 :mod:`tests.fakes.anthropic_api` (``script`` or ``[[error:429]]`` in the prompt).
 """
 
@@ -19,8 +20,12 @@ import uuid
 from collections.abc import Iterator
 
 from tests.fakes.anthropic_api import count_tokens
-from tests.fakes.loopback import Received, Reply, ScriptedFake, sse
+from tests.fakes.loopback import Received, Reply, ScriptedFake, cut_or_garble, misbehave, sse
 from tests.fakes.schema_example import example_for
+
+GARBAGE = (
+    b'data: {"id": "chatcmpl-garbage", "object": "chat.completion.chunk", "choices": [{"delta": {"con\n\n'
+)
 
 ERRORS = {
     400: ("invalid_request_error", None),
@@ -89,8 +94,12 @@ class FakeOpenAI(ScriptedFake):
         completion = self._answer(body, scripted or {}, prompt)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            include_usage = include_usage and not (scripted or {}).get("no_usage")
             delay = 0.15 if "[[slow]]" in prompt else self.chunk_delay
-            return Reply(stream=self._stream(completion, include_usage, delay))
+            frames = self._stream(completion, include_usage, delay)
+            # the role chunk and three content chunks, then the misbehaviour (no finish_reason, no [DONE])
+            frames = cut_or_garble(frames, scripted, keep=4, garbage=GARBAGE)
+            return misbehave(Reply(stream=frames), scripted)
         return Reply(body=completion)
 
     def _error(self, status: int, message: str) -> Reply:

@@ -14,6 +14,7 @@ from playground import execute, operations
 from playground.models import Execution, ExecutionStatus, ModelEntry
 from runs.models import Event, Run
 from runs.protocol.validate import validate_event
+from runs.providers.redact import redact
 
 pytestmark = pytest.mark.django_db
 
@@ -183,7 +184,7 @@ def test_redact_blanks_secret_fields_but_not_token_counts():
         "headers": {"Authorization": "Bearer x", "x-api-key": "abc"},
         "text": "key sk-secret-123",
     }
-    assert execute.redact(data, ("sk-secret-123",)) == {
+    assert redact(data, ("sk-secret-123",)) == {
         "max_tokens": 10,
         "headers": {"Authorization": "[redacted]", "x-api-key": "[redacted]"},
         "text": "key [redacted]",

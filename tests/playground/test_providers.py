@@ -186,7 +186,7 @@ def test_wrong_key_and_mid_stream_error_and_unreachable_server(anthropic_fake):
     )
     with pytest.raises(ProviderError) as err:
         send(dead, c.compose(c.Session(prompt="hi"), SONNET))
-    assert err.value.code == "CONNECTION_FAILED"
+    assert err.value.code == "PROVIDER_UNREACHABLE"
 
 
 # -- OpenAI and OpenAI-compatible ------------------------------------------------------------
