@@ -8,6 +8,7 @@ that compatible servers stream as ``reasoning_content`` (or ``reasoning``) is co
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx2
 import openai
@@ -84,155 +85,165 @@ def _extra(delta: object, *names: str) -> str | None:
     return None
 
 
+class _Answer:
+    """What the stream has said so far: text, reasoning, tool calls, usage, the finish reason."""
+
+    def __init__(self, model: str) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, dict] = {}
+        self.usage_obj: Any = None
+        self.finish: str | None = None
+        self.model = model
+        self.response_id: str | None = None
+        self.chunks = 0
+
+    def partial(self) -> ProviderResult:
+        joined = "".join(self.text)
+        return ProviderResult(
+            content=[{"type": "text", "text": joined}] if joined else [],
+            text=joined,
+            thinking="".join(self.reasoning),
+            usage=None,
+            model=self.model,
+            response_id=self.response_id,
+        )
+
+    def take(self, chunk: Any, on_delta: DeltaSink) -> None:
+        self.chunks += 1
+        self.response_id = self.response_id or chunk.id
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage_obj = chunk.usage
+        for choice in chunk.choices or []:
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+            if choice.delta is not None:
+                self._delta(choice.delta, on_delta)
+
+    def _delta(self, delta: Any, on_delta: DeltaSink) -> None:
+        think = _extra(delta, "reasoning_content", "reasoning")
+        if think:
+            self.reasoning.append(think)
+            on_delta("thinking", think)
+        if delta.content:
+            self.text.append(delta.content)
+            on_delta("text", delta.content)
+        for tc in delta.tool_calls or []:
+            slot = self.calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+            if tc.id:
+                slot["id"] = tc.id
+            if tc.function is None:
+                continue
+            if tc.function.name:
+                slot["name"] += tc.function.name
+            if tc.function.arguments:
+                slot["arguments"] += tc.function.arguments
+                on_delta("tool_input", tc.function.arguments)
+
+    def tool_calls(self) -> list[dict]:
+        out = []
+        for index in sorted(self.calls):
+            slot = self.calls[index]
+            try:
+                args = json.loads(slot["arguments"] or "{}")
+            except ValueError:
+                args = {"_unparsed": slot["arguments"]}
+            out.append({"id": slot["id"] or f"call_{index}", "name": slot["name"], "input": args})
+        return out
+
+    def usage(self) -> Usage | None:
+        """None when not reported (include_usage unsupported, or cut): unknown, never zero."""
+        u = self.usage_obj
+        if u is None:
+            return None
+        cached = getattr(u.prompt_tokens_details, "cached_tokens", None) if u.prompt_tokens_details else None
+        reasoning_tokens = (
+            getattr(u.completion_tokens_details, "reasoning_tokens", None)
+            if u.completion_tokens_details
+            else None
+        )
+        return Usage(
+            input_tokens=u.prompt_tokens or 0,
+            output_tokens=u.completion_tokens or 0,
+            cache_read_tokens=cached or 0,
+            reasoning_tokens=reasoning_tokens,
+        )
+
+    def raw(self, full_text: str, tool_calls: list[dict]) -> dict:
+        message: dict[str, Any] = {"role": "assistant", "content": full_text or None}
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        if tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": self.calls[i]["arguments"]},
+                }
+                for i, c in zip(sorted(self.calls), tool_calls, strict=True)
+            ]
+        return {
+            "id": self.response_id,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
+            "usage": self.usage_obj.model_dump(mode="json", exclude_none=True)
+            if self.usage_obj is not None
+            else None,
+        }
+
+
+def _stream(client: Any, request: dict, answer: _Answer, on_delta: DeltaSink, tap: BodyTap) -> None:
+    body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+    try:
+        stream = client.chat.completions.create(**sdk_arguments(client.chat.completions.create, body))
+    except openai.APIError as exc:
+        raise _error(exc) from None
+    try:
+        iterator = iter(stream)
+        while True:
+            # Only the SDK's own failures are judged here: on_delta's (a Stop) pass through.
+            try:
+                chunk = next(iterator)
+            except StopIteration:
+                return
+            except Exception as exc:
+                raise _broken(exc, answer.partial(), tap) from None
+            answer.take(chunk, on_delta)
+    finally:
+        stream.close()
+
+
 def call(
     settings: ProviderSettings, request: dict, on_delta: DeltaSink, *, stop: Stop | None = None
 ) -> ProviderResult:
     tap = BodyTap()
     client = sdk_client(openai.OpenAI, openai.DefaultHttpxClient, settings, stop=stop, tap=tap)
-    text: list[str] = []
-    reasoning: list[str] = []
-    calls: dict[int, dict] = {}
-    usage_obj = None
-    finish = None
-    model = request.get("model", "")
-    response_id = None
-    chunks = 0
-
-    def partial() -> ProviderResult:
-        joined = "".join(text)
-        return ProviderResult(
-            content=[{"type": "text", "text": joined}] if joined else [],
-            text=joined,
-            thinking="".join(reasoning),
-            usage=None,
-            model=model,
-            response_id=response_id,
-        )
-
+    answer = _Answer(request.get("model", ""))
     try:
-        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
-        try:
-            stream = client.chat.completions.create(**sdk_arguments(client.chat.completions.create, body))
-        except openai.APIError as exc:
-            raise _error(exc) from None
-        try:
-            iterator = iter(stream)
-            while True:
-                # Only the SDK's own failures are judged here: on_delta's (a Stop) pass through.
-                try:
-                    chunk = next(iterator)
-                except StopIteration:
-                    break
-                except Exception as exc:
-                    raise _broken(exc, partial(), tap) from None
-                chunks += 1
-                response_id = response_id or chunk.id
-                model = chunk.model or model
-                if chunk.usage is not None:
-                    usage_obj = chunk.usage
-                for choice in chunk.choices or []:
-                    delta = choice.delta
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
-                    if delta is None:
-                        continue
-                    think = _extra(delta, "reasoning_content", "reasoning")
-                    if think:
-                        reasoning.append(think)
-                        on_delta("thinking", think)
-                    if delta.content:
-                        text.append(delta.content)
-                        on_delta("text", delta.content)
-                    for tc in delta.tool_calls or []:
-                        slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
-                        if tc.id:
-                            slot["id"] = tc.id
-                        if tc.function is not None:
-                            if tc.function.name:
-                                slot["name"] += tc.function.name
-                            if tc.function.arguments:
-                                slot["arguments"] += tc.function.arguments
-                                on_delta("tool_input", tc.function.arguments)
-        finally:
-            stream.close()
+        _stream(client, request, answer, on_delta, tap)
     finally:
         client.close()
-    if not chunks:
+    if not answer.chunks:
         raise not_a_stream(tap.status, tap.content_type, tap.head_excerpt())
-    if finish is None:
-        raise cut("the stream closed without a finish_reason", partial())
+    if answer.finish is None:
+        raise cut("the stream closed without a finish_reason", answer.partial())
     if tap.ended_with_done() is False:
-        raise cut("the stream closed without data: [DONE], so its usage is unknown", partial())
-    full_text = "".join(text)
-    content: list[dict] = []
-    if full_text:
-        content.append({"type": "text", "text": full_text})
-    tool_calls = []
-    for index in sorted(calls):
-        slot = calls[index]
-        try:
-            args = json.loads(slot["arguments"] or "{}")
-        except ValueError:
-            args = {"_unparsed": slot["arguments"]}
-        call_id = slot["id"] or f"call_{index}"
-        tool_calls.append({"id": call_id, "name": slot["name"], "input": args})
-        content.append({"type": "tool_use", "id": call_id, "name": slot["name"], "input": args})
-    usage = None  # not reported (include_usage unsupported, or cut): unknown, never zero
-    if usage_obj is not None:
-        cached = (
-            getattr(usage_obj.prompt_tokens_details, "cached_tokens", None)
-            if usage_obj.prompt_tokens_details
-            else None
-        )
-        reasoning_tokens = (
-            getattr(usage_obj.completion_tokens_details, "reasoning_tokens", None)
-            if usage_obj.completion_tokens_details
-            else None
-        )
-        usage = Usage(
-            input_tokens=usage_obj.prompt_tokens or 0,
-            output_tokens=usage_obj.completion_tokens or 0,
-            cache_read_tokens=cached or 0,
-            reasoning_tokens=reasoning_tokens,
-        )
-    raw = {
-        "id": response_id,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": full_text or None,
-                    **({"reasoning_content": "".join(reasoning)} if reasoning else {}),
-                    **(
-                        {
-                            "tool_calls": [
-                                {
-                                    "id": c["id"],
-                                    "type": "function",
-                                    "function": {"name": c["name"], "arguments": calls[i]["arguments"]},
-                                }
-                                for i, c in zip(sorted(calls), tool_calls, strict=True)
-                            ]
-                        }
-                        if tool_calls
-                        else {}
-                    ),
-                },
-                "finish_reason": finish,
-            }
-        ],
-        "usage": usage_obj.model_dump(mode="json", exclude_none=True) if usage_obj is not None else None,
-    }
+        raise cut("the stream closed without data: [DONE], so its usage is unknown", answer.partial())
+    full_text = "".join(answer.text)
+    tool_calls = answer.tool_calls()
+    content: list[dict] = [{"type": "text", "text": full_text}] if full_text else []
+    content += [
+        {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]} for c in tool_calls
+    ]
     return ProviderResult(
         content=content or [{"type": "text", "text": ""}],
         text=full_text,
-        thinking="".join(reasoning),
+        thinking="".join(answer.reasoning),
         tool_calls=tool_calls,
-        usage=usage,
-        model=model,
-        stop_reason=finish,
-        response_id=response_id,
-        raw=raw,
+        usage=answer.usage(),
+        model=answer.model,
+        stop_reason=answer.finish,
+        response_id=answer.response_id,
+        raw=answer.raw(full_text, tool_calls),
     )
