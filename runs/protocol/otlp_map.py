@@ -168,6 +168,8 @@ def span_problem(span: Any) -> str | None:
     """Why a decoded span cannot be mapped (``None`` when it can)."""
     if not isinstance(span, Mapping):
         return "a span must be an object"
+    if span.get("decodeProblem"):
+        return str(span["decodeProblem"])  # the decoder could not read it (runs.telemetry.otlp_ingest)
     trace_id, span_id = span.get("traceId"), span.get("spanId")
     if (
         type(trace_id) is not str
