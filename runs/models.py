@@ -410,6 +410,7 @@ class OtelTrace(models.Model):
     trace_id = models.CharField(max_length=32)  # 32 lowercase hex digits
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="otel_traces")
     session_id = ProtocolCharField(max_length=200, blank=True, default="")
+    title = ProtocolCharField(max_length=300, blank=True, default="")  # the title given on creation
     root_status = models.CharField(max_length=8, blank=True, default="")  # "", "ok", "error"
     root_ended = models.BooleanField(default=False)
     last_span_at = models.DateTimeField()  # server clock: when a span of the trace last arrived

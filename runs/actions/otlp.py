@@ -50,7 +50,7 @@ from runs.actions.core import (
     update_projection,
 )
 from runs.actions.notify import RunChange, notify_on_commit
-from runs.actions.runs import do_commands
+from runs.actions.runs import do_commands, do_set_run_title
 from runs.engine import commands as cmd
 from runs.engine.check import append_in_place
 from runs.engine.errors import EngineError
@@ -226,7 +226,7 @@ def _create_and_append(
     workspace: Workspace, run_id: str, events: list[dict], info: TraceInfo, actor: str, now: datetime
 ) -> bool:
     ctx = engine_context()
-    title = info.title if len(info.title) <= _TITLE_MAX else info.title[: _TITLE_MAX - 1] + "…"
+    title = _title(info)
     state = new_run(
         ctx=ctx, workflow=OTEL_WORKFLOW, run_id=run_id, metadata=info.metadata, tags=info.tags, title=title
     )
@@ -237,6 +237,7 @@ def _create_and_append(
         trace_id=info.trace_id,
         run=run,
         session_id=(info.session_id or "")[:200],
+        title=title,
         root_status=info.root_status or "",
         root_ended=info.root_span_id is not None,
         last_span_at=now,
@@ -275,7 +276,20 @@ def _touch_traces(
         if info is not None and info.root_span_id is not None:
             changes["root_ended"] = True
             changes["root_status"] = info.root_status or ""
+            title = _title(info)
+            if row.run.title == row.title and title != row.title:
+                # named from a child span before the root arrived (and nobody renamed it since)
+                try:
+                    do_set_run_title(workspace=workspace, run_id=row.run.run_id, title=title)
+                    changes["title"] = title
+                except ActionError:
+                    pass
         OtelTrace.objects.filter(pk=row.pk).update(**changes)
+
+
+def _title(info: TraceInfo) -> str:
+    title = info.title
+    return title if len(title) <= _TITLE_MAX else title[: _TITLE_MAX - 1] + "…"
 
 
 # --------------------------------------------------------------------------------------------
