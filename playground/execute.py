@@ -32,7 +32,6 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -52,6 +51,7 @@ from runs.protocol.values import dumps
 from runs.providers import pricing
 from runs.providers.base import ProviderError, ProviderResult
 from runs.providers.redact import redact
+from runs.selectors.prices import price_book
 
 log = logging.getLogger(__name__)
 
@@ -280,19 +280,27 @@ class RunRecorder:
         )
 
     def complete(
-        self, result: ProviderResult, outcome: operations.Outcome, cost: Decimal | None, duration_ms: int
+        self,
+        result: ProviderResult,
+        outcome: operations.Outcome,
+        priced: pricing.PricedCall | None,
+        duration_ms: int,
     ) -> None:
         ex = self.execution
+        payload = result.raw
+        if priced is not None and isinstance(payload, dict):
+            # which source priced the call (the protocol's cost object takes no extra keys)
+            payload = {**payload, pricing.PRICING_KEY: priced.note()}
         commands: list[Any] = [
             cmd.LogModelIO(
                 direction="response",
                 provider=ex.provider_kind,
                 model=result.model or ex.model_name,
                 usage=result.usage.to_protocol(),
-                cost=pricing.protocol_cost(cost, ex.currency or "USD"),
+                cost=priced.protocol_cost() if priced is not None else None,
                 duration_ms=duration_ms,
                 summary=(result.text or "")[:200] or None,
-                payload=result.raw,
+                payload=payload,
                 step_id=STEP,
                 correlation_id=ex.correlation_id,
             )
@@ -496,9 +504,11 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
         return
     duration_ms = int((time.monotonic() - started) * 1000)
     outcome = operations.check(ex.operation_type, result, ex.output_tool or None)
-    amount = pricing.cost(result.usage, entry.price())
+    # one price source: the workspace's own price for the model, else genai-prices, else the catalogue
+    priced = price_book(ex.workspace).price(provider=entry.kind, model=entry.model_id, usage=result.usage)
+    amount = priced.amount if priced is not None else None
     try:
-        recorder.complete(result, outcome, amount, duration_ms)
+        recorder.complete(result, outcome, priced, duration_ms)
     except ActionError as exc:
         log.warning("playground: response of %s not recorded in run %s: %s", ex.pk, ex.run_id, exc)
     common = {
@@ -512,7 +522,7 @@ def process(execution_id: uuid.UUID, worker_id: str) -> None:
         "structured_output": outcome.value if operations.get(ex.operation_type).structured else None,
         "usage": result.usage.to_json(),
         "cost": amount,
-        "currency": entry.currency,
+        "currency": priced.currency if priced is not None else entry.currency,
         "stop_reason": result.stop_reason or "",
         "duration_ms": duration_ms,
     }

@@ -94,3 +94,21 @@ def effective_prices(workspace: Workspace, *, models: list[tuple[str | None, str
         elif (provider, model) in book.catalogue:
             out[model] = _row_json(book.catalogue[(provider, model)], SOURCE_CATALOGUE, provider)
     return {"prices": out, "unit": "per million tokens"}
+
+
+def price_row(book: PriceBook, provider: str | None, model: str | None) -> dict[str, Any] | None:
+    """One model's row as the host SDK's price tables hold it (decimal text per million tokens,
+    with its ``source``): the workspace's own price, else genai-prices, else the catalogue."""
+    if not model:
+        return None
+    for table, source in ((book.own, SOURCE_WORKSPACE), (None, None), (book.catalogue, SOURCE_CATALOGUE)):
+        if table is None:
+            row = genai_table_row(provider, model)
+            if row is not None:
+                return row
+            continue
+        price = table.get((provider, model)) if provider else None
+        price = price if price is not None else table.get(model)
+        if price is not None:
+            return _row_json(price, source, provider)
+    return None
