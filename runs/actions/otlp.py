@@ -125,18 +125,23 @@ def do_ingest_spans(
     book = price_book(workspace) if _has_model_calls(batch) else None
     creating = {run_id: trace_id for trace_id, run_id in to_create.items()}
     now = timezone.now()
-    for run_id, events in batch.events_by_run.items():
-        if book is not None:
+    if book is not None:
+        for events in batch.events_by_run.values():
             for event in events:
                 if event["type"] == "model_io" and event.get("direction") == "response":
                     book.price_event(event)
-        trace_id = creating.get(run_id)
-        info = traces[trace_id] if trace_id else None
-        landed = _append(workspace, run_id, events, info, actor, report, now)
-        if landed:
-            report.run_ids.append(run_id)
-            if info is not None and run_id not in report.created:
-                report.created.append(run_id)
+    new = [(run_id, events) for run_id, events in batch.events_by_run.items() if run_id in creating]
+    if new:
+        # Runs created by this request: nobody else can hold them yet, so they share ONE commit
+        # (each in its own savepoint, so a refused span or a lost creation race stays its own).
+        with transaction.atomic():
+            for run_id, events in new:
+                if _append(workspace, run_id, events, traces[creating[run_id]], actor, report, now):
+                    report.run_ids.append(run_id)
+                    report.created.append(run_id)
+    for run_id, events in batch.events_by_run.items():
+        if run_id not in creating and _append(workspace, run_id, events, None, actor, report, now):
+            report.run_ids.append(run_id)  # one transaction per existing run
     _touch_traces(workspace, traces, known, now)
     return report
 

@@ -169,11 +169,43 @@ def genai_price(
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
     )
+    moment = at or datetime.now(tz=UTC)
     try:
-        calc = gp_model.calc_price(gp_usage, gp_provider, genai_request_timestamp=at or datetime.now(tz=UTC))
-    except (LookupError, ValueError, ArithmeticError):
+        # the prices in force that hour (price history by date), looked up once per hour and model
+        model_price = _model_price(provider, model, moment.replace(minute=0, second=0, microsecond=0))
+        total = _flat_total(model_price, usage)
+        if total is None:  # tiers or other units: genai-prices' own arithmetic
+            total = model_price.calc_price(gp_usage)["total_price"]
+    except (LookupError, ValueError, ArithmeticError, TypeError):
         return None
-    return PricedCall(Decimal(calc.total_price), "USD", SOURCE_GENAI_PRICES, gp_model.id, gp_provider.id)
+    return PricedCall(Decimal(total), "USD", SOURCE_GENAI_PRICES, gp_model.id, gp_provider.id)
+
+
+def _flat_total(model_price: Any, usage: Usage) -> Decimal | None:
+    """The cost at flat per-million rates (the common case, ~40x quicker than genai-prices'
+    general calculation); None when a rate the call needs is tiered or missing."""
+    total = Decimal(0)
+    for tokens, name in (
+        (usage.uncached_input_tokens, "input_mtok"),
+        (usage.output_tokens, "output_mtok"),
+        (usage.cache_read_tokens, "cache_read_mtok"),
+        (usage.cache_write_tokens, "cache_write_mtok"),
+    ):
+        if not tokens:
+            continue
+        rate = getattr(model_price, name, None)
+        if type(rate) is not Decimal:
+            return None
+        total += rate * tokens / MILLION
+    return total
+
+
+@functools.lru_cache(maxsize=1024)
+def _model_price(provider: str | None, model: str, hour: datetime) -> Any:
+    found = _genai_model(_PROVIDER_IDS.get(provider or "", provider) or None, model)
+    if found is None:
+        raise LookupError(model)
+    return found[1].get_prices(hour)
 
 
 @functools.lru_cache(maxsize=1024)
