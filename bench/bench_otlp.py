@@ -141,7 +141,9 @@ def child(shape: str, profile: bool) -> None:
         spent = 0.0
         for body in bodies:
             started = time.perf_counter()
-            response = client.post("/v1/traces", body, content_type="application/x-protobuf", secure=True, **headers)
+            response = client.post(
+                "/v1/traces", body, content_type="application/x-protobuf", secure=True, **headers
+            )
             spent += time.perf_counter() - started
             if response.status_code != 200 or response.content:
                 raise SystemExit(f"unexpected answer {response.status_code}: {response.content[:200]!r}")

@@ -11,6 +11,7 @@ class PlaygroundConfig(AppConfig):
         # Playground runs' step code for replays, imported when a replay first looks for it.
         programs.register_module("playground.step_code")
 
+        # AppConfig.ready: the models exist only now (playground.prices reads ModelEntry).
         from playground.prices import price_rows
         from runs.selectors.prices import register_price_reader
 

@@ -108,16 +108,14 @@ class BookPrices(Mapping):
     SDK's tracer applies flat per-million rates: genai-prices' tiers collapse to the base rate)."""
 
     def __init__(self, workspace) -> None:
-        self.workspace = workspace
-        self.book = None
+        # read now: the tracer prices calls from async code too, where the database is not allowed
+        self.book = price_book(workspace)
         self.rows: dict[Any, Any] = {}
 
     def __getitem__(self, key: Any) -> Any:
         if key not in self.rows:
             provider, model = key if isinstance(key, tuple) else (None, key)
-            if self.book is None:
-                self.book = price_book(self.workspace)
-            self.rows[key] = price_row(self.book, provider, model)
+            self.rows[key] = price_row(self.book, provider, model)  # no database: genai-prices is in memory
         if self.rows[key] is None:
             raise KeyError(key)
         return self.rows[key]
