@@ -33,7 +33,6 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -63,6 +62,7 @@ from runs.protocol.values import dumps
 from runs.providers import pricing
 from runs.providers.base import STREAM_CUT, ProviderError, ProviderResult
 from runs.selectors import runs as run_selectors
+from runs.selectors.prices import price_book
 
 log = logging.getLogger(__name__)
 
@@ -397,9 +397,10 @@ def _process(execution_id: uuid.UUID, worker_id: str, stop: providers.Stop) -> N
         return
     duration_ms = int((time.monotonic() - started) * 1000)
     outcome = operations.check(ex.operation_type, result, ex.output_tool or None)
-    amount = _cost(result, entry)
+    priced = _cost(ex, result, entry)
+    amount = priced.amount if priced is not None else None
     try:
-        recorder.complete(result, outcome, amount, duration_ms)
+        recorder.complete(result, outcome, priced, duration_ms)
     except ActionError as exc:
         log.warning("playground: response of %s not recorded in run %s: %s", ex.pk, ex.run_id, exc)
     common = {
@@ -413,7 +414,7 @@ def _process(execution_id: uuid.UUID, worker_id: str, stop: providers.Stop) -> N
         "structured_output": outcome.value if operations.get(ex.operation_type).structured else None,
         "usage": result.usage.to_json() if result.usage is not None else {},
         "cost": amount,
-        "currency": entry.currency,
+        "currency": priced.currency if priced is not None else entry.currency,
         "stop_reason": result.stop_reason or "",
         "duration_ms": duration_ms,
     }
@@ -431,11 +432,12 @@ def _process(execution_id: uuid.UUID, worker_id: str, stop: providers.Stop) -> N
         )
 
 
-def _cost(result: ProviderResult, entry: ModelEntry | None) -> Decimal | None:
-    """The cost of ``result``: unknown (None) when its usage or a price it needs is unknown."""
+def _cost(ex: Execution, result: ProviderResult, entry: ModelEntry | None) -> pricing.PricedCall | None:
+    """The priced call: unknown (None) when its usage or a price it needs is unknown. One price
+    source: the workspace's own price for the model, else genai-prices, else the catalogue."""
     if result.usage is None or entry is None:
         return None
-    return pricing.cost(result.usage, entry.price())
+    return price_book(ex.workspace).price(provider=entry.kind, model=entry.model_id, usage=result.usage)
 
 
 def _stopped(ex: Execution, result: ProviderResult | None, entry: ModelEntry | None, started: float) -> None:
@@ -451,18 +453,20 @@ def _stopped(ex: Execution, result: ProviderResult | None, entry: ModelEntry | N
             _cancel_run(ex, ex.error_message, "playground")
         return
     duration_ms = int((time.monotonic() - started) * 1000)
-    amount = _cost(result, entry)
+    priced = _cost(ex, result, entry)
     Execution.objects.filter(pk=ex.pk, status=ExecutionStatus.CANCELLED).update(
         usage=result.usage.to_json() if result.usage is not None else {},
-        cost=amount,
-        currency=entry.currency if entry is not None else ex.currency,
+        cost=priced.amount if priced is not None else None,
+        currency=priced.currency
+        if priced is not None
+        else (entry.currency if entry is not None else ex.currency),
         stop_reason=result.stop_reason or "",
         duration_ms=duration_ms,
     )
     live.notify_on_commit(ex.pk, ExecutionStatus.CANCELLED)
     if ex.run_id:
         try:
-            RunRecorder(ex).late_answer(result, amount, duration_ms, ex.error_message)
+            RunRecorder(ex).late_answer(result, priced, duration_ms, ex.error_message)
         except ActionError as exc:  # Stop ended the run itself (the grace ran out)
             log.warning("playground: late answer of %s not in run %s: %s", ex.pk, ex.run_id, exc)
 

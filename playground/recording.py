@@ -9,7 +9,6 @@ and the run's end. A cut stream logs what arrived (marked ``incomplete``) and fa
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from playground import operations
@@ -98,7 +97,11 @@ class RunRecorder:
         )
 
     def complete(
-        self, result: ProviderResult, outcome: operations.Outcome, cost: Decimal | None, duration_ms: int
+        self,
+        result: ProviderResult,
+        outcome: operations.Outcome,
+        priced: pricing.PricedCall | None,
+        duration_ms: int,
     ) -> None:
         ex = self.execution
         commands: list[Any] = [
@@ -107,10 +110,10 @@ class RunRecorder:
                 provider=ex.provider_kind,
                 model=result.model or ex.model_name,
                 usage=result.usage.to_protocol() if result.usage is not None else None,
-                cost=pricing.protocol_cost(cost, ex.currency or "USD"),
+                cost=priced.protocol_cost() if priced is not None else None,
                 duration_ms=duration_ms,
                 summary=(result.text or "")[:200] or None,
-                payload=result.raw,
+                payload=_with_pricing_note(result.raw, priced),
                 step_id=STEP,
                 correlation_id=ex.correlation_id,
             )
@@ -143,7 +146,7 @@ class RunRecorder:
         self._do(*commands, *failure_commands(code, message))
 
     def late_answer(
-        self, result: ProviderResult, cost: Decimal | None, duration_ms: int, message: str
+        self, result: ProviderResult, priced: pricing.PricedCall | None, duration_ms: int, message: str
     ) -> None:
         """An answer that arrived after Stop: its response (usage and cost: it is billed), then
         the run's cancellation."""
@@ -154,10 +157,10 @@ class RunRecorder:
                 provider=ex.provider_kind,
                 model=result.model or ex.model_name,
                 usage=result.usage.to_protocol() if result.usage is not None else None,
-                cost=pricing.protocol_cost(cost, ex.currency or "USD"),
+                cost=priced.protocol_cost() if priced is not None else None,
                 duration_ms=duration_ms,
                 summary=(result.text or "")[:200] or None,
-                payload=result.raw,
+                payload=_with_pricing_note(result.raw, priced),
                 step_id=STEP,
                 correlation_id=ex.correlation_id,
             ),
@@ -223,3 +226,10 @@ def prompt_summary(user_content: Any) -> str | None:
         texts = [b.get("text", "") for b in user_content if isinstance(b, dict) and b.get("type") == "text"]
         return " ".join(texts)[:200] or None
     return None
+
+
+def _with_pricing_note(payload: Any, priced: pricing.PricedCall | None) -> Any:
+    """Which source priced the call (the protocol's cost object takes no extra keys)."""
+    if priced is None or not isinstance(payload, dict):
+        return payload
+    return {**payload, pricing.PRICING_KEY: priced.note()}

@@ -400,3 +400,41 @@ class CachedResponse(models.Model):
                 fields=["workspace", "key", "response_digest"], name="uniq_cached_response"
             )
         ]
+
+
+class OtelTrace(models.Model):
+    """An OTLP trace that became its own run (no span named one): found again by its trace id when
+    later batches of the trace arrive, and read by the quiet-period sweep that ends the run."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="otel_traces")
+    trace_id = models.CharField(max_length=32)  # 32 lowercase hex digits
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="otel_traces")
+    session_id = ProtocolCharField(max_length=200, blank=True, default="")
+    title = ProtocolCharField(max_length=300, blank=True, default="")  # the title given on creation
+    root_status = models.CharField(max_length=8, blank=True, default="")  # "", "ok", "error"
+    root_ended = models.BooleanField(default=False)
+    last_span_at = models.DateTimeField()  # server clock: when a span of the trace last arrived
+    ended = models.BooleanField(default=False)  # the sweep ended its run (or found it ended)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "trace_id"], name="uniq_otel_trace_per_workspace")
+        ]
+        indexes = [models.Index(fields=["ended", "root_ended", "last_span_at"], name="otel_trace_quiet")]
+
+
+class OtelPendingLog(models.Model):
+    """A GenAI content log record (``POST /v1/logs``) whose span has not arrived yet: joined onto
+    the span when it does (then deleted), dropped by the sweep when it waited too long."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="otel_pending_logs")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    record = models.TextField()  # the decoded record as JSON text
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["workspace", "trace_id", "span_id"], name="otel_pending_span"),
+            models.Index(fields=["received_at"], name="otel_pending_age"),
+        ]

@@ -7,3 +7,6 @@ import os
 os.environ.setdefault("DEBUG", "1")
 
 from workbench.settings import *  # noqa: E402,F403
+
+# The OTLP quiet-period check runs in a thread of the server process: tests start it themselves.
+WORKBENCH_OTLP_SWEEP_INPROCESS = False

@@ -9,6 +9,7 @@ from workbench.env import (
     database_from_url,
     env_bool,
     env_endpoints,
+    env_float,
     env_int,
     env_list,
     env_networks,
@@ -251,3 +252,12 @@ WORKBENCH_OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "workbench")
 WORKBENCH_OTEL_SEMCONV = env_str("WORKBENCH_OTEL_SEMCONV", "reference")
 if WORKBENCH_OTEL_SEMCONV not in ("reference", "current"):
     raise ValueError("WORKBENCH_OTEL_SEMCONV must be reference or current")
+
+# OTLP ingest (runs/actions/otlp.py): a run created for a trace ends when its root span has ended
+# and no span of the trace arrived for this many seconds (manage.py otlp_sweep; in the embedded
+# profile also a periodic check in the server process). Content log records wait this long for
+# their span, at most this many per workspace.
+WORKBENCH_OTLP_QUIET_SECONDS = env_float("WORKBENCH_OTLP_QUIET_SECONDS", 30.0, minimum=0)
+WORKBENCH_OTLP_SWEEP_INPROCESS = env_bool("WORKBENCH_OTLP_SWEEP_INPROCESS", EMBEDDED_PROFILE)
+WORKBENCH_OTLP_PENDING_LOG_SECONDS = env_int("WORKBENCH_OTLP_PENDING_LOG_SECONDS", 600, minimum=1)
+WORKBENCH_OTLP_PENDING_LOGS_MAX = env_int("WORKBENCH_OTLP_PENDING_LOGS_MAX", 20_000, minimum=0)

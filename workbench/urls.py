@@ -8,6 +8,7 @@ from workbench import discovery
 urlpatterns = [
     *discovery.urlpatterns(),
     path("v1/traces", otlp.traces, name="otlp_traces"),
+    path("v1/logs", otlp.logs, name="otlp_logs"),
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),

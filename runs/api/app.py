@@ -30,6 +30,7 @@ from runs.api.commands import router as commands_router
 from runs.api.errors import ApiError
 from runs.api.fork import cache_router
 from runs.api.fork import router as fork_router
+from runs.api.prices import router as prices_router
 from runs.api.runstore import router as runstore_router
 from runs.api.schemas import HealthOut
 from runs.api.transcript import router as transcript_router
@@ -76,7 +77,89 @@ class ProjectSwagger(Swagger):
         return render(request, self.template, context)
 
 
-api = NinjaAPI(
+def _otlp_path(signal: str, request_name: str, response_name: str, rejected: str) -> dict:
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}
+    partial = {
+        "type": "object",
+        "properties": {
+            "partialSuccess": {
+                "type": "object",
+                "properties": {rejected: {"type": "string"}, "errorMessage": {"type": "string"}},
+            }
+        },
+    }
+    return {
+        "post": {
+            "operationId": f"otlp_{signal}",
+            "tags": ["otlp"],
+            "summary": f"OTLP/HTTP {signal} ingest ({request_name})",
+            "description": OTLP_DESCRIPTIONS[signal],
+            "security": [{"TokenAuth": []}],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
+                    "application/json": {"schema": {"type": "object"}},
+                },
+            },
+            "responses": {
+                200: {
+                    "description": f"{response_name}: empty when everything was accepted, else "
+                    f"partialSuccess with {rejected} and errorMessage (one bad item never refuses the batch)",
+                    "content": {
+                        "application/json": {"schema": partial},
+                        "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
+                    },
+                },
+                **{
+                    code: {"description": text, "content": error}
+                    for code, text in (
+                        (400, "Not an export request (not protobuf, not JSON, too deep, bad gzip)"),
+                        (401, "Unauthorized"),
+                        (403, "The token lacks the write scope"),
+                        (405, "Only POST"),
+                        (413, "Body too large"),
+                        (415, "Neither application/x-protobuf nor application/json"),
+                        (429, "Too many requests"),
+                    )
+                },
+            },
+        }
+    }
+
+
+OTLP_DESCRIPTIONS = {
+    "traces": (
+        "Spans of any OpenTelemetry instrumentation (GenAI semantic conventions 1.42 and older names, "
+        "OpenInference) become trace events. A span goes to the run it names (span or resource attribute "
+        "`workbench.run.id`, a span of its trace naming one, header `X-Workbench-Run`); otherwise its "
+        "trace becomes its own run, created on first sight and appended to by later batches. Model calls "
+        "are priced on ingest. Content-Encoding gzip is accepted."
+    ),
+    "logs": (
+        "GenAI content log events (`gen_ai.user.message`, `gen_ai.choice`, ...) as the contrib "
+        "instrumentation emits them: kept until their span arrives at /v1/traces, then joined onto it. "
+        "A record whose span was already ingested is refused (counted in partialSuccess); records "
+        "without GenAI content are not kept."
+    ),
+}
+
+
+class WorkbenchAPI(NinjaAPI):
+    """The REST API, plus the OTLP/HTTP endpoints (plain Django views at /v1/) in its document."""
+
+    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        schema["paths"]["/v1/traces"] = _otlp_path(
+            "traces", "ExportTraceServiceRequest", "ExportTraceServiceResponse", "rejectedSpans"
+        )
+        schema["paths"]["/v1/logs"] = _otlp_path(
+            "logs", "ExportLogsServiceRequest", "ExportLogsServiceResponse", "rejectedLogRecords"
+        )
+        return schema
+
+
+api = WorkbenchAPI(
     title="Workbench API",
     version="1.0.0",
     description=(
@@ -233,6 +316,7 @@ def _register_routers() -> None:
     api.add_router("/runs", transcript_router)
     api.add_router("/bundles", bundles_router)
     api.add_router("/cache", cache_router)
+    api.add_router("/prices", prices_router)
 
 
 _register_routers()

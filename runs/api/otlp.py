@@ -1,8 +1,11 @@
-"""``POST /v1/traces``: OTLP/HTTP trace ingest (protobuf or JSON) into runs (see runs/telemetry/otlp_ingest.py).
+"""``POST /v1/traces`` and ``POST /v1/logs``: OTLP/HTTP ingest (protobuf or JSON) into runs.
 
-Authenticated like the REST API (a workspace token with the write scope; rate limits apply);
-answers in the request's encoding (an empty ``ExportTraceServiceResponse``) or, on refusal, with
-``{"error", "code"}`` JSON and nothing written.
+Authenticated like the REST API (a workspace token with the write scope; rate limits apply).
+Decoding: runs/telemetry/otlp_ingest.py; the writes: runs/actions/otlp.py. The answer is the
+OTLP export response in the request's encoding, with ``partial_success`` (rejected count and a
+message) when some spans or records were refused: one bad span never refuses the batch. Only a
+request that is no export request at all (or unauthenticated, forbidden, rate limited) answers
+``{"error", "code"}`` JSON with a 4xx, and then nothing is written.
 """
 
 from __future__ import annotations
@@ -17,12 +20,18 @@ from django.views.decorators.csrf import csrf_exempt
 from accounts.principals import principal_for_token
 from accounts.ratelimit import RateLimited, check_request
 from accounts.tokens import authenticate_token
-from runs import actions
+from runs.actions.otlp import do_ingest_logs, do_ingest_spans
 from runs.actions.permissions import Action
-from runs.models import held_event_ids
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.selectors.runs import RunNotFound, get_run
-from runs.telemetry.otlp_ingest import events_by_run, spans_from_json, spans_from_protobuf
+from runs.telemetry import otlp_sweep
+from runs.telemetry.otlp_ingest import (
+    logs_from_json,
+    logs_from_protobuf,
+    logs_response,
+    spans_from_json,
+    spans_from_protobuf,
+    trace_response,
+)
 from runs.web.wire import WireJsonResponse
 
 PROTOBUF = "application/x-protobuf"
@@ -49,18 +58,18 @@ def _body(request: HttpRequest) -> bytes:
     return data
 
 
-@csrf_exempt
-def traces(request: HttpRequest) -> HttpResponse:
+def _caller(request: HttpRequest, what: str):
+    """The authenticated caller, or the refusal to answer."""
     if request.method != "POST":
         response = _error("METHOD_NOT_ALLOWED", f"{request.method} is not allowed here", 405)
         response["Allow"] = "POST"
-        return response
+        return None, response
     raw = (request.headers.get("Authorization") or "").partition(" ")
     token = authenticate_token(raw[2].strip()) if raw[0].lower() == "bearer" else None
     if token is None:
         response = _error("UNAUTHENTICATED", "send Authorization: Bearer <workspace token>", 401)
         response["WWW-Authenticate"] = 'Bearer realm="workbench"'
-        return response
+        return None, response
     caller = principal_for_token(token)
     try:
         check_request(
@@ -69,34 +78,53 @@ def traces(request: HttpRequest) -> HttpResponse:
     except RateLimited as exc:
         response = _error("RATE_LIMITED", str(exc), 429)
         response["Retry-After"] = str(exc.decision.retry_after)
-        return response
+        return None, response
     if not caller.may(Action.APPEND_EVENTS):
-        return _error("FORBIDDEN", "ingesting traces needs the write scope", 403)
+        return None, _error("FORBIDDEN", f"ingesting {what} needs the write scope", 403)
+    return caller, None
+
+
+def _answer(payload: bytes | dict, content_type: str) -> HttpResponse:
+    if isinstance(payload, bytes):
+        return HttpResponse(payload, content_type=content_type)
+    return WireJsonResponse(payload)
+
+
+@csrf_exempt
+def traces(request: HttpRequest) -> HttpResponse:
+    caller, refusal = _caller(request, "traces")
+    if refusal is not None:
+        return refusal
     content_type = (request.content_type or "").lower()
+    if content_type not in (PROTOBUF, "application/json"):
+        return _error("UNSUPPORTED_MEDIA_TYPE", "send application/x-protobuf or application/json", 415)
     try:
         body = _body(request)
-        if content_type == PROTOBUF:
-            spans = spans_from_protobuf(body)
-        elif content_type == "application/json":
-            spans = spans_from_json(body)
-        else:
-            return _error("UNSUPPORTED_MEDIA_TYPE", "send application/x-protobuf or application/json", 415)
-        groups = events_by_run(spans, request.headers.get("X-Workbench-Run"))
-        runs = {run_id: get_run(caller.workspace, run_id) for run_id in groups}
-        for run_id, events in groups.items():
-            ids = [e["id"] for e in events]
-            seen = set(held_event_ids(runs[run_id], ids, limit=len(ids)))
-            fresh = [e for e in events if e["id"] not in seen]
-            if fresh:
-                actions.do_append_events(
-                    workspace=caller.workspace, run_id=run_id, events=fresh, actor=caller.actor
-                )
-    except RunNotFound as exc:
-        return _error(ErrorCode.UNKNOWN_RUN, f"no run {exc.args[0]!r}", 404)
-    except (ProtocolError, actions.ActionError) as exc:
+        spans = spans_from_protobuf(body) if content_type == PROTOBUF else spans_from_json(body)
+    except ProtocolError as exc:
         return _error(exc.code, exc.message, 400)
-    if content_type == PROTOBUF:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+    report = do_ingest_spans(
+        workspace=caller.workspace,
+        spans=spans,
+        header_run_id=request.headers.get("X-Workbench-Run") or None,
+        actor=caller.actor,
+    )
+    otlp_sweep.ensure_started()
+    return _answer(*trace_response(content_type == PROTOBUF, report.rejected, report.message))
 
-        return HttpResponse(ExportTraceServiceResponse().SerializeToString(), content_type=PROTOBUF)
-    return WireJsonResponse({})
+
+@csrf_exempt
+def logs(request: HttpRequest) -> HttpResponse:
+    caller, refusal = _caller(request, "logs")
+    if refusal is not None:
+        return refusal
+    content_type = (request.content_type or "").lower()
+    if content_type not in (PROTOBUF, "application/json"):
+        return _error("UNSUPPORTED_MEDIA_TYPE", "send application/x-protobuf or application/json", 415)
+    try:
+        body = _body(request)
+        records = logs_from_protobuf(body) if content_type == PROTOBUF else logs_from_json(body)
+    except ProtocolError as exc:
+        return _error(exc.code, exc.message, 400)
+    report = do_ingest_logs(workspace=caller.workspace, records=records)
+    return _answer(*logs_response(content_type == PROTOBUF, report.rejected, report.message))

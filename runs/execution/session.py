@@ -14,6 +14,7 @@ from typing import Any
 from runs import actions
 from runs.engine import commands as cmd
 from runs.models import Run, Workspace
+from runs.selectors.prices import price_book
 from runs.selectors.runs import runs_of
 
 
@@ -83,7 +84,21 @@ class RunSession:
         )
 
     def log_model_io(self, **fields: Any):
+        """A model call. A response with a usage and no cost is priced from the workspace's price
+        book (its own prices, else genai-prices); the payload says which source priced it."""
         actor = fields.pop("actor", None)
+        if fields.get("direction") == "response" and fields.get("usage") and fields.get("cost") is None:
+            probe = {
+                "type": "model_io",
+                "direction": "response",
+                "provider": fields.get("provider"),
+                "model": fields.get("model"),
+                "usage": fields["usage"],
+                "payload": fields.get("payload"),
+            }
+            if price_book(self.workspace).price_event(probe) is not None:
+                fields["cost"] = probe["cost"]
+                fields["payload"] = probe["payload"]
         return self.execute(cmd.LogModelIO(**fields), actor=actor)
 
     def log_tool_call(self, name: str, **fields: Any):

@@ -17,7 +17,7 @@ the write path fills from every recorded call, the replay's source's answers fir
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -28,6 +28,7 @@ from workbench_sdk.traced import Tracer as SdkTracer
 
 from runs.actions import responsecache
 from runs.models import RunFork
+from runs.selectors.prices import price_book, price_row
 
 
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
@@ -97,4 +98,30 @@ class Tracer(SdkTracer):
     def for_session(cls, session, **kwargs: Any) -> Tracer:
         """A tracer into a run of this process; a replay run answers from its source's cache."""
         kwargs.setdefault("replay", replay_for(session))
+        kwargs.setdefault("prices", BookPrices(session.workspace))
         return cls(SessionSink(session), **kwargs)
+
+
+class BookPrices(Mapping):
+    """The SDK's price table read from the workspace's price book (``runs.selectors.prices``):
+    its own model prices, else genai-prices, looked up when a call first needs a model (the
+    SDK's tracer applies flat per-million rates: genai-prices' tiers collapse to the base rate)."""
+
+    def __init__(self, workspace) -> None:
+        # read now: the tracer prices calls from async code too, where the database is not allowed
+        self.book = price_book(workspace)
+        self.rows: dict[Any, Any] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        if key not in self.rows:
+            provider, model = key if isinstance(key, tuple) else (None, key)
+            self.rows[key] = price_row(self.book, provider, model)  # no database: genai-prices is in memory
+        if self.rows[key] is None:
+            raise KeyError(key)
+        return self.rows[key]
+
+    def __len__(self) -> int:
+        return 1  # never empty: every model may have a price
+
+    def __iter__(self):
+        return iter(k for k, v in self.rows.items() if v is not None)

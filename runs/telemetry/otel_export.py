@@ -12,6 +12,12 @@ Identifiers are deterministic, so exporting the same run twice yields the same t
 * the mapping's string ids travel as attributes ``lwb.trace.id`` / ``lwb.span.id``, and the
   run id as ``lwb.run.id``.
 
+A run created from OTLP ingest (``run.metadata.otel.traceId``, see ``runs.actions.otlp``) goes
+back out as the application's own trace: its original trace id, the original span ids and
+parents of its spans, and the application's ``service.name``; a model or tool call recorded
+from a span is folded into that span (its GenAI attributes added) instead of becoming a span of
+its own, so another backend joins the export to the app's trace span for span.
+
 Times are the events' ISO timestamps in nanoseconds. ``model_io`` spans are instants in the
 mapping (the response event's time) with a ``durationMs``: here they end at the response
 time and start ``durationMs`` earlier, so backends show the call's latency. Status ``ok``
@@ -102,6 +108,37 @@ def _status(span: Mapping[str, Any]) -> Status:
     return Status(StatusCode.UNSET)
 
 
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_HEX16 = re.compile(r"^[0-9a-f]{16}$")
+# model-<event id> / tool-<event id> of an event recorded from an ingested span
+_FROM_SPAN = re.compile(r"^(?:model|tool)-otel_([0-9a-f]{32})_([0-9a-f]{16})_(?:model|tool)$")
+
+
+def ingested_origin(run: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """``(trace id, service name)`` of a run created from an OTLP trace, else None."""
+    metadata = run.get("metadata")
+    otel = metadata.get("otel") if isinstance(metadata, Mapping) else None
+    if not isinstance(otel, Mapping) or not _HEX32.match(str(otel.get("traceId") or "")):
+        return None
+    service = otel.get("serviceName")
+    return otel["traceId"], service if isinstance(service, str) and service else None
+
+
+def fold_ingested_calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Model and tool spans derived from events of an ingested span, folded into that span."""
+    by_id = {record["spanId"]: record for record in records}
+    out = []
+    for record in records:
+        found = _FROM_SPAN.match(record["spanId"])
+        origin = by_id.get(found.group(2)) if found else None
+        if origin is None:
+            out.append(record)
+            continue
+        for key, value in record["attributes"].items():
+            origin["attributes"].setdefault(key, value)
+    return out
+
+
 def to_readable_spans(
     run: Mapping[str, Any],
     events: Iterable[Mapping[str, Any]],
@@ -120,11 +157,21 @@ def to_readable_spans(
     records = trace_events_to_otel_spans(run, events)
     if semconv == "current":
         records = to_current_conventions(records, events)
+    origin = ingested_origin(run)
+    if origin is not None:
+        records = fold_ingested_calls(records)
+        service_name = origin[1] or service_name
     resource = Resource.create({"service.name": service_name})
+
+    def span_id_of(trace_text: str, span_id: str) -> int:
+        if origin is not None and _HEX16.match(span_id):
+            return int(span_id, 16)  # the application's own span id
+        return otel_span_id(trace_text, span_id)
+
     spans = []
     for record in records:
         trace_text = record["traceId"]
-        trace_id = otel_trace_id(trace_text)
+        trace_id = int(origin[0], 16) if origin is not None else otel_trace_id(trace_text)
         parent = record.get("parentSpanId")
         end = iso_to_unix_nanos(record["endTimeIso"])
         start = iso_to_unix_nanos(record["startTimeIso"])
@@ -140,8 +187,8 @@ def to_readable_spans(
         spans.append(
             ReadableSpan(
                 name=record["name"],
-                context=_context(trace_id, otel_span_id(trace_text, record["spanId"])),
-                parent=_context(trace_id, otel_span_id(trace_text, parent)) if parent is not None else None,
+                context=_context(trace_id, span_id_of(trace_text, record["spanId"])),
+                parent=_context(trace_id, span_id_of(trace_text, parent)) if parent is not None else None,
                 resource=resource,
                 attributes=attributes,
                 events=[

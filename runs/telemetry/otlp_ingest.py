@@ -1,38 +1,26 @@
-"""OTLP/HTTP trace ingest: spans of an OpenTelemetry-instrumented application become trace events.
+"""OTLP/HTTP ingest: the two encodings (protobuf, JSON) of traces and logs decoded into the plain
+shapes :mod:`runs.protocol.otlp_map` maps, and the answers OTLP expects.
 
-``POST /v1/traces`` (protobuf ``application/x-protobuf`` or JSON ``application/json``, the two
-OTLP/HTTP encodings) with a workspace token (write scope). The run the spans belong to is named
-by the span or resource attribute ``workbench.run.id`` (``lwb.run.id``, what our own export
-writes, is accepted too) or the ``X-Workbench-Run`` header; it must exist in the token's
-workspace (else ``UNKNOWN_RUN``, the same for another workspace's run).
+``POST /v1/traces`` and ``POST /v1/logs`` (``runs/api/otlp.py``) decode here, then call
+``runs.actions.otlp`` (the write path: routing, runs created per trace, pricing, appends).
 
-GenAI semantic conventions (1.42) drive the mapping:
+Decoded span: ``{traceId, spanId, parentSpanId, name, kind, start, end, status, statusMessage,
+attributes, events: [{name, time, attributes}], resource}`` (ids as lowercase hex, times in ns).
+Decoded log record: ``{traceId, spanId, time, eventName, attributes, body}``.
 
-* a span with ``gen_ai.operation.name`` ``execute_tool`` (or a ``gen_ai.tool.name``) becomes a
-  ``tool_call`` (``gen_ai.tool.call.arguments`` / ``.result`` as args and result);
-* a span with another GenAI operation or a ``gen_ai.request.model`` becomes a ``model_io``
-  response: provider from ``gen_ai.provider.name`` (or the older ``gen_ai.system``), model,
-  usage (``gen_ai.usage.input_tokens`` is the whole prompt, ``cache_read.input_tokens`` a part
-  of it; ``output_tokens`` includes ``reasoning.output_tokens``: nothing is added twice), the
-  span's duration, and ``gen_ai.input.messages`` / ``gen_ai.output.messages`` in the payload;
-* any other span becomes ``span_started`` / ``span_ended`` (kind, parent, status, attributes).
-
-Events get ids derived from the trace and span ids, and spans already ingested are skipped, so
-an exporter's retry does not record a span twice. All events of a request are appended in one
-action (validated by the engine), in time order.
+One malformed span or record never refuses the request: what cannot be decoded becomes an entry
+with ``decodeProblem`` (refused on its own and counted in the response's ``partial_success``);
+only a body that is not an export request at all (not protobuf, not JSON, too deep) is a 400.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
+import base64
+from collections.abc import Mapping
 from typing import Any
 
 from runs.protocol.errors import ErrorCode, ProtocolError
-
-RUN_ATTRIBUTES = ("workbench.run.id", "lwb.run.id")
-KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
-TOOL_OPERATION = "execute_tool"
+from runs.protocol.otlp_map import load_otlp_json
 
 
 def _bad(message: str) -> ProtocolError:
@@ -40,61 +28,34 @@ def _bad(message: str) -> ProtocolError:
 
 
 # --------------------------------------------------------------------------------------------
-# Decoding both encodings into one plain shape
+# Protobuf
 
 
-def _any_value(value: dict) -> Any:
-    """An OTLP AnyValue in its JSON form."""
-    if not isinstance(value, dict) or not value:
-        return None
-    (kind, inner), *_ = value.items()
-    if kind == "intValue":
-        return int(inner)
-    if kind == "doubleValue":
-        return float(inner)
-    if kind == "arrayValue":
-        return [_any_value(v) for v in (inner or {}).get("values", [])]
-    if kind == "kvlistValue":
-        return {kv["key"]: _any_value(kv.get("value", {})) for kv in (inner or {}).get("values", [])}
-    return inner  # stringValue, boolValue, bytesValue
+def _pb_value(value: Any) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "array_value":
+        return [_pb_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _pb_value(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()  # as OTLP/JSON spells bytes
+    return None
 
 
-def _attributes(items: list | None) -> dict[str, Any]:
-    return {kv["key"]: _any_value(kv.get("value", {})) for kv in items or [] if "key" in kv}
-
-
-def spans_from_json(body: bytes) -> list[dict]:
-    try:
-        doc = json.loads(body)
-    except ValueError as exc:
-        raise ProtocolError(ErrorCode.INVALID_JSON, f"not JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise _bad("an ExportTraceServiceRequest object is required")
-    out = []
-    for rs in doc.get("resourceSpans") or []:
-        resource = _attributes((rs.get("resource") or {}).get("attributes"))
-        for ss in rs.get("scopeSpans") or []:
-            for span in ss.get("spans") or []:
-                out.append(
-                    {
-                        "traceId": str(span.get("traceId") or "").lower(),
-                        "spanId": str(span.get("spanId") or "").lower(),
-                        "parentSpanId": str(span.get("parentSpanId") or "").lower() or None,
-                        "name": span.get("name") or "",
-                        "kind": int(span.get("kind") or 0) if str(span.get("kind", 0)).isdigit() else 0,
-                        "start": int(span.get("startTimeUnixNano") or 0),
-                        "end": int(span.get("endTimeUnixNano") or 0),
-                        "attributes": _attributes(span.get("attributes")),
-                        "status": int((span.get("status") or {}).get("code") or 0),
-                        "statusMessage": (span.get("status") or {}).get("message"),
-                        "resource": resource,
-                    }
-                )
-    return out
+def _pb_attributes(items: Any) -> dict[str, Any]:
+    return {kv.key: _pb_value(kv.value) for kv in items}
 
 
 def spans_from_protobuf(body: bytes) -> list[dict]:
-    from google.protobuf.json_format import MessageToDict
+    # Deferred: the protobuf runtime costs start-up time every process would pay (tests/ops/test_startup).
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -105,177 +66,221 @@ def spans_from_protobuf(body: bytes) -> list[dict]:
         raise _bad(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
     out = []
     for rs in request.resource_spans:
-        resource = _attributes(MessageToDict(rs.resource).get("attributes"))
+        resource = _pb_attributes(rs.resource.attributes)
         for ss in rs.scope_spans:
             for span in ss.spans:
+                status = span.status
                 out.append(
                     {
                         "traceId": span.trace_id.hex(),
                         "spanId": span.span_id.hex(),
                         "parentSpanId": span.parent_span_id.hex() or None,
                         "name": span.name,
-                        "kind": int(span.kind),
-                        "start": int(span.start_time_unix_nano),
-                        "end": int(span.end_time_unix_nano),
-                        "attributes": _attributes(MessageToDict(span).get("attributes")),
-                        "status": int(span.status.code),
-                        "statusMessage": span.status.message or None,
+                        "kind": span.kind,
+                        "start": span.start_time_unix_nano,
+                        "end": span.end_time_unix_nano,
+                        "attributes": _pb_attributes(span.attributes),
+                        "status": status.code,
+                        "statusMessage": status.message or None,
+                        "events": [
+                            {
+                                "name": e.name,
+                                "time": e.time_unix_nano,
+                                "attributes": _pb_attributes(e.attributes),
+                            }
+                            for e in span.events
+                        ],
                         "resource": resource,
                     }
                 )
     return out
 
 
+def logs_from_protobuf(body: bytes) -> list[dict]:
+    # Deferred: the protobuf runtime costs start-up time (tests/ops/test_startup).
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except DecodeError as exc:
+        raise _bad(f"not an OTLP protobuf ExportLogsServiceRequest: {exc}") from None
+    out = []
+    for rl in request.resource_logs:
+        for sl in rl.scope_logs:
+            for record in sl.log_records:
+                out.append(
+                    {
+                        "traceId": record.trace_id.hex(),
+                        "spanId": record.span_id.hex(),
+                        "time": record.time_unix_nano or record.observed_time_unix_nano,
+                        "eventName": record.event_name or None,
+                        "attributes": _pb_attributes(record.attributes),
+                        "body": _pb_value(record.body) if record.HasField("body") else None,
+                    }
+                )
+    return out
+
+
 # --------------------------------------------------------------------------------------------
-# Spans -> events (pure)
+# JSON (OTLP/JSON: ids as hex, 64-bit integers as decimal text)
 
 
-def iso(nanos: int) -> str:
-    moment = datetime.fromtimestamp(nanos // 1_000_000_000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(nanos % 1_000_000_000) // 1_000_000:03d}Z"
+def _json_value(value: Any) -> Any:
+    if not isinstance(value, Mapping) or not value:
+        return None
+    kind, inner = next(iter(value.items()))
+    if kind == "intValue":
+        return int(inner)
+    if kind == "doubleValue":
+        return float(inner)
+    if kind == "arrayValue":
+        return [_json_value(v) for v in (inner or {}).get("values") or ()]
+    if kind == "kvlistValue":
+        return _json_attributes((inner or {}).get("values"))
+    return inner  # stringValue, boolValue, bytesValue (base64 text)
 
 
-def run_id_of(span: dict, header: str | None) -> str | None:
-    for source in (span["attributes"], span["resource"]):
-        for key in RUN_ATTRIBUTES:
-            if isinstance(source.get(key), str) and source[key]:
-                return source[key]
-    return header or None
+def _json_attributes(items: Any) -> dict[str, Any]:
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise ValueError("attributes must be a list")
+    return {
+        kv["key"]: _json_value(kv.get("value")) for kv in items if isinstance(kv, Mapping) and "key" in kv
+    }
 
 
-def _json_attr(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
+def _nanos(value: Any) -> Any:
+    """A ``fixed64`` time (text or number) as an int; anything else as it is (refused later)."""
+    if value is None or value == "":
+        return 0
+    if type(value) is int:
+        return value
+    if type(value) is str and value.isdigit():
+        return int(value)
     return value
 
 
-def _int(value: Any) -> int | None:
-    return (
-        int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
-    )
+def _hex(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
 
 
-def _scalar_attributes(attributes: dict) -> dict:
-    return {k: v for k, v in attributes.items() if isinstance(v, str | int | float | bool)}
-
-
-def event_id(span: dict, suffix: str) -> str:
-    return f"otel_{span['traceId']}_{span['spanId']}_{suffix}"
-
-
-def span_events(span: dict, run_id: str) -> list[tuple[int, dict]]:
-    """``(time in ns, event)`` pairs for one span."""
-    attrs = span["attributes"]
-    base = {"runId": run_id, "correlationId": f"otel:{span['traceId']}:{span['spanId']}"}
-    end, start = span["end"] or span["start"], span["start"] or span["end"]
-    duration = max(0, end - start) / 1_000_000
-    operation = attrs.get("gen_ai.operation.name")
-    if operation == TOOL_OPERATION or (
-        attrs.get("gen_ai.tool.name") and not attrs.get("gen_ai.request.model")
-    ):
-        event = {
-            **base,
-            "id": event_id(span, "tool"),
-            "ts": iso(end),
-            "type": "tool_call",
-            "name": str(attrs.get("gen_ai.tool.name") or span["name"] or "tool"),
+def _json_span(span: Any, resource: dict) -> dict:
+    if not isinstance(span, Mapping):
+        return {"decodeProblem": "a span must be an object"}
+    try:
+        status = span.get("status") or {}
+        kind = span.get("kind", 0)
+        return {
+            "traceId": _hex(span.get("traceId")),
+            "spanId": _hex(span.get("spanId")),
+            "parentSpanId": _hex(span.get("parentSpanId")) or None,
+            "name": span.get("name") or "",
+            "kind": kind if type(kind) is int else 0,
+            "start": _nanos(span.get("startTimeUnixNano")),
+            "end": _nanos(span.get("endTimeUnixNano")),
+            "attributes": _json_attributes(span.get("attributes")),
+            "status": int(status.get("code") or 0) if isinstance(status, Mapping) else 0,
+            "statusMessage": status.get("message") if isinstance(status, Mapping) else None,
+            "events": [
+                {
+                    "name": e.get("name"),
+                    "time": _nanos(e.get("timeUnixNano")),
+                    "attributes": _json_attributes(e.get("attributes")),
+                }
+                for e in span.get("events") or ()
+                if isinstance(e, Mapping)
+            ],
+            "resource": resource,
         }
-        if "gen_ai.tool.call.arguments" in attrs:
-            event["args"] = _json_attr(attrs["gen_ai.tool.call.arguments"])
-        if "gen_ai.tool.call.result" in attrs:
-            event["result"] = _json_attr(attrs["gen_ai.tool.call.result"])
-        return [(end, event)]
-    if operation or attrs.get("gen_ai.request.model"):
-        event = {
-            **base,
-            "id": event_id(span, "model"),
-            "ts": iso(end),
-            "type": "model_io",
-            "direction": "response",
-            "durationMs": duration,
-        }
-        provider = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
-        model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
-        if provider:
-            event["provider"] = str(provider)
-        if model:
-            event["model"] = str(model)
-        inp, out = _int(attrs.get("gen_ai.usage.input_tokens")), _int(attrs.get("gen_ai.usage.output_tokens"))
-        if inp is not None or out is not None:
-            usage = {
-                "inputTokens": inp or 0,
-                "outputTokens": out or 0,
-                "totalTokens": (inp or 0) + (out or 0),
-            }
-            cached = _int(attrs.get("gen_ai.usage.cache_read.input_tokens"))
-            reasoning = _int(attrs.get("gen_ai.usage.reasoning.output_tokens"))
-            if cached is not None:
-                usage["cachedInputTokens"] = cached
-            if reasoning is not None:
-                usage["reasoningTokens"] = reasoning
-            event["usage"] = usage
-        payload: dict[str, Any] = {
-            "otel": {"traceId": span["traceId"], "spanId": span["spanId"], "name": span["name"]}
-        }
-        for key, name in (
-            ("gen_ai.input.messages", "inputMessages"),
-            ("gen_ai.output.messages", "outputMessages"),
-            ("gen_ai.system_instructions", "systemInstructions"),
-        ):
-            if key in attrs:
-                payload[name] = _json_attr(attrs[key])
-        cache_write = _int(attrs.get("gen_ai.usage.cache_creation.input_tokens"))
-        if cache_write is not None:
-            payload["cacheCreationInputTokens"] = cache_write  # the protocol's usage has no field for it
-        event["payload"] = payload
-        return [(end, event)]
-    started = {
-        **base,
-        "id": event_id(span, "start"),
-        "ts": iso(start),
-        "type": "span_started",
-        "spanId": span["spanId"],
-        "name": span["name"] or "span",
-        "kind": KINDS.get(span["kind"], "internal"),
-        "attributes": _scalar_attributes(attrs),
-    }
-    if span["parentSpanId"]:
-        started["parentSpanId"] = span["parentSpanId"]
-    ended = {
-        **base,
-        "id": event_id(span, "end"),
-        "ts": iso(end),
-        "type": "span_ended",
-        "spanId": span["spanId"],
-        "durationMs": duration,
-    }
-    if span["status"] == 2:
-        ended["status"] = "error"
-        if span.get("statusMessage"):
-            ended["error"] = {"message": span["statusMessage"]}
-    elif span["status"] == 1:
-        ended["status"] = "ok"
-    return [(start, started), (end, ended)]
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        return {"decodeProblem": f"cannot decode the span: {exc}"}
 
 
-def events_by_run(spans: list[dict], header_run_id: str | None) -> dict[str, list[dict]]:
-    """Events per run id, each list in time order (a span's start before its end)."""
-    grouped: dict[str, list[tuple[int, int, dict]]] = {}
-    for index, span in enumerate(spans):
-        if not span["traceId"] or not span["spanId"]:
-            raise _bad(f"span {index} has no traceId or spanId")
-        run_id = run_id_of(span, header_run_id)
-        if run_id is None:
-            raise _bad(
-                "spans must name their run: attribute workbench.run.id (span or resource) "
-                "or the X-Workbench-Run header"
-            )
-        for order, (when, event) in enumerate(span_events(span, run_id)):
-            grouped.setdefault(run_id, []).append((when, index * 2 + order, event))
+def _resource(item: Mapping) -> dict:
+    try:
+        return _json_attributes((item.get("resource") or {}).get("attributes"))
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
+def spans_from_json(body: bytes) -> list[dict]:
+    doc = load_otlp_json(body)
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("resourceSpans", []), list):
+        raise _bad("an ExportTraceServiceRequest object is required")
+    out = []
+    for rs in doc.get("resourceSpans") or ():
+        if not isinstance(rs, Mapping):
+            out.append({"decodeProblem": "resourceSpans items must be objects"})
+            continue
+        resource = _resource(rs)
+        for ss in rs.get("scopeSpans") or ():
+            for span in (ss.get("spans") if isinstance(ss, Mapping) else None) or ():
+                out.append(_json_span(span, resource))
+    return out
+
+
+def logs_from_json(body: bytes) -> list[dict]:
+    doc = load_otlp_json(body)
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("resourceLogs", []), list):
+        raise _bad("an ExportLogsServiceRequest object is required")
+    out: list[dict] = []
+    for rl in doc.get("resourceLogs") or ():
+        for sl in (rl.get("scopeLogs") if isinstance(rl, Mapping) else None) or ():
+            for record in (sl.get("logRecords") if isinstance(sl, Mapping) else None) or ():
+                try:
+                    out.append(
+                        {
+                            "traceId": _hex(record.get("traceId")) or "",
+                            "spanId": _hex(record.get("spanId")) or "",
+                            "time": _nanos(record.get("timeUnixNano") or record.get("observedTimeUnixNano")),
+                            "eventName": record.get("eventName") or None,
+                            "attributes": _json_attributes(record.get("attributes")),
+                            "body": _json_value(record.get("body")),
+                        }
+                    )
+                except (ValueError, TypeError, AttributeError) as exc:
+                    out.append({"decodeProblem": f"cannot decode the log record: {exc}"})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Answers
+
+
+def trace_response(protobuf: bool, rejected: int, message: str | None) -> tuple[bytes | dict, str]:
+    """The ``ExportTraceServiceResponse`` (``partial_success`` only when something was refused or
+    a warning is due), in the request's encoding."""
+    if protobuf:
+        # Deferred: start-up cost (tests/ops/test_startup); a protobuf request has loaded it already.
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+        response = ExportTraceServiceResponse()
+        if rejected or message:
+            response.partial_success.rejected_spans = rejected
+            response.partial_success.error_message = message or ""
+        return response.SerializeToString(), "application/x-protobuf"
+    if not rejected and not message:
+        return {}, "application/json"
     return {
-        run_id: [e for _w, _i, e in sorted(items, key=lambda t: (t[0], t[1]))]
-        for run_id, items in grouped.items()
-    }
+        "partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message or ""}
+    }, "application/json"
+
+
+def logs_response(protobuf: bool, rejected: int, message: str | None) -> tuple[bytes | dict, str]:
+    if protobuf:
+        # Deferred: start-up cost (tests/ops/test_startup); a protobuf request has loaded it already.
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+        response = ExportLogsServiceResponse()
+        if rejected or message:
+            response.partial_success.rejected_log_records = rejected
+            response.partial_success.error_message = message or ""
+        return response.SerializeToString(), "application/x-protobuf"
+    if not rejected and not message:
+        return {}, "application/json"
+    return {
+        "partialSuccess": {"rejectedLogRecords": str(rejected), "errorMessage": message or ""}
+    }, "application/json"

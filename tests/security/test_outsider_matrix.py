@@ -106,6 +106,7 @@ WRITE_BODIES = {
     ("api:import_bundle", "POST"): lambda w: _bundle_bytes(w),
     ("api:verify_bundle", "POST"): lambda w: _bundle_bytes(w),
     ("otlp_traces", "POST"): lambda w: _json({"resourceSpans": []}),
+    ("otlp_logs", "POST"): lambda w: _json({"resourceLogs": []}),
 }
 
 
@@ -159,7 +160,7 @@ def test_the_tables_have_no_stale_rows():
 def test_the_generator_sees_pages_api_and_sockets():
     keys = {name for route in ALL_ROUTES for name in (route.key, *route.names)}
     assert {"runs:detail", "api:get_run_state", "api:append_events", "playground:execution"} <= keys
-    assert {"otlp_traces", "accounts:revoke_token", "api:cache_lookup"} <= keys
+    assert {"otlp_traces", "otlp_logs", "api:prices", "accounts:revoke_token", "api:cache_lookup"} <= keys
     methods = {name: route.methods for route in ALL_ROUTES for name in route.names}
     assert {"DELETE", "GET", "PUT"} <= set(methods["api:get_run_state"])  # read from ninja, not guessed
     assert {route.consumer for route in r.socket_routes()} >= {"RunLiveConsumer", "ExecutionConsumer"}
@@ -325,7 +326,7 @@ def test_viewer_cannot_write(world):
             continue
         may_write = route.named(*r.VIEWER_MAY_WRITE) or route.kind == "public"
         clients = {"viewer session": _client(world.vera)}
-        if route.is_api or route.named("otlp_traces"):
+        if route.is_api or route.named("otlp_traces", "otlp_logs"):
             clients["read-only token"] = _client(token=world.read_token)
         for label, client in clients.items():
             for method in writes:

@@ -15,9 +15,8 @@ from runs.protocol.otlp_map import (
     map_spans,
     partial_success,
     route_spans,
-    span_events,
-    span_role,
 )
+from runs.protocol.otlp_semconv_in import span_events, span_role
 from runs.protocol.validate import validate_event
 from tests.telemetry import otlp_span_fixtures as fx
 

@@ -79,6 +79,8 @@ class WorkbenchClient:
     """The Workbench REST API. ``base_url`` and ``token`` (and ``workspace``) default to the
     environment's ``WORKBENCH_URL`` and ``WORKBENCH_TOKEN`` (and ``WORKBENCH_WORKSPACE``)."""
 
+    PRICES_TTL = 300.0
+
     def __init__(
         self,
         base_url: str | None = None,
@@ -104,6 +106,7 @@ class WorkbenchClient:
         if workspace:
             all_headers["X-Workspace"] = workspace
         all_headers.update(headers or {})
+        self._prices: dict[tuple[str, ...], tuple[float, dict]] = {}
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -175,6 +178,19 @@ class WorkbenchClient:
 
     def health(self) -> dict:
         return self._json("GET", "/health")
+
+    def prices(self, models: list[str] | None = None, *, refresh: bool = False) -> dict:
+        """The workspace's effective price table (``GET /api/prices``): ``{model: row}``, rows per
+        million tokens with their ``source`` (``workspace``, ``genai-prices`` or ``catalogue``).
+        ``models`` (``"provider:model"`` or ``"model"``) asks for rows the workspace has not listed.
+        Cached for :attr:`PRICES_TTL` seconds per set of models asked (``refresh`` reads again)."""
+        key = tuple(sorted(models or ()))
+        cached = self._prices.get(key)
+        if cached is not None and not refresh and time.monotonic() - cached[0] < self.PRICES_TTL:
+            return cached[1]
+        table = self._json("GET", "/prices", params={"model": list(key)} if key else None)["prices"]
+        self._prices[key] = (time.monotonic(), table)
+        return table
 
     def list_runs(self, limit: int = 100) -> list[dict]:
         return self._json("GET", "/runs", params={"limit": limit})

@@ -46,7 +46,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Protocol
 
-from workbench_sdk.client import WorkbenchClient
+from workbench_sdk.client import WorkbenchAPIError, WorkbenchClient
 from workbench_sdk.events import REPLAYED_SUMMARY, RecordedAnswer, make_event
 from workbench_sdk.pricing import PriceTable, price_for
 from workbench_sdk.pricing import cost_of as _cost_of
@@ -175,10 +175,15 @@ class Tracer:
         replay: ReplayFn | None = None,
         record_chunks: bool = True,
     ) -> None:
-        """``prices``: ``{model or (provider, model): price row}`` (see :mod:`workbench_sdk.pricing`)."""
+        """``prices``: ``{model or (provider, model): price row}`` (see :mod:`workbench_sdk.pricing`).
+        Without it, a tracer recording through a :class:`ClientSink` prices calls from the server's
+        effective table (``WorkbenchClient.prices()``: the workspace's own prices, else
+        genai-prices), read when a call first needs it and cached by the client."""
         self.sink = sink
         self.step_id = step_id
-        self.prices = dict(prices or {})
+        # a plain dict is copied; another mapping (a table that looks prices up) is kept as it is
+        self.prices = dict(prices or {}) if prices is None or type(prices) is dict else prices
+        self.server_prices = prices is None and isinstance(getattr(sink, "client", None), WorkbenchClient)
         self.replay = replay
         self.record_chunks = record_chunks
 
@@ -188,6 +193,16 @@ class Tracer:
             row = price_for(self.prices, provider, model)
             if row is not None:
                 return row
+        if self.server_prices:
+            for model in models:
+                if not model:
+                    continue
+                try:
+                    table = self.sink.client.prices([f"{provider}:{model}"])  # type: ignore[attr-defined]
+                except WorkbenchAPIError:
+                    return None  # the cost stays unknown; the call is still recorded
+                if model in table:
+                    return table[model]
         return None
 
     async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -312,6 +327,13 @@ class Call:
             fields["usage"] = usage_doc
         if cost is not None:
             fields["cost"] = cost
+            source = price.get("source") if isinstance(price, dict) else None
+            if source and isinstance(fields["payload"], dict):
+                # which source priced the call (the protocol's cost object takes no extra keys)
+                fields["payload"] = {
+                    **fields["payload"],
+                    "workbench.pricing": {"source": source, "model": model},
+                }
         if summary:
             fields["summary"] = summary
         events = [*self.pending, self.tracer.event("model_io", **fields)]

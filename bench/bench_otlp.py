@@ -1,0 +1,234 @@
+"""OTLP ingest throughput (issue 31): spans/s answered, spans/s queryable, peak memory.
+
+    .venv/bin/python bench/bench_otlp.py [--shape trace10k|traces1000|all] [--repeat 3] [--profile]
+
+Two shapes, each in a fresh process on a fresh SQLite file (the embedded profile), no run id
+anywhere (every trace becomes its own run, created on the fly):
+
+* ``trace10k``: one trace of 10,000 spans (10% chat spans with GenAI usage, 10% tool spans);
+* ``traces1000``: 1,000 traces of 10 spans (a root, a chat span, a tool span, 7 plain spans).
+
+The spans are built with the OpenTelemetry SDK and encoded by its OTLP encoder into protobuf
+``ExportTraceServiceRequest`` bodies of 512 spans (the same bytes an exporter sends), then
+POSTed to ``/v1/traces`` through Django's test client (in process: no socket, so the figure
+leaves out the HTTP server; the view, auth, decoding, mapping, pricing and appends are all in).
+
+* answered: spans / the time the POSTs took (each answered 200 with everything accepted);
+* queryable: spans / the time from the first POST until a query finds every span stored
+  (ingest is synchronous: a span is queryable when its POST returns);
+* peak memory: the process's peak RSS after the run, and the growth over the set-up.
+
+Medians of ``--repeat`` runs. Targets: >= 12,000 spans/s (trace10k) and >= 10,000 spans/s
+(traces1000) answered. Figures only: nothing is asserted. ``--profile`` prints cProfile's top
+functions of one run of each shape instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BATCH = 512
+TARGETS = {"trace10k": 12_000, "traces1000": 10_000}
+
+
+def build_bodies(shape: str) -> tuple[list[bytes], int]:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+    rng = random.Random(31)
+    resource = Resource.create({"service.name": "bench-app"})
+    t0 = 1_767_225_600_000_000_000
+    spans: list[ReadableSpan] = []
+
+    def ctx(trace_id: int, span_id: int) -> SpanContext:
+        return SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(1))
+
+    def make(trace_id: int, span_id: int, parent: int | None, i: int, name: str, attrs: dict) -> ReadableSpan:
+        start = t0 + i * 1_000_000
+        return ReadableSpan(
+            name=name,
+            context=ctx(trace_id, span_id),
+            parent=ctx(trace_id, parent) if parent else None,
+            resource=resource,
+            attributes=attrs,
+            kind=SpanKind.CLIENT if "gen_ai.operation.name" in attrs else SpanKind.INTERNAL,
+            status=Status(StatusCode.OK),
+            start_time=start,
+            end_time=start + 500_000,
+        )
+
+    def child_attrs(i: int) -> tuple[str, dict]:
+        if i % 10 == 1:
+            return "chat gpt-4o-mini", {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.usage.input_tokens": 100 + i % 50,
+                "gen_ai.usage.output_tokens": 20,
+            }
+        if i % 10 == 2:
+            return "execute_tool search", {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search",
+                "gen_ai.tool.call.arguments": json.dumps({"q": f"query {i}"}),
+                "gen_ai.tool.call.result": json.dumps({"hits": i % 7}),
+            }
+        return f"step {i % 7}", {"app.item": i, "app.kind": "work"}
+
+    if shape == "trace10k":
+        trace_id = rng.getrandbits(128)
+        root = rng.getrandbits(64)
+        for i in range(1, 10_000):
+            name, attrs = child_attrs(i)
+            spans.append(make(trace_id, rng.getrandbits(64), root, i, name, attrs))
+        spans.append(make(trace_id, root, None, 0, "agent run", {"app.job": "bench"}))  # the root ends last
+    else:
+        for t in range(1_000):
+            trace_id = rng.getrandbits(128)
+            root = rng.getrandbits(64)
+            for i in range(1, 10):
+                name, attrs = child_attrs(i)
+                spans.append(make(trace_id, rng.getrandbits(64), root, t * 10 + i, name, attrs))
+            spans.append(make(trace_id, root, None, t * 10, "request", {"app.job": "bench"}))
+    bodies = [encode_spans(spans[i : i + BATCH]).SerializeToString() for i in range(0, len(spans), BATCH)]
+    return bodies, len(spans)
+
+
+def child(shape: str, profile: bool) -> None:
+    """One measured run in this fresh process (DATABASE_URL points at a new SQLite file)."""
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+    os.environ["WORKBENCH_OTLP_SWEEP_INPROCESS"] = "0"
+    os.environ["WORKBENCH_RATE_LIMIT_PER_MINUTE"] = "100000000"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from django.test import Client
+
+    from accounts.tokens import create_token
+    from runs.actions.workspaces import get_or_create_workspace
+    from runs.models import Event, Run
+
+    bodies, total = build_bodies(shape)
+    workspace = get_or_create_workspace("bench")
+    secret = create_token(workspace=workspace, name="bench", scopes=["read", "write"]).secret
+    client = Client()
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+    # warm-up: one tiny request (imports, the price snapshot), on another trace
+    warm, _ = build_bodies("traces1000")
+    client.post("/v1/traces", warm[0], content_type="application/x-protobuf", secure=True, **headers)
+    Event.objects.all().delete()
+    Run.unscoped.all().delete()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    def post_all() -> float:
+        spent = 0.0
+        for body in bodies:
+            started = time.perf_counter()
+            response = client.post(
+                "/v1/traces", body, content_type="application/x-protobuf", secure=True, **headers
+            )
+            spent += time.perf_counter() - started
+            if response.status_code != 200 or response.content:
+                raise SystemExit(f"unexpected answer {response.status_code}: {response.content[:200]!r}")
+        return spent
+
+    if profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        post_all()
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        return
+    first = time.perf_counter()
+    answered = post_all()
+    stored = Event.objects.filter(run__workspace=workspace, type="span_started").count()
+    queryable = time.perf_counter() - first
+    if stored != total:
+        raise SystemExit(f"{stored} of {total} spans stored")
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    runs = Run.unscoped.filter(workspace=workspace).count()
+    print(
+        json.dumps(
+            {
+                "spans": total,
+                "runs": runs,
+                "answered": total / answered,
+                "queryable": total / queryable,
+                "peak_rss_mb": rss_after / 1024,
+                "growth_mb": (rss_after - rss_before) / 1024,
+            }
+        )
+    )
+
+
+def run_shape(shape: str, repeat: int, profile: bool) -> None:
+    results = []
+    for _ in range(1 if profile else repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3", "WORKBENCH_VAR_DIR": tmp}
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", shape] + (["--profile"] if profile else []),
+                env=env,
+                capture_output=not profile,
+                text=True,
+                cwd=ROOT,
+            )
+            if profile:
+                continue
+            if out.returncode != 0:
+                print(out.stdout, out.stderr, file=sys.stderr)
+                raise SystemExit(out.returncode)
+            results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    if profile:
+        return
+    med = {
+        key: statistics.median(r[key] for r in results)
+        for key in ("answered", "queryable", "peak_rss_mb", "growth_mb")
+    }
+    first = results[0]
+    print(
+        f"{shape}: {first['spans']} spans into {first['runs']} run(s), {BATCH}-span protobuf batches, SQLite "
+        f"(median of {len(results)})\n"
+        f"  answered   {med['answered']:>9,.0f} spans/s   (target >= {TARGETS[shape]:,})\n"
+        f"  queryable  {med['queryable']:>9,.0f} spans/s\n"
+        f"  peak RSS   {med['peak_rss_mb']:>9,.0f} MB      (+{med['growth_mb']:,.0f} MB during the run)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shape", default="all", choices=("all", *TARGETS))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--child")
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.profile)
+        return
+    for shape in TARGETS if args.shape == "all" else (args.shape,):
+        run_shape(shape, args.repeat, args.profile)
+
+
+if __name__ == "__main__":
+    main()

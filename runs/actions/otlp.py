@@ -1,0 +1,446 @@
+"""OTLP ingest, the write side: spans of any instrumentation appended to runs, runs created per
+trace, content log records kept until their span arrives, and the quiet-period end of a run.
+
+Routing (``runs.protocol.otlp_map.route_spans``): a span goes to the run it names (span
+attribute ``workbench.run.id``, a span of its trace naming one, the resource attribute, the
+``X-Workbench-Run`` header); otherwise its trace becomes its own run, created on first sight
+(titled from the root span and ``service.name``, tagged ``service:<name>`` and
+``session:<id>``, ``run.metadata.otel.traceId``) and found again by trace id
+(:class:`runs.models.OtelTrace`) when later batches of the trace arrive.
+
+Per request: the batch is mapped once, model calls are priced (``runs.selectors.prices``), and
+each run gets ONE transaction (lock, check, bulk insert through the Appender, projection).
+A span that cannot be mapped, names a run the workspace does not have, or that the engine
+refuses (a run already ended, say) is refused on its own; the others land.
+
+Content log records (``POST /v1/logs``) come in their own requests. A record whose span has not
+arrived yet is kept (:class:`runs.models.OtelPendingLog`) and joined onto the span when it
+arrives (the contrib instrumentation emits its log events during the call, so with the SDK's
+batch processors they reach us first); a record whose span was already ingested is refused
+(a span's events are written once and never rewritten) and counted in the logs response's
+``partial_success``, so the exporter's user sees it. Kept records older than
+``WORKBENCH_OTLP_PENDING_LOG_SECONDS`` are dropped by the sweep.
+
+A run created from OTLP ends when its root span has ended and no span of the trace arrived for
+``WORKBENCH_OTLP_QUIET_SECONDS``: completed, or failed when the root span's status is error
+(:func:`do_end_quiet_traces`, run by ``manage.py otlp_sweep`` and in the embedded profile by a
+periodic check in the server process). Runs named by the application are never ended here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from runs.actions.core import (
+    ActionError,
+    Appender,
+    engine_context,
+    load_state,
+    lock_run,
+    new_run_row,
+    save_new_run,
+    update_projection,
+)
+from runs.actions.notify import RunChange, notify_on_commit
+from runs.actions.runs import do_commands, do_set_run_title
+from runs.engine import commands as cmd
+from runs.engine.check import append_in_place
+from runs.engine.errors import EngineError
+from runs.engine.lifecycle import new_run
+from runs.models import OtelPendingLog, OtelTrace, Workspace, held_event_ids
+from runs.protocol.errors import ProtocolError
+from runs.protocol.otlp_map import (
+    MappedBatch,
+    Route,
+    TraceInfo,
+    content_log_name,
+    join_content_logs,
+    map_spans,
+    route_spans,
+)
+from runs.protocol.values import dumps, loads, new_id
+from runs.selectors.prices import price_book
+
+OTEL_WORKFLOW = {
+    "id": "otel",
+    "version": 1,
+    "title": "OpenTelemetry trace",
+    "steps": [{"id": "trace", "title": "Trace", "gatePolicy": "AUTO"}],
+    "edges": [],
+}
+_EVENT_INDEX = re.compile(r"^events\[(\d+)\]")
+_TITLE_MAX = 200
+
+
+@dataclass
+class IngestReport:
+    accepted: int = 0
+    rejected: int = 0
+    message: str | None = None
+    run_ids: list[str] = field(default_factory=list)  # the runs that got events
+    created: list[str] = field(default_factory=list)  # the runs created for their trace
+
+    def refuse(self, count: int, why: str) -> None:
+        if count <= 0:
+            return
+        self.rejected += count
+        self.accepted -= count
+        note = f"{count} span(s): {why}"
+        self.message = note if not self.message else f"{self.message}; {note}"
+
+
+# --------------------------------------------------------------------------------------------
+# Spans
+
+
+def do_ingest_spans(
+    *, workspace: Workspace, spans: Sequence[dict], header_run_id: str | None = None, actor: str = "otlp"
+) -> IngestReport:
+    """Route, map, price and append one OTLP request's spans (see the module's docstring)."""
+    spans = _with_pending_logs(workspace, spans)
+    routes, traces = route_spans(spans, header_run_id)
+    new_traces = {r.trace_id for r in routes if r is not None and r.run_id is None}
+    known: dict[str, OtelTrace] = {}
+    if new_traces:
+        for row in OtelTrace.objects.filter(workspace=workspace, trace_id__in=new_traces).select_related(
+            "run"
+        ):
+            known[row.trace_id] = row
+    to_create: dict[str, str] = {}  # trace id -> run id chosen for the new run
+    run_ids: list[str | None] = []
+    for route in routes:
+        run_ids.append(_run_id_for(route, known, to_create))
+    batch = map_spans(spans, run_ids, validate=True)
+    report = IngestReport(accepted=batch.accepted_spans, rejected=batch.rejected_spans, message=batch.message)
+    if not batch.events_by_run:
+        return report
+    book = price_book(workspace) if _has_model_calls(batch) else None
+    creating = {run_id: trace_id for trace_id, run_id in to_create.items()}
+    now = timezone.now()
+    if book is not None:
+        for events in batch.events_by_run.values():
+            for event in events:
+                if event["type"] == "model_io" and event.get("direction") == "response":
+                    book.price_event(event)
+    new = [(run_id, events) for run_id, events in batch.events_by_run.items() if run_id in creating]
+    if new:
+        # Runs created by this request: nobody else can hold them yet, so they share ONE commit
+        # (each in its own savepoint, so a refused span or a lost creation race stays its own).
+        with transaction.atomic():
+            for run_id, events in new:
+                if _append(workspace, run_id, events, traces[creating[run_id]], actor, report, now):
+                    report.run_ids.append(run_id)
+                    report.created.append(run_id)
+    for run_id, events in batch.events_by_run.items():
+        if run_id not in creating and _append(workspace, run_id, events, None, actor, report, now):
+            report.run_ids.append(run_id)  # one transaction per existing run
+    _touch_traces(workspace, traces, known, now)
+    return report
+
+
+def _run_id_for(route: Route | None, known: dict[str, OtelTrace], to_create: dict[str, str]) -> str | None:
+    if route is None:
+        return None
+    if route.run_id is not None:
+        return route.run_id
+    row = known.get(route.trace_id)
+    if row is not None:
+        return row.run.run_id
+    if route.trace_id not in to_create:
+        to_create[route.trace_id] = new_id("run")
+    return to_create[route.trace_id]
+
+
+def _has_model_calls(batch: MappedBatch) -> bool:
+    return any(
+        e["type"] == "model_io" and e.get("direction") == "response"
+        for events in batch.events_by_run.values()
+        for e in events
+    )
+
+
+def _span_count(events: Sequence[dict]) -> int:
+    return len({e.get("correlationId") for e in events})
+
+
+def _append(
+    workspace: Workspace,
+    run_id: str,
+    events: list[dict],
+    create: TraceInfo | None,
+    actor: str,
+    report: IngestReport,
+    now: datetime,
+) -> bool:
+    """One transaction for the run: create it (``create``) or lock it, skip events already held
+    (an exporter's retry), check and append the rest. A span the engine refuses is dropped and
+    the rest tried again (at most three times); a run that is missing refuses all its spans."""
+    dropped: dict[str, str] = {}
+    for _attempt in range(4):
+        todo = [e for e in events if e.get("correlationId") not in dropped] if dropped else events
+        try:
+            with transaction.atomic():
+                if create is not None:
+                    landed = _create_and_append(workspace, run_id, todo, create, actor, now)
+                else:
+                    landed = _lock_and_append(workspace, run_id, todo, actor)
+            break
+        except ActionError as exc:
+            report.refuse(
+                _span_count(todo),
+                f"no run {run_id!r} in this workspace" if exc.code == "UNKNOWN_RUN" else exc.message,
+            )
+            return False
+        except IntegrityError:
+            # Another request created the run of this trace first: append to that one.
+            row = (
+                OtelTrace.objects.filter(workspace=workspace, trace_id=create.trace_id)
+                .select_related("run")
+                .first()
+                if create
+                else None
+            )
+            if row is None:
+                report.refuse(_span_count(todo), "the trace's run could not be created")
+                return False
+            create, run_id = None, row.run.run_id
+            events = [{**e, "runId": run_id} for e in events]
+        except (EngineError, ProtocolError) as exc:
+            found = _EVENT_INDEX.match(getattr(exc, "path", "") or "")
+            if found is None or len(dropped) >= 3:
+                report.refuse(_span_count(todo), exc.message)
+                return False
+            dropped[todo[int(found.group(1))].get("correlationId")] = exc.message
+    else:
+        report.refuse(_span_count(todo), "refused by the run")
+        return False
+    for why in dict.fromkeys(dropped.values()):
+        report.refuse(sum(1 for w in dropped.values() if w == why), why)
+    return landed
+
+
+def _create_and_append(
+    workspace: Workspace, run_id: str, events: list[dict], info: TraceInfo, actor: str, now: datetime
+) -> bool:
+    ctx = engine_context()
+    title = _title(info)
+    state = new_run(
+        ctx=ctx, workflow=OTEL_WORKFLOW, run_id=run_id, metadata=info.metadata, tags=info.tags, title=title
+    )
+    run = new_run_row(workspace=workspace, state=state, actor=actor)
+    save_new_run(run)
+    OtelTrace.objects.create(
+        workspace=workspace,
+        trace_id=info.trace_id,
+        run=run,
+        session_id=(info.session_id or "")[:200],
+        title=title,
+        root_status=info.root_status or "",
+        root_ended=info.root_span_id is not None,
+        last_span_at=now,
+    )
+    appender = Appender(run, state, actor)
+    append_in_place(state, events, ctx, on_applied=appender.record, shape_checked=True)
+    first, last = appender.save(keep_rows=True)
+    update_projection(run, state, event_rows=appender.event_rows)
+    notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor))
+    return True
+
+
+def _lock_and_append(workspace: Workspace, run_id: str, events: list[dict], actor: str) -> bool:
+    run = lock_run(workspace, run_id)
+    ids = [e["id"] for e in events]
+    held = set(held_event_ids(run, ids, limit=len(ids)))
+    fresh = [e for e in events if e["id"] not in held] if held else events
+    if not fresh:
+        return True  # an exporter's retry of spans already recorded: accepted, nothing new
+    state = load_state(run)
+    appender = Appender(run, state, actor)
+    append_in_place(state, fresh, engine_context(), on_applied=appender.record, shape_checked=True)
+    first, last = appender.save(keep_rows=True)
+    update_projection(run, state, event_rows=appender.event_rows)
+    notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor))
+    return True
+
+
+def _touch_traces(
+    workspace: Workspace, traces: dict[str, TraceInfo], known: dict[str, OtelTrace], now: datetime
+) -> None:
+    """The quiet clock of the traces that already had a run: a span arrived now; the root's end."""
+    for trace_id, row in known.items():
+        info = traces.get(trace_id)
+        changes: dict[str, Any] = {"last_span_at": now}
+        if info is not None and info.root_span_id is not None:
+            changes["root_ended"] = True
+            changes["root_status"] = info.root_status or ""
+            title = _title(info)
+            if row.run.title == row.title and title != row.title:
+                # named from a child span before the root arrived (and nobody renamed it since)
+                try:
+                    do_set_run_title(workspace=workspace, run_id=row.run.run_id, title=title)
+                    changes["title"] = title
+                except ActionError:
+                    pass
+        OtelTrace.objects.filter(pk=row.pk).update(**changes)
+
+
+def _title(info: TraceInfo) -> str:
+    title = info.title
+    return title if len(title) <= _TITLE_MAX else title[: _TITLE_MAX - 1] + "…"
+
+
+# --------------------------------------------------------------------------------------------
+# Content log records
+
+
+@dataclass
+class LogReport:
+    accepted: int = 0
+    rejected: int = 0
+    message: str | None = None
+    kept: int = 0  # waiting for their span
+    ignored: int = 0  # no GenAI content: not kept
+
+
+def do_ingest_logs(*, workspace: Workspace, records: Sequence[dict]) -> LogReport:
+    """Keep the GenAI content records of spans not ingested yet (joined when the span arrives);
+    refuse those whose span was already ingested, and records that cannot be read."""
+    report = LogReport()
+    content: list[dict] = []
+    problems: list[str] = []
+    for record in records:
+        if record.get("decodeProblem"):
+            problems.append(str(record["decodeProblem"]))
+            continue
+        if content_log_name(record) is None:
+            report.ignored += 1
+            continue
+        if not _hex_id(record.get("traceId"), 32) or not _hex_id(record.get("spanId"), 16):
+            problems.append("a content log record needs its span's traceId and spanId")
+            continue
+        content.append(record)
+    late = _already_ingested(workspace, content)
+    rows = []
+    for record in content:
+        if (record["traceId"], record["spanId"]) in late:
+            problems.append("its span was already ingested (send logs before or with their spans)")
+            continue
+        try:
+            text = dumps(record)
+        except (ProtocolError, TypeError, ValueError) as exc:
+            problems.append(f"cannot store the record: {exc}")
+            continue
+        rows.append(
+            OtelPendingLog(
+                workspace=workspace, trace_id=record["traceId"], span_id=record["spanId"], record=text
+            )
+        )
+    cap = settings.WORKBENCH_OTLP_PENDING_LOGS_MAX
+    room = max(0, cap - OtelPendingLog.objects.filter(workspace=workspace).count()) if rows else 0
+    if len(rows) > room:
+        problems += ["too many log records wait for their spans"] * (len(rows) - room)
+        rows = rows[:room]
+    OtelPendingLog.objects.bulk_create(rows)
+    report.kept = len(rows)
+    report.rejected = len(problems)
+    report.accepted = len(records) - report.rejected
+    notes = [f"{problems.count(p)} record(s): {p}" for p in dict.fromkeys(problems)]
+    if report.ignored:
+        notes.append(f"{report.ignored} record(s) carried no GenAI content and were not kept")
+    report.message = "; ".join(notes) or None
+    return report
+
+
+def _hex_id(value: Any, length: int) -> bool:
+    return (
+        type(value) is str
+        and len(value) == length
+        and not value.strip("0123456789abcdef")
+        and bool(value.strip("0"))
+    )
+
+
+def _already_ingested(workspace: Workspace, records: list[dict]) -> set[tuple[str, str]]:
+    """(trace, span) pairs of ``records`` whose span a trace run already holds."""
+    by_trace: dict[str, set[str]] = {}
+    for record in records:
+        by_trace.setdefault(record["traceId"], set()).add(record["spanId"])
+    if not by_trace:
+        return set()
+    out: set[tuple[str, str]] = set()
+    for row in OtelTrace.objects.filter(workspace=workspace, trace_id__in=by_trace).select_related("run"):
+        wanted = {f"otel_{row.trace_id}_{span}_start": span for span in by_trace[row.trace_id]}
+        for held in held_event_ids(row.run, list(wanted), limit=len(wanted)):
+            out.add((row.trace_id, wanted[held]))
+    return out
+
+
+def _with_pending_logs(workspace: Workspace, spans: Sequence[dict]) -> Sequence[dict]:
+    """The spans with the content records kept for them joined on (and those records deleted)."""
+    trace_ids = {s.get("traceId") for s in spans if isinstance(s, dict) and isinstance(s.get("traceId"), str)}
+    if not trace_ids or not OtelPendingLog.objects.filter(workspace=workspace).exists():
+        return spans
+    pending = list(OtelPendingLog.objects.filter(workspace=workspace, trace_id__in=trace_ids))
+    if not pending:
+        return spans
+    joined, unmatched = join_content_logs(spans, [loads(p.record) for p in pending])
+    left = {(r["traceId"], r["spanId"]) for r in unmatched}
+    used = [p.pk for p in pending if (p.trace_id, p.span_id) not in left]
+    OtelPendingLog.objects.filter(pk__in=used).delete()
+    return joined
+
+
+# --------------------------------------------------------------------------------------------
+# The quiet period
+
+
+@dataclass
+class SweepReport:
+    completed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    dropped_logs: int = 0
+
+
+def do_end_quiet_traces(*, quiet_seconds: float | None = None, now: datetime | None = None) -> SweepReport:
+    """End the runs created from OTLP whose root span has ended and whose trace has been quiet
+    for ``quiet_seconds`` (default ``WORKBENCH_OTLP_QUIET_SECONDS``): completed, or failed when
+    the root span's status is error. Each run through ``do_commands`` (the one write path)."""
+    quiet = settings.WORKBENCH_OTLP_QUIET_SECONDS if quiet_seconds is None else quiet_seconds
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=quiet)
+    report = SweepReport()
+    due = OtelTrace.objects.filter(ended=False, root_ended=True, last_span_at__lte=cutoff).select_related(
+        "run", "workspace"
+    )
+    for row in due[:500]:
+        if row.run.status != "running":
+            OtelTrace.objects.filter(pk=row.pk).update(ended=True)
+            continue
+        failed = row.root_status == "error"
+        command = (
+            cmd.FailRun(reason="the trace's root span ended with an error", code="OTEL_SPAN_ERROR")
+            if failed
+            else cmd.CompleteRun(reason="the trace's root span ended and the trace went quiet")
+        )
+        with transaction.atomic():
+            # A span that arrived since the query moved the clock: not quiet after all.
+            fresh = OtelTrace.objects.select_for_update().filter(pk=row.pk, last_span_at__lte=cutoff).first()
+            if fresh is None:
+                continue
+            try:
+                do_commands(workspace=row.workspace, run_id=row.run.run_id, commands=[command], actor="otlp")
+            except ActionError:
+                pass  # ended meanwhile (cancelled by a person, say): nothing to do
+            OtelTrace.objects.filter(pk=row.pk).update(ended=True)
+        (report.failed if failed else report.completed).append(row.run.run_id)
+    age = now - timedelta(seconds=settings.WORKBENCH_OTLP_PENDING_LOG_SECONDS)
+    report.dropped_logs, _ = OtelPendingLog.objects.filter(received_at__lt=age).delete()
+    return report
