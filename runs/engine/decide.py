@@ -194,26 +194,28 @@ def _resolve_gate(state: RunState, cmd: ResolveGate, ctx: Context) -> list[dict[
             if isinstance(edit, WriteArtifact)
             else _patch_artifact(state, edit, ctx)
         )
-    # A named checkpoint travels in ``note`` (the reference's convention); a note given alongside
-    # it is kept as an annotation so that it is not lost. A reviewer's note on the step's own
-    # CHECKPOINT gate stays in ``note`` only when the fold will read it as a note (see
-    # ``checkpoint_name``); otherwise it too becomes an annotation, so that approving with a note
-    # can never resolve a checkpoint nobody asked for.
-    note = cmd.checkpoint if cmd.checkpoint else cmd.note
-    side_note = cmd.note if cmd.checkpoint else None
-    if gate == "CHECKPOINT" and note:
-        probe = {"type": "human_gate_resolved", "stepId": sid, "gate": gate, "note": note}
-        read_as = checkpoint_name(state, probe)
-        if cmd.checkpoint and read_as != cmd.checkpoint:
-            raise engine_error(
-                ErrorCode.INVALID_STATE_TRANSITION,
-                f'CHECKPOINT "{cmd.checkpoint}" of step "{sid}" was not requested while the step\'s own '
-                "CHECKPOINT gate waits: resolve that gate, or request the checkpoint first",
-                "checkpoint",
-            )
-        if not cmd.checkpoint and read_as is not None:
-            note, side_note = None, cmd.note
+    # The resolution names its gate in ``correlationId`` (``checkpoint:<name>``, or ``checkpoint:``
+    # for the step's own CHECKPOINT gate when a note could be read as a checkpoint's name), so its
+    # ``note`` is the reviewer's: the decision record carries the reviewer's words (see
+    # ``checkpoint_name`` and ``reviewer_note``). Without words, a named checkpoint's ``note``
+    # repeats its name, which is how the reference names the checkpoint it resolves.
+    note = cmd.note or None
     corr = f"{CHECKPOINT_CORRELATION_PREFIX}{cmd.checkpoint}" if cmd.checkpoint else None
+    if gate == "CHECKPOINT":
+        if cmd.checkpoint:
+            open_for_step = state.open_gates.get(sid, {})
+            if "CHECKPOINT" in open_for_step and gate_slot(gate, cmd.checkpoint) not in open_for_step:
+                raise engine_error(
+                    ErrorCode.INVALID_STATE_TRANSITION,
+                    f'CHECKPOINT "{cmd.checkpoint}" of step "{sid}" was not requested while the step\'s own '
+                    "CHECKPOINT gate waits: resolve that gate, or request the checkpoint first",
+                    "checkpoint",
+                )
+            note = note or cmd.checkpoint
+        elif note:
+            probe = {"type": "human_gate_resolved", "stepId": sid, "gate": gate, "note": note}
+            if checkpoint_name(state, probe) is not None:
+                corr = CHECKPOINT_CORRELATION_PREFIX  # the note is words, not a checkpoint's name
     events.append(
         make_event(
             state,
@@ -226,11 +228,6 @@ def _resolve_gate(state: RunState, cmd: ResolveGate, ctx: Context) -> list[dict[
             note=note,
         )
     )
-    if side_note:
-        tags = ["gate-note", f"checkpoint:{cmd.checkpoint}"] if cmd.checkpoint else ["gate-note", gate]
-        events.append(
-            make_event(state, ctx, "annotation", step_id=sid, correlation_id=corr, text=side_note, tags=tags)
-        )
     return events
 
 

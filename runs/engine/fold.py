@@ -57,6 +57,9 @@ def _known_step(state: RunState, event: dict[str, Any]) -> str | None:
     sid = event.get("stepId")
     if sid in state.step_status:
         return sid
+    if event.get("type") == "step_started" and state.can_discover(sid):
+        state.add_step(sid)  # an external run found a new step (see runs.engine.state)
+        return sid
     state.warn("UNKNOWN_STEP", f"{event.get('type')} for unknown step {sid!r}")
     return None
 
@@ -65,9 +68,11 @@ def checkpoint_name(state: RunState, event: dict[str, Any]) -> str | None:
     """The named checkpoint a CHECKPOINT gate event is about, or None for the step's start gate.
 
     A request carries the name in ``correlationId`` as ``checkpoint:<name>`` (the protocol has
-    no field for it). A resolution names its checkpoint in ``note`` (the reference's
-    convention), but a note is also where a reviewer's words go, so a resolution's ``note``
-    names a checkpoint only when
+    no field for it). A resolution this workbench writes carries it there too, and then its
+    ``note`` is the reviewer's note (``checkpoint:`` with an empty name says "the step's own,
+    unnamed CHECKPOINT gate"). A resolution without that correlation id names its checkpoint in
+    ``note`` (the reference's convention), but a note is also where a reviewer's words go, so
+    such a ``note`` names a checkpoint only when
 
     - that checkpoint was requested and is still pending on the step, or
     - no unnamed CHECKPOINT gate was requested on the step (the reference resolves named
@@ -79,10 +84,10 @@ def checkpoint_name(state: RunState, event: dict[str, Any]) -> str | None:
     """
     if event.get("gate") != "CHECKPOINT":
         return None
+    corr = event.get("correlationId")
+    if isinstance(corr, str) and corr.startswith(CHECKPOINT_CORRELATION_PREFIX):
+        return corr[len(CHECKPOINT_CORRELATION_PREFIX) :] or None
     if event.get("type") != "human_gate_resolved":
-        corr = event.get("correlationId")
-        if isinstance(corr, str) and corr.startswith(CHECKPOINT_CORRELATION_PREFIX):
-            return corr[len(CHECKPOINT_CORRELATION_PREFIX) :] or None
         return None
     note = event.get("note")
     if not isinstance(note, str) or not note:
@@ -92,6 +97,22 @@ def checkpoint_name(state: RunState, event: dict[str, Any]) -> str | None:
         return note
     if "CHECKPOINT" in open_for_step:
         return None
+    return note
+
+
+def reviewer_note(event: dict[str, Any]) -> str | None:
+    """The reviewer's note of a ``human_gate_resolved`` event (None when it only names a checkpoint).
+
+    A resolution of a named checkpoint that carries ``checkpoint:<name>`` in ``correlationId``
+    keeps the reviewer's words in ``note``; without words, ``note`` repeats the name (so that
+    readers following the reference's convention, the name in ``note``, read the same gate)."""
+    note = event.get("note")
+    if not isinstance(note, str) or not note:
+        return None
+    corr = event.get("correlationId")
+    if event.get("gate") == "CHECKPOINT" and isinstance(corr, str):
+        if corr.startswith(CHECKPOINT_CORRELATION_PREFIX):
+            return None if note == corr[len(CHECKPOINT_CORRELATION_PREFIX) :] else note
     return note
 
 
@@ -251,7 +272,7 @@ def _gate_resolved(state: RunState, event: dict[str, Any]) -> None:
             "stepId": sid,
             "gate": gate,
             "checkpoint": name,
-            "note": event.get("note"),
+            "note": reviewer_note(event),
             "at": event.get("ts"),
             "eventId": event.get("id"),
         }

@@ -10,6 +10,19 @@ Gate state in the protocol has two values, ``approved`` and ``pending``; a rejec
 leaves the gate ``pending`` (as the reference does) and is remembered separately in
 ``rejections`` so that the engine can say that the gate was rejected, and refuse to let
 anything move past it until the gate is requested again (a retry) or the run is forked.
+
+Runs driven from outside (``run.metadata["workbench.driver"] == "external"``: a LangGraph graph,
+an agent loop, ``@observe``) orchestrate themselves, and the record follows them:
+
+- a step may start again after it completed or failed: each ``step_started`` of a step opens
+  its next attempt (attempt n = the n-th ``step_started`` of that step in the trace);
+- a ``step_started`` of a step the workflow does not name adds the step to the run's workflow
+  snapshot (``AUTO``, no edges): the graph is discovered as the pipeline runs;
+- a step may complete after one of its checkpoints was rejected (the pipeline received the
+  rejection and reacted to it), but while a rejection stands nothing moves past it: the only
+  steps that may start are the rejected step itself (a retry) and new attempts of steps that are
+  not downstream of it (a revise); a first attempt of any step, or a step downstream of the
+  rejected one, is refused until the rejected step's next attempt (or a fork).
 """
 
 from __future__ import annotations
@@ -25,6 +38,19 @@ AFTER_POLICIES = frozenset({"PAUSE_AFTER", "CHECKPOINT"})
 USAGE_FIELDS = ("inputTokens", "outputTokens", "totalTokens", "cachedInputTokens", "reasoningTokens")
 APPROVED = "approved"
 PENDING = "pending"
+DRIVER_METADATA_KEY = "workbench.driver"
+EXTERNAL_DRIVER = "external"
+MAX_STEP_ID_LENGTH = 200
+
+
+def is_external_run(run: dict[str, Any]) -> bool:
+    """A run its pipeline drives from outside the workbench (attempts, discovered steps)."""
+    metadata = run.get("metadata")
+    return isinstance(metadata, dict) and metadata.get(DRIVER_METADATA_KEY) == EXTERNAL_DRIVER
+
+
+def discoverable_step_id(step_id: Any) -> bool:
+    return isinstance(step_id, str) and 0 < len(step_id) <= MAX_STEP_ID_LENGTH and step_id.strip() == step_id
 
 
 def initial_gate_state(policy: str) -> dict[str, Any]:
@@ -121,6 +147,40 @@ class RunState:
     def policy(self, step_id: str) -> str:
         return self.policies.get(step_id, "AUTO")
 
+    @property
+    def is_external(self) -> bool:
+        return is_external_run(self.run)
+
+    def can_discover(self, step_id: Any) -> bool:
+        """True when a ``step_started`` of ``step_id`` would add it to this run's workflow."""
+        return self.is_external and step_id not in self.step_status and discoverable_step_id(step_id)
+
+    def add_step(self, step_id: str) -> None:
+        """Add an ``AUTO`` step without edges to the workflow snapshot (an external run found it)."""
+        snapshot = dict(self.run.get("workflowSnapshot") or {})
+        step = {"id": step_id, "gatePolicy": "AUTO", "inputs": [], "outputs": []}
+        snapshot["steps"] = [*snapshot.get("steps", []), step]
+        self.run = {**self.run, "workflowSnapshot": snapshot}
+        self.step_status[step_id] = PENDING
+        self.gate_state[step_id] = initial_gate_state("AUTO")
+        self.policies[step_id] = "AUTO"
+        self.graph = Graph.of(snapshot)
+
+    def standing_rejection(self, step_id: str) -> str | None:
+        """In an external run: why ``step_id`` may not start while a rejection stands, or None."""
+        first_attempt = self.step_attempts.get(step_id, 0) == 0
+        for rejected_step, slots in self.rejections.items():
+            if rejected_step == step_id:
+                continue  # a retry of the rejected step
+            if first_attempt or step_id in self.graph.descendants(rejected_step):
+                slot = next(iter(slots))
+                label = slot.replace("CHECKPOINT:", 'CHECKPOINT "') + ('"' if ":" in slot else "")
+                return (
+                    f'{label} of step "{rejected_step}" was rejected: record a retry (a new attempt of '
+                    f'"{rejected_step}") or a revise (a new attempt of an earlier step), or fork the run'
+                )
+        return None
+
     def is_rejected(self, step_id: str, slot: str) -> bool:
         return slot in self.rejections.get(step_id, {})
 
@@ -141,12 +201,18 @@ class RunState:
 
     def start_blocker(self, step_id: str) -> str | None:
         """Why ``step_id`` cannot begin now, or ``None`` when it may (run status aside)."""
+        if self.can_discover(step_id):
+            return self.standing_rejection(step_id)
         status = self.step_status.get(step_id)
         if status is None:
             return "it is not a step of this workflow"
         if status == "running":
             return "it is already running"
-        if status == "completed" and not self.is_rejected(step_id, "PAUSE_AFTER"):
+        if self.is_external:
+            rejection = self.standing_rejection(step_id)
+            if rejection is not None:
+                return rejection
+        elif status == "completed" and not self.is_rejected(step_id, "PAUSE_AFTER"):
             return "it has already completed"
         for pred in self.graph.predecessors.get(step_id, ()):
             pst = self.step_status.get(pred, PENDING)
@@ -177,6 +243,11 @@ class RunState:
             return "it is not a step of this workflow"
         if status != "running":
             return f"it is {status}, not running"
+        if self.is_external:  # a rejection reached the pipeline: it may end the attempt and react
+            for slot, req in self.open_gates.get(step_id, {}).items():
+                if slot.startswith("CHECKPOINT:"):
+                    return f'waiting for CHECKPOINT "{req["checkpoint"]}" approval'
+            return None
         for name, value in self.gate_state[step_id]["checkpoints"].items():
             if value != APPROVED:
                 rejected = self.is_rejected(step_id, gate_slot("CHECKPOINT", name))

@@ -122,6 +122,18 @@ class Graph:
                     succs[a].append(b)
         return cls(order, {k: tuple(v) for k, v in preds.items()}, {k: tuple(v) for k, v in succs.items()})
 
+    def descendants(self, step_id: str) -> frozenset[str]:
+        """Every step reachable from ``step_id`` along the edges (``step_id`` itself excluded)."""
+        seen: set[str] = set()
+        todo = list(self.successors.get(step_id, ()))
+        while todo:
+            nxt = todo.pop()
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.extend(self.successors.get(nxt, ()))
+        seen.discard(step_id)
+        return frozenset(seen)
+
     def find_cycle(self) -> list[str]:
         """A cycle as a list of step ids (first repeated at the end), or ``[]`` for a DAG."""
         WHITE, GREY, BLACK = 0, 1, 2

@@ -1,7 +1,9 @@
 """A note on a CHECKPOINT resolution: a checkpoint's name, or the reviewer's words.
 
-A resolution names a checkpoint in ``note`` (the reference's convention). Approving the step's
-own CHECKPOINT gate with a note must approve that gate, never an unrequested checkpoint.
+A resolution written here names its checkpoint in ``correlationId`` (``checkpoint:<name>``) and
+keeps the reviewer's words in ``note``; one without that correlation id names a checkpoint in
+``note`` (the reference's convention). Approving the step's own CHECKPOINT gate with a note must
+approve that gate, never an unrequested checkpoint.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from runs.engine import (
     decide,
     fold,
 )
-from runs.engine.fold import checkpoint_name
+from runs.engine.fold import checkpoint_name, reviewer_note
 
 
 def to_review(gated) -> None:
@@ -66,9 +68,9 @@ def test_a_requested_checkpoint_is_still_named_by_the_note(gated):
     gated.do(BeginStep("review"))
     gated.do(RequestGate("review", "CHECKPOINT", checkpoint="facts"))
     gated.do(ResolveGate("review", "CHECKPOINT", "approved", checkpoint="facts", note="checked twice"))
-    resolved, annotation = gated.trace[-2:]
-    assert resolved["note"] == "facts" and resolved["correlationId"] == "checkpoint:facts"
-    assert annotation["type"] == "annotation" and annotation["text"] == "checked twice"
+    resolved = gated.trace[-1]
+    assert resolved["note"] == "checked twice" and resolved["correlationId"] == "checkpoint:facts"
+    assert reviewer_note(resolved) == "checked twice"
     assert gated.state.gate_state["review"]["checkpoints"] == {"facts": "approved"}
     assert fold(gated.state.run, gated.trace).to_engine_snapshot() == gated.state.to_engine_snapshot()
 
@@ -78,9 +80,9 @@ def test_a_note_equal_to_a_pending_checkpoint_name_goes_to_an_annotation(gated):
     to_review(gated)
     gated.do(RequestGate("review", "CHECKPOINT", checkpoint="ok"))
     gated.do(ResolveGate("review", "CHECKPOINT", "approved", note="ok"))
-    resolved, annotation = gated.trace[-2:]
-    assert resolved.get("note") is None
-    assert annotation["text"] == "ok" and "gate-note" in annotation["tags"]
+    resolved = gated.trace[-1]
+    assert resolved["note"] == "ok" and resolved["correlationId"] == "checkpoint:"
+    assert reviewer_note(resolved) == "ok"
     assert gated.state.gate_state["review"]["before"] == "approved"
     assert [g["checkpoint"] for g in gated.state.pending_gates()] == ["ok"]
 
@@ -123,3 +125,15 @@ def test_appended_resolution_with_a_note_resolves_the_waiting_gate(gated, ctx):
         apply_event(gated.state, e)
     assert gated.state.gate_state["review"]["before"] == "approved"
     assert gated.state.gate_state["review"]["checkpoints"] == {}
+
+
+def test_a_named_checkpoint_without_words_repeats_its_name_in_note(gated):
+    """The reference reads the checkpoint's name from ``note``: without words it still can."""
+    to_review(gated)
+    gated.do(ResolveGate("review", "CHECKPOINT", "approved"))
+    gated.do(BeginStep("review"))
+    gated.do(RequestGate("review", "CHECKPOINT", checkpoint="facts"))
+    gated.do(ResolveGate("review", "CHECKPOINT", "rejected", checkpoint="facts"))
+    resolved = gated.trace[-1]
+    assert resolved["note"] == "facts" and reviewer_note(resolved) is None
+    assert gated.state.rejections["review"]["CHECKPOINT:facts"]["note"] is None

@@ -169,7 +169,8 @@ def test_checkpoints_inside_a_step(gated):
     with pytest.raises(EngineError, match='waiting for CHECKPOINT "facts" approval'):
         gated.do(CompleteStep("review"))
     gated.do(ResolveGate("review", "CHECKPOINT", "rejected", checkpoint="facts", note="wrong numbers"))
-    assert gated.trace[-2]["note"] == "facts" and gated.trace[-1]["type"] == "annotation"
+    assert gated.trace[-1]["note"] == "wrong numbers"
+    assert gated.trace[-1]["correlationId"] == "checkpoint:facts"
     with pytest.raises(EngineError, match='CHECKPOINT "facts" was rejected'):
         gated.do(CompleteStep("review"))
     gated.do(RequestGate("review", "CHECKPOINT", checkpoint="facts"))
