@@ -90,8 +90,8 @@ def check_event(state: RunState, event: Any, ctx: Context, *, shape_checked: boo
     if etype not in EVENT_TYPES:
         raise engine_error(ErrorCode.INVALID_TRACE_EVENT, f"unknown event type {etype!r}", "type")
     require_running(state, f"append {etype}")
-    if "stepId" in event:
-        require_step(state, event["stepId"])
+    if "stepId" in event and not (etype == "step_started" and state.can_discover(event["stepId"])):
+        require_step(state, event["stepId"])  # an external run's new step is added when it starts
     if etype in STEP_EVENT_TYPES and event.get("stepId") is None:
         raise engine_error(ErrorCode.INVALID_TRACE_EVENT, f"{etype} needs a stepId", "stepId")
     if shape_checked and etype in SHAPE_ONLY_EVENT_TYPES:

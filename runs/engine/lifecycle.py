@@ -9,7 +9,7 @@ from typing import Any
 from runs.engine.commands import Context
 from runs.engine.errors import EngineError, ErrorCode
 from runs.engine.guards import engine_error, make_event, nonempty_str, require_step
-from runs.engine.state import RunState
+from runs.engine.state import DRIVER_METADATA_KEY, EXTERNAL_DRIVER, RunState
 from runs.engine.workflow import normalize_workflow
 
 
@@ -115,6 +115,13 @@ def new_run(
     if metadata is not None:
         if not isinstance(metadata, dict):
             raise engine_error(ErrorCode.INVALID_INPUT, "metadata must be a JSON object", "metadata")
+        driver = metadata.get(DRIVER_METADATA_KEY)
+        if driver is not None and driver != EXTERNAL_DRIVER:
+            raise engine_error(
+                ErrorCode.INVALID_INPUT,
+                f'{DRIVER_METADATA_KEY} is "{EXTERNAL_DRIVER}" (a run its pipeline drives) or absent',
+                f"metadata.{DRIVER_METADATA_KEY}",
+            )
         run["metadata"] = metadata
         if TITLE_KEY in metadata:
             run = with_title(run, check_title(metadata[TITLE_KEY], f"metadata.{TITLE_KEY}"))
