@@ -31,6 +31,7 @@ from runs.api.errors import ApiError
 from runs.api.fork import cache_router
 from runs.api.fork import router as fork_router
 from runs.api.prices import router as prices_router
+from runs.api.gates import router as gates_router
 from runs.api.runstore import router as runstore_router
 from runs.api.schemas import HealthOut
 from runs.api.transcript import router as transcript_router
@@ -312,6 +313,7 @@ def _register_routers() -> None:
     api.add_router("/runs", fork_router)  # first: "/runs/{id}:fork" must not reach "/runs/{id}"
     api.add_router("/runs", runstore_router)
     api.add_router("/runs", commands_router)
+    api.add_router("/runs", gates_router)
     api.add_router("/runs", bundle_export_router)
     api.add_router("/runs", transcript_router)
     api.add_router("/bundles", bundles_router)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from inspect import iscoroutinefunction
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -60,6 +62,21 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     return wrapper
 
 
+def async_api_view(view: Callable[..., Any]) -> Callable[..., Any]:
+    """``api_view`` for an async route (a long poll): reads only, so no idempotent-write branch."""
+
+    @functools.wraps(view)
+    async def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if _declared_length(request) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            response = too_large_response(request)
+        else:
+            response = await view(request, *args, **kwargs)
+        response["Link"] = DESCRIBED_BY
+        return response
+
+    return wrapper
+
+
 def _handle(view: Callable[..., HttpResponse], request: HttpRequest, *args, **kwargs) -> HttpResponse:
     try:
         response = view(request, *args, **kwargs)
@@ -84,7 +101,8 @@ def unknown_path(request: HttpRequest, path: str = "") -> HttpResponse:
 def _wrap(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
     for pattern in patterns:
         if isinstance(pattern, URLPattern):
-            pattern.callback = api_view(pattern.callback)
+            wrap = async_api_view if iscoroutinefunction(pattern.callback) else api_view
+            pattern.callback = wrap(pattern.callback)
     return patterns
 
 

@@ -24,6 +24,7 @@ from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
 from runs.protocol.values import loads
 from runs.selectors.bundles import export_bundle_bytes
+from runs.selectors.gates import gate_decision
 from runs.selectors.runs import RunNotFound, get_run, runs_of
 
 MAX_LIST = 500
@@ -382,7 +383,6 @@ def _request_seq(
 def decision_status(run: Run, *, step_id: str, gate: str, checkpoint: str | None, ticket: int) -> dict:
     if ticket < 1 or ticket > run.last_seq:
         raise Refused(ErrorCode.INVALID_INPUT, f"ticket {ticket} does not name a request of this run")
-    corr = f"{CHECKPOINT_CORRELATION_PREFIX}{checkpoint}" if checkpoint else ""
     base = {
         "runId": run_id_of(run),
         "stepId": step_id,
@@ -390,28 +390,15 @@ def decision_status(run: Run, *, step_id: str, gate: str, checkpoint: str | None
         "checkpoint": checkpoint,
         "ticket": ticket,
     }
-    rows = Event.objects.filter(run=run, seq__gt=ticket, type="human_gate_resolved", step_id=step_id)
-    if checkpoint:
-        rows = rows.filter(correlation_id=corr)
-    for seq, body, actor in rows.order_by("seq").values_list("seq", "body", "actor"):
-        event = loads(body)
-        if event.get("gate") != gate:
-            continue
-        note = event.get("note")
-        if checkpoint:  # the resolution's note names the checkpoint; the reviewer's note follows it
-            note = None
-            follow = Event.objects.filter(
-                run=run, seq=seq + 1, type="annotation", correlation_id=corr
-            ).first()
-            if follow is not None and "gate-note" in (loads(follow.body).get("tags") or []):
-                note = loads(follow.body).get("text")
+    decided = gate_decision(run, step_id=step_id, gate=gate, checkpoint=checkpoint, after_seq=ticket)
+    if decided is not None:
         return {
             **base,
             "status": "decided",
-            "decision": event["decision"],
-            "note": note,
-            "decidedBy": actor or None,
-            "decidedAtSeq": seq,
+            "decision": decided["decision"],
+            "note": decided["note"],
+            "decidedBy": decided["by"],
+            "decidedAtSeq": decided["seq"],
         }
     if run.status != "running":
         return {**base, "status": "closed", "decision": None, "note": f"the run is {run.status}"}

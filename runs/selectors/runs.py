@@ -13,7 +13,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet, Sum, TextField
 from django.db.models.functions import Cast
 
-from runs.engine.fold import apply_event, fold
+from runs.engine.fold import apply_event, fold, reviewer_note
 from runs.engine.state import RunState, initial_run_doc
 from runs.fields import column_value, json_text_needle
 from runs.models import ArtifactVersion, Event, Run, RunFork, RunParent, RunSnapshot, RunStatus, Workspace
@@ -493,9 +493,10 @@ def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
     for item in history:
         item["data"] = loads(item.pop("body"))
         # the named checkpoint an event of this engine is about (it sets correlationId for them);
-        # a resolution's note is then the checkpoint's name, not words of the reviewer
+        # ``note``: the reviewer's words (a resolution's note that only repeats the name is not)
         corr = item.get("correlation_id") or ""
         item["checkpoint"] = corr[len("checkpoint:") :] if corr.startswith("checkpoint:") else ""
+        item["note"] = reviewer_note(item["data"]) if item["type"] == "human_gate_resolved" else None
     return history
 
 
