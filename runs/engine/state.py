@@ -16,6 +16,8 @@ an agent loop, ``@observe``) orchestrate themselves, and the record follows them
 
 - a step may start again after it completed or failed: each ``step_started`` of a step opens
   its next attempt (attempt n = the n-th ``step_started`` of that step in the trace);
+- a step may start once one of its predecessors completed (a node runs when any incoming edge
+  fires), its PAUSE_AFTER review approved;
 - a ``step_started`` of a step the workflow does not name adds the step to the run's workflow
   snapshot (``AUTO``, no edges): the graph is discovered as the pipeline runs;
 - a step may complete after one of its checkpoints was rejected (the pipeline received the
@@ -214,11 +216,17 @@ class RunState:
                 return rejection
         elif status == "completed" and not self.is_rejected(step_id, "PAUSE_AFTER"):
             return "it has already completed"
-        for pred in self.graph.predecessors.get(step_id, ()):
+        preds = self.graph.predecessors.get(step_id, ())
+        if self.is_external:  # a step runs when any of its incoming edges fires (LangGraph's rule)
+            preds = tuple(p for p in preds if self.step_status.get(p) == "completed")
+            if self.graph.predecessors.get(step_id) and not preds:
+                names = ", ".join(f'"{p}"' for p in self.graph.predecessors[step_id])
+                return f"waiting for one of its predecessors ({names}) to complete"
+        for pred in preds:
             pst = self.step_status.get(pred, PENDING)
             if pst != "completed":
                 return f'waiting for predecessor "{pred}" ({pst})'
-        for pred in self.graph.predecessors.get(step_id, ()):
+        for pred in preds:
             if self.gate_state[pred]["after"] != APPROVED:
                 if self.is_rejected(pred, "PAUSE_AFTER"):
                     return f'the PAUSE_AFTER gate of predecessor "{pred}" was rejected'

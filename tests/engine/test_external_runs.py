@@ -208,3 +208,36 @@ def test_decide_leaves_the_state_alone_when_refused(ctx):
             ctx,
         )
     assert h.state.to_json() == before
+
+
+def test_one_completed_predecessor_is_enough_in_an_external_run(ctx):
+    """LangGraph runs a node when any of its incoming edges fires (a conditional join)."""
+    join = {
+        "id": "wf-join",
+        "version": 0,
+        "steps": [{"id": "route"}, {"id": "left"}, {"id": "right"}, {"id": "merge"}],
+        "edges": [
+            {"id": "a", "from": "route", "to": "left"},
+            {"id": "b", "from": "route", "to": "right"},
+            {"id": "c", "from": "left", "to": "merge"},
+            {"id": "d", "from": "right", "to": "merge"},
+        ],
+    }
+    h = host(ctx, workflow=join)
+    refused(h, "step_started", "waiting for one of its predecessors", stepId="left")
+    h.start("route")
+    h.done("route")
+    h.start("left")
+    h.done("left")
+    h.start("merge")  # "right" never ran
+    assert h.state.step_status == {
+        "route": "completed",
+        "left": "completed",
+        "right": "pending",
+        "merge": "running",
+    }
+    strict = host(ctx, external=False, workflow=join)
+    for step in ("route", "left"):
+        strict.start(step)
+        strict.done(step)
+    refused(strict, "step_started", 'waiting for predecessor "right"', stepId="merge")

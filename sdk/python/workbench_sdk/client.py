@@ -144,8 +144,10 @@ class WorkbenchClient:
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         idempotency_key: str | None = None,
+        timeout: float | None = None,
     ) -> httpx.Response:
-        """Send a request with retries; return the (2xx) response or raise WorkbenchAPIError."""
+        """Send a request with retries; return the (2xx) response or raise WorkbenchAPIError.
+        ``timeout``: this request's own timeout in seconds (a long poll waits longer than most)."""
         method = method.upper()
         send_headers = dict(headers or {})
         if method in WRITE_METHODS:
@@ -156,8 +158,15 @@ class WorkbenchClient:
         while True:
             response: httpx.Response | None = None
             try:
+                extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
                 response = self._http.request(
-                    method, "/api" + path, json=json, content=content, params=params, headers=send_headers
+                    method,
+                    "/api" + path,
+                    json=json,
+                    content=content,
+                    params=params,
+                    headers=send_headers,
+                    **extra,
                 )
             except httpx.TransportError as exc:
                 if attempt >= self.retries:
@@ -266,6 +275,32 @@ class WorkbenchClient:
             }
         )
         return self._json("POST", f"/runs/{_q(run_id)}/gates/resolve", json=body, **kw)
+
+    def wait_for_gate(
+        self,
+        run_id: str,
+        *,
+        step_id: str,
+        gate: str,
+        after_seq: int,
+        checkpoint: str | None = None,
+        timeout: float = 25.0,
+    ) -> dict:
+        """One long poll (``GET /runs/{id}/gates/wait``): answered as soon as a reviewer decides the
+        gate requested at seq ``after_seq`` (``status: decided``), when the run ends (``closed``),
+        or after ``timeout`` seconds (``pending``: ask again). See :class:`workbench_sdk.run.GateHandle`."""
+        params = _drop_none(
+            {
+                "stepId": step_id,
+                "gate": gate,
+                "checkpoint": checkpoint,
+                "afterSeq": after_seq,
+                "timeout": max(0.0, min(timeout, 60.0)),
+            }
+        )
+        return self._json(
+            "GET", f"/runs/{_q(run_id)}/gates/wait", params=params, timeout=params["timeout"] + 15.0
+        )
 
     def write_artifact(
         self,
