@@ -167,6 +167,10 @@ SECURE_CSP = {
 
 # Workbench knobs.
 WORKBENCH_SNAPSHOT_INTERVAL = env_int("WORKBENCH_SNAPSHOT_INTERVAL", 1000, minimum=10)
+# GET /api/runs/{id}/gates/wait: a decision taken in this process wakes the waiting request at
+# once; decisions taken in another server process (the scaled profile) are seen by a database look
+# this often.
+GATE_WAIT_POLL_SECONDS = env_int("WORKBENCH_GATE_WAIT_POLL_MS", 1000, minimum=50) / 1000
 # Live transcripts (seed 003): one JSONL file per run, appended after each commit (runs.telemetry.transcript_log).
 WORKBENCH_TRANSCRIPTS = env_bool("WORKBENCH_TRANSCRIPTS", True)
 WORKBENCH_TRANSCRIPT_DIR = Path(env_str("WORKBENCH_TRANSCRIPT_DIR", str(VAR_DIR / "transcripts")))

@@ -36,6 +36,7 @@ from runs.engine import programs
 from runs.engine.divergence import (
     AUDIT_TAG,
     DIVERGED_TAG,
+    REPLAYED_SUMMARY,
     divergence_kind,
     is_marker,
     same_event,
@@ -293,6 +294,16 @@ def track_replay(run: Run, appender: Appender, ctx: Any) -> None:
             ).values_list("seq", "body")
         }
     new_divergence = None
+    fields = ["cursor", "compared", "matched"]
+    if fork.status == ForkStatus.EXTERNAL:
+        # The host replays: its answers say where they came from (the SDK marks an answer
+        # served from the response cache with the ``replayed`` summary).
+        answers = [e for _, e in own if e.get("type") == "model_io" and e.get("direction") == "response"]
+        hits = sum(1 for e in answers if e.get("summary") == REPLAYED_SUMMARY)
+        if answers:
+            fork.cache_hits += hits
+            fork.provider_calls += len(answers) - hits
+            fields += ["cache_hits", "provider_calls"]
     for offset, (i, event) in enumerate(own):
         position = start + offset
         original = originals.get(position)
@@ -308,7 +319,6 @@ def track_replay(run: Run, appender: Appender, ctx: Any) -> None:
                 "replay": event,
             }
     fork.cursor += len(own)
-    fields = ["cursor", "compared", "matched"]
     if new_divergence is not None:
         fork.divergence = new_divergence
         fields.append("divergence")

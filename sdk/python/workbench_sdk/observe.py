@@ -330,4 +330,6 @@ def openai(client: Any) -> Any:
 def anthropic(client: Any) -> Any:
     """An ``anthropic.Anthropic`` / ``AsyncAnthropic`` whose ``messages.create`` / ``stream`` are
     recorded into the current observed call (run and step)."""
-    return _With(client, {"messages": _Scoped(client.messages, lambda t: traced_anthropic(client, t).messages)})
+    return _With(
+        client, {"messages": _Scoped(client.messages, lambda t: traced_anthropic(client, t).messages)}
+    )

@@ -31,7 +31,7 @@ from typing import Any, TypedDict
 from workbench_sdk.client import WorkbenchClient
 from workbench_sdk.events import make_event
 from workbench_sdk.pricing import PriceTable
-from workbench_sdk.traced import ClientSink, Tracer
+from workbench_sdk.traced import ClientSink, ReplayFn, Tracer
 
 __all__ = [
     "DRIVER_METADATA_KEY",
@@ -120,7 +120,9 @@ class GateHandle:
         """Block until a reviewer decides (``GateTimeout`` after ``timeout`` seconds; ``None``: no limit)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            left = LONG_POLL_SECONDS if deadline is None else min(LONG_POLL_SECONDS, deadline - time.monotonic())
+            left = (
+                LONG_POLL_SECONDS if deadline is None else min(LONG_POLL_SECONDS, deadline - time.monotonic())
+            )
             if left <= 0:
                 raise GateTimeout(f"no decision on {self!r} within {timeout} s")
             decision = self.poll(left)
@@ -153,10 +155,18 @@ class GateHandle:
 class RemoteRun:
     """A run of a remote Workbench that this process drives (events go over REST)."""
 
-    def __init__(self, client: WorkbenchClient, run_id: str, *, prices: PriceTable | None = None) -> None:
+    def __init__(
+        self,
+        client: WorkbenchClient,
+        run_id: str,
+        *,
+        prices: PriceTable | None = None,
+        replay: ReplayFn | None = None,
+    ) -> None:
         self.client = client
         self.run_id = run_id
         self.prices = prices
+        self.replay = replay  # asked before each model call of the traced clients
 
     def __repr__(self) -> str:
         return f"<RemoteRun {self.run_id!r}>"
@@ -180,6 +190,22 @@ class RemoteRun:
             workflow=workflow, run_id=run_id, title=title, tags=tags, metadata=meta, subject=subject
         )
         return cls(client, started["runId"], prices=prices)
+
+    @classmethod
+    def replay_of(
+        cls,
+        client: WorkbenchClient,
+        source_run_id: str,
+        *,
+        from_seq: int = 0,
+        prices: PriceTable | None = None,
+    ) -> RemoteRun:
+        """Fork ``source_run_id`` as a replay that this host re-executes: model calls through the
+        traced clients are answered from the server's response cache (``/api/cache``, the source's
+        answers preferred) and recorded as ``replayed``, which the determinism report counts as
+        cache hits. Run the pipeline inside ``workbench_sdk.scope(replay)``, then ``finish()``."""
+        fork = client.fork(source_run_id, mode="replay", from_seq=from_seq)
+        return cls(client, fork["runId"], prices=prices, replay=client.replay_fn(prefer_run_id=source_run_id))
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -218,7 +244,9 @@ class RemoteRun:
 
     def tracer(self, step_id: str | None = None) -> Tracer:
         """A :class:`Tracer` for the traced provider clients, recording into this run."""
-        return Tracer(ClientSink(self.client, self.run_id), step_id=step_id, prices=self.prices)
+        return Tracer(
+            ClientSink(self.client, self.run_id), step_id=step_id, prices=self.prices, replay=self.replay
+        )
 
     # -- gates ------------------------------------------------------------------------------------
 
@@ -251,7 +279,12 @@ class RemoteRun:
             fields["reason"] = reason
         answer = self.event("human_gate_requested", **fields)
         return GateHandle(
-            self, step_id=step_id, gate=kind, checkpoint=checkpoint, request_seq=answer["seqs"][-1], payload=payload
+            self,
+            step_id=step_id,
+            gate=kind,
+            checkpoint=checkpoint,
+            request_seq=answer["seqs"][-1],
+            payload=payload,
         )
 
     # -- the end ----------------------------------------------------------------------------------
@@ -264,14 +297,14 @@ class RemoteRun:
         return self.event("run_status_changed", **fields)
 
     def fail(self, reason: str, *, code: str | None = None) -> dict:
-        """The run failed: ``run_status_changed: failed`` and a fatal ``error``."""
+        """The run failed: a fatal ``error``, then ``run_status_changed: failed``."""
         error: dict[str, Any] = {"message": reason, "fatal": True}
         if code:
             error["code"] = code
         return self.record(
             [
-                make_event(self.run_id, "run_status_changed", status="failed", reason=reason),
                 make_event(self.run_id, "error", **error),
+                make_event(self.run_id, "run_status_changed", status="failed", reason=reason),
             ]
         )
 
