@@ -68,6 +68,12 @@ def gate_slot(gate: str, checkpoint: str | None = None) -> str:
     return gate
 
 
+def gate_payload_key(step_id: str, gate: str, checkpoint: str | None = None) -> str:
+    """The artifact a host writes with what a gate asks the reviewer to look at (the SDK's
+    ``RemoteRun.gate(payload=...)``): ``gate:<step>:<checkpoint name or gate>``."""
+    return f"gate:{step_id}:{checkpoint or gate}"
+
+
 def _pairs(mapping: dict[str, Any]) -> list[list[Any]]:
     return [[k, v] for k, v in mapping.items()]
 

@@ -33,6 +33,7 @@ class NodeBox:
     policy: str
     gate: str  # "" | "pending" (a gate waits for a decision now) | "rejected"
     gate_text: str
+    attempts: int = 0  # how many times the step started (shown from the second attempt on)
     w: int = NODE_W
     h: int = NODE_H
 
@@ -117,6 +118,7 @@ def layout_workflow(
     gate_state: dict[str, Any] | None = None,
     pending_steps: set[str] | None = None,
     rejected_steps: set[str] | None = None,
+    attempts: dict[str, int] | None = None,
 ) -> GraphLayout:
     steps = [s for s in workflow.get("steps", []) if isinstance(s, dict) and isinstance(s.get("id"), str)]
     step_ids = [s["id"] for s in steps]
@@ -154,6 +156,7 @@ def layout_workflow(
                 policy=str(step.get("gatePolicy") or "AUTO"),
                 gate=gate,
                 gate_text=gate_text,
+                attempts=(attempts or {}).get(sid, 0),
             )
     paths = []
     for a, b, eid in edges:

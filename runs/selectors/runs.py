@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -241,8 +242,10 @@ def timeline_page(
     records = [
         EventRecord(seq, t, ts, step, corr, actor, loads(body)) for seq, t, ts, step, corr, actor, body in raw
     ]
+    rows = build_rows(records)
+    _label_attempts(run, rows)
     return TimelinePage(
-        rows=build_rows(records),
+        rows=rows,
         first_seq=records[0].seq if records else None,
         last_seq=records[-1].seq if records else None,
         next_after=next_after,
@@ -250,6 +253,26 @@ def timeline_page(
         searched_to=searched_to if searched_to and not (len(raw) >= limit) else None,
         searched_from=searched_from,
     )
+
+
+def _label_attempts(run: Run, rows: list) -> None:
+    """``· attempt n`` on the step rows of steps that ran more than once (attempt n of a step is
+    its n-th ``step_started``): one indexed query for the steps on the page."""
+    steps = {r.step_id for r in rows if r.type in ("step_started", "step_completed") and r.step_id}
+    if not steps:
+        return
+    starts: dict[str, list[int]] = {}
+    for step, seq in (
+        Event.objects.filter(run=run, type="step_started", step_id__in=steps)
+        .order_by("seq")
+        .values_list("step_id", "seq")
+    ):
+        starts.setdefault(step, []).append(seq)
+    for row in rows:
+        seqs = starts.get(row.step_id) or []
+        if len(seqs) > 1 and row.type in ("step_started", "step_completed"):
+            attempt = bisect_right(seqs, row.seq)
+            row.summary += f" · attempt {max(attempt, 1)}"
 
 
 _TIMELINE_COLS = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")

@@ -19,12 +19,13 @@ Every context function takes a run already fetched through the workspace (never 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from django.urls import reverse
 
-from runs.engine.state import RunState
+from runs.engine.state import RunState, gate_payload_key
 from runs.models import Run
 from runs.presenters.compare import artifact_rows, fold_same, step_rows, total_rows
 from runs.presenters.graph import layout_workflow
@@ -43,6 +44,7 @@ from runs.selectors.runs import (
 )
 
 HISTORY_LIMIT = 50
+PAYLOAD_CHARS = 20_000
 
 
 def status_context(run: Run, *, url_id: str | None = None, oob: bool = False) -> dict[str, Any]:
@@ -59,6 +61,7 @@ def graph_context(
         gate_state=state.gate_state,
         pending_steps={g["stepId"] for g in pending},
         rejected_steps=set(state.rejections),
+        attempts=state.step_attempts,
     )
     return {"run": run, "url_id": url_id or run.run_id, "layout": layout, "oob": oob}
 
@@ -73,10 +76,16 @@ def gate_panel_context(
     oob: bool = False,
 ) -> dict[str, Any]:
     history = gate_history(run, limit=HISTORY_LIMIT)
+    pending = state.pending_gates()
+    for gate in pending:  # what the host asked the reviewer to look at (escaped by the template)
+        artifact = state.artifacts.get(gate_payload_key(gate["stepId"], gate["gate"], gate["checkpoint"]))
+        if artifact is not None and "data" in artifact:
+            gate["payload"] = json.dumps(artifact["data"], indent=2, ensure_ascii=False)[:PAYLOAD_CHARS]
+            gate["payloadKey"] = artifact["artifactKey"]
     return {
         "run": run,
         "url_id": url_id or run.run_id,
-        "pending": state.pending_gates(),
+        "pending": pending,
         "history": history,
         "can_review": can_review and not run.is_finished,
         "artifact_keys": list(state.artifacts),

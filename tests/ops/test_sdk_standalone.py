@@ -132,3 +132,14 @@ def test_replayed_summary_and_costs_match_the_server():
         usage = {"inputTokens": inp, "outputTokens": out, "cachedInputTokens": read}
         assert sdk_pricing.cost_of(usage, price, cache_write_tokens=write) == server
         assert sdk_pricing.cost_of(usage, as_dict, cache_write_tokens=write) == server
+
+
+def test_gate_conventions_match_the_server():
+    """The SDK writes what the server reads: the external driver flag and the gate payload key."""
+    from runs.engine import state as engine_state
+    from workbench_sdk import run as sdk_run
+
+    assert sdk_run.DRIVER_METADATA_KEY == engine_state.DRIVER_METADATA_KEY
+    assert sdk_run.EXTERNAL_DRIVER == engine_state.EXTERNAL_DRIVER
+    for args in [("review", "CHECKPOINT", "tone"), ("draft", "PAUSE_AFTER", None)]:
+        assert sdk_run.gate_payload_key(*args) == engine_state.gate_payload_key(*args)

@@ -235,7 +235,8 @@ def observe(
 ) -> Any:
     """Record calls of a function (sync or async) as a run, or as a step of the current run.
 
-    ``name``: the step id (default: the function's name); ``title``/``tags``: of a run it starts."""
+    ``name``: the step id (default: the function's name); ``title``/``tags``: of a run it starts.
+    The decorated function's ``last_run`` is the :class:`RemoteRun` its latest outermost call started."""
     options = {"title": title, "tags": tags, "capture_output": capture_output}
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -260,9 +261,13 @@ def observe(
                 except BaseException as exc:
                     await asyncio.to_thread(call.failed, exc)
                     raise
+                finally:
+                    if call.owns_run and call.run is not None:
+                        awrapper.last_run = call.run  # type: ignore[attr-defined]
                 await asyncio.to_thread(call.close, result)
                 return result
 
+            awrapper.last_run = None  # type: ignore[attr-defined]
             return awrapper
 
         @functools.wraps(func)
@@ -279,9 +284,13 @@ def observe(
             except BaseException as exc:
                 call.failed(exc)
                 raise
+            finally:
+                if call.owns_run and call.run is not None:
+                    wrapper.last_run = call.run  # type: ignore[attr-defined]
             call.close(result)
             return result
 
+        wrapper.last_run = None  # type: ignore[attr-defined]
         return wrapper
 
     if fn is not None:
