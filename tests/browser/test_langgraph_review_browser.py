@@ -60,7 +60,6 @@ def decide_in_inbox(page, base: str, title: str, decision: str, note: str) -> No
 
 def test_reviewer_rejects_then_approves_a_langgraph_draft_in_the_inbox(server):
     from playwright.sync_api import expect
-
     from workbench_sdk import WorkbenchClient
     from workbench_sdk.langgraph import WorkbenchGraph
 
@@ -96,7 +95,6 @@ def test_reviewer_rejects_then_approves_a_langgraph_draft_in_the_inbox(server):
 
 def test_wait_returns_when_the_page_decides(server):
     from playwright.sync_api import expect
-
     from workbench_sdk import RemoteRun, WorkbenchClient
 
     base, token = server

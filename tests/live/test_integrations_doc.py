@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from workbench_sdk import WorkbenchClient
 
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
 from tests.live.cluster import ROOT, Cluster
-from workbench_sdk import WorkbenchClient
 
 pytestmark = pytest.mark.slow
 

@@ -17,13 +17,13 @@ import anthropic as anthropic_sdk
 import httpx
 import openai as openai_sdk
 import pytest
-
 import workbench_sdk as wb
+from workbench_sdk import RemoteRun, WorkbenchClient
+from workbench_sdk.observe import _config
+
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
 from tests.live.cluster import Cluster
-from workbench_sdk import RemoteRun, WorkbenchClient
-from workbench_sdk.observe import _config
 
 pytestmark = pytest.mark.slow
 

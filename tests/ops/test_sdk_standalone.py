@@ -136,8 +136,9 @@ def test_replayed_summary_and_costs_match_the_server():
 
 def test_gate_conventions_match_the_server():
     """The SDK writes what the server reads: the external driver flag and the gate payload key."""
-    from runs.engine import state as engine_state
     from workbench_sdk import run as sdk_run
+
+    from runs.engine import state as engine_state
 
     assert sdk_run.DRIVER_METADATA_KEY == engine_state.DRIVER_METADATA_KEY
     assert sdk_run.EXTERNAL_DRIVER == engine_state.EXTERNAL_DRIVER
