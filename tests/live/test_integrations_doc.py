@@ -97,7 +97,7 @@ class Reviewer(threading.Thread):
 @pytest.mark.parametrize("name", ["observe-openai", "anthropic", "gates", "langgraph", "replay"])
 def test_recipe_runs(live, name, tmp_path: Path):
     env, client = live
-    script = tmp_path / f"{name}.py"
+    script = tmp_path / f"recipe_{name.replace('-', '_')}.py"
     script.write_text(recipes()[name], encoding="utf-8")
     before = {r["id"] for r in client.list_runs(limit=500)}
     reviewer = Reviewer(client)
