@@ -87,7 +87,8 @@ def test_reviewer_rejects_then_approves_a_langgraph_draft_in_the_inbox(server):
         history = page.locator("#gate-panel .history").inner_text()
         assert "rejected" in history and "cite your sources" in history
         assert "approved" in history and "good now" in history
-        assert "attempt 2" in page.locator("#graph-title, svg title").all_inner_texts().__str__()
+        nodes = " | ".join(page.locator("svg a.node text.sub").all_text_contents())
+        assert "completed · attempt 2" in nodes  # draft and review in the graph
         assert page.console_errors == []  # type: ignore[attr-defined]
         shot(page, "langgraph-run-attempts")
     client.close()
