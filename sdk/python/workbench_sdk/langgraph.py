@@ -50,7 +50,8 @@ def workflow_of(graph: Any, workflow_id: str | None = None) -> dict:
     steps = [node for node in drawn.nodes if node not in GRAPH_ENDS]
     successors: dict[str, set[str]] = {s: set() for s in steps}
     edges = []
-    for edge in drawn.edges:
+    # fixed edges first: a loop is most often closed by a conditional edge back to an earlier node
+    for edge in sorted(drawn.edges, key=lambda e: bool(getattr(e, "conditional", False))):
         a, b = edge.source, edge.target
         if a not in successors or b not in successors or a == b or b in successors[a]:
             continue
