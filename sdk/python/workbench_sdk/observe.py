@@ -18,8 +18,8 @@
 - Calls through the wrapped clients inside an observed call record a ``model_io`` request and
   response (usage, cost from the price table), stream chunks, and a ``tool_call`` per tool the
   model asked for, on the current step. Outside any observed call they are not recorded.
-- Prices: ``configure(prices=...)``, else the server's table when the client can fetch it
-  (``WorkbenchClient.prices()``), else none (costs unknown).
+- Prices: the server's effective table (``GET /api/prices``, read by the tracer when a call first
+  needs it), unless ``configure(prices=...)`` gives one.
 """
 
 from __future__ import annotations
@@ -103,13 +103,9 @@ def default_client() -> WorkbenchClient:
 
 
 def default_prices(client: WorkbenchClient) -> PriceTable | None:
-    """The configured price table, else the server's (``WorkbenchClient.prices()``, once)."""
-    if not _config.prices_loaded:
-        fetch = getattr(client, "prices", None)
-        if callable(fetch):
-            _config.prices = fetch()
-        _config.prices_loaded = True
-    return _config.prices
+    """The configured price table, or None: the tracer then prices each call from the server's
+    effective table (``WorkbenchClient.prices()``, ``GET /api/prices``, cached by the client)."""
+    return _config.prices if _config.prices_loaded else None
 
 
 def current_run() -> RemoteRun | None:
