@@ -30,8 +30,8 @@ from runs.api.commands import router as commands_router
 from runs.api.errors import ApiError
 from runs.api.fork import cache_router
 from runs.api.fork import router as fork_router
-from runs.api.prices import router as prices_router
 from runs.api.gates import router as gates_router
+from runs.api.prices import router as prices_router
 from runs.api.runstore import router as runstore_router
 from runs.api.schemas import HealthOut
 from runs.api.transcript import router as transcript_router
