@@ -173,6 +173,11 @@ def test_wait_returns_when_the_decision_commits(client):
     run.start_step("write")
     handle = run.gate("write", name="tone", reason="Is the tone right?", payload={"text": "Hello there"})
     assert handle.poll(0) is None  # nobody decided yet: the long poll answers "pending"
+    with pytest.raises(wb.GateTimeout):
+        handle.wait(timeout=1)
+    # nobody asked: waiting (and timing out) decided nothing
+    assert not [e for e in trace_of(client, run.run_id) if e["type"] == "human_gate_resolved"]
+    assert client.get_run_state(run.run_id)[0]["run"]["status"] == "running"
     got: dict = {}
 
     def waiter():
