@@ -120,8 +120,9 @@ def resolve(host: str, port: int) -> list[str]:
         ) from None
     seen: list[str] = []
     for *_, sockaddr in infos:
-        if sockaddr[0] not in seen:
-            seen.append(sockaddr[0])
+        address = sockaddr[0]  # an IP address (an int only for families a stream lookup never gives)
+        if isinstance(address, str) and address not in seen:
+            seen.append(address)
     if not seen:
         raise EgressRefused(HOST_NOT_FOUND, f"the provider's host {host!r} has no address")
     return seen
@@ -174,7 +175,12 @@ class GuardedBackend(httpcore2.NetworkBackend):
         assert last is not None
         raise last
 
-    def connect_unix_socket(self, *args, **kwargs):  # pragma: no cover - never used for providers
+    def connect_unix_socket(  # pragma: no cover - never used for providers
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> httpcore2.NetworkStream:
         raise EgressRefused(URL_NOT_ALLOWED, "unix sockets are not provider endpoints")
 
     def sleep(self, seconds: float) -> None:
