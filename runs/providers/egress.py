@@ -23,6 +23,7 @@ import ipaddress
 import socket
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import cast
 from urllib.parse import urlsplit
 
 import httpcore2
@@ -215,7 +216,8 @@ class GuardedTransport(httpx2.HTTPTransport):
         response = super().handle_request(request)
         if self.tap is not None:
             self.tap.begin(response)
-            response.stream = TappedStream(response.stream, self.tap)
+            sync_stream = cast(httpx2.SyncByteStream, response.stream)  # a sync transport's answer
+            response.stream = TappedStream(sync_stream, self.tap)
         return response
 
 

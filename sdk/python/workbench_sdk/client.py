@@ -106,7 +106,7 @@ class WorkbenchClient:
         if workspace:
             all_headers["X-Workspace"] = workspace
         all_headers.update(headers or {})
-        self._prices: dict[tuple[str, ...], tuple[float, dict]] = {}
+        self._prices: dict[tuple[str, ...], tuple[float, dict[str, Any]]] = {}
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -184,7 +184,7 @@ class WorkbenchClient:
     def health(self) -> dict[str, Any]:
         return self._object("GET", "/health")
 
-    def prices(self, models: list[str] | None = None, *, refresh: bool = False) -> dict:
+    def prices(self, models: list[str] | None = None, *, refresh: bool = False) -> dict[str, Any]:
         """The workspace's effective price table (``GET /api/prices``): ``{model: row}``, rows per
         million tokens with their ``source`` (``workspace``, ``genai-prices`` or ``catalogue``).
         ``models`` (``"provider:model"`` or ``"model"``) asks for rows the workspace has not listed.
@@ -193,7 +193,9 @@ class WorkbenchClient:
         cached = self._prices.get(key)
         if cached is not None and not refresh and time.monotonic() - cached[0] < self.PRICES_TTL:
             return cached[1]
-        table = self._json("GET", "/prices", params={"model": list(key)} if key else None)["prices"]
+        table: dict[str, Any] = self._json("GET", "/prices", params={"model": list(key)} if key else None)[
+            "prices"
+        ]
         self._prices[key] = (time.monotonic(), table)
         return table
 
