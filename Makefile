@@ -37,6 +37,8 @@ run: setup
 	@echo "serving http://$(URL_HOST):$(PORT)/ (Ctrl-C stops it)"
 	$(RUN_ENV) $(BIN)/daphne -b $(HOST) -p $(PORT) workbench.asgi:application
 
+# mypy --strict on the pure packages and the host SDK (config: pyproject.toml [tool.mypy]; the
+# Django side's django-stubs run is in mypy-django.ini, not here yet).
 # radon: no block of cyclomatic complexity E (31+) or worse, apart from the deliberate hot path in
 # runs/protocol/canonical.py; the line fails listing the blocks that are.
 lint: setup
@@ -44,6 +46,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy --strict runs/protocol runs/engine runs/presenters runs/providers sdk/python/workbench_sdk
 	set -o pipefail; $(BIN)/radon cc -n E -s runs playground accounts workbench --exclude "runs/protocol/canonical.py,*/migrations/*" | (! grep .)
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py makemigrations --check --dry-run
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py check --fail-level WARNING

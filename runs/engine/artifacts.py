@@ -17,13 +17,14 @@ def payload_hash(data: Any) -> str:
 
 
 def patched_version(
-    prev: dict[str, Any], *, to_version: int, created_at: str, patch: list[Any]
+    prev: dict[str, Any], *, to_version: int | None, created_at: str | None, patch: Any
 ) -> dict[str, Any]:
     """The version an ``artifact_patch`` produces from ``prev`` (raises ``PATCH_FAILED``).
 
     Like the reference it keeps ``typeId`` and the pointer; unlike the reference, a pointer
     that carries ``payloadHash`` (or its alias ``sha256``, or ``byteLength``) gets them
-    recomputed for the patched data, so the hash keeps describing the payload.
+    recomputed for the patched data, so the hash keeps describing the payload. ``patch`` is
+    checked here (a replayed trace may carry anything); the version and time are copied as given.
     """
     data = apply_patch(prev.get("data"), patch)
     artifact: dict[str, Any] = {
@@ -54,7 +55,7 @@ def refreshed_pointer(pointer: dict[str, Any], data: Any) -> dict[str, Any]:
     return out
 
 
-def write_digest(artifact_key: str, type_id: str, data: Any, pointer: Any) -> str:
+def write_digest(artifact_key: str, type_id: str | None, data: Any, pointer: Any) -> str:
     """Content digest of a write, to tell a retry (same digest) from a conflict."""
     return sha256_hex(
         canonical_bytes(

@@ -320,7 +320,8 @@ _CHECKS: dict[str, Callable[[RunState, dict[str, Any], Context], None]] = {
 def check_gate_name(gate: Any) -> str:
     if gate not in GATES:
         raise engine_error(ErrorCode.INVALID_INPUT, f"gate must be one of {', '.join(GATES)}", "gate")
-    return gate
+    name: str = gate  # one of GATES
+    return name
 
 
 def check_request_transition(state: RunState, sid: str, gate: str, checkpoint: str | None) -> None:

@@ -39,14 +39,14 @@ def _apply(
     state: RunState, event: dict[str, Any], handlers: dict[str, Callable[[RunState, dict[str, Any]], None]]
 ) -> None:
     state.revision += 1
-    etype = event.get("type")
+    etype: Any = event.get("type")  # as recorded: counted and looked up whatever it is
     counts = state.events_by_type
-    counts[etype] = counts.get(etype, 0) + 1  # type: ignore[index]
+    counts[etype] = counts.get(etype, 0) + 1
     state.last_event_id = event.get("id")
     state.last_event_at = event.get("ts")
     if event.get("runId") != state.run.get("id"):
         state.warn("INVALID_TRACE_EVENT", f"event {event.get('id')} belongs to run {event.get('runId')!r}")
-    handler = handlers.get(etype)  # type: ignore[arg-type]
+    handler = handlers.get(etype)
     if handler is None:
         state.warn("INVALID_TRACE_EVENT", f"unknown event type {etype!r}")
         return
@@ -56,8 +56,9 @@ def _apply(
 def _known_step(state: RunState, event: dict[str, Any]) -> str | None:
     sid = event.get("stepId")
     if sid in state.step_status:
-        return sid
-    if event.get("type") == "step_started" and state.can_discover(sid):
+        known: str = sid  # a key of step_status
+        return known
+    if event.get("type") == "step_started" and isinstance(sid, str) and state.can_discover(sid):
         state.add_step(sid)  # an external run found a new step (see runs.engine.state)
         return sid
     state.warn("UNKNOWN_STEP", f"{event.get('type')} for unknown step {sid!r}")

@@ -53,7 +53,7 @@ TITLE_KEY = "workbench.title"
 TITLE_MAX = 300
 
 
-def check_title(title: Any, path: str = "title") -> str:
+def check_title(title: object, path: str = "title") -> str:
     """A run title: a string of 1..300 characters once trimmed, no control characters."""
     if not isinstance(title, str) or not title.strip():
         raise engine_error(ErrorCode.INVALID_INPUT, "title must be a non-empty string", path)
@@ -74,7 +74,7 @@ def run_title(run: dict[str, Any]) -> str:
         return check_title(own)
     except EngineError:
         pass
-    snapshot = run.get("workflowSnapshot") if isinstance(run.get("workflowSnapshot"), dict) else {}
+    snapshot = found if isinstance(found := run.get("workflowSnapshot"), dict) else {}
     return str(snapshot.get("title") or run.get("workflowId") or "")[:TITLE_MAX]
 
 

@@ -142,11 +142,13 @@ class RunState:
 
     @property
     def run_id(self) -> str:
-        return self.run["id"]
+        run_id: str = self.run["id"]
+        return run_id
 
     @property
     def status(self) -> str:
-        return self.run.get("status", "running")
+        status: str = self.run.get("status", "running")
+        return status
 
     @property
     def is_finished(self) -> bool:
@@ -449,7 +451,7 @@ def _decimal_text(value: Decimal) -> str:
     return text or "0"
 
 
-def initial_run_doc(run_doc: dict) -> dict:
+def initial_run_doc(run_doc: dict[str, Any]) -> dict[str, Any]:
     """The run as it was when it started: what folding its trace from seq 0 begins with."""
     start = {k: v for k, v in run_doc.items() if k not in ("endedAt", "annotations")}
     start["status"] = "running"

@@ -127,7 +127,11 @@ def layout_workflow(
         for i, e in enumerate(workflow.get("edges", []) or [])
         if isinstance(e, dict)
     ]
-    edges = [(a, b, eid) for a, b, eid in raw_edges if a in step_ids and b in step_ids and a != b]
+    edges = [
+        (a, b, eid)
+        for a, b, eid in raw_edges
+        if isinstance(a, str) and isinstance(b, str) and a in step_ids and b in step_ids and a != b
+    ]
     layer = layers(step_ids, [(a, b) for a, b, _ in edges])
     columns: dict[int, list[str]] = {}
     for sid in step_ids:

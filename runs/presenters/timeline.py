@@ -127,12 +127,12 @@ def _step_completed(event: dict[str, Any], step: Any) -> str:
 
 
 def _artifact_written(event: dict[str, Any], step: Any) -> str:
-    art = event.get("artifact") if isinstance(event.get("artifact"), dict) else {}
+    art = found if isinstance(found := event.get("artifact"), dict) else {}
     return _clip(f"artifact {art.get('artifactKey')} v{art.get('version')} ({art.get('typeId')})")
 
 
 def _artifact_patch(event: dict[str, Any], step: Any) -> str:
-    patch = event.get("patch") if isinstance(event.get("patch"), list) else []
+    patch = found if isinstance(found := event.get("patch"), list) else []
     return _clip(
         f"artifact {event.get('artifactKey')} v{event.get('fromVersion')} → v{event.get('toVersion')}"
         f" ({len(patch)} op{'s' if len(patch) != 1 else ''})"
@@ -171,8 +171,8 @@ def _gate_resolved(event: dict[str, Any], step: Any) -> str:
 
 
 def _rule_changed(event: dict[str, Any], step: Any) -> str:
-    snap = event.get("snapshot") if isinstance(event.get("snapshot"), dict) else {}
-    rules = snap.get("rules") if isinstance(snap.get("rules"), list) else []
+    snap = found if isinstance(found := event.get("snapshot"), dict) else {}
+    rules = listed if isinstance(listed := snap.get("rules"), list) else []
     return _clip(f"rule set {event.get('ruleSetId')} changed ({len(rules)} rules)")
 
 

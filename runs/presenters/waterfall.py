@@ -72,7 +72,7 @@ def parse_ts(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo is not None else None
 
 
-def _ms(delta) -> float:
+def _ms(delta: timedelta) -> float:
     return delta.total_seconds() * 1000.0
 
 
@@ -121,7 +121,7 @@ def build_waterfall(
     t0, total = _time_axis(flat, latest)
     for row in flat:
         if row._start is not None and t0 is not None:
-            _place(row, t0, total, latest)
+            _place(row, row._start, t0, total, latest)
     return Waterfall(
         rows=flat,
         total_ms=total,
@@ -180,16 +180,16 @@ def _time_axis(flat: list[SpanRow], latest: datetime | None) -> tuple[datetime |
     return t0, total
 
 
-def _place(row: SpanRow, t0: datetime, total: float, latest: datetime | None) -> None:
-    """A started row's offset and bar on the time axis; a row still open runs to ``latest``."""
-    row.start_ms = _ms(row._start - t0)
+def _place(row: SpanRow, start: datetime, t0: datetime, total: float, latest: datetime | None) -> None:
+    """A started row's (``start``: its ``_start``) offset and bar on the time axis; a row still open runs to ``latest``."""
+    row.start_ms = _ms(start - t0)
     end = row._end
-    if row.end_seq is None and latest is not None and latest >= row._start:
+    if row.end_seq is None and latest is not None and latest >= start:
         end = latest  # still open: runs to the latest instant known
-        row.duration_ms = _ms(latest - row._start)
+        row.duration_ms = _ms(latest - start)
     if total > 0:
         row.x_pct = round(min(100.0, 100.0 * row.start_ms / total), 3)
-        length = _ms(end - row._start) if end is not None else 0.0
+        length = _ms(end - start) if end is not None else 0.0
         row.w_pct = round(max(MIN_BAR_PCT, min(100.0 - row.x_pct, 100.0 * length / total)), 3)
 
 

@@ -77,7 +77,7 @@ def check_bundle_file(path: str | PathLike[str]) -> CheckResult:
 
     The file's bytes are released as soon as they are parsed and hashed (lower peak memory).
     """
-    holder = [Path(path).read_bytes()]
+    holder: list[bytes | str] = [Path(path).read_bytes()]
     with gc_paused(promote=len(holder[0]) >= OVERLAP_MIN_BYTES):
         return _check(holder)
 

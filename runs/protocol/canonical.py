@@ -40,9 +40,9 @@ import orjson
 from runs.protocol.errors import ErrorCode, ProtocolError
 
 try:
-    from runs.protocol import _jcs  # type: ignore[attr-defined]
+    from runs.protocol import _jcs  # typed by _jcs.pyi
 except ImportError:  # not built (no C compiler): the tree path gives the same bytes
-    _jcs = None
+    _jcs = None  # type: ignore[assignment]  # the optional C extension: a module or None
 
 MAX_SAFE_INTEGER = 2**53 - 1
 # Nested arrays and objects (the outermost counts) a document may hold. The reference has no

@@ -45,14 +45,15 @@ def _icu_collator() -> Any:
     return collator
 
 
-def collation_key(text: str) -> bytes | tuple:
+def collation_key(text: str) -> bytes | tuple[Any, ...]:
     """Sort key ordering strings like ``a.localeCompare(b)`` does in the reference (ICU en-US)."""
     if _icu is not None:
-        return _icu_collator().getSortKey(text)
+        sort_key: bytes = _icu_collator().getSortKey(text)
+        return sort_key
     return approximate_collation_key(text)
 
 
-def locale_sorted(items: list, key: Any = None) -> list:
+def locale_sorted(items: list[Any], key: Any = None) -> list[Any]:
     """``sorted`` by :func:`collation_key` of ``key(item)`` (the item itself by default); stable."""
     if key is None:
         return sorted(items, key=collation_key)
@@ -103,7 +104,7 @@ def _primary(ch: str) -> tuple[int, int] | None:
     return (_GROUP_OTHER_LETTER, ord(base))
 
 
-def approximate_collation_key(text: str) -> tuple:
+def approximate_collation_key(text: str) -> tuple[Any, ...]:
     """A three-level key approximating ICU root collation without ICU (see module doc)."""
     primary: list[tuple[int, int]] = []
     secondary: list[int] = []

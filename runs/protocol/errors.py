@@ -53,5 +53,6 @@ class ProtocolError(Exception):
     def __repr__(self) -> str:
         return f"ProtocolError(code={self.code!r}, path={self.path!r}, message={self.message!r})"
 
-    def __reduce__(self):  # keep pickling (multiprocessing, task queues) working
+    # keep pickling (multiprocessing, task queues) working
+    def __reduce__(self) -> tuple[type[ProtocolError], tuple[str, str, str]]:
         return (type(self), (self.code, self.message, self.path))

@@ -218,6 +218,7 @@ class _SpanBuilder:
         ts = event["ts"]
         self.last_ts = ts
         kind = event.get("type")
+        span: dict[str, Any] | None  # a new span, or the open one an event closes (None: not open)
         if kind == "span_started":
             span_id = event["spanId"]
             parent = event.get("parentSpanId")
@@ -327,7 +328,7 @@ class _SpanBuilder:
 
 def trace_events_to_otel_spans(
     run: Mapping[str, Any] | str, events: Iterable[Mapping[str, Any]]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """OTel span records for a run's trace events (see the module doc).
 
     ``run`` is the run dict (or its id); the trace id is ``lwb-<run id>``.

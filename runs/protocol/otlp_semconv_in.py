@@ -190,7 +190,7 @@ def _openai_style_message(body: Mapping[str, Any], role: str | None) -> dict[str
     for call in body.get("tool_calls") or []:
         if not isinstance(call, Mapping):
             continue
-        function = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        function = found if isinstance(found := call.get("function"), Mapping) else call
         parts.append(_tool_call_part(call.get("id"), function.get("name"), function.get("arguments")))
     return {"role": role, "parts": parts}
 

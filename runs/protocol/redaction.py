@@ -297,7 +297,7 @@ class _Redactor:
     # -- entry points -----------------------------------------------------------------------
 
     def event(self, event: dict[str, Any], where: str) -> None:
-        kind = event.get("type")
+        kind: Any = event.get("type")  # as sent: an unknown type gets the envelope's spec
         if kind == "artifact_written" and isinstance(event.get("artifact"), dict):
             self.artifact(event["artifact"], f"{where}.artifact")
             self.fields(event, self.written_spec, where)

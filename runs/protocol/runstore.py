@@ -97,7 +97,8 @@ def infer_engine(workflow: Mapping[str, Any], trace: list[Mapping[str, Any]]) ->
             ):
                 gate["after"] = "pending"
         elif kind == "human_gate_resolved":
-            gate = gates.get(event.get("stepId"))
+            resolved: Any = event.get("stepId")  # as recorded: a miss unless one of the step ids
+            gate = gates.get(resolved)
             if gate is None:
                 continue
             approved = event.get("decision") != "rejected"

@@ -89,4 +89,5 @@ def event_in_reference_order(event: Mapping[str, Any]) -> dict[str, Any]:
     fields = EVENT_FIELDS.get(event.get("type"))  # type: ignore[arg-type]
     if fields is None:
         return dict(event)
-    return _pick(event, EVENT_BASE + fields, _NESTED)
+    picked: dict[str, Any] = _pick(event, EVENT_BASE + fields, _NESTED)  # a Mapping gives a dict
+    return picked

@@ -219,6 +219,8 @@ class _Bounds:
             instant = epoch_ms(text)
         except Exception as exc:  # noqa: BLE001 (whatever the parser raises: not a timestamp)
             raise KeySetError(f"{where}.{member} is not an ISO 8601 date-time: {text!r}") from exc
+        if instant is None:  # not a protocol timestamp (epoch_ms says so rather than raising)
+            raise KeySetError(f"{where}.{member} is not an ISO 8601 date-time: {text!r}")
         if member == "notBefore":
             if self.not_before is None or instant > self.not_before[1]:
                 self.not_before = (text, instant)
@@ -599,7 +601,7 @@ def _check_approvals(trace: Any, approvals: list[Any], gate_indices: Sequence[in
     for n, approval in enumerate(approvals):
         if not isinstance(approval, dict):
             raise refuse(f"approvals[{n}] is not an object")
-        seq = approval.get("seq")
+        seq: Any = approval.get("seq")  # as signed: an int within the trace, checked next
         event = trace[seq - 1] if type(seq) is int and 1 <= seq <= len(trace) else None
         if event is None or not isinstance(event, dict) or event.get("id") != approval.get("eventId"):
             raise refuse(f"approvals[{n}]: no event {approval.get('eventId')!r} at seq {seq!r} of the trace")
@@ -648,6 +650,10 @@ def _verify_one(
             raise _Refused(
                 VerdictCode.STATEMENT_INVALID, f"predicate.at {verdict.at!r} is not a date-time", kid
             ) from exc
+        if at is None:
+            raise _Refused(
+                VerdictCode.STATEMENT_INVALID, f"predicate.at {verdict.at!r} is not a date-time", kid
+            )
         refusal = keys.refusal(kid, at)
         if refusal is not None:
             raise _Refused(VerdictCode.KEY_REVOKED, f"exported at {verdict.at} but {refusal}", kid)

@@ -255,7 +255,7 @@ def _decimal_text(amount: Number) -> Decimal:
 
 def derived_total_tokens(usage: Mapping[str, Any]) -> Number:
     """The event's own ``totalTokens`` if present, else ``inputTokens + outputTokens``."""
-    total = usage.get("totalTokens")
+    total: Number | None = usage.get("totalTokens")
     if total is not None:
         return total
     return js_add(usage.get("inputTokens") or 0, usage.get("outputTokens") or 0)

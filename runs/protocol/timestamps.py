@@ -44,7 +44,7 @@ def _civil_from_days(z: int) -> tuple[int, int, int]:
     return y + (m <= 2), m, d
 
 
-def epoch_ms(value: str) -> int | None:
+def epoch_ms(value: object) -> int | None:
     """Milliseconds since the epoch of a protocol timestamp (``None`` if it is not one)."""
     match = _PARTS.fullmatch(value) if isinstance(value, str) else None
     if match is None:

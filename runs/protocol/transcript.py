@@ -79,7 +79,7 @@ _ENVELOPE = {"id", "runId", "ts", "type", "stepId", "correlationId"}
 @dataclass(frozen=True)
 class StoredEvent:
     seq: int
-    body: dict
+    body: dict[str, Any]
     actor: str = ""
 
 
@@ -102,7 +102,7 @@ def fidelity_of(actor: str) -> str:
     return "router" if actor.startswith(ROUTER_ACTOR_PREFIXES) else "agent_emitted"
 
 
-def parent_ids(run: dict) -> list[str]:
+def parent_ids(run: dict[str, Any]) -> list[str]:
     context = run.get("context") or {}
     if context.get("parentRunIds"):
         return list(context["parentRunIds"])
@@ -140,11 +140,11 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _content_blocks(content: Any, fidelity: str) -> list[dict]:
+def _content_blocks(content: Any, fidelity: str) -> list[dict[str, Any]]:
     """Anthropic-style / OpenAI-style content (a string or a list of typed parts) -> blocks."""
     if isinstance(content, str):
         return [{"type": "text", "text": content, "fidelity": fidelity}]
-    blocks: list[dict] = []
+    blocks: list[dict[str, Any]] = []
     if not isinstance(content, list):
         return blocks
     for part in content:
@@ -185,7 +185,7 @@ def _content_blocks(content: Any, fidelity: str) -> list[dict]:
     return blocks
 
 
-def _request_blocks(payload: Any, fidelity: str) -> tuple[list[dict], str | None]:
+def _request_blocks(payload: Any, fidelity: str) -> tuple[list[dict[str, Any]], str | None]:
     """(user blocks, composed system prompt) of a model request payload."""
     if isinstance(payload, str):
         return [{"type": "text", "text": payload, "fidelity": fidelity}], None
@@ -195,7 +195,7 @@ def _request_blocks(payload: Any, fidelity: str) -> tuple[list[dict], str | None
     system_text = system if isinstance(system, str) else None
     if isinstance(system, list):
         system_text = "\n".join(b["text"] for b in _content_blocks(system, fidelity) if b["type"] == "text")
-    blocks: list[dict] = []
+    blocks: list[dict[str, Any]] = []
     messages = payload.get("messages") or payload.get("input")
     if isinstance(messages, str):
         blocks = _content_blocks(messages, fidelity)
@@ -216,7 +216,7 @@ def _request_blocks(payload: Any, fidelity: str) -> tuple[list[dict], str | None
     return blocks, system_text
 
 
-def _response_blocks(payload: Any, fidelity: str) -> list[dict]:
+def _response_blocks(payload: Any, fidelity: str) -> list[dict[str, Any]]:
     if isinstance(payload, str):
         return [{"type": "text", "text": payload, "fidelity": fidelity}]
     if not isinstance(payload, dict):
@@ -226,7 +226,7 @@ def _response_blocks(payload: Any, fidelity: str) -> list[dict]:
     if isinstance(payload.get("choices"), list) and payload["choices"]:  # OpenAI Chat Completions
         message = payload["choices"][0].get("message") if isinstance(payload["choices"][0], dict) else None
         if isinstance(message, dict):
-            blocks: list[dict] = []
+            blocks: list[dict[str, Any]] = []
             reasoning = message.get("reasoning_content") or message.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
                 blocks.append({"type": "thinking", "text": reasoning, "fidelity": fidelity})
@@ -251,7 +251,7 @@ def _response_blocks(payload: Any, fidelity: str) -> list[dict]:
     return []
 
 
-def _stream_blocks(payload: Any, fidelity: str) -> list[dict]:
+def _stream_blocks(payload: Any, fidelity: str) -> list[dict[str, Any]]:
     text: Any = None
     if isinstance(payload, str):
         text = payload
@@ -277,10 +277,10 @@ def _stream_blocks(payload: Any, fidelity: str) -> list[dict]:
 # Events -> lines
 
 
-def _model_lines(event: dict, fidelity: str) -> list[tuple[str, dict]]:
+def _model_lines(event: dict[str, Any], fidelity: str) -> list[tuple[str, dict[str, Any]]]:
     direction = event.get("direction")
     payload = event.get("payload")
-    meta = {k: event[k] for k in ("provider", "model") if k in event}
+    meta: dict[str, Any] = {k: event[k] for k in ("provider", "model") if k in event}
     if direction == "request":
         blocks, system = _request_blocks(payload, fidelity)
         if not blocks and _text(event.get("summary")):
@@ -303,7 +303,7 @@ def _model_lines(event: dict, fidelity: str) -> list[tuple[str, dict]]:
     return [("message.assistant", body)]
 
 
-def _tool_lines(event: dict, fidelity: str) -> list[tuple[str, dict]]:
+def _tool_lines(event: dict[str, Any], fidelity: str) -> list[tuple[str, dict[str, Any]]]:
     tool_id = event.get("correlationId") or event.get("id")
     name = event.get("name")
     call = {
@@ -345,7 +345,7 @@ def _tool_lines(event: dict, fidelity: str) -> list[tuple[str, dict]]:
     return lines
 
 
-def event_lines(event: dict, actor: str = "") -> list[tuple[str, dict]]:
+def event_lines(event: dict[str, Any], actor: str = "") -> list[tuple[str, dict[str, Any]]]:
     """(type, payload) pairs for one protocol event (one, or two for a tool call with its result)."""
     kind = event.get("type")
     fidelity = fidelity_of(actor)
@@ -370,7 +370,9 @@ def event_lines(event: dict, actor: str = "") -> list[tuple[str, dict]]:
     return [(line_type, body)]
 
 
-def _child_markers(children: Sequence[ChildRun]) -> list[tuple[datetime | None, str, str, dict, ChildRun]]:
+def _child_markers(
+    children: Sequence[ChildRun],
+) -> list[tuple[datetime | None, str, str, dict[str, Any], ChildRun]]:
     markers = []
     for child in children:
         started = {"child_run_id": child.run_id, "workflow_id": child.workflow_id}
@@ -387,8 +389,8 @@ def _child_markers(children: Sequence[ChildRun]) -> list[tuple[datetime | None, 
 
 
 def transcript_lines(
-    run: dict, events: Iterable[StoredEvent], children: Sequence[ChildRun] = ()
-) -> Iterator[dict]:
+    run: dict[str, Any], events: Iterable[StoredEvent], children: Sequence[ChildRun] = ()
+) -> Iterator[dict[str, Any]]:
     """The transcript of one run (a protocol RunInstance and its events in seq order)."""
     run_id = run["id"]
     parents = parent_ids(run)
@@ -396,13 +398,13 @@ def transcript_lines(
 
     def line(
         kind: str,
-        payload: dict,
+        payload: dict[str, Any],
         *,
         ts: str,
         path: str = "",
         event: StoredEvent | None = None,
         child_run_id: str | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         nonlocal counter
         counter += 1
         out: dict[str, Any] = {"seq": counter, "run_id": run_id, "path": path, "ts": utc(ts), "type": kind}
@@ -452,7 +454,7 @@ def transcript_lines(
         )
 
 
-def dump_line(obj: dict) -> bytes:
+def dump_line(obj: dict[str, Any]) -> bytes:
     """One transcript line: a complete JSON object and LF (NUL bytes and controls are escaped),
     numbers spelt as ECMAScript prints them, like every JSON the server writes (wire_bytes)."""
     try:
@@ -467,7 +469,7 @@ def dump_line(obj: dict) -> bytes:
 # Stored runs
 
 
-def output_text(event: dict) -> str | None:
+def output_text(event: dict[str, Any]) -> str | None:
     """The text a ``model_io`` event carries (a response's or chunk's text blocks, a request's user
     text), joined by newlines; None when it carries no text (a payload this reader does not know)."""
     if event.get("type") != "model_io":

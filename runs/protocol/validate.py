@@ -277,15 +277,16 @@ def validate_event(event: Any, path: str = "event", code: str = ErrorCode.INVALI
         validator(event, path, code)
         return
     event_type = event.get("type")
-    validator = EVENT_VALIDATORS.get(event_type) if type(event_type) is str else None
-    if validator is None:
-        check_enum(event.get("type"), EVENT_TYPES, join_path(path, "type"), code)
+    found = EVENT_VALIDATORS.get(event_type) if type(event_type) is str else None
+    if found is None:
+        check_enum(event.get("type"), EVENT_TYPES, join_path(path, "type"), code)  # raises
     req_str(event, "id", path, code, nonempty=True)
     req_str(event, "runId", path, code, nonempty=True)
     req_ts(event, "ts", path, code)
     for key in ("stepId", "correlationId"):
         opt_str(event, key, path, code)
-    validator(event, path, code)  # type: ignore[misc]
+    if found is not None:  # always: check_enum raised above otherwise
+        found(event, path, code)
 
 
 @dataclass
@@ -444,8 +445,8 @@ def check_bundle_invariants(obj: dict[str, Any], code: str = _RB, facts: TraceFa
         _no_duplicates([rule["id"] for rule in rule_set["rules"]], f"ruleSets[{i}].rules", "rule id", code)
     if "engine" in obj:
         engine = obj["engine"]
-        for key in ENGINE_MAPS:
-            _no_duplicate_keys(engine[key], join_path("engine", key), code)
+        for name in ENGINE_MAPS:
+            _no_duplicate_keys(engine[name], join_path("engine", name), code)
         _check_engine_steps(engine, step_ids, "engine", code)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from runs.providers import egress
 from runs.providers.base import DeltaSink, ProviderError, ProviderResult, ProviderSettings, Usage
 from runs.providers.watch import Stop, StopRequested
@@ -19,7 +21,7 @@ def check_destination(settings: ProviderSettings) -> None:
 
 
 def call(
-    settings: ProviderSettings, request: dict, on_delta: DeltaSink, *, stop: Stop | None = None
+    settings: ProviderSettings, request: dict[str, Any], on_delta: DeltaSink, *, stop: Stop | None = None
 ) -> ProviderResult:
     """Send ``request`` (a composed body) and stream deltas to ``on_delta``; raises ProviderError
     (every failure has a code in words and a message for people, never an exception's own text),
@@ -39,7 +41,7 @@ def call(
     raise ProviderError("NO_PROVIDER", f"unknown provider kind {settings.kind!r}")
 
 
-def wire_request(kind: str, request: dict) -> dict:
+def wire_request(kind: str, request: dict[str, Any]) -> dict[str, Any]:
     """What goes over the wire, as recorded in the run's model_io request event."""
     if kind == "anthropic":
         from runs.providers import anthropic as anthropic_provider

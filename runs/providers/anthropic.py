@@ -28,15 +28,15 @@ from runs.providers.isolation import sdk_client
 from runs.providers.watch import BodyTap, Stop
 
 
-def wire_request(request: dict) -> dict:
+def wire_request(request: dict[str, Any]) -> dict[str, Any]:
     """The body that goes over the wire for ``request`` (streaming switched on)."""
     return {**request, "stream": True}
 
 
-def _block_json(block: Any) -> dict:
-    data = block.model_dump(mode="json", exclude_none=True)
+def _block_json(block: Any) -> dict[str, Any]:
+    data: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     # Keep only what the API accepts back in an assistant turn.
-    kind = data.get("type")
+    kind = data.get("type", "")  # "" (no such block kind) when absent
     keep = {
         "text": ("type", "text", "citations"),
         "thinking": ("type", "thinking", "signature"),
@@ -104,7 +104,7 @@ def _partial(stream: Any) -> ProviderResult:
 
 
 def call(
-    settings: ProviderSettings, request: dict, on_delta: DeltaSink, *, stop: Stop | None = None
+    settings: ProviderSettings, request: dict[str, Any], on_delta: DeltaSink, *, stop: Stop | None = None
 ) -> ProviderResult:
     tap = BodyTap()
     client = sdk_client(anthropic.Anthropic, anthropic.DefaultHttpxClient, settings, stop=stop, tap=tap)

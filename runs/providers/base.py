@@ -19,7 +19,7 @@ DeltaSink = Callable[[str, str], None]
 _SDK_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 
 
-def sdk_arguments(method: Callable[..., Any], request: dict) -> dict:
+def sdk_arguments(method: Callable[..., Any], request: dict[str, Any]) -> dict[str, Any]:
     """Keyword arguments for an SDK ``method`` that put exactly ``request`` on the wire.
 
     The SDKs name only some body fields as parameters, and which ones changes between
@@ -64,7 +64,7 @@ class Usage:
     def uncached_input_tokens(self) -> int:
         return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
 
-    def to_protocol(self) -> dict:
+    def to_protocol(self) -> dict[str, Any]:
         """The protocol's strict ``model_io.usage`` object."""
         out = {
             "inputTokens": self.input_tokens,
@@ -76,7 +76,7 @@ class Usage:
             out["reasoningTokens"] = self.reasoning_tokens
         return out
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -86,7 +86,7 @@ class Usage:
         }
 
     @classmethod
-    def from_json(cls, data: dict | None) -> Usage:
+    def from_json(cls, data: dict[str, Any] | None) -> Usage:
         data = data or {}
         return cls(
             input_tokens=int(data.get("input_tokens") or 0),
@@ -99,16 +99,16 @@ class Usage:
 
 @dataclass
 class ProviderResult:
-    content: list[dict]  # assistant content blocks in canonical (Anthropic) form, as returned
+    content: list[dict[str, Any]]  # assistant content blocks in canonical (Anthropic) form, as returned
     text: str
     usage: Usage | None  # None: the provider did not report it (unknown, never zero)
     model: str
     stop_reason: str | None = None
     response_id: str | None = None
     thinking: str = ""
-    citations: list[dict] = field(default_factory=list)
-    tool_calls: list[dict] = field(default_factory=list)  # [{id, name, input}]
-    raw: dict = field(default_factory=dict)  # the provider's final response object
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{id, name, input}]
+    raw: dict[str, Any] = field(default_factory=dict)  # the provider's final response object
 
 
 class ProviderError(Exception):

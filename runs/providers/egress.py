@@ -23,6 +23,7 @@ import ipaddress
 import socket
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import cast
 from urllib.parse import urlsplit
 
 import httpcore2
@@ -120,8 +121,9 @@ def resolve(host: str, port: int) -> list[str]:
         ) from None
     seen: list[str] = []
     for *_, sockaddr in infos:
-        if sockaddr[0] not in seen:
-            seen.append(sockaddr[0])
+        address = sockaddr[0]  # an IP address (an int only for families a stream lookup never gives)
+        if isinstance(address, str) and address not in seen:
+            seen.append(address)
     if not seen:
         raise EgressRefused(HOST_NOT_FOUND, f"the provider's host {host!r} has no address")
     return seen
@@ -174,7 +176,12 @@ class GuardedBackend(httpcore2.NetworkBackend):
         assert last is not None
         raise last
 
-    def connect_unix_socket(self, *args, **kwargs):  # pragma: no cover - never used for providers
+    def connect_unix_socket(  # pragma: no cover - never used for providers
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> httpcore2.NetworkStream:
         raise EgressRefused(URL_NOT_ALLOWED, "unix sockets are not provider endpoints")
 
     def sleep(self, seconds: float) -> None:
@@ -209,7 +216,8 @@ class GuardedTransport(httpx2.HTTPTransport):
         response = super().handle_request(request)
         if self.tap is not None:
             self.tap.begin(response)
-            response.stream = TappedStream(response.stream, self.tap)
+            sync_stream = cast(httpx2.SyncByteStream, response.stream)  # a sync transport's answer
+            response.stream = TappedStream(sync_stream, self.tap)
         return response
 
 

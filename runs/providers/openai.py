@@ -34,7 +34,7 @@ from runs.providers.isolation import sdk_client
 from runs.providers.watch import BodyTap, Stop
 
 
-def wire_request(request: dict) -> dict:
+def wire_request(request: dict[str, Any]) -> dict[str, Any]:
     return {**request, "stream": True, "stream_options": {"include_usage": True}}
 
 
@@ -91,7 +91,7 @@ class _Answer:
     def __init__(self, model: str) -> None:
         self.text: list[str] = []
         self.reasoning: list[str] = []
-        self.calls: dict[int, dict] = {}
+        self.calls: dict[int, dict[str, Any]] = {}
         self.usage_obj: Any = None
         self.finish: str | None = None
         self.model = model
@@ -141,7 +141,7 @@ class _Answer:
                 slot["arguments"] += tc.function.arguments
                 on_delta("tool_input", tc.function.arguments)
 
-    def tool_calls(self) -> list[dict]:
+    def tool_calls(self) -> list[dict[str, Any]]:
         out = []
         for index in sorted(self.calls):
             slot = self.calls[index]
@@ -170,7 +170,7 @@ class _Answer:
             reasoning_tokens=reasoning_tokens,
         )
 
-    def raw(self, full_text: str, tool_calls: list[dict]) -> dict:
+    def raw(self, full_text: str, tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": full_text or None}
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
@@ -193,7 +193,7 @@ class _Answer:
         }
 
 
-def _stream(client: Any, request: dict, answer: _Answer, on_delta: DeltaSink, tap: BodyTap) -> None:
+def _stream(client: Any, request: dict[str, Any], answer: _Answer, on_delta: DeltaSink, tap: BodyTap) -> None:
     body = {**request, "stream": True, "stream_options": {"include_usage": True}}
     try:
         stream = client.chat.completions.create(**sdk_arguments(client.chat.completions.create, body))
@@ -215,7 +215,7 @@ def _stream(client: Any, request: dict, answer: _Answer, on_delta: DeltaSink, ta
 
 
 def call(
-    settings: ProviderSettings, request: dict, on_delta: DeltaSink, *, stop: Stop | None = None
+    settings: ProviderSettings, request: dict[str, Any], on_delta: DeltaSink, *, stop: Stop | None = None
 ) -> ProviderResult:
     tap = BodyTap()
     client = sdk_client(openai.OpenAI, openai.DefaultHttpxClient, settings, stop=stop, tap=tap)
@@ -232,7 +232,7 @@ def call(
         raise cut("the stream closed without data: [DONE], so its usage is unknown", answer.partial())
     full_text = "".join(answer.text)
     tool_calls = answer.tool_calls()
-    content: list[dict] = [{"type": "text", "text": full_text}] if full_text else []
+    content: list[dict[str, Any]] = [{"type": "text", "text": full_text}] if full_text else []
     content += [
         {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]} for c in tool_calls
     ]

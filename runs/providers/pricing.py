@@ -43,7 +43,7 @@ def cost(usage: Usage, price: Price) -> Decimal | None:
     return total
 
 
-def protocol_cost(amount: Decimal | None, currency: str) -> dict | None:
+def protocol_cost(amount: Decimal | None, currency: str) -> dict[str, Any] | None:
     """``model_io.cost`` ({amount, currency}) or None when unknown."""
     if amount is None:
         return None
@@ -78,7 +78,7 @@ _PROVIDER_IDS = {
     "ibm.watsonx.ai": "ibm",
 }
 
-PriceTable = dict  # {(provider, model) or model: Price}
+PriceTable = dict[tuple[str, str] | str, Price]  # {(provider, model) or model: Price}
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,10 @@ class PricedCall:
     model: str  # the model id the price row is for
     provider: str | None = None
 
-    def protocol_cost(self) -> dict:
+    def protocol_cost(self) -> dict[str, Any]:
         return {"amount": float(self.amount), "currency": self.currency}
 
-    def note(self) -> dict:
+    def note(self) -> dict[str, Any]:
         """What ``payload["workbench.pricing"]`` records (the cost object itself is strict)."""
         out = {"source": self.source, "model": self.model}
         if self.provider:
@@ -112,7 +112,7 @@ def table_row(table: PriceTable | None, provider: str | None, model: str | None)
     return row if row is not None else table.get(model)
 
 
-def usage_of(protocol_usage: dict, cache_write_tokens: int = 0) -> Usage:
+def usage_of(protocol_usage: dict[str, Any], cache_write_tokens: int = 0) -> Usage:
     """A protocol ``model_io.usage`` (``inputTokens`` is the whole prompt) as a :class:`Usage`."""
     return Usage(
         input_tokens=int(protocol_usage.get("inputTokens") or 0),
@@ -229,7 +229,7 @@ def genai_prices_version() -> str:
         return "unknown"
 
 
-def genai_table_row(provider: str | None, model: str, at: datetime | None = None) -> dict | None:
+def genai_table_row(provider: str | None, model: str, at: datetime | None = None) -> dict[str, Any] | None:
     """genai-prices' flat per-million prices for a model (what ``GET /api/prices`` lists; tiers
     collapse to their base rate there, while :func:`price_call` applies them)."""
     found = _genai_model(_PROVIDER_IDS.get(provider or "", provider) or None, model)
@@ -252,7 +252,7 @@ def genai_table_row(provider: str | None, model: str, at: datetime | None = None
 
 
 def price_event(
-    event: dict,
+    event: dict[str, Any],
     table: PriceTable | None = None,
     fallback: PriceTable | None = None,
     *,

@@ -102,7 +102,9 @@ class StoppableStream(httpcore2.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None):
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> StoppableStream:
         return StoppableStream(self._inner.start_tls(ssl_context, server_hostname, timeout), self._stop)
 
     def get_extra_info(self, info: str) -> Any:

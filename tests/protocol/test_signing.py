@@ -180,6 +180,16 @@ def test_key_set_documents():
     assert keys.bounds[kid].revoked_at[0] == "2026-04-01T00:00:00Z"
 
 
+@pytest.mark.parametrize("member", ["notBefore", "notAfter", "revokedAt"])
+def test_validity_instant_that_is_no_timestamp_is_refused_when_loaded(member):
+    # Was accepted with no instant, and a later bound or a verification then raised TypeError.
+    jwks = build_jwks([KEY])
+    kid = jwks["keys"][0]["kid"]
+    validity = {"keys": [{"kid": kid, member: "next tuesday"}, {"kid": kid, member: "2026-01-01T00:00:00Z"}]}
+    with pytest.raises(KeySetError, match=f"{member} is not an ISO 8601 date-time"):
+        load_keys(jwks, validity)
+
+
 # ---------------------------------------------------------------- verdicts and forgeries
 
 
@@ -287,6 +297,12 @@ def test_statement_must_be_ours_and_name_this_run():
     statement = _statement(bundle)
     statement["predicateType"] = "https://slsa.dev/provenance/v1"
     assert _verify(attach(bundle, sign_envelope(canonical_bytes(statement), KEY))) == "STATEMENT_INVALID"
+    statement = _statement(bundle)
+    statement["predicate"]["at"] = "yesterday"  # a string, but no date-time: was a TypeError
+    revoked = {"keys": [{"kid": public_jwk(KEY)["kid"], "revokedAt": "2026-05-01T00:00:00Z"}]}
+    resigned = attach(bundle, sign_envelope(canonical_bytes(statement), KEY))
+    assert verify_attestations(resigned, build_jwks([KEY]), revoked).code == "STATEMENT_INVALID"
+    assert _verify(resigned) == "STATEMENT_INVALID"
     statement = _statement(bundle)
     statement["subject"][0]["name"] = "runbundle:demo/run_other"
     assert (

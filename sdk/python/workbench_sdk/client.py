@@ -106,7 +106,7 @@ class WorkbenchClient:
         if workspace:
             all_headers["X-Workspace"] = workspace
         all_headers.update(headers or {})
-        self._prices: dict[tuple[str, ...], tuple[float, dict]] = {}
+        self._prices: dict[tuple[str, ...], tuple[float, dict[str, Any]]] = {}
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -127,7 +127,7 @@ class WorkbenchClient:
         self.close()
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:
-        delay = min(self.max_backoff, self.backoff * (2**attempt))
+        delay: float = min(self.max_backoff, self.backoff * (2**attempt))
         if response is not None:
             retry_after = response.headers.get("Retry-After")
             if retry_after and retry_after.strip().isdigit():
@@ -183,12 +183,17 @@ class WorkbenchClient:
         response = self.request(method, path, **kwargs)
         return response.json() if response.content else None
 
+    def _object(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """:meth:`_json` of an endpoint that answers a JSON object (not checked here)."""
+        body: dict[str, Any] = self._json(method, path, **kwargs)
+        return body
+
     # -- endpoints --------------------------------------------------------------------------------
 
-    def health(self) -> dict:
-        return self._json("GET", "/health")
+    def health(self) -> dict[str, Any]:
+        return self._object("GET", "/health")
 
-    def prices(self, models: list[str] | None = None, *, refresh: bool = False) -> dict:
+    def prices(self, models: list[str] | None = None, *, refresh: bool = False) -> dict[str, Any]:
         """The workspace's effective price table (``GET /api/prices``): ``{model: row}``, rows per
         million tokens with their ``source`` (``workspace``, ``genai-prices`` or ``catalogue``).
         ``models`` (``"provider:model"`` or ``"model"``) asks for rows the workspace has not listed.
@@ -197,25 +202,28 @@ class WorkbenchClient:
         cached = self._prices.get(key)
         if cached is not None and not refresh and time.monotonic() - cached[0] < self.PRICES_TTL:
             return cached[1]
-        table = self._json("GET", "/prices", params={"model": list(key)} if key else None)["prices"]
+        table: dict[str, Any] = self._json("GET", "/prices", params={"model": list(key)} if key else None)[
+            "prices"
+        ]
         self._prices[key] = (time.monotonic(), table)
         return table
 
-    def list_runs(self, limit: int = 100) -> list[dict]:
-        return self._json("GET", "/runs", params={"limit": limit})
+    def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
+        runs: list[dict[str, Any]] = self._json("GET", "/runs", params={"limit": limit})
+        return runs
 
-    def get_run_state(self, run_id: str) -> tuple[dict, str]:
+    def get_run_state(self, run_id: str) -> tuple[dict[str, Any], str]:
         """The run's RunStoreState and its ETag (pass it as ``if_match`` to put_run_state)."""
         response = self.request("GET", f"/runs/{_q(run_id)}")
         return response.json(), response.headers.get("ETag", "")
 
     def put_run_state(
-        self, run_id: str, state: dict, *, if_match: str | int | None = None, **kw: Any
-    ) -> dict:
+        self, run_id: str, state: dict[str, Any], *, if_match: str | int | None = None, **kw: Any
+    ) -> dict[str, Any]:
         headers = {}
         if if_match is not None:
             headers["If-Match"] = if_match if isinstance(if_match, str) else f'"{if_match}"'
-        return self._json("PUT", f"/runs/{_q(run_id)}", json=state, headers=headers, **kw)
+        return self._object("PUT", f"/runs/{_q(run_id)}", json=state, headers=headers, **kw)
 
     def delete_run(self, run_id: str, **kw: Any) -> None:
         self.request("DELETE", f"/runs/{_q(run_id)}", **kw)
@@ -223,15 +231,15 @@ class WorkbenchClient:
     def start_run(
         self,
         *,
-        workflow: dict,
+        workflow: dict[str, Any],
         run_id: str | None = None,
-        subject: dict | None = None,
-        metadata: dict | None = None,
+        subject: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
         tags: list[str] | None = None,
-        context: dict | None = None,
+        context: dict[str, Any] | None = None,
         title: str | None = None,
         **kw: Any,
-    ) -> dict:
+    ) -> dict[str, Any]:
         body = _drop_none(
             {
                 "workflow": workflow,
@@ -243,14 +251,14 @@ class WorkbenchClient:
                 "context": context,
             }
         )
-        return self._json("POST", "/runs", json=body, **kw)
+        return self._object("POST", "/runs", json=body, **kw)
 
-    def set_title(self, run_id: str, title: str, **kw: Any) -> dict:
+    def set_title(self, run_id: str, title: str, **kw: Any) -> dict[str, Any]:
         """Name a run (``run.metadata["workbench.title"]``): what lists show to tell runs apart."""
-        return self._json("PATCH", f"/runs/{_q(run_id)}", json={"title": title}, **kw)
+        return self._object("PATCH", f"/runs/{_q(run_id)}", json={"title": title}, **kw)
 
-    def append_events(self, run_id: str, events: list[dict], **kw: Any) -> dict:
-        return self._json("POST", f"/runs/{_q(run_id)}/events", json={"events": events}, **kw)
+    def append_events(self, run_id: str, events: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
+        return self._object("POST", f"/runs/{_q(run_id)}/events", json={"events": events}, **kw)
 
     def resolve_gate(
         self,
@@ -261,9 +269,9 @@ class WorkbenchClient:
         decision: str,
         note: str | None = None,
         checkpoint: str | None = None,
-        edit: dict | None = None,
+        edit: dict[str, Any] | None = None,
         **kw: Any,
-    ) -> dict:
+    ) -> dict[str, Any]:
         body = _drop_none(
             {
                 "stepId": step_id,
@@ -274,7 +282,7 @@ class WorkbenchClient:
                 "edit": edit,
             }
         )
-        return self._json("POST", f"/runs/{_q(run_id)}/gates/resolve", json=body, **kw)
+        return self._object("POST", f"/runs/{_q(run_id)}/gates/resolve", json=body, **kw)
 
     def wait_for_gate(
         self,
@@ -312,7 +320,7 @@ class WorkbenchClient:
         artifact_idempotency_key: str | None = None,
         step_id: str | None = None,
         **kw: Any,
-    ) -> dict:
+    ) -> dict[str, Any]:
         body = _drop_none(
             {
                 "artifactKey": key,
@@ -322,7 +330,7 @@ class WorkbenchClient:
             }
         )
         body["data"] = data
-        return self._json("POST", f"/runs/{_q(run_id)}/artifacts", json=body, **kw)
+        return self._object("POST", f"/runs/{_q(run_id)}/artifacts", json=body, **kw)
 
     def patch_artifact(
         self,
@@ -330,30 +338,32 @@ class WorkbenchClient:
         *,
         key: str,
         from_version: int,
-        patch: list[dict],
+        patch: list[dict[str, Any]],
         step_id: str | None = None,
         **kw: Any,
-    ) -> dict:
+    ) -> dict[str, Any]:
         body = _drop_none({"fromVersion": from_version, "patch": patch, "stepId": step_id})
-        return self._json("POST", f"/runs/{_q(run_id)}/artifacts/{_q(key)}/patch", json=body, **kw)
+        return self._object("POST", f"/runs/{_q(run_id)}/artifacts/{_q(key)}/patch", json=body, **kw)
 
-    def annotate(self, run_id: str, text: str, *, tags: list[str] | None = None, **kw: Any) -> dict:
-        return self._json(
+    def annotate(self, run_id: str, text: str, *, tags: list[str] | None = None, **kw: Any) -> dict[str, Any]:
+        return self._object(
             "POST", f"/runs/{_q(run_id)}/annotations", json=_drop_none({"text": text, "tags": tags}), **kw
         )
 
-    def cancel(self, run_id: str, *, reason: str | None = None, cascade: bool = False, **kw: Any) -> dict:
+    def cancel(
+        self, run_id: str, *, reason: str | None = None, cascade: bool = False, **kw: Any
+    ) -> dict[str, Any]:
         body = _drop_none({"reason": reason, "cascade": cascade})
-        return self._json("POST", f"/runs/{_q(run_id)}/cancel", json=body, **kw)
+        return self._object("POST", f"/runs/{_q(run_id)}/cancel", json=body, **kw)
 
-    def events(self, run_id: str, *, after_seq: int = 0, limit: int = 1000) -> dict:
-        return self._json(
+    def events(self, run_id: str, *, after_seq: int = 0, limit: int = 1000) -> dict[str, Any]:
+        return self._object(
             "GET", f"/runs/{_q(run_id)}/events", params={"after_seq": after_seq, "limit": limit}
         )
 
     def iter_events(
         self, run_id: str, *, after_seq: int = 0, page_size: int = 1000
-    ) -> Iterator[tuple[int, dict]]:
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every event after ``after_seq`` as (seq, event), page by page."""
         while True:
             page = self.events(run_id, after_seq=after_seq, limit=page_size)
@@ -367,12 +377,12 @@ class WorkbenchClient:
         """The signed bundle as canonical JSON bytes (verify with any protocol 1.0.0 implementation)."""
         return self.request("GET", f"/runs/{_q(run_id)}/bundle").content
 
-    def import_bundle(self, data: bytes, *, as_new_id: bool = False, **kw: Any) -> dict:
+    def import_bundle(self, data: bytes, *, as_new_id: bool = False, **kw: Any) -> dict[str, Any]:
         params = {"as_new_id": "true"} if as_new_id else None
-        return self._json("POST", "/bundles", content=data, params=params, **kw)
+        return self._object("POST", "/bundles", content=data, params=params, **kw)
 
-    def verify_bundle(self, data: bytes) -> dict:
-        return self._json("POST", "/bundles/verify", content=data)
+    def verify_bundle(self, data: bytes) -> dict[str, Any]:
+        return self._object("POST", "/bundles/verify", content=data)
 
     # -- fork and replay (seed 002) -------------------------------------------------------------
 
@@ -382,30 +392,32 @@ class WorkbenchClient:
         *,
         mode: str = "replay",
         from_seq: int | None = None,
-        overlay: dict | None = None,
+        overlay: dict[str, Any] | None = None,
         **kw: Any,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """``POST /runs/{id}:fork``: ``{runId, sourceRunId, fromSeq, mode, status, eventsUrl}``.
 
         ``status`` is ``pending`` when the workbench re-executes the fork itself (it has the
         workflow's step code) and ``external`` when the host replays it: run the pipeline again
         against the new run id, asking :meth:`cached_response` (or :meth:`replay_fn`) first."""
         body = _drop_none({"mode": mode, "fromSeq": from_seq, "runOptionsOverlay": overlay})
-        return self._json("POST", f"/runs/{_q(run_id)}:fork", json=body, **kw)
+        return self._object("POST", f"/runs/{_q(run_id)}:fork", json=body, **kw)
 
-    def replay(self, run_id: str, *, from_seq: int = 0, **kw: Any) -> dict:
+    def replay(self, run_id: str, *, from_seq: int = 0, **kw: Any) -> dict[str, Any]:
         return self.fork(run_id, mode="replay", from_seq=from_seq, **kw)
 
-    def branch(self, run_id: str, *, from_seq: int, overlay: dict | None = None, **kw: Any) -> dict:
+    def branch(
+        self, run_id: str, *, from_seq: int, overlay: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
         return self.fork(run_id, mode="branch", from_seq=from_seq, overlay=overlay, **kw)
 
-    def determinism(self, replay_run_id: str) -> dict:
+    def determinism(self, replay_run_id: str) -> dict[str, Any]:
         """The determinism report of a replay (seed 002)."""
-        return self._json("GET", f"/runs/{_q(replay_run_id)}/determinism")
+        return self._object("GET", f"/runs/{_q(replay_run_id)}/determinism")
 
     def cached_response(
-        self, provider: str, model: str | None, request: dict, *, prefer_run_id: str | None = None
-    ) -> dict | None:
+        self, provider: str, model: str | None, request: dict[str, Any], *, prefer_run_id: str | None = None
+    ) -> dict[str, Any] | None:
         """The workspace's cached answer to this provider request body (None on a miss).
 
         The key is computed here (:mod:`workbench_sdk.cachekey`, pure Python) exactly as the
@@ -413,7 +425,7 @@ class WorkbenchClient:
         key = llm_cache_key(request_from_wire(provider, model, request))
         params = {"preferRunId": prefer_run_id} if prefer_run_id else None
         try:
-            return self._json("GET", f"/cache/{key}", params=params)
+            return self._object("GET", f"/cache/{key}", params=params)
         except WorkbenchAPIError as exc:
             if exc.status == 404:
                 return None
@@ -421,12 +433,12 @@ class WorkbenchClient:
 
     def replay_fn(
         self, *, prefer_run_id: str | None = None
-    ) -> Callable[[str, str, dict], RecordedAnswer | None]:
+    ) -> Callable[[str, str, dict[str, Any]], RecordedAnswer | None]:
         """A ``replay`` callable for :class:`workbench_sdk.traced.Tracer`: ``(provider, model,
         request) -> the recorded answer (response body and stream chunks) or None``, asking this
         server's response cache."""
 
-        def replay(provider: str, model: str, request: dict) -> RecordedAnswer | None:
+        def replay(provider: str, model: str, request: dict[str, Any]) -> RecordedAnswer | None:
             found = self.cached_response(provider, model, request, prefer_run_id=prefer_run_id)
             if found is None:
                 return None
@@ -442,7 +454,7 @@ def _q(segment: str) -> str:
     return quote(segment, safe="")
 
 
-def _drop_none(values: dict) -> dict:
+def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 

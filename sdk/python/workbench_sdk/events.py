@@ -23,27 +23,27 @@ def now_iso() -> str:
 
 def make_event(
     run_id: str, type: str, *, ts: str | None = None, event_id: str | None = None, **fields: Any
-) -> dict:
+) -> dict[str, Any]:
     """A protocol trace event with a fresh id and the current time (fields as on the wire: stepId ...)."""
     event = {"id": event_id or f"evt_{uuid.uuid4()}", "runId": run_id, "ts": ts or now_iso(), "type": type}
     event.update({k: v for k, v in fields.items() if v is not None})
     return event
 
 
-class RecordedAnswer(dict):
+class RecordedAnswer(dict[str, Any]):
     """A recorded model answer: the provider's response object (``model_io.payload``), as a
     dict, with the payloads of its ``stream_chunk`` events (SDK stream events; empty when it
     came whole) in ``chunks``."""
 
-    def __init__(self, body: dict, chunks: list[dict] | None = None) -> None:
+    def __init__(self, body: dict[str, Any], chunks: list[dict[str, Any]] | None = None) -> None:
         super().__init__(body)
-        self.chunks: list[dict] = list(chunks or [])
+        self.chunks: list[dict[str, Any]] = list(chunks or [])
 
     @property
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         return dict(self)
 
 
-def recorded_answer(body: dict, chunks: list[dict]) -> RecordedAnswer:
+def recorded_answer(body: dict[str, Any], chunks: list[dict[str, Any]]) -> RecordedAnswer:
     """A RecordedAnswer from a cached response and its recorded ``stream_chunk`` fields."""
     return RecordedAnswer(body, [c["payload"] for c in chunks if isinstance(c.get("payload"), dict)])

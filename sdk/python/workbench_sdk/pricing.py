@@ -81,14 +81,16 @@ def cost_amount(usage: Mapping[str, Any], price: Any, *, cache_write_tokens: int
     return total
 
 
-def protocol_cost(amount: Decimal | None, currency: str | None) -> dict | None:
+def protocol_cost(amount: Decimal | None, currency: str | None) -> dict[str, Any] | None:
     """``model_io.cost`` (``{amount, currency}``) or None when unknown."""
     if amount is None:
         return None
     return {"amount": float(amount), "currency": (currency or "").strip().upper() or "USD"}
 
 
-def cost_of(usage: Mapping[str, Any] | None, price: Any, *, cache_write_tokens: int = 0) -> dict | None:
+def cost_of(
+    usage: Mapping[str, Any] | None, price: Any, *, cache_write_tokens: int = 0
+) -> dict[str, Any] | None:
     """``model_io.cost`` from a usage and a price row; None if either is unknown."""
     if usage is None or price is None:
         return None

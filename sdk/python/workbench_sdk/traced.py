@@ -42,7 +42,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from functools import partial
 from typing import Any, Protocol
 
@@ -67,7 +67,10 @@ __all__ = [
 ]
 
 
-ReplayFn = Callable[[str, str, dict], "RecordedAnswer | dict | None"]
+ReplayFn = Callable[[str, str, dict[str, Any]], "RecordedAnswer | dict[str, Any] | None"]
+# A stream accumulator: feed it the SDK's stream events, then final() -> (response, usage).
+Feed = Callable[[Any], None]
+Final = Callable[[], tuple[Any, Any]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,7 +80,7 @@ ReplayFn = Callable[[str, str, dict], "RecordedAnswer | dict | None"]
 class Sink(Protocol):
     run_id: str
 
-    def record(self, events: list[dict]) -> None: ...
+    def record(self, events: list[dict[str, Any]]) -> None: ...
 
 
 class ClientSink:
@@ -87,7 +90,7 @@ class ClientSink:
         self.client = client
         self.run_id = run_id
 
-    def record(self, events: list[dict]) -> None:
+    def record(self, events: list[dict[str, Any]]) -> None:
         self.client.append_events(self.run_id, events)
 
 
@@ -95,7 +98,7 @@ class ClientSink:
 # Usage and cost
 
 
-def usage_of(provider: str, usage: Any) -> dict | None:
+def usage_of(provider: str, usage: Any) -> dict[str, Any] | None:
     """The protocol's ``model_io.usage`` from an SDK usage object (or dict)."""
     if usage is None:
         return None
@@ -134,7 +137,9 @@ def _cache_write_tokens(provider: str, usage: Any) -> int:
     return u.get("cache_creation_input_tokens") or 0
 
 
-def cost_of(usage: dict | None, price: Any, *, cache_write_tokens: int = 0) -> dict | None:
+def cost_of(
+    usage: dict[str, Any] | None, price: Any, *, cache_write_tokens: int = 0
+) -> dict[str, Any] | None:
     """``model_io.cost`` from a usage and a price row (a dict or an object with ``input``,
     ``output``, ``cache_read``, ``cache_write``, ``currency``); None if unknown."""
     return _cost_of(usage, price, cache_write_tokens=cache_write_tokens)
@@ -150,7 +155,7 @@ def _dump(value: Any) -> Any:
     return value
 
 
-def _request_payload(kwargs: Mapping[str, Any]) -> dict:
+def _request_payload(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for key, value in kwargs.items():
         if key in ("extra_headers", "timeout"):
@@ -209,12 +214,14 @@ class Tracer:
         """Blocking work (the sink, the replay lookup) from async code, in a worker thread."""
         return await in_thread(self.sink, fn, *args)
 
-    def event(self, type: str, **fields: Any) -> dict:
+    def event(self, type: str, **fields: Any) -> dict[str, Any]:
         if self.step_id is not None:
             fields.setdefault("stepId", self.step_id)
         return make_event(self.sink.run_id, type, **fields)
 
-    def _begin(self, provider: str, model: str, request: Mapping[str, Any]) -> tuple[Call, list[dict]]:
+    def _begin(
+        self, provider: str, model: str, request: Mapping[str, Any]
+    ) -> tuple[Call, list[dict[str, Any]]]:
         call = Call(self, provider, model)
         event = self.event(
             "model_io",
@@ -245,7 +252,7 @@ class Tracer:
         )
 
 
-async def arecord(sink: Sink, events: list[dict]) -> None:
+async def arecord(sink: Sink, events: list[dict[str, Any]]) -> None:
     """Record from async code: the sink (blocking HTTP, a database) runs in a worker thread."""
     await in_thread(sink, sink.record, events)
 
@@ -269,7 +276,7 @@ class Call:
         self.model = model
         self.correlation_id = f"call_{uuid.uuid4()}"
         self.started = time.monotonic()
-        self.pending: list[dict] = []
+        self.pending: list[dict[str, Any]] = []
         self.done = False
 
     def chunk(self, payload: Any) -> None:
@@ -307,7 +314,7 @@ class Call:
 
     def _finish(
         self, response: Any, *, usage: Any, tool_calls: list[tuple[str, Any]], summary: str | None = None
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         if self.done:
             return []
         self.done = True
@@ -343,7 +350,7 @@ class Call:
         ]
         return events
 
-    def _fail(self, exc: BaseException) -> list[dict]:
+    def _fail(self, exc: BaseException) -> list[dict[str, Any]]:
         if self.done:
             return []
         self.done = True
@@ -382,17 +389,20 @@ class _Provider:
     def tools(self, response: Any) -> list[tuple[str, Any]]:
         raise NotImplementedError
 
-    def response_type(self):
+    def response_type(self) -> Any:
+        """The SDK's response model class (a pydantic model: ``model_validate`` reads a dict)."""
         raise NotImplementedError
 
-    def accumulator(self, kwargs: dict):
+    def accumulator(self, kwargs: dict[str, Any]) -> tuple[Feed, Final]:
         raise NotImplementedError
 
     def stream_events(self, answer: RecordedAnswer) -> list[Any]:
         """The SDK stream events of a recorded answer: its recorded stream, else rebuilt."""
         raise NotImplementedError
 
-    def stream_helper(self, kwargs: dict, is_async: bool) -> tuple[dict, Callable[[Any], Any]]:
+    def stream_helper(
+        self, kwargs: dict[str, Any], is_async: bool
+    ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
         """For the SDK's ``stream()`` helper: the ``create(stream=True)`` arguments, and the
         SDK's own stream manager class bound to its options (it takes the request)."""
         raise NotImplementedError
@@ -401,31 +411,31 @@ class _Provider:
 class _Anthropic(_Provider):
     name = "anthropic"
 
-    def tools(self, response):
+    def tools(self, response: Any) -> list[tuple[str, Any]]:
         return _anthropic_tools(response)
 
-    def response_type(self):
+    def response_type(self) -> Any:
         from anthropic.types import Message
 
         return Message
 
-    def accumulator(self, kwargs):
+    def accumulator(self, kwargs: dict[str, Any]) -> tuple[Feed, Final]:
         from anthropic.lib.streaming._messages import accumulate_event
 
         state: dict[str, Any] = {"snapshot": None, "bufs": {}}
 
-        def feed(event):
+        def feed(event: Any) -> None:
             state["snapshot"] = accumulate_event(
                 event=event, current_snapshot=state["snapshot"], json_bufs=state["bufs"]
             )
 
-        def final():
+        def final() -> tuple[Any, Any]:
             message = state["snapshot"]
             return message, getattr(message, "usage", None)
 
         return feed, final
 
-    def stream_events(self, answer):
+    def stream_events(self, answer: RecordedAnswer) -> list[Any]:
         from anthropic.types import RawMessageStreamEvent
         from pydantic import TypeAdapter
 
@@ -434,7 +444,9 @@ class _Anthropic(_Provider):
         adapter = TypeAdapter(RawMessageStreamEvent)
         return [adapter.validate_python(event) for event in events]
 
-    def stream_helper(self, kwargs, is_async):
+    def stream_helper(
+        self, kwargs: dict[str, Any], is_async: bool
+    ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
         from anthropic import NOT_GIVEN
         from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
 
@@ -450,41 +462,43 @@ class _Anthropic(_Provider):
 class _OpenAI(_Provider):
     name = "openai"
 
-    def tools(self, response):
+    def tools(self, response: Any) -> list[tuple[str, Any]]:
         return _openai_tools(response)
 
-    def response_type(self):
+    def response_type(self) -> Any:
         from openai.types.chat import ChatCompletion
 
         return ChatCompletion
 
-    def accumulator(self, kwargs):
+    def accumulator(self, kwargs: dict[str, Any]) -> tuple[Feed, Final]:
         from openai.lib.streaming.chat import ChatCompletionStreamState
 
-        options = {}
+        options: dict[str, Any] = {}
         if kwargs.get("tools"):
             options["input_tools"] = kwargs["tools"]
         if kwargs.get("response_format") is not None:
             options["response_format"] = kwargs["response_format"]
         state = ChatCompletionStreamState(**options)
 
-        def feed(chunk):
+        def feed(chunk: Any) -> None:
             state.handle_chunk(chunk)
 
-        def final():
+        def final() -> tuple[Any, Any]:
             completion = state.get_final_completion()
             return completion, getattr(completion, "usage", None)
 
         return feed, final
 
-    def stream_events(self, answer):
+    def stream_events(self, answer: RecordedAnswer) -> list[Any]:
         from openai.types.chat import ChatCompletionChunk
 
         recorded = _all_typed(answer.chunks, OPENAI_STREAM_OBJECTS, key="object")
         events = answer.chunks if recorded else _openai_stream(answer.body)
         return [ChatCompletionChunk.model_validate(event) for event in events]
 
-    def stream_helper(self, kwargs, is_async):
+    def stream_helper(
+        self, kwargs: dict[str, Any], is_async: bool
+    ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
         from openai import omit
         from openai.lib._parsing import type_to_response_format_param
         from openai.lib.streaming.chat import AsyncChatCompletionStreamManager, ChatCompletionStreamManager
@@ -514,18 +528,18 @@ ANTHROPIC_STREAM_EVENTS = frozenset(
 OPENAI_STREAM_OBJECTS = frozenset({"chat.completion.chunk"})
 
 
-def _all_typed(chunks: list[dict], types: frozenset[str], *, key: str = "type") -> bool:
+def _all_typed(chunks: list[dict[str, Any]], types: frozenset[str], *, key: str = "type") -> bool:
     return bool(chunks) and all(c.get(key) in types for c in chunks)
 
 
-def _anthropic_stream(message: dict) -> list[dict]:
+def _anthropic_stream(message: dict[str, Any]) -> list[dict[str, Any]]:
     """Stream events that a Messages stream of ``message`` would have sent."""
     usage = dict(message.get("usage") or {})
     start = {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}
-    events: list[dict] = [{"type": "message_start", "message": start}]
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(message.get("content") or []):
         kind = block.get("type")
-        deltas: list[dict] = []
+        deltas: list[dict[str, Any]] = []
         opening = dict(block)
         if kind == "text":
             opening["text"] = ""
@@ -548,12 +562,12 @@ def _anthropic_stream(message: dict) -> list[dict]:
     return events
 
 
-def _openai_stream(completion: dict) -> list[dict]:
+def _openai_stream(completion: dict[str, Any]) -> list[dict[str, Any]]:
     """Chunks that a Chat Completions stream of ``completion`` would have sent (usage last)."""
     kept = ("id", "created", "model", "system_fingerprint", "service_tier")
     base = {k: completion[k] for k in kept if k in completion}
     base["object"] = "chat.completion.chunk"
-    chunks: list[dict] = []
+    chunks: list[dict[str, Any]] = []
     for choice in completion.get("choices") or []:
         message = choice.get("message") or {}
         delta = {k: message[k] for k in ("role", "content", "refusal") if message.get(k) is not None}
@@ -588,7 +602,7 @@ class _RecordedStream:
         self._events = events
         self.response = _NoResponse()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._events)
 
     def close(self) -> None:
@@ -596,11 +610,12 @@ class _RecordedStream:
 
 
 class _AsyncRecordedStream(_RecordedStream):
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[Any]:
         for event in self._events:
             yield event
 
-    async def close(self) -> None:
+    # the async twin's close is awaited, as the SDK's AsyncStream.close is (hence the ignore)
+    async def close(self) -> None:  # type: ignore[override]
         pass
 
 
@@ -608,7 +623,13 @@ class _TracedStream:
     """Wraps an SDK stream (sync): yields its events unchanged while recording them."""
 
     def __init__(
-        self, stream, call: Call, feed, final, provider: _Provider, summary: str | None = None
+        self,
+        stream: Any,
+        call: Call,
+        feed: Feed,
+        final: Final,
+        provider: _Provider,
+        summary: str | None = None,
     ) -> None:
         self._stream = stream
         self._call = call
@@ -617,7 +638,7 @@ class _TracedStream:
         self._provider = provider
         self._summary = summary
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         try:
             for event in self._stream:
                 self._call.chunk(event)
@@ -628,28 +649,28 @@ class _TracedStream:
             raise
         self._end()
 
-    def _end(self):
+    def _end(self) -> None:
         response, usage = self._final()
         tools = self._provider.tools(response)
         self._call.finish(response, usage=usage, tool_calls=tools, summary=self._summary)
 
-    def __enter__(self):
+    def __enter__(self) -> _TracedStream:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         if not self._call.done:
             self._call.fail(RuntimeError("stream closed before it ended"))
         self._stream.close()
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
 
 class _AsyncTracedStream(_TracedStream):
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[Any]:
         try:
             async for event in self._stream:
                 self._call.chunk(event)
@@ -662,34 +683,35 @@ class _AsyncTracedStream(_TracedStream):
         tools = self._provider.tools(response)
         await self._call.afinish(response, usage=usage, tool_calls=tools, summary=self._summary)
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> _AsyncTracedStream:
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def aclose(self):
+    async def aclose(self) -> None:
         if not self._call.done:
             await self._call.afail(RuntimeError("stream closed before it ended"))
         await self._stream.close()
 
-    async def close(self):  # as the SDK's AsyncStream.close (its stream helpers await it)
+    # as the SDK's AsyncStream.close (its stream helpers await it); hence the ignore
+    async def close(self) -> None:  # type: ignore[override]
         await self.aclose()
 
 
 class _Endpoint:
     """``messages`` (Anthropic) or ``chat.completions`` (OpenAI), with ``create`` recorded."""
 
-    def __init__(self, target, tracer: Tracer, provider: _Provider, is_async: bool) -> None:
+    def __init__(self, target: Any, tracer: Tracer, provider: _Provider, is_async: bool) -> None:
         self._target = target
         self._tracer = tracer
         self._provider = provider
         self._is_async = is_async
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._target, name)
 
-    def _replayed(self, model: str, kwargs: dict):
+    def _replayed(self, model: str, kwargs: dict[str, Any]) -> Any:
         """The recorded answer to this call as the SDK would return it (a response, or for a
         streaming call the list of its stream events), or None to ask the provider."""
         if self._tracer.replay is None:
@@ -708,7 +730,7 @@ class _Endpoint:
         except ValidationError:  # recorded in a shape this SDK does not read: ask the provider
             return None
 
-    def _replayed_stream(self, events: list[Any], call: Call, kwargs: dict):
+    def _replayed_stream(self, events: list[Any], call: Call, kwargs: dict[str, Any]) -> _TracedStream:
         feed, final = self._provider.accumulator(kwargs)
         if self._is_async:
             stream = _AsyncRecordedStream(events)
@@ -717,7 +739,7 @@ class _Endpoint:
             _RecordedStream(events), call, feed, final, self._provider, summary=REPLAYED_SUMMARY
         )
 
-    def create(self, **kwargs):
+    def create(self, **kwargs: Any) -> Any:
         if self._is_async:
             return self._acreate(**kwargs)
         model = kwargs.get("model", "")
@@ -745,7 +767,7 @@ class _Endpoint:
         call.finish(result, usage=getattr(result, "usage", None), tool_calls=self._provider.tools(result))
         return result
 
-    async def _acreate(self, **kwargs):
+    async def _acreate(self, **kwargs: Any) -> Any:
         model = kwargs.get("model", "")
         call = await self._tracer.abegin(self._provider.name, model, kwargs)
         replayed = await self._tracer.run_blocking(self._replayed, model, kwargs)  # may ask a server
@@ -769,7 +791,7 @@ class _Endpoint:
         )
         return result
 
-    def stream(self, **kwargs):
+    def stream(self, **kwargs: Any) -> Any:
         """The SDK's streaming helper (Anthropic ``messages.stream``, OpenAI
         ``chat.completions.stream``, used as a context manager) over a traced
         ``create(stream=True)``: recorded like it, and answered from the replay cache like it."""
@@ -778,7 +800,7 @@ class _Endpoint:
             return manager(self._acreate(**body))
         return manager(lambda: self.create(**body))
 
-    def _stream_options(self, kwargs: dict) -> dict:
+    def _stream_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         # OpenAI sends usage in a stream only when asked; ask, so the ledger has it.
         if self._provider.name == "openai" and kwargs.get("stream") and "stream_options" not in kwargs:
             return {**kwargs, "stream_options": {"include_usage": True}}
@@ -786,27 +808,27 @@ class _Endpoint:
 
 
 class _Proxy:
-    def __init__(self, client, overrides: dict[str, Any]) -> None:
+    def __init__(self, client: Any, overrides: dict[str, Any]) -> None:
         self._client = client
         self._overrides = overrides
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in self._overrides:
             return self._overrides[name]
         return getattr(self._client, name)
 
 
-def _is_async(client) -> bool:
+def _is_async(client: Any) -> bool:
     return type(client).__name__.startswith("Async")
 
 
-def traced_anthropic(client, tracer: Tracer):
+def traced_anthropic(client: Any, tracer: Tracer) -> Any:
     """An ``anthropic.Anthropic`` / ``AsyncAnthropic`` whose ``messages.create`` is recorded."""
     messages = _Endpoint(client.messages, tracer, _Anthropic(), _is_async(client))
     return _Proxy(client, {"messages": messages})
 
 
-def traced_openai(client, tracer: Tracer):
+def traced_openai(client: Any, tracer: Tracer) -> Any:
     """An ``openai.OpenAI`` / ``AsyncOpenAI`` whose ``chat.completions.create`` is recorded."""
     completions = _Endpoint(client.chat.completions, tracer, _OpenAI(), _is_async(client))
     chat = _Proxy(client.chat, {"completions": completions})
