@@ -293,7 +293,7 @@ class WorkbenchClient:
         after_seq: int,
         checkpoint: str | None = None,
         timeout: float = 25.0,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """One long poll (``GET /runs/{id}/gates/wait``): answered as soon as a reviewer decides the
         gate requested at seq ``after_seq`` (``status: decided``), when the run ends (``closed``),
         or after ``timeout`` seconds (``pending``: ask again). See :class:`workbench_sdk.run.GateHandle`."""
@@ -306,7 +306,7 @@ class WorkbenchClient:
                 "timeout": max(0.0, min(timeout, 60.0)),
             }
         )
-        return self._json(
+        return self._object(
             "GET", f"/runs/{_q(run_id)}/gates/wait", params=params, timeout=params["timeout"] + 15.0
         )
 

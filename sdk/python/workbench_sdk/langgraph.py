@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
@@ -43,13 +43,13 @@ __all__ = ["WorkbenchGraph", "workflow_of"]
 GRAPH_ENDS = ("__start__", "__end__")
 
 
-def workflow_of(graph: Any, workflow_id: str | None = None) -> dict:
+def workflow_of(graph: Any, workflow_id: str | None = None) -> dict[str, Any]:
     """The protocol workflow of a compiled graph: its nodes as steps, its edges minus any that
     would close a cycle (the protocol's workflow is a DAG; loops show as attempts instead)."""
     drawn = graph.get_graph()
     steps = [node for node in drawn.nodes if node not in GRAPH_ENDS]
     successors: dict[str, set[str]] = {s: set() for s in steps}
-    edges = []
+    edges: list[dict[str, str]] = []
     # fixed edges first: a loop is most often closed by a conditional edge back to an earlier node
     for edge in sorted(drawn.edges, key=lambda e: bool(getattr(e, "conditional", False))):
         a, b = edge.source, edge.target
@@ -93,15 +93,18 @@ def _reason(value: Any) -> str | None:
         return value[:500]
     if isinstance(value, dict):
         for key in ("question", "reason", "message"):
-            if isinstance(value.get(key), str):
-                return value[key][:500]
+            text = value.get(key)
+            if isinstance(text, str):
+                return text[:500]
     return None
 
 
-class _Node(Runnable):
+class _Node(Runnable[Any, Any]):
     """A graph node's runnable, recorded as a step attempt of the current run."""
 
-    def __init__(self, bound: Runnable, name: str, adapter: WorkbenchGraph) -> None:
+    name: str  # always the node's name (Runnable declares ``str | None``)
+
+    def __init__(self, bound: Runnable[Any, Any], name: str, adapter: WorkbenchGraph) -> None:
         self.bound = bound
         self.name = name
         self.adapter = adapter
@@ -210,13 +213,13 @@ class WorkbenchGraph:
 
     @staticmethod
     def _config(config: RunnableConfig | None) -> RunnableConfig:
-        config = dict(config or {})  # type: ignore[assignment]
-        configurable = dict(config.get("configurable") or {})
+        merged: dict[str, Any] = dict(config or {})
+        configurable: dict[str, Any] = dict(merged.get("configurable") or {})
         configurable.setdefault("thread_id", f"wb-{uuid.uuid4()}")
-        config["configurable"] = configurable
-        return config  # type: ignore[return-value]
+        merged["configurable"] = configurable
+        return cast(RunnableConfig, merged)
 
-    def _resume(self, session: _Session) -> Command | None:
+    def _resume(self, session: _Session) -> Command[Any] | None:
         if not session.pending:
             return None
         decisions = {key: handle.wait(self.gate_timeout) for key, handle in session.pending}

@@ -150,7 +150,7 @@ def _fallback(value: Any) -> Any:
     return repr(value)
 
 
-def _inputs(signature: inspect.Signature, args: tuple, kwargs: dict) -> dict:
+def _inputs(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError:
@@ -168,7 +168,7 @@ class _Call:
         self.owns_run = self.parent is None
         self.run: RemoteRun | None = None
 
-    def open(self, inputs: dict | None) -> Scope:
+    def open(self, inputs: dict[str, Any] | None) -> Scope:
         if self.parent is None:
             client = default_client()
             workflow = {"id": self.name, "version": 0, "steps": [{"id": self.name}]}

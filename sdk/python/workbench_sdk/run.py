@@ -135,7 +135,7 @@ class GateHandle:
 
         return await asyncio.to_thread(self.wait, timeout)
 
-    def _decision(self, answer: dict) -> Decision:
+    def _decision(self, answer: dict[str, Any]) -> Decision:
         edits = list(answer.get("edits") or [])
         payload = self.payload
         key = gate_payload_key(self.step_id, self.gate, self.checkpoint)
@@ -176,11 +176,11 @@ class RemoteRun:
         cls,
         client: WorkbenchClient,
         *,
-        workflow: dict,
+        workflow: dict[str, Any],
         title: str | None = None,
         tags: list[str] | None = None,
-        metadata: dict | None = None,
-        subject: dict | None = None,
+        metadata: dict[str, Any] | None = None,
+        subject: dict[str, Any] | None = None,
         run_id: str | None = None,
         prices: PriceTable | None = None,
     ) -> RemoteRun:
@@ -209,19 +209,21 @@ class RemoteRun:
 
     # -- events -----------------------------------------------------------------------------------
 
-    def record(self, events: list[dict]) -> dict:
+    def record(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         """Append events (``POST /runs/{id}/events``): the server's answer (``seqs``, ``lastSeq``)."""
         return self.client.append_events(self.run_id, events)
 
-    def event(self, type: str, **fields: Any) -> dict:
+    def event(self, type: str, **fields: Any) -> dict[str, Any]:
         """Record one event of ``type`` (protocol 1.0.0 fields)."""
         return self.record([make_event(self.run_id, type, **fields)])
 
-    def start_step(self, step_id: str) -> dict:
+    def start_step(self, step_id: str) -> dict[str, Any]:
         """``step_started``: the step's next attempt (attempt n is its n-th ``step_started``)."""
         return self.event("step_started", stepId=step_id)
 
-    def complete_step(self, step_id: str, *, ok: bool = True, error: dict | None = None) -> dict:
+    def complete_step(
+        self, step_id: str, *, ok: bool = True, error: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         fields: dict[str, Any] = {"stepId": step_id, "ok": ok}
         if not ok:
             fields["error"] = error or {"message": "step failed"}
@@ -238,7 +240,9 @@ class RemoteRun:
             raise
         self.complete_step(step_id)
 
-    def artifact(self, key: str, data: Any, *, type_id: str = "json", step_id: str | None = None) -> dict:
+    def artifact(
+        self, key: str, data: Any, *, type_id: str = "json", step_id: str | None = None
+    ) -> dict[str, Any]:
         """Write the next version of artifact ``key`` (the server numbers it)."""
         return self.client.write_artifact(self.run_id, key=key, type_id=type_id, data=data, step_id=step_id)
 
@@ -289,14 +293,14 @@ class RemoteRun:
 
     # -- the end ----------------------------------------------------------------------------------
 
-    def finish(self, status: str = "completed", *, reason: str | None = None) -> dict:
+    def finish(self, status: str = "completed", *, reason: str | None = None) -> dict[str, Any]:
         """``run_status_changed`` to ``completed`` (or ``cancelled``)."""
         fields: dict[str, Any] = {"status": status}
         if reason:
             fields["reason"] = reason
         return self.event("run_status_changed", **fields)
 
-    def fail(self, reason: str, *, code: str | None = None) -> dict:
+    def fail(self, reason: str, *, code: str | None = None) -> dict[str, Any]:
         """The run failed: a fatal ``error``, then ``run_status_changed: failed``."""
         error: dict[str, Any] = {"message": reason, "fatal": True}
         if code:
