@@ -43,13 +43,13 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from functools import partial
 from typing import Any, Protocol
 
 from workbench_sdk.client import WorkbenchAPIError, WorkbenchClient
 from workbench_sdk.events import REPLAYED_SUMMARY, RecordedAnswer, make_event
 from workbench_sdk.pricing import PriceTable, price_for
 from workbench_sdk.pricing import cost_of as _cost_of
+from workbench_sdk.shapes import AnthropicProvider, Feed, Final, OpenAIProvider, Provider, dump_model
 
 __all__ = [
     "Call",
@@ -69,8 +69,6 @@ __all__ = [
 
 ReplayFn = Callable[[str, str, dict[str, Any]], "RecordedAnswer | dict[str, Any] | None"]
 # A stream accumulator: feed it the SDK's stream events, then final() -> (response, usage).
-Feed = Callable[[Any], None]
-Final = Callable[[], tuple[Any, Any]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,12 +147,6 @@ def cost_of(
 # The tracer and one call
 
 
-def _dump(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", exclude_none=True)
-    return value
-
-
 def _request_payload(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for key, value in kwargs.items():
@@ -163,8 +155,8 @@ def _request_payload(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, type):  # a pydantic class given as response format
             value = {"pydantic": value.__name__}
         try:
-            json.dumps(value, default=_dump)
-            out[key] = json.loads(json.dumps(value, default=_dump))
+            json.dumps(value, default=dump_model)
+            out[key] = json.loads(json.dumps(value, default=dump_model))
         except (TypeError, ValueError):
             out[key] = repr(value)
     return out
@@ -288,7 +280,7 @@ class Call:
                     direction="stream_chunk",
                     provider=self.provider,
                     model=self.model,
-                    payload=_dump(payload),
+                    payload=dump_model(payload),
                 )
             )
 
@@ -328,7 +320,7 @@ class Call:
             "provider": self.provider,
             "model": model,
             "durationMs": round((time.monotonic() - self.started) * 1000, 3),
-            "payload": _dump(response),
+            "payload": dump_model(response),
         }
         if usage_doc is not None:
             fields["usage"] = usage_doc
@@ -356,231 +348,6 @@ class Call:
         self.done = True
         message = f"{type(exc).__name__}: {exc}"[:2000]
         return [*self.pending, self.tracer.event("error", correlationId=self.correlation_id, message=message)]
-
-
-# --------------------------------------------------------------------------------------------
-# Provider specifics
-
-
-def _anthropic_tools(message: Any) -> list[tuple[str, Any]]:
-    return [
-        (b.name, _dump(b.input)) for b in (getattr(message, "content", None) or []) if b.type == "tool_use"
-    ]
-
-
-def _openai_tools(completion: Any) -> list[tuple[str, Any]]:
-    out = []
-    for choice in getattr(completion, "choices", None) or []:
-        for call in getattr(choice.message, "tool_calls", None) or []:
-            function = getattr(call, "function", None)
-            if function is None:
-                continue
-            try:
-                args = json.loads(function.arguments) if function.arguments else None
-            except ValueError:
-                args = function.arguments
-            out.append((function.name, args))
-    return out
-
-
-class _Provider:
-    name: str
-
-    def tools(self, response: Any) -> list[tuple[str, Any]]:
-        raise NotImplementedError
-
-    def response_type(self) -> Any:
-        """The SDK's response model class (a pydantic model: ``model_validate`` reads a dict)."""
-        raise NotImplementedError
-
-    def accumulator(self, kwargs: dict[str, Any]) -> tuple[Feed, Final]:
-        raise NotImplementedError
-
-    def stream_events(self, answer: RecordedAnswer) -> list[Any]:
-        """The SDK stream events of a recorded answer: its recorded stream, else rebuilt."""
-        raise NotImplementedError
-
-    def stream_helper(
-        self, kwargs: dict[str, Any], is_async: bool
-    ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
-        """For the SDK's ``stream()`` helper: the ``create(stream=True)`` arguments, and the
-        SDK's own stream manager class bound to its options (it takes the request)."""
-        raise NotImplementedError
-
-
-class _Anthropic(_Provider):
-    name = "anthropic"
-
-    def tools(self, response: Any) -> list[tuple[str, Any]]:
-        return _anthropic_tools(response)
-
-    def response_type(self) -> Any:
-        from anthropic.types import Message
-
-        return Message
-
-    def accumulator(self, kwargs: dict[str, Any]) -> tuple[Feed, Final]:
-        from anthropic.lib.streaming._messages import accumulate_event
-
-        state: dict[str, Any] = {"snapshot": None, "bufs": {}}
-
-        def feed(event: Any) -> None:
-            state["snapshot"] = accumulate_event(
-                event=event, current_snapshot=state["snapshot"], json_bufs=state["bufs"]
-            )
-
-        def final() -> tuple[Any, Any]:
-            message = state["snapshot"]
-            return message, getattr(message, "usage", None)
-
-        return feed, final
-
-    def stream_events(self, answer: RecordedAnswer) -> list[Any]:
-        from anthropic.types import RawMessageStreamEvent
-        from pydantic import TypeAdapter
-
-        recorded = _all_typed(answer.chunks, ANTHROPIC_STREAM_EVENTS)
-        events = answer.chunks if recorded else _anthropic_stream(answer.body)
-        adapter = TypeAdapter(RawMessageStreamEvent)
-        return [adapter.validate_python(event) for event in events]
-
-    def stream_helper(
-        self, kwargs: dict[str, Any], is_async: bool
-    ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
-        from anthropic import NOT_GIVEN
-        from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
-
-        if kwargs.get("output_format") is not None:
-            raise TypeError(
-                "traced messages.stream(): pass output_config={'format': ...} instead of output_format"
-            )
-        body = {k: v for k, v in kwargs.items() if k != "output_format"}
-        manager = AsyncMessageStreamManager if is_async else MessageStreamManager
-        return {**body, "stream": True}, partial(manager, output_format=NOT_GIVEN)
-
-
-class _OpenAI(_Provider):
-    name = "openai"
-
-    def tools(self, response: Any) -> list[tuple[str, Any]]:
-        return _openai_tools(response)
-
-    def response_type(self) -> Any:
-        from openai.types.chat import ChatCompletion
-
-        return ChatCompletion
-
-    def accumulator(self, kwargs: dict[str, Any]) -> tuple[Feed, Final]:
-        from openai.lib.streaming.chat import ChatCompletionStreamState
-
-        options: dict[str, Any] = {}
-        if kwargs.get("tools"):
-            options["input_tools"] = kwargs["tools"]
-        if kwargs.get("response_format") is not None:
-            options["response_format"] = kwargs["response_format"]
-        state = ChatCompletionStreamState(**options)
-
-        def feed(chunk: Any) -> None:
-            state.handle_chunk(chunk)
-
-        def final() -> tuple[Any, Any]:
-            completion = state.get_final_completion()
-            return completion, getattr(completion, "usage", None)
-
-        return feed, final
-
-    def stream_events(self, answer: RecordedAnswer) -> list[Any]:
-        from openai.types.chat import ChatCompletionChunk
-
-        recorded = _all_typed(answer.chunks, OPENAI_STREAM_OBJECTS, key="object")
-        events = answer.chunks if recorded else _openai_stream(answer.body)
-        return [ChatCompletionChunk.model_validate(event) for event in events]
-
-    def stream_helper(
-        self, kwargs: dict[str, Any], is_async: bool
-    ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
-        from openai import omit
-        from openai.lib._parsing import type_to_response_format_param
-        from openai.lib.streaming.chat import AsyncChatCompletionStreamManager, ChatCompletionStreamManager
-
-        body = {**kwargs, "stream": True}
-        response_format = kwargs.get("response_format")
-        if isinstance(response_format, type):  # a pydantic class: its JSON schema goes on the wire
-            body["response_format"] = type_to_response_format_param(response_format)
-        manager = AsyncChatCompletionStreamManager if is_async else ChatCompletionStreamManager
-        options = {
-            "response_format": omit if response_format is None else response_format,
-            "input_tools": kwargs.get("tools", omit),
-        }
-        return body, partial(manager, **options)
-
-
-ANTHROPIC_STREAM_EVENTS = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-    }
-)
-OPENAI_STREAM_OBJECTS = frozenset({"chat.completion.chunk"})
-
-
-def _all_typed(chunks: list[dict[str, Any]], types: frozenset[str], *, key: str = "type") -> bool:
-    return bool(chunks) and all(c.get(key) in types for c in chunks)
-
-
-def _anthropic_stream(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """Stream events that a Messages stream of ``message`` would have sent."""
-    usage = dict(message.get("usage") or {})
-    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
-    for index, block in enumerate(message.get("content") or []):
-        kind = block.get("type")
-        deltas: list[dict[str, Any]] = []
-        opening = dict(block)
-        if kind == "text":
-            opening["text"] = ""
-            deltas.append({"type": "text_delta", "text": block.get("text", "")})
-        elif kind == "thinking":
-            opening.update(thinking="", signature="")
-            deltas.append({"type": "thinking_delta", "thinking": block.get("thinking", "")})
-            deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
-        elif kind == "tool_use":
-            opening["input"] = {}
-            deltas.append({"type": "input_json_delta", "partial_json": json.dumps(block.get("input") or {})})
-        events.append({"type": "content_block_start", "index": index, "content_block": opening})
-        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
-        events.append({"type": "content_block_stop", "index": index})
-    stop = {"stop_reason": message.get("stop_reason"), "stop_sequence": message.get("stop_sequence")}
-    events.append(
-        {"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage.get("output_tokens", 0)}}
-    )
-    events.append({"type": "message_stop"})
-    return events
-
-
-def _openai_stream(completion: dict[str, Any]) -> list[dict[str, Any]]:
-    """Chunks that a Chat Completions stream of ``completion`` would have sent (usage last)."""
-    kept = ("id", "created", "model", "system_fingerprint", "service_tier")
-    base = {k: completion[k] for k in kept if k in completion}
-    base["object"] = "chat.completion.chunk"
-    chunks: list[dict[str, Any]] = []
-    for choice in completion.get("choices") or []:
-        message = choice.get("message") or {}
-        delta = {k: message[k] for k in ("role", "content", "refusal") if message.get(k) is not None}
-        calls = message.get("tool_calls") or []
-        if calls:
-            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
-        index = choice.get("index", 0)
-        end = {"index": index, "delta": {}, "finish_reason": choice.get("finish_reason")}
-        chunks.append({**base, "choices": [{"index": index, "delta": delta, "finish_reason": None}]})
-        chunks.append({**base, "choices": [end]})
-    if completion.get("usage") is not None:
-        chunks.append({**base, "choices": [], "usage": completion["usage"]})
-    return chunks
 
 
 class _NoResponse:
@@ -628,7 +395,7 @@ class _TracedStream:
         call: Call,
         feed: Feed,
         final: Final,
-        provider: _Provider,
+        provider: Provider,
         summary: str | None = None,
     ) -> None:
         self._stream = stream
@@ -702,7 +469,7 @@ class _AsyncTracedStream(_TracedStream):
 class _Endpoint:
     """``messages`` (Anthropic) or ``chat.completions`` (OpenAI), with ``create`` recorded."""
 
-    def __init__(self, target: Any, tracer: Tracer, provider: _Provider, is_async: bool) -> None:
+    def __init__(self, target: Any, tracer: Tracer, provider: Provider, is_async: bool) -> None:
         self._target = target
         self._tracer = tracer
         self._provider = provider
@@ -824,12 +591,12 @@ def _is_async(client: Any) -> bool:
 
 def traced_anthropic(client: Any, tracer: Tracer) -> Any:
     """An ``anthropic.Anthropic`` / ``AsyncAnthropic`` whose ``messages.create`` is recorded."""
-    messages = _Endpoint(client.messages, tracer, _Anthropic(), _is_async(client))
+    messages = _Endpoint(client.messages, tracer, AnthropicProvider(), _is_async(client))
     return _Proxy(client, {"messages": messages})
 
 
 def traced_openai(client: Any, tracer: Tracer) -> Any:
     """An ``openai.OpenAI`` / ``AsyncOpenAI`` whose ``chat.completions.create`` is recorded."""
-    completions = _Endpoint(client.chat.completions, tracer, _OpenAI(), _is_async(client))
+    completions = _Endpoint(client.chat.completions, tracer, OpenAIProvider(), _is_async(client))
     chat = _Proxy(client.chat, {"completions": completions})
     return _Proxy(client, {"chat": chat})
