@@ -7,12 +7,7 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         # AppConfig.ready: the models exist only now, so the listeners are imported here.
-        from runs.actions.notify import (
-            register_delivery_scheduler,
-            register_durable_sink,
-            register_fork_executor,
-            register_listener,
-        )
+        from runs.actions.notify import register_durable_sink, register_fork_executor, register_listener
         from runs.live.publisher import on_run_change
         from runs.telemetry.transcript_log import record_change
 
@@ -20,6 +15,9 @@ class RunsConfig(AppConfig):
         register_listener(on_run_change)  # live status: committed changes -> websocket groups
         register_fork_executor(_dispatch_fork)  # pending forks -> the replay executor
         register_listener(_resume_forks)  # a decision on a fork waiting at its gate resumes it
+
+        from runs.actions.notify import register_delivery_scheduler  # AppConfig.ready, as above
+
         register_delivery_scheduler(_schedule_deliveries)  # outbox rows -> the notification task
 
         from runs.live.publisher import connect_access_signals

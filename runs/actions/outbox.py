@@ -274,7 +274,9 @@ def watch(workspace: Workspace, run: Run, state: RunState) -> Watcher | None:
     )
 
 
-def write_messages(run: Run | None, interest: Interest, messages: Sequence[Message], *, workspace=None) -> int:
+def write_messages(
+    run: Run | None, interest: Interest, messages: Sequence[Message], *, workspace=None
+) -> int:
     """One Delivery row per message and destination; schedules the sender in this transaction."""
     if not messages:
         return 0

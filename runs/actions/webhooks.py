@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import secrets
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -77,7 +76,9 @@ def check_hook_url(url: object) -> str:
 def check_events(events: object) -> list[str]:
     if not isinstance(events, list | tuple) or not events:
         raise ActionError(
-            ErrorCode.INVALID_INPUT, f"events must be a non-empty list out of {', '.join(EVENT_TYPES)}", "events"
+            ErrorCode.INVALID_INPUT,
+            f"events must be a non-empty list out of {', '.join(EVENT_TYPES)}",
+            "events",
         )
     unknown = [e for e in events if e not in EVENT_TYPES]
     if unknown:
@@ -109,9 +110,13 @@ def do_create_webhook(
     if description is None:
         description = ""
     if not isinstance(description, str) or len(description) > 200:
-        raise ActionError(ErrorCode.INVALID_INPUT, "description must be text of at most 200 characters", "description")
+        raise ActionError(
+            ErrorCode.INVALID_INPUT, "description must be text of at most 200 characters", "description"
+        )
     if kind not in WebhookKind.values:
-        raise ActionError(ErrorCode.INVALID_INPUT, f"kind must be one of {', '.join(WebhookKind.values)}", "kind")
+        raise ActionError(
+            ErrorCode.INVALID_INPUT, f"kind must be one of {', '.join(WebhookKind.values)}", "kind"
+        )
     with transaction.atomic():
         if Webhook.objects.filter(workspace=workspace).count() >= MAX_HOOKS_PER_WORKSPACE:
             raise ActionError(
@@ -202,7 +207,12 @@ def do_send_test_event(*, workspace: Workspace, webhook_id: str, actor: str = ""
             raise ActionError("WEBHOOK_DISABLED", "enable the webhook before sending it a test event")
         body = envelope(
             TEST_EVENT,
-            {"workspace": workspace.slug, "webhookId": hook.public_id, "sentBy": actor or None, "site": site_url()},
+            {
+                "workspace": workspace.slug,
+                "webhookId": hook.public_id,
+                "sentBy": actor or None,
+                "site": site_url(),
+            },
         )
         channel = DeliveryChannel.SLACK if hook.kind == WebhookKind.SLACK else DeliveryChannel.WEBHOOK
         delivery = Delivery.objects.create(
@@ -363,4 +373,3 @@ def next_due() -> datetime | None:
         .values_list("next_attempt_at", flat=True)
         .first()
     )
-

@@ -21,12 +21,22 @@ from runs.selectors.webhooks import get_webhook, recent_deliveries, webhooks_of
 
 router = Router(tags=["webhooks"])
 
-ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: ErrorOut, 429: ErrorOut}
+ERRORS = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    413: ErrorOut,
+    429: ErrorOut,
+}
 FIELDS = frozenset({"url", "events", "description"})
 
 
 class WebhookIn(Schema):
-    url: str = Field(description="Where to POST (http or https; public addresses unless the operator allows others).")
+    url: str = Field(
+        description="Where to POST (http or https; public addresses unless the operator allows others)."
+    )
     events: list[str] = Field(
         description="Any of gate.requested, gate.resolved, run.completed, run.failed, run.cancelled, run.diverged."
     )

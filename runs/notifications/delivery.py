@@ -62,7 +62,9 @@ def _secrets(delivery: Delivery) -> list[str]:
     return out
 
 
-def _failure(delivery: Delivery, *, status: int | None, error: str, excerpt: str = "", retry_after=None) -> Outcome:
+def _failure(
+    delivery: Delivery, *, status: int | None, error: str, excerpt: str = "", retry_after=None
+) -> Outcome:
     delay = policy.retry_delay(delivery.attempts, status=status, retry_after=retry_after)
     if delay is None:
         disable = GIVEN_UP if delivery.webhook_id is not None and delivery.event_type != TEST_EVENT else ""
@@ -79,7 +81,10 @@ def _post(client: httpx2.Client, delivery: Delivery) -> Outcome:
         headers = {"Content-Type": "application/json"}
     else:
         body = delivery.payload
-        headers = {"Content-Type": "application/json", **signed_headers(delivery.public_id, body, _secrets(delivery))}
+        headers = {
+            "Content-Type": "application/json",
+            **signed_headers(delivery.public_id, body, _secrets(delivery)),
+        }
     try:
         response = client.post(hook.url, content=body.encode(), headers=headers)
     except egress.EgressRefused as exc:

@@ -47,7 +47,9 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
     if gate.get("reason"):
         details.append(f"Reason: {gate['reason']}")
     if gate.get("decision"):
-        details.append(f"Decision: {gate['decision']}" + (f" by {gate['decidedBy']}" if gate.get("decidedBy") else ""))
+        details.append(
+            f"Decision: {gate['decision']}" + (f" by {gate['decidedBy']}" if gate.get("decidedBy") else "")
+        )
     if run.get("reason"):
         details.append(f"Reason: {run['reason']}")
     if kind == "webhook.disabled":
@@ -73,9 +75,7 @@ def slack_message(message: dict[str, Any]) -> dict[str, Any]:
         blocks.append(
             {
                 "type": "actions",
-                "elements": [
-                    {"type": "button", "text": {"type": "plain_text", "text": label}, "url": link}
-                ],
+                "elements": [{"type": "button", "text": {"type": "plain_text", "text": label}, "url": link}],
             }
         )
     fallback = f"{headline}: {_title(message.get('data') or {})}".rstrip(": ")

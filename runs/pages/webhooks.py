@@ -52,7 +52,9 @@ def _apply(request: HttpRequest, workspace) -> tuple[str, object | None]:
         delivery = do_send_test_event(workspace=workspace, webhook_id=hook_id, actor=actor_for(request))
         return f"Test event {delivery.public_id} queued.", None
     if op == "retry":
-        delivery = do_retry_delivery(workspace=workspace, webhook_id=hook_id, delivery_id=post.get("delivery"))
+        delivery = do_retry_delivery(
+            workspace=workspace, webhook_id=hook_id, delivery_id=post.get("delivery")
+        )
         return f"Delivery {delivery.public_id} queued again.", None
     if op == "rotate":
         rotated = do_rotate_webhook_secret(workspace=workspace, webhook_id=hook_id)

@@ -49,7 +49,12 @@ class Receiver:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                hit = Hit(self.path, {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length), time.time())
+                hit = Hit(
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length),
+                    time.time(),
+                )
                 with outer.arrived:
                     outer.hits.append(hit)
                     outer.arrived.notify_all()

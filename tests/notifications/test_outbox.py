@@ -57,7 +57,11 @@ def test_a_rolled_back_append_leaves_no_row(workspace, started_run, receiver):
         actions.do_commands(
             workspace=workspace,
             run_id="run_n1",
-            commands=[c.BeginStep(step_id="parse"), c.CompleteStep(step_id="parse"), c.BeginStep(step_id="nope")],
+            commands=[
+                c.BeginStep(step_id="parse"),
+                c.CompleteStep(step_id="parse"),
+                c.BeginStep(step_id="nope"),
+            ],
         )
     assert Delivery.objects.count() == 0
     with transaction.atomic():
@@ -108,7 +112,9 @@ def test_gate_mail_goes_to_deciders_never_to_viewers(workspace, started_run, ali
     for user in (alice, bob, vera):
         user.email = f"{user.username}@example.com"
         user.save()
-        do_set_notification_preferences(user=user, workspace=workspace, gates_to_decide=True, runs_i_started=False)
+        do_set_notification_preferences(
+            user=user, workspace=workspace, gates_to_decide=True, runs_i_started=False
+        )
     bring_review_gate(workspace)
     mailed = set(Delivery.objects.filter(channel="email").values_list("recipient__username", flat=True))
     assert mailed == {"alice", "bob"}
@@ -131,7 +137,9 @@ def test_nobody_asked_nothing_is_written(workspace, started_run, alice, bob):
 def test_runs_i_started(workspace, workflow, alice, bob):
     alice.email = "alice@example.com"
     alice.save()
-    do_set_notification_preferences(user=alice, workspace=workspace, gates_to_decide=False, runs_i_started=True)
+    do_set_notification_preferences(
+        user=alice, workspace=workspace, gates_to_decide=False, runs_i_started=True
+    )
     actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_mine", actor="user:alice")
     actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_bobs", actor="user:bob")
     for run_id in ("run_mine", "run_bobs"):
