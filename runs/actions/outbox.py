@@ -1,8 +1,8 @@
 """The notification outbox: who is told what, written in the same transaction as the events.
 
 ``do_commands`` asks :func:`watch` once per transaction, before it applies anything: one query
-answers whether anybody in the workspace wants to hear of anything (an enabled webhook, or a
-person's e-mail choice). When nobody does, that query is all an append pays. Otherwise the
+answers which event types anybody in the workspace may want (an enabled webhook's, a person's
+e-mail choice). When nobody wants anything, that query is all an append pays. Otherwise the
 watcher notes the run's status and its waiting gates, and after the append
 :meth:`Watcher.record` compares: a gate that waits now and did not before is ``gate.requested``
 (requested by an event, or implied by the gate policy when its step became ready), a
@@ -41,7 +41,7 @@ from runs.models import (
     WebhookKind,
     Workspace,
 )
-from runs.protocol.values import dumps
+from runs.protocol.values import dumps, loads
 
 GATE_REQUESTED = "gate.requested"
 GATE_RESOLVED = "gate.resolved"
@@ -121,9 +121,21 @@ class Message:
     data: dict
 
 
+@dataclass(frozen=True)
+class HookRef:
+    """What the outbox needs of an enabled hook (read with the one query of :func:`listeners`)."""
+
+    pk: int
+    kind: str
+    events: frozenset[str]
+
+    def wants(self, event_type: str) -> bool:
+        return event_type in self.events
+
+
 @dataclass
 class Interest:
-    hooks: list[Webhook]
+    hooks: list[HookRef]
     preferences: list[NotificationPreference]
     roles: dict[int, str] = field(default_factory=dict)  # user pk -> role in the workspace
 
@@ -147,40 +159,71 @@ class Interest:
         return False
 
 
-_ANYONE_LISTENING = None  # SQL, built on first use (table names come from the models)
+_LISTENERS_SQL = None  # built on first use (table names come from the models)
 
 
-def _anyone_listening_sql() -> str:
-    global _ANYONE_LISTENING
-    if _ANYONE_LISTENING is None:
+def _listeners_sql() -> str:
+    global _LISTENERS_SQL
+    if _LISTENERS_SQL is None:
         quote = connection.ops.quote_name
         hooks, prefs = quote(Webhook._meta.db_table), quote(NotificationPreference._meta.db_table)
-        _ANYONE_LISTENING = (
-            f"SELECT 1 WHERE EXISTS (SELECT 1 FROM {hooks} WHERE workspace_id = %s AND enabled)"
-            f" OR EXISTS (SELECT 1 FROM {prefs} WHERE workspace_id = %s"
-            " AND (gates_to_decide OR runs_i_started))"
+        _LISTENERS_SQL = (
+            f"SELECT id, kind, events, NULL, NULL FROM {hooks} WHERE workspace_id = %s AND enabled"
+            f" UNION ALL SELECT NULL, NULL, NULL, gates_to_decide, runs_i_started FROM {prefs}"
+            " WHERE workspace_id = %s AND (gates_to_decide OR runs_i_started)"
         )
-    return _ANYONE_LISTENING
+    return _LISTENERS_SQL
 
 
-def interest_of(workspace_id: int) -> Interest | None:
-    """What the workspace's hooks and people want; None (after one small query) when nothing."""
+@dataclass(frozen=True)
+class Listeners:
+    hooks: tuple[HookRef, ...]
+    by_email: frozenset[str]  # event types somebody's e-mail choice may want
+
+    @property
+    def wanted(self) -> frozenset[str]:
+        return self.by_email.union(*(hook.events for hook in self.hooks))
+
+
+def listeners(workspace_id: int) -> Listeners | None:
+    """The workspace's enabled hooks and the event types people's choices may want, in one small
+    query; None when there are none (most workspaces, most of the time)."""
+    hooks: list[HookRef] = []
+    by_email: set[str] = set()
     with connection.cursor() as cursor:
-        cursor.execute(_anyone_listening_sql(), [workspace_id, workspace_id])
-        if cursor.fetchone() is None:
-            return None
-    hooks = list(Webhook.objects.filter(workspace_id=workspace_id, enabled=True))
+        cursor.execute(_listeners_sql(), [workspace_id, workspace_id])
+        for pk, kind, events, gates, runs in cursor.fetchall():
+            if pk is not None:
+                hooks.append(HookRef(pk, kind, frozenset(loads(events) if isinstance(events, str) else events)))
+            if gates:
+                by_email.add(GATE_REQUESTED)
+            if runs:
+                by_email.update(STARTER_EVENTS)
+    if not hooks and not by_email:
+        return None
+    return Listeners(tuple(hooks), frozenset(by_email))
+
+
+def interest_of(workspace_id: int, found: Listeners | None = None) -> Interest:
+    """What the workspace's enabled hooks and its people's choices ask for (the people's
+    details are read only when somebody's choice may want something)."""
+    if found is None:
+        found = listeners(workspace_id) or Listeners((), frozenset())
+    if not found.by_email:
+        return Interest(hooks=list(found.hooks), preferences=[])
     preferences = list(
         NotificationPreference.objects.filter(workspace_id=workspace_id)
         .exclude(gates_to_decide=False, runs_i_started=False)
         .select_related("user")
     )
-    roles = dict(
-        Membership.objects.filter(
-            workspace_id=workspace_id, user_id__in=[p.user_id for p in preferences]
-        ).values_list("user_id", "role")
-    )
-    return Interest(hooks=hooks, preferences=preferences, roles=roles)
+    roles = {}
+    if preferences:
+        roles = dict(
+            Membership.objects.filter(
+                workspace_id=workspace_id, user_id__in=[p.user_id for p in preferences]
+            ).values_list("user_id", "role")
+        )
+    return Interest(hooks=list(found.hooks), preferences=preferences, roles=roles)
 
 
 @dataclass
@@ -188,42 +231,47 @@ class Watcher:
     """A run's notifiable state before an append, to compare with the state after it."""
 
     run: Run
-    interest: Interest
+    found: Listeners
     status: str
     gates: frozenset
 
     def record(self, events: Sequence[dict], state: RunState, *, actor: str = "") -> int:
-        """Write the outbox rows this append causes; returns how many."""
-        messages = list(self._messages(events, state, actor))
-        return write_messages(self.run, self.interest, messages)
+        """Write the outbox rows this append causes; returns how many. The hooks and choices are
+        read only when the append has something to say (most appends have not)."""
+        wanted = self.found.wanted
+        candidates = [m for m in self._messages(events, state, actor) if m.event_type in wanted]
+        if not candidates:
+            return 0
+        interest = interest_of(self.run.workspace_id, self.found)
+        wanted = [m for m in candidates if interest.wants(m.event_type, run=self.run)]
+        return write_messages(self.run, interest, wanted)
 
     def _messages(self, events: Sequence[dict], state: RunState, actor: str) -> Iterable[Message]:
         run = self.run
         run_data = {"id": run.run_id, "title": _clip(run.title, 300), **run_links(run.run_id)}
         base = {"workspace": run.workspace.slug}
-        if self.interest.wants(GATE_REQUESTED, run=run):
-            for gate in state.pending_gates():
-                if _gate_key(gate) in self.gates:
-                    continue
-                yield Message(
-                    GATE_REQUESTED,
-                    {
-                        **base,
-                        "run": {**run_data, "status": state.status},
-                        "gate": {
-                            "stepId": gate["stepId"],
-                            "gate": gate["gate"],
-                            "checkpoint": gate.get("checkpoint"),
-                            "reason": _clip(gate.get("reason")),
-                            "requestedAt": gate.get("requestedAt"),
-                            "url": run_data["url"] + "#gate-panel",
-                            "mayDecide": _deciders(),
-                        },
+        for gate in state.pending_gates():
+            if _gate_key(gate) in self.gates:
+                continue
+            yield Message(
+                GATE_REQUESTED,
+                {
+                    **base,
+                    "run": {**run_data, "status": state.status},
+                    "gate": {
+                        "stepId": gate["stepId"],
+                        "gate": gate["gate"],
+                        "checkpoint": gate.get("checkpoint"),
+                        "reason": _clip(gate.get("reason")),
+                        "requestedAt": gate.get("requestedAt"),
+                        "url": run_data["url"] + "#gate-panel",
+                        "mayDecide": _deciders(),
                     },
-                )
+                },
+            )
         for event in events:
             kind = event.get("type")
-            if kind == "human_gate_resolved" and self.interest.wants(GATE_RESOLVED, run=run):
+            if kind == "human_gate_resolved":
                 yield Message(
                     GATE_RESOLVED,
                     {
@@ -239,14 +287,10 @@ class Watcher:
                         },
                     },
                 )
-            elif (
-                kind == "annotation"
-                and DIVERGED_TAG in (event.get("tags") or ())
-                and self.interest.wants(RUN_DIVERGED, run=run)
-            ):
+            elif kind == "annotation" and DIVERGED_TAG in (event.get("tags") or ()):
                 yield Message(RUN_DIVERGED, {**base, "run": {**run_data, "status": state.status}})
         final = FINAL.get(state.status)
-        if final and state.status != self.status and self.interest.wants(final, run=run):
+        if final and state.status != self.status:
             reason = next(
                 (
                     e.get("reason")
@@ -262,13 +306,13 @@ class Watcher:
 
 def watch(workspace: Workspace, run: Run, state: RunState) -> Watcher | None:
     """Before an append: None when nobody in the workspace listens (one query), else a watcher."""
-    interest = interest_of(workspace.pk)
-    if interest is None:
+    found = listeners(workspace.pk)
+    if found is None:
         return None
     run.workspace = workspace  # the slug for the payloads, without a query
     return Watcher(
         run=run,
-        interest=interest,
+        found=found,
         status=state.status,
         gates=frozenset(_gate_key(g) for g in state.pending_gates()),
     )
@@ -288,7 +332,7 @@ def write_messages(
         for hook in interest.hooks:
             if hook.wants(message.event_type):
                 channel = DeliveryChannel.SLACK if hook.kind == WebhookKind.SLACK else DeliveryChannel.WEBHOOK
-                rows.append(_row(workspace_id, message.event_type, body, now, channel=channel, webhook=hook))
+                rows.append(_row(workspace_id, message.event_type, body, now, channel=channel, webhook_id=hook.pk))
         if run is None:
             continue
         for pref in interest.preferences:

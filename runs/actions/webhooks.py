@@ -256,7 +256,7 @@ def claim_due(*, limit: int = 20, lease_seconds: int | None = None) -> list[Deli
     with transaction.atomic():
         query = Delivery.objects.due(now).order_by("next_attempt_at", "id")
         if connection.features.has_select_for_update_skip_locked:
-            query = query.select_for_update(skip_locked=True)
+            query = query.select_for_update(skip_locked=True, of=("self",))
         # SQLite: the transaction holds the write lock from BEGIN (transaction_mode IMMEDIATE),
         # so claimers take turns and never see each other's half-claimed rows.
         rows = list(query.select_related("webhook", "recipient", "workspace")[:limit])
