@@ -97,15 +97,21 @@ def append_costs() -> None:
     for workspace in (quiet, hooked):
         for run_id in ("run_notes", "run_gates", "run_gates_db"):
             actions.do_start_run(workspace=workspace, workflow=WORKFLOW, run_id=run_id)
-    base, watched = timed_pair((quiet, "run_notes"), (hooked, "run_notes"), lambda i: c.Annotate(text=f"n{i}"))
+    base, watched = timed_pair(
+        (quiet, "run_notes"), (hooked, "run_notes"), lambda i: c.Annotate(text=f"n{i}")
+    )
     base_gates, rows = timed_pair((quiet, "run_gates"), (hooked, "run_gates"), gate_cycle, every=2)
     use_backend("django_tasks_db.DatabaseBackend")
     base_db, rows_db = timed_pair((quiet, "run_gates_db"), (hooked, "run_gates_db"), gate_cycle, every=2)
     Delivery.objects.all().delete()
 
-    print(f"append (one event per transaction, median of {APPENDS}, {os.environ['DATABASE_URL'].split(':')[0]}):")
+    print(
+        f"append (one event per transaction, median of {APPENDS}, {os.environ['DATABASE_URL'].split(':')[0]}):"
+    )
     print(f"  annotation, no webhook                    {base * 1e3:7.3f} ms")
-    print(f"  annotation, a webhook (nothing to say)    {watched * 1e3:7.3f} ms  (+{(watched - base) * 1e6:.0f} us)")
+    print(
+        f"  annotation, a webhook (nothing to say)    {watched * 1e3:7.3f} ms  (+{(watched - base) * 1e6:.0f} us)"
+    )
     print(f"  a gate starts waiting, no webhook         {base_gates * 1e3:7.3f} ms")
     print(
         f"  a gate starts waiting, a webhook          {rows * 1e3:7.3f} ms  (+{(rows - base_gates) * 1e6:.0f} us:"

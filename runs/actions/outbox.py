@@ -194,7 +194,9 @@ def listeners(workspace_id: int) -> Listeners | None:
         cursor.execute(_listeners_sql(), [workspace_id, workspace_id])
         for pk, kind, events, gates, runs in cursor.fetchall():
             if pk is not None:
-                hooks.append(HookRef(pk, kind, frozenset(loads(events) if isinstance(events, str) else events)))
+                hooks.append(
+                    HookRef(pk, kind, frozenset(loads(events) if isinstance(events, str) else events))
+                )
             if gates:
                 by_email.add(GATE_REQUESTED)
             if runs:
@@ -332,7 +334,9 @@ def write_messages(
         for hook in interest.hooks:
             if hook.wants(message.event_type):
                 channel = DeliveryChannel.SLACK if hook.kind == WebhookKind.SLACK else DeliveryChannel.WEBHOOK
-                rows.append(_row(workspace_id, message.event_type, body, now, channel=channel, webhook_id=hook.pk))
+                rows.append(
+                    _row(workspace_id, message.event_type, body, now, channel=channel, webhook_id=hook.pk)
+                )
         if run is None:
             continue
         for pref in interest.preferences:

@@ -14,6 +14,7 @@ transactions take the write lock when they begin) and ``record_attempt``.
 from __future__ import annotations
 
 import base64
+import ipaddress
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -59,18 +60,35 @@ def _allow() -> tuple[str, ...]:
 
 
 def check_hook_url(url: object) -> str:
-    """A URL a hook may have: http(s), no credentials, and, when its host resolves now, only to
-    addresses the egress guard allows (checked again on every connection, redirects included)."""
+    """A URL a hook may have: http(s), no credentials, and, when its host is an IP address, one
+    the egress guard allows. Host names are not resolved here (no DNS lookup on a request, and no
+    answer that tells an owner what the server's resolver knows): every connection checks the
+    addresses it resolves to, redirects included."""
     if not isinstance(url, str):
         raise ActionError(ErrorCode.INVALID_INPUT, "url must be a string", "url")
     url = url.strip()
     try:
-        egress.check_url(url)
-        egress.check_destination(url, _allow())
+        _, host, _ = egress.check_url(url)
+        if _is_ip(host):
+            egress.check_address(host, _allow())
     except egress.EgressRefused as exc:
-        if exc.code != egress.HOST_NOT_FOUND:  # a name that resolves later is checked then
-            raise ActionError(exc.code, exc.message.replace("provider's", "webhook's"), "url") from None
+        raise ActionError(exc.code, egress_message(exc), "url") from None
     return url
+
+
+def egress_message(exc: egress.EgressRefused) -> str:
+    """The guard's words, about a webhook and its setting rather than a provider's."""
+    return exc.message.replace("provider's", "webhook's").replace(
+        "PLAYGROUND_EGRESS_ALLOW", "WORKBENCH_EGRESS_ALLOW"
+    )
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
 
 
 def check_events(events: object) -> list[str]:

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from runs.actions.outbox import GATE_REQUESTED, HOOK_DISABLED, STARTER_EVENTS, TEST_EVENT
 from runs.actions.permissions import Action, role_allows
-from runs.actions.webhooks import Outcome, claim_due, record_attempt
+from runs.actions.webhooks import Outcome, claim_due, egress_message, record_attempt
 from runs.models import Delivery, DeliveryChannel, Membership
 from runs.notifications import messages, policy
 from runs.notifications.signing import signed_headers
@@ -88,10 +88,10 @@ def _post(client: httpx2.Client, delivery: Delivery) -> Outcome:
     try:
         response = client.post(hook.url, content=body.encode(), headers=headers)
     except egress.EgressRefused as exc:
-        return _failure(delivery, status=None, error=f"{exc.code}: {exc.message}")
+        return _failure(delivery, status=None, error=f"{exc.code}: {egress_message(exc)}")
     except httpx2.HTTPError as exc:
         refused = egress.refusal_in(exc)
-        why = f"{refused.code}: {refused.message}" if refused else f"{type(exc).__name__}: {exc}"
+        why = f"{refused.code}: {egress_message(refused)}" if refused else f"{type(exc).__name__}: {exc}"
         return _failure(delivery, status=None, error=why)
     verdict = policy.judge(response.status_code)
     excerpt = _excerpt(response)

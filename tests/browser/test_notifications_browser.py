@@ -15,7 +15,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook as Verifier
 
-from tests.browser.support import new_page, launch, serve_app, shot, sign_in
+from tests.browser.support import launch, new_page, serve_app, shot, sign_in
 from tests.fakes.webhook_receiver import Answer, Receiver
 
 pytestmark = pytest.mark.browser
@@ -75,7 +75,9 @@ def test_a_waiting_gate_reaches_hook_slack_and_mail_and_the_log_retries(tmp_path
         }
         with serve_app(tmp_path, setup_code=setup, extra_env=env, keep_stdout=True) as base:
             seed = json.loads(out.read_text())
-            host = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {seed['token']}"}, timeout=30)
+            host = httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {seed['token']}"}, timeout=30
+            )
 
             started = time.time()
             response = host.post(
@@ -100,7 +102,9 @@ def test_a_waiting_gate_reaches_hook_slack_and_mail_and_the_log_retries(tmp_path
             assert payload["data"]["gate"]["url"] == "http://wb.test/runs/run_notify/#gate-panel"
             assert slack.json["blocks"][1]["elements"][0]["text"]["text"] == "Open the gate"
             mails = stdout.read_text()
-            assert "To: alice@example.com" in mails and "vera@example.com" not in mails  # a viewer decides nothing
+            assert (
+                "To: alice@example.com" in mails and "vera@example.com" not in mails
+            )  # a viewer decides nothing
             assert "Open the gate: http://wb.test/runs/run_notify/#gate-panel" in mails
 
             with sync_playwright() as pw:

@@ -159,6 +159,7 @@ def test_the_egress_guard_refuses_at_connect_time(settings, workspace, started_r
     assert receiver.hits == []
     row = Delivery.objects.get()
     assert row.status == "pending" and row.error.startswith("ADDRESS_NOT_ALLOWED")
+    assert "WORKBENCH_EGRESS_ALLOW" in row.error
 
 
 def test_a_hook_to_a_private_address_is_refused(settings, workspace):

@@ -17,8 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.fakes.webhook_receiver import Answer, Receiver
 
 REPO = Path(__file__).resolve().parents[2]

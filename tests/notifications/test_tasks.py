@@ -46,11 +46,21 @@ def test_database_backend_commits_the_task_with_the_outbox(workspace, started_ru
         assert DBTaskResult.objects.count() == 0 and Delivery.objects.count() == 0
         bring_review_gate(workspace)
         assert DBTaskResult.objects.ready().filter(task_path=TASK_PATH).count() == 1
-        call_command("db_worker", queue_name="notifications", batch=True, reload=False, startup_delay=False, verbosity=0)
+        call_command(
+            "db_worker",
+            queue_name="notifications",
+            batch=True,
+            reload=False,
+            startup_delay=False,
+            verbosity=0,
+        )
     assert len(receiver.hits) == 1
     assert Delivery.objects.get().status == "delivered"
     # the claim scheduled a look at the end of its lease (what follows a worker killed mid-delivery)
-    assert DBTaskResult.objects.filter(task_path=TASK_PATH, status="READY").exclude(run_after__year=9999).count() == 1
+    assert (
+        DBTaskResult.objects.filter(task_path=TASK_PATH, status="READY").exclude(run_after__year=9999).count()
+        == 1
+    )
 
 
 @pytest.mark.django_db(transaction=True)
