@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from runs.actions.notify import schedule_deliveries
 from runs.actions.permissions import Action, Role, needed_scopes, role_allows
-from runs.engine.replay import DIVERGED_TAG
+from runs.engine.divergence import DIVERGED_TAG
 from runs.engine.state import RunState
 from runs.ids import run_path_segment
 from runs.models import (

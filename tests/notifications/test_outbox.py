@@ -160,3 +160,18 @@ def test_payload_stays_under_20_kb(workspace, started_run, receiver):
     row = Delivery.objects.get(webhook=hook)
     assert len(row.payload.encode()) < 20_000
     assert json.loads(row.payload)["data"]["gate"]["reason"].endswith("…")
+
+
+def test_a_replay_divergence_note_is_run_diverged(workspace, started_run, receiver):
+    from runs.engine.divergence import DIVERGED_TAG
+
+    hook = make_hook(workspace, receiver.url, events=["run.diverged"]).webhook
+    actions.do_command(workspace=workspace, run_id="run_n1", command=c.Annotate(text="plain note"))
+    assert Delivery.objects.count() == 0
+    actions.do_command(
+        workspace=workspace,
+        run_id="run_n1",
+        command=c.Annotate(text='{"type": "replay.diverged"}', tags=[DIVERGED_TAG]),
+    )
+    (row,) = Delivery.objects.filter(webhook=hook)
+    assert row.event_type == "run.diverged" and json.loads(row.payload)["data"]["run"]["id"] == "run_n1"
