@@ -13,6 +13,7 @@ class Scope(models.TextChoices):
     READ = "read", "Read runs, events and bundles"
     WRITE = "write", "Start runs, append events, import, cancel, delete"
     REVIEW = "review", "Resolve gates, edit artifacts, annotate"
+    MANAGE = "manage", "Manage workspace settings: webhooks and their deliveries"
 
 
 ALL_SCOPES: tuple[str, ...] = tuple(Scope.values)

@@ -16,6 +16,10 @@ class RunsConfig(AppConfig):
         register_fork_executor(_dispatch_fork)  # pending forks -> the replay executor
         register_listener(_resume_forks)  # a decision on a fork waiting at its gate resumes it
 
+        from runs.actions.notify import register_delivery_scheduler  # AppConfig.ready, as above
+
+        register_delivery_scheduler(_schedule_deliveries)  # outbox rows -> the notification task
+
         from runs.live.publisher import connect_access_signals
 
         connect_access_signals()  # membership / user changes -> open sockets re-check access
@@ -48,3 +52,11 @@ def _resume_forks(change) -> None:
     from runs.execution.replay import resume_waiting_forks
 
     resume_waiting_forks(change)
+
+
+def _schedule_deliveries(run_after=None) -> None:
+    # Deferred: the sender pulls in httpx2, the egress guard and standardwebhooks; start-up of
+    # every command must not pay for it (tests/ops/test_startup).
+    from runs.notifications.tasks import schedule
+
+    schedule(run_after)

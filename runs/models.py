@@ -438,3 +438,118 @@ class OtelPendingLog(models.Model):
             models.Index(fields=["workspace", "trace_id", "span_id"], name="otel_pending_span"),
             models.Index(fields=["received_at"], name="otel_pending_age"),
         ]
+
+
+# --------------------------------------------------------------------------------------------
+# Notifications: webhooks of a workspace, each person's choices, and the outbox of deliveries.
+
+
+class WebhookKind(models.TextChoices):
+    WEBHOOK = "webhook", "Webhook (Standard Webhooks, signed)"
+    SLACK = "slack", "Slack incoming webhook"
+
+
+class Webhook(models.Model):
+    """An endpoint of one workspace told about that workspace's events (and no other's).
+
+    ``secret`` (``whsec_<base64>``) signs every message; it is shown once, when the hook is made
+    or its secret rotated. During a rotation the previous secret signs too, until
+    ``previous_secret_until``. A hook the worker gave up on (410, or a message that failed every
+    attempt for about three days) is disabled with the reason; owners re-enable it."""
+
+    public_id = models.CharField(max_length=40, unique=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="webhooks")
+    kind = models.CharField(max_length=16, choices=WebhookKind.choices, default=WebhookKind.WEBHOOK)
+    url = models.CharField(max_length=2000)
+    description = models.CharField(max_length=200, blank=True)
+    events = models.JSONField(default=list)
+    secret = models.CharField(max_length=120)
+    previous_secret = models.CharField(max_length=120, blank=True)
+    previous_secret_until = models.DateTimeField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=500, blank=True)
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    created_by = ProtocolCharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["workspace", "enabled"], name="webhook_ws_enabled")]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} ({self.url})"
+
+    def wants(self, event_type: str) -> bool:
+        return self.enabled and event_type in self.events
+
+
+class NotificationPreference(models.Model):
+    """One person's e-mail choices in one workspace (nothing is sent unless they opt in)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="notification_preferences"
+    )
+    gates_to_decide = models.BooleanField(default=False)  # "gates I can decide in this workspace"
+    runs_i_started = models.BooleanField(default=False)  # "runs I started": finished, failed, diverged
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "workspace"], name="uniq_notification_preference")
+        ]
+        indexes = [models.Index(fields=["workspace"], name="notification_pref_ws")]
+
+
+class DeliveryChannel(models.TextChoices):
+    WEBHOOK = "webhook"
+    SLACK = "slack"
+    EMAIL = "email"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"  # due at next_attempt_at (a claimed one: when its lease runs out)
+    DELIVERED = "delivered"
+    FAILED = "failed"  # every attempt failed, or the receiver said 410 Gone
+    CANCELLED = "cancelled"  # the hook was disabled or deleted, the person may no longer see it
+
+
+class DeliveryQuerySet(models.QuerySet):
+    def due(self, now) -> DeliveryQuerySet:
+        return self.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+
+
+class Delivery(models.Model):
+    """The transactional outbox: one message to one destination, written in the same transaction
+    as the events that caused it. ``public_id`` is the message's ``webhook-id``: the same on
+    every retry, so receivers dedupe on it. ``payload`` is the exact body a webhook receives."""
+
+    public_id = models.CharField(max_length=40, unique=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="deliveries")
+    webhook = models.ForeignKey(
+        Webhook, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    channel = models.CharField(max_length=16, choices=DeliveryChannel.choices)
+    event_type = models.CharField(max_length=40)
+    payload = models.TextField()
+    status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.IntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    response_status = models.IntegerField(null=True, blank=True)
+    response_excerpt = models.CharField(max_length=500, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+
+    objects = DeliveryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
+            models.Index(fields=["webhook", "-created_at"], name="delivery_hook_recent"),
+        ]

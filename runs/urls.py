@@ -17,6 +17,7 @@ from runs.pages import (
     members,
     rules,
     run_list,
+    webhooks,
 )
 
 app_name = "runs"
@@ -29,6 +30,8 @@ urlpatterns = [
     path("compare/", compare.compare_runs, name="compare"),
     path("import/", imports.import_bundle, name="import"),
     path("members/", members.members, name="members"),
+    path("settings/webhooks/", webhooks.webhooks, name="webhooks"),
+    path("settings/notifications/", webhooks.notifications, name="notifications"),
     path("workspace/switch/", run_list.switch_workspace_view, name="switch_workspace"),
     path("runs/demo", detail.run_detail, {"run_id": "demo"}, name="demo"),
     path("runs/<runid:run_id>/", detail.run_detail, name="detail"),

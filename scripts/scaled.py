@@ -3,7 +3,7 @@
 the playground worker behind one port.
 
     .venv/bin/python scripts/scaled.py [--host 127.0.0.1] [--port 8000] [--web 2] [--workers 1]
-                                       [--no-demo]
+                                       [--notify-workers 1] [--no-demo]
 
 What it does, in order:
 1. PostgreSQL and Redis through scripts/services.py: the machine's own when they answer, else
@@ -11,8 +11,10 @@ What it does, in order:
    from the environment win (database `workbench` and Redis db 0 otherwise; the database is
    created if missing).
 2. `manage.py migrate`, then `manage.py demo_data` (unless --no-demo; it prints the admin login).
-3. `--web` daphne processes on free loopback ports and `--workers` `manage.py playground_worker`
-   processes (PLAYGROUND_EXECUTOR=worker), restarted if they die.
+3. `--web` daphne processes on free loopback ports, `--workers` `manage.py playground_worker`
+   processes (PLAYGROUND_EXECUTOR=worker) and `--notify-workers` `manage.py notify_worker`
+   processes (notification deliveries through django-tasks-db, WORKBENCH_TASKS_BACKEND=database),
+   restarted if they die.
 4. A small TCP proxy on HOST:PORT that hands each connection (HTTP or websocket) to the web process
    with the fewest open connections, skipping one that refuses connections.
 
@@ -192,10 +194,13 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--web", type=int, default=2, help="daphne processes (default 2)")
     parser.add_argument("--workers", type=int, default=1, help="playground worker processes (default 1)")
+    parser.add_argument(
+        "--notify-workers", type=int, default=1, help="notification delivery workers (default 1)"
+    )
     parser.add_argument("--no-demo", action="store_true", help="do not load the demo workspace")
     args = parser.parse_args()
-    if args.web < 1 or args.workers < 0:
-        parser.error("--web must be >= 1 and --workers >= 0")
+    if args.web < 1 or args.workers < 0 or args.notify_workers < 0:
+        parser.error("--web must be >= 1, --workers and --notify-workers >= 0")
 
     state = services.up()
     logs = services.VAR / "scaled"
@@ -208,6 +213,7 @@ def main() -> int:
         env.setdefault("REDIS_URL", urls["REDIS_TEST_URL"])
         env.setdefault("DEBUG", "0")
         env.setdefault("PLAYGROUND_EXECUTOR", "worker")
+        env.setdefault("WORKBENCH_TASKS_BACKEND", "database")
         env.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
         if args.host in LOOPBACK:
             env.setdefault("SECURE_SSL_REDIRECT", "0")
@@ -232,6 +238,9 @@ def main() -> int:
         for i in range(args.workers):
             argv = [*manage, "playground_worker"]
             children.append(Child(f"playground worker {i + 1}", argv, env, logs / f"worker-{i + 1}.log"))
+        for i in range(args.notify_workers):
+            argv = [*manage, "notify_worker"]
+            children.append(Child(f"notify worker {i + 1}", argv, env, logs / f"notify-{i + 1}.log"))
         for child in children:
             child.start()
         for port in ports:
@@ -239,7 +248,7 @@ def main() -> int:
                 raise SystemExit(f"scaled: the web process on port {port} did not start (see {logs})")
         say(
             f"{args.web} web process(es) on {', '.join(map(str, ports))}, {args.workers} playground "
-            f"worker(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
+            f"worker(s), {args.notify_workers} notify worker(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
         )
         say(f"serving {url} (Ctrl-C stops everything)")
 

@@ -125,6 +125,8 @@ SLOW_FILES = {
     "tests/security/test_kill9_durability.py",
     "tests/storage/test_verify_cli.py",
     "tests/ops/test_sdk_standalone.py",
+    "tests/notifications/test_kill9_delivery.py",
+    "tests/browser/test_notifications_browser.py",
 }
 
 

@@ -5,6 +5,9 @@ settings.DEBUG False, as Django's test runner does."""
 import os
 
 os.environ.setdefault("DEBUG", "1")
+# Background tasks are recorded, never run behind a test's back: tests deliver notifications
+# themselves (runs.notifications.tasks.deliver_due); subprocess tests pick their own backend.
+os.environ.setdefault("WORKBENCH_TASKS_BACKEND", "dummy")
 
 from workbench.settings import *  # noqa: E402,F403
 

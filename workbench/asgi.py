@@ -50,6 +50,12 @@ async def lifespan_app(scope, receive, send):
 
 install_daphne_body_limit()  # daphne reads whole bodies before calling the app: refuse earlier
 
+from runs.notifications.tasks import schedule as schedule_deliveries  # noqa: E402
+
+# One look at the notification outbox when a server starts: deliveries left due by a crash or a
+# restart go out now (embedded profile: from this process; scaled: a task row for the workers).
+schedule_deliveries()
+
 application = ProtocolTypeRouter(
     {
         # One body limit for every way in (pages, REST, OTLP, MCP), before anything reads the body.

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "runs",
     "playground",
     "accounts",
+    "django_tasks_db",  # django.tasks' database backend: the scaled profile's task rows
 ]
 
 MIDDLEWARE = [
@@ -206,6 +207,55 @@ EMBEDDED_PROFILE = DATABASES["default"]["ENGINE"].endswith("sqlite3") and not RE
 PLAYGROUND_EGRESS_ALLOW = env_networks(
     "PLAYGROUND_EGRESS_ALLOW", ["127.0.0.0/8", "::1/128"] if EMBEDDED_PROFILE else []
 )
+# Outbound notifications (webhooks, Slack): the URLs are typed by workspace owners, so they go
+# through the same egress guard as provider calls and reach only public addresses, plus the
+# networks listed here (CIDRs). Nothing beyond public addresses by default, in every profile.
+WORKBENCH_EGRESS_ALLOW = env_networks("WORKBENCH_EGRESS_ALLOW", [])
+# Explicit timeouts of one delivery attempt (seconds), and how long a claimed delivery stays
+# with its worker: a worker killed mid-delivery leaves it due again after this lease.
+WORKBENCH_NOTIFY_CONNECT_TIMEOUT = env_int("WORKBENCH_NOTIFY_CONNECT_TIMEOUT", 5, minimum=1)
+WORKBENCH_NOTIFY_READ_TIMEOUT = env_int("WORKBENCH_NOTIFY_READ_TIMEOUT", 15, minimum=1)
+WORKBENCH_NOTIFY_LEASE_SECONDS = env_int("WORKBENCH_NOTIFY_LEASE_SECONDS", 60, minimum=1)
+# Background work goes through Django's tasks framework (django.tasks). "inprocess" (embedded: a
+# thread of the server process runs the tasks; nothing extra to start), "database"
+# (django-tasks-db: task rows in the database, run by `manage.py notify_worker` / `db_worker`
+# processes, any number), "dummy" (nothing runs them; the test suite calls them itself).
+WORKBENCH_TASKS_BACKEND = env_str("WORKBENCH_TASKS_BACKEND", "inprocess" if EMBEDDED_PROFILE else "database")
+_TASK_BACKENDS = {
+    "inprocess": "runs.notifications.inprocess.InProcessBackend",
+    "database": "django_tasks_db.DatabaseBackend",
+    "dummy": "django.tasks.backends.dummy.DummyBackend",
+}
+if WORKBENCH_TASKS_BACKEND not in _TASK_BACKENDS:
+    raise ValueError("WORKBENCH_TASKS_BACKEND must be inprocess, database or dummy")
+TASKS = {
+    "default": {
+        "BACKEND": _TASK_BACKENDS[WORKBENCH_TASKS_BACKEND],
+        "QUEUES": ["default", "notifications"],
+    }
+}
+# E-mail (gate and run notifications, disabled-webhook notices) through Django's mailers: the
+# console in development (`make run` prints them), SMTP otherwise; see docs/deployment.md.
+EMAIL_BACKEND_NAME = env_str("WORKBENCH_EMAIL", "console" if DEBUG else "smtp")
+if EMAIL_BACKEND_NAME not in ("console", "smtp"):
+    raise ValueError("WORKBENCH_EMAIL must be console or smtp")
+MAILERS = {
+    "default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    if EMAIL_BACKEND_NAME == "console"
+    else {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {
+            "host": env_str("EMAIL_HOST", "localhost"),
+            "port": env_int("EMAIL_PORT", 25, minimum=1),
+            "username": env_str("EMAIL_HOST_USER", "") or None,
+            "password": env_str("EMAIL_HOST_PASSWORD", "") or None,
+            "use_tls": env_bool("EMAIL_USE_TLS", False),
+            "use_ssl": env_bool("EMAIL_USE_SSL", False),
+            "timeout": env_int("EMAIL_TIMEOUT", 15, minimum=1),
+        },
+    }
+}
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "workbench@localhost")
 # Operator keys: the environment variables that global (operator) providers may read, each with
 # the only endpoints its value is ever sent to. A workspace never names a variable.
 # Format: PLAYGROUND_OPERATOR_KEYS="ANTHROPIC_API_KEY=https://api.anthropic.com,OPENAI_API_KEY=..."

@@ -104,3 +104,20 @@ def fork_pending_on_commit(fork_pk: int) -> None:
     """After the commit, hand the pending fork to the registered executor(s)."""
     for executor in list(_fork_executors):
         transaction.on_commit(partial(executor, fork_pk))
+
+
+# The sender of notification deliveries (``runs.notifications.tasks``) registers itself in
+# ``RunsConfig.ready``. It is called INSIDE the transaction that wrote the outbox rows: with the
+# database task backend the task row commits (or rolls back) together with them.
+_delivery_schedulers: list[Callable[..., None]] = []
+
+
+def register_delivery_scheduler(scheduler: Callable[..., None]) -> None:
+    if scheduler not in _delivery_schedulers:
+        _delivery_schedulers.append(scheduler)
+
+
+def schedule_deliveries(run_after: Any = None) -> None:
+    """Have the sender look at the outbox (now, or at ``run_after``, an aware datetime)."""
+    for scheduler in list(_delivery_schedulers):
+        scheduler(run_after)

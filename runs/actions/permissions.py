@@ -12,10 +12,11 @@ their role in the workspace (``ROLE_SCOPES``). Every operation is an :class:`Act
 Decisions recorded here (where the pages and the API used to disagree, the API's stricter rule
 won): cancelling, deleting, starting, forking and importing runs, and appending events, change
 what a run *is* and need ``write`` (owners, write tokens); reviewing (gates, artifacts, rules,
-annotations) needs ``review`` or ``write``; reading needs ``read``. Managing members (inviting,
-revoking invitations, changing roles, removing), tokens and model providers is for owners signed
-in as themselves: no token scope grants it (``manage`` is a
-scope only the owner role carries).
+annotations) needs ``review`` or ``write``; reading needs ``read``. Managing the workspace's
+settings that machines may manage too (webhooks and their deliveries) needs ``manage``: owners
+hold it, and a token can be issued with it. Managing members (inviting, revoking invitations,
+changing roles, removing), tokens and model providers is for owners signed in as themselves: no
+token scope grants it (``administer`` is a scope only the owner role carries).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from enum import StrEnum
 READ = "read"
 WRITE = "write"
 REVIEW = "review"
-# Only the owner role holds it; tokens cannot be issued with it (accounts.models.Scope omits it).
+# Owners' powers over workspace settings (webhooks); owners hold it and tokens may be issued with it.
 MANAGE = "manage"
+# Only the owner role holds it; tokens cannot be issued with it (accounts.models.Scope omits it).
+ADMINISTER = "administer"
 
 
 class Role(StrEnum):
@@ -39,7 +42,7 @@ class Role(StrEnum):
 ROLE_SCOPES: dict[str, frozenset[str]] = {
     Role.VIEWER: frozenset({READ}),
     Role.REVIEWER: frozenset({READ, REVIEW}),
-    Role.OWNER: frozenset({READ, WRITE, REVIEW, MANAGE}),
+    Role.OWNER: frozenset({READ, WRITE, REVIEW, MANAGE, ADMINISTER}),
 }
 
 
@@ -62,6 +65,7 @@ class Action(StrEnum):
     REVOKE_INVITATION = "revoke_invitation"
     MANAGE_TOKENS = "manage_tokens"
     MANAGE_PROVIDERS = "manage_providers"
+    MANAGE_WEBHOOKS = "manage_webhooks"  # webhooks, their secrets, deliveries, test events, retries
 
 
 ACTION_SCOPES: dict[Action, frozenset[str]] = {
@@ -78,11 +82,12 @@ ACTION_SCOPES: dict[Action, frozenset[str]] = {
     Action.EDIT_RULES: frozenset({WRITE, REVIEW}),
     Action.ANNOTATE: frozenset({WRITE, REVIEW}),
     Action.PLAYGROUND_SEND: frozenset({REVIEW}),
-    Action.MANAGE_MEMBERS: frozenset({MANAGE}),
-    Action.INVITE_MEMBER: frozenset({MANAGE}),
-    Action.REVOKE_INVITATION: frozenset({MANAGE}),
-    Action.MANAGE_TOKENS: frozenset({MANAGE}),
-    Action.MANAGE_PROVIDERS: frozenset({MANAGE}),
+    Action.MANAGE_MEMBERS: frozenset({ADMINISTER}),
+    Action.INVITE_MEMBER: frozenset({ADMINISTER}),
+    Action.REVOKE_INVITATION: frozenset({ADMINISTER}),
+    Action.MANAGE_TOKENS: frozenset({ADMINISTER}),
+    Action.MANAGE_PROVIDERS: frozenset({ADMINISTER}),
+    Action.MANAGE_WEBHOOKS: frozenset({MANAGE}),
 }
 
 assert set(ACTION_SCOPES) == set(Action), "every action needs a row"

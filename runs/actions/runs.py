@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from runs.actions import responsecache
+from runs.actions import outbox, responsecache
 from runs.actions.core import (
     ActionError,
     Appender,
@@ -118,6 +118,7 @@ def do_commands(
     with transaction.atomic():
         run = lock_run(workspace, run_id)
         state = load_state(run)
+        watcher = outbox.watch(workspace, run, state)  # one query; None when nobody listens
         appender = Appender(run, state, actor)
         policy = redaction_policy(state)
         try:
@@ -141,6 +142,8 @@ def do_commands(
             track_replay(run, appender, ctx)
         first, last = appender.save(keep_rows=True)
         update_projection(run, state, event_rows=appender.event_rows)
+        if watcher is not None:
+            watcher.record(appender.events, state, actor=actor)  # the outbox, in this transaction
         notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor))
     return AppendResult(run=run, state=state, events=appender.events, first_seq=first, last_seq=last)
 

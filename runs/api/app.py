@@ -35,10 +35,12 @@ from runs.api.prices import router as prices_router
 from runs.api.runstore import router as runstore_router
 from runs.api.schemas import HealthOut
 from runs.api.transcript import router as transcript_router
+from runs.api.webhooks import router as webhooks_router
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors.bundles import PROTOCOL_VERSION
 from runs.selectors.runs import RunNotFound
+from runs.selectors.webhooks import WebhookNotFound
 from runs.web.wire import wire_json
 
 logger = logging.getLogger("workbench.api")
@@ -211,6 +213,11 @@ def _run_not_found(request, exc: RunNotFound):
     )
 
 
+@api.exception_handler(WebhookNotFound)
+def _webhook_not_found(request, exc: WebhookNotFound):
+    return error_response(request, "WEBHOOK_NOT_FOUND", "no such webhook", 404)
+
+
 @api.exception_handler(Http404)
 def _not_found(request, exc):
     return error_response(request, errors.NOT_FOUND, "not found")
@@ -319,6 +326,7 @@ def _register_routers() -> None:
     api.add_router("/bundles", bundles_router)
     api.add_router("/cache", cache_router)
     api.add_router("/prices", prices_router)
+    api.add_router("/webhooks", webhooks_router)
 
 
 _register_routers()

@@ -28,6 +28,9 @@ _STATUS_BY_CODE: dict[str, int] = {
     "SEQ_OUT_OF_RANGE": 422,  # a fork's fromSeq names no event of the source
     "REPLAY_DATA_EXPIRED": 410,  # data a deterministic replay needs was deleted or expired
     "NOT_A_REPLAY": 409,
+    "WEBHOOK_NOT_FOUND": 404,  # another workspace's webhook answers exactly the same
+    "DELIVERY_NOT_FOUND": 404,
+    "WEBHOOK_DISABLED": 409,
     "READ_ONLY": 409,  # the public demo's runs (runs.actions.workspaces.READ_ONLY)
     CONFLICT: 409,
     PRECONDITION_FAILED: 412,

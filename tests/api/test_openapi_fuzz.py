@@ -44,7 +44,7 @@ def bearer(workspace, workflow):
     from runs.actions import do_start_run
 
     do_start_run(workspace=workspace, workflow=workflow, run_id=EXAMPLE_RUN, actor="test")
-    return create_token(workspace=workspace, name="fuzz", scopes=["read", "write", "review"]).secret
+    return create_token(workspace=workspace, name="fuzz", scopes=["read", "write", "review", "manage"]).secret
 
 
 @pytest.mark.django_db

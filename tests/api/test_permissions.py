@@ -15,7 +15,7 @@ from django.test import Client
 from workbench_sdk.client import make_event
 
 from runs import actions
-from runs.actions.permissions import ACTION_SCOPES, MANAGE, ROLE_SCOPES, Action, role_allows
+from runs.actions.permissions import ACTION_SCOPES, ADMINISTER, ROLE_SCOPES, Action, role_allows
 from runs.models import Membership, Role
 from tests.api.conftest import BearerClient
 
@@ -82,6 +82,7 @@ def _page(action: Action, client: Client, ctx: dict) -> bool | None:
             "/playground/send/", "{}", content_type="application/json"
         ),
         Action.MANAGE_PROVIDERS: lambda: client.post("/playground/settings/", {"action": "nothing"}),
+        Action.MANAGE_WEBHOOKS: lambda: client.get("/settings/webhooks/"),
     }
     if action not in calls:
         return None
@@ -109,6 +110,7 @@ def _rest(action: Action, api: BearerClient, ctx: dict) -> bool | None:
         Action.CANCEL_RUN: lambda: api.post(f"{run}/cancel", {}),
         Action.DELETE_RUN: lambda: api.delete(run),
         Action.IMPORT_BUNDLE: lambda: api.post("/api/bundles", raw=ctx["bundle"]),
+        Action.MANAGE_WEBHOOKS: lambda: api.get("/api/webhooks"),
     }
     if action not in calls:
         return None
@@ -160,11 +162,11 @@ def _websocket(action: Action, user, ctx: dict) -> bool | None:
 
 A = Action
 REST_ACTIONS = [A.VIEW_RUN, A.VERIFY_BUNDLE, A.START_RUN, A.APPEND_EVENTS, A.RESOLVE_GATE, A.EDIT_ARTIFACT]
-REST_ACTIONS += [A.ANNOTATE, A.CANCEL_RUN, A.DELETE_RUN, A.IMPORT_BUNDLE]
+REST_ACTIONS += [A.ANNOTATE, A.CANCEL_RUN, A.DELETE_RUN, A.IMPORT_BUNDLE, A.MANAGE_WEBHOOKS]
 ADAPTER_ACTIONS = {
     "page": [A.VIEW_RUN, A.CANCEL_RUN, A.RESOLVE_GATE, A.EDIT_ARTIFACT, A.EDIT_RULES, A.IMPORT_BUNDLE]
     + [A.MANAGE_MEMBERS, A.MANAGE_TOKENS, A.PLAYGROUND_SEND, A.MANAGE_PROVIDERS]
-    + [A.INVITE_MEMBER, A.REVOKE_INVITATION],
+    + [A.INVITE_MEMBER, A.REVOKE_INVITATION, A.MANAGE_WEBHOOKS],
     "rest-token": REST_ACTIONS,
     "rest-session": REST_ACTIONS,
     "mcp": [A.VIEW_RUN, A.VERIFY_BUNDLE, A.START_RUN, A.RESOLVE_GATE, A.EDIT_ARTIFACT, A.FORK_RUN]
@@ -192,7 +194,7 @@ def test_every_adapter_agrees_with_the_table(role, action, adapter, people, work
         client.force_login(user)
         refused = _page(action, client, ctx)
     elif adapter == "rest-token":
-        scopes = sorted(ROLE_SCOPES[role] - {MANAGE})
+        scopes = sorted(ROLE_SCOPES[role] - {ADMINISTER})
         refused = _rest(
             action, BearerClient(create_token(workspace=workspace, name="t", scopes=scopes).secret), ctx
         )
@@ -221,7 +223,8 @@ def test_the_table_covers_every_action_and_the_roles_match_the_model():
     assert not role_allows(Role.VIEWER, Action.ANNOTATE)
 
 
-def test_tokens_can_never_hold_the_manage_scope():
+def test_tokens_can_never_hold_the_administer_scope():
     from accounts.models import ALL_SCOPES
 
-    assert MANAGE not in ALL_SCOPES
+    assert ADMINISTER not in ALL_SCOPES
+    assert "manage" in ALL_SCOPES  # owners' powers over workspace settings (webhooks): tokens may

@@ -43,8 +43,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_app(tmp: Path, *, setup_code: str, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    """A fresh SQLite database in `tmp`, migrated and seeded by `setup_code`, served by daphne."""
+def serve_app(
+    tmp: Path, *, setup_code: str, extra_env: dict[str, str] | None = None, keep_stdout: bool = False
+) -> Iterator[str]:
+    """A fresh SQLite database in `tmp`, migrated and seeded by `setup_code`, served by daphne
+    (with `keep_stdout`, its standard output, the console e-mails among it, in tmp/stdout.log)."""
     require_chromium()
     env = {
         **os.environ,
@@ -61,7 +64,7 @@ def serve_app(tmp: Path, *, setup_code: str, extra_env: dict[str, str] | None = 
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
     subprocess.run([python, "-c", setup_code], cwd=REPO, env=env, check=True)
     port = free_port()
-    with open(tmp / "daphne.log", "w") as log:
+    with open(tmp / "daphne.log", "w") as log, open(tmp / "stdout.log", "w") as out:
         proc = subprocess.Popen(
             [
                 str(Path(python).with_name("daphne")),
@@ -72,8 +75,8 @@ def serve_app(tmp: Path, *, setup_code: str, extra_env: dict[str, str] | None = 
                 "workbench.asgi:application",
             ],
             cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
+            env={**env, "PYTHONUNBUFFERED": "1"} if keep_stdout else env,
+            stdout=out if keep_stdout else subprocess.DEVNULL,
             stderr=log,
         )
     try:

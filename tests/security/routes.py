@@ -29,6 +29,8 @@ PARAM_KINDS: dict[str, str] = {
     "key_id": "token",  # an API token's public key id
     "key": "cache_key",  # /api/cache/<key>: an LLM cache key of the workspace's response cache
     "invitation_id": "invitation",  # a workspace's invitation (only its invitee may answer it)
+    "webhook_id": "webhook",  # /api/webhooks/<id>: a workspace's webhook
+    "delivery_id": "delivery",  # one delivery of a webhook (its webhook-id)
     # Parameters below a run: they only ever narrow a run the caller must see first.
     "seq": "seq",
     "artifact_key": "artifact_key",
@@ -71,6 +73,7 @@ VIEWER_MAY_WRITE: dict[str, str] = {
     "runs:switch_workspace": "chooses among the viewer's own workspaces",
     "api:verify_bundle": "checks a bundle, stores nothing (read scope)",
     "playground:preview": "renders a request preview, stores nothing",
+    "runs:notifications": "the viewer's own e-mail choices (an empty form changes nothing)",
 }
 
 

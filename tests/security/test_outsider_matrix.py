@@ -107,6 +107,11 @@ WRITE_BODIES = {
     ("api:verify_bundle", "POST"): lambda w: _bundle_bytes(w),
     ("otlp_traces", "POST"): lambda w: _json({"resourceSpans": []}),
     ("otlp_logs", "POST"): lambda w: _json({"resourceLogs": []}),
+    ("api:create_webhook", "POST"): lambda w: _json(
+        {"url": "https://hooks.example/new", "events": ["gate.requested"]}
+    ),
+    ("api:delete_webhook", "DELETE"): lambda w: b"",
+    ("api:retry_delivery", "POST"): lambda w: b"",
 }
 
 

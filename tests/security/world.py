@@ -22,6 +22,10 @@ CACHE_KEY = "a" * 64
 MISSING_CACHE_KEY = "b" * 64
 INVITATION_ID = 731977  # unusual numbers: 404 bodies are compared after replacing them
 MISSING_INVITATION_ID = 731979
+WEBHOOK_ID = "wh_victim0000000000000001"
+MISSING_WEBHOOK_ID = "wh_victim0000000000000009"
+DELIVERY_ID = "msg_victim00000000000000000001"
+MISSING_DELIVERY_ID = "msg_victim00000000000000000009"
 
 
 @dataclass
@@ -35,7 +39,7 @@ class World:
     execution_id: str
     token_key_id: str
     read_token: str  # acme, scopes ["read"]
-    outsider_token: str  # globex, every scope a token can hold
+    outsider_token: str  # globex, every scope a token can hold (manage included)
     workflow: dict
     saved_prompt_pk: int
     io_seq: int  # the seq of the victim run's model call (its request carries CANARY)
@@ -52,6 +56,8 @@ class World:
             "key_id": ("z" * len(self.token_key_id)) if missing else self.token_key_id,
             "key": MISSING_CACHE_KEY if missing else CACHE_KEY,
             "invitation_id": MISSING_INVITATION_ID if missing else INVITATION_ID,
+            "webhook_id": MISSING_WEBHOOK_ID if missing else WEBHOOK_ID,
+            "delivery_id": MISSING_DELIVERY_ID if missing else DELIVERY_ID,
             "seq": 1,
             "artifact_key": "notes",
         }
@@ -67,7 +73,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     from playground.models import Execution, SavedPrompt
     from runs import actions
     from runs.engine import commands as c
-    from runs.models import CachedResponse, Event, Invitation
+    from runs.models import CachedResponse, Delivery, Event, Invitation, Webhook
 
     run = actions.do_start_run(
         workspace=workspace,
@@ -126,10 +132,31 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         invited_by=alice,
         expires_at=timezone.now() + timedelta(days=7),
     )
+    hook = Webhook.objects.create(
+        public_id=WEBHOOK_ID,
+        workspace=workspace,
+        url=f"https://hooks.example/{CANARY}",
+        description=f"hook {CANARY}",
+        events=["gate.requested"],
+        secret="whsec_" + "A" * 43 + "=",
+    )
+    Delivery.objects.create(
+        public_id=DELIVERY_ID,
+        workspace=workspace,
+        webhook=hook,
+        channel="webhook",
+        event_type="gate.requested",
+        payload=f'{{"type": "gate.requested", "data": {{"secret": "{CANARY}"}}}}',
+        status="failed",
+        response_excerpt=CANARY,
+        next_attempt_at=timezone.now(),
+    )
     saved = SavedPrompt.objects.create(workspace=workspace, name=f"saved {CANARY}", prompt=CANARY)
     io_seq = Event.objects.get(run=run, type="model_io").seq
     read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
-    outsider = create_token(workspace=other_workspace, name="outsider", scopes=["read", "write", "review"])
+    outsider = create_token(
+        workspace=other_workspace, name="outsider", scopes=["read", "write", "review", "manage"]
+    )
     actions.do_start_run(
         workspace=other_workspace, workflow=workflow, run_id="run_globex", actor="user:charlie"
     )

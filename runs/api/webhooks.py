@@ -1,0 +1,167 @@
+"""Webhooks of the caller's workspace: create (the secret is answered once), list, delete, the
+delivery log, a retry. Owners (session) or tokens with the ``manage`` scope
+(``Action.MANAGE_WEBHOOKS``); another workspace's hook answers 404 like a missing one."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Router, Schema
+from ninja.responses import Status
+from pydantic import Field
+
+from runs.actions.permissions import Action
+from runs.actions.webhooks import do_create_webhook, do_delete_webhook, do_retry_delivery
+from runs.api.errors import ApiError
+from runs.api.responses import require
+from runs.api.schemas import ErrorOut
+from runs.models import Delivery, Webhook
+from runs.protocol.canonical import parse_json
+from runs.protocol.errors import ErrorCode
+from runs.selectors.webhooks import get_webhook, recent_deliveries, webhooks_of
+
+router = Router(tags=["webhooks"])
+
+ERRORS = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    413: ErrorOut,
+    429: ErrorOut,
+}
+FIELDS = frozenset({"url", "events", "description"})
+
+
+class WebhookIn(Schema):
+    url: str = Field(
+        description="Where to POST (http or https; public addresses unless the operator allows others)."
+    )
+    events: list[str] = Field(
+        description="Any of gate.requested, gate.resolved, run.completed, run.failed, run.cancelled, run.diverged."
+    )
+    description: str | None = Field(default=None, max_length=200)
+
+
+class WebhookOut(Schema):
+    id: str
+    url: str
+    events: list[str]
+    description: str
+    enabled: bool
+    disabledReason: str
+    createdAt: str
+
+
+class WebhookCreated(WebhookOut):
+    secret: str = Field(description="whsec_<base64>: shown once; verify webhook-signature with it.")
+
+
+class DeliveryOut(Schema):
+    id: str = Field(description="The message's webhook-id (the same on every retry).")
+    eventType: str
+    status: str = Field(description="pending, delivered, failed or cancelled.")
+    attempts: int
+    createdAt: str
+    lastAttemptAt: str | None
+    nextAttemptAt: str | None
+    responseStatus: int | None
+    responseExcerpt: str
+    error: str
+
+
+def _hook_json(hook: Webhook) -> dict:
+    return {
+        "id": hook.public_id,
+        "url": hook.url,
+        "events": list(hook.events),
+        "description": hook.description,
+        "enabled": hook.enabled,
+        "disabledReason": hook.disabled_reason,
+        "createdAt": hook.created_at.isoformat(),
+    }
+
+
+def _delivery_json(delivery: Delivery) -> dict:
+    pending = delivery.status == "pending"
+    return {
+        "id": delivery.public_id,
+        "eventType": delivery.event_type,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "createdAt": delivery.created_at.isoformat(),
+        "lastAttemptAt": delivery.last_attempt_at.isoformat() if delivery.last_attempt_at else None,
+        "nextAttemptAt": delivery.next_attempt_at.isoformat() if pending else None,
+        "responseStatus": delivery.response_status,
+        "responseExcerpt": delivery.response_excerpt,
+        "error": delivery.error,
+    }
+
+
+def _body(request: HttpRequest) -> dict:
+    data = parse_json(request.body) if request.body else None
+    if not isinstance(data, dict):
+        raise ApiError(ErrorCode.INVALID_INPUT, "the body must be a JSON object with url and events")
+    unknown = set(data) - FIELDS
+    if unknown:
+        raise ApiError(ErrorCode.INVALID_INPUT, f"unknown field(s): {', '.join(sorted(unknown))}")
+    return data
+
+
+@router.post(
+    "",
+    response={201: WebhookCreated, **ERRORS},
+    summary="Create a webhook (its signing secret is answered once)",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WebhookIn"}}},
+        }
+    },
+)
+def create_webhook(request: HttpRequest):
+    caller = require(request, Action.MANAGE_WEBHOOKS)
+    data = _body(request)
+    created = do_create_webhook(
+        workspace=caller.workspace,
+        url=data.get("url"),
+        events=data.get("events"),
+        description=data.get("description") or "",
+        actor=caller.actor,
+    )
+    return Status(201, {**_hook_json(created.webhook), "secret": created.secret})
+
+
+@router.get("", response={200: list[WebhookOut], **ERRORS}, summary="List the workspace's webhooks")
+def list_webhooks(request: HttpRequest):
+    caller = require(request, Action.MANAGE_WEBHOOKS)
+    return [_hook_json(hook) for hook in webhooks_of(caller.workspace)]
+
+
+@router.delete("/{webhook_id}", response={204: None, **ERRORS}, summary="Delete a webhook and its deliveries")
+def delete_webhook(request: HttpRequest, webhook_id: str):
+    caller = require(request, Action.MANAGE_WEBHOOKS)
+    do_delete_webhook(workspace=caller.workspace, webhook_id=webhook_id)
+    return HttpResponse(status=204)
+
+
+@router.get(
+    "/{webhook_id}/deliveries",
+    response={200: list[DeliveryOut], **ERRORS},
+    summary="The webhook's last 50 deliveries, newest first",
+)
+def list_deliveries(request: HttpRequest, webhook_id: str):
+    caller = require(request, Action.MANAGE_WEBHOOKS)
+    hook = get_webhook(caller.workspace, webhook_id)
+    return [_delivery_json(d) for d in recent_deliveries(hook)]
+
+
+@router.post(
+    "/{webhook_id}/deliveries/{delivery_id}/retry",
+    response={202: DeliveryOut, **ERRORS},
+    summary="Send a failed delivery again (same webhook-id, same body)",
+)
+def retry_delivery(request: HttpRequest, webhook_id: str, delivery_id: str):
+    caller = require(request, Action.MANAGE_WEBHOOKS)
+    delivery = do_retry_delivery(workspace=caller.workspace, webhook_id=webhook_id, delivery_id=delivery_id)
+    return Status(202, _delivery_json(delivery))

@@ -1,0 +1,94 @@
+"""What a person reads: the Slack message and the e-mail for each notification. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SUBJECTS = {
+    "gate.requested": "A gate is waiting for you",
+    "gate.resolved": "A gate was decided",
+    "run.completed": "Run completed",
+    "run.failed": "Run failed",
+    "run.cancelled": "Run cancelled",
+    "run.diverged": "Replay diverged",
+    "webhook.test": "Test event",
+    "webhook.disabled": "A webhook was disabled",
+}
+
+
+def _run(data: dict) -> dict:
+    run = data.get("run")
+    return run if isinstance(run, dict) else {}
+
+
+def _gate(data: dict) -> dict:
+    gate = data.get("gate")
+    return gate if isinstance(gate, dict) else {}
+
+
+def _title(data: dict) -> str:
+    run = _run(data)
+    return run.get("title") or run.get("id") or ""
+
+
+def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | None]:
+    """(headline, detail lines, link, link label) of one ``{type, timestamp, data}`` message."""
+    kind = message.get("type", "")
+    data = message.get("data") or {}
+    run, gate = _run(data), _gate(data)
+    headline = SUBJECTS.get(kind, kind)
+    details: list[str] = []
+    if run:
+        details.append(f"Run: {_title(data)}")
+    if data.get("workspace"):
+        details.append(f"Workspace: {data['workspace']}")
+    if gate.get("stepId"):
+        details.append(f"Step: {gate['stepId']} ({gate.get('gate')})")
+    if gate.get("reason"):
+        details.append(f"Reason: {gate['reason']}")
+    if gate.get("decision"):
+        details.append(
+            f"Decision: {gate['decision']}" + (f" by {gate['decidedBy']}" if gate.get("decidedBy") else "")
+        )
+    if run.get("reason"):
+        details.append(f"Reason: {run['reason']}")
+    if kind == "webhook.disabled":
+        details += [f"Webhook: {data.get('url')}", f"Why: {data.get('reason')}"]
+        return headline, details, data.get("settingsUrl"), "Open the webhook settings"
+    if kind == "gate.requested":
+        return headline, details, gate.get("url"), "Open the gate"
+    if run.get("url"):
+        return headline, details, run["url"], "Open the run"
+    return headline, details, None, None
+
+
+def _slack_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A Slack incoming-webhook body: a fallback text, a section and an "Open the gate" button."""
+    headline, details, link, label = lines(message)
+    text = "\n".join([f"*{_slack_escape(headline)}*", *(_slack_escape(d) for d in details)])
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    if link:
+        blocks.append(
+            {
+                "type": "actions",
+                "elements": [{"type": "button", "text": {"type": "plain_text", "text": label}, "url": link}],
+            }
+        )
+    fallback = f"{headline}: {_title(message.get('data') or {})}".rstrip(": ")
+    return {"text": fallback, "blocks": blocks}
+
+
+def email_message(message: dict[str, Any], *, site_name: str = "Workbench") -> tuple[str, str]:
+    """(subject, plain-text body)."""
+    headline, details, link, label = lines(message)
+    title = _title(message.get("data") or {})
+    subject = f"[{site_name}] {headline}" + (f": {title}" if title else "")
+    body = [headline, "", *details]
+    if link:
+        body += ["", f"{label}: {link}"]
+    body += ["", "You get this because of your notification choices; change them on your settings page."]
+    return subject.replace("\n", " ")[:200], "\n".join(body) + "\n"

@@ -1,0 +1,38 @@
+"""Reads of a workspace's webhooks, their deliveries and people's notification choices.
+
+Workspace first: another workspace's hook answers exactly like a missing one (WebhookNotFound).
+"""
+
+from __future__ import annotations
+
+from runs.models import Delivery, NotificationPreference, Webhook, Workspace
+
+
+class WebhookNotFound(Exception):
+    """No such webhook (or delivery) in this workspace."""
+
+
+def webhooks_of(workspace: Workspace) -> list[Webhook]:
+    return list(Webhook.objects.filter(workspace=workspace))
+
+
+def get_webhook(workspace: Workspace, webhook_id: object) -> Webhook:
+    if not isinstance(webhook_id, str) or len(webhook_id) > 40:
+        raise WebhookNotFound("no such webhook")
+    hook = Webhook.objects.filter(workspace=workspace, public_id=webhook_id).first()
+    if hook is None:
+        raise WebhookNotFound("no such webhook")
+    return hook
+
+
+def recent_deliveries(hook: Webhook, *, limit: int = 50) -> list[Delivery]:
+    return list(Delivery.objects.filter(webhook=hook).order_by("-created_at", "-id")[:limit])
+
+
+def recent_deliveries_by_hook(hooks: list[Webhook], *, per_hook: int = 10) -> dict[int, list[Delivery]]:
+    """The last ``per_hook`` deliveries of each hook, one query per hook (a page lists <= 50 hooks)."""
+    return {hook.pk: recent_deliveries(hook, limit=per_hook) for hook in hooks}
+
+
+def preferences_of(user, workspace: Workspace) -> NotificationPreference | None:
+    return NotificationPreference.objects.filter(user=user, workspace=workspace).first()
