@@ -167,6 +167,9 @@ class Run(models.Model):
     # Folding replays those events, then takes the bundle's document as authoritative.
     import_doc = models.TextField(null=True, blank=True)
     import_seq = models.IntegerField(null=True, blank=True)
+    # For runs imported from a signed bundle: the signature verdict at import (JSON of
+    # runs.protocol.signing.Verdict.to_json): who signed, exported and approved the imported part.
+    import_attestation = models.TextField(null=True, blank=True)
     pending_gates = models.IntegerField(default=0, db_index=True)
     # Gates whose last decision was a rejection (not requested again since): the run waits for a
     # retry or a fork. A rejected run is still "running" in the protocol; pages show it apart.
@@ -553,3 +556,30 @@ class Delivery(models.Model):
             models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
             models.Index(fields=["webhook", "-created_at"], name="delivery_hook_recent"),
         ]
+
+
+class SigningKey(models.Model):
+    """An Ed25519 key that signs exported bundles (runs.actions.signing): public half and validity.
+
+    The private seed never enters the database: it lives in ``WORKBENCH_SIGNING_KEY_DIR`` (a file
+    per kid, 0600) or in the environment (``WORKBENCH_SIGNING_KEY``). Rows are kept after rotation
+    and revocation, so ``/.well-known/jwks.json`` keeps listing every key that ever signed.
+    ``workspace`` is null for the instance key, set for a workspace's own key.
+    """
+
+    kid = models.CharField(max_length=64, unique=True)  # RFC 7638 thumbprint
+    x = models.CharField(max_length=64)  # the public key, base64url (RFC 8037)
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="signing_keys"
+    )
+    source = models.CharField(max_length=8, default="file")  # "file" (key dir) or "env"
+    created_at = models.DateTimeField(auto_now_add=True)
+    not_before = models.DateTimeField()
+    not_after = models.DateTimeField(null=True, blank=True)  # set when a rotation retires it
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["not_before", "id"]
+
+    def __str__(self) -> str:
+        return self.kid

@@ -108,6 +108,13 @@ def _private_transcript_dir(settings, tmp_path_factory):
     settings.WORKBENCH_TRANSCRIPT_DIR = tmp_path_factory.mktemp("transcripts")
 
 
+@pytest.fixture(autouse=True)
+def _private_signing_keys(settings, tmp_path_factory):
+    """Signing keys (runs.actions.signing) are created in a directory of this test alone, never var/."""
+    settings.WORKBENCH_SIGNING_KEY_DIR = tmp_path_factory.mktemp("signing")
+    settings.WORKBENCH_SIGNING_KEY = ""
+
+
 # Test files that start processes (daphne, the CLI, node, a worker killed with -9): the inner loop
 # `pytest -m "not slow and not browser"` leaves them out; `make test` runs them all.
 SLOW_FILES = {

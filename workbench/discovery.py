@@ -12,6 +12,8 @@ from what the site serves:
     /.well-known/security.txt    RFC 9116 (Contact, Expires, Policy, Canonical)
     /security.md                 the policy security.txt points at
     /.well-known/mcp.json        the MCP server descriptor (name, version, endpoint, transport, auth)
+    /.well-known/jwks.json       the public keys that sign exported bundles (RFC 7517/8037 JWKS)
+    /.well-known/workbench-keys.json  their validity: notBefore, notAfter, revokedAt per kid
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from runs.mcp.versions import MCP_PROTOCOL_VERSIONS, mcp_server_info
 from runs.protocol.errors import ALL_ERROR_CODES
 from runs.protocol.validate import EVENT_TYPES
 from runs.protocol.validate_shapes import GATE_POLICIES
+from runs.selectors.signing import jwks_document, validity_document
 
 TEXT = "text/plain; charset=utf-8"
 MARKDOWN = "text/markdown; charset=utf-8"
@@ -452,6 +455,20 @@ sitemap_xml = _view(build_sitemap_xml, XML)
 security_txt = _view(build_security_txt, TEXT)
 security_md = _view(build_security_md, MARKDOWN)
 mcp_json = _view(mcp_descriptor, JSON)
+# Public keys only (runs.selectors.signing). Five minutes: a rotation or revocation shows soon.
+KEYS_MAX_AGE = 300
+
+
+def build_jwks_json(request: HttpRequest) -> dict:
+    return jwks_document()
+
+
+def build_signing_keys_json(request: HttpRequest) -> dict:
+    return validity_document()
+
+
+jwks_json = _view(build_jwks_json, "application/jwk-set+json", max_age=KEYS_MAX_AGE)
+signing_keys_json = _view(build_signing_keys_json, JSON, max_age=KEYS_MAX_AGE)
 
 
 def urlpatterns() -> Iterable:
@@ -466,4 +483,6 @@ def urlpatterns() -> Iterable:
         path("security.md", security_md, name="security_md"),
         path(".well-known/security.txt", security_txt, name="security_txt"),
         path(".well-known/mcp.json", mcp_json, name="mcp_json"),
+        path(".well-known/jwks.json", jwks_json, name="jwks_json"),
+        path(".well-known/workbench-keys.json", signing_keys_json, name="signing_keys_json"),
     ]

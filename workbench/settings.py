@@ -298,6 +298,14 @@ WORKBENCH_SECURITY_TXT_DAYS = env_int("WORKBENCH_SECURITY_TXT_DAYS", 180, minimu
 if WORKBENCH_SECURITY_TXT_DAYS > 364:
     raise ValueError("WORKBENCH_SECURITY_TXT_DAYS must be under a year (RFC 9116)")
 
+# Signed bundles (runs/actions/signing.py). The instance key: WORKBENCH_SIGNING_KEY (an Ed25519
+# seed, base64 of 32 bytes, or the path of a file holding one) for operators; else a key created on
+# first use into WORKBENCH_SIGNING_KEY_DIR (0600), rotated with `manage.py signing_key`. The
+# instance name in every signature: WORKBENCH_INSTANCE, else WORKBENCH_SITE_URL, else "workbench".
+WORKBENCH_SIGNING_KEY = env_str("WORKBENCH_SIGNING_KEY", "")
+WORKBENCH_SIGNING_KEY_DIR = Path(env_str("WORKBENCH_SIGNING_KEY_DIR", str(VAR_DIR / "signing")))
+WORKBENCH_INSTANCE = env_str("WORKBENCH_INSTANCE", "") or WORKBENCH_SITE_URL or "workbench"
+
 # Continuous OTLP/HTTP export of finished runs (runs/telemetry/otel_stream.py): on when
 # OTEL_EXPORTER_OTLP_ENDPOINT names a collector (headers from OTEL_EXPORTER_OTLP_HEADERS).
 # WORKBENCH_OTEL_SEMCONV: "reference" (the reference's mapping, default) or "current" (GenAI 1.42).

@@ -18,7 +18,9 @@ from runs.engine.state import initial_run_doc
 from runs.models import ArtifactVersion, RuleSetVersion, Run, Workspace
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
+from runs.protocol.signing import VerdictCode, attestations_of
 from runs.protocol.values import dumps, new_id
+from runs.selectors.signing import bundle_signature
 
 
 def do_import_bundle(*, workspace: Workspace, data: bytes, actor: str = "", as_new_id: bool = False) -> Run:
@@ -28,9 +30,28 @@ def do_import_bundle(*, workspace: Workspace, data: bytes, actor: str = "", as_n
         raise ActionError(result.code or ErrorCode.INVALID_RUN_BUNDLE, result.message or "invalid bundle")
     bundle = result.bundle
     assert bundle is not None
+    attestation = import_verdict(bundle, result.gate_resolved)
     if as_new_id:
         bundle = _with_new_run_id(bundle, new_id("run"))
-    return _store_bundle(workspace=workspace, bundle=bundle, actor=actor)
+    return _store_bundle(workspace=workspace, bundle=bundle, actor=actor, attestation=attestation)
+
+
+def import_verdict(bundle: dict, gate_indices: list[int] | None = None) -> dict | None:
+    """The signature verdict of a bundle whose integrity already checked (``None``: unsigned).
+
+    Verified against this instance's keys. A signature by a key this instance does not hold is
+    recorded as such (``UNKNOWN_KEY``: nobody here vouches for it) and the import goes on; any
+    other failure (a forged or changed signature, a revoked key, a subject or approval that is not
+    this bundle's) refuses the import with the verdict's code.
+    """
+    if not attestations_of(bundle):
+        return None
+    verdict = bundle_signature(bundle, gate_indices)
+    if not verdict.ok and verdict.code != VerdictCode.UNKNOWN_KEY:
+        raise ActionError(
+            verdict.code or VerdictCode.SIGNATURE_INVALID, f"signature not accepted: {verdict.message}"
+        )
+    return verdict.to_json()
 
 
 def _with_new_run_id(bundle: dict, run_id: str) -> dict:
@@ -42,7 +63,7 @@ def _with_new_run_id(bundle: dict, run_id: str) -> dict:
     return renamed
 
 
-def _store_bundle(*, workspace: Workspace, bundle: dict, actor: str) -> Run:
+def _store_bundle(*, workspace: Workspace, bundle: dict, actor: str, attestation: dict | None = None) -> Run:
     trace = bundle["trace"]
     state = fold(initial_run_doc(bundle["run"]), [])
     with transaction.atomic():
@@ -56,6 +77,7 @@ def _store_bundle(*, workspace: Workspace, bundle: dict, actor: str) -> Run:
         state.run = bundle["run"]
         run.import_doc = dumps(bundle["run"])
         run.import_seq = len(trace)
+        run.import_attestation = None if attestation is None else dumps(attestation)
         for name, value in projection_fields(state).items():
             setattr(run, name, value)
         engine = bundle.get("engine")

@@ -1,4 +1,4 @@
-"""Bundles: signed export, atomic import, verification without writing."""
+"""Bundles: signed export (DSSE, Ed25519), atomic import, verification without writing."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import Field
 
 from runs import actions
 from runs.actions.permissions import Action
+from runs.actions.signing import do_export_bundle
 from runs.api.errors import ApiError
 from runs.api.responses import etag_for, require, write_result
 from runs.api.schemas import ErrorOut, RunBundle, VerifyResult, WriteResult
@@ -16,8 +17,8 @@ from runs.ids import content_disposition
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
 from runs.protocol.redaction import POLICIES
-from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.runs import get_run
+from runs.selectors.signing import bundle_signature
 
 router = Router(tags=["bundles"])
 runs_router = Router(tags=["bundles"])
@@ -43,17 +44,23 @@ class ImportQuery(Schema):
     by_alias=True,
     summary="Export a run as a signed bundle",
     description=(
-        "Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256`; verifiable by any protocol 1.0.0 "
-        "implementation. `redact=user|mask|drop` exports a redacted user bundle instead, signed over what it "
-        "holds, the policy (and a hash of every removed value) named in "
-        '`run.metadata["workbench.redaction"]`. `user` is the reference runtime\'s profile: model payloads, '
-        "tool arguments and results and the run metadata go; titles, summaries, annotations, notes, error "
-        "messages and artifact data stay. `mask` and `drop` leave nothing a person wrote or a model said "
-        "(free text masked as `[REDACTED]`; `drop` removes what is optional); ids, steps, timestamps, "
-        "decisions, usage, cost and model names stay."
+        "Canonical JSON (RFC 8785) of the RunBundle with `integrity.sha256` (an integrity hash any protocol "
+        "1.0.0 implementation verifies) and `integrity.attestations`: a DSSE envelope around an in-toto "
+        "statement, signed with this instance's Ed25519 key (public keys at `/.well-known/jwks.json`, "
+        "their validity at `/.well-known/workbench-keys.json`). The signature says that this instance "
+        "exported the content with that hash for the caller, and who resolved each gate as the server "
+        "recorded it; it is not a signature by the approvers themselves. `redact=user|mask|drop` exports "
+        "a redacted user bundle instead, hashed and signed over what it holds, the policy (and a hash of "
+        'every removed value) named in `run.metadata["workbench.redaction"]` and in the signature. `user` '
+        "is the reference runtime's profile: model payloads, tool arguments and results and the run "
+        "metadata go; titles, summaries, annotations, notes, error messages and artifact data stay. `mask` "
+        "and `drop` leave nothing a person wrote or a model said (free text masked as `[REDACTED]`; `drop` "
+        "removes what is optional); ids, steps, timestamps, decisions, usage, cost and model names stay. "
+        "`detached=true` answers the signature alone as `<run>.bundle.json.dsse.json` (the envelope covers "
+        "the integrity hash, which is the same with or without `integrity.attestations`)."
     ),
 )
-def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None):
+def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None, detached: bool = False):
     caller = require(request, Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
     if redact is not None and redact not in POLICIES:
@@ -61,9 +68,15 @@ def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None):
             ErrorCode.INVALID_INPUT,
             f"unknown redaction policy {redact!r}; expected one of {', '.join(POLICIES)}",
         )
-    response = HttpResponse(export_bundle_bytes(run, redact=redact), content_type="application/json")
+    export = do_export_bundle(run, exported_by=caller.actor, redact=redact)
+    name = f"{run.run_id}.bundle.json"
+    if detached:
+        response = HttpResponse(export.envelope_bytes, content_type="application/json")
+        response["Content-Disposition"] = content_disposition(f"{name}.dsse.json")
+        return response
+    response = HttpResponse(export.data, content_type="application/json")
     response["ETag"] = etag_for(run)
-    response["Content-Disposition"] = content_disposition(f"{run.run_id}.bundle.json")
+    response["Content-Disposition"] = content_disposition(name)
     return response
 
 
@@ -88,19 +101,43 @@ def import_bundle(request: HttpRequest, query: Query[ImportQuery]):
     return Status(201, write_result(run, list(range(1, run.last_seq + 1)), created=True))
 
 
+class VerifyQuery(Schema):
+    require_signature: bool = Field(
+        default=False, description="Refuse a bundle that carries no signature (code UNSIGNED)."
+    )
+
+
 @router.post(
     "/verify",
     response={200: VerifyResult, **ERRORS},
     summary="Verify a bundle without storing it",
+    description=(
+        "Checks the schema, the integrity hash and the structure as an import would, then the signature "
+        "(`integrity.attestations`) against this instance's published keys. `signature.status` is "
+        "`signed` (a key of this instance signed this content; `exportedBy`, `approvals` and `kid` say "
+        "what it asserts), `unsigned` (integrity hash only: nobody vouches for who exported or approved) "
+        "or `invalid` (`signature.code`: SIGNATURE_INVALID, UNKNOWN_KEY, KEY_REVOKED, "
+        "SUBJECT_DIGEST_MISMATCH, APPROVAL_MISMATCH, PAYLOAD_TYPE_MISMATCH, STATEMENT_INVALID). A "
+        "signature that is present and not accepted makes `ok` false with that code."
+    ),
     openapi_extra=BUNDLE_BODY,
 )
-def verify_bundle(request: HttpRequest):
+def verify_bundle(request: HttpRequest, query: Query[VerifyQuery]):
     require(request, Action.VERIFY_BUNDLE)
     result = check_bundle(_body(request))
     integrity = result.integrity
-    return {
+    out = {
         "ok": bool(result.ok),
         "code": result.code,
         "integrity": None if integrity is None else str(getattr(integrity, "value", integrity)),
         "message": result.message,
+        "signature": None,
     }
+    if result.ok and result.bundle is not None:
+        verdict = bundle_signature(
+            result.bundle, result.gate_resolved, require_signature=query.require_signature
+        )
+        out["signature"] = {**verdict.to_json(), "summary": verdict.summary()}
+        if not verdict.ok:
+            out.update(ok=False, code=verdict.code, message=verdict.message)
+    return out

@@ -246,8 +246,37 @@ class EventsPage(Schema):
     events: list[EventItem]
 
 
+class SignatureVerdict(Schema):
+    status: Literal["signed", "unsigned", "invalid"] = Field(
+        description="`signed`: a key of this instance signed this content; `unsigned`: integrity hash "
+        "only; `invalid`: a signature is present and not accepted (see `code`)."
+    )
+    ok: bool
+    code: str | None = None
+    message: str | None = None
+    kid: str | None = Field(
+        None, description="RFC 7638 thumbprint of the signing key (see /.well-known/jwks.json)."
+    )
+    instance: str | None = None
+    workspace: str | None = None
+    exportedBy: str | None = None
+    at: str | None = None
+    redaction: str | None = None
+    approvals: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="One per resolved gate: eventId, seq, stepId, gate, decision, `by` (the actor the "
+        "exporting server stored beside the event), at.",
+    )
+    summary: str = Field(description="One line for people: signer, exporter, approvals.")
+
+
 class VerifyResult(Schema):
     ok: bool
     code: str | None = None
-    integrity: str | None = None
+    integrity: str | None = Field(
+        None, description="The integrity hash's verdict: valid, mismatch, missing, unchecked."
+    )
     message: str | None = None
+    signature: SignatureVerdict | None = Field(
+        None, description="The signature's verdict (absent when the bundle failed before it)."
+    )

@@ -14,6 +14,7 @@ from accounts.principals import NotPermitted, Principal
 from runs import actions
 from runs.actions.forks import do_fork_with_history
 from runs.actions.permissions import Action
+from runs.actions.signing import do_export_bundle
 from runs.engine import commands as cmd
 from runs.engine.fold import CHECKPOINT_CORRELATION_PREFIX
 from runs.engine.state import RunState
@@ -23,9 +24,9 @@ from runs.protocol.canonical import canonical_bytes
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
 from runs.protocol.values import loads
-from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.gates import gate_decision
 from runs.selectors.runs import RunNotFound, get_run, runs_of
+from runs.selectors.signing import bundle_signature
 
 MAX_LIST = 500
 UNAUTHENTICATED = "UNAUTHENTICATED"
@@ -149,8 +150,8 @@ def _artifact_versions(run: Run) -> dict[str, list[int]]:
 def export_bundle(
     principal: Principal | None, *, run_id: str, redact: str | None = None
 ) -> tuple[bytes, dict]:
-    """The run's signed bundle: its canonical bytes and the parsed document; with ``redact`` the
-    redacted user bundle of that policy, the same bytes as the REST and page exports."""
+    """The run's bundle signed for the caller: its canonical bytes and the parsed document; with
+    ``redact`` the redacted user bundle of that policy, as the REST and page exports make it."""
     caller = _caller(principal, Action.VIEW_RUN)
     if redact is not None and redact not in REDACTION_POLICIES:
         raise Refused(
@@ -158,12 +159,20 @@ def export_bundle(
             f"unknown redaction policy {redact!r}; expected one of {', '.join(REDACTION_POLICIES)}",
         )
     run = _run(caller, run_id)
-    data = export_bundle_bytes(run, redact=redact)
-    return data, loads(data)
+    export = do_export_bundle(run, exported_by=caller.actor, redact=redact)
+    return export.data, export.bundle
+
+
+def _signature(result: Any) -> dict | None:
+    if not result.ok or result.bundle is None:
+        return None
+    verdict = bundle_signature(result.bundle, result.gate_resolved)
+    return {**verdict.to_json(), "summary": verdict.summary()}
 
 
 def verify_run_integrity(principal: Principal | None, *, run_id: str) -> dict:
-    """Export the stored run and verify the export as any other implementation would."""
+    """Export the stored run, signed, and verify the export as any other implementation would
+    (integrity hash), then its signature against this instance's published keys."""
     data, bundle = export_bundle(principal, run_id=run_id)
     result = check_bundle(data)
     return {
@@ -175,24 +184,31 @@ def verify_run_integrity(principal: Principal | None, *, run_id: str) -> dict:
         "message": result.message,
         "events": len(bundle["trace"]),
         "bytes": len(data),
+        "signature": _signature(result),
     }
 
 
 def validate_run_bundle(principal: Principal | None, *, bundle: Any) -> dict:
-    """Check a bundle (a JSON object, or its text exactly as received) without storing anything."""
+    """Check a bundle (a JSON object, or its text exactly as received) without storing anything:
+    schema, integrity hash, structure, then its signature against this instance's keys."""
     _caller(principal, Action.VERIFY_BUNDLE)
     data = bundle.encode() if isinstance(bundle, str) else canonical_or_refuse(bundle)
     result = check_bundle(data)
     parsed = result.bundle or {}
     integrity = parsed.get("integrity") if isinstance(parsed, dict) else None
-    return {
+    signature = _signature(result)
+    out = {
         "ok": bool(result.ok),
         "code": result.code,
         "integrity": str(result.integrity),
         "message": result.message,
         "sha256": integrity.get("sha256") if isinstance(integrity, dict) else None,
         "migrated": bool(result.migrated),
+        "signature": signature,
     }
+    if signature is not None and not signature["ok"]:
+        out.update(ok=False, code=signature["code"], message=signature["message"])
+    return out
 
 
 def canonical_or_refuse(value: Any) -> bytes:

@@ -150,31 +150,43 @@ class ForkResult(WriteResult):
     mode: str = Field(description="replay, branch or fork (the lightweight copy).")
 
 
+SIGNATURE_DESCRIPTION = (
+    "The signature's verdict against this instance's published keys: status signed (with kid, "
+    "exportedBy, at, approvals and a one-line summary), unsigned (integrity hash only) or invalid "
+    "(with its code); absent when the bundle failed before the signature was checked."
+)
+
+
 class IntegrityResult(BaseModel):
     runId: str
     ok: bool
-    integrity: str
+    integrity: str = Field(description="The integrity hash's verdict (SHA-256 over canonical JSON).")
     sha256: str
     code: str | None = None
     message: str | None = None
     events: int
     bytes: int
+    signature: dict[str, Any] | None = Field(None, description=SIGNATURE_DESCRIPTION)
 
 
 class ValidationResult(BaseModel):
     ok: bool
     code: str | None = None
-    integrity: str
+    integrity: str = Field(description="The integrity hash's verdict (SHA-256 over canonical JSON).")
     message: str | None = None
     sha256: str | None = None
     migrated: bool = False
+    signature: dict[str, Any] | None = Field(None, description=SIGNATURE_DESCRIPTION)
 
 
 class ExportedBundle(BaseModel):
     runId: str
-    sha256: str
+    sha256: str = Field(description="The integrity hash (integrity.sha256).")
     uri: str = Field(description="The same bundle as a resource.")
-    bundle: str = Field(description="The signed bundle: RFC 8785 canonical JSON, verifiable as is.")
+    bundle: str = Field(
+        description="The bundle, RFC 8785 canonical JSON with its integrity hash and this instance's "
+        "Ed25519 signature (integrity.attestations, a DSSE envelope), exported for the calling token."
+    )
 
 
 class Decision(BaseModel):
@@ -237,7 +249,8 @@ class WorkbenchMCPServer(MCPServer):
                     uri=resource_uri(run["id"]),
                     name=run["id"],
                     title=f"{run['title']} ({run['status']})",
-                    description=f"Signed bundle of run {run['id']} (workflow {run['workflowId']}).",
+                    description=f"Signed bundle of run {run['id']} (workflow {run['workflowId']}): "
+                    "integrity hash and this instance's Ed25519 signature.",
                     mime_type="application/json",
                 )
                 for run in listed["runs"]
@@ -274,7 +287,8 @@ def build_server() -> WorkbenchMCPServer:
         instructions=(
             "Workbench records runs of LLM workflows. Authenticate with a workspace token "
             "(Authorization: Bearer wbt_...). Read with list_runs/get_run, verify with "
-            "verify_run_integrity, export signed bundles with export_bundle or the runs:// resources; "
+            "verify_run_integrity, export bundles (integrity hash plus this instance's Ed25519 signature, "
+            "keys at /.well-known/jwks.json) with export_bundle or the runs:// resources; "
             "write with start_run, write_artifact, resolve_gate. Ask a human with request_decision."
         ),
         log_level="WARNING",
@@ -298,7 +312,8 @@ def build_server() -> WorkbenchMCPServer:
 
     @mcp.tool(title="Verify a run's integrity", annotations=READ_ONLY)
     async def verify_run_integrity(ctx: Context, runId: RunId) -> IntegrityResult:
-        """Export the run as a signed bundle and verify it (canonical JSON + SHA-256) as any verifier would."""
+        """Export the run as a signed bundle and verify its integrity hash (canonical JSON + SHA-256) as any
+        verifier would, then its Ed25519 signature against this instance's published keys."""
         return await _forward(ctx, ops.verify_run_integrity, IntegrityResult, locals())
 
     @mcp.tool(title="Validate a run bundle", annotations=READ_ONLY)
@@ -309,7 +324,8 @@ def build_server() -> WorkbenchMCPServer:
             Field(description="A RunBundle: its JSON text exactly as received (hashed as is), or an object."),
         ],
     ) -> ValidationResult:
-        """Check a bundle (schema, structure, integrity) without storing it; failures carry an error code."""
+        """Check a bundle (schema, structure, integrity hash, then its signature against this instance's
+        keys) without storing it; failures carry an error code."""
         return await _forward(ctx, ops.validate_run_bundle, ValidationResult, locals())
 
     @mcp.tool(title="Start a run", annotations=WRITES)
@@ -356,7 +372,8 @@ def build_server() -> WorkbenchMCPServer:
 
     @mcp.tool(title="Export a signed bundle", annotations=READ_ONLY)
     async def export_bundle(ctx: Context, runId: RunId, redact: Redaction = None) -> ExportedBundle:
-        """The run as a tamper-evident RunBundle (canonical JSON with engine snapshot and integrity.sha256)."""
+        """The run as a RunBundle: canonical JSON with engine snapshot, integrity hash (integrity.sha256) and
+        this instance's Ed25519 signature (integrity.attestations) naming your token as the exporter."""
         data, bundle = await _call(ctx, ops.export_bundle, run_id=runId, redact=redact)
         return _answer(
             ExportedBundle(
@@ -425,8 +442,8 @@ def build_server() -> WorkbenchMCPServer:
         name="run-bundle",
         title="Run bundle",
         description=(
-            "A run of your workspace as a signed protocol 1.0.0 bundle (canonical JSON); "
-            "?redact=user|mask|drop for its redacted user bundle."
+            "A run of your workspace as a protocol 1.0.0 bundle (canonical JSON) with its integrity hash "
+            "and this instance's Ed25519 signature; ?redact=user|mask|drop for its redacted user bundle."
         ),
         mime_type="application/json",
     )

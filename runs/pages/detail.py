@@ -13,6 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
 from runs.actions.permissions import Action
+from runs.actions.signing import do_export_bundle
 from runs.engine.state import RunState
 from runs.ids import content_disposition
 from runs.models import Run, RunStatus
@@ -21,7 +22,6 @@ from runs.pages.params import int_param
 from runs.presenters.timeline import changed_top_keys, diff_values
 from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
 from runs.selectors.annotations import run_page_preview
-from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.runs import (
     TIMELINE_PAGE,
     TimelineFilters,
@@ -29,6 +29,7 @@ from runs.selectors.runs import (
     run_state,
     state_at,
 )
+from runs.selectors.signing import import_provenance
 from runs.web.partials import (
     gate_panel_context,
     graph_context,
@@ -67,6 +68,7 @@ def run_detail_context(
         "state": state,
         "nav_active": "runs",
         "annotations": run_page_preview(run, doc),
+        "provenance": import_provenance(run),
     }
     ctx.update(lineage_context(run))
     ctx.update(graph_context(run, state, url_id=url_id))
@@ -231,17 +233,24 @@ def event_state(request: HttpRequest, access: RunAccess, seq: int) -> HttpRespon
 @run_page
 @require_GET
 def export_bundle(request: HttpRequest, access: RunAccess) -> HttpResponse:
-    """The run's bundle, or with ``?redact=user|mask|drop`` its redacted user bundle (as the API's)."""
+    """The run's signed bundle; ``?redact=user|mask|drop`` its redacted user bundle (as the API's);
+    ``?detached=1`` the signature alone (``<file>.dsse.json``)."""
     redact = request.GET.get("redact") or None
     if redact is not None and redact not in REDACTION_POLICIES:
         return HttpResponseBadRequest(
             f"INVALID_INPUT: unknown redaction policy; expected one of {', '.join(REDACTION_POLICIES)}",
             content_type="text/plain; charset=utf-8",
         )
-    data = export_bundle_bytes(access.run, redact=redact)
-    response = HttpResponse(data, content_type="application/json")
+    exported_by = actor_for(request) if request.user.is_authenticated else "anonymous:public-demo"
+    export = do_export_bundle(access.run, exported_by=exported_by, redact=redact)
     suffix = f".{redact}" if redact else ""
-    response["Content-Disposition"] = content_disposition(f"{access.run.run_id}{suffix}.bundle.json")
+    name = f"{access.run.run_id}{suffix}.bundle.json"
+    if request.GET.get("detached") in ("1", "true"):
+        response = HttpResponse(export.envelope_bytes, content_type="application/json")
+        response["Content-Disposition"] = content_disposition(f"{name}.dsse.json")
+        return response
+    response = HttpResponse(export.data, content_type="application/json")
+    response["Content-Disposition"] = content_disposition(name)
     return response
 
 

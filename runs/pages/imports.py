@@ -16,6 +16,7 @@ from runs import actions
 from runs.actions.permissions import Action
 from runs.protocol.bundle import check_bundle, check_bundle_file
 from runs.selectors.runs import find_run
+from runs.selectors.signing import bundle_signature
 from runs.web.request import (
     actor_for,
     current_workspace,
@@ -54,6 +55,25 @@ def import_stages(result: Any) -> list[dict[str, str]]:
     structure = "skipped" if result.integrity != "valid" else ("ok" if result.ok else "failed")
     stages.append({"name": "Structure (steps, events, versions)", "state": structure})
     return stages
+
+
+def signature_stage(signature: dict[str, Any] | None) -> dict[str, str]:
+    """The signature's stage: passed only for a verified signature; an unsigned bundle is not "signed"."""
+    name = "Signature (Ed25519, this instance's keys)"
+    if signature is None:
+        return {"name": name, "state": "skipped"}
+    if signature["status"] == "signed":
+        return {"name": name, "state": "ok"}
+    if signature["status"] == "unsigned":
+        return {"name": name, "state": "unsigned"}
+    return {"name": name, "state": "failed", "detail": signature["code"]}
+
+
+def check_signature(result: Any) -> dict[str, Any] | None:
+    """The signature verdict of a bundle that passed the check (``None`` when it did not)."""
+    if not result.ok or result.bundle is None:
+        return None
+    return bundle_signature(result.bundle, result.gate_resolved).to_json()
 
 
 @login_required
@@ -97,8 +117,14 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
                 as_new_id=bool(request.POST.get("as_new_id")),
             )
         except actions.ActionError as exc:
+            check = check_bundle(data)
             ctx.update(
-                {"import_error": f"{exc.code}: {exc.message}", "token": token, "check": check_bundle(data)}
+                {
+                    "import_error": f"{exc.code}: {exc.message}",
+                    "token": token,
+                    "check": check,
+                    "signature": check_signature(check),
+                }
             )
             return render(
                 request, "runs/import.html", ctx, status=409 if exc.code == "RUN_ID_COLLISION" else 422
@@ -127,11 +153,16 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
         for chunk in upload.chunks():
             out.write(chunk)
     result = check_bundle_file(path)
+    signature = check_signature(result)
     ctx["check"] = result
-    ctx["stages"] = import_stages(result)
+    ctx["signature"] = signature
+    ctx["stages"] = [*import_stages(result), signature_stage(signature)]
     ctx["filename"] = upload.name
     ctx["size"] = upload.size
-    if not result.ok:
+    # A signature that is present and refused (forged, revoked key, another bundle's) refuses the
+    # import as do_import_bundle would; a key this instance does not know is reported, not refused.
+    refused = signature is not None and not signature["ok"] and signature["code"] != "UNKNOWN_KEY"
+    if not result.ok or refused:
         path.unlink(missing_ok=True)
     else:
         pending[token] = name
@@ -148,4 +179,4 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
             "rule_sets": len(bundle.get("ruleSets") or []),
             "exists": find_run(workspace, str(run_doc.get("id"))) is not None,
         }
-    return render(request, "runs/import.html", ctx, status=200 if result.ok else 422)
+    return render(request, "runs/import.html", ctx, status=200 if result.ok and not refused else 422)

@@ -295,13 +295,17 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     os._exit(status)
 
 
+# the options `manage.py bundle check` passes to workbench-verify before Django starts
+FAST_OPTIONS = ("--json", "--keys", "--validity", "--require-signature", "--detached")
+
+
 def fast_path(argv: Sequence[str]) -> None:
     """For ``manage.py``: run ``bundle check ARGS`` here without Django (the process ends),
     or return when ``argv`` is something else (or carries options only Django knows)."""
     if len(argv) < 3 or argv[1] != "bundle" or argv[2] != "check":
         return
     rest = list(argv[3:])
-    if any(arg.startswith("-") and arg != "--json" for arg in rest):
+    if any(arg.startswith("-") and arg.split("=", 1)[0] not in FAST_OPTIONS for arg in rest):
         return  # --help, --settings, --traceback ...: let Django's command handle them
     if not any(not arg.startswith("-") for arg in rest):
         return

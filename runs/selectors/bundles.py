@@ -32,7 +32,8 @@ def engine_snapshot(run: Run) -> dict:
 
 
 def build_bundle(run: Run) -> dict:
-    """The signed RunBundle of a stored run: every event, every artifact version, latest rule sets."""
+    """The RunBundle of a stored run with its integrity hash: every event, every artifact version,
+    latest rule sets. Unsigned: runs.actions.signing.do_export_bundle signs what leaves."""
     bundle: dict = {
         "protocolVersion": PROTOCOL_VERSION,
         "run": run.run_doc,
@@ -48,13 +49,17 @@ def build_bundle(run: Run) -> dict:
     return seal_bundle(bundle)
 
 
-def export_bundle_bytes(run: Run, *, redact: str | None = None) -> bytes:
-    """Canonical JSON (RFC 8785) of the signed bundle: the bytes other implementations verify.
-
-    ``redact`` names a redaction policy (runs.protocol.redaction): the bundle is then a redacted
-    user bundle, signed over what it holds, with the policy named in ``run.metadata``.
-    """
+def export_bundle_doc(run: Run, *, redact: str | None = None) -> dict:
+    """The bundle as it leaves, before its signature: ``redact`` names a redaction policy
+    (runs.protocol.redaction): it is then a redacted user bundle with its own integrity hash over
+    what it holds, the policy named in ``run.metadata``."""
     bundle = build_bundle(run)
     if redact is not None:
         bundle = redact_bundle(bundle, redact)
-    return canonical_bytes(bundle)
+    return bundle
+
+
+def export_bundle_bytes(run: Run, *, redact: str | None = None) -> bytes:
+    """Canonical JSON (RFC 8785) of the bundle with its integrity hash, unsigned (the bytes other
+    implementations verify); runs.actions.signing.do_export_bundle is the signed export."""
+    return canonical_bytes(export_bundle_doc(run, redact=redact))

@@ -42,7 +42,9 @@ def test_import_every_valid_sample_and_export_it_again(api, conformance_dir):
         assert response.json()["lastSeq"] == entry["traceEventCount"]
         exported = api.get(f"/api/runs/{run_id}/bundle").content
         assert check_bundle(exported).ok, entry["file"]
-        assert json.loads(exported)["integrity"] == json.loads(data)["integrity"], entry["file"]
+        integrity = json.loads(exported)["integrity"]
+        assert integrity["sha256"] == json.loads(data)["integrity"]["sha256"], entry["file"]
+        assert [a["payloadType"] for a in integrity["attestations"]] == ["application/vnd.in-toto+json"]
     again = api.post("/api/bundles", raw=(conformance_dir / valid[0]["file"]).read_bytes())
     assert again.status_code == 409 and again.json()["code"] == "RUN_ID_COLLISION"
     first = (conformance_dir / valid[0]["file"]).read_bytes()
@@ -71,7 +73,14 @@ def test_verify_writes_nothing(api, reader, conformance_dir):
     data = (conformance_dir / entry["file"]).read_bytes()
     result = reader.post("/api/bundles/verify", raw=data)
     assert result.status_code == 200
-    assert result.json() == {"ok": True, "code": None, "integrity": "valid", "message": None}
+    answer = result.json()
+    assert {k: answer[k] for k in ("ok", "code", "integrity", "message")} == {
+        "ok": True,
+        "code": None,
+        "integrity": "valid",
+        "message": None,
+    }
+    assert answer["signature"]["status"] == "unsigned" and answer["signature"]["ok"] is True
     assert Run.objects.count() == 0
     assert api.post("/api/bundles/verify", raw=b"").json()["code"] == "INVALID_JSON"
     assert api.post("/api/bundles/verify", raw=b"{oops").json()["code"] == "INVALID_JSON"

@@ -49,6 +49,8 @@ ROUTE_CLASSES: dict[str, str] = {
     "security_md": "public",
     "security_txt": "public",
     "mcp_json": "public",
+    "jwks_json": "public",  # public signing keys (no private half, no workspace names)
+    "signing_keys_json": "public",  # their validity (notBefore/notAfter/revokedAt per kid)
     "login": "public",
     "admin:login": "public",
     "admin:logout": "public",
