@@ -17,6 +17,7 @@ import subprocess
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from accounts.models import ApiToken
 from accounts.principals import Principal
@@ -271,8 +272,6 @@ def test_rotation_and_revocation_through_the_command(api, anonymous, gated):
 
 def test_bad_key_commands_change_nothing(api, gated):
     api.get(f"/api/runs/{gated}/bundle")
-    from django.core.management.base import CommandError
-
     with pytest.raises(CommandError, match="UNKNOWN_KEY"):
         call_command("signing_key", "revoke", "nope")
     with pytest.raises(CommandError, match="INVALID_INPUT"):
