@@ -1,11 +1,12 @@
 """Demo data: a nightly batch of 10k+ events, recorded by a host and brought in as a bundle.
 
 The batch ran yesterday night, so its timestamps lie in the past: it arrives the way a run from
-another Workbench (or the reference implementation) arrives, as a signed protocol 1.0.0 bundle
-through ``runs.actions.do_import_bundle`` (verified, then stored in one transaction with bulk
-inserts). It shows the timeline's paging and search (summaries name the postings, a few calls
-fail with searchable errors), the span waterfall (a root span per step, a child span per posting)
-and a ledger spread over two days.
+another Workbench (or the reference implementation) arrives, as a protocol 1.0.0 bundle with its
+integrity hash and no signature (its run page says "unsigned"), through
+``runs.actions.do_import_bundle`` (verified, then stored in one transaction with bulk inserts).
+It shows the timeline's paging and search (summaries name the postings, a few calls fail with
+searchable errors), the span waterfall (a root span per step, a child span per posting) and a
+ledger spread over two days.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class _Trace:
 
 
 def batch_bundle(*, items: int = BATCH_ITEMS, now: datetime | None = None) -> bytes:
-    """The signed bundle (canonical bytes) of the nightly batch run: it started at 23:20 UTC the
+    """The bundle (canonical bytes, integrity hash, unsigned) of the nightly batch run: it started at 23:20 UTC the
     day before ``now`` and ran past midnight."""
     now = now or datetime.now(UTC)
     start = datetime.combine(now.date() - timedelta(days=1), datetime.min.time(), tzinfo=UTC) + timedelta(

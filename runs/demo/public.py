@@ -12,9 +12,9 @@ it on the original in workspace ``demo``.
 from __future__ import annotations
 
 from runs import actions
+from runs.actions.signing import do_export_bundle
 from runs.actions.workspaces import get_or_create_workspace
 from runs.models import Run, Workspace
-from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.runs import find_run
 from runs.web.request import DEMO_WORKSPACE
 
@@ -25,7 +25,9 @@ def publish_snapshot(source: Run) -> Run:
     existing = find_run(public, source.run_id)
     if existing is not None:
         return existing
-    return actions.do_import_bundle(workspace=public, data=export_bundle_bytes(source), actor="demo_data")
+    # Signed like every export: the public page shows who signed, exported and approved it.
+    data = do_export_bundle(source, exported_by="cli:demo_data").data
+    return actions.do_import_bundle(workspace=public, data=data, actor="demo_data")
 
 
 def import_batch(workspace: Workspace) -> Run:
