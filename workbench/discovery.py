@@ -206,6 +206,13 @@ def build_agents_md(request: HttpRequest) -> str:
         "bearer token with the scope named below. Resources `runs://{runId}` are the runs of the token's "
         "workspace as signed bundles.",
         "",
+        "## Signed bundles",
+        "",
+        "Every export carries its integrity hash (`integrity.sha256`) and this instance's Ed25519 signature "
+        "(`integrity.attestations`: a DSSE envelope around an in-toto statement naming the exporter and who "
+        f"resolved each gate, as the server recorded it). Public keys: {base}{_path('jwks_json')}; their "
+        f"validity (notBefore, notAfter, revokedAt): {base}{_path('signing_keys_json')}.",
+        "",
     ]
     tools = mcp_tools()
     if tools:
