@@ -118,10 +118,16 @@ def test_owner_reads_runs_and_bundles(server, mode):
             verified = (await c.call_tool("verify_run_integrity", {"runId": "run_mcp"})).structured_content
             assert verified["ok"] is True and verified["sha256"] == bundle["integrity"]["sha256"]
             exported = (await c.call_tool("export_bundle", {"runId": "run_mcp"})).structured_content
-            assert exported["bundle"] == text  # the same canonical bytes as the resource
+            # The same bundle as the resource, each signed for this token at its own time.
+            signed = json.loads(exported["bundle"])
+            signatures = [signed["integrity"].pop("attestations"), bundle["integrity"].pop("attestations")]
+            assert signed == bundle and all(len(s) == 1 for s in signatures)
+            assert verified["signature"]["status"] == "signed"
+            assert verified["signature"]["exportedBy"].startswith("token:")
 
             valid = (await c.call_tool("validate_run_bundle", {"bundle": text})).structured_content
             assert valid["ok"] is True and valid["integrity"] == "valid"
+            assert valid["signature"]["status"] == "signed"
             tampered = text.replace('"wf-demo"', '"wf-demo2"', 1)
             bad = (await c.call_tool("validate_run_bundle", {"bundle": tampered})).structured_content
             assert bad["ok"] is False and bad["code"] in ("INTEGRITY_MISMATCH", "INVALID_RUN_BUNDLE")
