@@ -374,7 +374,8 @@ class WorkbenchClient:
                 return
 
     def export_bundle(self, run_id: str) -> bytes:
-        """The signed bundle as canonical JSON bytes (verify with any protocol 1.0.0 implementation)."""
+        """The signed bundle as canonical JSON bytes: its integrity hash verifies with any protocol 1.0.0
+        implementation, its signature with the server's /.well-known/jwks.json (workbench-verify --keys)."""
         return self.request("GET", f"/runs/{_q(run_id)}/bundle").content
 
     def import_bundle(self, data: bytes, *, as_new_id: bool = False, **kw: Any) -> dict[str, Any]:
