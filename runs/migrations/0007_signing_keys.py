@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0005_invitation'),
+        ('runs', '0006_fork_waiting'),
     ]
 
     operations = [
