@@ -33,7 +33,18 @@ OTHER_ARGS = {
     "note": "n",
 }
 # Arguments that name no existing object of a workspace (listed so a new argument is noticed).
-UNSCOPED_ARGS = {"workflow", "bundle", "status", "limit", "tags", "metadata", "subject", "mode", "fromSeq"}
+UNSCOPED_ARGS = {
+    "workflow",
+    "bundle",
+    "status",
+    "limit",
+    "tags",
+    "metadata",
+    "subject",
+    "mode",
+    "fromSeq",
+    "redact",
+}
 UNSCOPED_ARGS |= {"fromStepId", "overlay", "newRunId", "idempotencyKey", "checkpoint"}
 # Tools whose run id names the run they create, in the caller's own workspace (ids are per workspace).
 CREATES_RUN = {"start_run"}
