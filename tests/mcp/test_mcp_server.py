@@ -9,6 +9,7 @@ Owner, read-only and outsider tokens (another workspace) and no token at all.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 
 import httpx
@@ -149,8 +150,14 @@ def test_redacted_bundles_by_tool_and_resource(server, mode):
             exported = tool.structured_content
             assert exported["uri"] == "runs://run_mcp?redact=mask"
             text = (await c.read_resource(exported["uri"])).contents[0].text
-            assert text == exported["bundle"]
             bundle = json.loads(text)
+            # The same bundle as the tool's, each signed (at its own time) naming the policy.
+            tool_bundle = json.loads(exported["bundle"])
+            for signed in (bundle, tool_bundle):
+                (envelope,) = signed["integrity"].pop("attestations")
+                statement = json.loads(base64.b64decode(envelope["payload"]))
+                assert statement["predicate"]["redaction"] == "mask"
+            assert bundle == tool_bundle
             assert bundle["run"]["metadata"]["workbench.redaction"]["policy"] == "mask"
             assert bundle["run"]["workflowSnapshot"]["title"] == "[REDACTED]"
             assert "Parse, review, publish" not in text
