@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0006_fork_waiting'),
+        ('runs', '0007_otel_trace_runs'),
     ]
 
     operations = [
