@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0007_otel_trace_runs'),
+        ('runs', '0008_webhooks'),
     ]
 
     operations = [
