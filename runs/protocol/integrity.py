@@ -58,6 +58,6 @@ def verify_integrity(bundle: dict[str, Any]) -> IntegrityStatus:
 
 def seal_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``bundle`` with ``integrity: {sha256}`` set to its current hash (input untouched)."""
-    signed = copy.copy(bundle)
-    signed["integrity"] = {"sha256": compute_integrity(bundle)}
-    return signed
+    sealed = copy.copy(bundle)
+    sealed["integrity"] = {"sha256": compute_integrity(bundle)}
+    return sealed

@@ -66,7 +66,7 @@ def migrate_bundle(bundle: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """Upgrade ``bundle`` step by step to protocol 1.0.0: ``(bundle, migrated)``.
 
     An already-current bundle is returned as is with ``False``; a migrated one is a new,
-    re-signed dict with ``True``. The input is never modified.
+    re-hashed dict with ``True``. The input is never modified.
     """
     if isinstance(bundle, list):  # an object to JavaScript: migration finds no version
         raise ProtocolError(

@@ -321,7 +321,7 @@ def _check_policy(policy: str) -> None:
 
 
 def redact_bundle(bundle: dict[str, Any], policy: str) -> dict[str, Any]:
-    """A signed copy of ``bundle`` redacted by ``policy`` (the input is not changed).
+    """A copy (with a fresh integrity hash) of ``bundle`` redacted by ``policy`` (the input is not changed).
 
     Raises ``ProtocolError(INVALID_INPUT)`` for an unknown policy name.
     """
