@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from accounts.principals import NotPermitted, Principal
 from runs import actions
 from runs.actions.forks import do_fork_with_history
@@ -29,6 +31,8 @@ from runs.selectors.runs import RunNotFound, get_run, runs_of
 from runs.selectors.signing import bundle_signature
 
 MAX_LIST = 500
+# The longest a request_decision call may be held open waiting for a reviewer (seconds).
+MAX_DECISION_WAIT = 300
 UNAUTHENTICATED = "UNAUTHENTICATED"
 FORBIDDEN = "FORBIDDEN"
 
@@ -340,6 +344,14 @@ def fork_run(
 
 # --------------------------------------------------------------------------------------------
 # A human decision requested by an agent
+
+
+def decision_wait(wait: int | None) -> float:
+    """Seconds a request_decision call waits for the reviewer: the caller's ``waitSeconds`` or the
+    server's default, never more than MAX_DECISION_WAIT."""
+    if wait is None:
+        wait = int(getattr(settings, "WORKBENCH_MCP_DECISION_WAIT_SECONDS", 25))
+    return float(min(max(wait, 0), MAX_DECISION_WAIT))
 
 
 def request_decision(

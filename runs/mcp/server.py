@@ -12,6 +12,7 @@ is empty, and a run of another workspace reads exactly like a missing one.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import hmac
@@ -26,7 +27,15 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.request_state import RequestStateSecurity
-from mcp_types import CallToolResult, InputRequiredResult, ListResourcesResult, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    EmbeddedResource,
+    InputRequiredResult,
+    ListResourcesResult,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
 from mcp_types import Resource as MCPResource
 from pydantic import BaseModel, Field
 
@@ -38,6 +47,10 @@ from runs.web.wire import wire_json
 PRINCIPAL_SCOPE_KEY = "workbench.principal"
 RESOURCE_PREFIX = "runs://"
 MODERN = "2026-07-28"
+# request_decision holds the call open while nobody has decided: polls of the run, first after
+# POLL_FIRST seconds, then less often (a decision taken in another process is seen within POLL_MAX).
+POLL_FIRST = 0.2
+POLL_MAX = 1.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,7 +388,7 @@ def build_server() -> WorkbenchMCPServer:
         """The run as a RunBundle: canonical JSON with engine snapshot, integrity hash (integrity.sha256) and
         this instance's Ed25519 signature (integrity.attestations) naming your token as the exporter."""
         data, bundle = await _call(ctx, ops.export_bundle, run_id=runId, redact=redact)
-        return _answer(
+        answer = _answer(
             ExportedBundle(
                 runId=runId,
                 sha256=bundle["integrity"]["sha256"],
@@ -383,6 +396,17 @@ def build_server() -> WorkbenchMCPServer:
                 bundle=data.decode(),
             )
         )
+        # The bytes themselves as an embedded resource (hosts that show or save resources get the
+        # file with its URI and media type; the text is the canonical JSON, hashed as is).
+        answer.content.append(
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri=resource_uri(runId, redact), mime_type="application/json", text=data.decode()
+                ),
+            )
+        )
+        return answer
 
     @mcp.tool(title="Fork a run", annotations=WRITES)
     async def fork_run(
@@ -423,16 +447,29 @@ def build_server() -> WorkbenchMCPServer:
         ticket: Annotated[
             int | None, Field(ge=1, description="From an earlier answer: ask about that request.")
         ] = None,
+        waitSeconds: Annotated[
+            int | None,
+            Field(
+                ge=0,
+                le=ops.MAX_DECISION_WAIT,
+                description="How long this call waits for the decision before answering pending "
+                "(default: the server's WORKBENCH_MCP_DECISION_WAIT_SECONDS; 0 answers at once).",
+            ),
+        ] = None,
     ) -> Decision | InputRequiredResult:
-        """Request a reviewer's decision at a gate; the answer is pending until they decide in the browser.
+        """Request a reviewer's decision at a gate and wait for it; a reviewer decides in the browser.
 
-        Clients of protocol 2026-07-28 get "input required" (the client retries with the sealed
-        request state until the reviewer decides); older clients get status "pending" and a
-        ticket to pass back.
+        The call is held open until the reviewer decides (or the wait runs out: ``waitSeconds``).
+        Then clients of protocol 2026-07-28 get "input required" with a sealed request state and
+        their SDK asks again, which waits again; older clients get status "pending" and a
+        ticket to pass back in the next call.
         """
         if ticket is None and ctx.request_state:
             ticket = _ticket_from_state(ctx.request_state)
-        result = await _call(ctx, ops.request_decision, **_operation_kwargs(locals()))
+        arguments = _operation_kwargs(locals())
+        wait = arguments.pop("wait_seconds")
+        result = await _call(ctx, ops.request_decision, **arguments)
+        result = await _held_until_decided(ctx, arguments, result, ops.decision_wait(wait))
         if result["status"] == "pending" and ctx.protocol_version == MODERN:
             return InputRequiredResult(request_state=wire_json({"ticket": result["ticket"]}).decode())
         return _answer(Decision(**result))
@@ -455,6 +492,27 @@ def build_server() -> WorkbenchMCPServer:
         return data.decode()
 
     return mcp
+
+
+async def _held_until_decided(ctx: Context, arguments: dict, result: dict, wait: float) -> dict:
+    """Ask again (with the ticket) until the gate is decided or closed, for at most ``wait`` seconds.
+
+    A long poll: the SDK's stock loop retries an "input required" answer ten times within about
+    2.4 s, so an answer that comes back at once would exhaust it long before a person decides.
+    Each ask is one short read in a worker thread; the wait between them is on the event loop.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    delay = POLL_FIRST
+    arguments = {**arguments, "ticket": result["ticket"], "reason": None}
+    while result["status"] == "pending":
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        await asyncio.sleep(min(delay, remaining))
+        delay = min(delay * 1.5, POLL_MAX)
+        result = await _call(ctx, ops.request_decision, **arguments)
+    return result
 
 
 def _ticket_from_state(state: str) -> int | None:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
+import threading
+import time
 
 import httpx
 import pytest
@@ -62,6 +65,7 @@ def server():
             "cluster": cluster,
             "url": cluster.url(0, "/api/mcp"),
             "owner": seed["token"],
+            "session": seed["sessions"]["alice"],
             "read": lines["READ"],
             "outsider": lines["OUTSIDER"],
         }
@@ -118,7 +122,13 @@ def test_owner_reads_runs_and_bundles(server, mode):
 
             verified = (await c.call_tool("verify_run_integrity", {"runId": "run_mcp"})).structured_content
             assert verified["ok"] is True and verified["sha256"] == bundle["integrity"]["sha256"]
-            exported = (await c.call_tool("export_bundle", {"runId": "run_mcp"})).structured_content
+            exported_result = await c.call_tool("export_bundle", {"runId": "run_mcp"})
+            exported = exported_result.structured_content
+            # ... and the bytes themselves, as an embedded resource with its URI and media type
+            embedded = [block for block in exported_result.content if block.type == "resource"]
+            assert len(embedded) == 1 and str(embedded[0].resource.uri) == "runs://run_mcp"
+            assert embedded[0].resource.mime_type == "application/json"
+            assert embedded[0].resource.text == exported["bundle"]
             # The same bundle as the resource, each signed for this token at its own time.
             signed = json.loads(exported["bundle"])
             signatures = [signed["integrity"].pop("attestations"), bundle["integrity"].pop("attestations")]
@@ -319,7 +329,12 @@ def test_an_agent_waits_for_a_human_decision(server):
     async def ask():
         async with client(server["url"], token, "auto") as c:
             await c.call_tool("start_run", {"workflow": LINEAR_WORKFLOW, "runId": "run_mcp_ask"})
-            args = {"runId": "run_mcp_ask", "stepId": "parse", "reason": "is the profile right?"}
+            args = {
+                "runId": "run_mcp_ask",
+                "stepId": "parse",
+                "reason": "is the profile right?",
+                "waitSeconds": 0,
+            }
             first = await c.session.call_tool("request_decision", args, allow_input_required=True)
             assert isinstance(first, InputRequiredResult) and first.request_state
             again = await c.session.call_tool(
@@ -394,3 +409,142 @@ def test_answers_spell_numbers_as_javascript_and_keep_member_order(server):
     for python_spelling in ("1e-06", "-0.0", "e+19", "1000.0"):
         assert python_spelling not in body
     assert json.loads(body)["result"]["structuredContent"]["run"]["metadata"]["z"][3] == 1e21
+
+
+# --------------------------------------------------------------------------------------------
+# Waiting for a person with the SDK's stock loop (Client.call_tool, exactly as a host calls it)
+
+
+def _gate_form(page: str, step_id: str) -> dict[str, str]:
+    """The hidden fields of the gate panel's decision form for ``step_id``, as a browser sends them."""
+    for form in re.findall(r"<form[^>]*gates/resolve/[^>]*>(.*?)</form>", page, re.S):
+        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form))
+        if fields.get("step_id") == step_id:
+            return fields
+    raise AssertionError(f"no decision form for {step_id} on the gate panel")
+
+
+def decide_on_the_gate_panel(cluster, session: str, run_id: str, step_id: str, *, after: float, **choice):
+    """A reviewer, signed in, opens the run page once the request shows and presses a button."""
+    time.sleep(after)
+    with httpx.Client(base_url=cluster.url(0, ""), cookies={"sessionid": session}, timeout=30) as http:
+        deadline = time.monotonic() + 30
+        while True:
+            page = http.get(f"/runs/{run_id}/")
+            assert page.status_code == 200, page.status_code
+            if "gates/resolve/" in page.text or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        fields = _gate_form(page.text, step_id)
+        answer = http.post(f"/runs/{run_id}/gates/resolve/", data={**fields, **choice})
+        assert answer.status_code in (200, 302), answer.text[:300]
+
+
+def in_background(fn, *args, **kwargs) -> threading.Thread:
+    errors: list[BaseException] = []
+
+    def target():
+        try:
+            fn(*args, **kwargs)
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.errors = errors  # type: ignore[attr-defined]
+    thread.start()
+    return thread
+
+
+def test_the_stock_loop_waits_for_a_reviewer_on_2026_07_28(server):
+    """mode="auto": Client.call_tool drives "input required" by itself (10 rounds, 2.4 s of
+    back-off in mcp 2.3). The reviewer decides on the gate panel 4 s later: the call answers with
+    the decision instead of raising InputRequiredRoundsExceededError."""
+    cluster = server["cluster"]
+
+    async def ask():
+        async with client(server["url"], server["owner"], "auto") as c:
+            assert c.protocol_version == "2026-07-28"
+            await c.call_tool("start_run", {"workflow": LINEAR_WORKFLOW, "runId": "run_mcp_wait"})
+            reviewer = in_background(
+                decide_on_the_gate_panel,
+                cluster,
+                server["session"],
+                "run_mcp_wait",
+                "parse",
+                after=4,
+                decision="rejected",
+                note="wrong profile",
+            )
+            started = time.monotonic()
+            result = await c.call_tool(
+                "request_decision", {"runId": "run_mcp_wait", "stepId": "parse", "reason": "right profile?"}
+            )
+            waited = time.monotonic() - started
+            reviewer.join(30)
+            assert not reviewer.errors, reviewer.errors
+            return result, waited
+
+    result, waited = run(ask())
+    assert not result.is_error, result
+    decided = result.structured_content
+    assert decided["status"] == "decided" and decided["decision"] == "rejected"
+    assert decided["note"] == "wrong profile" and decided["decidedBy"] == "user:alice"
+    assert waited >= 4  # it really waited for the person
+
+
+def test_the_ticket_flow_waits_for_a_reviewer_on_2025_11_25(server):
+    """mode="legacy": the first call answers at once with a ticket (waitSeconds=0); the host passes
+    the ticket back and that call waits for the reviewer's decision on the gate panel."""
+    cluster = server["cluster"]
+
+    async def ask():
+        async with client(server["url"], server["owner"], "legacy") as c:
+            assert c.protocol_version == "2025-11-25"
+            await c.call_tool("start_run", {"workflow": LINEAR_WORKFLOW, "runId": "run_mcp_ticket"})
+            args = {"runId": "run_mcp_ticket", "stepId": "parse", "checkpoint": "profile-ok"}
+            first = (await c.call_tool("request_decision", {**args, "waitSeconds": 0})).structured_content
+            assert first["status"] == "pending" and first["ticket"] >= 1
+            reviewer = in_background(
+                decide_on_the_gate_panel,
+                cluster,
+                server["session"],
+                "run_mcp_ticket",
+                "parse",
+                after=3,
+                decision="approved",
+                note="looks right",
+            )
+            result = await c.call_tool("request_decision", {**args, "ticket": first["ticket"]})
+            reviewer.join(30)
+            assert not reviewer.errors, reviewer.errors
+            return result.structured_content
+
+    decided = run(ask())
+    assert decided["status"] == "decided" and decided["decision"] == "approved"
+    assert decided["note"] == "looks right" and decided["checkpoint"] == "profile-ok"
+
+
+def test_nobody_decides_nothing_is_decided(server):
+    """The wait runs out: still pending (2025-11-25) / still "input required" (2026-07-28, asked by
+    hand), and no decision was recorded for the reviewer."""
+
+    async def ask():
+        async with client(server["url"], server["owner"], "legacy") as c:
+            await c.call_tool("start_run", {"workflow": LINEAR_WORKFLOW, "runId": "run_mcp_nobody"})
+            args = {"runId": "run_mcp_nobody", "stepId": "parse", "waitSeconds": 1}
+            started = time.monotonic()
+            legacy = (await c.call_tool("request_decision", args)).structured_content
+            held = time.monotonic() - started
+        async with client(server["url"], server["owner"], "auto") as c:
+            modern = await c.session.call_tool("request_decision", args, allow_input_required=True)
+        return legacy, held, modern
+
+    legacy, held, modern = run(ask())
+    assert legacy["status"] == "pending" and legacy["decision"] is None and held >= 1
+    assert isinstance(modern, InputRequiredResult)
+    events = httpx.get(
+        server["cluster"].url(0, "/api/runs/run_mcp_nobody/events"),
+        headers={"Authorization": f"Bearer {server['owner']}"},
+        timeout=30,
+    ).json()["events"]
+    assert [e["event"]["type"] for e in events] == ["human_gate_requested"]
