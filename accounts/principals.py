@@ -1,8 +1,9 @@
 """Who is calling, on behalf of which workspace, allowed to do what.
 
 A request is made either by a person (Django session; their membership role gives their
-scopes) or by a machine (an API token of one workspace with explicit scopes). Both become a
-:class:`Principal`, the only thing API handlers look at.
+scopes), by a machine (an API token of one workspace with explicit scopes) or by a program a
+person authorized with OAuth (accounts.oauth: the scopes they granted within their role). All
+become a :class:`Principal`, the only thing API handlers look at.
 """
 
 from __future__ import annotations
@@ -33,12 +34,16 @@ class Principal:
     user: object | None = None
     token: ApiToken | None = None
     role: str | None = None
+    # The OAuth client acting for ``user`` with an access token (accounts.oauth), else None.
+    client: str | None = None
 
     @property
     def credential(self) -> str:
         """The rate-limit bucket of this caller within its workspace."""
         if self.token is not None:
             return f"token:{self.token.key_id}"
+        if self.client is not None:
+            return f"oauth:{self.client}:{getattr(self.user, 'pk', '')}"
         return f"user:{getattr(self.user, 'pk', '')}"
 
     @property

@@ -1,4 +1,5 @@
-"""Token management pages (owners only): list, create (the secret is shown once), revoke."""
+"""Token management pages (owners only): list, create (the secret is shown once), revoke; the OAuth
+tokens people granted to MCP hosts in this workspace are listed and revoked here too."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.forms import TokenForm
 from accounts.models import ApiToken
+from accounts.oauth import list_oauth_tokens, revoke_oauth_token
 from accounts.tokens import TokenError, create_token, list_tokens, revoke_token
 from runs.actions.permissions import Action
 from runs.web.request import require_action
@@ -22,6 +24,7 @@ def _page(
     context = {
         "workspace": workspace,
         "tokens": list_tokens(workspace),
+        "oauth_tokens": list_oauth_tokens(workspace),
         "form": form,
         "issued": issued,
         "nav_active": "tokens",
@@ -64,4 +67,17 @@ def revoke(request: HttpRequest, key_id: str) -> HttpResponse:
     except ApiToken.DoesNotExist:
         raise Http404("no such token") from None
     messages.success(request, f"Token “{token.name}” ({token.key_id}) is revoked.")
+    return redirect("accounts:tokens")
+
+
+@login_required
+@require_POST
+def revoke_oauth(request: HttpRequest, oauth_token_id: int) -> HttpResponse:
+    """Revoke an OAuth token of this workspace (and its refresh token): the host must sign in again."""
+    membership = require_action(request, Action.MANAGE_TOKENS)
+    try:
+        row = revoke_oauth_token(workspace=membership.workspace, token_pk=oauth_token_id)
+    except LookupError:
+        raise Http404("no such token") from None
+    messages.success(request, f"OAuth access of “{row.client_name}” for {row.username} is revoked.")
     return redirect("accounts:tokens")

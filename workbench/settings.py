@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "playground",
     "accounts",
     "django_tasks_db",  # django.tasks' database backend: the scaled profile's task rows
+    "oauth2_provider",
 ]
 
 MIDDLEWARE = [
@@ -275,6 +276,38 @@ WORKBENCH_LOGIN_FAILURES_PER_ACCOUNT = env_int("WORKBENCH_LOGIN_FAILURES_PER_ACC
 WORKBENCH_LOGIN_FAILURES_PER_ADDRESS = env_int("WORKBENCH_LOGIN_FAILURES_PER_ADDRESS", 50, minimum=0)
 WORKBENCH_LOGIN_FAILURE_WINDOW_SECONDS = env_int("WORKBENCH_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=10)
 WORKBENCH_RATE_LIMIT_WINDOW_SECONDS = env_int("WORKBENCH_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1)
+# OAuth 2.1 for MCP hosts (django-oauth-toolkit; accounts.oauth): the authorization-code grant with
+# PKCE S256 only, open dynamic client registration (RFC 7591), tokens bound to one workspace.
+OAUTH2_PROVIDER = {
+    "SCOPES": {
+        "read": "Read runs, events and bundles",
+        "write": "Start runs, append events, import, cancel, delete",
+        "review": "Resolve gates, edit artifacts, annotate",
+    },
+    "DEFAULT_SCOPES": ["read"],
+    "OAUTH2_VALIDATOR_CLASS": "accounts.oauth.WorkspaceOAuth2Validator",
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env_int("WORKBENCH_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env_int("WORKBENCH_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86400, minimum=60),
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_post", "client_secret_basic"],
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "OAUTH2_PROTECTED_RESOURCE_BEARER_METHODS_SUPPORTED": ["header"],
+}
+# POSTs per client address per rate window to /oauth/token/, /oauth/register/, /oauth/revoke_token/.
+WORKBENCH_OAUTH_REQUESTS_PER_ADDRESS = env_int("WORKBENCH_OAUTH_REQUESTS_PER_ADDRESS", 60, minimum=0)
 # MCP request_decision: how long one call is held open waiting for the reviewer before it answers
 # "pending" / "input required" (the client asks again). Under the usual 60 s proxy idle timeout.
 WORKBENCH_MCP_DECISION_WAIT_SECONDS = env_int("WORKBENCH_MCP_DECISION_WAIT_SECONDS", 25, minimum=0)

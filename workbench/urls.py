@@ -7,6 +7,7 @@ from workbench import discovery
 
 urlpatterns = [
     *discovery.urlpatterns(),
+    path("", include("accounts.oauth_urls")),
     path("v1/traces", otlp.traces, name="otlp_traces"),
     path("v1/logs", otlp.logs, name="otlp_logs"),
     path("admin/", admin.site.urls),

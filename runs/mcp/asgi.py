@@ -6,10 +6,13 @@
   send ``initialize`` and get no session id. Sealed request state (the "input required"
   round trips) uses keys derived from ``SECRET_KEY``, so another process can open it.
 * Authentication happens once per HTTP request, here: a bearer token is checked like the REST
-  API's (``accounts.tokens``), its principal is put in the ASGI scope for the tools, and the
-  rate limits of ``accounts.ratelimit`` are counted (per token and per workspace; anonymous
-  callers per client address). An invalid token is a 401; over the limit a 429 with
-  ``Retry-After``. No token is fine: ``tools/list`` is public and the tools refuse themselves.
+  API's (``accounts.tokens``), or an OAuth access token a person granted to an MCP host
+  (``accounts.oauth``: bound to one workspace and its scopes); its principal is put in the ASGI
+  scope for the tools, and the rate limits of ``accounts.ratelimit`` are counted (per token and
+  per workspace; anonymous callers per client address). An invalid token is a 401; over the
+  limit a 429 with ``Retry-After``. Without a token, discovery and ``tools/list`` are public;
+  a tool call or a resource read is a 401 whose ``WWW-Authenticate`` names the protected-resource
+  metadata (RFC 9728), which is what starts an MCP host's OAuth sign-in.
 * The SDK's session manager needs a running task group. Under uvicorn it is started by the
   ASGI lifespan; daphne has no lifespan, so it starts lazily on the first request and stops
   before the reactor shuts down (else daphne would hang on SIGTERM).
@@ -19,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import re
 import sys
 
 from asgiref.sync import sync_to_async
@@ -30,6 +35,8 @@ from runs.web.wire import rewire, wire_json
 logger = logging.getLogger("workbench.mcp")
 
 MCP_PATH = "/api/mcp"
+RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
+_HOST = re.compile(r"[A-Za-z0-9.\-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
 
 
 def _transport_security():
@@ -116,16 +123,84 @@ def _bearer(scope) -> str | None:
     return None
 
 
-def _authenticate(raw: str):
+def _authenticate(raw: str, resource: str):
+    """The principal of a workspace API token (``wbt_...``) or of an OAuth access token issued for
+    ``resource`` (accounts.oauth); None for anything else."""
     from django.db import close_old_connections
 
     # Deferred: workbench/asgi.py imports this module before Django's apps are ready (models).
+    from accounts.oauth import principal_for_access_token
     from accounts.principals import principal_for_token
-    from accounts.tokens import authenticate_token
+    from accounts.tokens import PREFIX, authenticate_token
 
     close_old_connections()
-    token = authenticate_token(raw)
-    return principal_for_token(token) if token is not None else None
+    if raw.startswith(PREFIX + "_"):
+        token = authenticate_token(raw)
+        return principal_for_token(token) if token is not None else None
+    return principal_for_access_token(raw, resource)
+
+
+def _origin(scope) -> str:
+    """This server as the client addressed it (or WORKBENCH_SITE_URL): scheme://host[:port]."""
+    site = (getattr(settings, "WORKBENCH_SITE_URL", "") or "").rstrip("/")
+    if site:
+        return site
+    host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), "")
+    if not _HOST.fullmatch(host):  # never reflect a header that could break the challenge's quoting
+        server = scope.get("server") or ("localhost", None)
+        host = f"{server[0]}:{server[1]}" if server[1] else str(server[0])
+    scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+    return f"{scheme}://{host}"
+
+
+def _challenge(scope, error: str | None = None) -> bytes:
+    """RFC 9728 / RFC 6750: where a client finds how to get a token for this resource."""
+    value = f'Bearer resource_metadata="{_origin(scope)}{RESOURCE_METADATA_PATH}"'
+    if error:
+        value += f', error="{error}"'
+    return value.encode("latin-1")
+
+
+# JSON-RPC methods that act on a workspace: without credentials they are answered 401 (with the
+# challenge an OAuth client follows), not a tool error. Discovery, initialize and tools/list stay
+# public; resources/list answers an empty list.
+NEEDS_CREDENTIALS = frozenset({"tools/call", "resources/read"})
+
+
+async def _read_body(receive, limit: int) -> tuple[bytes, list[dict], bool]:
+    """The request body (at most ``limit`` bytes), the messages read, and whether it fit."""
+    messages, size = [], 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            return b"", messages, True
+        size += len(message.get("body", b""))
+        if size > limit:
+            return b"", messages, False
+        if not message.get("more_body", False):
+            break
+    return b"".join(m.get("body", b"") for m in messages), messages, True
+
+
+def _needs_credentials(body: bytes) -> bool:
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False  # the SDK answers the parse error
+    calls = parsed if isinstance(parsed, list) else [parsed]
+    return any(isinstance(call, dict) and call.get("method") in NEEDS_CREDENTIALS for call in calls)
+
+
+def _replay(messages: list[dict], receive):
+    pending = list(messages)
+
+    async def replayed():
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replayed
 
 
 def _admit(principal, client: str):
@@ -235,13 +310,15 @@ class McpEndpoint:
         raw = _bearer(scope)
         principal = None
         if raw is not None:
-            principal = await sync_to_async(_authenticate, thread_sensitive=True)(raw) if raw else None
+            resource = _origin(scope) + MCP_PATH
+            authenticate = sync_to_async(_authenticate, thread_sensitive=True)
+            principal = await authenticate(raw, resource) if raw else None
             if principal is None:
                 await _send_json(
                     send,
                     401,
                     _json_error(401, -32001, "UNAUTHENTICATED: invalid, expired or revoked token"),
-                    [(b"www-authenticate", b'Bearer realm="workbench", error="invalid_token"')],
+                    [(b"www-authenticate", _challenge(scope, "invalid_token"))],
                 )
                 return
         # Deferred: imported before Django's apps are ready (see _authenticate).
@@ -256,6 +333,22 @@ class McpEndpoint:
         if anon is not None and not anon.allowed:
             await self._too_many(send, anon)
             return
+        if principal is None and scope.get("method") == "POST":
+            limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+            body, messages, fits = await _read_body(receive, limit)
+            if not fits:
+                await _send_json(send, 413, _json_error(413, -32600, f"request body over {limit} bytes"))
+                return
+            if _needs_credentials(body):
+                message = (
+                    "UNAUTHENTICATED: this needs a workspace token (Authorization: Bearer wbt_...) "
+                    "or an OAuth access token (see the resource_metadata of WWW-Authenticate)"
+                )
+                await _send_json(
+                    send, 401, _json_error(401, -32001, message), [(b"www-authenticate", _challenge(scope))]
+                )
+                return
+            receive = _replay(messages, receive)
         scope = dict(scope)
         scope["workbench.principal"] = principal
         assert self._app is not None
