@@ -31,6 +31,7 @@ PARAM_KINDS: dict[str, str] = {
     "invitation_id": "invitation",  # a workspace's invitation (only its invitee may answer it)
     "webhook_id": "webhook",  # /api/webhooks/<id>: a workspace's webhook
     "delivery_id": "delivery",  # one delivery of a webhook (its webhook-id)
+    "oauth_token_id": "oauth_token",  # an OAuth access token a member granted an MCP host
     # Parameters below a run: they only ever narrow a run the caller must see first.
     "seq": "seq",
     "artifact_key": "artifact_key",
@@ -66,6 +67,16 @@ ROUTE_CLASSES: dict[str, str] = {
     "runs:home": "public",  # a redirect to the run list
     "runs:demo": "public",  # the read-only public demo run
     "admin/": "staff",  # (prefix) Django's admin site
+    # OAuth for MCP hosts (accounts.oauth_urls): metadata documents, and endpoints that
+    # authenticate OAuth clients themselves (open registration, token, revocation).
+    "oauth2_provider:oauth-server-metadata": "public",
+    "oauth2_provider:oauth-resource-metadata": "public",
+    "oauth2_provider:oauth-resource-metadata-mcp": "public",
+    "oauth2_provider:token": "public",
+    "oauth2_provider:revoke-token": "public",
+    "oauth2_provider:dcr-register": "public",
+    # RFC 7592: the client id is a registered client's, opened with its registration access token.
+    "oauth2_provider:dcr-register-management": "auth",
 }
 
 # Writes a viewer may make: they change nothing a workspace owns (the matrix still checks that).
@@ -76,6 +87,7 @@ VIEWER_MAY_WRITE: dict[str, str] = {
     "api:verify_bundle": "checks a bundle, stores nothing (read scope)",
     "playground:preview": "renders a request preview, stores nothing",
     "runs:notifications": "the viewer's own e-mail choices (an empty form changes nothing)",
+    "oauth2_provider:authorize": "a person authorizes a client for themselves, within their role",
 }
 
 

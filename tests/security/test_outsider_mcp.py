@@ -45,7 +45,7 @@ UNSCOPED_ARGS = {
     "fromSeq",
     "redact",
 }
-UNSCOPED_ARGS |= {"fromStepId", "overlay", "newRunId", "idempotencyKey", "checkpoint"}
+UNSCOPED_ARGS |= {"fromStepId", "overlay", "newRunId", "idempotencyKey", "checkpoint", "waitSeconds"}
 # Tools whose run id names the run they create, in the caller's own workspace (ids are per workspace).
 CREATES_RUN = {"start_run"}
 

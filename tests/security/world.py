@@ -26,6 +26,8 @@ WEBHOOK_ID = "wh_victim0000000000000001"
 MISSING_WEBHOOK_ID = "wh_victim0000000000000009"
 DELIVERY_ID = "msg_victim00000000000000000001"
 MISSING_DELIVERY_ID = "msg_victim00000000000000000009"
+OAUTH_TOKEN_ID = 731983  # an OAuth access token alice granted a host in acme
+MISSING_OAUTH_TOKEN_ID = 731987
 
 
 @dataclass
@@ -58,6 +60,7 @@ class World:
             "invitation_id": MISSING_INVITATION_ID if missing else INVITATION_ID,
             "webhook_id": MISSING_WEBHOOK_ID if missing else WEBHOOK_ID,
             "delivery_id": MISSING_DELIVERY_ID if missing else DELIVERY_ID,
+            "oauth_token_id": MISSING_OAUTH_TOKEN_ID if missing else OAUTH_TOKEN_ID,
             "seq": 1,
             "artifact_key": "notes",
         }
@@ -154,6 +157,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     saved = SavedPrompt.objects.create(workspace=workspace, name=f"saved {CANARY}", prompt=CANARY)
     io_seq = Event.objects.get(run=run, type="model_io").seq
     read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
+    _oauth_token(workspace, alice)
     outsider = create_token(
         workspace=other_workspace, name="outsider", scopes=["read", "write", "review", "manage"]
     )
@@ -174,6 +178,28 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         workflow=workflow,
         saved_prompt_pk=saved.pk,
         io_seq=io_seq,
+    )
+
+
+def _oauth_token(workspace, user) -> None:
+    """An MCP host alice authorized in acme (accounts.oauth): listed and revocable on acme's tokens page."""
+    from oauth2_provider.models import AccessToken, Application
+
+    from accounts.oauth import workspace_scope
+
+    host = Application.objects.create(
+        name=f"host {CANARY}",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="http://127.0.0.1:9/callback",
+    )
+    AccessToken.objects.create(
+        pk=OAUTH_TOKEN_ID,
+        user=user,
+        application=host,
+        token=f"oauth-{CANARY}",
+        expires=timezone.now() + timedelta(hours=1),
+        scope=f"read {workspace_scope(workspace)}",
     )
 
 
@@ -208,7 +234,7 @@ def fingerprint(workspace=None) -> dict[str, list]:
     from django.apps import apps
 
     out: dict[str, list] = {}
-    for label in ("runs", "accounts", "playground"):
+    for label in ("runs", "accounts", "playground", "oauth2_provider"):
         for model in apps.get_app_config(label).get_models():
             fields = [f.attname for f in model._meta.concrete_fields if f.attname not in _READ_SIDE_EFFECTS]
             rows = model._default_manager.order_by("pk")
