@@ -31,6 +31,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_safe
 
 from accounts.models import Scope
+from runs.api.other_doors import is_rest_operation
 from runs.mcp.versions import MCP_PROTOCOL_VERSIONS, mcp_server_info
 from runs.protocol.errors import ALL_ERROR_CODES
 from runs.protocol.validate import EVENT_TYPES
@@ -99,6 +100,8 @@ def rest_operations() -> list[tuple[str, str, str]]:
     """``(METHOD, path, summary)`` of every REST operation, in the OpenAPI document's order."""
     out = []
     for path, item in _openapi().get("paths", {}).items():
+        if not is_rest_operation(item):
+            continue
         for method, op in item.items():
             if method in ("get", "post", "put", "patch", "delete"):
                 out.append((method.upper(), path, op.get("summary") or op.get("operationId") or ""))
@@ -203,8 +206,11 @@ def build_agents_md(request: HttpRequest) -> str:
         "",
         f"Streamable HTTP at {base}{MCP_PATH} (stateless: any process answers any request). Descriptor: "
         f"{base}{_path('mcp_json')}. `tools/list` is public; every tool that reads or writes a run needs a "
-        "bearer token with the scope named below. Resources `runs://{runId}` are the runs of the token's "
-        "workspace as signed bundles.",
+        "bearer token with the scope named below (without one: HTTP 401). Resources `runs://{runId}` are "
+        "the runs of the token's workspace as signed bundles. MCP hosts that sign in with OAuth 2.1 find "
+        f"the way in the 401's `WWW-Authenticate` header ({base}{_path('oauth2_provider:oauth-resource-metadata')}): "
+        "dynamic registration, the code grant with PKCE S256, and a consent page where the person picks "
+        "the workspace and the scopes; the token is bound to that workspace, revocable on its tokens page.",
         "",
         "## Signed bundles",
         "",
@@ -231,8 +237,9 @@ def build_agents_md(request: HttpRequest) -> str:
         "## Human decisions",
         "",
         "Gates are decided by people in the browser. An agent can ask for a decision (the MCP tool "
-        "`request_decision`): the call answers that input is required until a reviewer approves, rejects "
-        "or edits, then returns the decision.",
+        "`request_decision`): the call waits for the reviewer (up to `waitSeconds`), then returns the "
+        "decision; while nobody has decided it answers that input is required (2026-07-28: the SDK asks "
+        "again by itself and waits again) or `pending` with a ticket to pass back (older revisions).",
         "",
     ]
     return "\n".join(out)
@@ -428,8 +435,13 @@ def mcp_descriptor(request: HttpRequest) -> dict:
             "scheme": "Bearer",
             "tokenFormat": "wbt_<key id>_<secret>",
             "scopes": [value for value, _label in scopes()],
-            "public": ["tools/list"],
+            "public": ["server/discover", "initialize", "tools/list", "resources/list"],
             "obtain": f"{base}{_path('accounts:tokens') or '/workspace/tokens/'}",
+            # MCP authorization: OAuth 2.1, the code grant with PKCE S256, open registration.
+            "oauth": {
+                "protectedResourceMetadata": f"{base}{_path('oauth2_provider:oauth-resource-metadata')}",
+                "authorizationServerMetadata": f"{base}{_path('oauth2_provider:oauth-server-metadata')}",
+            },
         },
         "capabilities": {"tools": True, "resources": True},
         "tools": [{"name": t["name"], "scope": t["scope"]} for t in mcp_tools()],

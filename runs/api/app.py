@@ -31,6 +31,7 @@ from runs.api.errors import ApiError
 from runs.api.fork import cache_router
 from runs.api.fork import router as fork_router
 from runs.api.gates import router as gates_router
+from runs.api.other_doors import with_other_doors
 from runs.api.prices import router as prices_router
 from runs.api.runstore import router as runstore_router
 from runs.api.schemas import HealthOut
@@ -149,7 +150,8 @@ OTLP_DESCRIPTIONS = {
 
 
 class WorkbenchAPI(NinjaAPI):
-    """The REST API, plus the OTLP/HTTP endpoints (plain Django views at /v1/) in its document."""
+    """The REST API, plus in its document the ways in ninja does not serve: the OTLP/HTTP endpoints
+    (plain Django views at /v1/) and /api/mcp (runs.api.other_doors)."""
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
@@ -159,7 +161,7 @@ class WorkbenchAPI(NinjaAPI):
         schema["paths"]["/v1/logs"] = _otlp_path(
             "logs", "ExportLogsServiceRequest", "ExportLogsServiceResponse", "rejectedLogRecords"
         )
-        return schema
+        return with_other_doors(schema)
 
 
 api = WorkbenchAPI(

@@ -168,3 +168,29 @@ def test_mcp_descriptor(anon, db):
     names = {tool.name for tool in get_server()._tool_manager.list_tools()}
     assert {t["name"] for t in doc["tools"]} == names
     assert doc["resources"] == [{"uriTemplate": "runs://{runId}", "mimeType": "application/json"}]
+    oauth = doc["auth"]["oauth"]
+    assert oauth["protectedResourceMetadata"] == "http://testserver/.well-known/oauth-protected-resource"
+    assert oauth["authorizationServerMetadata"] == "http://testserver/.well-known/oauth-authorization-server"
+    prm = orjson.loads(anon.get("/.well-known/oauth-protected-resource").content)
+    assert prm["resource"] == doc["endpoint"]
+
+
+def test_openapi_describes_the_mcp_endpoint(anon, db):
+    """/api/mcp is served by the ASGI application, not ninja; the document still describes it (and
+    the OAuth scheme), and the REST operations listed in agents.md leave it out."""
+    pytest.importorskip("mcp")
+    from runs.mcp.versions import MCP_PROTOCOL_VERSIONS
+
+    doc = orjson.loads(anon.get("/api/openapi.json").content)
+    item = doc["paths"]["/api/mcp"]
+    post = item["post"]
+    assert item["x-workbench-served-by"] == "mcp" and "Streamable HTTP" in item["summary"]
+    assert post["requestBody"]["content"]["application/json"]["schema"]["properties"]["jsonrpc"] == {"const": "2.0"}
+    assert {"200", "401", "429"} <= set(post["responses"])
+    assert "WWW-Authenticate" in post["responses"]["401"]["headers"]
+    header = next(p for p in post["parameters"] if p["name"] == "MCP-Protocol-Version")
+    assert tuple(header["schema"]["enum"]) == MCP_PROTOCOL_VERSIONS  # the versions the server speaks
+    flows = doc["components"]["securitySchemes"]["OAuth2"]["flows"]["authorizationCode"]
+    assert flows["authorizationUrl"] == "/oauth/authorize/" and set(flows["scopes"]) == set(Scope.values)
+    agents = anon.get("/agents.md").content.decode()
+    assert "`POST /api/mcp`" not in agents and "oauth-protected-resource" in agents

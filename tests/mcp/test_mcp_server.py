@@ -555,3 +555,40 @@ def test_nobody_decides_nothing_is_decided(server):
         timeout=30,
     ).json()["events"]
     assert [e["event"]["type"] for e in events] == ["human_gate_requested"]
+
+
+def test_the_integrations_recipe_runs(server, monkeypatch, capsys):
+    """docs/integrations.md's MCP recipe, exactly as written, against the live server; a reviewer
+    decides on the gate panel while it waits."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
+    recipe = doc.split("<!-- recipe: mcp-token -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    cluster, token = server["cluster"], server["owner"]
+    started = httpx.post(
+        cluster.url(0, "/api/runs"),
+        headers={"Authorization": f"Bearer {token}"},
+        json={"workflow": LINEAR_WORKFLOW, "runId": "run_mcp_recipe"},
+        timeout=30,
+    )
+    assert started.status_code in (200, 201), started.text
+    monkeypatch.setenv("WORKBENCH_URL", cluster.url(0, ""))
+    monkeypatch.setenv("WORKBENCH_TOKEN", token)
+    monkeypatch.setenv("RUN_ID", "run_mcp_recipe")
+    reviewer = in_background(
+        decide_on_the_gate_panel,
+        cluster,
+        server["session"],
+        "run_mcp_recipe",
+        "parse",
+        after=3,
+        decision="approved",
+        note="ship it",
+    )
+    namespace: dict = {"__name__": "recipe"}
+    exec(compile(recipe, "docs/integrations.md", "exec"), namespace)
+    reviewer.join(30)
+    assert not reviewer.errors, reviewer.errors
+    assert namespace["decision"]["decision"] == "approved" and namespace["decision"]["note"] == "ship it"
+    printed = capsys.readouterr().out
+    assert "run_mcp_recipe" in printed and "approved ship it by user:alice" in printed
