@@ -47,7 +47,9 @@ def _error(description: str, **headers: str) -> dict[str, Any]:
         "content": {"application/json": {"schema": _JSONRPC_RESPONSE}},
     }
     if headers:
-        out["headers"] = {name: {"schema": {"type": "string"}, "description": text} for name, text in headers.items()}
+        out["headers"] = {
+            name: {"schema": {"type": "string"}, "description": text} for name, text in headers.items()
+        }
     return out
 
 
@@ -90,7 +92,9 @@ MCP_PATH_ITEM: dict[str, Any] = {
             },
             "401": _error(
                 "No or an invalid credential where one is needed.",
-                **{"WWW-Authenticate": 'Bearer resource_metadata="<origin>/.well-known/oauth-protected-resource"'},
+                **{
+                    "WWW-Authenticate": 'Bearer resource_metadata="<origin>/.well-known/oauth-protected-resource"'
+                },
             ),
             "413": _error("The request body is over the upload limit."),
             "421": _error("A Host header this server does not serve (DNS-rebinding protection)."),

@@ -337,7 +337,9 @@ class McpEndpoint:
             limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
             body, messages, fits = await _read_body(receive, limit)
             if not fits:
-                await _send_json(send, 413, _json_error(413, -32600, f"request body over {limit} bytes"))
+                await _send_json(
+                    send, 413, _json_error(413, -32600, f"PAYLOAD_TOO_LARGE: request body over {limit} bytes")
+                )
                 return
             if _needs_credentials(body):
                 message = (

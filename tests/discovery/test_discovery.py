@@ -185,7 +185,9 @@ def test_openapi_describes_the_mcp_endpoint(anon, db):
     item = doc["paths"]["/api/mcp"]
     post = item["post"]
     assert item["x-workbench-served-by"] == "mcp" and "Streamable HTTP" in item["summary"]
-    assert post["requestBody"]["content"]["application/json"]["schema"]["properties"]["jsonrpc"] == {"const": "2.0"}
+    assert post["requestBody"]["content"]["application/json"]["schema"]["properties"]["jsonrpc"] == {
+        "const": "2.0"
+    }
     assert {"200", "401", "429"} <= set(post["responses"])
     assert "WWW-Authenticate" in post["responses"]["401"]["headers"]
     header = next(p for p in post["parameters"] if p["name"] == "MCP-Protocol-Version")
