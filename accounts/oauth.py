@@ -23,7 +23,7 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.common import Request as OAuthRequest
 from oauthlib.oauth2.rfc6749 import errors as oauth2_errors
 
-from accounts.models import ALL_SCOPES
+from accounts.models import Scope
 from accounts.principals import Principal
 from runs.actions.permissions import ROLE_SCOPES
 from runs.models import Membership, Role, Workspace
@@ -31,6 +31,9 @@ from runs.models import Membership, Role, Workspace
 WORKSPACE_SCOPE = "workspace:"
 _WORKSPACE_SCOPE_RE = re.compile(r"^workspace:([1-9][0-9]{0,17})$")
 GRANT_TYPES = ("authorization_code", "refresh_token")
+# What an MCP host may be granted: the scopes the MCP tools ask for. ``manage`` (webhooks, over
+# REST) is not offered: an OAuth token is for /api/mcp only.
+OAUTH_SCOPES: tuple[str, ...] = (Scope.READ.value, Scope.WRITE.value, Scope.REVIEW.value)
 
 
 def workspace_scope(workspace: Workspace) -> str:
@@ -47,7 +50,7 @@ def workspace_id_of(scopes: list[str] | str) -> int | None:
 def granted_scopes(scopes: list[str] | str) -> list[str]:
     """The workbench scopes (read, write, review) among a token's scopes, in their usual order."""
     items = set(scopes.split() if isinstance(scopes, str) else scopes)
-    return [s for s in ALL_SCOPES if s in items]
+    return [s for s in OAUTH_SCOPES if s in items]
 
 
 class WorkspaceOAuth2Validator(OAuth2Validator):

@@ -30,8 +30,8 @@ from oauth2_provider.views import (
 )
 
 from accounts import ratelimit
-from accounts.models import ALL_SCOPES, Scope
-from accounts.oauth import workspace_scope
+from accounts.models import Scope
+from accounts.oauth import OAUTH_SCOPES, workspace_scope
 from runs.actions.permissions import ROLE_SCOPES
 from runs.models import Membership, Role
 
@@ -58,7 +58,7 @@ class ProtectedResourceMetadata(OAuthProtectedResourceMetadataView):
         return resource_url(request)
 
     def get_scopes_supported(self):
-        return list(ALL_SCOPES)
+        return list(OAUTH_SCOPES)
 
     def get_resource_name(self):
         return f"{settings.WORKBENCH_SITE_NAME} MCP"
@@ -121,13 +121,13 @@ class ConsentForm(AllowForm):
     def granted(self) -> tuple[Membership, list[str]]:
         """The chosen membership and scopes (checked against the person's role there)."""
         membership = self.memberships[self.cleaned_data["workspace"]]
-        chosen = [s for s in ALL_SCOPES if s in self.cleaned_data.get("grant", [])]
+        chosen = [s for s in OAUTH_SCOPES if s in self.cleaned_data.get("grant", [])]
         return membership, chosen
 
 
 def _requested(scope_text: str) -> list[str]:
     wanted = set((scope_text or "").split())
-    return [s for s in ALL_SCOPES if s in wanted]
+    return [s for s in OAUTH_SCOPES if s in wanted]
 
 
 @method_decorator(csrf_protect, name="dispatch")
@@ -160,7 +160,7 @@ class ConsentView(AuthorizationView):
         if form is not None and hasattr(form, "requested"):
             context["requested"] = [(s, SCOPE_LABELS[s]) for s in form.requested]
             context["role_scopes"] = {
-                slug: sorted(ROLE_SCOPES[Role(m.role)] & set(ALL_SCOPES))
+                slug: sorted(ROLE_SCOPES[Role(m.role)] & set(OAUTH_SCOPES))
                 for slug, m in form.memberships.items()
             }
         return context

@@ -193,6 +193,10 @@ def test_openapi_describes_the_mcp_endpoint(anon, db):
     header = next(p for p in post["parameters"] if p["name"] == "MCP-Protocol-Version")
     assert tuple(header["schema"]["enum"]) == MCP_PROTOCOL_VERSIONS  # the versions the server speaks
     flows = doc["components"]["securitySchemes"]["OAuth2"]["flows"]["authorizationCode"]
-    assert flows["authorizationUrl"] == "/oauth/authorize/" and set(flows["scopes"]) == set(Scope.values)
+    assert flows["authorizationUrl"] == "/oauth/authorize/" and set(flows["scopes"]) == {
+        "read",
+        "write",
+        "review",
+    }
     agents = anon.get("/agents.md").content.decode()
     assert "`POST /api/mcp`" not in agents and "oauth-protected-resource" in agents
