@@ -12,7 +12,7 @@ from runs.actions.permissions import Action
 from runs.actions.signing import do_export_bundle
 from runs.api.errors import ApiError
 from runs.api.responses import etag_for, require, write_result
-from runs.api.schemas import ErrorOut, RunBundle, VerifyResult, WriteResult
+from runs.api.schemas import DsseEnvelope, ErrorOut, RunBundle, VerifyResult, WriteResult
 from runs.ids import content_disposition
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
@@ -40,7 +40,7 @@ class ImportQuery(Schema):
 
 @runs_router.get(
     "/{runid:run_id}/bundle",
-    response={200: RunBundle, **ERRORS},
+    response={200: RunBundle | DsseEnvelope, **ERRORS},
     by_alias=True,
     summary="Export a run as a signed bundle",
     description=(

@@ -125,6 +125,27 @@ class RunStoreState(ProtocolObject):
     idempotency: list[tuple[str, dict[str, Any]]] = []
 
 
+class BundleIntegrity(ProtocolObject):
+    """``sha256`` (the integrity hash of the canonical body) and, on exports of this server,
+    ``attestations``: DSSE envelopes signing an in-toto statement about that hash."""
+
+    sha256: str
+    attestations: list[dict[str, Any]] | None = None
+
+
+class DsseSignature(Schema):
+    keyid: str
+    sig: str
+
+
+class DsseEnvelope(Schema):
+    """A DSSE v1 envelope (the detached signature of an export)."""
+
+    payloadType: str
+    payload: str
+    signatures: list[DsseSignature]
+
+
 class RunBundle(ProtocolObject):
     protocolVersion: str
     run: RunInstance
@@ -132,7 +153,7 @@ class RunBundle(ProtocolObject):
     artifacts: list[ArtifactVersion]
     ruleSets: list[RuleSet]
     engine: dict[str, Any] | None = None
-    integrity: dict[str, str] | None = None
+    integrity: BundleIntegrity | None = None
 
 
 class SavedRunMeta(Schema):
