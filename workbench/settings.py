@@ -8,11 +8,11 @@ from pathlib import Path
 from workbench.env import (
     database_from_url,
     env_bool,
+    env_egress,
     env_endpoints,
     env_float,
     env_int,
     env_list,
-    env_networks,
     env_proxy_header,
     env_secret_key,
     env_str,
@@ -200,18 +200,15 @@ WORKBENCH_REPLAY_CACHE_DAYS = env_int("WORKBENCH_REPLAY_CACHE_DAYS", 90, minimum
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
-# Outbound provider calls (runs.providers.egress). Provider base URLs are typed by workspace
-# owners, so calls only go to public addresses, plus the networks listed here (CIDRs). The
-# embedded profile (SQLite, no Redis: one person's machine) allows loopback by default so a local
-# Ollama or llama.cpp server works; the scaled profile allows nothing beyond public addresses.
+# Outbound requests (runs.providers.egress: playground providers, OTLP export, webhooks later)
+# go to public addresses only, plus what the operator allows here: comma-separated networks, each
+# optionally with one port (10.0.0.0/8, 127.0.0.1:11434, [::1]:11434). This allowance applies to
+# every request, also to a provider base URL that a workspace member typed. In the embedded profile
+# (SQLite, no Redis: one person's machine) the operator's own destinations (global providers, the
+# OTLP collector) may reach loopback without it; a workspace's providers never may unless listed.
+# PLAYGROUND_EGRESS_ALLOW is the older name of the same setting, still read as an alias.
 EMBEDDED_PROFILE = DATABASES["default"]["ENGINE"].endswith("sqlite3") and not REDIS_URL
-PLAYGROUND_EGRESS_ALLOW = env_networks(
-    "PLAYGROUND_EGRESS_ALLOW", ["127.0.0.0/8", "::1/128"] if EMBEDDED_PROFILE else []
-)
-# Outbound notifications (webhooks, Slack): the URLs are typed by workspace owners, so they go
-# through the same egress guard as provider calls and reach only public addresses, plus the
-# networks listed here (CIDRs). Nothing beyond public addresses by default, in every profile.
-WORKBENCH_EGRESS_ALLOW = env_networks("WORKBENCH_EGRESS_ALLOW", [])
+WORKBENCH_EGRESS_ALLOW = env_egress("WORKBENCH_EGRESS_ALLOW", "PLAYGROUND_EGRESS_ALLOW", [])
 # Explicit timeouts of one delivery attempt (seconds), and how long a claimed delivery stays
 # with its worker: a worker killed mid-delivery leaves it due again after this lease.
 WORKBENCH_NOTIFY_CONNECT_TIMEOUT = env_int("WORKBENCH_NOTIFY_CONNECT_TIMEOUT", 5, minimum=1)
