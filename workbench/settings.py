@@ -268,8 +268,12 @@ WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int(
 )
 # Playground sends spend money: provider calls per workspace per sliding minute (0 = no limit).
 PLAYGROUND_SEND_RATE_PER_MINUTE = env_int("PLAYGROUND_SEND_RATE_PER_MINUTE", 30, minimum=0)
-# Failed sign-ins per sliding window, per account name and per client address (0 = no limit).
+# Failed sign-ins per sliding window (accounts/login.py; 0 = no limit): per account name from one
+# client address (then that address is refused for that name; from every address, that many
+# failures slow the name down to one attempt per address per WORKBENCH_LOGIN_SLOWDOWN_SECONDS,
+# so the owner still signs in from a new address), and per client address across names.
 WORKBENCH_LOGIN_FAILURES_PER_ACCOUNT = env_int("WORKBENCH_LOGIN_FAILURES_PER_ACCOUNT", 10, minimum=0)
+WORKBENCH_LOGIN_SLOWDOWN_SECONDS = env_int("WORKBENCH_LOGIN_SLOWDOWN_SECONDS", 5, minimum=1)
 WORKBENCH_LOGIN_FAILURES_PER_ADDRESS = env_int("WORKBENCH_LOGIN_FAILURES_PER_ADDRESS", 50, minimum=0)
 WORKBENCH_LOGIN_FAILURE_WINDOW_SECONDS = env_int("WORKBENCH_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=10)
 WORKBENCH_RATE_LIMIT_WINDOW_SECONDS = env_int("WORKBENCH_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1)
