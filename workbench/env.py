@@ -176,6 +176,27 @@ def env_proxy_header(name: str) -> tuple[str, str] | None:
     return "HTTP_" + header.upper().replace("-", "_"), value
 
 
+def private_sqlite_file(name: str) -> None:
+    """Make the SQLite database file ``name`` readable by its owner only (0600): it holds prompts,
+    answers and sessions. Created here before SQLite opens it, because SQLite gives the ``-wal``
+    and ``-shm`` files it creates the database file's mode; files left more open by an earlier
+    version are tightened."""
+    if not name or name == ":memory:" or name.startswith("file:"):
+        return
+    path = Path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    for item in (path, Path(f"{name}-wal"), Path(f"{name}-shm"), Path(f"{name}-journal")):
+        try:
+            if item.stat().st_mode & 0o077:
+                item.chmod(0o600)
+        except (FileNotFoundError, PermissionError):  # absent, or another user's file: leave it
+            pass
+
+
 def database_from_url(url: str, *, base_dir: Path) -> dict:
     """Django DATABASES['default'] from a URL: sqlite:///path or postgres://user:pw@host:port/name."""
     parsed = urlparse(url)

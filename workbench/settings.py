@@ -16,6 +16,7 @@ from workbench.env import (
     env_proxy_header,
     env_secret_key,
     env_str,
+    private_sqlite_file,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -86,6 +87,8 @@ TEMPLATES = [
 DATABASES = {
     "default": database_from_url(env_str("DATABASE_URL") or "sqlite:///var/db.sqlite3", base_dir=BASE_DIR)
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    private_sqlite_file(DATABASES["default"]["NAME"])  # 0600, and so its -wal and -shm files
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
