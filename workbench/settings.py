@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -158,10 +160,16 @@ X_FRAME_OPTIONS = "DENY"
 
 from django.utils.csp import CSP  # noqa: E402
 
+# The page frame's CSS, inlined in every page's <head> (runs.templatetags.workbench.critical_css) so
+# pages are in their colours, light or dark, from the first paint; allowed by its hash (pages
+# rendered without a request, like the CSRF failure and 500 pages, have no nonce to give it).
+WORKBENCH_CRITICAL_CSS = (BASE_DIR / "static" / "workbench" / "critical.css").read_text(encoding="utf-8")
+WORKBENCH_CRITICAL_CSS_SOURCE = f"'sha256-{base64.b64encode(hashlib.sha256(WORKBENCH_CRITICAL_CSS.encode()).digest()).decode()}'"
+
 SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF, CSP.NONCE],
-    "style-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE, WORKBENCH_CRITICAL_CSS_SOURCE],
     "img-src": [CSP.SELF, "data:"],
     "connect-src": [CSP.SELF],
     "frame-ancestors": [CSP.NONE],
