@@ -52,6 +52,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "runs.web.uploads.BodyLimitMiddleware",  # before anything reads the body (CSRF reads forms)
+    "runs.web.request_limits.UrlLengthMiddleware",  # 414 before anything routes a huge URL
     "runs.ids.RawApiPathMiddleware",  # before anything resolves a URL: ids with "/" in REST paths
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
