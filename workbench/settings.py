@@ -165,7 +165,9 @@ from django.utils.csp import CSP  # noqa: E402
 # pages are in their colours, light or dark, from the first paint; allowed by its hash (pages
 # rendered without a request, like the CSRF failure and 500 pages, have no nonce to give it).
 WORKBENCH_CRITICAL_CSS = (BASE_DIR / "static" / "workbench" / "critical.css").read_text(encoding="utf-8")
-WORKBENCH_CRITICAL_CSS_SOURCE = f"'sha256-{base64.b64encode(hashlib.sha256(WORKBENCH_CRITICAL_CSS.encode()).digest()).decode()}'"
+WORKBENCH_CRITICAL_CSS_SOURCE = (
+    f"'sha256-{base64.b64encode(hashlib.sha256(WORKBENCH_CRITICAL_CSS.encode()).digest()).decode()}'"
+)
 
 SECURE_CSP = {
     "default-src": [CSP.SELF],

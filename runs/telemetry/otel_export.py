@@ -47,9 +47,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from runs.protocol.otel import trace_events_to_otel_spans
+from runs.protocol.otel_semconv import to_current_conventions
 from runs.providers import egress
 from runs.providers.egress_requests import guarded_session
-from runs.protocol.otel_semconv import to_current_conventions
 
 SEMCONV_CHOICES = ("reference", "current")
 

@@ -30,7 +30,9 @@ worker's hourly retention pass) removes the files of runs that are gone some oth
 workspace, a write that raced the deletion).
 
 Followers: :func:`follow` yields a file's lines as they are appended (the API's
-``transcript.jsonl?follow=true`` and ``manage.py transcript RUN --follow`` use it).
+``transcript.jsonl?follow=true`` and ``manage.py transcript RUN --follow`` use it). When the server
+shuts down, :func:`close_followers` ends every follow at its next poll (the stream ends cleanly;
+a follower reconnects with ``after_seq``); :func:`active_followers` says how many are still open.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import hashlib
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -388,19 +391,44 @@ class _Tail:
         return out
 
 
+_closing = threading.Event()  # set once: the server is shutting down
+_followers = 0  # follows open in this process (ASGI)
+_followers_lock = threading.Lock()
+
+
+def close_followers() -> None:
+    """End every follow of this process at its next poll (server shutdown)."""
+    _closing.set()
+
+
+def active_followers() -> int:
+    return _followers
+
+
+def _count_follower(delta: int) -> None:
+    global _followers
+    with _followers_lock:
+        _followers += delta
+
+
 async def afollow(path: Path, *, after_seq: int = 0, deadline: float, poll: float = 0.25):
-    """:func:`follow` for ASGI responses: reads off the event loop, sleeps with asyncio."""
+    """:func:`follow` for ASGI responses: reads off the event loop, sleeps with asyncio; ends
+    at the run's end, at ``deadline``, or when the server shuts down (:func:`close_followers`)."""
     import asyncio
 
     from asgiref.sync import sync_to_async
 
     tail = _Tail(path, after_seq)
-    while True:
-        for raw in await sync_to_async(tail.read, thread_sensitive=False)():
-            yield raw
-        if tail.finished or time.monotonic() >= deadline:
-            return
-        await asyncio.sleep(poll)
+    _count_follower(+1)
+    try:
+        while not _closing.is_set():
+            for raw in await sync_to_async(tail.read, thread_sensitive=False)():
+                yield raw
+            if tail.finished or time.monotonic() >= deadline or _closing.is_set():
+                return
+            await asyncio.sleep(poll)
+    finally:
+        _count_follower(-1)
 
 
 def follow(path: Path, *, after_seq: int = 0, poll: float = 0.25, until=None) -> Iterator[bytes]:

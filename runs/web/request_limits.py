@@ -77,7 +77,10 @@ class UrlLengthMiddleware(MiddlewareMixin):
         if len(request.path) + len(query) > MAX_URL_CHARS:
             content_type, body, more = answer(414, request.path)
             return HttpResponse(
-                body, content_type=content_type, status=414, headers={**more, "Content-Length": str(len(body))}
+                body,
+                content_type=content_type,
+                status=414,
+                headers={**more, "Content-Length": str(len(body))},
             )
         return None
 
