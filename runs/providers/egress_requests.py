@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -68,11 +69,11 @@ class GuardedAdapter(HTTPAdapter):
         self.allow = tuple(allow)
         super().__init__(max_retries=0)
 
-    def init_poolmanager(self, *args, **kwargs) -> None:
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = _pools(self.allow)
 
-    def proxy_manager_for(self, *args, **kwargs):  # pragma: no cover - trust_env is off
+    def proxy_manager_for(self, *args: Any, **kwargs: Any) -> NoReturn:  # pragma: no cover - trust_env is off
         raise egress.EgressRefused(egress.URL_NOT_ALLOWED, "outbound requests do not go through a proxy")
 
 
