@@ -502,6 +502,7 @@
 
   // A cut answer joins the history only when the tester says so.
   async function adoptPartial(executionId, button) {
+    await previewChain; // an answer's own preview still on its way: the page is idle after it
     if (state.busy) return;
     button.disabled = true;
     if (state.session.mode === "stateful") state.conversation.parent = executionId;
@@ -513,6 +514,9 @@
   }
 
   async function retry(executionId, button) {
+    // A Retry pressed as soon as the failure shows, while that answer's own preview is still on
+    // its way, waits for it (the page is idle after it) instead of being silently ignored.
+    await previewChain;
     if (state.busy) return;
     const item = button.closest("[data-role=assistant]");
     const slot = item && item._slot;
