@@ -123,7 +123,7 @@ def prune_expired() -> None:
 
 def main() -> int:
     call_command("migrate", verbosity=0)
-    settings.PLAYGROUND_EGRESS_ALLOW = ["127.0.0.0/8"]
+    settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8"]
     settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # the bench runs the worker step itself
     with FakeAnthropic() as fake:
         replay_from_cache(fake)

@@ -70,7 +70,7 @@ def validate_base_url(url: str) -> str:
         return ""
     if len(url) > ProviderConfig._meta.get_field("base_url").max_length:
         raise SettingsError(egress.URL_NOT_ALLOWED, "the base URL is too long", "base_url")
-    allow = tuple(getattr(settings, "PLAYGROUND_EGRESS_ALLOW", ()))
+    allow = egress.settings_allowance(settings, operator=False)  # a workspace owner typed it
     try:
         _, host, port = egress.check_url(url)
         egress.checked_addresses(host, port, allow)

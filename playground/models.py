@@ -128,10 +128,15 @@ class ProviderConfig(models.Model):
             return f"{self.name} needs an API key: add it in Playground settings"
         return None
 
+    def egress_allow(self) -> tuple[str, ...]:
+        """What calls to this provider may reach beyond public addresses: the operator's allowance;
+        in the embedded profile loopback too when the operator configured it (a global row)."""
+        return egress.settings_allowance(settings, operator=self.workspace_id is None)
+
     def check_destination(self) -> None:
         """Raise egress.EgressRefused when calls may not go to this provider's endpoint now."""
 
-        egress.check_destination(self.endpoint, tuple(getattr(settings, "PLAYGROUND_EGRESS_ALLOW", ())))
+        egress.check_destination(self.endpoint, self.egress_allow())
 
     def provider_settings(self) -> ProviderSettings:
 
@@ -141,7 +146,7 @@ class ProviderConfig(models.Model):
             base_url=self.endpoint or None,
             timeout=self.timeout_seconds,
             max_retries=self.max_retries,
-            egress_allow=tuple(getattr(settings, "PLAYGROUND_EGRESS_ALLOW", ())),
+            egress_allow=self.egress_allow(),
         )
 
 

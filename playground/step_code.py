@@ -38,6 +38,7 @@ from runs.actions import ActionError, responsecache
 from runs.engine import programs
 from runs.execution import model_calls as cached
 from runs.execution.replay import ReplayError
+from runs.providers import egress
 from runs.providers.base import ProviderError, ProviderSettings
 from runs.providers.pricing import Price
 from runs.selectors.runs import start_doc
@@ -91,7 +92,7 @@ def execution_of(workspace: Any, run_doc: dict) -> Execution:
 
 def _provider(kind: str, entry: ModelEntry | None) -> tuple[ProviderSettings, str | None]:
 
-    allow = tuple(getattr(django_settings, "PLAYGROUND_EGRESS_ALLOW", ()))
+    allow = egress.settings_allowance(django_settings, operator=False)  # no provider row to vouch
     if entry is None:
         missing = ProviderSettings(kind=kind, egress_allow=allow)
         return missing, "the model of this execution was removed from the catalogue"

@@ -5,6 +5,9 @@ The protocol accepts any non-empty string as a run id. Here:
 - **Storage and input**: an id holding a control character (C0, DEL, C1, U+2028/U+2029) or longer
   than ``MAX_RUN_ID_LENGTH`` is refused with ``INVALID_RUN_ID`` wherever a run is created (start,
   PUT, bundle import, fork): such ids break logs, headers and terminals and no tool needs them.
+  So are ``.`` and ``..`` and ids that decode to them (``%2e%2e``): as a path segment, clients
+  and proxies normalise them away (``/api/runs/../events`` is ``/api/events``), so such a run
+  could be created but never reached.
 - **URLs**: the ``runid`` path converter. Servers decode ``%2F`` to ``/`` before routing, so a
   percent-encoded slash would still split the path; the converter therefore escapes ``%`` and ``/``
   once more before Django percent-encodes the URL (``a/b`` -> ``a%252Fb``). After the server's one
@@ -42,7 +45,24 @@ def run_id_problem(run_id: object) -> str | None:
     bad = _FORBIDDEN.search(run_id)
     if bad:
         return f"a run id cannot contain control characters (U+{ord(bad.group()):04X} at {bad.start()})"
+    if _dot_segment(run_id):
+        return (
+            f"a run id cannot be {run_id!r}: in a URL it is a dot segment that clients and proxies "
+            "normalise to another path"
+        )
     return None
+
+
+def _dot_segment(run_id: str) -> bool:
+    """``.`` or ``..``, also once or more percent-decoded (``%2e``, ``.%2E``, ``%252e%252e``)."""
+    for _ in range(4):
+        if run_id in (".", ".."):
+            return True
+        decoded = unquote(run_id)
+        if decoded == run_id:
+            return False
+        run_id = decoded
+    return run_id in (".", "..")
 
 
 class RunIdConverter:

@@ -125,6 +125,8 @@ SLOW_FILES = {
     "tests/mcp/test_endpoint_loops.py",
     "tests/mcp/test_mcp_server.py",
     "tests/ops/test_body_limit.py",
+    "tests/ops/test_request_limits.py",
+    "tests/ops/test_daphne_shutdown.py",
     "tests/ops/test_deploy.py",
     "tests/ops/test_startup.py",
     "tests/protocol/test_signing.py",

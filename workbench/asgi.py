@@ -17,6 +17,8 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from runs.live.shutdown import install_daphne_graceful_shutdown  # noqa: E402
+from runs.web.request_limits import install_daphne_request_limits  # noqa: E402
 from runs.web.uploads import BodyLimitASGI, install_daphne_body_limit  # noqa: E402
 from workbench.routing import websocket_urlpatterns  # noqa: E402
 
@@ -49,6 +51,8 @@ async def lifespan_app(scope, receive, send):
 
 
 install_daphne_body_limit()  # daphne reads whole bodies before calling the app: refuse earlier
+install_daphne_request_limits()  # long URLs and large headers: 414 and 431, not a dropped connection
+install_daphne_graceful_shutdown()  # SIGTERM: follow streams end, websockets close 1001, exit in seconds
 
 from runs.notifications.tasks import schedule as schedule_deliveries  # noqa: E402
 

@@ -70,16 +70,37 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def env_networks(name: str, default: list[str]) -> list[str]:
-    """A comma-separated list of IP networks (CIDR or single addresses), each checked here."""
+def env_egress(name: str, alias: str, default: list[str]) -> list[str]:
+    """The egress allowance: ``name`` (else its older ``alias``), comma-separated networks, each
+    optionally with one port: ``10.0.0.0/8``, ``127.0.0.1:11434``, ``[::1]:11434`` (see
+    runs.providers.egress). Setting both names to different values is an error."""
     import ipaddress
 
-    items = env_list(name, default)
+    raw, used = os.environ.get(name), name
+    old = os.environ.get(alias)
+    if raw is None and old is not None:
+        raw, used = old, alias
+    elif raw is not None and old is not None and old.strip() != raw.strip():
+        raise EnvError(f"{name} and its alias {alias} are both set, to different values: set {name} only")
+    if raw is None:
+        return default
+    items = [item.strip() for item in raw.split(",") if item.strip()]
     for item in items:
+        network, port = item, ""
+        if item.startswith("["):
+            network, _, rest = item[1:].partition("]")
+            port = rest[1:] if rest.startswith(":") else ("x" if rest else "")
+        elif item.count(":") == 1:
+            network, _, port = item.partition(":")
         try:
-            ipaddress.ip_network(item, strict=False)
+            ipaddress.ip_network(network, strict=False)
+            if port and not (port.isdigit() and 0 < int(port) < 65536):
+                raise ValueError(port)
         except ValueError:
-            raise EnvError(f"{name}: {item!r} is not an IP network (use CIDR, e.g. 127.0.0.0/8)") from None
+            raise EnvError(
+                f"{used}: {item!r} is not an IP network with an optional port "
+                "(e.g. 10.0.0.0/8, 127.0.0.1:11434, [::1]:11434)"
+            ) from None
     return items
 
 
@@ -153,6 +174,27 @@ def env_proxy_header(name: str) -> tuple[str, str] | None:
     if not header or not all(c.isalnum() or c == "-" for c in header):
         raise EnvError(f"{name}={raw!r} is not a header name (e.g. X-Forwarded-Proto)")
     return "HTTP_" + header.upper().replace("-", "_"), value
+
+
+def private_sqlite_file(name: str) -> None:
+    """Make the SQLite database file ``name`` readable by its owner only (0600): it holds prompts,
+    answers and sessions. Created here before SQLite opens it, because SQLite gives the ``-wal``
+    and ``-shm`` files it creates the database file's mode; files left more open by an earlier
+    version are tightened."""
+    if not name or name == ":memory:" or name.startswith("file:"):
+        return
+    path = Path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    for item in (path, Path(f"{name}-wal"), Path(f"{name}-shm"), Path(f"{name}-journal")):
+        try:
+            if item.stat().st_mode & 0o077:
+                item.chmod(0o600)
+        except (FileNotFoundError, PermissionError):  # absent, or another user's file: leave it
+            pass
 
 
 def database_from_url(url: str, *, base_dir: Path) -> dict:

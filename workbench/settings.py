@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from importlib.util import find_spec
 from pathlib import Path
 
 from workbench.env import (
     database_from_url,
     env_bool,
+    env_egress,
     env_endpoints,
     env_float,
     env_int,
     env_list,
-    env_networks,
     env_proxy_header,
     env_secret_key,
     env_str,
+    private_sqlite_file,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -49,6 +52,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "runs.web.uploads.BodyLimitMiddleware",  # before anything reads the body (CSRF reads forms)
+    "runs.web.request_limits.UrlLengthMiddleware",  # 414 before anything routes a huge URL
     "runs.ids.RawApiPathMiddleware",  # before anything resolves a URL: ids with "/" in REST paths
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -86,6 +90,8 @@ TEMPLATES = [
 DATABASES = {
     "default": database_from_url(env_str("DATABASE_URL") or "sqlite:///var/db.sqlite3", base_dir=BASE_DIR)
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    private_sqlite_file(DATABASES["default"]["NAME"])  # 0600, and so its -wal and -shm files
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
@@ -155,10 +161,18 @@ X_FRAME_OPTIONS = "DENY"
 
 from django.utils.csp import CSP  # noqa: E402
 
+# The page frame's CSS, inlined in every page's <head> (runs.templatetags.workbench.critical_css) so
+# pages are in their colours, light or dark, from the first paint; allowed by its hash (pages
+# rendered without a request, like the CSRF failure and 500 pages, have no nonce to give it).
+WORKBENCH_CRITICAL_CSS = (BASE_DIR / "static" / "workbench" / "critical.css").read_text(encoding="utf-8")
+WORKBENCH_CRITICAL_CSS_SOURCE = (
+    f"'sha256-{base64.b64encode(hashlib.sha256(WORKBENCH_CRITICAL_CSS.encode()).digest()).decode()}'"
+)
+
 SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF, CSP.NONCE],
-    "style-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE, WORKBENCH_CRITICAL_CSS_SOURCE],
     "img-src": [CSP.SELF, "data:"],
     "connect-src": [CSP.SELF],
     "frame-ancestors": [CSP.NONE],
@@ -200,18 +214,15 @@ WORKBENCH_REPLAY_CACHE_DAYS = env_int("WORKBENCH_REPLAY_CACHE_DAYS", 90, minimum
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
-# Outbound provider calls (runs.providers.egress). Provider base URLs are typed by workspace
-# owners, so calls only go to public addresses, plus the networks listed here (CIDRs). The
-# embedded profile (SQLite, no Redis: one person's machine) allows loopback by default so a local
-# Ollama or llama.cpp server works; the scaled profile allows nothing beyond public addresses.
+# Outbound requests (runs.providers.egress: playground providers, OTLP export, webhooks later)
+# go to public addresses only, plus what the operator allows here: comma-separated networks, each
+# optionally with one port (10.0.0.0/8, 127.0.0.1:11434, [::1]:11434). This allowance applies to
+# every request, also to a provider base URL that a workspace member typed. In the embedded profile
+# (SQLite, no Redis: one person's machine) the operator's own destinations (global providers, the
+# OTLP collector) may reach loopback without it; a workspace's providers never may unless listed.
+# PLAYGROUND_EGRESS_ALLOW is the older name of the same setting, still read as an alias.
 EMBEDDED_PROFILE = DATABASES["default"]["ENGINE"].endswith("sqlite3") and not REDIS_URL
-PLAYGROUND_EGRESS_ALLOW = env_networks(
-    "PLAYGROUND_EGRESS_ALLOW", ["127.0.0.0/8", "::1/128"] if EMBEDDED_PROFILE else []
-)
-# Outbound notifications (webhooks, Slack): the URLs are typed by workspace owners, so they go
-# through the same egress guard as provider calls and reach only public addresses, plus the
-# networks listed here (CIDRs). Nothing beyond public addresses by default, in every profile.
-WORKBENCH_EGRESS_ALLOW = env_networks("WORKBENCH_EGRESS_ALLOW", [])
+WORKBENCH_EGRESS_ALLOW = env_egress("WORKBENCH_EGRESS_ALLOW", "PLAYGROUND_EGRESS_ALLOW", [])
 # Explicit timeouts of one delivery attempt (seconds), and how long a claimed delivery stays
 # with its worker: a worker killed mid-delivery leaves it due again after this lease.
 WORKBENCH_NOTIFY_CONNECT_TIMEOUT = env_int("WORKBENCH_NOTIFY_CONNECT_TIMEOUT", 5, minimum=1)
@@ -271,8 +282,12 @@ WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE = env_int(
 )
 # Playground sends spend money: provider calls per workspace per sliding minute (0 = no limit).
 PLAYGROUND_SEND_RATE_PER_MINUTE = env_int("PLAYGROUND_SEND_RATE_PER_MINUTE", 30, minimum=0)
-# Failed sign-ins per sliding window, per account name and per client address (0 = no limit).
+# Failed sign-ins per sliding window (accounts/login.py; 0 = no limit): per account name from one
+# client address (then that address is refused for that name; from every address, that many
+# failures slow the name down to one attempt per address per WORKBENCH_LOGIN_SLOWDOWN_SECONDS,
+# so the owner still signs in from a new address), and per client address across names.
 WORKBENCH_LOGIN_FAILURES_PER_ACCOUNT = env_int("WORKBENCH_LOGIN_FAILURES_PER_ACCOUNT", 10, minimum=0)
+WORKBENCH_LOGIN_SLOWDOWN_SECONDS = env_int("WORKBENCH_LOGIN_SLOWDOWN_SECONDS", 5, minimum=1)
 WORKBENCH_LOGIN_FAILURES_PER_ADDRESS = env_int("WORKBENCH_LOGIN_FAILURES_PER_ADDRESS", 50, minimum=0)
 WORKBENCH_LOGIN_FAILURE_WINDOW_SECONDS = env_int("WORKBENCH_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=10)
 WORKBENCH_RATE_LIMIT_WINDOW_SECONDS = env_int("WORKBENCH_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1)

@@ -56,7 +56,9 @@ def _hook_id() -> str:
 
 
 def _allow() -> tuple[str, ...]:
-    return tuple(getattr(settings, "WORKBENCH_EGRESS_ALLOW", ()))
+    # A hook's URL is typed by a workspace owner: the operator's allowance only (never the
+    # embedded profile's loopback for the operator's own destinations).
+    return egress.settings_allowance(settings, operator=False)
 
 
 def check_hook_url(url: object) -> str:
@@ -68,9 +70,9 @@ def check_hook_url(url: object) -> str:
         raise ActionError(ErrorCode.INVALID_INPUT, "url must be a string", "url")
     url = url.strip()
     try:
-        _, host, _ = egress.check_url(url)
+        _, host, port = egress.check_url(url)
         if _is_ip(host):
-            egress.check_address(host, _allow())
+            egress.check_address(host, _allow(), port)  # an allowance may name one port
     except egress.EgressRefused as exc:
         raise ActionError(exc.code, egress_message(exc), "url") from None
     return url

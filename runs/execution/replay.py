@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -551,9 +552,10 @@ def dispatch(fork_pk: int) -> None:
 PRUNE_EVERY_SECONDS = 3600.0
 
 
-def work(*, once: bool = False, poll: float = 1.0) -> int:
+def work(*, once: bool = False, poll: float = 1.0, retention: Callable[[], object] | None = None) -> int:
     """The replay worker's loop: run pending forks oldest first. Returns how many it ran.
-    Expired cached responses are pruned when it starts and then hourly."""
+    Expired cached responses are pruned when it starts and then hourly, and ``retention`` (the
+    caller's further clean-up, e.g. transcripts of deleted runs) is called with them."""
 
     ran = 0
     pruned_at: float | None = None
@@ -562,6 +564,8 @@ def work(*, once: bool = False, poll: float = 1.0) -> int:
             pruned_at = time.monotonic()
             for slug, count in responsecache.prune().items():
                 log.info("replay worker: %d expired cached response(s) of %s deleted", count, slug)
+            if retention is not None:
+                retention()
         ids = list(
             RunFork.objects.filter(status=ForkStatus.PENDING)
             .order_by("created_at")

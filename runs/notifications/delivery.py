@@ -40,7 +40,8 @@ def http_client() -> httpx2.Client:
         pool=float(settings.WORKBENCH_NOTIFY_CONNECT_TIMEOUT),
     )
     return httpx2.Client(
-        transport=egress.GuardedTransport(tuple(getattr(settings, "WORKBENCH_EGRESS_ALLOW", ()))),
+        # Hook URLs are typed by workspace owners: the operator's allowance only.
+        transport=egress.GuardedTransport(egress.settings_allowance(settings, operator=False)),
         timeout=timeout,
         follow_redirects=False,
         headers={"User-Agent": USER_AGENT},

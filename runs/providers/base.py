@@ -111,9 +111,22 @@ class ProviderResult:
     raw: dict[str, Any] = field(default_factory=dict)  # the provider's final response object
 
 
+# A provider's own words in an error (its message, its error type) are foreign text: whatever
+# answered at the base URL wrote them, maybe an internal service's status page. They are kept only
+# as a short excerpt on one line, control characters escaped (pages escape the markup).
+MAX_MESSAGE_CHARS = 300
+MAX_TYPE_CHARS = 80
+
+
+def _bounded(text: object, limit: int) -> str:
+    """``text`` as a short single-line excerpt (:func:`runs.providers.watch.excerpt`)."""
+    return excerpt(str(text).encode("utf-8", "surrogatepass"), limit)
+
+
 class ProviderError(Exception):
     """A failed provider call: ``code`` is ours (stable), ``provider_type`` and ``message`` the
-    provider's own words, ``status`` its HTTP status when there was one."""
+    provider's own words (short excerpts: see :func:`_bounded`), ``status`` its HTTP status when
+    there was one."""
 
     def __init__(
         self,
@@ -125,12 +138,13 @@ class ProviderError(Exception):
         retry_after: str | None = None,
         partial: ProviderResult | None = None,
     ) -> None:
+        message = _bounded(message, MAX_MESSAGE_CHARS)
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
-        self.provider_type = provider_type
-        self.retry_after = retry_after
+        self.provider_type = _bounded(provider_type, MAX_TYPE_CHARS) if provider_type is not None else None
+        self.retry_after = _bounded(retry_after, 40) if retry_after is not None else None
         self.partial = partial  # what arrived before a stream was cut (STREAM_CUT)
 
     def to_json(self) -> dict[str, Any]:

@@ -1,18 +1,28 @@
-"""Where a provider call may go: http(s) only, and only to addresses the operator allows.
+"""Where an outbound request may go: http(s) only, and only to addresses the operator allows.
 
-A base URL is typed by a workspace owner, so it must never reach the server's own network:
-loopback, private ranges, link-local (the cloud metadata address 169.254.169.254 among them),
-CGNAT, multicast, reserved and unspecified addresses are refused, unless an operator network
-allowance covers them (``ProviderSettings.egress_allow``, from the setting
-``PLAYGROUND_EGRESS_ALLOW``; the embedded profile allows loopback so a local Ollama or
-llama.cpp server works).
+One guard for every request the server makes on its own (playground providers, OTLP export,
+webhooks when they exist). A destination is either typed by a workspace member (a provider's base
+URL entered in the playground settings) or configured by the operator (a global provider, the
+OTLP collector). Public (globally routable) addresses are always fine. Loopback, private ranges,
+link-local (the cloud metadata address 169.254.169.254 among them), CGNAT, multicast, reserved
+and unspecified addresses are refused unless the operator allows them (setting
+``WORKBENCH_EGRESS_ALLOW``, read by :func:`allowance`; ``PLAYGROUND_EGRESS_ALLOW`` is an alias):
+networks, optionally one port (``127.0.0.1:11434`` lets workspaces use a local Ollama without
+opening the server's other loopback ports). In the embedded profile (one person's machine) the
+operator's own destinations may also reach loopback, so a local model or collector configured by
+the operator works without a setting; a member's destination never does without the allowance.
+
+An IPv6 address that carries an IPv4 address (IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible
+``::a.b.c.d``, NAT64 ``64:ff9b::/96`` and ``64:ff9b:1::/48``, 6to4 ``2002::/16``, Teredo
+``2001::/32``) is judged by the IPv4 address it leads to as well as by itself.
 
 The check happens when the connection is made, not only when the URL is saved: the HTTP client
 of every provider call uses :class:`GuardedTransport`, whose network backend resolves the host
 itself, checks *every* address it resolves to, and connects to one of those checked addresses
 (TLS still verifies the certificate against the host name). A name that answers a public
 address to one lookup and 127.0.0.1 to the next (DNS rebinding) therefore gains nothing: the
-address connected to is the address checked.
+address connected to is the address checked. OTLP export (the OpenTelemetry SDK speaks
+``requests``) gets the same check from ``runs.providers.egress_requests``.
 
 Pure Python (no Django): callers pass the allowance in.
 """
@@ -33,6 +43,10 @@ from runs.providers.watch import BodyTap, Stop, StoppableStream, TappedStream
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Rule = tuple[Network, int | None]  # a network, and the one port allowed there (None: any)
+
+SETTING = "WORKBENCH_EGRESS_ALLOW"
+LOOPBACK = ("127.0.0.0/8", "::1/128")
 
 MAX_URL_LENGTH = 2000
 
@@ -51,10 +65,56 @@ class EgressRefused(Exception):
         self.message = message
 
 
+def split_rule(item: str) -> tuple[str, int | None]:
+    """``"127.0.0.1:11434"`` -> ("127.0.0.1", 11434); ``"[::1]:80"``, ``"10.0.0.0/8"``, ``"::1"``
+    (an IPv6 network with a port is written in brackets). ValueError for a bad port."""
+    item = item.strip()
+    if item.startswith("["):
+        inner, _, rest = item[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            raise ValueError(f"{item!r}: expected [address]:port")
+        return inner, (_port(rest[1:], item) if rest else None)
+    if item.count(":") == 1:
+        host, _, port = item.partition(":")
+        return host, _port(port, item)
+    return item, None
+
+
+def _port(text: str, item: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError(f"{item!r}: the port must be a number from 1 to 65535")
+    return int(text)
+
+
 @lru_cache(maxsize=32)
-def parse_networks(allow: tuple[str, ...]) -> tuple[Network, ...]:
-    """``("127.0.0.0/8", "::1")`` -> networks; a bad entry is a configuration error (ValueError)."""
-    return tuple(ipaddress.ip_network(item.strip(), strict=False) for item in allow if item.strip())
+def parse_rules(allow: tuple[str, ...]) -> tuple[Rule, ...]:
+    """``("127.0.0.0/8", "[::1]:11434")`` -> rules; a bad entry is a configuration error (ValueError)."""
+    rules: list[Rule] = []
+    for item in allow:
+        if item.strip():
+            network, port = split_rule(item)
+            rules.append((ipaddress.ip_network(network, strict=False), port))
+    return tuple(rules)
+
+
+def allowance(configured: Sequence[str], *, operator: bool, embedded: bool) -> tuple[str, ...]:
+    """What a request may reach beyond public addresses: the operator's allowance (the setting
+    ``WORKBENCH_EGRESS_ALLOW``) for every request; in the embedded profile also loopback when the
+    operator configured the destination (a global provider, the OTLP collector), never when a
+    workspace member typed it."""
+    allow = tuple(configured)
+    if operator and embedded:
+        allow += LOOPBACK
+    return allow
+
+
+def settings_allowance(settings: object, *, operator: bool) -> tuple[str, ...]:
+    """:func:`allowance` from a settings object (``django.conf.settings``: read, never imported)."""
+    return allowance(
+        getattr(settings, SETTING, ()) or (),
+        operator=operator,
+        embedded=bool(getattr(settings, "EMBEDDED_PROFILE", False)),
+    )
 
 
 def check_url(url: str) -> tuple[str, str, int]:
@@ -86,6 +146,12 @@ def check_url(url: str) -> tuple[str, str, int]:
     return scheme, host, port or (443 if scheme == "https" else 80)
 
 
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_TEREDO = ipaddress.ip_network("2001::/32")
+
+
 def _address(text: str) -> Address:
     address = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone id
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
@@ -93,21 +159,61 @@ def _address(text: str) -> Address:
     return address
 
 
-def check_address(text: str, allow: Sequence[str] = ()) -> Address:
-    """The address when a call may go there: public (globally routable) or operator-allowed."""
+def _low32(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
+    return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+
+
+def destinations(address: Address) -> list[Address]:
+    """The addresses a connection to ``address`` really leads to: itself, or, for an IPv6 address
+    that carries an IPv4 one, that IPv4 address (and itself where the IPv6 form is special too).
+
+    IPv4-mapped, IPv4-compatible (``::a.b.c.d``) and well-known NAT64 (``64:ff9b::/96``) are
+    only other spellings of the IPv4 address. Local-use NAT64 (``64:ff9b:1::/48``, the IPv4
+    address at bits 96-127 or, RFC 6052's /48 layout, bits 48-63 and 72-87), 6to4 and Teredo
+    (server and client) are judged as themselves *and* by every IPv4 address they carry."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return [address]
+    if address.ipv4_mapped is not None:
+        return [address.ipv4_mapped]
+    if address in _IPV4_COMPATIBLE and int(address) > 1:  # :: and ::1 are IPv6's own
+        return [_low32(address)]
+    if address in _NAT64:
+        return [_low32(address)]
+    if address in _NAT64_LOCAL:
+        value = int(address)
+        rfc6052_48 = ((value >> 64) & 0xFFFF) << 16 | ((value >> 40) & 0xFFFF)
+        return [address, _low32(address), ipaddress.IPv4Address(rfc6052_48)]
+    if address.sixtofour is not None:
+        return [address, address.sixtofour]
+    if address in _TEREDO and address.teredo is not None:
+        server, client = address.teredo
+        return [address, server, client]
+    return [address]
+
+
+def _allowed(address: Address, port: int | None, rules: tuple[Rule, ...]) -> bool:
+    return any(address in network and (want is None or want == port) for network, want in rules)
+
+
+def check_address(text: str, allow: Sequence[str] = (), port: int | None = None) -> Address:
+    """The address when a request may go there: every address it leads to (see
+    :func:`destinations`) is public (globally routable) or operator-allowed (for ``port``)."""
     try:
         address = _address(text)
     except ValueError:
         raise EgressRefused(ADDRESS_NOT_ALLOWED, f"{text!r} is not an IP address") from None
-    if any(address in network for network in parse_networks(tuple(allow))):
-        return address
-    if not address.is_global or address.is_multicast:
-        raise EgressRefused(
-            ADDRESS_NOT_ALLOWED,
-            f"the provider's address {address} is in a loopback, private, link-local or reserved "
-            "range; the server does not call such addresses unless the operator allows them "
-            "(setting PLAYGROUND_EGRESS_ALLOW)",
-        )
+    rules = parse_rules(tuple(allow))
+    for target in destinations(address):
+        if _allowed(target, port, rules):
+            continue
+        if not target.is_global or target.is_multicast:
+            leads = "" if target == address else f" (it leads to {target})"
+            raise EgressRefused(
+                ADDRESS_NOT_ALLOWED,
+                f"the address {address}{leads} is in a loopback, private, link-local or reserved "
+                "range; the server sends no request to such addresses unless the operator allows "
+                f"them (setting {SETTING})",
+            )
     return address
 
 
@@ -133,7 +239,7 @@ def checked_addresses(host: str, port: int, allow: Sequence[str] = ()) -> list[s
     """Resolve ``host`` and check every address; refuse when any one of them is not allowed."""
     addresses = resolve(host, port)
     for address in addresses:
-        check_address(address, allow)
+        check_address(address, allow, port)
     return addresses
 
 

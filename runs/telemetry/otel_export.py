@@ -23,6 +23,10 @@ mapping (the response event's time) with a ``durationMs``: here they end at the 
 time and start ``durationMs`` earlier, so backends show the call's latency. Status ``ok``
 and ``error`` map to OTel status codes (the error description is the span's
 ``exception.message``), ``unset`` stays unset.
+
+The collector is reached through the server's one egress guard (:mod:`runs.providers.egress`):
+callers pass the operator's allowance (``egress_allow``), checked before the export and again
+when the connection is made.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import calendar
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -44,6 +48,8 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from runs.protocol.otel import trace_events_to_otel_spans
 from runs.protocol.otel_semconv import to_current_conventions
+from runs.providers import egress
+from runs.providers.egress_requests import guarded_session
 
 SEMCONV_CHOICES = ("reference", "current")
 
@@ -63,7 +69,12 @@ _ISO = re.compile(
 
 
 class OtlpExportError(RuntimeError):
-    """The collector did not accept the spans (unreachable, timeout, or an error status)."""
+    """The collector did not accept the spans (unreachable, timeout, or an error status), or the
+    egress guard refused its address; ``code`` says which."""
+
+    def __init__(self, message: str, code: str = "STORAGE_UNAVAILABLE") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def iso_to_unix_nanos(text: str) -> int:
@@ -217,6 +228,15 @@ def traces_endpoint(endpoint: str) -> str:
     return endpoint
 
 
+def exporter_for(
+    url: str, *, headers: Mapping[str, str] | None, timeout: float, egress_allow: Sequence[str]
+) -> OTLPSpanExporter:
+    """The official exporter, sending through a session under the egress guard."""
+    return OTLPSpanExporter(
+        endpoint=url, headers=dict(headers or {}), timeout=timeout, session=guarded_session(egress_allow)
+    )
+
+
 def export_run_to_otlp(
     run: Mapping[str, Any],
     events: Iterable[Mapping[str, Any]],
@@ -226,17 +246,22 @@ def export_run_to_otlp(
     timeout: float = 10,
     service_name: str = "workbench",
     semconv: str = "reference",
+    egress_allow: Sequence[str] = (),
 ) -> int:
     """Send a run's trace as OTel spans to an OTLP/HTTP endpoint; returns the span count.
 
-    Raises :class:`OtlpExportError` when the collector does not accept them.
+    Raises :class:`OtlpExportError` when the collector does not accept them, or when the egress
+    guard refuses its address (``egress_allow``: what the operator allows beyond public addresses).
     """
+    url = traces_endpoint(endpoint)
+    try:
+        egress.check_destination(url, egress_allow)
+    except egress.EgressRefused as exc:
+        raise OtlpExportError(exc.message, exc.code) from None
     spans = to_readable_spans(run, events, service_name=service_name, semconv=semconv)
     if not spans:
         return 0
-    exporter = OTLPSpanExporter(
-        endpoint=traces_endpoint(endpoint), headers=dict(headers or {}), timeout=timeout
-    )
+    exporter = exporter_for(url, headers=headers, timeout=timeout, egress_allow=egress_allow)
     try:
         result = exporter.export(spans)
     finally:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from runs.actions.notify import RunChange, register_listener, unregister_listener
 from runs.models import Workspace
 from runs.protocol.redaction import redacted_view
+from runs.providers import egress
 from runs.selectors.runs import RunNotFound, get_run, iter_event_bodies
 
 log = logging.getLogger("workbench.otel")
@@ -57,19 +58,23 @@ class ContinuousExporter:
         max_export_batch_size: int = 512,
         service_name: str = "workbench",
         semconv: str = "reference",
+        egress_allow: tuple[str, ...] = (),
     ) -> None:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
         # Deferred: otel_export imports the OpenTelemetry SDK, an optional extra.
-        from runs.telemetry.otel_export import traces_endpoint
+        from runs.telemetry.otel_export import exporter_for, traces_endpoint
 
         self.endpoint = traces_endpoint(endpoint)
         self.service_name = service_name
         self.semconv = semconv
         self.counters = StreamCounters()
         self._runs: queue.Queue[tuple[int, str] | None] = queue.Queue(maxsize=max_runs_queued)
-        self._exporter = OTLPSpanExporter(endpoint=self.endpoint, headers=headers, timeout=timeout)
+        # Through the server's one egress guard (runs.providers.egress): the collector's address
+        # is checked at every connection against the operator's allowance.
+        self._exporter = exporter_for(
+            self.endpoint, headers=headers, timeout=timeout, egress_allow=egress_allow
+        )
         self.processor = BatchSpanProcessor(
             self._exporter,
             schedule_delay_millis=schedule_delay_millis,
@@ -161,6 +166,7 @@ def start_from_settings() -> ContinuousExporter | None:
         endpoint=endpoint,
         service_name=getattr(settings, "WORKBENCH_OTEL_SERVICE_NAME", "workbench"),
         semconv=getattr(settings, "WORKBENCH_OTEL_SEMCONV", "reference"),
+        egress_allow=egress.settings_allowance(settings, operator=True),  # the operator's collector
     )
     register_listener(_active.on_change)
     atexit.register(_active.shutdown)

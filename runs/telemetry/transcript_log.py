@@ -23,8 +23,16 @@ id's filename-safe prefix plus a hash of (workspace, run id, creation time) -- a
 created again gets a fresh file. ``index.jsonl`` beside the files lists ``{file, workspace,
 run_id, created_at}`` for every file (appended once, when the file is created).
 
+Deletion: a transcript holds what people wrote and models answered, so it goes with its run.
+Deleting a run (its ``RunChange`` with status ``deleted``) removes the run's file and its
+``index.jsonl`` line; :func:`sweep_orphans` (run by ``manage.py prune_replay_data`` and the replay
+worker's hourly retention pass) removes the files of runs that are gone some other way (a deleted
+workspace, a write that raced the deletion).
+
 Followers: :func:`follow` yields a file's lines as they are appended (the API's
-``transcript.jsonl?follow=true`` and ``manage.py transcript RUN --follow`` use it).
+``transcript.jsonl?follow=true`` and ``manage.py transcript RUN --follow`` use it). When the server
+shuts down, :func:`close_followers` ends every follow at its next poll (the stream ends cleanly;
+a follower reconnects with ``after_seq``); :func:`active_followers` says how many are still open.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import hashlib
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -221,6 +230,10 @@ def sync_run(run, change: RunChange | None = None) -> tuple[bool, bool]:
     return started, completed
 
 
+def _index_path() -> Path:
+    return transcript_dir() / "index.jsonl"
+
+
 def _register(*, fd_path: Path, run) -> None:
     entry = {
         "file": fd_path.name,
@@ -228,12 +241,76 @@ def _register(*, fd_path: Path, run) -> None:
         "run_id": run.run_id,
         "created_at": run.created_at.isoformat() if run.created_at else None,
     }
-    index = transcript_dir() / "index.jsonl"
-    fd = os.open(index, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
+    with _locked(_index_path()) as fd:  # the lock: a removal rewrites the index in place
         os.write(fd, orjson.dumps(entry) + b"\n")
-    finally:
-        os.close(fd)
+
+
+def _entries(fd: int) -> list[tuple[bytes, dict | None]]:
+    size = os.fstat(fd).st_size
+    out: list[tuple[bytes, dict | None]] = []
+    for raw in os.pread(fd, size, 0).split(b"\n") if size else ():
+        if raw:
+            try:
+                entry = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                entry = None
+            out.append((raw, entry if isinstance(entry, dict) else None))
+    return out
+
+
+def _remove_entries(doomed) -> int:
+    """Under the index lock: delete the files of the index entries ``doomed(entries)`` names and
+    rewrite the index without their lines. Returns how many files were removed."""
+    index = _index_path()
+    if not index.exists():
+        return 0
+    removed = 0
+    with _locked(index) as fd:
+        entries = _entries(fd)
+        gone = doomed([entry for _, entry in entries if entry is not None])
+        if not gone:
+            return 0
+        for name in gone:
+            path = transcript_dir() / name
+            if path.name == name and name != index.name:  # a bare file name of this directory
+                try:
+                    path.unlink()
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+        kept = [raw + b"\n" for raw, entry in entries if entry is None or entry.get("file") not in gone]
+        os.ftruncate(fd, 0)
+        _append(fd, kept)  # O_APPEND after the truncation: from offset 0
+    return removed
+
+
+def forget_run(workspace_id: Any, run_id: str) -> int:
+    """Remove every transcript file the index lists for (workspace, run id), and their lines."""
+    return _remove_entries(
+        lambda entries: {
+            e.get("file")
+            for e in entries
+            if e.get("workspace") == workspace_id and e.get("run_id") == run_id and e.get("file")
+        }
+    )
+
+
+def sweep_orphans() -> int:
+    """Remove the transcripts of runs that no longer exist; returns how many files went."""
+
+    def orphans(entries: list[dict]) -> set[str]:
+        by_workspace: dict[Any, set[str]] = {}
+        for e in entries:
+            by_workspace.setdefault(e.get("workspace"), set()).add(str(e.get("run_id")))
+        live: set[str] = set()
+        for workspace_id, run_ids in by_workspace.items():
+            rows = Run.unscoped.filter(workspace_id=workspace_id, run_id__in=run_ids).values_list(
+                "run_id", "created_at"
+            )
+            live.update(file_name(workspace_id, rid, created) for rid, created in rows)
+        return {e["file"] for e in entries if e.get("file") and e["file"] not in live}
+
+    return _remove_entries(orphans)
 
 
 def _mark_parents(run, kind: str) -> None:
@@ -264,7 +341,10 @@ def _mark_parents(run, kind: str) -> None:
 
 def record_change(change: RunChange) -> None:
     """The durable sink ``runs.actions.notify`` calls after every commit, before any listener."""
-    if not getattr(settings, "WORKBENCH_TRANSCRIPTS", True) or change.status == "deleted":
+    if change.status == "deleted":  # whether or not transcripts are recorded now
+        forget_run(change.workspace_id, change.run_id)
+        return
+    if not getattr(settings, "WORKBENCH_TRANSCRIPTS", True):
         return
 
     run = Run.unscoped.filter(workspace_id=change.workspace_id, pk=change.run_pk).first()
@@ -311,19 +391,44 @@ class _Tail:
         return out
 
 
+_closing = threading.Event()  # set once: the server is shutting down
+_followers = 0  # follows open in this process (ASGI)
+_followers_lock = threading.Lock()
+
+
+def close_followers() -> None:
+    """End every follow of this process at its next poll (server shutdown)."""
+    _closing.set()
+
+
+def active_followers() -> int:
+    return _followers
+
+
+def _count_follower(delta: int) -> None:
+    global _followers
+    with _followers_lock:
+        _followers += delta
+
+
 async def afollow(path: Path, *, after_seq: int = 0, deadline: float, poll: float = 0.25):
-    """:func:`follow` for ASGI responses: reads off the event loop, sleeps with asyncio."""
+    """:func:`follow` for ASGI responses: reads off the event loop, sleeps with asyncio; ends
+    at the run's end, at ``deadline``, or when the server shuts down (:func:`close_followers`)."""
     import asyncio
 
     from asgiref.sync import sync_to_async
 
     tail = _Tail(path, after_seq)
-    while True:
-        for raw in await sync_to_async(tail.read, thread_sensitive=False)():
-            yield raw
-        if tail.finished or time.monotonic() >= deadline:
-            return
-        await asyncio.sleep(poll)
+    _count_follower(+1)
+    try:
+        while not _closing.is_set():
+            for raw in await sync_to_async(tail.read, thread_sensitive=False)():
+                yield raw
+            if tail.finished or time.monotonic() >= deadline or _closing.is_set():
+                return
+            await asyncio.sleep(poll)
+    finally:
+        _count_follower(-1)
 
 
 def follow(path: Path, *, after_seq: int = 0, poll: float = 0.25, until=None) -> Iterator[bytes]:

@@ -5,6 +5,7 @@
   event cannot blow up the page.
 - ``{{ value|pretty_json }}``: indented JSON text (a plain str: autoescaped by the template).
 - ``{{ seconds|duration }}``, ``{{ cost_totals|money }}``, ``{{ run|run_duration }}``.
+- ``{% critical_css %}``: the page frame's CSS inline in ``<head>`` (styled before the first paint).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import orjson
 from django import template
+from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
 
 from runs.web.partials import compare_url as build
@@ -287,3 +289,10 @@ def compare_url(a: Any, b: Any, **params: Any) -> str:
     """``{% compare_url source_id fork_id %}``: the shareable compare page of two runs."""
 
     return build(str(a), str(b), **{k: str(v) for k, v in params.items()})
+
+
+@register.simple_tag
+def critical_css() -> SafeString:
+    """The page frame's CSS as an inline ``<style>`` (static/workbench/critical.css, a file of the
+    project, never user data); the CSP allows it by its hash (settings.WORKBENCH_CRITICAL_CSS_SOURCE)."""
+    return mark_safe(f"<style>{settings.WORKBENCH_CRITICAL_CSS}</style>")  # noqa: S308 - our own file

@@ -31,19 +31,35 @@
   }
 
   // Previews run one after another, each from the session the previous one returned, so a slow
-  // answer can never overwrite a later change.
+  // answer can never overwrite a later change. Each carries a sequence number: an answer whose
+  // number is no longer the latest is stale and never shown (the latest one shows); its session
+  // is kept (it carries its change) only when the page did not change the session itself since
+  // it was sent (choosing a compare column does), so a late answer cannot put an older session,
+  // request or column back.
   let previewChain = Promise.resolve();
+  let previewSeq = 0; // the number of the latest preview asked for
+  let sessionEdits = 0; // bumped whenever the page changes state.session outside a preview
   function preview(change) {
-    previewChain = previewChain.then(() => doPreview(change)).catch((e) => showComposeError(String(e)));
+    const seq = ++previewSeq;
+    previewChain = previewChain.then(() => doPreview(change, seq)).catch((e) => showComposeError(String(e)));
     return previewChain;
   }
 
-  async function doPreview(change) {
+  async function doPreview(change, seq) {
     readFreeFields();
     const sentGen = inputGen;
-    const body = { session: state.session, model: $("model").value || null };
+    const sentEdits = sessionEdits;
+    const body = { session: state.session, model: $("model").value || null, seq };
     if (change) body.change = change;
     const { ok, data } = await post(root.dataset.previewUrl, body);
+    if (seq !== previewSeq) {
+      // Stale: a later preview was asked for and will show. Keep only what this one changed.
+      if (ok && data.session && sessionEdits === sentEdits) {
+        state.session = data.session;
+        readFreeFields(); // the controls are the page's: edits made meanwhile stay
+      }
+      return;
+    }
     if (!ok) { showComposeError(data.error ? data.error.message : "Cannot compose"); return; }
     state.session = data.session;
     // Controls edited while this answer was on its way win (the next preview composes them).
@@ -353,7 +369,7 @@
     if (primary) {
       if (st.status === "completed" && state.sentPrompt !== null) {
         // The prompt is kept until its answer arrives; cleared only if it was not edited since.
-        if ($("prompt").value === state.sentPrompt) { $("prompt").value = ""; state.session.prompt = ""; }
+        if ($("prompt").value === state.sentPrompt) { $("prompt").value = ""; state.session.prompt = ""; sessionEdits += 1; }
         state.sentPrompt = null;
       }
       if (st.status === "completed" && state.session.mode === "stateful") state.conversation.parent = st.id;
@@ -422,7 +438,9 @@
     if (!row || state.busy) return;
     const slot = row.slots[index];
     const column = row.columns[index] || {};
-    // Undo the previous choice, take the column's own settings, then add its exchange.
+    // Undo the previous choice, take the column's own settings, then add its exchange. An answer
+    // to an earlier preview still on its way must not bring the previous column back.
+    sessionEdits += 1;
     state.session.history = JSON.parse(JSON.stringify(row.before.history));
     state.session.cached = [...row.before.cached];
     if (column.system_prompt !== undefined) { state.session.system_prompt = column.system_prompt; state.session.send_system_prompt = !!column.system_prompt.trim(); $("system-prompt").value = column.system_prompt; }
@@ -484,6 +502,7 @@
 
   // A cut answer joins the history only when the tester says so.
   async function adoptPartial(executionId, button) {
+    await previewChain; // an answer's own preview still on its way: the page is idle after it
     if (state.busy) return;
     button.disabled = true;
     if (state.session.mode === "stateful") state.conversation.parent = executionId;
@@ -495,6 +514,9 @@
   }
 
   async function retry(executionId, button) {
+    // A Retry pressed as soon as the failure shows, while that answer's own preview is still on
+    // its way, waits for it (the page is idle after it) instead of being silently ignored.
+    await previewChain;
     if (state.busy) return;
     const item = button.closest("[data-role=assistant]");
     const slot = item && item._slot;

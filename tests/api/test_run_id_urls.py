@@ -29,7 +29,7 @@ HOSTILE_IDS = [
     "with space",
     "ünï/cødé ✓",
     "quote\"and'apostrophe",
-    "..",
+    "...",  # three dots are no dot segment
     "a\\b",
 ]
 

@@ -124,13 +124,13 @@ def _answer(status: int, body: str):
 
 def _post_form(page, action: str, fields: dict[str, str]) -> None:
     """Submit a plain form the way a stale or forged page would (no CSRF token unless given)."""
-    page.evaluate(
-        """([action, fields]) => { const f = document.createElement('form'); f.method = 'post'; f.action = action;
-        for (const [k, v] of Object.entries(fields)) { const i = document.createElement('input'); i.type = 'hidden';
-        i.name = k; i.value = v; f.append(i); } document.body.append(f); f.submit(); }""",
-        [action, fields],
-    )
-    page.wait_for_load_state()
+    with page.expect_navigation():  # the answer's page, loaded (not the page that sent the form)
+        page.evaluate(
+            """([action, fields]) => { const f = document.createElement('form'); f.method = 'post'; f.action = action;
+            for (const [k, v] of Object.entries(fields)) { const i = document.createElement('input'); i.type = 'hidden';
+            i.name = k; i.value = v; f.append(i); } document.body.append(f); f.submit(); }""",
+            [action, fields],
+        )
 
 
 def test_signed_out_pages_light_and_dark_have_no_serious_axe_violations(browser, server):

@@ -51,7 +51,8 @@ def server(tmp_path_factory, fakes):
     with serve_app(
         tmp,
         setup_code=SETUP.format(anthropic=anthropic.url, openai=openai.url),
-        extra_env={"PLAYGROUND_EXECUTOR": "inprocess"},
+        # the fakes listen on loopback: the operator allows it for the workspace providers
+        extra_env={"PLAYGROUND_EXECUTOR": "inprocess", "WORKBENCH_EGRESS_ALLOW": "127.0.0.0/8"},
     ) as url:
         yield url
 

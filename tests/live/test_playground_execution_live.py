@@ -24,7 +24,7 @@ def pending_execution(transactional_db, django_user_model, settings):
     from tests.fakes.anthropic_api import FakeAnthropic
 
     settings.PLAYGROUND_EXECUTOR = "worker"  # stored only: the test runs the worker
-    settings.PLAYGROUND_EGRESS_ALLOW = LOOPBACK  # the fake listens on 127.0.0.1
+    settings.WORKBENCH_EGRESS_ALLOW = LOOPBACK  # the fake listens on 127.0.0.1
     with FakeAnthropic() as fake:
         fake.chunk_delay = 0.02
         ws = Workspace.objects.create(slug="ws-exec-live", name="Live")

@@ -33,3 +33,36 @@ def test_bad_request_is_a_branded_page():
     html = answer.content.decode()
     assert answer.status_code == 400 and "The request could not be read" in html
     assert "<script>x" not in html
+
+
+def _inline_style(html: str) -> str:
+    start = html.index("<style>") + len("<style>")
+    return html[start : html.index("</style>", start)]
+
+
+@pytest.mark.parametrize("page", ["csrf", "login", "500"])
+def test_pages_carry_their_colours_inline_allowed_by_the_csp(client, page):
+    """Issue 23 §6: the dark CSRF failure page was checked before workbench.css applied. The page
+    frame's colours (light and dark) are inline in <head>, allowed by their hash: styled before the
+    first paint, whatever the stylesheet's timing; also on pages rendered without a request."""
+    import base64
+    import hashlib
+
+    from django.conf import settings
+    from django.template.loader import render_to_string
+
+    if page == "csrf":
+        answer = Client(enforce_csrf_checks=True).post("/accounts/login/", {"username": "x", "password": "y"})
+    elif page == "login":
+        answer = client.get("/accounts/login/")
+    else:
+        answer = None
+    html = answer.content.decode() if answer is not None else render_to_string("500.html")
+    css = _inline_style(html)
+    assert "prefers-color-scheme: dark" in css and ".skip-link" in css and ".brand" in css
+    assert html.index("<style>") < html.index("workbench.css") < html.index("</head>")
+    digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    assert f"'sha256-{digest}'" == settings.WORKBENCH_CRITICAL_CSS_SOURCE
+    if answer is not None:
+        style_src = next(d for d in answer["Content-Security-Policy"].split(";") if "style-src" in d)
+        assert f"'sha256-{digest}'" in style_src

@@ -78,3 +78,27 @@ def api_token_client(workspace):
     from tests.api.conftest import BearerClient
 
     return BearerClient(create_token(workspace=workspace, name="t", scopes=["read", "write"]).secret)
+
+
+DOT_SEGMENTS = [".", "..", "%2e", "%2E%2e", ".%2e", "%252e%252e"]
+
+
+@pytest.mark.parametrize("dots", DOT_SEGMENTS)
+def test_dot_segments_are_refused_at_creation(api_token_client, workspace, workflow, dots):
+    """Issue 23 §5: a run ``..`` was created, then every REST route of it answered 404."""
+    from runs.models import Run
+
+    assert run_id_problem(dots)
+    response = api_token_client.post("/api/runs", {"workflow": workflow, "runId": dots})
+    assert response.status_code == 400 and response.json()["code"] == "INVALID_RUN_ID"
+    put = api_token_client.put(f"/api/runs/{dots}", {"workflow": workflow})
+    assert put.status_code in (400, 404, 405)
+    with pytest.raises(actions.ActionError) as exc:
+        actions.do_start_run(workspace=workspace, workflow=workflow, run_id=dots, actor="t")
+    assert exc.value.code == "INVALID_RUN_ID"
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("fine", ["...", ".a", "a.", "..a", "%2e%2e%2e", "a/..", "./x"])
+def test_ids_with_dots_that_are_no_dot_segment_stay_fine(fine):
+    assert run_id_problem(fine) is None

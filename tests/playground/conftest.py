@@ -16,8 +16,8 @@ LOOPBACK = ["127.0.0.0/8", "::1/128"]
 def egress_allows_loopback(settings):
     """The fakes listen on 127.0.0.1, an address the server refuses by default outside the
     embedded profile: the playground tests make the operator allowance explicit. Tests of the
-    refusal set ``settings.PLAYGROUND_EGRESS_ALLOW = []``."""
-    settings.PLAYGROUND_EGRESS_ALLOW = LOOPBACK
+    refusal set ``settings.WORKBENCH_EGRESS_ALLOW = []``."""
+    settings.WORKBENCH_EGRESS_ALLOW = LOOPBACK
 
 
 @pytest.fixture

@@ -167,7 +167,7 @@ REFUSED_URLS = {
 
 @pytest.mark.parametrize("url", list(REFUSED_URLS))
 def test_base_urls_to_internal_addresses_are_refused_when_saved(client, attacker, settings, url):
-    settings.PLAYGROUND_EGRESS_ALLOW = []
+    settings.WORKBENCH_EGRESS_ALLOW = []
     r = add_provider(client, base_url=url)
     assert r.status_code == 400 and REFUSED_URLS[url] in error_text(r)
     assert not ProviderConfig.objects.filter(workspace__isnull=False).exists()
@@ -178,7 +178,7 @@ def test_the_address_is_checked_again_when_the_call_is_made(
 ):
     """A provider saved while loopback was allowed (or stored some other way) is refused at send
     time once the operator no longer allows it: a clear code, and nothing reaches the address."""
-    settings.PLAYGROUND_EGRESS_ALLOW = []
+    settings.WORKBENCH_EGRESS_ALLOW = []
     client.force_login(alice)
     r = post_json(client, "/playground/send/", {"session": session(), "model": fake_models["sonnet"].pk})
     assert r.status_code == 409 and r.json()["error"]["code"] == "ADDRESS_NOT_ALLOWED"

@@ -76,7 +76,7 @@ def fake():
 
 @pytest.fixture
 def pipeline(fake, settings):
-    settings.PLAYGROUND_EGRESS_ALLOW = ["127.0.0.0/8", "::1/128"]  # the fake listens on loopback
+    settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8", "::1/128"]  # the fake listens on loopback
     settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # the test runs the worker step itself
     program = Pipeline(fake.url)
     programs.register(WORKFLOW["id"], program)

@@ -161,7 +161,7 @@ def world(workspace, other_workspace, alice, vera, charlie, workflow, settings):
     from playground.models import ModelEntry, ProviderConfig
 
     settings.PLAYGROUND_EXECUTOR = "worker"  # sends are stored, never executed here
-    settings.PLAYGROUND_EGRESS_ALLOW = ["127.0.0.0/8"]
+    settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8"]
     settings.PLAYGROUND_SEND_RATE_PER_MINUTE = 0
     built = build_world(workspace, other_workspace, alice, vera, charlie, workflow)
     provider = ProviderConfig(

@@ -25,6 +25,8 @@ from runs.telemetry.otel_export import (
 )
 from tests.telemetry.corpus import load_bundle, needs_corpus
 
+LOOPBACK = ("127.0.0.0/8",)  # the collector fakes listen on loopback: the operator allows it
+
 
 class Collector:
     """A tiny OTLP/HTTP traces receiver on 127.0.0.1 that keeps the decoded requests."""
@@ -97,7 +99,9 @@ def test_spans_arrive_with_ids_parents_times_attributes_and_status(collector):
     run, trace = bundle["run"], bundle["trace"]
     records = trace_events_to_otel_spans(run, trace)
 
-    sent = export_run_to_otlp(run, trace, endpoint=collector.url, headers={"x-api-key": "k1"}, timeout=5)
+    sent = export_run_to_otlp(
+        run, trace, endpoint=collector.url, headers={"x-api-key": "k1"}, timeout=5, egress_allow=LOOPBACK
+    )
 
     assert sent == len(records) == 10
     [(path, headers, request)] = collector.requests
@@ -147,8 +151,10 @@ def test_spans_arrive_with_ids_parents_times_attributes_and_status(collector):
 @needs_corpus
 def test_export_is_deterministic_across_calls(collector):
     bundle = load_bundle("linear_completed")
-    export_run_to_otlp(bundle["run"], bundle["trace"], endpoint=collector.url + "/v1/traces")
-    export_run_to_otlp(bundle["run"], bundle["trace"], endpoint=collector.url)
+    export_run_to_otlp(
+        bundle["run"], bundle["trace"], endpoint=collector.url + "/v1/traces", egress_allow=LOOPBACK
+    )
+    export_run_to_otlp(bundle["run"], bundle["trace"], endpoint=collector.url, egress_allow=LOOPBACK)
     first, second = (r.SerializeToString() for _, _, r in collector.requests)
     assert first == second
 
@@ -162,7 +168,7 @@ def test_a_rejecting_collector_raises():
             {"id": "e1", "runId": "run_r", "ts": "2026-01-01T00:00:00Z", "type": "tool_call", "name": "t"}
         ]
         with pytest.raises(OtlpExportError):
-            export_run_to_otlp(run, events, endpoint=receiver.url, timeout=5)
+            export_run_to_otlp(run, events, endpoint=receiver.url, timeout=5, egress_allow=LOOPBACK)
         assert len(receiver.requests) == 1
     finally:
         receiver.server.shutdown()
@@ -170,7 +176,7 @@ def test_a_rejecting_collector_raises():
 
 
 def test_nothing_is_sent_for_a_trace_without_spans(collector):
-    assert export_run_to_otlp({"id": "run_e"}, [], endpoint=collector.url) == 0
+    assert export_run_to_otlp({"id": "run_e"}, [], endpoint=collector.url, egress_allow=LOOPBACK) == 0
     assert collector.requests == []
 
 

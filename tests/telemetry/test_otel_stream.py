@@ -25,6 +25,8 @@ USAGE = {
     "reasoningTokens": 25,
 }
 
+LOOPBACK = ("127.0.0.0/8",)  # the collector fakes listen on loopback: the operator allows it
+
 
 def _record_run(workspace, workflow, run_id: str, *, finish: bool = True) -> None:
     actions.do_start_run(workspace=workspace, workflow=workflow, actor="test", run_id=run_id)
@@ -53,7 +55,9 @@ def _record_run(workspace, workflow, run_id: str, *, finish: bool = True) -> Non
 def stream(collector):  # noqa: F811
     from runs.actions.notify import register_listener, unregister_listener
 
-    exporter = ContinuousExporter(endpoint=collector.url, schedule_delay_millis=50, timeout=5)
+    exporter = ContinuousExporter(
+        endpoint=collector.url, schedule_delay_millis=50, timeout=5, egress_allow=LOOPBACK
+    )
     register_listener(exporter.on_change)
     yield exporter
     unregister_listener(exporter.on_change)
@@ -86,7 +90,7 @@ def test_a_collector_that_is_down_never_blocks_writes(workspace, workflow):
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
     from runs.actions.notify import register_listener, unregister_listener
 
-    exporter = ContinuousExporter(endpoint=dead, schedule_delay_millis=50, timeout=1)
+    exporter = ContinuousExporter(endpoint=dead, schedule_delay_millis=50, timeout=1, egress_allow=LOOPBACK)
     register_listener(exporter.on_change)
     try:
         for i in range(3):
@@ -103,7 +107,7 @@ def test_a_collector_that_is_down_never_blocks_writes(workspace, workflow):
 def test_the_run_queue_is_bounded_and_drops(collector):  # noqa: F811
     from runs.actions.notify import RunChange
 
-    exporter = ContinuousExporter(endpoint=collector.url, max_runs_queued=1)
+    exporter = ContinuousExporter(endpoint=collector.url, max_runs_queued=1, egress_allow=LOOPBACK)
     exporter._runs.put(None)  # stop the worker so nothing drains the queue
     exporter._thread.join(timeout=5)
     try:

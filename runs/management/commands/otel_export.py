@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.protocol.redaction import POLICIES, redacted_view
+from runs.providers import egress
 from runs.selectors.runs import (
     AmbiguousRunId,
     RunNotFound,
@@ -62,7 +64,10 @@ class Command(BaseCommand):
                 headers=headers or None,
                 timeout=options["timeout"],
                 semconv=options["semconv"],
+                # The operator types the endpoint here: the operator's allowance (setting
+                # WORKBENCH_EGRESS_ALLOW; loopback too in the embedded profile).
+                egress_allow=egress.settings_allowance(settings, operator=True),
             )
         except OtlpExportError as exc:
-            raise CommandError(f"STORAGE_UNAVAILABLE: {exc}") from exc
+            raise CommandError(f"{exc.code}: {exc}") from exc
         self.stdout.write(f"{run.run_id}: exported {count} spans to {options['endpoint']}")

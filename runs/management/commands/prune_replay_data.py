@@ -3,7 +3,9 @@ model responses (the replay cache), workspace by workspace.
 
 An answer expires ``WORKBENCH_REPLAY_CACHE_DAYS`` days (``--days`` overrides) after it was
 recorded or last used by a replay. Expired answers already no longer answer replays; this
-reclaims their rows. ``manage.py replay_worker`` does the same hourly.
+reclaims their rows. It also removes the live transcripts (var/transcripts/) of runs that no
+longer exist (a deleted workspace, a write that raced a deletion). ``manage.py replay_worker``
+does the same hourly.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.actions import responsecache
 from runs.models import Workspace
+from runs.telemetry import transcript_log
 
 
 class Command(BaseCommand):
@@ -34,6 +37,9 @@ class Command(BaseCommand):
             workspace = Workspace.objects.filter(slug=options["workspace"]).first()
             if workspace is None:
                 raise CommandError(f"no workspace {options['workspace']!r}")
+        if not options["dry_run"]:
+            removed = transcript_log.sweep_orphans()
+            self.stdout.write(f"{removed} transcript file(s) of deleted runs removed")
         boundary = responsecache.retention_boundary(days=days)
         if boundary is None:
             self.stdout.write("retention is off (0 days): nothing expires")

@@ -1,7 +1,8 @@
 """`manage.py replay_worker [--once]`: re-execute pending forks (WORKBENCH_REPLAY_EXECUTOR=worker).
 
 Forks are claimed with a conditional update, so several workers never run the same one. The
-step code comes from the modules in ``WORKBENCH_PROGRAM_MODULES``, imported at start.
+step code comes from the modules in ``WORKBENCH_PROGRAM_MODULES``, imported at start. When it
+starts and hourly it prunes expired replay data and the transcripts of deleted runs.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from runs.engine import programs
 from runs.execution.replay import work
+from runs.telemetry import transcript_log
 
 
 class Command(BaseCommand):
@@ -21,6 +23,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         programs.load_configured()
-        ran = work(once=options["once"], poll=options["poll"])
+        # The hourly retention pass also removes the transcripts of runs that are gone.
+        ran = work(once=options["once"], poll=options["poll"], retention=transcript_log.sweep_orphans)
         if options["once"]:
             self.stdout.write(f"{ran} fork(s) re-executed")
