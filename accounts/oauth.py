@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from oauth2_provider.models import get_access_token_model, revoke_access_token
 from oauth2_provider.oauth2_validators import OAuth2Validator
@@ -53,8 +54,23 @@ def granted_scopes(scopes: list[str] | str) -> list[str]:
     return [s for s in OAUTH_SCOPES if s in items]
 
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def plaintext_redirect_is_loopback(redirect_uri: str) -> bool:
+    """An ``http`` redirect URI is a native app's loopback callback (RFC 8252 §7.3), nothing else."""
+    parts = urlsplit(redirect_uri)
+    return parts.scheme != "http" or (parts.hostname or "") in LOOPBACK_HOSTS
+
+
 class WorkspaceOAuth2Validator(OAuth2Validator):
     """django-oauth-toolkit's validator, narrowed: the code grant and refresh only, one workspace."""
+
+    def validate_redirect_uri(self, client_id, redirect_uri, request, *args, **kwargs) -> bool:
+        # `http` stays allowed for MCP hosts' loopback callbacks only (see settings: W008).
+        if not plaintext_redirect_is_loopback(redirect_uri):
+            return False
+        return bool(super().validate_redirect_uri(client_id, redirect_uri, request, *args, **kwargs))
 
     def validate_grant_type(self, client_id, grant_type, client, request, *args, **kwargs) -> bool:
         # No password grant (it would bypass the sign-in throttle) and no client credentials

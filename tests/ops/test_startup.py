@@ -25,8 +25,10 @@ try:
 except SystemExit:
     pass
 sys.stdout = real
+# cryptography is not listed: django-oauth-toolkit's models (an installed app: OAuth for MCP hosts)
+# import jwcrypto, which imports it, whenever the app registry loads; nothing of ours does.
 heavy = ("daphne", "twisted", "autobahn", "ninja", "pydantic", "runs.api", "runs.pages", "workbench.urls",
-         "cryptography", "anthropic", "openai", "opentelemetry", "mcp")
+         "anthropic", "openai", "opentelemetry", "mcp", "google.protobuf", "langgraph", "genai_prices")
 print("LOADED " + json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy)))
 """
 
