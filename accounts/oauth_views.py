@@ -135,6 +135,20 @@ class ConsentView(AuthorizationView):
     template_name = "accounts/oauth_consent.html"
     form_class = ConsentForm
 
+    def dispatch(self, request, *args, **kwargs):
+        # A NUL names no client, redirect or scope (and PostgreSQL cannot compare text holding
+        # one): refused with a code before the library looks anything up.
+        if any("\x00" in value for query in (request.GET, request.POST) for value in query.values()):
+            return JsonResponse(
+                {
+                    "error": "invalid_request",
+                    "code": "INVALID_INPUT",
+                    "error_description": "NUL in a parameter",
+                },
+                status=400,
+            )
+        return super().dispatch(request, *args, **kwargs)
+
     def _memberships(self) -> list[Membership]:
         return list(
             Membership.objects.select_related("workspace")

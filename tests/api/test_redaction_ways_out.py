@@ -231,3 +231,10 @@ def test_the_continuous_otlp_stream_sends_a_redacted_run_redacted(workspace, col
     data = _otlp_bytes(collector)
     assert copy.encode() in data and legacy.encode() in data and full_run.encode() not in data
     assert canary.found(data) == set()
+
+
+@pytest.fixture(autouse=True)
+def _operator_allows_the_loopback_collector(settings):
+    # The collector fake listens on loopback; outside the embedded profile (PostgreSQL runs) the
+    # operator's own OTLP destination reaches loopback only with the allowance.
+    settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8", "::1/128"]

@@ -31,3 +31,10 @@ def test_export_stored_run(collector, workflow):  # noqa: F811
     assert "exported 4 spans" in out.getvalue()
     with pytest.raises(CommandError, match="UNKNOWN_RUN"):
         call_command("otel_export", "nope", "--endpoint", collector.url)
+
+
+@pytest.fixture(autouse=True)
+def _operator_allows_the_loopback_collector(settings):
+    # The collector fake listens on loopback; outside the embedded profile (PostgreSQL runs) the
+    # operator's own OTLP destination reaches loopback only with the allowance.
+    settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8", "::1/128"]
