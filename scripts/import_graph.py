@@ -57,15 +57,8 @@ def edges(known: dict[str, Path]):
                 for sub in ast.walk(node):
                     if isinstance(sub, (ast.Import, ast.ImportFrom)):
                         deferred_nodes.add(id(sub))
-        type_checking = set()
         for node in ast.walk(tree):
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                for sub in ast.walk(node):
-                    if isinstance(sub, (ast.Import, ast.ImportFrom)):
-                        type_checking.add(id(sub))
-        for node in ast.walk(tree):
-            if id(node) in type_checking:
-                continue
+            # imports for typing only count too: a circle that only type checkers see is one
             deferred = id(node) in deferred_nodes
             if isinstance(node, ast.Import):
                 for alias in node.names:

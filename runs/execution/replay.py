@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -51,8 +51,14 @@ from runs.execution.session import RunSession
 from runs.models import Event, ForkMode, ForkStatus, Run, RunFork, Workspace
 from runs.protocol.values import loads
 
-if TYPE_CHECKING:  # the host API calls run_program; this module never needs it at run time
-    from runs.execution.host import Workbench
+
+class Host(Protocol):
+    """Who runs a program: a workspace and an actor (``runs.execution.host.Workbench`` is one;
+    this module never imports it, so the host API and the executor form no circle)."""
+
+    workspace: Workspace
+    actor: str
+
 
 log = logging.getLogger(__name__)
 
@@ -433,7 +439,7 @@ class ForkSession(ProgramSession):
 # Running programs
 
 
-def run_program(workbench: Workbench, *, workflow: dict, program: Any = None, **start: Any) -> ProgramSession:
+def run_program(workbench: Host, *, workflow: dict, program: Any = None, **start: Any) -> ProgramSession:
     """Start a run of ``workflow`` and execute its program (registered or given) to its end."""
     program = program or programs.get(workflow["id"])
     if program is None:
