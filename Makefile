@@ -12,7 +12,7 @@ WITH_SERVICES := $(PY) scripts/services.py run --
 # manage.py start compiles the project's sources again (about 0.3 s).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup run test test-sqlite test-postgres test-browser lint bench services services-down chromium clean
+.PHONY: setup run test test-sqlite test-postgres test-browser lint bench bench-peers services services-down chromium clean
 
 # Idempotent: (re)installs only when the packaging or the C canonicalizer changed since the
 # last install. The editable install compiles runs/protocol/_jcs.c in place (optional: without
@@ -73,6 +73,18 @@ test: setup lint test-sqlite test-postgres test-browser
 
 bench: setup
 	$(WITH_SERVICES) $(PY) bench/run_all.py
+
+# The peers bench_otlp measures beside us (issue 31): Arize Phoenix in a side virtualenv of its
+# own (its dependencies never meet ours). bench_otlp uses it when var/peers/phoenix exists.
+PEERS := var/peers
+bench-peers: $(PEERS)/phoenix/.installed
+	$(PY) bench/bench_otlp.py
+
+$(PEERS)/phoenix/.installed:
+	@test -x $(PEERS)/phoenix/bin/python || $$(scripts/find_python.sh) -m venv $(PEERS)/phoenix
+	$(PEERS)/phoenix/bin/python -m pip install -q --upgrade pip
+	$(PEERS)/phoenix/bin/python -m pip install -q arize-phoenix
+	@touch $@
 
 clean:
 	rm -rf $(VENV) var

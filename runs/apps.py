@@ -9,9 +9,11 @@ class RunsConfig(AppConfig):
         # AppConfig.ready: the models exist only now, so the listeners are imported here.
         from runs.actions.notify import register_durable_sink, register_fork_executor, register_listener
         from runs.live.publisher import on_run_change
-        from runs.telemetry.transcript_log import record_change
+        from runs.telemetry.transcript_log import record_change, record_changes
 
-        register_durable_sink(record_change)  # transcripts: committed events -> JSONL files, first
+        register_durable_sink(
+            record_change, batch=record_changes
+        )  # transcripts: committed events -> JSONL files, first
         register_listener(on_run_change)  # live status: committed changes -> websocket groups
         register_fork_executor(_dispatch_fork)  # pending forks -> the replay executor
         register_listener(_resume_forks)  # a decision on a fork waiting at its gate resumes it

@@ -254,12 +254,24 @@ class Appender:
     snapshots are taken right after the event that produced them.
     """
 
-    def __init__(self, run: Run, state: RunState, actor: str, *, derive_versions: bool = True) -> None:
+    def __init__(
+        self,
+        run: Run,
+        state: RunState,
+        actor: str,
+        *,
+        derive_versions: bool = True,
+        fill_cache: bool = True,
+    ) -> None:
         self.run = run
-        self.run_pk = run.pk
+        self.run_pk = run.pk  # None for a run not inserted yet (save_new_runs fills it in)
         self.state = state
         self.actor = actor
         self.derive_versions = derive_versions
+        # Whether recorded model calls fill the response cache (replays answer from it). Calls
+        # ingested from OTLP do not: their requests are what an instrumentation chose to capture
+        # (often no messages at all), never a request a replay of ours would send.
+        self.fill_cache = fill_cache
         self.interval = settings.WORKBENCH_SNAPSHOT_INTERVAL
         self.first_seq = run.last_seq + 1
         self.seq = run.last_seq
@@ -281,7 +293,7 @@ class Appender:
         seq = self.seq
         self.events.append(event)
         self.event_rows.append(_event_row(self.run_pk, seq, event, self.actor, self.recorded_at))
-        if event["type"] == "model_io" and event.get("direction") == "response":
+        if self.fill_cache and event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
         if self.derive_versions:
             kind = event["type"]
@@ -300,7 +312,7 @@ class Appender:
                 )
         if seq % self.interval == 0:
             self.snapshot_rows.append(RunSnapshot(run=self.run, seq=seq, state=dumps(self.state.to_json())))
-        if len(self.event_rows) >= 5000:
+        if len(self.event_rows) >= 5000 and self.run_pk is not None:
             self._flush_events()
 
     def _flush_events(self) -> None:
@@ -339,6 +351,50 @@ class Appender:
             )
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
+
+
+def save_new_runs(appenders: list[Appender]) -> None:
+    """Insert many new runs at once, each with the events its Appender recorded (the batch path
+    of OTLP ingest, where one request creates a run per trace): ONE insert of the run rows with
+    their final projection, then each appender's ``save`` (versions, snapshots, the cache: what
+    every append stores), then ONE insert of every run's event rows.
+
+    The runs are new rows built by :func:`new_run_row` (``last_seq`` 0, nobody else holds them);
+    their appenders were made before the insert (``run_pk`` None) and get the row ids here.
+    Raises ``IntegrityError`` when a run id is already taken (the caller's transaction then holds
+    nothing of the batch once rolled back) and ActionError for an invalid run id.
+    """
+    if not appenders:
+        return
+    runs = []
+    for appender in appenders:
+        run = appender.run
+        problem = run_id_problem(run.run_id)
+        if problem:
+            raise ActionError(INVALID_RUN_ID, problem, "run.id")
+        for name, value in projection_fields(appender.state).items():
+            setattr(run, name, value)
+        run.imported_engine = None
+        run.last_seq = appender.seq
+        runs.append(run)
+    Run.objects.bulk_create(runs)
+    if any(run.pk is None for run in runs):  # a backend that cannot return the new ids
+        raise RuntimeError("save_new_runs needs a database that returns the ids of inserted rows")
+    RunParent.objects.bulk_create(
+        RunParent(child=run, parent_run_id=parent, position=i)
+        for run in runs
+        for i, parent in enumerate(_parents_of(run.run_doc))
+    )
+    rows: list[tuple] = []
+    for appender in appenders:
+        pk = appender.run.pk
+        appender.run_pk = pk
+        if appender.event_rows and appender.event_rows[0][0] != pk:
+            appender.event_rows = [(pk, *row[1:]) for row in appender.event_rows]
+        appender.save(keep_rows=True)
+        rows.extend(appender.event_rows)
+        appender.event_rows = []
+    _insert_events(rows)
 
 
 def artifact_row(run: Run, artifact: dict, seq: int | None) -> ArtifactVersion:

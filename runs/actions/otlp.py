@@ -8,10 +8,14 @@ attribute ``workbench.run.id``, a span of its trace naming one, the resource att
 ``session:<id>``, ``run.metadata.otel.traceId``) and found again by trace id
 (:class:`runs.models.OtelTrace`) when later batches of the trace arrive.
 
-Per request: the batch is mapped once, model calls are priced (``runs.selectors.prices``), and
-each run gets ONE transaction (lock, check, bulk insert through the Appender, projection).
-A span that cannot be mapped, names a run the workspace does not have, or that the engine
-refuses (a run already ended, say) is refused on its own; the others land.
+Per request: the batch is mapped once, model calls are priced (``runs.selectors.prices``), the
+runs the request creates are checked in memory and stored together (one transaction, one insert
+of their rows, one of their trace rows, one of all their events, one notification:
+``_create_runs``), and each run that existed gets ONE transaction (lock, skip what an exporter
+sent again, check, bulk insert through the Appender, projection). A span that cannot be mapped,
+names a run the workspace does not have, or that the engine refuses (a run already ended, say)
+is refused on its own; the others land. Ingested model calls do not fill the response cache
+(``Appender(fill_cache=False)``): an instrumentation's captured request is not one a replay sends.
 
 Content log records (``POST /v1/logs``) come in their own requests. A record whose span has not
 arrived yet is kept (:class:`runs.models.OtelPendingLog`) and joined onto the span when it
@@ -47,15 +51,17 @@ from runs.actions.core import (
     lock_run,
     new_run_row,
     save_new_run,
+    save_new_runs,
     update_projection,
 )
-from runs.actions.notify import RunChange, notify_on_commit
+from runs.actions.notify import RunChange, notify_many_on_commit, notify_on_commit
 from runs.actions.runs import do_commands, do_set_run_title
 from runs.engine import commands as cmd
 from runs.engine.check import append_in_place
+from runs.engine.commands import Context
 from runs.engine.errors import EngineError
 from runs.engine.lifecycle import new_run
-from runs.models import OtelPendingLog, OtelTrace, Workspace, held_event_ids
+from runs.models import OtelPendingLog, OtelTrace, Run, Workspace, held_event_ids
 from runs.protocol.errors import ProtocolError
 from runs.protocol.otlp_map import (
     MappedBatch,
@@ -132,18 +138,113 @@ def do_ingest_spans(
                     book.price_event(event)
     new = [(run_id, events) for run_id, events in batch.events_by_run.items() if run_id in creating]
     if new:
-        # Runs created by this request: nobody else can hold them yet, so they share ONE commit
-        # (each in its own savepoint, so a refused span or a lost creation race stays its own).
-        with transaction.atomic():
-            for run_id, events in new:
-                if _append(workspace, run_id, events, traces[creating[run_id]], actor, report, now):
-                    report.run_ids.append(run_id)
-                    report.created.append(run_id)
+        created = _create_runs(
+            workspace,
+            [(run_id, events, traces[creating[run_id]]) for run_id, events in new],
+            actor,
+            report,
+            now,
+        )
+        report.run_ids += created
+        report.created += created
     for run_id, events in batch.events_by_run.items():
         if run_id not in creating and _append(workspace, run_id, events, None, actor, report, now):
             report.run_ids.append(run_id)  # one transaction per existing run
     _touch_traces(workspace, traces, known, now)
     return report
+
+
+def _create_runs(
+    workspace: Workspace,
+    new: list[tuple[str, list[dict], TraceInfo]],
+    actor: str,
+    report: IngestReport,
+    now: datetime,
+) -> list[str]:
+    """The runs this request creates, one per new trace, in ONE transaction: each run's spans are
+    checked against its new state in memory (a span the engine refuses is dropped on its own),
+    then the rows go in together (:func:`save_new_runs`, the trace rows, one notification).
+    When another request created one of these traces' runs meanwhile (the trace row is unique),
+    the batch rolls back and each run takes the one-at-a-time path instead (:func:`_append`)."""
+    ctx = engine_context()
+    prepared = []
+    for run_id, events, info in new:
+        appender = _prepare_new_run(workspace, run_id, events, info, actor, ctx, report)
+        if appender is not None:
+            prepared.append((appender, info))
+    if not prepared:
+        return []
+    try:
+        with transaction.atomic():
+            save_new_runs([appender for appender, _ in prepared])
+            OtelTrace.objects.bulk_create([_trace_row(workspace, a.run, info, now) for a, info in prepared])
+            notify_many_on_commit(
+                [RunChange.of(a.run, a.first_seq, a.seq, events=a.events, actor=actor) for a, _ in prepared]
+            )
+    except IntegrityError:
+        created = []
+        with transaction.atomic():  # one commit still: each run in its own savepoint
+            for appender, info in prepared:
+                if _append(workspace, appender.run.run_id, appender.events, info, actor, report, now):
+                    created.append(appender.run.run_id)
+        return created
+    return [appender.run.run_id for appender, _ in prepared]
+
+
+def _prepare_new_run(
+    workspace: Workspace,
+    run_id: str,
+    events: list[dict],
+    info: TraceInfo,
+    actor: str,
+    ctx: Context,
+    report: IngestReport,
+) -> Appender | None:
+    """A new run's row and state with ``events`` applied (nothing stored yet), or None when the
+    engine refuses the run's spans as a whole. A refused span is dropped and the rest tried
+    again from the start (the state is new: nothing to undo), at most three spans per run."""
+    dropped: dict[str, str] = {}
+    for _attempt in range(4):
+        todo = [e for e in events if e.get("correlationId") not in dropped] if dropped else events
+        try:
+            state = new_run(
+                ctx=ctx,
+                workflow=OTEL_WORKFLOW,
+                run_id=run_id,
+                metadata=info.metadata,
+                tags=info.tags,
+                title=_title(info),
+            )
+            appender = Appender(
+                new_run_row(workspace=workspace, state=state, actor=actor), state, actor, fill_cache=False
+            )
+            append_in_place(state, todo, ctx, on_applied=appender.record, shape_checked=True)
+            break
+        except (EngineError, ProtocolError) as exc:
+            found = _EVENT_INDEX.match(getattr(exc, "path", "") or "")
+            if found is None or len(dropped) >= 3:
+                report.refuse(_span_count(todo), exc.message)
+                return None
+            dropped[todo[int(found.group(1))].get("correlationId")] = exc.message
+    else:
+        report.refuse(_span_count(todo), "refused by the run")
+        return None
+    for why in dict.fromkeys(dropped.values()):
+        report.refuse(sum(1 for w in dropped.values() if w == why), why)
+    return appender
+
+
+def _trace_row(workspace: Workspace, run: Run, info: TraceInfo, now: datetime) -> OtelTrace:
+    return OtelTrace(
+        workspace=workspace,
+        trace_id=info.trace_id,
+        run=run,
+        session_id=(info.session_id or "")[:200],
+        title=_title(info),
+        root_status=info.root_status or "",
+        root_ended=info.root_span_id is not None,
+        last_span_at=now,
+    )
 
 
 def _run_id_for(route: Route | None, known: dict[str, OtelTrace], to_create: dict[str, str]) -> str | None:
@@ -247,7 +348,7 @@ def _create_and_append(
         root_ended=info.root_span_id is not None,
         last_span_at=now,
     )
-    appender = Appender(run, state, actor)
+    appender = Appender(run, state, actor, fill_cache=False)
     append_in_place(state, events, ctx, on_applied=appender.record, shape_checked=True)
     first, last = appender.save(keep_rows=True)
     update_projection(run, state, event_rows=appender.event_rows)
@@ -263,7 +364,7 @@ def _lock_and_append(workspace: Workspace, run_id: str, events: list[dict], acto
     if not fresh:
         return True  # an exporter's retry of spans already recorded: accepted, nothing new
     state = load_state(run)
-    appender = Appender(run, state, actor)
+    appender = Appender(run, state, actor, fill_cache=False)
     append_in_place(state, fresh, engine_context(), on_applied=appender.record, shape_checked=True)
     first, last = appender.save(keep_rows=True)
     update_projection(run, state, event_rows=appender.event_rows)

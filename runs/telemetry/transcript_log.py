@@ -173,10 +173,12 @@ def _lines_of(
     return seq, ended, completed
 
 
-def sync_run(run, change: RunChange | None = None) -> tuple[bool, bool]:
+def sync_run(run, change: RunChange | None = None, *, new_files: list | None = None) -> tuple[bool, bool]:
     """Append what the run's file lacks; ``(started, completed)``: whether this call wrote the
     file's ``run.started`` / ``run.completed`` line. A ``change`` that carries its committed
-    events, and starts right after the file's last one, is written from memory."""
+    events, and starts right after the file's last one, is written from memory. ``new_files``:
+    a run whose file this call starts is put there for the caller to register in the index
+    (:func:`_register_many`, one index write for many) instead of registered here."""
 
     doc = run.run_doc
     parents = parent_ids(doc)
@@ -194,7 +196,10 @@ def sync_run(run, change: RunChange | None = None) -> tuple[bool, bool]:
         if last is None:
             writer.line("run.started", _started_payload(doc, parents), ts=doc.get("startedAt", ""))
             started = True
-            _register(fd_path=transcript_path(run), run=run)
+            if new_files is None:
+                _register(fd_path=transcript_path(run), run=run)
+            else:
+                new_files.append(run)
         ended = last is not None and last.get("type") == "run.completed"
         if change is not None and change.events and change.first_seq == after + 1:
             rows = zip(range(change.first_seq, change.last_seq + 1), change.events, repeat(change.actor))
@@ -234,15 +239,25 @@ def _index_path() -> Path:
     return transcript_dir() / "index.jsonl"
 
 
-def _register(*, fd_path: Path, run) -> None:
+def _index_entry(run) -> bytes:
     entry = {
-        "file": fd_path.name,
+        "file": transcript_path(run).name,
         "workspace": run.workspace_id,
         "run_id": run.run_id,
         "created_at": run.created_at.isoformat() if run.created_at else None,
     }
+    return orjson.dumps(entry) + b"\n"
+
+
+def _register(*, fd_path: Path, run) -> None:
     with _locked(_index_path()) as fd:  # the lock: a removal rewrites the index in place
-        os.write(fd, orjson.dumps(entry) + b"\n")
+        os.write(fd, _index_entry(run))
+
+
+def _register_many(runs: list) -> None:
+    if runs:
+        with _locked(_index_path()) as fd:
+            os.write(fd, b"".join(_index_entry(run) for run in runs))
 
 
 def _entries(fd: int) -> list[tuple[bytes, dict | None]]:
@@ -339,6 +354,10 @@ def _mark_parents(run, kind: str) -> None:
             _append(fd, writer.lines)
 
 
+# What sync_run reads of a run row: the engine state (large for a long trace) stays in the database.
+_ROW_FIELDS = ("id", "workspace_id", "run_id", "workflow_id", "status", "doc", "created_at")
+
+
 def record_change(change: RunChange) -> None:
     """The durable sink ``runs.actions.notify`` calls after every commit, before any listener."""
     if change.status == "deleted":  # whether or not transcripts are recorded now
@@ -347,7 +366,7 @@ def record_change(change: RunChange) -> None:
     if not getattr(settings, "WORKBENCH_TRANSCRIPTS", True):
         return
 
-    run = Run.unscoped.filter(workspace_id=change.workspace_id, pk=change.run_pk).first()
+    run = Run.unscoped.filter(workspace_id=change.workspace_id, pk=change.run_pk).only(*_ROW_FIELDS).first()
     if run is None:
         return
     started, completed = sync_run(run, change)
@@ -355,6 +374,34 @@ def record_change(change: RunChange) -> None:
         _mark_parents(run, "step.call_workflow.started")
     if completed:
         _mark_parents(run, "step.call_workflow.completed")
+
+
+def record_changes(changes) -> None:
+    """:func:`record_change` for the changes of one commit (many runs): one query for their
+    rows, one index write for the files they start. Registered as the sink's batch form."""
+    simple = [c for c in changes if c.status != "deleted"]
+    for change in changes:
+        if change.status == "deleted":
+            record_change(change)
+    if not simple or not getattr(settings, "WORKBENCH_TRANSCRIPTS", True):
+        return
+    rows = {
+        (run.workspace_id, run.pk): run
+        for run in Run.unscoped.filter(pk__in={c.run_pk for c in simple}).only(*_ROW_FIELDS)
+    }
+    new_files: list = []
+    try:
+        for change in simple:
+            run = rows.get((change.workspace_id, change.run_pk))
+            if run is None:
+                continue
+            started, completed = sync_run(run, change, new_files=new_files)
+            if started:
+                _mark_parents(run, "step.call_workflow.started")
+            if completed:
+                _mark_parents(run, "step.call_workflow.completed")
+    finally:
+        _register_many(new_files)
 
 
 class _Tail:
