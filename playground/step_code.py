@@ -40,7 +40,6 @@ from runs.execution import model_calls as cached
 from runs.execution.replay import ReplayError
 from runs.providers import egress
 from runs.providers.base import ProviderError, ProviderSettings
-from runs.providers.pricing import Price
 from runs.selectors.runs import start_doc
 
 CONFIGURABLE = ("model", "prompt", "systemPrompt")
@@ -60,7 +59,6 @@ class PlannedCall:
     provider: ProviderSettings
     problem: str | None  # why the provider cannot be asked (None: it can)
     request: dict
-    price: Price | None
     summary: str | None
     operation_type: str
     output_tool: str
@@ -175,7 +173,6 @@ def plan(workspace: Any, execution: Execution, configurable: dict | None) -> Pla
         provider=provider,
         problem=problem,
         request=request,
-        price=entry.price() if entry is not None else None,
         summary=execute.prompt_summary(user_content),
         operation_type=operation_type,
         output_tool=output_tool,
@@ -213,7 +210,6 @@ def playground_program(session: Any) -> None:
             step_id=execute.STEP,
             correlation_id=correlation,
             summary=call.summary,
-            price=call.price,
             record_chunks=True,
         )
     except ProviderError as err:

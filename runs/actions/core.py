@@ -160,27 +160,34 @@ _EVENT_COLUMNS = (
 )
 
 
-def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: object) -> tuple:
+def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: object, postgres: bool) -> tuple:
+    # filter columns cut to their width and spelt as runs.fields stores them (NUL on PostgreSQL,
+    # where `actor` arrives already spelt); the body keeps the full protocol text
+    if postgres:
+        return (
+            run_pk,
+            seq,
+            column_value(event["id"], connection, 200),
+            event["type"],
+            event["ts"][:40],
+            column_value(event.get("stepId") or "", connection, 200),
+            column_value(event.get("correlationId") or "", connection, 200),
+            dumps(event),
+            actor,
+            recorded_at,
+        )
     return (
         run_pk,
         seq,
-        # filter columns, cut to their width and spelt as runs.fields stores them (NUL on
-        # PostgreSQL); the body keeps the full protocol text
-        _filter_column(event["id"], 200),
+        event["id"][:200],
         event["type"],
         event["ts"][:40],
-        _filter_column(event.get("stepId") or "", 200),
-        _filter_column(event.get("correlationId") or "", 200),
+        (event.get("stepId") or "")[:200],
+        (event.get("correlationId") or "")[:200],
         dumps(event),
-        column_value(actor, connection),
+        actor,
         recorded_at,
     )
-
-
-def _filter_column(text: str, width: int) -> str:
-    if connection.vendor == "postgresql":
-        return column_value(text, connection, width)  # as the model field writes and looks it up
-    return text[:width]
 
 
 # Up to this many rows go in one multi-row INSERT (one round trip); larger batches use COPY.
@@ -278,6 +285,9 @@ class Appender:
         self.events: list[dict] = []
         self.event_rows: list[tuple] = []
         self.recorded_at = connection.ops.adapt_datetimefield_value(timezone.now())
+        # the connection's vendor read once (each read goes through the thread-local proxy)
+        self.postgres = connection.vendor == "postgresql"
+        self.actor_column = column_value(actor, connection)
         self.artifact_rows: list[ArtifactVersion] = []
         self.ruleset_rows: list[RuleSetVersion] = []
         self.snapshot_rows: list[RunSnapshot] = []
@@ -292,7 +302,9 @@ class Appender:
         self.seq += 1
         seq = self.seq
         self.events.append(event)
-        self.event_rows.append(_event_row(self.run_pk, seq, event, self.actor, self.recorded_at))
+        self.event_rows.append(
+            _event_row(self.run_pk, seq, event, self.actor_column, self.recorded_at, self.postgres)
+        )
         if self.fill_cache and event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
         if self.derive_versions:

@@ -124,7 +124,7 @@ def do_ingest_spans(
     run_ids: list[str | None] = []
     for route in routes:
         run_ids.append(_run_id_for(route, known, to_create))
-    batch = map_spans(spans, run_ids, validate=True)
+    batch = map_spans(spans, run_ids, validate=True, checked=True)  # route_spans checked each span
     report = IngestReport(accepted=batch.accepted_spans, rejected=batch.rejected_spans, message=batch.message)
     if not batch.events_by_run:
         return report

@@ -130,7 +130,7 @@ class ProgramSession(RunSession):
     ):
         """Call a model (``provider``: playground ProviderSettings) and record request and
         response as ``model_io`` events. Live runs ask the cache only with ``use_cache``.
-        ``options`` go to ``runs.execution.model_calls.call`` (``price``, ``record_chunks``,
+        ``options`` go to ``runs.execution.model_calls.call`` (``record_chunks``,
         ``on_delta``)."""
 
         record = cached.call(
@@ -148,7 +148,10 @@ class ProgramSession(RunSession):
         self.execute(_model_io_command(record.request, step_id=step_id, correlation_id=correlation_id))
         for chunk in record.chunks:
             self.execute(_model_io_command(chunk, step_id=step_id, correlation_id=correlation_id))
-        self.execute(_model_io_command(record.response, step_id=step_id, correlation_id=correlation_id))
+        # A new answer is priced like every recorded call (the price book: the workspace's own
+        # prices, else genai-prices); one answered from the cache keeps the cost it was recorded with.
+        response = self.priced(record.response)
+        self.execute(_model_io_command(response, step_id=step_id, correlation_id=correlation_id))
 
     # gates -------------------------------------------------------------------------------------
 

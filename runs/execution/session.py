@@ -87,19 +87,25 @@ class RunSession:
         """A model call. A response with a usage and no cost is priced from the workspace's price
         book (its own prices, else genai-prices); the payload says which source priced it."""
         actor = fields.pop("actor", None)
-        if fields.get("direction") == "response" and fields.get("usage") and fields.get("cost") is None:
-            probe = {
-                "type": "model_io",
-                "direction": "response",
-                "provider": fields.get("provider"),
-                "model": fields.get("model"),
-                "usage": fields["usage"],
-                "payload": fields.get("payload"),
-            }
-            if price_book(self.workspace).price_event(probe) is not None:
-                fields["cost"] = probe["cost"]
-                fields["payload"] = probe["payload"]
-        return self.execute(cmd.LogModelIO(**fields), actor=actor)
+        return self.execute(cmd.LogModelIO(**self.priced(fields)), actor=actor)
+
+    def priced(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """``model_io`` fields with their cost when they are a response with a usage and no cost:
+        priced from the workspace's price book (its own prices, else genai-prices, else the
+        catalogue), ``payload["workbench.pricing"]`` saying which source. Others as they are."""
+        if fields.get("direction") != "response" or not fields.get("usage") or fields.get("cost") is not None:
+            return fields
+        probe = {
+            "type": "model_io",
+            "direction": "response",
+            "provider": fields.get("provider"),
+            "model": fields.get("model"),
+            "usage": fields["usage"],
+            "payload": fields.get("payload"),
+        }
+        if price_book(self.workspace).price_event(probe) is None:
+            return fields
+        return {**fields, "cost": probe["cost"], "payload": probe["payload"]}
 
     def log_tool_call(self, name: str, **fields: Any):
         actor = fields.pop("actor", None)

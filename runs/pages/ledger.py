@@ -61,6 +61,10 @@ def _ledger_context(
         unattributed = extra["unattributed"].get(name)
         if rows or unattributed:
             tables.append({"name": name, "title": title, "rows": rows, "unattributed": unattributed})
+    if extra["byPricing"]:  # who priced the calls (every response falls in exactly one row)
+        tables.append(
+            {"name": "byPricing", "title": "Price source", "rows": extra["byPricing"], "unattributed": None}
+        )
     currency = _main_currency(exact)
     days = [
         {

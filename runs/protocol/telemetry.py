@@ -341,6 +341,38 @@ def _rollup_keys(entry: Mapping[str, Any]) -> Iterable[tuple[str, str, str]]:
             yield rollup, f"{field}:{value}", value
 
 
+PRICING_KEY = "workbench.pricing"  # runs.providers.pricing.PRICING_KEY (protocol imports no provider)
+_PRICING_LABELS = {
+    "workspace": "Workspace prices",
+    "genai-prices": "genai-prices",
+    "catalogue": "Shipped catalogue",
+}
+_PRICING_ORDER = ("workspace", "genai-prices", "catalogue", "recorded", "unpriced")
+
+
+def pricing_source(event: Mapping[str, Any]) -> tuple[str, str]:
+    """(key, label) of who priced a ``model_io`` response: the source its
+    ``payload["workbench.pricing"]`` names (with the genai-prices version), ``recorded`` for a
+    cost the caller sent without saying how, ``unpriced`` for no cost."""
+    payload = event.get("payload")
+    note = payload.get(PRICING_KEY) if isinstance(payload, Mapping) else None
+    source = note.get("source") if isinstance(note, Mapping) else None
+    if event.get("cost") is None:
+        return "unpriced", "Not priced"
+    if not isinstance(source, str) or not source:
+        return "recorded", "Cost recorded by the caller"
+    label = _PRICING_LABELS.get(source, source)
+    version = note.get("version") if isinstance(note, Mapping) else None
+    if source == "genai-prices" and isinstance(version, str) and version:
+        return f"{source}@{version}", f"{label} {version}"
+    return source, label
+
+
+def _pricing_rank(key: str) -> tuple[int, str]:
+    source = key.partition("@")[0]
+    return (_PRICING_ORDER.index(source) if source in _PRICING_ORDER else 2, key)
+
+
 ROLLUPS = ("byProvider", "byModel", "byProviderModel", "byStep", "byUser", "byTenant", "byPlan")
 
 
@@ -381,6 +413,8 @@ class LedgerAccumulator:
         # Not in the reference's output (pages only): totals per UTC day of the events' ts.
         self.breakdowns = breakdowns
         self.by_day: dict[str, Totals] = {}
+        # ... and per price source (payload["workbench.pricing"]: who priced each response).
+        self.by_pricing: dict[str, tuple[str, Totals]] = {}
 
     def add_run(self, run: Mapping[str, Any]) -> None:
         """Register a run (its id appears in ``runIds`` even when it has no counted event)."""
@@ -393,6 +427,12 @@ class LedgerAccumulator:
             return False
         entry = ledger_entry(run, event)
         self.add_entry(entry)
+        if self.breakdowns:
+            key, label = pricing_source(event)
+            bucket = self.by_pricing.get(key)
+            if bucket is None:
+                bucket = self.by_pricing[key] = (label, Totals())
+            bucket[1].add(entry_delta(entry))
         return True
 
     def add_events(self, run: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> None:
@@ -456,6 +496,8 @@ class LedgerAccumulator:
                 bucket[1].merge(totals)
         for day, totals in other.by_day.items():
             self.by_day.setdefault(day, Totals()).merge(totals)
+        for key, (label, totals) in other.by_pricing.items():
+            self.by_pricing.setdefault(key, (label, Totals()))[1].merge(totals)
 
     def unattributed(self, rollup: str) -> Totals | None:
         """What no bucket of ``rollup`` counts (entries without its key): the totals minus the
@@ -487,6 +529,12 @@ class LedgerAccumulator:
         return {
             "unattributed": {name: t.as_dict() for name, t in rest.items() if t is not None},
             "byDay": [{"day": d, "totals": self.by_day[d].as_dict()} for d in sorted(self.by_day)],
+            "byPricing": [
+                {"key": key, "label": label, "totals": totals.as_dict()}
+                for key, (label, totals) in sorted(
+                    self.by_pricing.items(), key=lambda item: _pricing_rank(item[0])
+                )
+            ],
         }
 
     def exact_cost_by_currency(self) -> dict[str, Decimal]:

@@ -118,3 +118,33 @@ def test_run_ledger_lists_steps_in_workflow_order(client, alice, two_runs):
     assert "(unattributed)" in _table(html, "byPlan")  # run_a's subject names no plan
     chart_title = re.search(r'<title id="chart-title">([^<]*)</title>', html).group(1)
     assert chart_title.index("zeta") < chart_title.index("alpha")
+
+
+def test_the_ledger_says_which_source_priced_the_calls(client, alice, workspace):
+    """payload["workbench.pricing"] (written wherever a call is priced) becomes a "Price source"
+    table: the workspace's prices, genai-prices with its version, a cost the caller sent, none."""
+    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="t", run_id="run_p")
+    events = [
+        _response("run_p", 1, "2026-03-01T10:00:00.000Z", step="alpha", tokens=1000, cost=0.1),
+        _response("run_p", 2, "2026-03-01T10:01:00.000Z", step="alpha", tokens=1000, cost=0.2),
+        _response("run_p", 3, "2026-03-01T10:02:00.000Z", step="alpha", tokens=1000, cost=0.3),
+        _response("run_p", 4, "2026-03-01T10:03:00.000Z", step="alpha", tokens=1000, cost=0.4),
+    ]
+    events[0]["payload"] = {"workbench.pricing": {"source": "workspace", "model": "gpt-4.1-mini"}}
+    events[1]["payload"] = {
+        "workbench.pricing": {"source": "genai-prices", "model": "gpt-4.1-mini", "version": "0.0.9"}
+    }
+    del events[3]["cost"]
+    actions.do_append_events(workspace=workspace, run_id="run_p", events=events)
+    client.force_login(alice)
+    for url in ("/runs/run_p/ledger/", "/ledger/?from=2026-01-01&to=2026-12-31"):
+        html = client.get(url).content.decode()
+        table = _table(html, "byPricing")
+        assert _row_labels(table) == [
+            "Workspace prices",
+            "genai-prices 0.0.9",
+            "Cost recorded by the caller",
+            "Not priced",
+            "Total",
+        ], url
+        assert "USD 0.200000" in table and "USD 0.300000" in table

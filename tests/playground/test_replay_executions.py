@@ -199,3 +199,24 @@ def test_the_provider_layer_plays_a_cached_answer_as_its_recorded_stream(
     )
     assert record.hit and requests_sent(anthropic_fake, openai_fake) == before
     assert deltas == pieces and "".join(t for k, t in deltas if k == "text") == ex.response_text
+
+
+def test_a_replay_that_asks_the_provider_prices_from_the_same_source_as_the_run(
+    workspace, sent, anthropic_fake
+):
+    """One price source (the workspace's price book), not the model entry row: a new answer in a
+    replay is priced like the execution it replays, and says so in payload["workbench.pricing"]."""
+    ex = sent("sonnet", c.Session(prompt="Ticket 42"))
+    request = ex.request_json
+    request["messages"][-1]["content"] = [{"type": "text", "text": "Ticket 43"}]
+    Execution.objects.filter(pk=ex.pk).update(request=dumps(request))  # not answerable from the cache
+
+    replay = fork(workspace, ex.run_id, mode="replay")
+
+    def response(run: Run) -> dict:
+        return next(e for e in bodies(run) if e["type"] == "model_io" and e["direction"] == "response")
+
+    source, new = response(Run.objects.get(run_id=ex.run_id)), response(replay.run)
+    assert "usage" in new
+    assert new["payload"]["workbench.pricing"]["source"] == source["payload"]["workbench.pricing"]["source"]
+    assert new["cost"]["currency"] == source["cost"]["currency"]
