@@ -75,10 +75,11 @@ bench: setup
 	$(WITH_SERVICES) $(PY) bench/run_all.py
 
 # The peers bench_otlp measures beside us (issue 31): Arize Phoenix in a side virtualenv of its
-# own (its dependencies never meet ours). bench_otlp uses it when var/peers/phoenix exists.
+# own (its dependencies never meet ours). bench_otlp (in `make bench`) measures Phoenix beside us
+# whenever var/peers/phoenix exists.
 PEERS := var/peers
 bench-peers: $(PEERS)/phoenix/.installed
-	$(PY) bench/bench_otlp.py
+	@$(PEERS)/phoenix/bin/python -c 'import phoenix; print("arize-phoenix", phoenix.__version__, "in $(PEERS)/phoenix")'
 
 $(PEERS)/phoenix/.installed:
 	@test -x $(PEERS)/phoenix/bin/python || $$(scripts/find_python.sh) -m venv $(PEERS)/phoenix

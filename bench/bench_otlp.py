@@ -18,9 +18,20 @@ leaves out the HTTP server; the view, auth, decoding, mapping, pricing and appen
   (ingest is synchronous: a span is queryable when its POST returns);
 * peak memory: the process's peak RSS after the run, and the growth over the set-up.
 
+* cpu: spans / the CPU seconds the process spent in the POSTs (steadier than the wall clock on
+  a shared machine; every thread of the process counts).
+
 Medians of ``--repeat`` runs. Targets: >= 12,000 spans/s (trace10k) and >= 10,000 spans/s
 (traces1000) answered. Figures only: nothing is asserted. ``--profile`` prints cProfile's top
 functions of one run of each shape instead.
+
+Side by side with Arize Phoenix, when ``make bench-peers`` installed it in ``var/peers/phoenix``
+(or ``WORKBENCH_PHOENIX_PYTHON`` names a Python that has ``arize-phoenix``): each run starts
+``phoenix serve`` on loopback with a fresh SQLite file, POSTs the same protobuf bodies to its
+``/v1/traces`` over one keep-alive HTTP connection, and measures the same figures (queryable: its
+``spans`` table holds every span; peak memory: the server's VmHWM). Then the ratios. Phoenix is
+reached over real HTTP and we through Django's in-process test client, so our figures leave out
+an HTTP server's parsing (a few percent of a 512-span request). ``--no-peers`` skips Phoenix.
 """
 
 from __future__ import annotations
@@ -107,6 +118,119 @@ def build_bodies(shape: str) -> tuple[list[bytes], int]:
     return bodies, len(spans)
 
 
+PHOENIX_VENV = ROOT / "var" / "peers" / "phoenix"
+
+
+def phoenix_python() -> str | None:
+    named = os.environ.get("WORKBENCH_PHOENIX_PYTHON")
+    if named:
+        return named
+    python = PHOENIX_VENV / "bin" / "python"
+    return str(python) if python.exists() else None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _vm_hwm_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def phoenix_run(python: str, bodies: list[bytes], total: int) -> dict:
+    """One measured run against a fresh Phoenix server (SQLite), same bodies as ours."""
+    import http.client
+    import sqlite3
+
+    with tempfile.TemporaryDirectory() as tmp:
+        port, grpc = _free_port(), _free_port()
+        db = Path(tmp) / "phoenix.db"
+        env = {
+            **os.environ,
+            "PHOENIX_WORKING_DIR": tmp,
+            "PHOENIX_SQL_DATABASE_URL": f"sqlite:///{db}",
+            "PHOENIX_HOST": "127.0.0.1",
+            "PHOENIX_PORT": str(port),
+            "PHOENIX_GRPC_PORT": str(grpc),
+            "PHOENIX_TELEMETRY_ENABLED": "false",
+        }
+        log = open(Path(tmp) / "phoenix.log", "wb")  # noqa: SIM115 (closed below)
+        server = subprocess.Popen(
+            [python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            deadline = time.monotonic() + 180
+            while True:
+                if server.poll() is not None:
+                    log.close()
+                    raise RuntimeError("phoenix exited: " + (Path(tmp) / "phoenix.log").read_text()[-2000:])
+                try:
+                    probe = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                    probe.request("GET", "/healthz")
+                    if probe.getresponse().status == 200:
+                        break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("phoenix did not start within 180 s")
+                time.sleep(0.5)
+            rss_before = _vm_hwm_mb(server.pid)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            refused = 0
+            spent = 0.0
+            first = time.perf_counter()
+            for body in bodies:
+                started = time.perf_counter()
+                conn.request(
+                    "POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"}
+                )
+                answer = conn.getresponse()
+                answer.read()
+                spent += time.perf_counter() - started
+                if answer.status // 100 != 2:
+                    refused += 1
+            stored = 0
+            deadline = time.monotonic() + 600
+            reader = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+            while time.monotonic() < deadline:
+                try:
+                    stored = reader.execute("SELECT count(*) FROM spans").fetchone()[0]
+                except sqlite3.OperationalError:
+                    stored = 0
+                if stored >= total:
+                    break
+                time.sleep(0.05)
+            queryable = time.perf_counter() - first
+            reader.close()
+            return {
+                "spans": total,
+                "stored": stored,
+                "refused_posts": refused,
+                "answered": total / spent,
+                "queryable": total / queryable if stored >= total else float("nan"),
+                "peak_rss_mb": _vm_hwm_mb(server.pid),
+                "growth_mb": _vm_hwm_mb(server.pid) - rss_before,
+            }
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+            log.close()
+
+
 def child(shape: str, profile: bool) -> None:
     """One measured run in this fresh process (DATABASE_URL points at a new SQLite file)."""
     sys.path.insert(0, str(ROOT))
@@ -137,14 +261,17 @@ def child(shape: str, profile: bool) -> None:
     Run.unscoped.all().delete()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
+    cpu = [0.0]
+
     def post_all() -> float:
         spent = 0.0
         for body in bodies:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             response = client.post(
                 "/v1/traces", body, content_type="application/x-protobuf", secure=True, **headers
             )
             spent += time.perf_counter() - started
+            cpu[0] += time.process_time() - cpu_started
             if response.status_code != 200 or response.content:
                 raise SystemExit(f"unexpected answer {response.status_code}: {response.content[:200]!r}")
         return spent
@@ -175,6 +302,7 @@ def child(shape: str, profile: bool) -> None:
                 "runs": runs,
                 "answered": total / answered,
                 "queryable": total / queryable,
+                "cpu": total / cpu[0],
                 "peak_rss_mb": rss_after / 1024,
                 "growth_mb": (rss_after - rss_before) / 1024,
             }
@@ -182,7 +310,7 @@ def child(shape: str, profile: bool) -> None:
     )
 
 
-def run_shape(shape: str, repeat: int, profile: bool) -> None:
+def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
     results = []
     for _ in range(1 if profile else repeat):
         with tempfile.TemporaryDirectory() as tmp:
@@ -202,17 +330,40 @@ def run_shape(shape: str, repeat: int, profile: bool) -> None:
             results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     if profile:
         return
-    med = {
-        key: statistics.median(r[key] for r in results)
-        for key in ("answered", "queryable", "peak_rss_mb", "growth_mb")
-    }
+    keys = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb")
+    med = {key: statistics.median(r[key] for r in results) for key in keys}
     first = results[0]
     print(
         f"{shape}: {first['spans']} spans into {first['runs']} run(s), {BATCH}-span protobuf batches, SQLite "
         f"(median of {len(results)})\n"
         f"  answered   {med['answered']:>9,.0f} spans/s   (target >= {TARGETS[shape]:,})\n"
         f"  queryable  {med['queryable']:>9,.0f} spans/s\n"
+        f"  cpu        {med['cpu']:>9,.0f} spans per CPU second\n"
         f"  peak RSS   {med['peak_rss_mb']:>9,.0f} MB      (+{med['growth_mb']:,.0f} MB during the run)"
+    )
+    python = phoenix_python() if peers else None
+    if python is None:
+        if peers:
+            print("  Phoenix: not installed (make bench-peers installs it in var/peers/phoenix)")
+        return
+    bodies, total = build_bodies(shape)
+    theirs = []
+    for _ in range(repeat):
+        try:
+            theirs.append(phoenix_run(python, bodies, total))
+        except (RuntimeError, OSError) as exc:
+            print(f"  Phoenix: could not be measured: {exc}")
+            return
+    pk = ("answered", "queryable", "peak_rss_mb", "growth_mb")
+    ph = {key: statistics.median(r[key] for r in theirs) for key in pk}
+    refused = max(r["refused_posts"] for r in theirs)
+    stored = min(r["stored"] for r in theirs)
+    print(
+        f"  Phoenix (arize-phoenix, SQLite, over loopback HTTP, median of {len(theirs)}):\n"
+        f"    answered   {ph['answered']:>9,.0f} spans/s   ours/theirs {med['answered'] / ph['answered']:.2f}x\n"
+        f"    queryable  {ph['queryable']:>9,.0f} spans/s   ours/theirs {med['queryable'] / ph['queryable']:.2f}x\n"
+        f"    peak RSS   {ph['peak_rss_mb']:>9,.0f} MB      theirs/ours {ph['peak_rss_mb'] / med['peak_rss_mb']:.2f}x\n"
+        f"    kept {stored:,} of {total:,} spans; {refused} POST(s) answered other than 2xx"
     )
 
 
@@ -222,12 +373,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--child")
+    parser.add_argument("--no-peers", action="store_true", help="do not measure Phoenix beside us")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.profile)
         return
     for shape in TARGETS if args.shape == "all" else (args.shape,):
-        run_shape(shape, args.repeat, args.profile)
+        run_shape(shape, args.repeat, args.profile, peers=not args.no_peers)
 
 
 if __name__ == "__main__":

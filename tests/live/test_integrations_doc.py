@@ -7,6 +7,7 @@ with a note, the next ones approvals), as a person in the inbox would.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -33,7 +34,15 @@ def recipes() -> dict[str, str]:
 
 
 def test_the_page_has_the_recipes_the_readme_promises():
-    assert set(recipes()) == {"observe-openai", "anthropic", "gates", "langgraph", "replay"}
+    assert set(recipes()) == {
+        "observe-openai",
+        "anthropic",
+        "gates",
+        "langgraph",
+        "replay",
+        "otel-genai",
+        "otel-openinference",
+    }
     assert "docs/integrations.md" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
@@ -94,8 +103,19 @@ class Reviewer(threading.Thread):
             time.sleep(0.2)
 
 
-@pytest.mark.parametrize("name", ["observe-openai", "anthropic", "gates", "langgraph", "replay"])
+OTEL_RECIPES = ("otel-genai", "otel-openinference")
+
+
+@pytest.mark.parametrize(
+    "name", ["observe-openai", "anthropic", "gates", "langgraph", "replay", *OTEL_RECIPES]
+)
 def test_recipe_runs(live, name, tmp_path: Path):
+    if name in OTEL_RECIPES:
+        pytest.importorskip(
+            "opentelemetry.instrumentation.openai_v2"
+            if name == "otel-genai"
+            else "openinference.instrumentation.openai"
+        )
     env, client = live
     script = tmp_path / f"recipe_{name.replace('-', '_')}.py"
     script.write_text(recipes()[name], encoding="utf-8")
@@ -111,6 +131,9 @@ def test_recipe_runs(live, name, tmp_path: Path):
         reviewer.join(5)
     assert proc.returncode == 0, proc.stderr[-3000:]
     new = [r for r in client.list_runs(limit=500) if r["id"] not in before]
+    if name in OTEL_RECIPES:
+        _check_otel_run(client, name, new)
+        return
     assert new and all(r["status"] == "completed" for r in new), new
     if name in ("gates", "langgraph"):
         assert list(reviewer.decided.values()) == [2]  # rejected once, then approved
@@ -119,3 +142,20 @@ def test_recipe_runs(live, name, tmp_path: Path):
         assert starts.count({"gates": "write", "langgraph": "draft"}[name]) == 2
     if name == "replay":
         assert "'cacheHits': 1" in proc.stdout and "'providerCalls': 0" in proc.stdout
+
+
+def _check_otel_run(client: WorkbenchClient, name: str, new: list[dict]) -> None:
+    """The trace became one run of its own (no run id anywhere), tagged with the service, with
+    the model call priced from the price source and the user's message captured."""
+    assert len(new) == 1, new
+    assert "service:weather-app" in new[0]["tags"]
+    if name == "otel-openinference":
+        assert "session:conversation-7" in new[0]["tags"]
+    state, _ = client.get_run_state(new[0]["id"])
+    trace = state["trace"]
+    response = next(e for e in trace if e["type"] == "model_io" and e["direction"] == "response")
+    assert response["model"].startswith("gpt-4o-mini") and response["usage"]["inputTokens"] > 0
+    assert response["cost"]["amount"] > 0 and response["payload"]["workbench.pricing"]["source"]
+    request = next(e for e in trace if e["type"] == "model_io" and e["direction"] == "request")
+    assert "The weather in Oslo?" in json.dumps(request)
+    assert {e["type"] for e in trace} >= {"span_started", "span_ended"}
