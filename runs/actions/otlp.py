@@ -114,12 +114,7 @@ def do_ingest_spans(
     spans = _with_pending_logs(workspace, spans)
     routes, traces = route_spans(spans, header_run_id)
     new_traces = {r.trace_id for r in routes if r is not None and r.run_id is None}
-    known: dict[str, OtelTrace] = {}
-    if new_traces:
-        for row in OtelTrace.objects.filter(workspace=workspace, trace_id__in=new_traces).select_related(
-            "run"
-        ):
-            known[row.trace_id] = row
+    known = _known_traces(workspace, new_traces)
     to_create: dict[str, str] = {}  # trace id -> run id chosen for the new run
     run_ids: list[str | None] = []
     for route in routes:
@@ -128,6 +123,8 @@ def do_ingest_spans(
     report = IngestReport(accepted=batch.accepted_spans, rejected=batch.rejected_spans, message=batch.message)
     if not batch.events_by_run:
         return report
+    for run_id, events in batch.events_by_run.items():
+        batch.events_by_run[run_id] = _first_of_each(events)
     book = price_book(workspace) if _has_model_calls(batch) else None
     creating = {run_id: trace_id for trace_id, run_id in to_create.items()}
     now = timezone.now()
@@ -152,6 +149,14 @@ def do_ingest_spans(
             report.run_ids.append(run_id)  # one transaction per existing run
     _touch_traces(workspace, traces, known, now)
     return report
+
+
+def _known_traces(workspace: Workspace, trace_ids: set[str]) -> dict[str, OtelTrace]:
+    """The traces of ``trace_ids`` that already have their run."""
+    if not trace_ids:
+        return {}
+    rows = OtelTrace.objects.filter(workspace=workspace, trace_id__in=trace_ids).select_related("run")
+    return {row.trace_id: row for row in rows}
 
 
 def _create_runs(
@@ -258,6 +263,22 @@ def _run_id_for(route: Route | None, known: dict[str, OtelTrace], to_create: dic
     if route.trace_id not in to_create:
         to_create[route.trace_id] = new_id("run")
     return to_create[route.trace_id]
+
+
+def _first_of_each(events: list[dict]) -> list[dict]:
+    """The events without repeats of an event id (a span's event ids come from its trace and span
+    ids): a span sent twice in one request is stored once, as when an exporter sends it again in
+    a later request, and its first copy is not lost to the engine's refusal of the second."""
+    ids = {e["id"] for e in events}
+    if len(ids) == len(events):
+        return events
+    seen: set[str] = set()
+    out = []
+    for event in events:
+        if event["id"] not in seen:
+            seen.add(event["id"])
+            out.append(event)
+    return out
 
 
 def _has_model_calls(batch: MappedBatch) -> bool:

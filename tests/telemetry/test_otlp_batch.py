@@ -1,0 +1,143 @@
+"""OTLP ingest batched per request (issue 31's throughput): the runs one request creates are
+stored together (one insert of run rows, trace rows and events, one notification), with the
+same results as one run at a time: transcripts written and indexed, a span the engine refuses
+dropped on its own, a run created meanwhile by another request found and appended to, and
+ingested model calls kept out of the response cache."""
+
+from __future__ import annotations
+
+import pytest
+from orjson import loads as jloads
+
+from runs.actions import otlp as otlp_actions
+from runs.actions.otlp import do_ingest_spans
+from runs.models import CachedResponse, Event, OtelTrace, Run
+from runs.protocol.values import loads
+from runs.telemetry.transcript_log import transcript_dir, transcript_path
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+T0 = 1_767_225_600_000_000_000
+
+
+def trace_id(n: int) -> str:
+    return f"{n + 1:032x}"
+
+
+def span(
+    trace: int, n: int, *, parent: int | None = 0, name: str = "step", attrs: dict | None = None
+) -> dict:
+    return {
+        "traceId": trace_id(trace),
+        "spanId": f"{trace * 100 + n + 1:016x}",
+        "parentSpanId": None if parent is None else f"{trace * 100 + parent + 1:016x}",
+        "name": name,
+        "kind": 1,
+        "start": T0 + n * 1_000_000,
+        "end": T0 + n * 1_000_000 + 500_000,
+        "attributes": attrs or {},
+        "status": 1,
+        "statusMessage": None,
+        "events": [],
+        "resource": {"service.name": "batch-app"},
+    }
+
+
+CHAT = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "gpt-4o-mini",
+    "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]',
+    "gen_ai.usage.input_tokens": 100,
+    "gen_ai.usage.output_tokens": 20,
+}
+
+
+def a_trace(trace: int) -> list[dict]:
+    return [
+        span(trace, 1, name="chat gpt-4o-mini", attrs=CHAT),
+        span(trace, 2),
+        span(trace, 0, parent=None, name="request"),
+    ]
+
+
+def run_of(workspace, trace: int) -> Run:
+    return OtelTrace.objects.get(workspace=workspace, trace_id=trace_id(trace)).run
+
+
+def bodies(run: Run) -> list[dict]:
+    return [loads(b) for b in Event.objects.filter(run=run).order_by("seq").values_list("body", flat=True)]
+
+
+def test_one_request_creates_many_runs_each_complete_with_its_transcript(workspace):
+    spans = [s for t in range(5) for s in a_trace(t)]
+    report = do_ingest_spans(workspace=workspace, spans=spans)
+    assert (report.accepted, report.rejected) == (15, 0)
+    assert len(report.created) == 5 and sorted(report.run_ids) == sorted(report.created)
+    index = [jloads(line) for line in (transcript_dir() / "index.jsonl").read_bytes().splitlines()]
+    for t in range(5):
+        run = run_of(workspace, t)
+        events = bodies(run)
+        assert run.last_seq == len(events) == run.event_count == run.revision
+        assert [e["type"] for e in events].count("span_started") == 3
+        assert run.model_calls == 1 and run.total_tokens == 120 and run.cost_totals  # priced on ingest
+        assert run.title == "request (batch-app)" and "service:batch-app" in run.tags
+        lines = [jloads(line) for line in transcript_path(run).read_bytes().splitlines()]
+        assert lines[0]["type"] == "run.started" and lines[-1]["event_seq"] == run.last_seq
+        assert sum(1 for e in index if e["run_id"] == run.run_id) == 1
+    assert not CachedResponse.objects.exists()  # an instrumentation's request is not one a replay sends
+
+
+def test_a_span_sent_twice_in_one_request_is_stored_once(workspace):
+    """As an exporter's retry in a later request: accepted, nothing stored twice, and the first
+    copy is kept (the engine would refuse the second copy's span_started: already open)."""
+    spans = a_trace(0) + a_trace(1)
+    spans.append(dict(spans[1]))
+    report = do_ingest_spans(workspace=workspace, spans=spans)
+    assert (report.accepted, report.rejected) == (7, 0)
+    assert [e["type"] for e in bodies(run_of(workspace, 0))].count("span_started") == 3
+    assert [e["type"] for e in bodies(run_of(workspace, 1))].count("span_started") == 3
+
+
+def test_a_span_the_engine_refuses_is_refused_alone(workspace, monkeypatch):
+    """A span of a new run that the engine refuses is dropped and counted; the run's other spans
+    and the other runs of the request land."""
+    from runs.engine import check
+
+    real = check.check_event
+
+    def refuse_one(state, event, ctx, *, shape_checked=False):
+        if event.get("type") == "span_started" and event.get("name") == "refused":
+            raise check.engine_error("INVALID_TRACE_EVENT", "refused here", "name")
+        return real(state, event, ctx, shape_checked=shape_checked)
+
+    monkeypatch.setattr(check, "check_event", refuse_one)
+    spans = a_trace(0) + a_trace(1)
+    spans[1] = {**spans[1], "name": "refused"}
+    report = do_ingest_spans(workspace=workspace, spans=spans)
+    assert (report.accepted, report.rejected) == (5, 1) and "refused here" in report.message
+    assert [e["type"] for e in bodies(run_of(workspace, 0))].count("span_started") == 2
+    assert [e["type"] for e in bodies(run_of(workspace, 1))].count("span_started") == 3
+
+
+def test_a_trace_whose_run_appeared_meanwhile_is_appended_to(workspace, monkeypatch):
+    """Another request created the trace's run between our lookup and our insert: the batch rolls
+    back and each run goes one at a time, the late trace onto the run that exists."""
+    first = do_ingest_spans(workspace=workspace, spans=a_trace(0)[:1])
+    existing = run_of(workspace, 0)
+    monkeypatch.setattr(otlp_actions, "_known_traces", lambda workspace, trace_ids: {})  # the lookup misses
+    report = do_ingest_spans(workspace=workspace, spans=a_trace(0)[1:] + a_trace(1))
+    assert report.rejected == 0 and report.accepted == 5
+    assert Run.objects.filter(workspace=workspace).count() == 2
+    assert run_of(workspace, 0).pk == existing.pk and first.created == [existing.run_id]
+    assert [e["type"] for e in bodies(existing)].count("span_started") == 3
+    assert [e["type"] for e in bodies(run_of(workspace, 1))].count("span_started") == 3
+
+
+def test_an_exporter_retry_of_a_whole_request_stores_nothing_twice(workspace):
+    spans = [s for t in range(3) for s in a_trace(t)]
+    do_ingest_spans(workspace=workspace, spans=spans)
+    counts = {t: Event.objects.filter(run=run_of(workspace, t)).count() for t in range(3)}
+    again = do_ingest_spans(workspace=workspace, spans=spans)
+    assert (again.accepted, again.rejected, again.created) == (9, 0, [])
+    assert {t: Event.objects.filter(run=run_of(workspace, t)).count() for t in range(3)} == counts
