@@ -284,6 +284,8 @@ def child(shape: str, profile: bool) -> None:
         profiler.enable()
         post_all()
         profiler.disable()
+        if os.environ.get("BENCH_PROFILE_OUT"):  # the whole profile, for pstats
+            profiler.dump_stats(f"{os.environ['BENCH_PROFILE_OUT']}.{shape}")
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
         return
