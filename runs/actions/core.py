@@ -371,6 +371,10 @@ def save_new_runs(appenders: list[Appender]) -> None:
     their final projection, then each appender's ``save`` (versions, snapshots, the cache: what
     every append stores), then ONE insert of every run's event rows.
 
+    This is the batch counterpart of :func:`update_projection` for new runs: what an append
+    stores beside its events (per-run work in ``Appender.save``, anything kept per batch such as
+    rollups) must be done here too, or kept in ``Appender.save``, which both paths call.
+
     The runs are new rows built by :func:`new_run_row` (``last_seq`` 0, nobody else holds them);
     their appenders were made before the insert (``run_pk`` None) and get the row ids here.
     Raises ``IntegrityError`` when a run id is already taken (the caller's transaction then holds
