@@ -305,7 +305,7 @@ class Appender:
         self.event_rows.append(
             _event_row(self.run_pk, seq, event, self.actor_column, self.recorded_at, self.postgres)
         )
-        if self.fill_cache and event["type"] == "model_io" and event.get("direction") == "response":
+        if event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
         if self.derive_versions:
             kind = event["type"]
@@ -358,9 +358,10 @@ class Appender:
         if self.snapshot_rows:
             RunSnapshot.objects.bulk_create(self.snapshot_rows)
         if self.model_responses:
-            responsecache.fill_from_responses(
-                self.run, self.model_responses, recent=self.events, recent_first=self.first_seq
-            )
+            if self.fill_cache:  # not for calls ingested from OTLP (see __init__)
+                responsecache.fill_from_responses(
+                    self.run, self.model_responses, recent=self.events, recent_first=self.first_seq
+                )
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
 
@@ -388,8 +389,7 @@ def save_new_runs(appenders: list[Appender]) -> None:
         problem = run_id_problem(run.run_id)
         if problem:
             raise ActionError(INVALID_RUN_ID, problem, "run.id")
-        for name, value in projection_fields(appender.state).items():
-            setattr(run, name, value)
+        set_projection(run, appender.state)
         run.imported_engine = None
         run.last_seq = appender.seq
         runs.append(run)
@@ -424,10 +424,15 @@ def artifact_row(run: Run, artifact: dict, seq: int | None) -> ArtifactVersion:
     )
 
 
-def update_projection(run: Run, state: RunState, *, event_rows: list[tuple] | None = None) -> None:
-    """Save the run row with its new projection (and, when given, the event rows not written yet)."""
+def set_projection(run: Run, state: RunState) -> None:
+    """Put the projection of ``state`` on the run row (saved by the caller, in this transaction)."""
     for name, value in projection_fields(state).items():
         setattr(run, name, value)
+
+
+def update_projection(run: Run, state: RunState, *, event_rows: list[tuple] | None = None) -> None:
+    """Save the run row with its new projection (and, when given, the event rows not written yet)."""
+    set_projection(run, state)
     run.imported_engine = None  # the engine now moves on from whatever snapshot was imported
     if event_rows is None:
         run.save()
