@@ -120,15 +120,13 @@ def test_run_ledger_lists_steps_in_workflow_order(client, alice, two_runs):
     assert chart_title.index("zeta") < chart_title.index("alpha")
 
 
-def test_the_ledger_says_which_source_priced_the_calls(client, alice, workspace):
-    """payload["workbench.pricing"] (written wherever a call is priced) becomes a "Price source"
-    table: the workspace's prices, genai-prices with its version, a cost the caller sent, none."""
+@pytest.fixture
+def priced_run(workspace):
+    """run_p: four responses priced by the workspace's prices, by genai-prices, by the caller, none."""
     actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="t", run_id="run_p")
     events = [
-        _response("run_p", 1, "2026-03-01T10:00:00.000Z", step="alpha", tokens=1000, cost=0.1),
-        _response("run_p", 2, "2026-03-01T10:01:00.000Z", step="alpha", tokens=1000, cost=0.2),
-        _response("run_p", 3, "2026-03-01T10:02:00.000Z", step="alpha", tokens=1000, cost=0.3),
-        _response("run_p", 4, "2026-03-01T10:03:00.000Z", step="alpha", tokens=1000, cost=0.4),
+        _response("run_p", n, f"2026-03-01T10:0{n}:00.000Z", step="alpha", tokens=1000, cost=n / 10)
+        for n in (1, 2, 3, 4)
     ]
     events[0]["payload"] = {"workbench.pricing": {"source": "workspace", "model": "gpt-4.1-mini"}}
     events[1]["payload"] = {
@@ -136,15 +134,27 @@ def test_the_ledger_says_which_source_priced_the_calls(client, alice, workspace)
     }
     del events[3]["cost"]
     actions.do_append_events(workspace=workspace, run_id="run_p", events=events)
+
+
+PRICE_SOURCES = [
+    "Workspace prices",
+    "genai-prices 0.0.9",
+    "Cost recorded by the caller",
+    "Not priced",
+    "Total",
+]
+
+
+def test_the_run_ledger_says_which_source_priced_the_calls(client, alice, priced_run):
+    """payload["workbench.pricing"] (written wherever a call is priced) becomes a "Price source"
+    table: the workspace's prices, genai-prices with its version, a cost the caller sent, none."""
     client.force_login(alice)
-    for url in ("/runs/run_p/ledger/", "/ledger/?from=2026-01-01&to=2026-12-31"):
-        html = client.get(url).content.decode()
-        table = _table(html, "byPricing")
-        assert _row_labels(table) == [
-            "Workspace prices",
-            "genai-prices 0.0.9",
-            "Cost recorded by the caller",
-            "Not priced",
-            "Total",
-        ], url
-        assert "USD 0.200000" in table and "USD 0.300000" in table
+    table = _table(client.get("/runs/run_p/ledger/").content.decode(), "byPricing")
+    assert _row_labels(table) == PRICE_SOURCES
+    assert "USD 0.200000" in table and "USD 0.300000" in table
+
+
+def test_the_workspace_ledger_says_which_source_priced_the_calls(client, alice, priced_run):
+    client.force_login(alice)
+    html = client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode()
+    assert _row_labels(_table(html, "byPricing")) == PRICE_SOURCES
