@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "runs",
     "playground",
     "accounts",
+    "evals",
     "django_tasks_db",  # django.tasks' database backend: the scaled profile's task rows
     "oauth2_provider",
 ]
