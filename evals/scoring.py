@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
@@ -272,3 +273,35 @@ def cohen_kappa(pairs: Iterable[tuple[bool, bool]]) -> dict[str, Any]:
         "tpr": tp / (tp + fn) if tp + fn else None,
         "tnr": tn / (tn + fp) if tn + fp else None,
     }
+
+
+def summarize(items: list[dict[str, Any]], baseline: dict[str, float | None] | None = None) -> dict[str, Any]:
+    """An experiment's summary from its items' facts (``item_facts``): counts, totals, and each
+    mean with its 95% interval; with a baseline's scores, regressions and improvements."""
+    statuses: dict[str, int] = {}
+    for item in items:
+        statuses[item["status"]] = statuses.get(item["status"], 0) + 1
+    cost = sum((Decimal(i["cost"]) for i in items), Decimal(0))
+    delta = sum((Decimal(i["costDelta"]) for i in items), Decimal(0))
+    done = [i for i in items if i["status"] == "completed"]
+    summary: dict[str, Any] = {
+        "n": len(items),
+        "statuses": dict(sorted(statuses.items())),
+        "providerCalls": sum(i["providerCalls"] for i in items),
+        "cacheHits": sum(i["cacheHits"] for i in items),
+        "tokens": sum(i["tokens"] for i in items),
+        "cost": format(cost, "f"),
+        "costDelta": format(delta, "f"),
+        "meanScore": mean_interval(i["score"] for i in items if i["score"] is not None),
+        "meanCostDelta": mean_interval(float(Decimal(i["costDelta"])) for i in done),
+        "meanLatencyMs": mean_interval(i["latencyMs"] for i in done if i["latencyMs"] is not None),
+        "meanProviderCalls": mean_interval(i["providerCalls"] for i in done),
+    }
+    if baseline is not None:
+        rows = compare(baseline, {i["itemId"]: i["score"] for i in items})
+        summary["baseline"] = {
+            "meanScore": mean_interval(s for s in baseline.values() if s is not None),
+            "regressions": sum(1 for r in rows if r.regressed),
+            "improvements": sum(1 for r in rows if r.delta is not None and r.delta > 1e-9),
+        }
+    return summary

@@ -34,7 +34,7 @@ def invalid(message: str, path: str = "") -> ActionError:
     return ActionError(ErrorCode.INVALID_INPUT, message, path)
 
 
-def _text(value: Any, field: str, *, required: bool = False, limit: int = MAX_TEXT) -> str:
+def text_field(value: Any, field: str, *, required: bool = False, limit: int = MAX_TEXT) -> str:
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
@@ -69,8 +69,8 @@ def do_create_dataset(
     expected_schema: Any = None,
     actor: str = "",
 ) -> Dataset:
-    name = _text(name, "name", required=True).strip()
-    description = _text(description, "description", limit=5000)
+    name = text_field(name, "name", required=True).strip()
+    description = text_field(description, "description", limit=5000)
     schemas = _schema(input_schema, "inputSchema"), _schema(expected_schema, "expectedSchema")
     with transaction.atomic():
         if Dataset.objects.filter(workspace=workspace, name=name).exists():
@@ -92,7 +92,7 @@ def do_create_dataset(
 
 def _item_key(item: dict, source_key: str) -> str:
     if item.get("id") is not None:
-        return _text(item["id"], "items[].id", required=True)
+        return text_field(item["id"], "items[].id", required=True)
     if source_key:
         return "item_" + hashlib.sha256(source_key.encode()).hexdigest()[:24]
     return new_id("item")
@@ -104,8 +104,8 @@ def _source(item: dict, index: int) -> tuple[str, str, int | None, str]:
         return "", "", None, ""
     if not isinstance(source, dict):
         raise invalid("source must be an object {runId, eventId?, seq?}", f"items[{index}].source")
-    run_id = _text(source.get("runId"), f"items[{index}].source.runId")
-    event_id = _text(source.get("eventId"), f"items[{index}].source.eventId")
+    run_id = text_field(source.get("runId"), f"items[{index}].source.runId")
+    event_id = text_field(source.get("eventId"), f"items[{index}].source.eventId")
     seq = source.get("seq")
     if seq is not None and (type(seq) is not int or seq < 1):
         raise invalid("source.seq must be an integer >= 1", f"items[{index}].source.seq")
@@ -132,8 +132,8 @@ def check_item(dataset: Dataset, item: Any, index: int) -> dict[str, Any]:
                 raise invalid(
                     f"{field} does not match the dataset's schema: {error.message}", f"{path}.{field}"
                 )
-    label = _text(item.get("label"), f"{path}.label")
-    note = _text(item.get("note"), f"{path}.note", limit=5000)
+    label = text_field(item.get("label"), f"{path}.label")
+    note = text_field(item.get("note"), f"{path}.note", limit=5000)
     metadata = item.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise invalid("metadata must be an object", f"{path}.metadata")
@@ -248,8 +248,8 @@ def items_from_gates(
     """One item per decided gate of ``step_id``: input = the step's input artifacts at the
     decision, expected = its output artifacts then (an "Approve with edits" edit included: it is
     written just before the decision), label = the decision, note = the reviewer's note."""
-    step_id = _text(step_id, "fromGates.stepId", required=True)
-    workflow_id = _text(workflow_id, "fromGates.workflowId") or None
+    step_id = text_field(step_id, "fromGates.stepId", required=True)
+    workflow_id = text_field(workflow_id, "fromGates.workflowId") or None
     if limit is None:
         limit = MAX_ITEMS_PER_REQUEST
     if type(limit) is not int or not 1 <= limit <= MAX_ITEMS_PER_REQUEST:
@@ -308,7 +308,7 @@ def items_from_runs(workspace: Workspace, run_ids: Any, step_id: Any = None) -> 
         raise invalid("fromRuns.runIds must be a non-empty list of run ids", "fromRuns.runIds")
     if len(run_ids) > MAX_ITEMS_PER_REQUEST:
         raise invalid(f"at most {MAX_ITEMS_PER_REQUEST} runs per request", "fromRuns.runIds")
-    step = _text(step_id, "fromRuns.stepId") or None
+    step = text_field(step_id, "fromRuns.stepId") or None
     items = []
     for run_id in dict.fromkeys(run_ids):
         run = selectors.find_source_run(workspace, run_id)
@@ -323,7 +323,7 @@ def items_from_runs(workspace: Workspace, run_ids: Any, step_id: Any = None) -> 
 def item_from_event(workspace: Workspace, run_id: Any, seq: Any) -> dict[str, Any]:
     """ "Add to dataset" on the timeline: input = the state's artifacts the event's step reads,
     expected = what the event wrote (an artifact) or the event itself."""
-    run = selectors.find_source_run(workspace, _text(run_id, "fromEvent.runId", required=True))
+    run = selectors.find_source_run(workspace, text_field(run_id, "fromEvent.runId", required=True))
     if run is None:
         raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r} in this workspace", "fromEvent.runId")
     if type(seq) is not int or seq < 1:

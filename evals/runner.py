@@ -1,0 +1,243 @@
+"""Running an experiment: fork each item's source run from the first step the change affects,
+let the replay executor re-execute it, then measure and score it.
+
+* An empty change is a **replay** from the start: every model call is answered from the response
+  cache (no provider request), gate decisions are the source's recorded ones.
+* A change (``configurable``) is a **branch** from the first event of the affected step: the
+  events before it are the source's, fixed (their model answers are counted as cache hits: no
+  provider was asked), the step and what follows re-execute with the overlay.
+* Nothing decides for a person: a fork that reaches a gate nobody decided stops there, and its
+  item is reported ``waiting`` (unscored) instead of being approved by the experiment.
+
+Items run with bounded concurrency (``WORKBENCH_EXPERIMENT_CONCURRENCY`` threads, each its own
+database connection); the whole experiment runs as one ``django.tasks`` task (:func:`enqueue`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.tasks import task
+
+from evals import actions, selectors
+from evals.actions.experiments import affected_step, money, output_text
+from evals.models import Experiment, ExperimentItem, ExperimentStatus, ItemStatus
+from runs.actions import ActionError
+from runs.actions.forks import do_fork_with_history
+from runs.engine.divergence import is_marker, same_event
+from runs.execution.replay import run_fork
+from runs.models import Event, ForkMode, ForkStatus, Run, RunFork
+from runs.protocol.values import loads
+from runs.selectors.compare import model_usage
+from runs.selectors.runs import find_run, run_state
+
+log = logging.getLogger("workbench.evals")
+
+FORK_WAIT_SECONDS = 600.0
+
+
+def concurrency() -> int:
+    return max(1, int(getattr(settings, "WORKBENCH_EXPERIMENT_CONCURRENCY", 2)))
+
+
+@task()
+def run_experiment_task(experiment_pk: int) -> str:
+    return run_experiment(experiment_pk).status
+
+
+def enqueue(experiment: Experiment) -> None:
+    """After the commit, hand the experiment to the task backend."""
+
+    def _go() -> None:
+        try:
+            run_experiment_task.enqueue(experiment.pk)
+        except Exception:  # the rows are committed: `manage.py experiment run` picks it up
+            log.exception("could not enqueue experiment %s", experiment.public_id)
+
+    transaction.on_commit(_go)
+
+
+def run_experiment(experiment_pk: int, *, workers: int | None = None) -> Experiment:
+    """Run the pending items of an experiment and finish it (scores and summary)."""
+    Experiment.objects.filter(pk=experiment_pk, status=ExperimentStatus.PENDING).update(
+        status=ExperimentStatus.RUNNING
+    )
+    experiment = Experiment.objects.select_related("workspace", "dataset").get(pk=experiment_pk)
+    pending = list(experiment.items.filter(status=ItemStatus.PENDING).order_by("item_key"))
+    workers = workers or concurrency()
+    error = ""
+    try:
+        if workers <= 1 or len(pending) <= 1:
+            for row in pending:
+                run_item(experiment, row)
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="experiment") as pool:
+                list(pool.map(lambda row: _in_thread(experiment, row), pending))
+    except Exception as exc:  # the experiment ends failed with the items it finished
+        log.exception("experiment %s", experiment.public_id)
+        error = f"{type(exc).__name__}: {exc}"
+    return actions.do_finish_experiment(experiment, error=error)
+
+
+def _in_thread(experiment: Experiment, row: ExperimentItem) -> None:
+    close_old_connections()
+    try:
+        run_item(experiment, row)
+    finally:
+        connection.close()
+
+
+def _fork_point(source: Run, step_id: str) -> int:
+    """The seq of the first event of ``step_id`` in the source (0: the whole run)."""
+    if not step_id:
+        return 0
+    seq = (
+        Event.objects.filter(run=source, step_id=step_id)
+        .order_by("seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    return seq or 0
+
+
+def _wait(fork: RunFork) -> RunFork:
+    """Run the fork here, or (another executor claimed it first) wait until it stops."""
+    ran = run_fork(fork.pk)
+    if ran is not None:
+        return ran
+    deadline = time.monotonic() + FORK_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        fork.refresh_from_db()
+        if fork.status not in (ForkStatus.PENDING, ForkStatus.RUNNING):
+            return fork
+        time.sleep(0.05)
+    return fork
+
+
+def run_item(experiment: Experiment, row: ExperimentItem) -> None:
+    row.status = ItemStatus.RUNNING
+    row.save(update_fields=["status"])
+    source = find_run(experiment.workspace, row.source_run_id) if row.source_run_id else None
+    if source is None:
+        actions.do_record_item(
+            row, status=ItemStatus.FAILED, error="SOURCE_RUN_GONE: the item's source run is gone"
+        )
+        return
+    change = experiment.change or {}
+    step = affected_step(source.workflow_id, change, experiment.from_step_id)
+    mode = ForkMode.BRANCH if change else ForkMode.REPLAY
+    try:
+        fork = do_fork_with_history(
+            workspace=experiment.workspace,
+            source_run_id=source.run_id,
+            mode=mode,
+            from_seq=_fork_point(source, step) if mode == ForkMode.BRANCH else 0,
+            overlay=dict(change) if mode == ForkMode.BRANCH else None,
+            actor=f"experiment:{experiment.public_id}",
+        )
+    except ActionError as exc:
+        actions.do_record_item(row, status=ItemStatus.FAILED, error=f"{exc.code}: {exc.message}")
+        return
+    if fork.status == ForkStatus.EXTERNAL:
+        actions.do_record_item(
+            row,
+            run=fork.run,
+            run_id_text=fork.run.run_id,
+            status=ItemStatus.FAILED,
+            error="NOT_EXECUTABLE: the workbench has no step code for this workflow (its host replays it)",
+        )
+        return
+    fork = _wait(fork)
+    actions.do_record_item(row, **measure(fork, source, _item_of(experiment, row)))
+
+
+def _item_of(experiment: Experiment, row: ExperimentItem) -> dict[str, Any]:
+    for item in selectors.items_at(experiment.dataset, experiment.as_of_revision):
+        if item["id"] == row.item_key:
+            return item
+    return {}
+
+
+STATUS = {
+    ForkStatus.COMPLETED: ItemStatus.COMPLETED,
+    ForkStatus.WAITING: ItemStatus.WAITING,
+    ForkStatus.FAILED: ItemStatus.FAILED,
+}
+
+
+def measure(fork: RunFork, source: Run, item: dict[str, Any]) -> dict[str, Any]:
+    """What the item records of its fork: status, output, calls, cache hits, cost, tokens, time,
+    and the first event that differs from the source."""
+    run = Run.unscoped.get(pk=fork.run_id)
+    history_answers = Event.objects.filter(
+        run=run, type="model_io", seq__lte=fork.history, body__contains='"direction":"response"'
+    ).count()
+    latency = None
+    if fork.started_at and fork.finished_at:
+        latency = int((fork.finished_at - fork.started_at).total_seconds() * 1000)
+    return {
+        "run": run,
+        "run_id_text": run.run_id,
+        "status": STATUS.get(fork.status, ItemStatus.FAILED),
+        "error": f"{fork.error_code}: {fork.error_message}" if fork.error_code else "",
+        "output": output_text(output_of(run, item)),
+        "provider_calls": fork.provider_calls,
+        "cache_hits": fork.cache_hits + history_answers,
+        "tokens": run.total_tokens,
+        "cost": _usd(run),
+        "source_cost": _usd(source),
+        "latency_ms": latency,
+        "first_divergence_seq": first_divergence(fork, source, run),
+    }
+
+
+def _usd(run: Run) -> Decimal:
+    return money(model_usage(run)["exact_cost"].get("USD", "0"))
+
+
+def output_of(run: Run, item: dict[str, Any]) -> Any:
+    """The fork's output as the item's expected value is shaped: the item's output keys (a gate
+    item: its step's outputs), else the last step's outputs, else every artifact."""
+    state = run_state(run)
+    metadata = item.get("metadata") or {}
+    keys = metadata.get("outputKeys")
+    if not keys:
+        steps = (state.run.get("workflowSnapshot") or {}).get("steps") or []
+        keys = list((steps[-1].get("outputs") or []) if steps else [])
+    if not keys:
+        return {key: version.get("data") for key, version in sorted(state.artifacts.items())} or None
+    values = {k: state.artifacts[k].get("data") for k in keys if k in state.artifacts}
+    return selectors.output_value(values, keys)
+
+
+def first_divergence(fork: RunFork, source: Run, run: Run) -> int | None:
+    """The first source seq whose event the fork did not produce again (None: all the same)."""
+    if fork.mode == ForkMode.REPLAY:
+        if fork.divergence:
+            return fork.divergence.get("sourceSeq")
+        return None if fork.cursor >= source.last_seq else fork.cursor + 1
+    mine = [
+        loads(b)
+        for b in Event.objects.filter(run=run, seq__gt=fork.history)
+        .order_by("seq")
+        .values_list("body", flat=True)
+    ]
+    mine = [e for e in mine if not is_marker(e) and e.get("type") != "run_forked"]
+    theirs = [
+        loads(b)
+        for b in Event.objects.filter(run=source, seq__gt=fork.history)
+        .order_by("seq")
+        .values_list("body", flat=True)
+    ]
+    for offset in range(max(len(mine), len(theirs))):
+        a = theirs[offset] if offset < len(theirs) else None
+        b = mine[offset] if offset < len(mine) else None
+        if not same_event(a, b):
+            return fork.history + offset + 1
+    return None
