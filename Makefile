@@ -47,7 +47,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict runs/protocol runs/engine runs/presenters runs/providers sdk/python/workbench_sdk
-	set -o pipefail; $(BIN)/radon cc -n E -s runs playground accounts workbench --exclude "runs/protocol/canonical.py,*/migrations/*" | (! grep .)
+	set -o pipefail; $(BIN)/radon cc -n E -s runs playground evals accounts workbench --exclude "runs/protocol/canonical.py,*/migrations/*" | (! grep .)
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py makemigrations --check --dry-run
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py check --fail-level WARNING
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Max, QuerySet
 
-from evals.models import Dataset, DatasetItemRevision, Experiment, ItemOp
+from evals.models import Dataset, DatasetItemRevision, Experiment, ExperimentItem, ItemOp
 from runs.models import Event, ForkMode, Run, RunFork, Workspace
 from runs.protocol.values import loads
 from runs.selectors.runs import find_run, runs_of, start_doc, state_at
@@ -167,3 +167,7 @@ def event_of(run: Run, *, seq: int | None = None, event_id: str | None = None) -
 
 def find_source_run(workspace: Workspace, run_id: str) -> Run | None:
     return find_run(workspace, run_id)
+
+
+def experiment_items(experiment: Experiment) -> list[ExperimentItem]:
+    return list(experiment.items.all().order_by("item_key"))

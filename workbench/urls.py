@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+import evals.api
 from accounts.login import ThrottledLoginView
 from runs.api import otlp
+from runs.api.app import api
 from workbench import discovery
+
+evals.api.register(api)  # datasets and experiments join the one REST API before its URLs are built
 
 urlpatterns = [
     *discovery.urlpatterns(),

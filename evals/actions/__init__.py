@@ -20,6 +20,7 @@ from evals.actions.experiments import (
     do_finish_experiment,
     do_record_item,
     do_rescore_experiment,
+    resolve_as_of,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "items_from_gates",
     "items_from_runs",
     "items_from_upload",
+    "resolve_as_of",
 ]

@@ -66,6 +66,9 @@ class Action(StrEnum):
     MANAGE_TOKENS = "manage_tokens"
     MANAGE_PROVIDERS = "manage_providers"
     MANAGE_WEBHOOKS = "manage_webhooks"  # webhooks, their secrets, deliveries, test events, retries
+    VIEW_DATASET = "view_dataset"  # datasets, their items at any revision, experiments (evals)
+    EDIT_DATASET = "edit_dataset"  # create datasets, add and delete items (curating is reviewing)
+    RUN_EXPERIMENT = "run_experiment"  # fork every item's run (spends like a fork), rescore
 
 
 ACTION_SCOPES: dict[Action, frozenset[str]] = {
@@ -88,6 +91,9 @@ ACTION_SCOPES: dict[Action, frozenset[str]] = {
     Action.MANAGE_TOKENS: frozenset({ADMINISTER}),
     Action.MANAGE_PROVIDERS: frozenset({ADMINISTER}),
     Action.MANAGE_WEBHOOKS: frozenset({MANAGE}),
+    Action.VIEW_DATASET: frozenset({READ}),
+    Action.EDIT_DATASET: frozenset({WRITE, REVIEW}),
+    Action.RUN_EXPERIMENT: frozenset({WRITE}),
 }
 
 assert set(ACTION_SCOPES) == set(Action), "every action needs a row"
