@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class EvalsConfig(AppConfig):
     name = "evals"
     verbose_name = "Datasets and experiments"
+
+    def ready(self) -> None:
+        # AppConfig.ready: where an app registers what it provides (Django's convention). The MCP
+        # server imports evals.mcp when it is built; runs never imports evals.
+        from runs.mcp import register_tool_module
+
+        register_tool_module("evals.mcp")

@@ -16,6 +16,7 @@ import asyncio
 import functools
 import hashlib
 import hmac
+import importlib
 import re
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote
@@ -41,6 +42,7 @@ from pydantic import BaseModel, Field
 
 from accounts.principals import Principal
 from runs.mcp import operations as ops
+from runs.mcp import tool_modules
 from runs.mcp.versions import SERVER_DESCRIPTION, SERVER_NAME, SERVER_TITLE, server_version
 from runs.web.wire import wire_json
 
@@ -491,6 +493,8 @@ def build_server() -> WorkbenchMCPServer:
             raise ResourceNotFoundError(str(exc)) from None
         return data.decode()
 
+    for name in tool_modules():  # tools of apps on top of runs (runs.mcp.register_tool_module)
+        TOOL_SCOPES.update(importlib.import_module(name).add_tools(mcp, _forward))
     return mcp
 
 

@@ -32,6 +32,8 @@ PARAM_KINDS: dict[str, str] = {
     "webhook_id": "webhook",  # /api/webhooks/<id>: a workspace's webhook
     "delivery_id": "delivery",  # one delivery of a webhook (its webhook-id)
     "oauth_token_id": "oauth_token",  # an OAuth access token a member granted an MCP host
+    "dataset_id": "dataset",  # /api/datasets/<id>: a workspace's dataset (evals)
+    "experiment_id": "experiment",  # /api/experiments/<id>: a workspace's experiment (evals)
     # Parameters below a run: they only ever narrow a run the caller must see first.
     "seq": "seq",
     "artifact_key": "artifact_key",

@@ -112,6 +112,11 @@ WRITE_BODIES = {
     ),
     ("api:delete_webhook", "DELETE"): lambda w: b"",
     ("api:retry_delivery", "POST"): lambda w: b"",
+    ("api:create_dataset", "POST"): lambda w: _json({"name": "new"}),
+    ("api:add_dataset_items", "POST"): lambda w: _json({"items": [{"input": 1}]}),
+    ("api:delete_dataset_items", "POST"): lambda w: _json({"itemIds": ["i1"]}),
+    ("api:create_experiment", "POST"): lambda w: _json({"datasetId": "ds_x", "name": "x"}),
+    ("api:rescore_experiment", "POST"): lambda w: _json({"evaluator": {"kind": "exact"}}),
 }
 
 

@@ -12,16 +12,33 @@ import pytest
 import pytest_asyncio
 from channels.db import database_sync_to_async
 
-from tests.security.world import CANARY, MISSING_RUN, VICTIM_RUN, build_world, fingerprint
+from tests.security.world import (
+    CANARY,
+    DATASET_ID,
+    EXPERIMENT_ID,
+    MISSING_DATASET_ID,
+    MISSING_EXPERIMENT_ID,
+    MISSING_RUN,
+    VICTIM_RUN,
+    build_world,
+    fingerprint,
+)
 
 pytest.importorskip("mcp")
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 # Tool arguments that name an object of one workspace (filled with the victim's and a missing one).
-SCOPED_ARGS = {"runId"}
+SCOPED_ARGS = {"runId", "datasetId", "experimentId"}
+# The victim's object and a missing one of the same length, per scoped argument.
+SCOPED_VALUES = {
+    "runId": (VICTIM_RUN, MISSING_RUN),
+    "datasetId": (DATASET_ID, MISSING_DATASET_ID),
+    "experimentId": (EXPERIMENT_ID, MISSING_EXPERIMENT_ID),
+}
 # Other arguments, and the values the matrix sends (valid, so a missing check would let a write through).
 OTHER_ARGS = {
+    "name": "n",
     "stepId": "review",
     "gate": "PAUSE_BEFORE",
     "decision": "approved",
@@ -46,6 +63,9 @@ UNSCOPED_ARGS = {
     "redact",
 }
 UNSCOPED_ARGS |= {"fromStepId", "overlay", "newRunId", "idempotencyKey", "checkpoint", "waitSeconds"}
+# evals: dataset items and experiments (their sources name runs, checked by the actions workspace first)
+UNSCOPED_ARGS |= {"description", "items", "fromRuns", "fromGates", "fromEvent", "asOf", "change"}
+UNSCOPED_ARGS |= {"baselineId", "evaluator"}
 # Tools whose run id names the run they create, in the caller's own workspace (ids are per workspace).
 CREATES_RUN = {"start_run"}
 
@@ -126,19 +146,21 @@ async def test_mcp_tools_refuse_outsiders_like_missing_runs(
         scoped += 1
         required = set(tool.input_schema.get("required", []))
         args = {k: v for k, v in OTHER_ARGS.items() if k in required}
-        foreign = await _call(mcp_http, world.outsider_token, tool.name, {**args, "runId": VICTIM_RUN})
-        missing = await _call(mcp_http, world.outsider_token, tool.name, {**args, "runId": MISSING_RUN})
+        arg = next(a for a in ("runId", "datasetId", "experimentId") if a in props)
+        victim, gone = SCOPED_VALUES[arg]
+        foreign = await _call(mcp_http, world.outsider_token, tool.name, {**args, arg: victim})
+        missing = await _call(mcp_http, world.outsider_token, tool.name, {**args, arg: gone})
         if CANARY in json.dumps(foreign) or not _is_error(foreign):
             failures.append(f"{tool.name}: the outsider got an answer: {_text(foreign)[:300]}")
-        elif _text(foreign).replace(VICTIM_RUN, "<ID>") != _text(missing).replace(MISSING_RUN, "<ID>"):
+        elif _text(foreign).replace(victim, "<ID>") != _text(missing).replace(gone, "<ID>"):
             failures.append(
                 f"{tool.name}: victim and missing differ:\n  {_text(foreign)}\n  {_text(missing)}"
             )
-        anonymous = await _call(mcp_http, None, tool.name, {**args, "runId": VICTIM_RUN})
+        anonymous = await _call(mcp_http, None, tool.name, {**args, arg: victim})
         if not _is_error(anonymous) or "UNAUTHENTICATED" not in _text(anonymous):
             failures.append(f"{tool.name}: anonymous: {_text(anonymous)[:300]}")
         if not (tool.annotations and tool.annotations.read_only_hint):
-            reader = await _call(mcp_http, world.read_token, tool.name, {**args, "runId": VICTIM_RUN})
+            reader = await _call(mcp_http, world.read_token, tool.name, {**args, arg: victim})
             if not _is_error(reader) or not re.search(r"FORBIDDEN", _text(reader)):
                 failures.append(f"{tool.name}: a read-only token wrote: {_text(reader)[:300]}")
     assert scoped >= 5, "the registry read no run tools: the generator is broken"

@@ -26,6 +26,10 @@ WEBHOOK_ID = "wh_victim0000000000000001"
 MISSING_WEBHOOK_ID = "wh_victim0000000000000009"
 DELIVERY_ID = "msg_victim00000000000000000001"
 MISSING_DELIVERY_ID = "msg_victim00000000000000000009"
+DATASET_ID = "ds_victim0000000000000001"  # evals: a dataset and an experiment of acme
+MISSING_DATASET_ID = "ds_victim0000000000000009"
+EXPERIMENT_ID = "exp_victim0000000000000001"
+MISSING_EXPERIMENT_ID = "exp_victim0000000000000009"
 OAUTH_TOKEN_ID = 731983  # an OAuth access token alice granted a host in acme
 MISSING_OAUTH_TOKEN_ID = 731987
 
@@ -61,6 +65,8 @@ class World:
             "webhook_id": MISSING_WEBHOOK_ID if missing else WEBHOOK_ID,
             "delivery_id": MISSING_DELIVERY_ID if missing else DELIVERY_ID,
             "oauth_token_id": MISSING_OAUTH_TOKEN_ID if missing else OAUTH_TOKEN_ID,
+            "dataset_id": MISSING_DATASET_ID if missing else DATASET_ID,
+            "experiment_id": MISSING_EXPERIMENT_ID if missing else EXPERIMENT_ID,
             "seq": 1,
             "artifact_key": "notes",
         }
@@ -155,6 +161,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         next_attempt_at=timezone.now(),
     )
     saved = SavedPrompt.objects.create(workspace=workspace, name=f"saved {CANARY}", prompt=CANARY)
+    _evals(workspace)
     io_seq = Event.objects.get(run=run, type="model_io").seq
     read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
     _oauth_token(workspace, alice)
@@ -178,6 +185,35 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         workflow=workflow,
         saved_prompt_pk=saved.pk,
         io_seq=io_seq,
+    )
+
+
+def _evals(workspace) -> None:
+    """A dataset (an item from the victim run) and a finished experiment over it, in acme."""
+    from django.utils import timezone
+
+    from evals import actions as evals_actions
+    from evals.models import Dataset, Experiment, ExperimentItem
+
+    dataset = Dataset.objects.create(
+        public_id=DATASET_ID, workspace=workspace, name=f"data {CANARY}", created_at=timezone.now()
+    )
+    evals_actions.do_add_items(
+        dataset=dataset,
+        items=[{"id": "i1", "input": {"q": CANARY}, "expected": CANARY, "source": {"runId": VICTIM_RUN}}],
+    )
+    experiment = Experiment.objects.create(
+        public_id=EXPERIMENT_ID,
+        workspace=workspace,
+        dataset=dataset,
+        as_of_revision=1,
+        name=f"exp {CANARY}",
+        evaluator={"kind": "exact"},
+        status="completed",
+        created_at=timezone.now(),
+    )
+    ExperimentItem.objects.create(
+        experiment=experiment, item_key="i1", status="completed", output=f'"{CANARY}"'
     )
 
 
@@ -234,7 +270,7 @@ def fingerprint(workspace=None) -> dict[str, list]:
     from django.apps import apps
 
     out: dict[str, list] = {}
-    for label in ("runs", "accounts", "playground", "oauth2_provider"):
+    for label in ("runs", "accounts", "playground", "evals", "oauth2_provider"):
         for model in apps.get_app_config(label).get_models():
             fields = [f.attname for f in model._meta.concrete_fields if f.attname not in _READ_SIDE_EFFECTS]
             rows = model._default_manager.order_by("pk")
