@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from evals.actions.experiments import item_facts
+from runs.protocol.values import loads
 
 
 def dataset_json(dataset: Any) -> dict[str, Any]:
@@ -54,3 +56,51 @@ def experiment_json(experiment: Any, items: list[Any]) -> dict[str, Any]:
         "createdAt": experiment.created_at.isoformat(),
         "finishedAt": experiment.finished_at.isoformat() if experiment.finished_at else None,
     }
+
+
+def _pretty(text: str) -> str:
+    if not text:
+        return ""
+    return json.dumps(loads(text), indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def compare_rows(
+    candidate: Any,
+    baseline: Any,
+    columns: list[Any],
+    items: dict[int, dict[str, Any]],
+    expected: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One row per item of the candidate: each experiment's cell (score, status, cost delta,
+    latency, first divergence), the delta to the baseline, worst regressions first."""
+    rows = []
+    for key, row in items[candidate.pk].items():
+        base = items[baseline.pk].get(key) if baseline is not None else None
+        delta = None
+        if base is not None and base.score is not None and row.score is not None:
+            delta = row.score - base.score
+        regressed = (
+            base is not None
+            and base.score is not None
+            and (row.score is None or row.score < base.score - 1e-9)
+        )
+        cells = []
+        for experiment in columns:
+            found = items[experiment.pk].get(key)
+            cells.append(None if found is None else {**item_json(found), "runId": found.run_id_text})
+        output, base_output = _pretty(row.output), _pretty(base.output) if base is not None else ""
+        rows.append(
+            {
+                "itemId": key,
+                "cells": cells,
+                "delta": delta,
+                "regressed": regressed,
+                "output": output,
+                "baselineOutput": base_output,
+                "outputChanged": base is not None and output != base_output,
+                "expected": json.dumps(expected.get(key, {}).get("expected"), indent=2, sort_keys=True),
+                "label": expected.get(key, {}).get("label"),
+            }
+        )
+    rows.sort(key=lambda r: (not r["regressed"], r["delta"] if r["delta"] is not None else 0.0, r["itemId"]))
+    return rows

@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/", include("runs.api.urls")),
     path("workspace/", include("accounts.urls")),
     path("playground/", include("playground.urls")),
+    path("evals/", include("evals.urls")),
     path("live/", include("runs.live.metrics")),
     path("", include("runs.urls")),
 ]
