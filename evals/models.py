@@ -74,7 +74,7 @@ class ExperimentStatus(models.TextChoices):
 class Experiment(models.Model):
     public_id = models.CharField(max_length=40, unique=True)  # "exp_..."
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="experiments")
-    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="experiments")
+    dataset = models.ForeignKey(Dataset, on_delete=models.RESTRICT, related_name="experiments")
     as_of_revision = models.IntegerField()  # the dataset revision the items were read at
     name = models.CharField(max_length=200)
     change = models.JSONField(default=dict, blank=True)  # {} (replay) or {"configurable": {...}}

@@ -69,7 +69,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField()),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
                 ('baseline', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='evals.experiment')),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='experiments', to='evals.dataset')),
+                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.RESTRICT, related_name='experiments', to='evals.dataset')),
                 ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='experiments', to='runs.workspace')),
             ],
             options={
