@@ -57,7 +57,12 @@ def dataset_detail(request: HttpRequest, dataset_id: str) -> HttpResponse:
     if request.method == "POST":
         require_action(request, Action.EDIT_DATASET)
         try:
-            items = actions.items_from_gates(workspace, request.POST.get("step_id", ""))
+            upload = request.FILES.get("file")
+            if upload is not None:
+                kind = "text/csv" if upload.name.lower().endswith(".csv") else (upload.content_type or "")
+                items = actions.items_from_upload(upload.read(), kind)
+            else:
+                items = actions.items_from_gates(workspace, request.POST.get("step_id", ""))
             added, revision = actions.do_add_items(dataset=dataset, items=items, actor=actor_for(request))
             notice = f"{added} item{'s' if added != 1 else ''} added (revision {revision})."
         except ActionError as exc:
@@ -114,6 +119,7 @@ def experiment_compare(request: HttpRequest, experiment_id: str) -> HttpResponse
         "regressions": sum(1 for r in rows if r["regressed"]),
         "with_ids": ",".join(e.public_id for e in compared),
         "page_url": reverse("evals:experiment", args=[candidate.public_id]),
+        "calibration": presenters.calibration(list(items[candidate.pk].values()), expected),
         "nav_active": "datasets",
     }
     return render(request, "evals/compare.html", ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from evals import scoring
 from evals.actions.experiments import item_facts
 from runs.protocol.values import loads
 
@@ -104,3 +105,24 @@ def compare_rows(
         )
     rows.sort(key=lambda r: (not r["regressed"], r["delta"] if r["delta"] is not None else 0.0, r["itemId"]))
     return rows
+
+
+PASS_LABELS = frozenset({"approved"})
+LABELS = frozenset({"approved", "rejected", "edited"})
+
+
+def calibration(items: list[Any], expected: dict[str, Any]) -> list[dict[str, Any]]:
+    """Agreement of each evaluator version that scored these items (a score >= 0.5 is a pass) with
+    the people's gate decisions on the same items (approved = pass; rejected or edited = fail):
+    Cohen's kappa, true-positive and true-negative rates, the confusion table. Meaningful for a
+    replay (empty change): the outputs scored are the ones the reviewers decided on."""
+    pairs: dict[str, list[tuple[bool, bool]]] = {}
+    for row in items:
+        label = (expected.get(row.item_key) or {}).get("label")
+        if label not in LABELS:
+            continue
+        history = (row.score_detail or {}).get("history") or {}
+        for evaluator, score in history.items():
+            if score is not None:
+                pairs.setdefault(evaluator, []).append((score >= 0.5, label in PASS_LABELS))
+    return [{"evaluator": name, **scoring.cohen_kappa(found)} for name, found in sorted(pairs.items())]

@@ -61,3 +61,43 @@ def test_compare_page_sorts_regressions_first_and_filters(alice, charlie, worksp
     assert outsider.get(url).status_code == 404
     assert outsider.get(f"/evals/datasets/{gate_dataset.public_id}/").status_code == 404
     assert owner.get(url, {"with": "exp_missing"}).status_code == 404
+
+
+@pytest.mark.django_db
+def test_upload_and_judge_calibration(alice, workspace):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.utils import timezone
+
+    from evals.models import Experiment, ExperimentItem
+
+    owner = _client(alice)
+    dataset = actions.do_create_dataset(workspace=workspace, name="labelled")
+    upload = SimpleUploadedFile(
+        "items.csv",
+        b"id,input,expected,label\na,1,x,approved\nb,2,y,approved\nc,3,z,rejected\nd,4,w,rejected\n",
+        content_type="text/csv",
+    )
+    response = owner.post(f"/evals/datasets/{dataset.public_id}/", {"file": upload})
+    assert b"4 items added" in response.content
+    experiment = Experiment.objects.create(
+        public_id="exp_calib",
+        workspace=workspace,
+        dataset=dataset,
+        as_of_revision=1,
+        name="judge",
+        status="completed",
+        created_at=timezone.now(),
+    )
+    # the judge passes a, b and c: agrees on a, b (approved) and d (rejected), not on c
+    for key, score in {"a": 1.0, "b": 0.9, "c": 0.8, "d": 0.1}.items():
+        ExperimentItem.objects.create(
+            experiment=experiment,
+            item_key=key,
+            status="completed",
+            score=score,
+            score_detail={"history": {"function:judge@1": score}},
+        )
+    page = owner.get("/evals/experiments/exp_calib/").content.decode()
+    assert "Judge calibration" in page and "function:judge@1" in page
+    assert "0.500" in page  # kappa: observed 0.75, expected 0.5
+    assert "2 / 1 / 1 / 0" in page
