@@ -27,7 +27,10 @@ PRICES = {
 
 
 class SupportPipeline:
-    configurable_steps = {"draftModel": "draft"}  # what evals.runner forks from for a change
+    configurable_steps = {
+        "draftModel": "draft",
+        "extraReview": "draft",
+    }  # what evals.runner forks from for a change
     step_order = ["classify", "draft"]
 
     def __init__(self, url: str) -> None:
@@ -56,6 +59,9 @@ class SupportPipeline:
         model = s.configurable.get("draftModel", "claude-sonnet-4-5")
         reply = self.ask(s, "draft", model, f"Reply to: {ticket}")
         s.write_artifact("reply", "support.reply", {"text": reply.text, "model": model}, step_id="draft")
+        if s.configurable.get("extraReview"):  # a review nobody has decided yet: the fork waits
+            s.request_gate("draft", "CHECKPOINT", checkpoint="extra", reason="A second look")
+            s.gate_decision("draft", "CHECKPOINT", "approved", checkpoint="extra")
         s.complete_step("draft")
         s.request_gate("draft", "PAUSE_AFTER", reason="Check the reply")
         if s.gate_decision("draft", "PAUSE_AFTER", "approved", note="reads well") != "approved":

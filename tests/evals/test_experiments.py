@@ -106,3 +106,22 @@ def test_rescore_makes_no_task_model_call(workspace, gate_dataset, fake):
     assert experiment.rescored == 1
     history = experiment.items.first().score_detail["history"]
     assert history == {"exact": 0.0, "jsonpath:$.text": 1.0}
+
+
+@pytest.mark.django_db
+def test_a_fork_at_a_gate_nobody_decided_is_reported_waiting_not_approved(workspace, gate_dataset, fake):
+    experiment = actions.do_create_experiment(
+        workspace=workspace,
+        dataset=gate_dataset,
+        name="extra review",
+        change={"configurable": {"extraReview": True}},
+    )
+    experiment = run_experiment(experiment.pk)
+    items = list(experiment.items.all())
+    assert [i.status for i in items] == ["waiting"] * 3  # nothing decided for a person
+    assert all(i.score is None for i in items)
+    assert experiment.summary["statuses"] == {"waiting": 3}
+    assert experiment.summary["meanScore"]["n"] == 0
+    assert not Event.objects.filter(
+        run__in=[i.run for i in items], type="human_gate_resolved", body__contains="extra"
+    )
