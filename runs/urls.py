@@ -37,6 +37,7 @@ urlpatterns = [
     path("runs/<runid:run_id>/", detail.run_detail, name="detail"),
     path("runs/<runid:run_id>/timeline/", detail.timeline, name="timeline"),
     path("runs/<runid:run_id>/events/<int:seq>/", detail.event_state, name="event_state"),
+    path("runs/<runid:run_id>/events/<int:seq>/detail/", detail.event_detail, name="event_detail"),
     path("runs/<runid:run_id>/spans/", detail.spans, name="spans"),
     path("runs/<runid:run_id>/graph/", detail.graph, name="graph"),
     path("runs/<runid:run_id>/status/", detail.status_fragment, name="status"),

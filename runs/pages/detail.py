@@ -31,6 +31,7 @@ from runs.selectors.runs import (
 )
 from runs.selectors.signing import import_provenance
 from runs.web.partials import (
+    event_detail_context,
     gate_panel_context,
     graph_context,
     lineage_context,
@@ -54,6 +55,7 @@ def run_detail_context(
     before: int | None = None,
     filters: TimelineFilters | None = None,
     spans_after: int = 0,
+    expanded: int | None = None,
 ) -> dict[str, Any]:
     url_id = url_id or run.run_id
     state = run_state(run)
@@ -73,7 +75,11 @@ def run_detail_context(
     ctx.update(lineage_context(run))
     ctx.update(graph_context(run, state, url_id=url_id))
     ctx.update(gate_panel_context(run, state, url_id=url_id, can_review=can_review))
-    ctx.update(timeline_context(run, url_id=url_id, after=after, before=before, filters=filters))
+    ctx.update(
+        timeline_context(
+            run, url_id=url_id, after=after, before=before, filters=filters, expanded=expanded
+        )
+    )
     ctx["spans"] = waterfall_context(run, url_id=url_id, after=spans_after)
     return ctx
 
@@ -107,6 +113,7 @@ def run_detail(request: HttpRequest, access: RunAccess) -> HttpResponse:
         before=before,
         filters=TimelineFilters.from_query(request.GET),
         spans_after=int_param(request.GET, "spans_after", 0) or 0,
+        expanded=int_param(request.GET, "at", None, minimum=1),
     )
     return render(request, "runs/run_detail.html", ctx)
 
@@ -130,6 +137,25 @@ def timeline(request: HttpRequest, access: RunAccess) -> HttpResponse:
     # Without htmx: the detail page at that window (keeps links working with JS off).
     query = request.GET.urlencode()
     return redirect(f"{ctx['detail_url']}?{query}#timeline")
+
+
+@run_page
+@require_GET
+@vary_on_headers("HX-Request")
+def event_detail(request: HttpRequest, access: RunAccess, seq: int) -> HttpResponse:
+    """An opened timeline row: the event's JSON, its state link and its actions (htmx); without
+    htmx, the run page opened at that event."""
+    if not request.htmx:
+        return redirect(f"{_detail_url(access.url_id)}?at={seq}#seq-{seq}")
+    upto = int_param(request.GET, "upto", None, minimum=1)
+    ctx = event_detail_context(access.run, seq, url_id=access.url_id, upto=upto)
+    if ctx is None:
+        raise Http404("no such event")
+    return render(request, "runs/run_detail.html#event_detail", ctx)
+
+
+def _detail_url(url_id: str) -> str:
+    return reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
 
 
 @run_page

@@ -50,6 +50,7 @@ class Row:
     last_seq: int = 0
     stream_text: str = ""
     links: dict[str, str] = field(default_factory=dict)  # filled by the view (permalink, state, step, corr)
+    open: bool = False  # shown opened (its detail rendered in the page, not loaded on demand)
 
     @property
     def is_stream(self) -> bool:

@@ -331,6 +331,28 @@ def _page_after(qs, run: Run, after: int, filters: TimelineFilters, limit: int):
     return raw, next_after, prev_before, searched_to
 
 
+def event_row(run: Run, seq: int, *, upto: int | None = None):
+    """The timeline row of event ``seq`` as its page shows it (a stream: with its chunks of the same
+    correlation id up to ``upto``, at most TIMELINE_MAX_PAGE of them), or None. Index probes only."""
+    first = Event.objects.filter(run=run, seq=seq).values_list(*_TIMELINE_COLS).first()
+    if first is None:
+        return None
+    raw = [first]
+    corr = first[4]
+    if upto is not None and upto > seq and corr:
+        raw += list(
+            Event.objects.filter(
+                run=run, correlation_id=corr, seq__gt=seq, seq__lte=min(upto, seq + SEARCH_WINDOW)
+            )
+            .order_by("seq")
+            .values_list(*_TIMELINE_COLS)[:TIMELINE_MAX_PAGE]
+        )
+    rows = build_rows([EventRecord(s, t, ts, st, c, a, loads(b)) for s, t, ts, st, c, a, b in raw])
+    row = rows[0]
+    _label_attempts(run, [row])
+    return row
+
+
 def artifact_versions_by_key(run: Run) -> dict[str, list[dict[str, Any]]]:
     rows = (
         ArtifactVersion.objects.filter(run=run)

@@ -36,6 +36,7 @@ from runs.selectors.runs import (
     TIMELINE_PAGE,
     TimelineFilters,
     children,
+    event_row,
     gate_history,
     has_spans,
     parents,
@@ -106,26 +107,22 @@ def timeline_context(
     before: int | None = None,
     filters: TimelineFilters | None = None,
     limit: int = TIMELINE_PAGE,
+    expanded: int | None = None,
     oob: bool = False,
 ) -> dict[str, Any]:
+    """One page of light timeline rows (type, step, time, summary); the row ``expanded`` (a
+    permalink's event) comes opened, the others load their detail when opened."""
     filters = filters or TimelineFilters()
     page = timeline_page(run, after=after, before=before, filters=filters, limit=limit)
     url_id = url_id or run.run_id
     detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
-    # URLs per row built by string concatenation: a {% url %} per row costs more than the query.
-    state_base = reverse("runs:event_state", args=[url_id, 1])[: -len("1/")]
-    playground = reverse("playground:page") if url_id != "demo" else ""
+    bases = _row_url_bases(run, url_id, detail_url)
     for row in page.rows:
-        row.links = {
-            "permalink": f"{detail_url}?at={row.seq}#seq-{row.seq}",
-            "state": f"{state_base}{row.last_seq}/",
-            "step": f"{detail_url}?step={quote(row.step_id)}#timeline" if row.step_id else "",
-            "corr": f"{detail_url}?corr={quote(row.correlation_id)}#timeline" if row.correlation_id else "",
-            # Open a model call in the playground: the exact request restored, editable, re-runnable.
-            "playground": f"{playground}?from_event={quote(run.run_id)}:{row.seq}"
-            if playground and row.type == "model_io"
-            else "",
-        }
+        # light rows: an opened row loads its detail from <event_base><seq>/detail/ (workbench.js)
+        row.links = {"permalink": f"{detail_url}?at={row.seq}#seq-{row.seq}"}
+        if expanded is not None and row.seq <= expanded <= max(row.seq, row.last_seq):
+            row.open = True
+            row.links.update(row_actions(run, row, url_id=url_id, bases=bases))
     return {
         "run": run,
         "url_id": url_id,
@@ -136,8 +133,52 @@ def timeline_context(
         "event_types": EVENT_TYPES,
         "detail_url": detail_url,
         "timeline_url": reverse("runs:timeline", args=[url_id]),
+        "expanded": expanded,
+        "event_base": bases["event"],
         "oob": oob,
     }
+
+
+def _row_url_bases(run: Run, url_id: str, detail_url: str) -> dict[str, str]:
+    # URLs per row built by string concatenation: a {% url %} per row costs more than the query.
+    return {
+        "detail": detail_url,
+        "event": reverse("runs:event_state", args=[url_id, 1])[: -len("1/")],
+        "fork": reverse("runs:fork", args=[url_id]) if url_id != "demo" else "",
+        "playground": reverse("playground:page") if url_id != "demo" else "",
+    }
+
+
+def row_actions(run: Run, row: Any, *, url_id: str, bases: dict[str, str]) -> dict[str, str]:
+    """The links an opened timeline row offers (its permalink, filters by its step and
+    correlation, the state after it, the playground and the fork actions)."""
+    detail_url = bases["detail"]
+    fork = bases["fork"]
+    return {
+        "permalink": f"{detail_url}?at={row.seq}#seq-{row.seq}",
+        "state": f"{bases['event']}{row.last_seq}/",
+        "step": f"{detail_url}?step={quote(row.step_id)}#timeline" if row.step_id else "",
+        "corr": f"{detail_url}?corr={quote(row.correlation_id)}#timeline" if row.correlation_id else "",
+        # Open a model call in the playground: the exact request restored, editable, re-runnable.
+        "playground": f"{bases['playground']}?from_event={quote(run.run_id)}:{row.seq}"
+        if bases["playground"] and row.type == "model_io"
+        else "",
+        "replay": f"{fork}?mode=replay&seq={row.seq}" if fork else "",
+        "branch": f"{fork}?mode=branch&seq={row.seq}" if fork else "",
+    }
+
+
+def event_detail_context(
+    run: Run, seq: int, *, url_id: str | None = None, upto: int | None = None
+) -> dict[str, Any] | None:
+    """What an opened timeline row shows (``event_detail`` partial), or None for no such event."""
+    row = event_row(run, seq, upto=upto)
+    if row is None:
+        return None
+    url_id = url_id or run.run_id
+    detail_url = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
+    row.links = row_actions(run, row, url_id=url_id, bases=_row_url_bases(run, url_id, detail_url))
+    return {"run": run, "url_id": url_id, "row": row, "detail_url": detail_url}
 
 
 def lineage_context(run: Run) -> dict[str, Any]:

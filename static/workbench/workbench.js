@@ -34,3 +34,37 @@ document.body.addEventListener("inbox:decided", function (event) {
     else count.remove();
   }
 });
+
+// "Copy link" on an opened timeline event: its permalink, absolute, to the clipboard.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest && event.target.closest("button.copy-link");
+  if (!button) return;
+  var url = new URL(button.getAttribute("data-copy"), window.location.href).href;
+  var done = function () {
+    button.textContent = "Link copied";
+  };
+  if (navigator.clipboard && navigator.clipboard.writeText) {
+    navigator.clipboard.writeText(url).then(done, function () {
+      window.prompt("Copy this link", url);
+    });
+  } else {
+    window.prompt("Copy this link", url);
+  }
+});
+
+// Light timeline rows: opening one loads its JSON, state and actions (runs:event_detail) once.
+document.addEventListener(
+  "toggle",
+  function (event) {
+    var details = event.target;
+    if (!details.open || details.hasAttribute("data-loaded") || !details.parentElement) return;
+    var li = details.parentElement;
+    var list = li.closest("#timeline-list");
+    if (!li.classList.contains("ev") || !list || !window.htmx) return;
+    details.setAttribute("data-loaded", "");
+    var url = list.getAttribute("data-detail-base") + li.getAttribute("data-seq") + "/detail/";
+    if (li.hasAttribute("data-upto")) url += "?upto=" + li.getAttribute("data-upto");
+    window.htmx.ajax("GET", url, { target: details.querySelector(".ev-detail"), swap: "innerHTML" });
+  },
+  true
+);

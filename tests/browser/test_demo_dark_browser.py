@@ -273,6 +273,7 @@ def test_open_in_playground_says_what_was_substituted(browser, server):
     page = _page(browser)
     support.sign_in(page, server, "rita")
     page.goto(f"{server}/runs/run_demo_nightly_batch/?q=request%3A+score+posting+%235%3A")
+    page.click("#timeline-list > li.ev-model_io > details > summary >> nth=0")  # opens the light row
     page.click("#timeline-list >> text=Open in playground")
     page.wait_for_selector("#origin-model-notice:not([hidden])")
     notice = page.inner_text("#origin-model-notice")

@@ -112,13 +112,17 @@ def test_sign_in_open_run_approve_gate_and_see_it_progress(browser, server):
 def test_filter_timeline_open_state_diff_and_deep_link(browser, server):
     page = _page(browser, server)
     page.goto(f"{server['url']}/runs/run_browser/")
-    assert "part0 part1 part2 part3" in page.text_content("#timeline-list")  # stream collapsed into one row
+    stream = page.locator("#timeline-list > li[data-upto]").first  # stream collapsed into one row
+    stream.locator(":scope > details > summary").click()  # a light row loads its detail when opened
+    stream.locator(".ev-actions").wait_for()
+    assert "part0 part1 part2 part3" in stream.text_content()
     page.select_option("#t-type", "model_io")
     page.click("#timeline form button[type=submit]")
     page.wait_for_selector("#timeline-body >> text=Filtered by type")
     types = page.locator("#timeline-list > li").evaluate_all("els => els.map(e => e.className)")
     assert types and all("ev-model_io" in t for t in types)
     shot(page, "timeline-filtered")
+    page.click("#timeline-list > li:first-child > details > summary")
     page.click("#timeline-list > li:first-child details.state-at > summary")
     page.wait_for_selector("#timeline-list > li:first-child .state-diff")
     diff = page.inner_text("#timeline-list > li:first-child .state-diff")
@@ -203,6 +207,7 @@ def test_public_demo_needs_no_sign_in(browser, server):
     page.wait_for_selector("#gate-panel")
     assert "run_demo_jobsearch" in page.inner_text(".run-header")
     assert page.locator("#gate-panel button").count() == 0
+    page.click("#timeline-list > li:first-child > details > summary")
     page.click("#timeline-list > li:first-child details.state-at > summary")
     page.wait_for_selector("#timeline-list > li:first-child .state-diff")
     shot(page, "public-demo")

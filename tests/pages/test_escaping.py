@@ -39,6 +39,12 @@ def test_hostile_trace_is_escaped_on_every_page(client, alice, hostile_run):
         assert_escaped(html)
         assert "&lt;script&gt;" in html or url.endswith("/rules/") or url == "/ledger/", url
     detail = client.get(f"/runs/{hostile_run.run_id}/").content.decode()
+    # an opened row's detail (loaded on demand) shows the event JSON
+    detail += "".join(
+        client.get(f"/runs/{hostile_run.run_id}/events/{seq}/detail/", HTTP_HX_REQUEST="true").content.decode()
+        for seq in range(1, hostile_run.last_seq + 1)
+    )
+    assert_escaped(detail)
     assert "javascript:alert(1)" in detail  # shown as text, never as a link target
     assert "more characters" in detail  # the 300 kB string is clipped
     assert "nested too deep" in detail  # the 200-level nesting is cut off
@@ -53,6 +59,7 @@ def test_htmx_fragments_are_escaped_too(client, alice, hostile_run):
         f"/runs/{hostile_run.run_id}/graph/",
         f"/runs/{hostile_run.run_id}/gates/",
         f"/runs/{hostile_run.run_id}/events/3/",
+        f"/runs/{hostile_run.run_id}/events/3/detail/",
     ]:
         assert_escaped(client.get(url, HTTP_HX_REQUEST="true").content.decode())
 

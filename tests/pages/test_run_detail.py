@@ -172,7 +172,35 @@ def test_stream_chunks_collapse_into_one_row(client, alice, run, workspace):
         f"/runs/{run.run_id}/timeline/", {"type": "model_io"}, HTTP_HX_REQUEST="true"
     ).content.decode()
     assert "stream p/m · 5 chunks" in html
-    assert "t0 t10 t20 t30 t40" in html
+    # the light row loads its text when opened: the detail of the first chunk, up to the last
+    seq, upto = re.search(r'data-seq="(\d+)" data-upto="(\d+)"', html).groups()
+    detail = client.get(
+        f"/runs/{run.run_id}/events/{seq}/detail/?upto={upto}", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "t0 t10 t20 t30 t40" in detail and "5 chunks" in detail
+
+
+def test_timeline_rows_are_light_and_load_their_detail(client, alice, run, workspace):
+    from runs.models import Event
+
+    run = _append_many(run, 120, workspace=workspace)
+    login(client, alice)
+    html = client.get(f"/runs/{run.run_id}/timeline/", HTTP_HX_REQUEST="true").content.decode()
+    assert "json-tree" not in html and "Replay from here" not in html and "state-slot" not in html
+    assert f'data-detail-base="/runs/{run.run_id}/events/"' in html
+    seq = Event.objects.filter(run=run, type="model_io").values_list("seq", flat=True).first()
+    detail = client.get(f"/runs/{run.run_id}/events/{seq}/detail/", HTTP_HX_REQUEST="true")
+    text = detail.content.decode()
+    assert detail.status_code == 200 and "<html" not in text
+    assert "json-tree" in text and "state-slot" in text and "Copy link" in text
+    assert f"/fork/?mode=replay&amp;seq={seq}" in text and "from_event=" in text
+    # without htmx: the run page opened at that event (its detail rendered in place)
+    back = client.get(f"/runs/{run.run_id}/events/{seq}/detail/")
+    assert back.status_code == 302 and back["Location"].endswith(f"?at={seq}#seq-{seq}")
+    page = client.get(back["Location"]).content.decode()
+    assert "json-tree" in page and f"/fork/?mode=replay&amp;seq={seq}" in page
+    missing = client.get(f"/runs/{run.run_id}/events/{run.last_seq + 5}/detail/", HTTP_HX_REQUEST="true")
+    assert missing.status_code == 404
 
 
 def test_state_at_event_shows_side_by_side_diff(client, alice, run):
@@ -233,13 +261,22 @@ def test_model_calls_open_in_playground(client, alice, run):
     from runs.models import Event
 
     login(client, alice)
-    html = client.get(f"/runs/{run.run_id}/").content.decode()
-    call_seqs = list(Event.objects.filter(run=run, type="model_io").values_list("seq", flat=True))
-    links = re.findall(r'href="(/playground/\?from_event=[^"]+)"', html)
+    seqs = list(Event.objects.filter(run=run).values_list("seq", "type"))
+    call_seqs = [seq for seq, etype in seqs if etype == "model_io"]
+    links = [  # an opened row offers it (its detail, loaded on demand)
+        link
+        for seq, _t in seqs
+        for link in re.findall(
+            r'href="(/playground/\?from_event=[^"]+)"',
+            client.get(f"/runs/{run.run_id}/events/{seq}/detail/", HTTP_HX_REQUEST="true").content.decode(),
+        )
+    ]
     assert links == [f"/playground/?from_event={run.run_id}:{seq}" for seq in call_seqs]
     assert client.get(links[-1].replace("&amp;", "&")).status_code == 200
-    public = client.get("/runs/demo")
-    assert "from_event" not in public.content.decode()
+    from runs.web.partials import event_detail_context
+
+    public = event_detail_context(run, call_seqs[0], url_id="demo")  # as the public demo shows it
+    assert public is not None and public["row"].links["playground"] == "" == public["row"].links["replay"]
 
 
 def test_list_and_inbox_refresh_themselves_on_workspace_changes(client, bob, make_run):
