@@ -50,6 +50,7 @@ from django.utils import timezone  # noqa: E402
 from runs import actions  # noqa: E402
 from runs.actions.workspaces import add_member, get_or_create_workspace  # noqa: E402
 from runs.engine import commands as c  # noqa: E402
+from runs.models import span_ref_of  # noqa: E402
 from runs.models import Run  # noqa: E402
 
 WORKFLOW = {
@@ -122,8 +123,8 @@ def build_run(workspace, n: int, *, run_id: str | None = None, body_of=None) -> 
     run_pk = Run.objects.by_run_id(workspace, run_id).get().pk  # runs_event.run_id holds the surrogate key
     now = timezone.now()
     sql = (
-        "INSERT INTO runs_event (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor, recorded_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        "INSERT INTO runs_event (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor, recorded_at,"
+        " span_ref) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     )
     batch = 20_000
     seq = start
@@ -135,7 +136,19 @@ def build_run(workspace, n: int, *, run_id: str | None = None, body_of=None) -> 
             for s in range(seq, min(last, seq + batch - 1) + 1):
                 etype, ts, step, corr, body = body_of(run_id, s)
                 rows.append(
-                    (run_pk, s, body["id"], etype, ts, step, corr, orjson.dumps(body).decode(), "bench", now)
+                    (
+                        run_pk,
+                        s,
+                        body["id"],
+                        etype,
+                        ts,
+                        step,
+                        corr,
+                        orjson.dumps(body).decode(),
+                        "bench",
+                        now,
+                        span_ref_of(body),  # the trace view's index key, as the append path writes it
+                    )
                 )
             cursor.executemany(sql, rows)
             seq += batch

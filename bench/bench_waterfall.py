@@ -68,10 +68,10 @@ def main() -> int:
         hx = {"HTTP_HX_REQUEST": "true"}
         pages[n] = {
             "detail, no spans": (f"/runs/{plain.run_id}/", {}),
-            "detail with waterfall": (f"/runs/{spans.run_id}/", {}),
+            "detail with waterfall": (f"/runs/{spans.run_id}/?view=waterfall", {}),
             "spans window @mid (htmx)": (f"/runs/{spans.run_id}/spans/?after={mid}", hx),
         }
-        html = client.get(f"/runs/{spans.run_id}/").content.decode()
+        html = client.get(f"/runs/{spans.run_id}/?view=waterfall").content.decode()
         assert html.count('class="span-row') == 200, "the page shows one window of 200 spans"
     wall, cpu = bp.measure(client, pages)
     print(f"\nmedian server time of {bp.REPEAT} requests, wall ms (CPU ms)")

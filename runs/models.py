@@ -235,6 +235,9 @@ class Event(models.Model):
     # Who did it (user or token); stored beside the event, never inside its protocol JSON.
     actor = ProtocolCharField(max_length=200, blank=True, default="")
     recorded_at = models.DateTimeField(auto_now_add=True)
+    # The span tree's index key (span_ref_of): lets the trace view read one level of a
+    # 100,000-span tree, a span's end and the failed spans by index range scans.
+    span_ref = ProtocolCharField(max_length=220, blank=True, default="")
 
     class Meta:
         ordering = ["seq"]
@@ -244,11 +247,33 @@ class Event(models.Model):
             models.Index(fields=["run", "correlation_id", "seq"], name="event_run_corr"),
             # A host's append refuses an event id the run already holds (DUPLICATE_EVENT_ID).
             models.Index(fields=["run", "event_id"], name="event_run_event_id"),
+            models.Index(fields=["run", "type", "span_ref", "seq"], name="event_run_span"),
         ]
 
     @property
     def data(self) -> dict:
         return loads(self.body)
+
+
+SPAN_PARENT = "parent:"  # span_started: "parent:<parentSpanId>", a root "parent:"
+SPAN_END = "end:"  # span_ended: "end:<spanId>" ...
+SPAN_FAILED = "error:"  # ... or "error:<spanId>" when the span failed
+
+
+def span_ref_of(event: dict) -> str:
+    """The ``span_ref`` column of a protocol event: who a started span's parent is, which span an
+    end closes and whether it failed, so that children of a span (type ``span_started``, ref
+    ``parent:<id>``), the end of a span (``span_ended``, ``end:<id>`` or ``error:<id>``) and the
+    failed spans (the ``error:`` range) are each one range scan of (run, type, span_ref, seq)."""
+    kind = event.get("type")
+    if kind == "span_started":
+        parent = event.get("parentSpanId")
+        return SPAN_PARENT + (parent if isinstance(parent, str) else "")
+    if kind == "span_ended":
+        span_id = event.get("spanId")
+        failed = event.get("status") == "error" or bool(event.get("error"))
+        return (SPAN_FAILED if failed else SPAN_END) + (span_id if isinstance(span_id, str) else "")
+    return ""
 
 
 def sqlite_index_hint(index: str) -> str:

@@ -24,7 +24,16 @@ from runs.engine.lifecycle import run_title
 from runs.engine.state import RunState
 from runs.fields import column_value
 from runs.ids import INVALID_RUN_ID, run_id_problem
-from runs.models import ArtifactVersion, Event, RuleSetVersion, Run, RunParent, RunSnapshot, Workspace
+from runs.models import (
+    ArtifactVersion,
+    Event,
+    RuleSetVersion,
+    Run,
+    RunParent,
+    RunSnapshot,
+    Workspace,
+    span_ref_of,
+)
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.redaction import policy_of
 from runs.protocol.schemas import default_registry
@@ -157,6 +166,7 @@ _EVENT_COLUMNS = (
     "body",
     "actor",
     "recorded_at",
+    "span_ref",
 )
 
 
@@ -187,6 +197,7 @@ def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: obje
         dumps(event),
         actor,
         recorded_at,
+        _filter_column(span_ref_of(event), 220),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -42,6 +43,7 @@ from runs.web.partials import (
 from runs.web.request import (
     actor_for,
 )
+from runs.web.trace import level_context, list_context, span_detail_context, trace_context
 
 
 def run_detail_context(
@@ -56,6 +58,7 @@ def run_detail_context(
     filters: TimelineFilters | None = None,
     spans_after: int = 0,
     expanded: int | None = None,
+    trace: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     url_id = url_id or run.run_id
     state = run_state(run)
@@ -76,12 +79,28 @@ def run_detail_context(
     ctx.update(graph_context(run, state, url_id=url_id))
     ctx.update(gate_panel_context(run, state, url_id=url_id, can_review=can_review))
     ctx.update(
-        timeline_context(
-            run, url_id=url_id, after=after, before=before, filters=filters, expanded=expanded
-        )
+        timeline_context(run, url_id=url_id, after=after, before=before, filters=filters, expanded=expanded)
     )
-    ctx["spans"] = waterfall_context(run, url_id=url_id, after=spans_after)
+    # The trace view (span tree and detail pane); the older waterfall of 200-span windows on
+    # ?view=waterfall (or a ?spans_after= link).
+    trace = trace or {}
+    if trace.get("waterfall") or spans_after:
+        ctx["spans"] = waterfall_context(run, url_id=url_id, after=spans_after)
+    else:
+        ctx["trace"] = trace_context(
+            run, url_id=url_id, span=trace.get("span"), view=trace.get("view", ""), q=trace.get("q", "")
+        )
     return ctx
+
+
+def trace_params(params: Any) -> dict[str, Any]:
+    """The trace view's state in a run page URL: ?span=<seq> ?trace=failed ?trace_q= ?view=waterfall."""
+    return {
+        "span": int_param(params, "span", None, minimum=1),
+        "view": "failed" if params.get("trace") == "failed" else "",
+        "q": params.get("trace_q", "").strip()[:200],
+        "waterfall": params.get("view") == "waterfall",
+    }
 
 
 def _has_window(request: HttpRequest) -> bool:
@@ -114,6 +133,7 @@ def run_detail(request: HttpRequest, access: RunAccess) -> HttpResponse:
         filters=TimelineFilters.from_query(request.GET),
         spans_after=int_param(request.GET, "spans_after", 0) or 0,
         expanded=int_param(request.GET, "at", None, minimum=1),
+        trace=trace_params(request.GET),
     )
     return render(request, "runs/run_detail.html", ctx)
 
@@ -156,6 +176,46 @@ def event_detail(request: HttpRequest, access: RunAccess, seq: int) -> HttpRespo
 
 def _detail_url(url_id: str) -> str:
     return reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
+
+
+@run_page
+@require_GET
+@vary_on_headers("HX-Request")
+def span_tree(request: HttpRequest, access: RunAccess) -> HttpResponse:
+    """One page of the trace view's tree (htmx): the children of the span started at ``?span=``
+    (the roots without it) from ``?after=``, or flat, the failed spans (``?view=failed``) or a
+    text search (``?q=``). Without htmx, the run page with that view."""
+    params = request.GET
+    span = int_param(params, "span", None, minimum=1)
+    after = int_param(params, "after", 0) or 0
+    q = params.get("q", "").strip()[:200]
+    view = "failed" if params.get("view") == "failed" else ""
+    if not request.htmx:
+        query = {"trace": view} if view else {"trace_q": q} if q else {"span": span} if span else {}
+        return redirect(f"{_detail_url(access.url_id)}?{urlencode(query)}#trace")
+    if q or view:
+        ctx = list_context(access.run, url_id=access.url_id, view=view, q=q, after=after)
+    else:
+        depth = int_param(params, "depth", 1, minimum=1) or 1
+        found = level_context(access.run, url_id=access.url_id, span=span, after=after, depth=min(depth, 200))
+        if found is None:
+            raise Http404("no such span")
+        ctx = found
+    return render(request, "runs/trace.html#nodes", ctx)
+
+
+@run_page
+@require_GET
+@vary_on_headers("HX-Request")
+def span_detail(request: HttpRequest, access: RunAccess, seq: int) -> HttpResponse:
+    """The trace view's detail pane for the span started at ``seq`` (htmx); without htmx, the
+    run page with that span selected."""
+    if not request.htmx:
+        return redirect(f"{_detail_url(access.url_id)}?span={seq}#trace")
+    ctx = span_detail_context(access.run, seq, url_id=access.url_id)
+    if ctx is None:
+        raise Http404("no such span")
+    return render(request, "runs/trace.html#detail", {"d": ctx})
 
 
 @run_page

@@ -225,7 +225,7 @@ def test_large_demo_run_pages_searches_and_shows_spans(browser, server):
     support.sign_in(page, server, "rita")
     page.goto(f"{server}/runs/run_demo_nightly_batch/")
     assert re.search(r"of 10,?021", page.inner_text("main"))  # paged: #1–#100 of 10,021
-    assert page.locator("#spans").count() == 1  # the waterfall of its 2,000+ spans
+    assert page.locator("#trace").count() == 1  # the trace view of its 2,000+ spans
     page.goto(f"{server}/runs/run_demo_nightly_batch/?q=rate+limited")
     rows = page.inner_text("#timeline-list")
     assert "429 rate limited on posting #250" in rows and "posting #2000" in rows

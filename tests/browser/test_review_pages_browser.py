@@ -212,7 +212,7 @@ def test_api_docs_render_under_the_csp(page, server):
 def test_span_waterfall_nested_errors_marked_keyboard_to_the_event(page, server):
     from playwright.sync_api import expect
 
-    page.goto(f"{server}/runs/run_spans/")
+    page.goto(f"{server}/runs/run_spans/?view=waterfall")  # the window view beside the trace view
     spans = page.locator("#spans")
     expect(spans).to_be_visible()
     rows = spans.locator("tbody tr")

@@ -41,7 +41,9 @@ def test_hostile_trace_is_escaped_on_every_page(client, alice, hostile_run):
     detail = client.get(f"/runs/{hostile_run.run_id}/").content.decode()
     # an opened row's detail (loaded on demand) shows the event JSON
     detail += "".join(
-        client.get(f"/runs/{hostile_run.run_id}/events/{seq}/detail/", HTTP_HX_REQUEST="true").content.decode()
+        client.get(
+            f"/runs/{hostile_run.run_id}/events/{seq}/detail/", HTTP_HX_REQUEST="true"
+        ).content.decode()
         for seq in range(1, hostile_run.last_seq + 1)
     )
     assert_escaped(detail)

@@ -102,7 +102,7 @@ def test_run_page_shows_the_span_tree_with_links_to_events(client, alice, run, w
     actions.do_command(
         workspace=workspace, run_id=run.run_id, command=c.StartSpan(name=XSS, span_id="evil"), actor="p"
     )
-    html = login(client, alice).get(f"/runs/{run.run_id}/").content.decode()
+    html = login(client, alice).get(f"/runs/{run.run_id}/?view=waterfall").content.decode()
     section = html[html.index('id="spans"') : html.index('id="timeline"')]
     names = re.findall(
         r'<th scope="row" class="span-name d-(\d+)">.*?<a href="([^"]+)"[^>]*>([^<]+)</a>', section
@@ -125,7 +125,7 @@ def test_run_page_shows_the_span_tree_with_links_to_events(client, alice, run, w
 @pytest.mark.django_db
 def test_no_section_without_spans(client, alice, run):
     html = login(client, alice).get(f"/runs/{run.run_id}/").content.decode()
-    assert 'id="spans"' not in html
+    assert 'id="spans"' not in html and 'id="trace"' not in html
 
 
 @pytest.mark.django_db
@@ -136,7 +136,7 @@ def test_spans_are_paged_and_far_ends_are_found(client, alice, run, workspace, m
     monkeypatch.setattr(selectors, "SPAN_END_SCAN", 3)  # the root's end lies beyond the scan
     _spans(run, workspace, 8, nested=False)
     login(client, alice)
-    html = client.get(f"/runs/{run.run_id}/").content.decode()
+    html = client.get(f"/runs/{run.run_id}/?view=waterfall").content.decode()
     assert html.count('class="span-row') == 5
     root = re.search(r'<tr class="span-row span-(\w+)" data-span="root"', html)
     assert root and root.group(1) == "ok"  # its end was looked up by id
@@ -165,7 +165,7 @@ def test_far_end_lookup_is_bounded_and_says_so(client, alice, run, workspace, mo
     monkeypatch.setattr(selectors, "SPAN_END_SCAN", 2)
     monkeypatch.setattr(selectors, "SPAN_END_WINDOW", 6)  # the root's end is further away
     _spans(run, workspace, 8, nested=False)
-    html = login(client, alice).get(f"/runs/{run.run_id}/").content.decode()
+    html = login(client, alice).get(f"/runs/{run.run_id}/?view=waterfall").content.decode()
     root = re.search(r'<tr class="span-row span-(\w+)" data-span="root".*?</tr>', html, re.S)
     assert root.group(1) == "open"
     window = selectors.span_window(run)
@@ -182,7 +182,7 @@ def test_a_big_run_reads_one_window(client, alice, run, workspace, django_assert
     _spans(run, workspace, 400)
     login(client, alice)
     with django_assert_max_num_queries(30):
-        html = client.get(f"/runs/{run.run_id}/").content.decode()
+        html = client.get(f"/runs/{run.run_id}/?view=waterfall").content.decode()
     from runs.selectors.runs import SPAN_PAGE
 
     assert html.count('class="span-row') == SPAN_PAGE

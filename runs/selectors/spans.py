@@ -1,0 +1,194 @@
+"""Reads of the trace view: one level of a run's span tree at a time, a span, the failed spans.
+
+Every read is a range scan of the (run, type, span_ref, seq) index (``Event.span_ref``, see
+``runs.models.span_ref_of``) or a probe of the primary key, bounded by a page size: a run of
+100,000 spans opens as fast as one of 100. Nothing here counts or loads the whole trace, except
+``failed_count``, which reads the failed spans' index entries only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from django.db import connection
+
+from runs.fields import column_value, json_text_needle
+from runs.models import SPAN_END, SPAN_FAILED, SPAN_PARENT, Event, Run
+from runs.presenters.span_tree import Axis, Level, SpanNode, build_level, close, first_end_after, node_of
+from runs.protocol.values import loads
+
+LEVEL_PAGE = 100  # children of one span per page
+FAILED_PAGE = 50
+SEARCH_WINDOW = 20_000  # span_started events scanned per text search
+START_LOOKBACK = 20_000  # seqs before its end in which a failed span's start is looked for
+
+
+@dataclass
+class SpanLevel:
+    level: Level
+    parent: str
+    lo: int  # children started after this seq...
+    hi: int | None  # ...and up to this one (the parent's end), None: open-ended
+    next_after: int | None  # another page starts after this seq
+
+
+def _refs(
+    run: Run, etype: str, refs: list[str], cols: tuple[str, ...], *, after: int
+) -> list[tuple[Any, ...]]:
+    """Rows of ``etype`` after seq ``after`` whose span_ref is one of ``refs``: a multi-probe of the
+    (run, type, span_ref, seq) index, at most a page's worth per ref."""
+    if not refs:
+        return []
+    qs = Event.objects.filter(run=run, type=etype, span_ref__in=refs, seq__gt=after)
+    return list(qs.order_by("seq").values_list(*cols)[: len(refs) * 4])
+
+
+def ends_of(run: Run, span_ids: list[str], *, after: int = 0) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    """The ``span_ended`` events of these span ids after seq ``after``, by id, in seq order."""
+    ids = list(dict.fromkeys(span_ids))
+    refs = [p + sid for sid in ids for p in (SPAN_END, SPAN_FAILED)]
+    rows = sorted(_refs(run, "span_ended", refs, ("seq", "body"), after=after))
+    out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for seq, body in rows:
+        data = loads(body)
+        out.setdefault(str(data.get("spanId")), []).append((seq, data))
+    return out
+
+
+def _with_children(run: Run, nodes_ids: list[str], lo: int) -> set[str]:
+    """Which of these spans have child spans started after seq ``lo``: one statement, one index
+    probe per span (EXISTS stops at the first child, however many there are)."""
+    refs = [column_value(SPAN_PARENT + sid, connection, 220) for sid in dict.fromkeys(nodes_ids)]
+    if not refs:
+        return set()
+    table = connection.ops.quote_name(Event._meta.db_table)
+    candidates = " UNION ALL ".join(["SELECT CAST(%s AS varchar(220)) AS ref"] * len(refs))
+    sql = (
+        f"SELECT c.ref FROM ({candidates}) c WHERE EXISTS (SELECT 1 FROM {table} e"
+        " WHERE e.run_id = %s AND e.type = 'span_started' AND e.span_ref = c.ref AND e.seq > %s)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*refs, run.pk, lo])
+        found = [row[0] for row in cursor.fetchall()]
+    return {ref[len(SPAN_PARENT) :] for ref in found if isinstance(ref, str)}
+
+
+def span_level(
+    run: Run,
+    *,
+    parent: str = "",
+    lo: int = 0,
+    hi: int | None = None,
+    after: int = 0,
+    axis: Axis | None = None,
+    limit: int = LEVEL_PAGE,
+) -> SpanLevel:
+    """One page of the children of the span ``parent`` that started after seq ``lo`` (and up to
+    ``hi``, the parent's end: a reused span id names another instance outside it), or of the
+    roots (``parent=""``), from seq ``after``. Bars on ``axis`` (the parent; the run for roots)."""
+    limit = max(1, min(limit, LEVEL_PAGE))
+    qs = Event.objects.filter(
+        run=run, type="span_started", span_ref=SPAN_PARENT + parent, seq__gt=max(lo, after)
+    )
+    if hi is not None:
+        qs = qs.filter(seq__lt=hi)
+    raw = list(qs.order_by("seq").values_list("seq", "body")[: limit + 1])
+    more = len(raw) > limit
+    starts = [(seq, loads(body)) for seq, body in raw[:limit]]
+    ids = [str(body.get("spanId") or "") for _seq, body in starts]
+    first = starts[0][0] if starts else lo
+    ends = ends_of(run, ids, after=first)
+    level = build_level(
+        starts,
+        ends,
+        axis=axis or Axis(None, 0.0),
+        parents_with_children=_with_children(run, ids, first),
+    )
+    return SpanLevel(level, parent, lo, hi, starts[-1][0] if more and starts else None)
+
+
+def span_at(run: Run, seq: int) -> SpanNode | None:
+    """The span started by event ``seq``, closed by its end when there is one."""
+    row = Event.objects.filter(run=run, seq=seq, type="span_started").values_list("body", flat=True).first()
+    if row is None:
+        return None
+    node = node_of(seq, loads(row))
+    end = first_end_after(seq, ends_of(run, [node.span_id], after=seq).get(node.span_id, []))
+    if end is not None:
+        close(node, *end)
+    return node
+
+
+def failed_count(run: Run) -> int:
+    """How many spans failed (the ``error:`` range of the index; no event body is read)."""
+    return Event.objects.filter(
+        run=run, type="span_ended", span_ref__gte=SPAN_FAILED, span_ref__lt=SPAN_FAILED[:-1] + ";"
+    ).count()
+
+
+def failed_spans(run: Run, *, after: int = 0, limit: int = FAILED_PAGE) -> tuple[list[SpanNode], int | None]:
+    """The failed spans ending after seq ``after``, in seq order (a page), each with its start
+    (looked for among the START_LOOKBACK seqs before its end), and the seq after which more end."""
+    raw = list(
+        Event.objects.filter(
+            run=run,
+            type="span_ended",
+            span_ref__gte=SPAN_FAILED,
+            span_ref__lt=SPAN_FAILED[:-1] + ";",
+            seq__gt=after,
+        )
+        .order_by("seq")
+        .values_list("seq", "body")[: limit + 1]
+    )
+    more = len(raw) > limit
+    nodes: list[SpanNode] = []
+    for seq, body in raw[:limit]:
+        end = loads(body)
+        sid = str(end.get("spanId") or "")
+        needle = orjson.dumps({"spanId": sid}).decode()[1:-1]
+        start = (
+            Event.objects.filter(
+                run=run,
+                type="span_started",
+                seq__lt=seq,
+                seq__gte=seq - START_LOOKBACK,
+                body__contains=needle,
+            )
+            .order_by("-seq")
+            .values_list("seq", "body")
+            .first()
+        )
+        node = node_of(start[0], loads(start[1])) if start else node_of(0, {"spanId": sid, "name": sid})
+        close(node, seq, end)
+        nodes.append(node)
+    return nodes, raw[limit - 1][0] if more else None
+
+
+def search_spans(
+    run: Run, q: str, *, after: int = 0, limit: int = FAILED_PAGE
+) -> tuple[list[SpanNode], int | None]:
+    """Spans whose start event mentions ``q`` (name, kind, step, attributes), starting after seq
+    ``after``, at most SEARCH_WINDOW seqs scanned; and where to continue (None: done)."""
+    high = after + SEARCH_WINDOW
+    needle = json_text_needle(q)
+    raw = list(
+        Event.objects.filter(
+            run=run, type="span_started", seq__gt=after, seq__lte=high, body__icontains=needle
+        )
+        .order_by("seq")
+        .values_list("seq", "body")[: limit + 1]
+    )
+    starts = [(seq, loads(body)) for seq, body in raw[:limit]]
+    ends = ends_of(run, [str(b.get("spanId") or "") for _s, b in starts], after=starts[0][0] if starts else 0)
+    nodes = []
+    for seq, body in starts:
+        node = node_of(seq, body)
+        end = first_end_after(seq, ends.get(node.span_id, []))
+        if end is not None:
+            close(node, *end)
+        nodes.append(node)
+    if len(raw) > limit:
+        return nodes, raw[limit - 1][0]
+    return nodes, (high if high < run.last_seq else None)

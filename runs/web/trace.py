@@ -1,0 +1,147 @@
+"""Context builders of the run page's trace view (``templates/runs/trace.html``): a span tree
+loaded one level at a time beside a detail pane.
+
+    trace     trace_context(run, url_id=, span=, view=, q=)   the panel (None: the run has no spans)
+    nodes     level_context(run, url_id=, span=, after=, depth=)  one page of a span's children
+                                                              (of the roots without ``span``)
+    list      list_context(run, url_id=, view="failed"|q=, after=)   failed spans or a text search, flat
+    detail    span_detail_context(run, seq, url_id=)          one span, its children on its own axis
+
+Every function takes a run already fetched through the workspace; reads go through
+``runs.selectors.spans`` (bounded index range scans).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+from django.utils import timezone
+
+from runs.models import Run
+from runs.presenters.span_tree import Axis, SpanNode, end_of
+from runs.selectors.runs import has_spans
+from runs.selectors.spans import failed_count, failed_spans, search_spans, span_at, span_level
+
+
+def _urls(url_id: str) -> dict[str, str]:
+    detail = reverse("runs:demo") if url_id == "demo" else reverse("runs:detail", args=[url_id])
+    return {
+        "detail_url": detail,
+        "tree_url": reverse("runs:span_tree", args=[url_id]),
+        "span_base": reverse("runs:span_detail", args=[url_id, 1])[: -len("1/")],
+    }
+
+
+def run_axis(run: Run) -> Axis:
+    end = run.ended_at or timezone.now()
+    return Axis.of(run.started_at.isoformat(), end.isoformat())
+
+
+def span_axis(node: SpanNode) -> Axis:
+    return Axis.of(node.start_ts, end_of(node.start_ts, node.duration_ms), duration_ms=node.duration_ms)
+
+
+def level_context(
+    run: Run, *, url_id: str | None = None, span: int | None = None, after: int = 0, depth: int = 1
+) -> dict[str, Any] | None:
+    """One page of the roots (no ``span``) or of the children of the span started at seq
+    ``span``, bars on the parent's time axis (the run's for the roots). None: no such span."""
+    url_id = url_id or run.run_id
+    urls = _urls(url_id)
+    if span is None:
+        level = span_level(run, after=after, axis=run_axis(run))
+        more = f"{urls['tree_url']}?{urlencode({'after': level.next_after, 'depth': depth})}"
+    else:
+        parent = span_at(run, span)
+        if parent is None:
+            return None
+        level = span_level(
+            run,
+            parent=parent.span_id,
+            lo=parent.start_seq,
+            hi=parent.end_seq,
+            after=after,
+            axis=span_axis(parent),
+        )
+        more = f"{urls['tree_url']}?{urlencode({'span': span, 'after': level.next_after, 'depth': depth})}"
+    return {
+        **urls,
+        "url_id": url_id,
+        "nodes": level.level.nodes,
+        "depth": depth,
+        "more_url": more if level.next_after else "",
+    }
+
+
+def trace_context(
+    run: Run, *, url_id: str | None = None, span: int | None = None, view: str = "", q: str = ""
+) -> dict[str, Any] | None:
+    """The trace view of the run page, or None when the run has no spans (no panel at all)."""
+    if not has_spans(run):
+        return None
+    url_id = url_id or run.run_id
+    ctx: dict[str, Any] = {
+        **_urls(url_id),
+        "url_id": url_id,
+        "failed": failed_count(run),
+        "view": view if view == "failed" else "",
+        "q": q,
+        "axis_ms": run_axis(run).total_ms,
+    }
+    if ctx["failed"]:
+        first, _more = failed_spans(run, limit=1)
+        ctx["first_failed"] = first[0].start_seq if first and first[0].start_seq else None
+    if q or ctx["view"]:
+        ctx["list"] = list_context(run, url_id=url_id, view=ctx["view"], q=q)
+    else:
+        ctx["roots"] = level_context(run, url_id=url_id)
+    ctx["selected"] = span_detail_context(run, span, url_id=url_id) if span else None
+    return ctx
+
+
+def list_context(
+    run: Run, *, url_id: str | None = None, view: str = "", q: str = "", after: int = 0
+) -> dict[str, Any]:
+    """The failed spans (``view="failed"``) or the spans a text search finds, flat, one page."""
+    url_id = url_id or run.run_id
+    urls = _urls(url_id)
+    if q:
+        nodes, more = search_spans(run, q, after=after)
+        params = {"q": q}
+    else:
+        nodes, more = failed_spans(run, after=after)
+        params = {"view": "failed"}
+    return {
+        **urls,
+        "url_id": url_id,
+        "nodes": nodes,
+        "depth": 1,
+        "flat": True,
+        "more_url": f"{urls['tree_url']}?{urlencode({**params, 'after': more})}" if more else "",
+    }
+
+
+def span_detail_context(run: Run, seq: int, *, url_id: str | None = None) -> dict[str, Any] | None:
+    """One span for the detail pane, with the first page of its children on its own time axis
+    (the zoom: bars relative to the selected span). None: no span starts at ``seq``."""
+    node = span_at(run, seq)
+    if node is None:
+        return None
+    url_id = url_id or run.run_id
+    urls = _urls(url_id)
+    children = span_level(
+        run, parent=node.span_id, lo=node.start_seq, hi=node.end_seq, axis=span_axis(node), limit=50
+    )
+    detail = urls["detail_url"]
+    return {
+        **urls,
+        "url_id": url_id,
+        "span": node,
+        "children": children.level.nodes,
+        "more_children": children.next_after is not None,
+        "start_link": f"{detail}?at={node.start_seq}#seq-{node.start_seq}",
+        "end_link": f"{detail}?at={node.end_seq}#seq-{node.end_seq}" if node.end_seq else "",
+        "share_link": f"{detail}?span={node.start_seq}#trace",
+    }
