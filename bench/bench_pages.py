@@ -50,8 +50,7 @@ from django.utils import timezone  # noqa: E402
 from runs import actions  # noqa: E402
 from runs.actions.workspaces import add_member, get_or_create_workspace  # noqa: E402
 from runs.engine import commands as c  # noqa: E402
-from runs.models import span_ref_of  # noqa: E402
-from runs.models import Run  # noqa: E402
+from runs.models import Run, span_ref_of  # noqa: E402
 
 WORKFLOW = {
     "id": "wf-bench",
