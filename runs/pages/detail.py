@@ -151,9 +151,15 @@ def timeline(request: HttpRequest, access: RunAccess) -> HttpResponse:
         before=before,
         filters=TimelineFilters.from_query(request.GET),
         limit=limit,
+        expanded=int_param(request.GET, "at", None, minimum=1),
     )
     if request.htmx:
-        return render(request, "runs/run_detail.html#timeline_page", ctx)
+        response = render(request, "runs/run_detail.html#timeline_page", ctx)
+        # the view's state (filters, search, window, jump) in the address bar, as a run page URL
+        query = request.GET.copy()
+        query.pop("limit", None)
+        response["HX-Push-Url"] = f"{ctx['detail_url']}?{query.urlencode()}#timeline"
+        return response
     # Without htmx: the detail page at that window (keeps links working with JS off).
     query = request.GET.urlencode()
     return redirect(f"{ctx['detail_url']}?{query}#timeline")

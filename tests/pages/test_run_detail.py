@@ -203,6 +203,23 @@ def test_timeline_rows_are_light_and_load_their_detail(client, alice, run, works
     assert missing.status_code == 404
 
 
+def test_timeline_view_state_goes_in_the_address_bar(client, alice, run, workspace):
+    run = _append_many(run, 120, workspace=workspace)
+    login(client, alice)
+    response = client.get(
+        f"/runs/{run.run_id}/timeline/",
+        {"type": "annotation", "q": "note", "at": "50"},
+        HTTP_HX_REQUEST="true",
+    )
+    pushed = response["HX-Push-Url"]
+    assert pushed.startswith(f"/runs/{run.run_id}/?") and pushed.endswith("#timeline")
+    assert "type=annotation" in pushed and "q=note" in pushed and "at=50" in pushed
+    # the pushed URL restores the same view: filters filled in, the jumped-to event opened
+    page = client.get(pushed.split("#")[0]).content.decode()
+    assert 'value="note"' in page and '<option value="annotation" selected>' in page
+    assert re.search(r'id="seq-50" data-seq="50"><details open', page)
+
+
 def test_state_at_event_shows_side_by_side_diff(client, alice, run):
     from runs.models import Event
 
