@@ -207,7 +207,8 @@ def compare_row(a: EventRecord | None, b: EventRecord | None, *, details: bool =
         summary_a=summarize(a.body) if a else "",
         summary_b=summarize(b.body) if b else "",
     )
-    if details and row.kind == CHANGED and a is not None and b is not None:
+    # field by field only for events of one type: two unrelated events side by side differ as wholes
+    if details and row.kind == CHANGED and a is not None and b is not None and a.type == b.type:
         _fill_diff(row, a.body, b.body)
     if details and a is not None and b is not None and a.type == b.type == "model_io":
         row.metrics = model_call_deltas(a.body, b.body)

@@ -181,3 +181,13 @@ def test_artifacts_kept_outside_differ_by_their_pointers():
     ]
     (row,) = artifact_rows(summary(ext), summary(dict(ext)))
     assert row.kind == SAME
+
+
+def test_events_of_different_types_are_not_diffed_field_by_field():
+    art = ev(
+        3, "artifact_written", run="A", artifact={"artifactKey": "k", "typeId": "t", "version": 1, "data": {}}
+    )
+    note = ev(3, "annotation", run="B", text="carried in")
+    row = compare_row(art, note)
+    assert row.kind == CHANGED and row.json_diff == [] and row.text_diff == []
+    assert row.summary_a and row.summary_b  # each side still says what it is
