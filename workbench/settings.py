@@ -65,7 +65,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # last: sees what a view raises first; branded 403/404/500 pages under DEBUG too
+    "runs.web.error_pages.BrandedErrorPagesMiddleware",
 ]
+# DEBUG's own error pages (tracebacks) instead of the branded ones: an explicit choice.
+WORKBENCH_DEBUG_ERROR_PAGES = env_bool("WORKBENCH_DEBUG_ERROR_PAGES", False)
 
 ROOT_URLCONF = "workbench.urls"
 ASGI_APPLICATION = "workbench.asgi.application"

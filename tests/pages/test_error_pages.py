@@ -66,3 +66,26 @@ def test_pages_carry_their_colours_inline_allowed_by_the_csp(client, page):
     if answer is not None:
         style_src = next(d for d in answer["Content-Security-Policy"].split(";") if "style-src" in d)
         assert f"'sha256-{digest}'" in style_src
+
+
+def test_branded_pages_under_debug_unless_the_debug_pages_are_asked_for(client, alice, settings):
+    """``make run`` serves with DEBUG on: a missing run is the branded 404, not the yellow page."""
+    settings.DEBUG = True
+    client.force_login(alice)
+    for url in ("/runs/run_nobody_has/", "/no/such/page/"):
+        answer = client.get(url)
+        html = answer.content.decode()
+        assert answer.status_code == 404 and '<html lang="en">' in html, url
+        assert "Using the URLconf" not in html and "technical_404" not in html, url
+    settings.WORKBENCH_DEBUG_ERROR_PAGES = True
+    html = client.get("/no/such/page/").content.decode()
+    assert "Using the URLconf" in html  # Django's debug page, asked for explicitly
+
+
+def test_a_crash_under_debug_is_the_branded_500(rf, settings):
+    from runs.web.error_pages import BrandedErrorPagesMiddleware
+
+    settings.DEBUG = True
+    middleware = BrandedErrorPagesMiddleware(lambda request: None)
+    answer = middleware.process_exception(rf.get("/runs/"), RuntimeError("boom"))
+    assert answer is not None and answer.status_code == 500 and "boom" not in answer.content.decode()
