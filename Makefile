@@ -31,11 +31,17 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 URL_HOST = $(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(if $(findstring :,$(HOST)),[$(HOST)],$(HOST)))
 RUN_ENV = DEBUG=$${DEBUG:-1} ALLOWED_HOSTS=$${ALLOWED_HOSTS:-127.0.0.1,localhost,[::1],$(HOST)}
-run: setup
-	$(RUN_ENV) $(PY) manage.py migrate --noinput
-	$(RUN_ENV) $(PY) manage.py demo_data --url http://$(URL_HOST):$(PORT)/
-	@echo "serving http://$(URL_HOST):$(PORT)/ (Ctrl-C stops it)"
-	$(RUN_ENV) $(BIN)/daphne -b $(HOST) -p $(PORT) workbench.asgi:application
+# Each stage says when it starts and how long it took (bash's EPOCHREALTIME, in microseconds).
+run:
+	@set -e; t0=$${EPOCHREALTIME/./}; \
+	secs() { echo "$$(( $$1 / 1000000 )).$$(( $$1 / 100000 % 10 )) s"; }; \
+	stage() { s=$${EPOCHREALTIME/./}; echo "==> $$1 ..."; shift; "$$@"; e=$${EPOCHREALTIME/./}; \
+	  echo "==> done in $$(secs $$(( e - s ))) ($$(secs $$(( e - t0 ))) since make run started)"; }; \
+	stage "1/4 install (make setup; only when the packaging changed)" $(MAKE) --no-print-directory setup; \
+	stage "2/4 migrate the database" env $(RUN_ENV) $(PY) manage.py migrate --noinput; \
+	stage "3/4 demo data" env $(RUN_ENV) $(PY) manage.py demo_data --url http://$(URL_HOST):$(PORT)/; \
+	echo "==> 4/4 serving http://$(URL_HOST):$(PORT)/ (Ctrl-C stops it), $$(secs $$(( $${EPOCHREALTIME/./} - t0 ))) after make run started"; \
+	env $(RUN_ENV) $(BIN)/daphne -b $(HOST) -p $(PORT) workbench.asgi:application
 
 # mypy --strict on the pure packages and the host SDK (config: pyproject.toml [tool.mypy]; the
 # Django side's django-stubs run is in mypy-django.ini, not here yet).
