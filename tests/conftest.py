@@ -136,6 +136,7 @@ SLOW_FILES = {
     "tests/ops/test_sdk_standalone.py",
     "tests/notifications/test_kill9_delivery.py",
     "tests/browser/test_notifications_browser.py",
+    "tests/browser/test_trace_browser.py",  # builds a run of 10,000 spans through the actions
 }
 
 
