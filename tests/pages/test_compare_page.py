@@ -89,6 +89,10 @@ def test_two_runs_side_by_side(client, alice, pair):
     assert "/title</span> changed" in page and "/items/2</span> added" in page
     # gate decisions and statuses per step
     assert "PAUSE_BEFORE: approved" in page and "PAUSE_BEFORE: rejected" in page
+    # a changed status says its change, from A's to B's (the run's, each step's)
+    a_status, b_status = re.findall(r'<td><span class="badge badge-(\w+)">', page)[:2]
+    expected = f"{a_status} → {b_status}" if a_status != b_status else "unchanged"
+    assert f'<td class="delta">{expected}</td>' in page
     # deltas with signs and percentages (B - A, of A)
     assert "+20 (+50.0%)" in page  # output tokens 40 -> 60
     assert "+0.001 (+50.0%)" in page  # cost USD 0.002 -> 0.003
