@@ -185,6 +185,7 @@ def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: obje
             dumps(event),
             actor,
             recorded_at,
+            column_value(span_ref_of(event), connection, 220),  # the trace view's index key
         )
     return (
         run_pk,
@@ -197,7 +198,7 @@ def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: obje
         dumps(event),
         actor,
         recorded_at,
-        _filter_column(span_ref_of(event), 220),
+        span_ref_of(event)[:220],
     )
 
 
