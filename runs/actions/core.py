@@ -15,14 +15,14 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from runs.actions import responsecache
+from runs.actions import responsecache, rollups
 from runs.actions.workspaces import READ_ONLY, is_read_only
 from runs.engine.commands import Context
 from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event
 from runs.engine.lifecycle import run_title
 from runs.engine.state import RunState
-from runs.fields import column_value
+from runs.fields import column_value, fit, to_column
 from runs.ids import INVALID_RUN_ID, run_id_problem
 from runs.models import (
     ArtifactVersion,
@@ -153,6 +153,13 @@ def save_new_run(run: Run) -> None:
         RunParent(child=run, parent_run_id=parent, position=i)
         for i, parent in enumerate(_parents_of(run.run_doc))
     )
+    if connection.vendor == "postgresql" and to_column(run.workflow_id) != fit(
+        to_column(run.workflow_id), Run._meta.get_field("workflow_id").max_length
+    ):
+        # a workflow id longer than its column: hold it as a run read back holds it (the rollups
+        # file this run's calls under the same label whichever way the run was loaded)
+        run.refresh_from_db(fields=["workflow_id"])
+    rollups.count_new_run(run)
 
 
 _EVENT_COLUMNS = (
@@ -374,6 +381,7 @@ class Appender:
                 responsecache.fill_from_responses(
                     self.run, self.model_responses, recent=self.events, recent_first=self.first_seq
                 )
+            rollups.count_model_calls(self.run, (event for _, event in self.model_responses))
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
 
@@ -413,6 +421,7 @@ def save_new_runs(appenders: list[Appender]) -> None:
         for run in runs
         for i, parent in enumerate(_parents_of(run.run_doc))
     )
+    rollups.count_new_runs(runs)  # the run counters, as save_new_run does for one run
     rows: list[tuple] = []
     for appender in appenders:
         pk = appender.run.pk

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from runs.actions import outbox, responsecache
+from runs.actions import outbox, responsecache, rollups
 from runs.actions.core import (
     ActionError,
     Appender,
@@ -256,6 +256,7 @@ def do_delete_run(*, workspace: Workspace, run_id: str) -> None:
         run = lock_run(workspace, run_id)
         change = RunChange.of(run, 0, 0, status="deleted")
         responsecache.forget_run(run)  # what it recorded goes with it: no replay brings it back
+        rollups.forget_run(run)  # its calls and the run leave the workspace's rollups
         run.delete()
         notify_on_commit(change)
 

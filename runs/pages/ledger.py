@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -16,10 +16,8 @@ from django.views.decorators.http import require_GET
 from runs.pages.access import RunAccess, run_page
 from runs.presenters.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
 from runs.protocol.telemetry import LedgerAccumulator
-from runs.selectors.runs import (
-    run_ledger_data,
-    workspace_ledger_data,
-)
+from runs.selectors.ledger import workspace_ledger_data
+from runs.selectors.runs import run_ledger_data
 from runs.web.request import (
     current_workspace,
 )
@@ -138,10 +136,8 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
     end = _parse_day(request.GET.get("to", "")) or today
     if end < start:
         start, end = end, start
-    tz = timezone.get_current_timezone()
-    lo = datetime.combine(start, time.min, tzinfo=tz)
-    hi = datetime.combine(end + timedelta(days=1), time.min, tzinfo=tz)
-    acc, run_count, workflows = workspace_ledger_data(workspace, lo=lo, hi=hi)
+    # runs started on those UTC days, read from the rollups the write path keeps
+    acc, run_count, workflows = workspace_ledger_data(workspace, first=start, last=end)
     ctx = {
         # the chart spans the chosen range (runs started in it may have answered later)
         **_ledger_context(acc, merged_step_order(workflows), first=start, last=end),

@@ -148,6 +148,11 @@ def js_add(a: Number, b: Number) -> Number:
 Delta = tuple[tuple[Number, Number, Number, Number, Number] | None, Number | None, str | None, Number]
 
 
+# What a rollup row holds: summed tokens (input, output, total, cached, reasoning), the exact
+# sum of the durations, the currency (None: no cost) and the exact sum of the amounts.
+Sums = tuple[tuple[int, int, int, int, int], Decimal, str | None, Decimal]
+
+
 def entry_delta(entry: Mapping[str, Any]) -> Delta:
     usage = entry.get("usage")
     tokens = None
@@ -220,6 +225,11 @@ class Totals:
         if currency is not None:
             self.cost[currency] = js_round_cost(float(self.cost.get(currency, 0)) + float(amount))
 
+    def add_sum(self, count: int, delta: Delta) -> None:
+        """Add ``count`` entries summed elsewhere (a rollup row): ``delta`` holds their sums."""
+        self.add(delta)
+        self.event_count += count - 1
+
     def merge(self, other: Totals) -> None:
         """Add another bucket's totals (cost totals are added once per currency, then rounded)."""
         self.event_count += other.event_count
@@ -251,6 +261,11 @@ _ZERO = Decimal(0)
 def _decimal_text(amount: Number) -> Decimal:
     # The amount as written in JSON (shortest round-trip text of the double).
     return Decimal(repr(amount)) if type(amount) is float else Decimal(amount)
+
+
+def exact_amount(amount: Number) -> Decimal:
+    """A cost amount (or duration) as written in JSON, as an exact decimal."""
+    return _decimal_text(amount)
 
 
 def derived_total_tokens(usage: Mapping[str, Any]) -> Number:
@@ -472,6 +487,30 @@ class LedgerAccumulator:
             if totals is None:
                 totals = self.by_day[day] = Totals()
             totals.add(delta)
+
+    def add_aggregate(self, labels: Mapping[str, Any], *, day: str, count: int, sums: Sums) -> None:
+        """Count ``count`` responses summed elsewhere (a rollup row): ``labels`` hold what an entry
+        would (``provider``, ``model``, ``stepId``, ``subject``), ``day`` their UTC day. Tokens and
+        durations add as they would one by one; each currency's cost is added (and rounded to 12
+        decimals) once for the whole sum, its exact decimal sum kept beside it."""
+        if count <= 0:
+            return
+        tokens, duration, currency, cost = sums
+        delta: Delta = (tokens, js_value(float(duration)), currency, js_value(float(cost)))
+        self.totals.add_sum(count, delta)
+        if currency is not None:
+            self.exact_cost[currency] = self.exact_cost.get(currency, _ZERO) + cost
+        for rollup, key, label in _rollup_keys(labels):
+            buckets = self.rollups[rollup]
+            bucket = buckets.get(key)
+            if bucket is None:
+                bucket = buckets[key] = (label, Totals())
+            bucket[1].add_sum(count, delta)
+        if self.breakdowns:
+            totals = self.by_day.get(day)
+            if totals is None:
+                totals = self.by_day[day] = Totals()
+            totals.add_sum(count, delta)
 
     def merge(self, other: LedgerAccumulator) -> None:
         """Fold another accumulator into this one (e.g. per-run ledgers cached separately).

@@ -557,27 +557,6 @@ def artifact_versions(run: Run, key: str, versions: list[int]) -> dict[int, Arti
     return {r.version: r for r in ArtifactVersion.objects.filter(run=run, key=key, version__in=versions)}
 
 
-def workspace_ledger_data(workspace: Workspace, *, lo, hi):
-    """Ledger over the workspace's runs started in [lo, hi): (accumulator, number of runs, the
-    distinct workflow snapshots of those runs, for the step order)."""
-
-    runs = Run.objects.for_workspace(workspace).filter(started_at__gte=lo, started_at__lt=hi)
-    docs = {rid: loads(doc) for rid, doc in runs.values_list("id", "doc")}
-    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
-    workflows: dict[tuple[Any, Any], Any] = {}
-    for doc in docs.values():
-        acc.add_run(doc)
-        workflows.setdefault((doc.get("workflowId"), doc.get("workflowVersion")), doc.get("workflowSnapshot"))
-    events = (
-        Event.objects.filter(run__in=runs.values("pk"), type="model_io")
-        .order_by("run_id", "seq")
-        .values_list("run_id", "body")
-    )
-    for run_id, body in events.iterator(chunk_size=2000):
-        acc.add_event(docs[run_id], loads(body))
-    return acc, len(docs), list(workflows.values())
-
-
 def get_fork(workspace: Workspace, run_id: str) -> RunFork:
     """The fork record of a run of this workspace (RunNotFound when the run is missing or no fork)."""
     run = get_run(workspace, run_id)

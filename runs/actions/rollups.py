@@ -1,0 +1,353 @@
+"""Rollups maintained on the write path: what the workspace ledger reads instead of every
+``model_io`` body of the period (runs.models.CostRollup, runs.models.RunRollup).
+
+The invariant: the rollup tables always equal :func:`recompute` over the stored events, i.e.
+for every stored ``model_io`` response of every run of the workspace, counted under the run's
+start day, workflow and subject (the run row's columns), and every run counted once under its
+start day and workflow. It holds because every door that writes events or runs calls in here in
+the same transaction:
+
+- :func:`count_model_calls` from ``Appender.save`` (runs.actions.core): every append, a command,
+  a host's batch, OTLP ingest, a bundle import, the history a fork copies;
+- :func:`count_new_run` from ``save_new_run``: every new run (started, imported, forked, OTLP);
+- :func:`forget_run` from ``do_delete_run`` (and any bulk retention): the run's calls and the
+  run itself are subtracted before its rows go.
+
+Forks: a fork's copied history is stored as the fork's own events, and the run ledger and the
+workspace ledger always counted every stored response of every run, so a fork's copied calls
+count again under the fork (what was spent once is shown under both runs, as before rollups).
+Redaction happens before events are stored (a redacted bundle, a fork of one): the rollups count
+what is stored, so a redacted field is never counted or revealed through them.
+
+A run's start day and subject never change after its row is created (the engine has no event
+that changes them; a bundle's document carries the same ones its first state had), so the key a
+run's calls are counted under is stable. ``manage.py rebuild_rollups`` recomputes everything
+from the events when an operator needs it (after restoring a backup, or changing ROLLUP_SHARDS).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, date
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection, transaction
+
+from runs.fields import from_column, to_column
+from runs.models import CostRollup, Event, Run, RunRollup, Workspace
+from runs.protocol.telemetry import derived_total_tokens, exact_amount, normalize_currency
+from runs.protocol.values import loads
+
+# Concurrent writers of one workspace spread over this many rows per key (by run pk).
+ROLLUP_SHARDS = 4
+
+_INT_SUMS = (
+    "calls",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cached_input_tokens",
+    "reasoning_tokens",
+)
+_TEXT_SUMS = ("duration_ms", "cost")
+_LABELS = (
+    "call_day",
+    "workflow_id",
+    "provider",
+    "model",
+    "step_id",
+    "subject_user",
+    "subject_tenant",
+    "subject_plan",
+    "currency",
+)
+_COLUMNS = ("workspace_id", "run_day", "key_hash", "shard", *_LABELS, *_INT_SUMS, *_TEXT_SUMS)
+
+# (run_day, shard, call_day, workflow, provider, model, step, user, tenant, plan, currency)
+Key = tuple[date, int, str, str, str, str, str, str, str, str, str]
+# (run_day, workflow, workflow version, shard)
+RunKey = tuple[date, str, int, int]
+
+
+def run_day(run: Run) -> date:
+    """The UTC day the run started: the day the workspace ledger files it under."""
+    return run.started_at.astimezone(UTC).date()
+
+
+def _run_labels(run: Run) -> tuple[date, int, str, str, str, str]:
+    subject = run.subject if isinstance(run.subject, dict) else {}
+
+    def text(name: str) -> str:
+        value = subject.get(name)
+        return value if isinstance(value, str) else ""
+
+    return (
+        run_day(run),
+        run.pk % ROLLUP_SHARDS,
+        run.workflow_id or "",
+        text("userId"),
+        text("tenantId"),
+        text("planId"),
+    )
+
+
+def response_sums(event: Mapping[str, Any]) -> tuple[tuple[str, str, str, str, str], list]:
+    """What one ``model_io`` response adds: its labels (call day, provider, model, step, currency)
+    and its sums [1, input, output, total, cached, reasoning, duration, cost], exactly as the
+    ledger reads them (runs.protocol.telemetry.ledger_entry)."""
+    usage = event.get("usage")
+    tokens = [0, 0, 0, 0, 0]
+    if isinstance(usage, Mapping):
+        tokens = [
+            usage.get("inputTokens") or 0,
+            usage.get("outputTokens") or 0,
+            derived_total_tokens(usage),
+            usage.get("cachedInputTokens") or 0,
+            usage.get("reasoningTokens") or 0,
+        ]
+    duration = event.get("durationMs")
+    cost = event.get("cost")
+    currency, amount = "", Decimal(0)
+    if isinstance(cost, Mapping):
+        currency = normalize_currency(cost["currency"])
+        amount = exact_amount(cost["amount"])
+    labels = (
+        str(event.get("ts") or "")[:10] or "unknown",
+        event.get("provider") or "",
+        event.get("model") or "",
+        event.get("stepId") or "",
+        currency,
+    )
+    return labels, [1, *tokens, Decimal(0) if duration is None else exact_amount(duration), amount]
+
+
+def _deltas(run: Run, events: Iterable[Mapping[str, Any]], sign: int) -> dict[Key, list]:
+    day, shard, workflow, user, tenant, plan = _run_labels(run)
+    out: dict[Key, list] = {}
+    for event in events:
+        if event.get("type") != "model_io" or event.get("direction") != "response":
+            continue
+        (call_day, provider, model, step, currency), sums = response_sums(event)
+        key: Key = (day, shard, call_day, workflow, provider, model, step, user, tenant, plan, currency)
+        held = out.get(key)
+        if held is None:
+            out[key] = [sign * value for value in sums]
+        else:
+            for i, value in enumerate(sums):
+                held[i] += sign * value
+    return out
+
+
+def _key_hash(key: Key) -> str:
+    text = json.dumps([key[1], *key[2:]], ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _spell(text: str) -> str:
+    return to_column(text) if connection.vendor == "postgresql" else text
+
+
+def read_label(text: str) -> str:
+    """A label column's value as the protocol string it holds."""
+    return from_column(text) if connection.vendor == "postgresql" else text
+
+
+def _apply(workspace_id: int, deltas: dict[Key, list]) -> None:
+    """Add the deltas to the rollup rows (created when missing), in key order (no deadlock between
+    two writers that touch the same rows)."""
+    if not deltas:
+        return
+    ordered = sorted(
+        ((_key_hash(key), key, sums) for key, sums in deltas.items()), key=lambda x: (x[1][0], x[0])
+    )
+    if connection.vendor == "postgresql":
+        _apply_postgresql(workspace_id, ordered)
+    else:
+        _apply_read_modify_write(workspace_id, ordered)
+    if any(sums[0] < 0 for _, _, sums in ordered):
+        CostRollup.objects.filter(workspace_id=workspace_id, calls__lte=0).delete()
+
+
+def _row(workspace_id: int, key_hash: str, key: Key, sums: list) -> list:
+    return [
+        workspace_id,
+        key[0],
+        key_hash,
+        key[1],
+        *(_spell(label) for label in key[2:]),
+        *(int(v) for v in sums[:6]),
+        *(format(v, "f") for v in sums[6:]),
+    ]
+
+
+def _apply_postgresql(workspace_id: int, ordered: list) -> None:
+    """One statement: INSERT ... ON CONFLICT DO UPDATE, the text sums added as ``numeric``."""
+    table = CostRollup._meta.db_table
+    placeholders = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+    updates = [f"{c} = {table}.{c} + EXCLUDED.{c}" for c in _INT_SUMS]
+    updates += [f"{c} = ({table}.{c}::numeric + EXCLUDED.{c}::numeric)::text" for c in _TEXT_SUMS]
+    params = [value for key_hash, key, sums in ordered for value in _row(workspace_id, key_hash, key, sums)]
+    sql = (
+        f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES {', '.join([placeholders] * len(ordered))}"
+        f" ON CONFLICT (workspace_id, run_day, key_hash) DO UPDATE SET {', '.join(updates)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def _apply_read_modify_write(workspace_id: int, ordered: list) -> None:
+    """SQLite (one writer at a time): read the rows, add in Python (``Decimal``), write them back."""
+    held = {
+        (row["run_day"], row["key_hash"]): row
+        for row in CostRollup.objects.filter(
+            workspace_id=workspace_id, key_hash__in={key_hash for key_hash, _, _ in ordered}
+        ).values("run_day", "key_hash", *_INT_SUMS, *_TEXT_SUMS)
+    }
+    rows = []
+    for key_hash, key, sums in ordered:
+        old = held.get((key[0], key_hash))
+        if old is not None:
+            sums = [int(old[c]) + v for c, v in zip(_INT_SUMS, sums[:6], strict=True)] + [
+                Decimal(old[c]) + v for c, v in zip(_TEXT_SUMS, sums[6:], strict=True)
+            ]
+        rows.append(_row(workspace_id, key_hash, key, sums))
+    table = CostRollup._meta.db_table
+    placeholders = ", ".join(["%s"] * len(_COLUMNS))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_INT_SUMS, *_TEXT_SUMS))
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES ({placeholders})"
+            f" ON CONFLICT (workspace_id, run_day, key_hash) DO UPDATE SET {updates}",
+            rows,
+        )
+
+
+def count_model_calls(run: Run, events: Iterable[Mapping[str, Any]], *, sign: int = 1) -> None:
+    """THE rollup hook of the append path: add the run's newly stored events (only ``model_io``
+    responses count) to the cost rollups, in the caller's transaction."""
+    _apply(run.workspace_id, _deltas(run, events, sign))
+
+
+def _count_runs(workspace_id: int, counts: dict[RunKey, int]) -> None:
+    table = RunRollup._meta.db_table
+    sql = (
+        f"INSERT INTO {table} (workspace_id, run_day, workflow_id, workflow_version, shard, runs)"
+        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (workspace_id, run_day, workflow_id,"
+        f" workflow_version, shard) DO UPDATE SET runs = {table}.runs + excluded.runs"
+    )
+    rows = [
+        (workspace_id, day, _spell(workflow), version, shard, n)
+        for (day, workflow, version, shard), n in sorted(counts.items())
+        if n
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+    if any(n < 0 for n in counts.values()):
+        RunRollup.objects.filter(workspace_id=workspace_id, runs__lte=0).delete()
+
+
+def count_new_run(run: Run, *, sign: int = 1) -> None:
+    """A new run (or, with ``sign=-1``, one going away) in the run counters."""
+    key = (run_day(run), run.workflow_id, run.workflow_version, run.pk % ROLLUP_SHARDS)
+    _count_runs(run.workspace_id, {key: sign})
+
+
+def count_new_runs(runs: list[Run]) -> None:
+    """Many new runs of one workspace (the batch insert of OTLP ingest) in one statement."""
+    counts: dict[RunKey, int] = {}
+    for run in runs:
+        key = (run_day(run), run.workflow_id, run.workflow_version, run.pk % ROLLUP_SHARDS)
+        counts[key] = counts.get(key, 0) + 1
+    if runs:
+        _count_runs(runs[0].workspace_id, counts)
+
+
+def forget_run(run: Run) -> None:
+    """Subtract a run about to be deleted: its stored responses and the run itself."""
+    count_model_calls(run, _stored_responses(run), sign=-1)
+    count_new_run(run, sign=-1)
+
+
+def _stored_responses(run: Run) -> Iterable[dict]:
+    rows = Event.objects.filter(run_id=run.pk, type="model_io").order_by("seq").values_list("body", flat=True)
+    for body in rows.iterator(chunk_size=2000):
+        yield loads(body)
+
+
+_RUN_COLUMNS = ("pk", "workspace_id", "started_at", "subject", "workflow_id", "workflow_version")
+
+
+def recompute_runs(runs: Iterable[Run]) -> tuple[dict[Key, list], dict[RunKey, int]]:
+    """The rollups of these runs (of one workspace) computed from scratch from their stored events."""
+    costs: dict[Key, list] = {}
+    counts: dict[RunKey, int] = {}
+    for run in runs:
+        key = (run_day(run), run.workflow_id, run.workflow_version, run.pk % ROLLUP_SHARDS)
+        counts[key] = counts.get(key, 0) + 1
+        for k, sums in _deltas(run, _stored_responses(run), 1).items():
+            held = costs.get(k)
+            if held is None:
+                costs[k] = sums
+            else:
+                for i, value in enumerate(sums):
+                    held[i] += value
+    return costs, counts
+
+
+def recompute(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, int]]:
+    """The rollups of a workspace computed from scratch from its runs and stored events."""
+    return recompute_runs(Run.objects.for_workspace(workspace).only(*_RUN_COLUMNS).iterator(chunk_size=2000))
+
+
+def write(workspace_id: int, costs: dict[Key, list], counts: dict[RunKey, int]) -> None:
+    """Add computed rollups to a workspace's rows (the migration's backfill and :func:`rebuild`)."""
+    _apply(workspace_id, costs)
+    _count_runs(workspace_id, counts)
+
+
+def rebuild(workspace: Workspace) -> tuple[int, int]:
+    """Replace a workspace's rollups by :func:`recompute`, in one transaction (on PostgreSQL the
+    rollup tables are locked first: a writer waits, then adds its calls to the rebuilt rows).
+    Returns the number of cost rows and run-counter rows written."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"LOCK TABLE {CostRollup._meta.db_table}, {RunRollup._meta.db_table} IN EXCLUSIVE MODE"
+                )
+        costs, counts = recompute(workspace)
+        CostRollup.objects.filter(workspace=workspace).delete()
+        RunRollup.objects.filter(workspace=workspace).delete()
+        write(workspace.pk, costs, counts)
+    return len(costs), len(counts)
+
+
+def stored(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, int]]:
+    """A workspace's rollup rows in :func:`recompute`'s shape (rows that sum to nothing left out)."""
+    costs: dict[Key, list] = {}
+    for row in CostRollup.objects.filter(workspace=workspace).values_list(
+        "run_day", "shard", *_LABELS, *_INT_SUMS, *_TEXT_SUMS
+    ):
+        labels = tuple(read_label(t) for t in row[2 : 2 + len(_LABELS)])
+        sums = row[2 + len(_LABELS) :]
+        costs[(row[0], row[1], *labels)] = [int(v) for v in sums[:6]] + [Decimal(v) for v in sums[6:]]
+    counts = {
+        (day, read_label(workflow), version, shard): n
+        for day, workflow, version, shard, n in RunRollup.objects.filter(workspace=workspace).values_list(
+            "run_day", "workflow_id", "workflow_version", "shard", "runs"
+        )
+        if n
+    }
+    return costs, counts
+
+
+def rollups_match(workspace: Workspace) -> bool:
+    """Whether a workspace's rollups equal a recomputation from its events."""
+    costs, counts = recompute(workspace)
+    return stored(workspace) == (
+        {k: v for k, v in costs.items() if v[0]},
+        {k: n for k, n in counts.items() if n},
+    )

@@ -1,0 +1,103 @@
+"""The workspace ledger, read from the rollups the write path keeps (runs.actions.rollups): the
+rows of the chosen days, never the ``model_io`` bodies of the period."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+from django.db.models import Sum
+
+from runs.fields import from_column
+from runs.models import CostRollup, Run, RunRollup, Workspace
+from runs.protocol.telemetry import LedgerAccumulator
+from runs.protocol.values import loads
+
+_LABELS = (
+    "call_day",
+    "provider",
+    "model",
+    "step_id",
+    "subject_user",
+    "subject_tenant",
+    "subject_plan",
+    "currency",
+)
+_INTS = ("calls", "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
+
+
+def _label(text: str) -> str:
+    return from_column(text) if connection.vendor == "postgresql" else text
+
+
+def _summed_rows(workspace: Workspace, first: date, last: date) -> list[tuple]:
+    """The rollup rows of the days, summed over shards, run days and workflows: (labels..., ints...,
+    duration, cost). On PostgreSQL the database adds them (exact ``numeric``); elsewhere Python."""
+    rows = CostRollup.objects.filter(workspace=workspace, run_day__gte=first, run_day__lte=last)
+    if connection.vendor == "postgresql":
+        sql, params = rows.values("pk").query.sql_with_params()
+        table = CostRollup._meta.db_table
+        select = ", ".join(
+            [
+                *_LABELS,
+                *(f"SUM({c})" for c in _INTS),
+                "SUM(duration_ms::numeric)::text",
+                "SUM(cost::numeric)::text",
+            ]
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {select} FROM {table} WHERE id IN ({sql}) GROUP BY {', '.join(_LABELS)}", params
+            )
+            return cursor.fetchall()
+    merged: dict[tuple, list] = {}
+    for row in rows.values_list(*_LABELS, *_INTS, "duration_ms", "cost"):
+        labels, sums = row[: len(_LABELS)], row[len(_LABELS) :]
+        held = merged.get(labels)
+        values = [int(v) for v in sums[: len(_INTS)]] + [Decimal(v) for v in sums[len(_INTS) :]]
+        if held is None:
+            merged[labels] = values
+        else:
+            for i, value in enumerate(values):
+                held[i] += value
+    return [(*labels, *sums) for labels, sums in merged.items()]
+
+
+def ledger_from_rollups(workspace: Workspace, *, first: date, last: date) -> LedgerAccumulator:
+    """The ledger of the runs started on the UTC days ``first`` .. ``last``: totals, rollups by
+    provider, model, step, user, tenant and plan, and the per-day breakdown, from the rollups."""
+    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
+    n = len(_LABELS)
+    for row in _summed_rows(workspace, first, last):
+        day, provider, model, step, user, tenant, plan, currency = (_label(t) for t in row[:n])
+        calls, i, o, t, c, r = (int(v) for v in row[n : n + 6])
+        duration, cost = Decimal(row[n + 6]), Decimal(row[n + 7])
+        subject = {k: v for k, v in (("userId", user), ("tenantId", tenant), ("planId", plan)) if v}
+        labels = {"provider": provider, "model": model, "stepId": step, "subject": subject}
+        acc.add_aggregate(
+            labels, day=day, count=calls, sums=((i, o, t, c, r), duration, currency or None, cost)
+        )
+    return acc
+
+
+def workspace_ledger_data(workspace: Workspace, *, first: date, last: date):
+    """Ledger over the workspace's runs started on the UTC days ``first`` .. ``last``:
+    (accumulator, number of runs, the distinct workflow snapshots of those runs, for the step order).
+    Reads the rollups: bounded by the days and the distinct labels, not by the runs or their calls."""
+    acc = ledger_from_rollups(workspace, first=first, last=last)
+    counters = RunRollup.objects.filter(workspace=workspace, run_day__gte=first, run_day__lte=last)
+    run_count = int(counters.aggregate(n=Sum("runs"))["n"] or 0)
+    workflows: list[Any] = []
+    pairs = counters.filter(runs__gt=0).values_list("workflow_id", "workflow_version").distinct()
+    for workflow_id, version in sorted(set(pairs)):
+        doc = (
+            Run.objects.for_workspace(workspace)
+            .filter(workflow_id=_label(workflow_id), workflow_version=version)
+            .order_by()
+            .values_list("doc", flat=True)[:1]
+        )
+        if doc:
+            workflows.append(loads(doc[0]).get("workflowSnapshot"))
+    return acc, run_count, workflows

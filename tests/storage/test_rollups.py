@@ -1,0 +1,231 @@
+"""Rollups kept on the write path equal a full recomputation, and the workspace ledger read from them
+equals the ledger of a scan of every model_io body, for random histories: appends, forks with
+copied history, imports (redacted or not), deletes."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runs import actions
+from runs.actions import rollups
+from runs.actions.forks import do_fork_with_history
+from runs.models import CostRollup, Event, Run, RunRollup, Workspace
+from runs.protocol.telemetry import LedgerAccumulator
+from runs.protocol.values import loads
+from runs.selectors.bundles import export_bundle_bytes
+from runs.selectors.ledger import ledger_from_rollups, workspace_ledger_data
+
+pytestmark = pytest.mark.django_db
+
+WORKFLOW = {
+    "id": "wf-roll",
+    "version": 1,
+    "steps": [{"id": "plan"}, {"id": "write"}],
+    "edges": [{"id": "e1", "from": "plan", "to": "write"}],
+}
+ALL_DAYS = {"first": date(1, 1, 1), "last": date(9999, 12, 30)}
+
+_ids = itertools.count()
+
+response = st.fixed_dictionaries(
+    {
+        "provider": st.sampled_from([None, "openai", "anthropic"]),
+        "model": st.sampled_from([None, "m-1", "m-2"]),
+        "stepId": st.sampled_from([None, "plan", "write"]),
+        "day": st.sampled_from(["2026-03-01", "2026-03-02"]),
+        "usage": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {"inputTokens": st.integers(0, 10**6), "outputTokens": st.integers(0, 10**6)},
+                optional={"totalTokens": st.integers(0, 3 * 10**6), "cachedInputTokens": st.integers(0, 99)},
+            ),
+        ),
+        "cost": st.one_of(
+            st.none(),
+            st.tuples(
+                st.sampled_from([0, 0.1, 0.2, 1e-9, 123456.789, 0.00035, 3]),
+                st.sampled_from(["USD", " usd ", "EUR"]),
+            ),
+        ),
+        "durationMs": st.one_of(st.none(), st.sampled_from([0, 100.4, 7])),
+    }
+)
+
+
+def _event(run_id: str, spec: dict) -> dict:
+    event = {
+        "id": f"evt_{next(_ids)}",
+        "runId": run_id,
+        "ts": f"{spec['day']}T10:00:00.000Z",
+        "type": "model_io",
+        "direction": "response",
+    }
+    for name in ("provider", "model", "stepId", "usage", "durationMs"):
+        if spec[name] is not None:
+            event[name] = spec[name]
+    if spec["cost"] is not None:
+        event["cost"] = {"amount": spec["cost"][0], "currency": spec["cost"][1]}
+    return event
+
+
+operation = st.one_of(
+    st.tuples(
+        st.just("start"), st.sampled_from([None, {"userId": "u-1"}, {"userId": "u-2", "tenantId": "t"}])
+    ),
+    st.tuples(st.just("append"), st.integers(0, 5), st.lists(response, min_size=1, max_size=4)),
+    st.tuples(st.just("request"), st.integers(0, 5)),
+    st.tuples(st.just("fork"), st.integers(0, 5), st.integers(1, 6)),
+    st.tuples(st.just("import"), st.integers(0, 5), st.sampled_from([None, "drop", "mask"])),
+    st.tuples(st.just("delete"), st.integers(0, 5)),
+)
+
+
+def _pick(workspace: Workspace, index: int) -> Run | None:
+    runs = list(Run.objects.for_workspace(workspace).order_by("pk"))
+    return runs[index % len(runs)] if runs else None
+
+
+def _apply(workspace: Workspace, op: tuple) -> None:
+    kind = op[0]
+    if kind == "start":
+        actions.do_start_run(
+            workspace=workspace, workflow=WORKFLOW, subject=op[1], run_id=f"run_{next(_ids)}"
+        )
+        return
+    run = _pick(workspace, op[1])
+    if run is None:
+        return
+    if kind == "append":
+        actions.do_append_events(
+            workspace=workspace, run_id=run.run_id, events=[_event(run.run_id, spec) for spec in op[2]]
+        )
+    elif kind == "request":  # a request is no response: it never counts
+        event = {
+            "id": f"evt_{next(_ids)}",
+            "runId": run.run_id,
+            "ts": "2026-03-01T09:00:00.000Z",
+            "type": "model_io",
+            "direction": "request",
+            "provider": "openai",
+        }
+        actions.do_append_events(workspace=workspace, run_id=run.run_id, events=[event])
+    elif kind == "fork" and run.last_seq:
+        do_fork_with_history(
+            workspace=workspace,
+            source_run_id=run.run_id,
+            mode="branch",
+            from_seq=min(op[2], run.last_seq),
+            executable=False,
+        )
+    elif kind == "import":
+        data = export_bundle_bytes(run, redact=op[2])
+        actions.do_import_bundle(workspace=workspace, data=data, as_new_id=True)
+    elif kind == "delete":
+        actions.do_delete_run(workspace=workspace, run_id=run.run_id)
+
+
+def _scan_ledger(workspace: Workspace) -> LedgerAccumulator:
+    """The ledger before rollups: every model_io body of every run, parsed."""
+    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
+    for run in Run.objects.for_workspace(workspace):
+        doc = run.run_doc
+        for body in (
+            Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
+        ):
+            acc.add_event(doc, loads(body))
+    return acc
+
+
+def _counts(totals) -> tuple:
+    d = totals.as_dict()
+    return tuple(
+        d[k] for k in ("eventCount", "inputTokens", "outputTokens", "totalTokens", "cachedInputTokens")
+    )
+
+
+def _costs(totals) -> dict:
+    return {k: pytest.approx(v, rel=1e-12, abs=1e-12) for k, v in totals.cost.items()}
+
+
+def _assert_same_ledger(got: LedgerAccumulator, want: LedgerAccumulator) -> None:
+    assert _counts(got.totals) == _counts(want.totals)
+    assert got.totals.cost == _costs(want.totals)
+    assert got.exact_cost_by_currency() == want.exact_cost_by_currency()  # exact, to the last digit
+    assert got.totals.duration_ms == pytest.approx(want.totals.duration_ms)
+    for name, buckets in want.rollups.items():
+        assert set(got.rollups[name]) == set(buckets), name
+        for key, (label, totals) in buckets.items():
+            assert got.rollups[name][key][0] == label
+            assert _counts(got.rollups[name][key][1]) == _counts(totals), (name, key)
+            assert got.rollups[name][key][1].cost == _costs(totals), (name, key)
+    assert {d: _counts(t) for d, t in got.by_day.items()} == {d: _counts(t) for d, t in want.by_day.items()}
+    assert got.breakdown_result()["unattributed"].keys() == want.breakdown_result()["unattributed"].keys()
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=st.lists(operation, min_size=1, max_size=12))
+def test_rollups_equal_a_full_recomputation(ops):
+    workspace = Workspace.objects.create(slug=f"roll-{next(_ids)}", name="r")
+    for op in ops:
+        _apply(workspace, op)
+    assert rollups.rollups_match(workspace)
+    _assert_same_ledger(ledger_from_rollups(workspace, **ALL_DAYS), _scan_ledger(workspace))
+    _, run_count, _ = workspace_ledger_data(workspace, **ALL_DAYS)
+    assert run_count == Run.objects.for_workspace(workspace).count()
+
+
+def test_costs_are_exact_sums(workspace):
+    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, run_id="r1")
+    spec = {"provider": "p", "model": "m", "stepId": "plan", "day": "2026-03-01", "usage": None}
+    events = [_event("r1", {**spec, "cost": (a, "usd"), "durationMs": None}) for a in (0.1, 0.2, 1e-30)]
+    actions.do_append_events(workspace=workspace, run_id="r1", events=events)
+    (row,) = CostRollup.objects.filter(workspace=workspace)
+    assert (row.currency, row.calls, Decimal(row.cost)) == ("USD", 3, Decimal("0.3") + Decimal("1e-30"))
+    acc = ledger_from_rollups(workspace, **ALL_DAYS)
+    assert acc.exact_cost_by_currency() == {"USD": Decimal("0.3") + Decimal("1e-30")}
+
+
+def _calls(workspace: Workspace) -> int:
+    return sum(CostRollup.objects.filter(workspace=workspace).values_list("calls", flat=True))
+
+
+def test_delete_and_rebuild(workspace):
+    for run_id in ("a", "b"):
+        actions.do_start_run(workspace=workspace, workflow=WORKFLOW, run_id=run_id)
+        spec = {"provider": "p", "model": "m", "stepId": None, "day": "2026-03-01", "usage": None}
+        actions.do_append_events(
+            workspace=workspace,
+            run_id=run_id,
+            events=[_event(run_id, {**spec, "cost": (1, "EUR"), "durationMs": 5})],
+        )
+    assert _calls(workspace) == 2
+    actions.do_delete_run(workspace=workspace, run_id="a")
+    assert _calls(workspace) == 1
+    assert sum(RunRollup.objects.filter(workspace=workspace).values_list("runs", flat=True)) == 1
+    actions.do_delete_run(workspace=workspace, run_id="b")
+    assert not CostRollup.objects.filter(workspace=workspace).exists()
+    assert not RunRollup.objects.filter(workspace=workspace).exists()
+
+    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, run_id="c")
+    actions.do_append_events(
+        workspace=workspace, run_id="c", events=[_event("c", {**spec, "cost": (2, "EUR"), "durationMs": 5})]
+    )
+    CostRollup.objects.filter(workspace=workspace).update(calls=99)  # damaged
+    assert not rollups.rollups_match(workspace)
+    out = io.StringIO()
+    call_command("rebuild_rollups", "--workspace", workspace.slug, stdout=out)
+    assert "rebuilt (1 cost rows, 1 run counters)" in out.getvalue()
+    assert rollups.rollups_match(workspace)
+    assert CostRollup.objects.get(workspace=workspace).calls == 1
