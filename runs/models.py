@@ -190,7 +190,27 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-started_at", "-created_at"]
-        indexes = [models.Index(fields=["workspace", "-started_at"], name="run_ws_started")]
+        # Every list of runs is a keyset page on (started_at, pk) descending within a workspace:
+        # one index per filter the runs list offers, each ending in that order, so a page reads its
+        # rows and stops (the EXPLAIN test in tests/storage/test_query_plans.py holds them to it).
+        indexes = [
+            models.Index(fields=["workspace", "-started_at", "-id"], name="run_ws_started_pk"),
+            models.Index(fields=["workspace", "status", "-started_at", "-id"], name="run_ws_status_started"),
+            models.Index(
+                fields=["workspace", "workflow_id", "-started_at", "-id"], name="run_ws_workflow_started"
+            ),
+            models.Index(
+                fields=["workspace", "-started_at", "-id"],
+                condition=models.Q(rejected_gates__gt=0),
+                name="run_ws_rejected",
+            ),
+            # the inbox and the navigation's pending-gate count
+            models.Index(
+                fields=["workspace", "-started_at", "-id"],
+                condition=models.Q(pending_gates__gt=0, status="running"),
+                name="run_ws_waiting",
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["workspace", "run_id"], name="uniq_run_id_per_workspace")
         ]
@@ -638,7 +658,7 @@ class Delivery(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
-            models.Index(fields=["webhook", "-created_at"], name="delivery_hook_recent"),
+            models.Index(fields=["webhook", "-created_at", "-id"], name="delivery_hook_recent"),
         ]
 
 

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -15,8 +15,9 @@ from runs.actions.permissions import Action
 from runs.models import Run
 from runs.protocol.timestamps import to_datetime
 from runs.selectors.runs import (
+    BadCursor,
+    inbox_page,
     run_state,
-    runs_waiting_for_review,
 )
 from runs.web.request import (
     current_workspace,
@@ -50,7 +51,11 @@ def inbox_row_context(
 def review_inbox(request: HttpRequest) -> HttpResponse:
     """Every pending gate across the workspace's runs (the reviewer's inbox)."""
     workspace = current_workspace(request)
-    runs = runs_waiting_for_review(workspace, limit=INBOX_LIMIT)
+    cursor = request.GET.get("cursor", "")
+    try:
+        runs, next_cursor = inbox_page(workspace, limit=INBOX_LIMIT, cursor=cursor)
+    except BadCursor:
+        return HttpResponseBadRequest("bad cursor")
     can_review = may(request, Action.RESOLVE_GATE)
     items = []
     for run in runs:
@@ -62,6 +67,8 @@ def review_inbox(request: HttpRequest) -> HttpResponse:
         {
             "items": items,
             "runs_count": len(runs),
+            "next_cursor": next_cursor,
+            "cursor": cursor,
             "limit": INBOX_LIMIT,
             "nav_active": "inbox",
             "can_review": can_review,

@@ -16,8 +16,18 @@ from django.db.models.functions import Cast
 
 from runs.engine.fold import apply_event, fold, reviewer_note
 from runs.engine.state import RunState, initial_run_doc
-from runs.fields import column_value, json_text_needle
-from runs.models import ArtifactVersion, Event, Run, RunFork, RunParent, RunSnapshot, RunStatus, Workspace
+from runs.fields import column_value, from_column, json_text_needle
+from runs.models import (
+    ArtifactVersion,
+    Event,
+    Run,
+    RunFork,
+    RunParent,
+    RunRollup,
+    RunSnapshot,
+    RunStatus,
+    Workspace,
+)
 from runs.presenters.timeline import EventRecord, build_rows
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.protocol.values import loads
@@ -461,6 +471,12 @@ def runs_page(
                 )
             )
         )
+    return keyset_page(qs, cursor=cursor, limit=limit, fields=RUN_LIST_FIELDS)
+
+
+def keyset_page(qs: QuerySet[Run], *, cursor: str, limit: int, fields=()) -> tuple[list[Run], str]:
+    """One page of runs newest first ((started_at, pk) descending, the order of the run indexes)
+    after ``cursor`` ("<started_at ISO>|<pk>" of the previous page's last run), and the next cursor."""
     if cursor:
         try:
             ts_text, run_pk = cursor.split("|", 1)
@@ -470,8 +486,12 @@ def runs_page(
                 raise ValueError(run_pk)
         except ValueError:
             raise BadCursor(cursor) from None
-        qs = qs.filter(Q(started_at__lt=ts) | Q(started_at=ts, pk__lt=after_pk))
-    runs = list(qs.order_by("-started_at", "-pk").only(*RUN_LIST_FIELDS)[: limit + 1])
+        # started_at <= ts bounds the index range; the tie-break filters the few rows at ts
+        qs = qs.filter(started_at__lte=ts).filter(Q(started_at__lt=ts) | Q(pk__lt=after_pk))
+    qs = qs.order_by("-started_at", "-pk")
+    if fields:
+        qs = qs.only(*fields)
+    runs = list(qs[: limit + 1])
     next_cursor = ""
     if len(runs) > limit:
         runs = runs[:limit]
@@ -494,30 +514,35 @@ def waiting_steps(runs: list[Run]) -> dict[int, list[str]]:
 
 
 def workflow_ids(workspace: Workspace, *, limit: int = 200) -> list[str]:
-    return list(
-        Run.objects.for_workspace(workspace)
+    """The workflows the workspace has runs of, read from the run counters the write path keeps
+    (bounded by days x workflows, not by the runs)."""
+    ids = (
+        RunRollup.objects.filter(workspace=workspace, runs__gt=0)
         .order_by("workflow_id")
         .values_list("workflow_id", flat=True)
         .distinct()[:limit]
     )
+    return [from_column(i) if connection.vendor == "postgresql" else i for i in ids]
 
 
-def runs_waiting_for_review(workspace: Workspace, *, limit: int) -> list[Run]:
+def _waiting(workspace: Workspace) -> QuerySet[Run]:
+    """Running runs with a pending gate (the partial index run_ws_waiting holds exactly these)."""
+    return Run.objects.for_workspace(workspace).filter(pending_gates__gt=0, status=RunStatus.RUNNING)
+
+
+def runs_waiting_for_review(workspace: Workspace, *, limit: int, cursor: str = "") -> list[Run]:
     """Running runs with at least one pending gate, newest first."""
-    return list(
-        Run.objects.for_workspace(workspace)
-        .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
-        .order_by("-started_at", "-pk")[:limit]
-    )
+    return inbox_page(workspace, limit=limit, cursor=cursor)[0]
+
+
+def inbox_page(workspace: Workspace, *, limit: int, cursor: str = "") -> tuple[list[Run], str]:
+    """One keyset page of the runs waiting for review, newest first, and the next page's cursor."""
+    return keyset_page(_waiting(workspace), cursor=cursor, limit=limit)
 
 
 def pending_gate_count(workspace: Workspace) -> int:
     """Pending gates over the workspace's running runs (one aggregate query)."""
-    total = (
-        Run.objects.for_workspace(workspace)
-        .filter(pending_gates__gt=0, status=RunStatus.RUNNING)
-        .aggregate(n=Sum("pending_gates"))["n"]
-    )
+    total = _waiting(workspace).aggregate(n=Sum("pending_gates"))["n"]
     return int(total or 0)
 
 

@@ -120,3 +120,19 @@ def test_outsiders_get_404_and_change_nothing(client, charlie, make_run):
     response = _decide(client, "approved")
     assert response.status_code == 404
     assert Run.objects.get(run_id="run_a").pending_gates == 1
+
+
+def test_inbox_pages_by_keyset_cursor(client, bob, make_run, monkeypatch):
+    from runs.pages import inbox
+
+    monkeypatch.setattr(inbox, "INBOX_LIMIT", 2)
+    for run_id in ("run_a", "run_b", "run_c"):
+        make_run(run_id)
+    login(client, bob)
+    first = client.get("/runs/inbox/").content.decode()
+    assert first.count('<tr class="inbox-row"') == 2
+    cursor = re.search(r'href="/runs/inbox/\?cursor=([^"]+)"', first).group(1)
+    second = client.get(f"/runs/inbox/?cursor={cursor}").content.decode()
+    assert second.count('<tr class="inbox-row"') == 1 and "Older runs" not in second
+    assert set(re.findall(r'data-run="(run_\w)"', first + second)) == {"run_a", "run_b", "run_c"}
+    assert client.get("/runs/inbox/?cursor=nonsense").status_code == 400

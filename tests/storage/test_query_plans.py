@@ -1,0 +1,128 @@
+"""EXPLAIN on PostgreSQL: every page query of a workspace (runs list with each filter and the text
+search, its next page, the inbox, the pending-gate count, the workflow menu, the workspace and run
+ledgers, the run page's timeline and gates) reads ``runs_run`` and ``runs_event`` through an index,
+never a sequential scan, on a dataset big enough (and ANALYZEd) for the planner to prefer an index
+whenever one serves. Plans are checked, not times. Skipped on SQLite."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from runs.models import Run, Workspace
+from runs.selectors import ledger, runs
+
+pytestmark = pytest.mark.django_db
+
+RUNS_PER_WORKSPACE = 6000
+EVENTS_PER_RUN = 8
+WORKSPACES = 3
+
+_BODY = (
+    """'{"id":"evt_' || r.id || '_' || s || '","runId":"run_' || r.id || '","ts":"2026-03-01T10:00:00.000Z",'"""
+    """ || '"type":"model_io","direction":"response","provider":"openai","model":"m",'"""
+    """ || '"usage":{"inputTokens":10,"outputTokens":5},"cost":{"amount":0.001,"currency":"USD"},'"""
+    """ || '"summary":"answer number ' || (r.id * 7 + s) || '"}'"""
+)
+
+
+def _build() -> Workspace:
+    """WORKSPACES workspaces x RUNS_PER_WORKSPACE runs x EVENTS_PER_RUN events, in SQL (seconds)."""
+    spaces = [Workspace.objects.create(slug=f"plan-{i}", name=f"plan {i}") for i in range(WORKSPACES)]
+    with connection.cursor() as cursor:
+        for ws in spaces:
+            cursor.execute(
+                """
+                INSERT INTO runs_run (workspace_id, run_id, workflow_id, workflow_version, title, status,
+                    started_at, tags, subject, doc, state, revision, last_seq, has_engine, pending_gates,
+                    rejected_gates, event_count, model_calls, total_tokens, cost_totals, created_by,
+                    created_at, updated_at)
+                SELECT %s, 'run_' || g, 'wf-' || (g %% 20), 1, 'Run ' || g,
+                    (ARRAY['running','completed','failed','cancelled'])[1 + g %% 4],
+                    TIMESTAMP WITH TIME ZONE '2026-01-01' + g * INTERVAL '1 minute', ('["t' || (g %% 50) || '"]')::jsonb,
+                    NULL, '{"id":"run_' || g || '"}', '{}', 8, 8, true,
+                    CASE WHEN g %% 97 = 1 THEN 1 ELSE 0 END, CASE WHEN g %% 89 = 2 THEN 1 ELSE 0 END,
+                    8, 8, 120, '{}'::jsonb, '', now(), now()
+                FROM generate_series(1, %s) AS g
+                """,
+                [ws.pk, RUNS_PER_WORKSPACE],
+            )
+        cursor.execute(
+            f"""
+            INSERT INTO runs_event (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor,
+                recorded_at)
+            SELECT r.id, s, 'evt_' || r.id || '_' || s,
+                CASE WHEN s %% 2 = 0 THEN 'model_io' ELSE 'step_started' END, '2026-03-01T10:00:00.000Z',
+                'step-' || (s %% 3), '', {_BODY}, '', now()
+            FROM runs_run r, generate_series(1, %s) AS s
+            """,
+            [EVENTS_PER_RUN],
+        )
+        cursor.execute("ANALYZE runs_run")
+        cursor.execute("ANALYZE runs_event")
+    return spaces[1]
+
+
+def _queries(workspace: Workspace) -> list[tuple[str, list[str]]]:
+    """(name, the SQL each page query sent), from the selectors the pages call."""
+    out = []
+
+    def capture(name, fn):
+        with CaptureQueriesContext(connection) as ctx:
+            fn()
+        out.append((name, [q["sql"] for q in ctx.captured_queries]))
+
+    f = runs.RunListFilters
+    _, cursor = runs.runs_page(workspace, f(), limit=50)
+    for name, filters in [
+        ("runs list", f()),
+        ("status filter", f(status="completed")),
+        ("rejected filter", f(status="rejected")),
+        ("workflow filter", f(workflow="wf-7")),
+        ("tag filter", f(tag="t7")),
+        ("text search", f(q="answer number 4242")),
+        ("filtered search", f(status="failed", workflow="wf-3", q="Run 12")),
+    ]:
+        capture(name, lambda filters=filters: runs.runs_page(workspace, filters, limit=50))
+        capture(
+            name + " (next page)",
+            lambda filters=filters: runs.runs_page(workspace, filters, cursor=cursor, limit=50),
+        )
+    capture("inbox", lambda: runs.inbox_page(workspace, limit=200))
+    capture("pending gate count", lambda: runs.pending_gate_count(workspace))
+    capture("workflow menu", lambda: runs.workflow_ids(workspace))
+    capture(
+        "workspace ledger",
+        lambda: ledger.workspace_ledger_data(workspace, first=date(2026, 1, 1), last=date(2026, 1, 31)),
+    )
+    run = Run.objects.for_workspace(workspace).get(run_id="run_4242")
+    capture("run ledger", lambda: runs.run_ledger_data(run))
+    capture("run page timeline", lambda: runs.timeline_page(run))
+    capture("run page gates", lambda: runs.gate_history(run, limit=20))
+    capture("timeline search", lambda: runs.timeline_page(run, filters=runs.TimelineFilters(q="answer")))
+    return out
+
+
+SEQ_SCAN = re.compile(r"Seq Scan on (runs_run|runs_event)\b")
+
+
+def test_page_queries_use_indexes_not_sequential_scans():
+    if connection.vendor != "postgresql":
+        pytest.skip("query plans are checked on PostgreSQL")
+    workspace = _build()
+    bad = []
+    with connection.cursor() as cursor:
+        for name, statements in _queries(workspace):
+            assert statements, name
+            for sql in statements:
+                cursor.execute("EXPLAIN " + sql)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                if SEQ_SCAN.search(plan):
+                    bad.append(f"{name}: {sql}\n{plan}")
+                elif name.endswith("(next page)") and "search" not in name and "started_at <=" not in plan:
+                    bad.append(f"{name}: the cursor must bound the index range\n{sql}\n{plan}")
+    assert not bad, "\n\n".join(bad)
