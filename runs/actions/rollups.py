@@ -281,19 +281,38 @@ _RUN_COLUMNS = ("pk", "workspace_id", "started_at", "subject", "workflow_id", "w
 
 
 def recompute_runs(runs: Iterable[Run]) -> tuple[dict[Key, list], dict[RunKey, int]]:
-    """The rollups of these runs (of one workspace) computed from scratch from their stored events."""
+    """The rollups of these runs (of one workspace) computed from scratch from their stored events
+    (their model_io rows read 500 runs at a time)."""
     costs: dict[Key, list] = {}
     counts: dict[RunKey, int] = {}
+    batch: list[Run] = []
+
+    def flush() -> None:
+        bodies: dict[int, list[dict]] = {run.pk: [] for run in batch}
+        rows = (
+            Event.objects.filter(run_id__in=list(bodies), type="model_io")
+            .order_by("run_id", "seq")
+            .values_list("run_id", "body")
+        )
+        for run_pk, body in rows.iterator(chunk_size=5000):
+            bodies[run_pk].append(loads(body))
+        for run in batch:
+            for k, sums in _deltas(run, bodies[run.pk], 1).items():
+                held = costs.get(k)
+                if held is None:
+                    costs[k] = sums
+                else:
+                    for i, value in enumerate(sums):
+                        held[i] += value
+        batch.clear()
+
     for run in runs:
         key = (run_day(run), run.workflow_id, run.workflow_version, run.pk % ROLLUP_SHARDS)
         counts[key] = counts.get(key, 0) + 1
-        for k, sums in _deltas(run, _stored_responses(run), 1).items():
-            held = costs.get(k)
-            if held is None:
-                costs[k] = sums
-            else:
-                for i, value in enumerate(sums):
-                    held[i] += value
+        batch.append(run)
+        if len(batch) >= 500:
+            flush()
+    flush()
     return costs, counts
 
 

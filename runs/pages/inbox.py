@@ -24,7 +24,7 @@ from runs.web.request import (
     may,
 )
 
-INBOX_LIMIT = 200
+INBOX_LIMIT = 50  # runs per keyset page
 ROW_KEY = re.compile(r"[0-9-]{1,40}")
 
 

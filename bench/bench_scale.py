@@ -1,0 +1,376 @@
+"""A workspace at scale on PostgreSQL: server time of the runs list, a filtered search, the inbox, the
+workspace ledger (30 days), a run's ledger and a run page, in a workspace of BENCH_SCALE_RUNS runs
+(10 events each: 5 priced model calls, request + response) next to one of 1,000 runs built the
+same way; median and p95 of each, and the ratio big / small.
+
+How the big workspace is built (once; cached, see below):
+
+1. TEMPLATES runs are made through the actions (do_start_run, do_append_events, a gate request
+   for some, a cancel or a completion for others): real projections, events, rollups.
+2. Each run of the workspace is a clone of one template, written with COPY: the template's run row
+   and event rows with its run id, event ids and start time replaced (run i starts i * spacing
+   seconds before the newest, over BENCH_SCALE_DAYS days). Run counters and cost rollups are then
+   rebuilt from the copied events (runs.actions.rollups.rebuild: what the write path would hold).
+3. Equivalence check, printed: for a sample of clones, (a) the projection equals the fold of the
+   copied events (runs.actions.projection_matches_fold), (b) the exported bundle verifies, and (c)
+   the bundle imported through the actions (do_import_bundle) holds the same event bodies; and the
+   rebuilt rollups equal a recomputation (rollups_match). A clone is therefore a run the actions
+   would have stored, which is what makes the timings speak for the product.
+
+Cache: the database BENCH_SCALE_DB (default postgres://postgres@127.0.0.1:5432/workbench_bench_scale,
+created when missing) keeps the data; var/bench/bench_scale.json records what was built (runs,
+events, recipe version). A second run with the same settings only measures.
+
+Environment: BENCH_SCALE_RUNS (default 100000), BENCH_SCALE_DAYS (default 90), BENCH_SCALE_REPEAT
+(default 15), BENCH_SCALE_REBUILD=1 (build again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+RUNS = int(os.environ.get("BENCH_SCALE_RUNS", "100000"))
+SMALL = 1000
+DAYS = int(os.environ.get("BENCH_SCALE_DAYS", "90"))
+REPEAT = int(os.environ.get("BENCH_SCALE_REPEAT", "15"))
+TEMPLATES = 8
+RECIPE = 2  # bump when the build changes: a cached workspace of another recipe is built again
+DB_URL = os.environ.get("BENCH_SCALE_DB", "postgres://postgres@127.0.0.1:5432/workbench_bench_scale")
+CACHE = ROOT / "var" / "bench" / "bench_scale.json"
+TMP = Path(tempfile.mkdtemp(prefix="bench_scale_"))
+os.environ["DATABASE_URL"] = DB_URL
+os.environ.setdefault("WORKBENCH_VAR_DIR", str(TMP))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
+os.environ.setdefault("SECRET_KEY", "bench-scale-not-secret-" + "x" * 40)
+os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+
+
+def _wanted() -> dict:
+    return {"recipe": RECIPE, "runs": RUNS, "small": SMALL, "days": DAYS, "templates": TEMPLATES}
+
+
+def _cached() -> dict | None:
+    if os.environ.get("BENCH_SCALE_REBUILD") == "1" or not CACHE.exists():
+        return None
+    cached = json.loads(CACHE.read_text())
+    return cached if {k: cached.get(k) for k in _wanted()} == _wanted() else None
+
+
+def _ensure_database(fresh: bool) -> None:
+    """The bench's own database (dropped and made again when a build is due)."""
+    from urllib.parse import urlparse
+
+    import psycopg
+
+    name = urlparse(DB_URL).path.lstrip("/")
+    with psycopg.connect(DB_URL.replace(f"/{name}", "/postgres", 1), autocommit=True) as conn:
+        if fresh:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+CACHED = _cached()
+_ensure_database(fresh=CACHED is None)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from django.test import Client  # noqa: E402
+
+from runs import actions  # noqa: E402
+from runs.actions.workspaces import add_member, get_or_create_workspace  # noqa: E402
+from runs.engine import commands as c  # noqa: E402
+from runs.models import Event, Run, Workspace  # noqa: E402
+from runs.protocol.bundle import check_bundle  # noqa: E402
+from runs.protocol.values import loads  # noqa: E402
+from runs.selectors.bundles import export_bundle_bytes  # noqa: E402
+
+WORKFLOW = {
+    "id": "wf-scale",
+    "version": 1,
+    "title": "Scale workflow",
+    "steps": [{"id": "draft", "gatePolicy": "AUTO"}, {"id": "review", "gatePolicy": "PAUSE_BEFORE"}],
+    "edges": [{"id": "e1", "from": "draft", "to": "review"}],
+}
+MODELS = [("openai", "gpt-4.1-mini"), ("anthropic", "claude-haiku-4-5"), ("openai", "gpt-4.1")]
+
+
+def _calls(run_id: str, t: int) -> list[dict]:
+    """Five priced model calls (request + response) with words to search for."""
+    events = []
+    provider, model = MODELS[t % len(MODELS)]
+    for n in range(5):
+        ts = f"2026-01-01T00:00:0{n}.000Z"
+        common = {"runId": run_id, "ts": ts, "type": "model_io", "provider": provider, "model": model}
+        events.append(
+            {
+                **common,
+                "id": f"evt_{run_id}_q{n}",
+                "direction": "request",
+                "stepId": "draft",
+                "payload": {"prompt": f"summarise invoice {t * 100 + n} for tenant acme-{t}"},
+            }
+        )
+        events.append(
+            {
+                **common,
+                "id": f"evt_{run_id}_a{n}",
+                "direction": "response",
+                "stepId": "draft",
+                "summary": f"invoice {t * 100 + n} totals {n * 17} euros",
+                "usage": {"inputTokens": 900 + t, "outputTokens": 100 + n},
+                "cost": {"amount": 0.0012 + t / 10000, "currency": "USD"},
+                "durationMs": 300 + n,
+            }
+        )
+    return events
+
+
+def _make_template(workspace: Workspace, t: int) -> Run:
+    run_id = f"run_tpl{t:02d}_0000000000"
+    actions.do_start_run(
+        workspace=workspace,
+        workflow=WORKFLOW,
+        actor="bench",
+        run_id=run_id,
+        subject={"userId": f"u-{t % 3}", "tenantId": f"acme-{t % 2}"},
+        tags=["scale", f"t{t}"],
+    )
+    actions.do_command(
+        workspace=workspace, run_id=run_id, command=c.BeginStep(step_id="draft"), actor="bench"
+    )
+    actions.do_append_events(workspace=workspace, run_id=run_id, events=_calls(run_id, t))
+    if t % 4 == 0:  # a quarter wait at the review gate (the inbox)
+        actions.do_command(
+            workspace=workspace, run_id=run_id, command=c.CompleteStep(step_id="draft"), actor="bench"
+        )
+    elif t % 4 == 1:
+        actions.do_command(
+            workspace=workspace, run_id=run_id, command=c.CancelRun(reason="bench"), actor="bench"
+        )
+    return Run.objects.by_run_id(workspace, run_id).get()
+
+
+RUN_COLUMNS = [
+    f.column for f in Run._meta.local_concrete_fields if not f.primary_key and f.column != "workspace_id"
+]
+EVENT_COLUMNS = [
+    "run_id",
+    "seq",
+    "event_id",
+    "type",
+    "ts",
+    "step_id",
+    "correlation_id",
+    "body",
+    "actor",
+    "recorded_at",
+]
+
+
+def _template_rows(run: Run) -> tuple[dict, list[tuple]]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs_run WHERE id = %s", [run.pk])
+        row = dict(zip(RUN_COLUMNS, cursor.fetchone(), strict=True))
+        cursor.execute(
+            f"SELECT {', '.join(EVENT_COLUMNS[1:])} FROM runs_event WHERE run_id = %s ORDER BY seq", [run.pk]
+        )
+        events = cursor.fetchall()
+    return row, events
+
+
+def _swap(value, old_id: str, new_id: str, old_start: str, new_start: str):
+    if isinstance(value, str):
+        return value.replace(old_id, new_id).replace(old_start, new_start)
+    return value
+
+
+def build(workspace: Workspace, count: int, templates: list[Run], newest: datetime, prefix: str) -> None:
+    """``count`` clones of the templates in ``workspace`` with COPY (see the module docstring)."""
+    spacing = DAYS * 86400 / max(count, 1)
+    t0 = time.perf_counter()
+    rows = [_template_rows(run) for run in templates]
+    with transaction.atomic(), connection.cursor() as cursor:
+        raw = cursor.cursor
+        for start in range(0, count, 5000):
+            chunk = range(start, min(count, start + 5000))
+            ids = []
+            with raw.copy(f"COPY runs_run (workspace_id, {', '.join(RUN_COLUMNS)}) FROM STDIN") as copy:
+                for i in chunk:
+                    run_row, _ = rows[i % len(rows)]
+                    old_id = run_row["run_id"]
+                    new_id = f"run_{prefix}{i:010d}"
+                    started = newest - timedelta(seconds=i * spacing)
+                    old_start = loads(run_row["doc"])["startedAt"]
+                    new_start = started.strftime("%Y-%m-%dT%H:%M:%S.") + f"{started.microsecond // 1000:03d}Z"
+                    values = dict(run_row)
+                    for key in ("run_id", "doc", "state", "title"):
+                        values[key] = _swap(values[key], old_id, new_id, old_start, new_start)
+                    values["started_at"] = started
+                    values["tags"] = (
+                        json.dumps(values["tags"]) if not isinstance(values["tags"], str) else values["tags"]
+                    )
+                    for key in ("subject", "cost_totals"):
+                        if values[key] is not None and not isinstance(values[key], str):
+                            values[key] = json.dumps(values[key])
+                    copy.write_row([workspace.pk, *(values[c] for c in RUN_COLUMNS)])
+                    ids.append((new_id, old_id, old_start, new_start, i % len(rows)))
+            cursor.execute(
+                "SELECT run_id, id FROM runs_run WHERE workspace_id = %s AND run_id = ANY(%s)",
+                [workspace.pk, [x[0] for x in ids]],
+            )
+            pks = dict(cursor.fetchall())
+            with raw.copy(f"COPY runs_event ({', '.join(EVENT_COLUMNS)}) FROM STDIN") as copy:
+                for new_id, old_id, old_start, new_start, t in ids:
+                    for event in rows[t][1]:
+                        copy.write_row(
+                            [pks[new_id], *(_swap(v, old_id, new_id, old_start, new_start) for v in event)]
+                        )
+            print(
+                f"  {workspace.slug}: {start + len(chunk):,} runs ({time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+        cursor.execute("ANALYZE runs_run")
+        cursor.execute("ANALYZE runs_event")
+    t1 = time.perf_counter()
+    costs, counters = actions.rebuild_rollups(workspace)
+    print(
+        f"  {workspace.slug}: {count:,} runs / {count * len(rows[0][1]):,} events copied in {t1 - t0:.0f} s;"
+        f" rollups rebuilt from the events in {time.perf_counter() - t1:.0f} s ({costs} cost rows)",
+        flush=True,
+    )
+
+
+def check_equivalence(workspace: Workspace, sample: int = 12) -> None:
+    """Clones are runs the actions would have stored (module docstring, step 3)."""
+    check_ws = get_or_create_workspace("scale-check")
+    runs = list(Run.objects.for_workspace(workspace).order_by("?")[:sample])
+    for run in runs:
+        assert actions.projection_matches_fold(run), f"{run.run_id}: projection != fold"
+        data = export_bundle_bytes(run)
+        assert check_bundle(data).ok, f"{run.run_id}: exported bundle does not verify"
+        Run.objects.by_run_id(check_ws, run.run_id).delete()
+        imported = actions.do_import_bundle(workspace=check_ws, data=data)
+        mine = list(Event.objects.filter(run=run).order_by("seq").values_list("body", flat=True))
+        theirs = list(Event.objects.filter(run=imported).order_by("seq").values_list("body", flat=True))
+        assert [loads(b) for b in mine] == [loads(b) for b in theirs], f"{run.run_id}: import differs"
+    assert actions.rollups_match(workspace) if workspace.runs.count() <= 5000 else True
+    print(f"  equivalence: {len(runs)} sampled clones fold, verify and re-import identically", flush=True)
+
+
+def _client(workspace: Workspace, name: str) -> Client:
+    User = get_user_model()
+    user = User.objects.filter(username=name).first() or User.objects.create_user(
+        name, password="bench-pw-123456"
+    )
+    add_member(workspace, user, "owner")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _pages(workspace: Workspace) -> dict[str, str]:
+    run = Run.objects.for_workspace(workspace).order_by("-started_at").only("run_id")[7]
+    newest = Run.objects.for_workspace(workspace).order_by("-started_at").only("started_at")[0].started_at
+    last = newest.date()
+    first = last - timedelta(days=29)
+    return {
+        "runs list": "/runs/",
+        "filtered search": "/runs/?status=running&q=invoice+701",
+        "inbox": "/runs/inbox/",
+        "workspace ledger (30 days)": f"/ledger/?from={first}&to={last}",
+        "run ledger": f"/runs/{run.run_id}/ledger/",
+        "run page": f"/runs/{run.run_id}/",
+    }
+
+
+def measure(clients: dict[str, tuple[Client, dict[str, str]]]) -> dict[str, dict[str, list[float]]]:
+    times: dict[str, dict[str, list[float]]] = {
+        k: {p: [] for p in pages} for k, (_, pages) in clients.items()
+    }
+    for round_no in range(REPEAT + 2):
+        for key, (client, pages) in clients.items():
+            for name, url in pages.items():
+                t0 = time.perf_counter()
+                response = client.get(url)
+                elapsed = (time.perf_counter() - t0) * 1000
+                if response.status_code != 200:
+                    raise SystemExit(f"{key} {url}: HTTP {response.status_code}")
+                if round_no >= 2:
+                    times[key][name].append(elapsed)
+    return times
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    if connection.vendor != "postgresql":
+        print("bench_scale needs PostgreSQL (BENCH_SCALE_DB)")
+        return 1
+    call_command("migrate", verbosity=0)
+    if CACHED is None:
+        print(
+            f"building: {RUNS:,} runs (and {SMALL:,} beside them) in {connection.settings_dict['NAME']}",
+            flush=True,
+        )
+        big_ws = get_or_create_workspace("scale-big")
+        small_ws = get_or_create_workspace("scale-small")
+        tpl_ws = get_or_create_workspace("scale-templates")
+        templates = [_make_template(tpl_ws, t) for t in range(TEMPLATES)]
+        newest = datetime.now(UTC).replace(microsecond=0)
+        build(small_ws, SMALL, templates, newest, "s")
+        build(big_ws, RUNS, templates, newest, "b")
+        check_equivalence(small_ws)
+        check_equivalence(big_ws)
+        CACHE.parent.mkdir(parents=True, exist_ok=True)
+        CACHE.write_text(json.dumps({**_wanted(), "built": datetime.now(UTC).isoformat()}))
+    else:
+        print(f"cached: {RUNS:,} runs (built {CACHED['built']}; BENCH_SCALE_REBUILD=1 builds again)")
+        big_ws = Workspace.objects.get(slug="scale-big")
+        small_ws = Workspace.objects.get(slug="scale-small")
+        if Run.objects.for_workspace(big_ws).count() != RUNS:
+            raise SystemExit(f"the cached database does not hold {RUNS:,} runs: BENCH_SCALE_REBUILD=1")
+    events = RUNS * Event.objects.filter(run=Run.objects.for_workspace(big_ws).first()).count()
+    clients = {
+        "1k": (_client(small_ws, "scale-small-owner"), _pages(small_ws)),
+        "big": (_client(big_ws, "scale-big-owner"), _pages(big_ws)),
+    }
+    times = measure(clients)
+    print(
+        f"\nserver time, in-process client, {REPEAT} requests each (ms): {SMALL:,} runs vs {RUNS:,} runs / ~{events:,} events"
+    )
+    print(f"{'page':30} {'1k median':>10} {'1k p95':>8} {'big median':>11} {'big p95':>8} {'ratio':>6}")
+    worst = 0.0
+    for name in times["big"]:
+        small, big = times["1k"][name], times["big"][name]
+        ratio = statistics.median(big) / statistics.median(small)
+        worst = max(worst, statistics.median(big))
+        print(
+            f"{name:30} {statistics.median(small):10.1f} {p95(small):8.1f} {statistics.median(big):11.1f} {p95(big):8.1f} {ratio:6.2f}"
+        )
+    print(f"\ntarget: each < 200 ms at scale; slowest median {worst:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
