@@ -167,8 +167,14 @@ def _apply(workspace_id: int, deltas: dict[Key, list]) -> None:
         _apply_postgresql(workspace_id, ordered)
     else:
         _apply_read_modify_write(workspace_id, ordered)
-    if any(sums[0] < 0 for _, _, sums in ordered):
-        CostRollup.objects.filter(workspace_id=workspace_id, calls__lte=0).delete()
+    emptied = [(key[0], key_hash) for key_hash, key, sums in ordered if sums[0] < 0]
+    if emptied:
+        CostRollup.objects.filter(
+            workspace_id=workspace_id,
+            run_day__in={day for day, _ in emptied},
+            key_hash__in={key_hash for _, key_hash in emptied},
+            calls__lte=0,
+        ).delete()
 
 
 def _row(workspace_id: int, key_hash: str, key: Key, sums: list) -> list:
@@ -267,8 +273,9 @@ def count_new_runs(runs: list[Run]) -> None:
 
 def forget_run(run: Run) -> None:
     """Subtract a run about to be deleted: its stored responses and the run itself."""
-    count_model_calls(run, _stored_responses(run), sign=-1)
+    # the run counter first, as when a run is made: writers take rollup rows in one order
     count_new_run(run, sign=-1)
+    count_model_calls(run, _stored_responses(run), sign=-1)
 
 
 def _stored_responses(run: Run) -> Iterable[dict]:
