@@ -412,7 +412,8 @@ class CostRollup(models.Model):
 
 
 class RunRollup(models.Model):
-    """Runs counted on the write path: workspace x run start day (UTC) x workflow x shard."""
+    """Runs counted on the write path: workspace x run start day (UTC) x workflow x shard, with the
+    gates they wait on."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
     run_day = models.DateField()
@@ -420,6 +421,8 @@ class RunRollup(models.Model):
     workflow_version = models.IntegerField(default=0)
     shard = models.SmallIntegerField(default=0)
     runs = models.BigIntegerField(default=0)
+    # gates waiting for a decision on these runs (pending gates of running runs): the inbox count
+    waiting_gates = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [

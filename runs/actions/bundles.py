@@ -9,8 +9,8 @@ from runs.actions.core import (
     Appender,
     artifact_row,
     new_run_row,
-    projection_fields,
     save_new_run,
+    set_projection,
 )
 from runs.actions.notify import RunChange, notify_on_commit
 from runs.engine.fold import fold
@@ -78,8 +78,7 @@ def _store_bundle(*, workspace: Workspace, bundle: dict, actor: str, attestation
         run.import_doc = dumps(bundle["run"])
         run.import_seq = len(trace)
         run.import_attestation = None if attestation is None else dumps(attestation)
-        for name, value in projection_fields(state).items():
-            setattr(run, name, value)
+        set_projection(run, state)
         engine = bundle.get("engine")
         run.imported_engine = (
             dumps(engine) if engine is not None and engine != state.to_engine_snapshot() else None

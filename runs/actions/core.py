@@ -446,9 +446,12 @@ def artifact_row(run: Run, artifact: dict, seq: int | None) -> ArtifactVersion:
 
 
 def set_projection(run: Run, state: RunState) -> None:
-    """Put the projection of ``state`` on the run row (saved by the caller, in this transaction)."""
+    """Put the projection of ``state`` on the run row (saved by the caller, in this transaction), and
+    keep the workspace's count of waiting gates (a rollup) in step with it."""
+    waiting_before = rollups.waiting_gates(run)
     for name, value in projection_fields(state).items():
         setattr(run, name, value)
+    rollups.count_waiting_gates(run, waiting_before)
 
 
 def update_projection(run: Run, state: RunState, *, event_rows: list[tuple] | None = None) -> None:

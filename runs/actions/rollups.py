@@ -237,36 +237,56 @@ def count_model_calls(run: Run, events: Iterable[Mapping[str, Any]], *, sign: in
     _apply(run.workspace_id, _deltas(run, events, sign))
 
 
-def _count_runs(workspace_id: int, counts: dict[RunKey, int]) -> None:
+def _count_runs(workspace_id: int, counts: dict[RunKey, list[int]]) -> None:
+    """Add [runs, waiting gates] to the run counters (rows created when missing, in key order)."""
     table = RunRollup._meta.db_table
     sql = (
-        f"INSERT INTO {table} (workspace_id, run_day, workflow_id, workflow_version, shard, runs)"
-        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (workspace_id, run_day, workflow_id,"
-        f" workflow_version, shard) DO UPDATE SET runs = {table}.runs + excluded.runs"
+        f"INSERT INTO {table} (workspace_id, run_day, workflow_id, workflow_version, shard, runs, waiting_gates)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (workspace_id, run_day, workflow_id,"
+        f" workflow_version, shard) DO UPDATE SET runs = {table}.runs + excluded.runs,"
+        f" waiting_gates = {table}.waiting_gates + excluded.waiting_gates"
     )
     rows = [
-        (workspace_id, day, _spell(workflow), version, shard, n)
-        for (day, workflow, version, shard), n in sorted(counts.items())
-        if n
+        (workspace_id, day, _spell(workflow), version, shard, n, gates)
+        for (day, workflow, version, shard), (n, gates) in sorted(counts.items())
+        if n or gates
     ]
+    if not rows:
+        return
     with connection.cursor() as cursor:
         cursor.executemany(sql, rows)
-    if any(n < 0 for n in counts.values()):
+    if any(n < 0 for n, _ in counts.values()):
         RunRollup.objects.filter(workspace_id=workspace_id, runs__lte=0).delete()
+
+
+def _run_key(run: Run) -> RunKey:
+    return (run_day(run), run.workflow_id, run.workflow_version, run.pk % ROLLUP_SHARDS)
+
+
+def waiting_gates(run: Run) -> int:
+    """The gates a run waits on, as the inbox counts them (pending gates of a running run)."""
+    return run.pending_gates if run.status == "running" else 0
 
 
 def count_new_run(run: Run, *, sign: int = 1) -> None:
     """A new run (or, with ``sign=-1``, one going away) in the run counters."""
-    key = (run_day(run), run.workflow_id, run.workflow_version, run.pk % ROLLUP_SHARDS)
-    _count_runs(run.workspace_id, {key: sign})
+    _count_runs(run.workspace_id, {_run_key(run): [sign, sign * waiting_gates(run)]})
+
+
+def count_waiting_gates(run: Run, before: int) -> None:
+    """A run's projection changed: move the workspace's waiting-gate count by what changed."""
+    after = waiting_gates(run)
+    if after != before and run.pk is not None:
+        _count_runs(run.workspace_id, {_run_key(run): [0, after - before]})
 
 
 def count_new_runs(runs: list[Run]) -> None:
     """Many new runs of one workspace (the batch insert of OTLP ingest) in one statement."""
-    counts: dict[RunKey, int] = {}
+    counts: dict[RunKey, list[int]] = {}
     for run in runs:
-        key = (run_day(run), run.workflow_id, run.workflow_version, run.pk % ROLLUP_SHARDS)
-        counts[key] = counts.get(key, 0) + 1
+        held = counts.setdefault(_run_key(run), [0, 0])
+        held[0] += 1
+        held[1] += waiting_gates(run)
     if runs:
         _count_runs(runs[0].workspace_id, counts)
 
@@ -284,14 +304,23 @@ def _stored_responses(run: Run) -> Iterable[dict]:
         yield loads(body)
 
 
-_RUN_COLUMNS = ("pk", "workspace_id", "started_at", "subject", "workflow_id", "workflow_version")
+_RUN_COLUMNS = (
+    "pk",
+    "workspace_id",
+    "started_at",
+    "subject",
+    "workflow_id",
+    "workflow_version",
+    "status",
+    "pending_gates",
+)
 
 
-def recompute_runs(runs: Iterable[Run]) -> tuple[dict[Key, list], dict[RunKey, int]]:
+def recompute_runs(runs: Iterable[Run]) -> tuple[dict[Key, list], dict[RunKey, list[int]]]:
     """The rollups of these runs (of one workspace) computed from scratch from their stored events
     (their model_io rows read 500 runs at a time)."""
     costs: dict[Key, list] = {}
-    counts: dict[RunKey, int] = {}
+    counts: dict[RunKey, list[int]] = {}
     batch: list[Run] = []
 
     def flush() -> None:
@@ -314,8 +343,9 @@ def recompute_runs(runs: Iterable[Run]) -> tuple[dict[Key, list], dict[RunKey, i
         batch.clear()
 
     for run in runs:
-        key = (run_day(run), run.workflow_id, run.workflow_version, run.pk % ROLLUP_SHARDS)
-        counts[key] = counts.get(key, 0) + 1
+        held = counts.setdefault(_run_key(run), [0, 0])
+        held[0] += 1
+        held[1] += waiting_gates(run)
         batch.append(run)
         if len(batch) >= 500:
             flush()
@@ -323,12 +353,12 @@ def recompute_runs(runs: Iterable[Run]) -> tuple[dict[Key, list], dict[RunKey, i
     return costs, counts
 
 
-def recompute(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, int]]:
+def recompute(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, list[int]]]:
     """The rollups of a workspace computed from scratch from its runs and stored events."""
     return recompute_runs(Run.objects.for_workspace(workspace).only(*_RUN_COLUMNS).iterator(chunk_size=2000))
 
 
-def write(workspace_id: int, costs: dict[Key, list], counts: dict[RunKey, int]) -> None:
+def write(workspace_id: int, costs: dict[Key, list], counts: dict[RunKey, list[int]]) -> None:
     """Add computed rollups to a workspace's rows (the migration's backfill and :func:`rebuild`)."""
     _apply(workspace_id, costs)
     _count_runs(workspace_id, counts)
@@ -351,7 +381,7 @@ def rebuild(workspace: Workspace) -> tuple[int, int]:
     return len(costs), len(counts)
 
 
-def stored(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, int]]:
+def stored(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, list[int]]]:
     """A workspace's rollup rows in :func:`recompute`'s shape (rows that sum to nothing left out)."""
     costs: dict[Key, list] = {}
     for row in CostRollup.objects.filter(workspace=workspace).values_list(
@@ -361,11 +391,11 @@ def stored(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, int]]:
         sums = row[2 + len(_LABELS) :]
         costs[(row[0], row[1], *labels)] = [int(v) for v in sums[:6]] + [Decimal(v) for v in sums[6:]]
     counts = {
-        (day, read_label(workflow), version, shard): n
-        for day, workflow, version, shard, n in RunRollup.objects.filter(workspace=workspace).values_list(
-            "run_day", "workflow_id", "workflow_version", "shard", "runs"
-        )
-        if n
+        (day, read_label(workflow), version, shard): [n, gates]
+        for day, workflow, version, shard, n, gates in RunRollup.objects.filter(
+            workspace=workspace
+        ).values_list("run_day", "workflow_id", "workflow_version", "shard", "runs", "waiting_gates")
+        if n or gates
     }
     return costs, counts
 
@@ -375,5 +405,5 @@ def rollups_match(workspace: Workspace) -> bool:
     costs, counts = recompute(workspace)
     return stored(workspace) == (
         {k: v for k, v in costs.items() if v[0]},
-        {k: n for k, n in counts.items() if n},
+        {k: v for k, v in counts.items() if any(v)},
     )

@@ -23,9 +23,9 @@ from runs.actions.core import (
     load_state,
     lock_run,
     new_run_row,
-    projection_fields,
     redaction_policy,
     save_new_run,
+    set_projection,
     update_projection,
 )
 from runs.actions.forks import track_replay
@@ -98,8 +98,7 @@ def do_set_run_title(*, workspace: Workspace, run_id: str, title: str) -> Run:
         if run.import_doc:
             # an imported run folds from the bundle's document: it must name the title as well
             run.import_doc = dumps(with_title(loads(run.import_doc), title))
-        for name, value in projection_fields(state).items():
-            setattr(run, name, value)
+        set_projection(run, state)
         run.save()
         notify_on_commit(RunChange.of(run, 0, 0))
     return run
@@ -267,8 +266,7 @@ def rebuild_projection(run: Run) -> RunState:
         run = Run.objects.select_for_update().get(pk=run.pk)
         state = fold_run(run)
         imported = run.imported_engine
-        for name, value in projection_fields(state).items():
-            setattr(run, name, value)
+        set_projection(run, state)
         run.imported_engine = imported
         run.save()
     return state

@@ -80,6 +80,7 @@ class Migration(migrations.Migration):
                 ("workflow_version", models.IntegerField(default=0)),
                 ("shard", models.SmallIntegerField(default=0)),
                 ("runs", models.BigIntegerField(default=0)),
+                ("waiting_gates", models.BigIntegerField(default=0)),
                 (
                     "workspace",
                     models.ForeignKey(

@@ -541,8 +541,9 @@ def inbox_page(workspace: Workspace, *, limit: int, cursor: str = "") -> tuple[l
 
 
 def pending_gate_count(workspace: Workspace) -> int:
-    """Pending gates over the workspace's running runs (one aggregate query)."""
-    total = _waiting(workspace).aggregate(n=Sum("pending_gates"))["n"]
+    """Pending gates over the workspace's running runs: the run counters' sum (kept on the write
+    path by runs.actions.rollups; bounded by days x workflows, not by the waiting runs)."""
+    total = RunRollup.objects.filter(workspace=workspace).aggregate(n=Sum("waiting_gates"))["n"]
     return int(total or 0)
 
 

@@ -22,6 +22,8 @@ from runs.protocol.telemetry import LedgerAccumulator
 from runs.protocol.values import loads
 from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.ledger import ledger_from_rollups, workspace_ledger_data
+from runs.selectors.runs import pending_gate_count
+from tests.engine.test_properties import GATED, command
 
 pytestmark = pytest.mark.django_db
 
@@ -85,6 +87,8 @@ operation = st.one_of(
     st.tuples(st.just("fork"), st.integers(0, 5), st.integers(1, 6)),
     st.tuples(st.just("import"), st.integers(0, 5), st.sampled_from([None, "drop", "mask"])),
     st.tuples(st.just("delete"), st.integers(0, 5)),
+    st.tuples(st.just("gated"), st.sampled_from([None, {"planId": "pro"}])),
+    st.tuples(st.just("commands"), st.integers(0, 5), st.lists(command, min_size=1, max_size=6)),
 )
 
 
@@ -95,18 +99,21 @@ def _pick(workspace: Workspace, index: int) -> Run | None:
 
 def _apply(workspace: Workspace, op: tuple) -> None:
     kind = op[0]
-    if kind == "start":
+    if kind in ("start", "gated"):
+        workflow = WORKFLOW if kind == "start" else GATED
         actions.do_start_run(
-            workspace=workspace, workflow=WORKFLOW, subject=op[1], run_id=f"run_{next(_ids)}"
+            workspace=workspace, workflow=workflow, subject=op[1], run_id=f"run_{next(_ids)}"
         )
         return
     run = _pick(workspace, op[1])
     if run is None:
         return
-    if kind == "append":
-        actions.do_append_events(
-            workspace=workspace, run_id=run.run_id, events=[_event(run.run_id, spec) for spec in op[2]]
-        )
+    if kind == "append":  # refused (a step the workflow lacks, an ended run): nothing counts
+        events = [_event(run.run_id, spec) for spec in op[2]]
+        try:
+            actions.do_append_events(workspace=workspace, run_id=run.run_id, events=events)
+        except actions.ActionError:
+            pass
     elif kind == "request":  # a request is no response: it never counts
         event = {
             "id": f"evt_{next(_ids)}",
@@ -116,7 +123,10 @@ def _apply(workspace: Workspace, op: tuple) -> None:
             "direction": "request",
             "provider": "openai",
         }
-        actions.do_append_events(workspace=workspace, run_id=run.run_id, events=[event])
+        try:
+            actions.do_append_events(workspace=workspace, run_id=run.run_id, events=[event])
+        except actions.ActionError:
+            pass
     elif kind == "fork" and run.last_seq:
         do_fork_with_history(
             workspace=workspace,
@@ -130,6 +140,12 @@ def _apply(workspace: Workspace, op: tuple) -> None:
         actions.do_import_bundle(workspace=workspace, data=data, as_new_id=True)
     elif kind == "delete":
         actions.do_delete_run(workspace=workspace, run_id=run.run_id)
+    elif kind == "commands":  # gates requested, decided, runs ended: the waiting-gate count follows
+        for cmd in op[2]:
+            try:
+                actions.do_command(workspace=workspace, run_id=run.run_id, command=cmd)
+            except actions.ActionError:
+                pass
 
 
 def _scan_ledger(workspace: Workspace) -> LedgerAccumulator:
@@ -175,7 +191,7 @@ def _assert_same_ledger(got: LedgerAccumulator, want: LedgerAccumulator) -> None
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(ops=st.lists(operation, min_size=1, max_size=12))
+@given(ops=st.lists(operation, min_size=1, max_size=14))
 def test_rollups_equal_a_full_recomputation(ops):
     workspace = Workspace.objects.create(slug=f"roll-{next(_ids)}", name="r")
     for op in ops:
@@ -184,6 +200,8 @@ def test_rollups_equal_a_full_recomputation(ops):
     _assert_same_ledger(ledger_from_rollups(workspace, **ALL_DAYS), _scan_ledger(workspace))
     _, run_count, _ = workspace_ledger_data(workspace, **ALL_DAYS)
     assert run_count == Run.objects.for_workspace(workspace).count()
+    waiting = Run.objects.for_workspace(workspace).filter(status="running", pending_gates__gt=0)
+    assert pending_gate_count(workspace) == sum(waiting.values_list("pending_gates", flat=True))
 
 
 def test_costs_are_exact_sums(workspace):
