@@ -293,7 +293,9 @@ def _pages(workspace: Workspace) -> dict[str, str]:
     first = last - timedelta(days=29)
     return {
         "runs list": "/runs/",
+        # a phrase of 1 template in 8: every 8th run matches (a broad search, O(matches))
         "filtered search": "/runs/?status=running&q=invoice+701",
+        "rare-word search": "/runs/?q=zebra+invoice",
         "inbox": "/runs/inbox/",
         "workspace ledger (30 days)": f"/ledger/?from={first}&to={last}",
         "run ledger": f"/runs/{run.run_id}/ledger/",
