@@ -44,7 +44,7 @@ SMALL = 1000
 DAYS = int(os.environ.get("BENCH_SCALE_DAYS", "90"))
 REPEAT = int(os.environ.get("BENCH_SCALE_REPEAT", "15"))
 TEMPLATES = 8
-RECIPE = 2  # bump when the build changes: a cached workspace of another recipe is built again
+RECIPE = 3  # bump when the build changes: a cached workspace of another recipe is built again
 DB_URL = os.environ.get("BENCH_SCALE_DB", "postgres://postgres@127.0.0.1:5432/workbench_bench_scale")
 CACHE = ROOT / "var" / "bench" / "bench_scale.json"
 TMP = Path(tempfile.mkdtemp(prefix="bench_scale_"))

@@ -38,7 +38,7 @@ from django.db import connection, transaction
 
 from runs.fields import from_column, to_column
 from runs.models import CostRollup, Event, Run, RunRollup, Workspace
-from runs.protocol.telemetry import derived_total_tokens, exact_amount, normalize_currency
+from runs.protocol.telemetry import derived_total_tokens, exact_amount, normalize_currency, pricing_source
 from runs.protocol.values import loads
 
 # Concurrent writers of one workspace spread over this many rows per key (by run pk).
@@ -63,11 +63,14 @@ _LABELS = (
     "subject_tenant",
     "subject_plan",
     "currency",
+    "pricing",
+    "pricing_label",
 )
 _COLUMNS = ("workspace_id", "run_day", "key_hash", "shard", *_LABELS, *_INT_SUMS, *_TEXT_SUMS)
 
-# (run_day, shard, call_day, workflow, provider, model, step, user, tenant, plan, currency)
-Key = tuple[date, int, str, str, str, str, str, str, str, str, str]
+# (run_day, shard, call_day, workflow, provider, model, step, user, tenant, plan, currency, pricing,
+# pricing label)
+Key = tuple[date, int, str, str, str, str, str, str, str, str, str, str, str]
 # (run_day, workflow, workflow version, shard)
 RunKey = tuple[date, str, int, int]
 
@@ -94,8 +97,9 @@ def _run_labels(run: Run) -> tuple[date, int, str, str, str, str]:
     )
 
 
-def response_sums(event: Mapping[str, Any]) -> tuple[tuple[str, str, str, str, str], list]:
-    """What one ``model_io`` response adds: its labels (call day, provider, model, step, currency)
+def response_sums(event: Mapping[str, Any]) -> tuple[tuple[str, ...], list]:
+    """What one ``model_io`` response adds: its labels (call day, provider, model, step, currency,
+    price source and its label)
     and its sums [1, input, output, total, cached, reasoning, duration, cost], exactly as the
     ledger reads them (runs.protocol.telemetry.ledger_entry)."""
     usage = event.get("usage")
@@ -120,6 +124,7 @@ def response_sums(event: Mapping[str, Any]) -> tuple[tuple[str, str, str, str, s
         event.get("model") or "",
         event.get("stepId") or "",
         currency,
+        *pricing_source(event),
     )
     return labels, [1, *tokens, Decimal(0) if duration is None else exact_amount(duration), amount]
 
@@ -130,8 +135,22 @@ def _deltas(run: Run, events: Iterable[Mapping[str, Any]], sign: int) -> dict[Ke
     for event in events:
         if event.get("type") != "model_io" or event.get("direction") != "response":
             continue
-        (call_day, provider, model, step, currency), sums = response_sums(event)
-        key: Key = (day, shard, call_day, workflow, provider, model, step, user, tenant, plan, currency)
+        (call_day, provider, model, step, currency, pricing, pricing_label), sums = response_sums(event)
+        key: Key = (
+            day,
+            shard,
+            call_day,
+            workflow,
+            provider,
+            model,
+            step,
+            user,
+            tenant,
+            plan,
+            currency,
+            pricing,
+            pricing_label,
+        )
         held = out.get(key)
         if held is None:
             out[key] = [sign * value for value in sums]

@@ -43,6 +43,8 @@ class Migration(migrations.Migration):
                 ("subject_tenant", models.TextField(default="")),
                 ("subject_plan", models.TextField(default="")),
                 ("currency", models.TextField(default="")),
+                ("pricing", models.TextField(default="")),
+                ("pricing_label", models.TextField(default="")),
                 ("calls", models.BigIntegerField(default=0)),
                 ("input_tokens", models.DecimalField(decimal_places=0, default=0, max_digits=32)),
                 ("output_tokens", models.DecimalField(decimal_places=0, default=0, max_digits=32)),

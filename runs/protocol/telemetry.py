@@ -488,7 +488,15 @@ class LedgerAccumulator:
                 totals = self.by_day[day] = Totals()
             totals.add(delta)
 
-    def add_aggregate(self, labels: Mapping[str, Any], *, day: str, count: int, sums: Sums) -> None:
+    def add_aggregate(
+        self,
+        labels: Mapping[str, Any],
+        *,
+        day: str,
+        count: int,
+        sums: Sums,
+        pricing: tuple[str, str] | None = None,
+    ) -> None:
         """Count ``count`` responses summed elsewhere (a rollup row): ``labels`` hold what an entry
         would (``provider``, ``model``, ``stepId``, ``subject``), ``day`` their UTC day. Tokens and
         durations add as they would one by one; each currency's cost is added (and rounded to 12
@@ -511,6 +519,11 @@ class LedgerAccumulator:
             if totals is None:
                 totals = self.by_day[day] = Totals()
             totals.add_sum(count, delta)
+            if pricing is not None:  # who priced them (``pricing_source``: key, label)
+                bucket = self.by_pricing.get(pricing[0])
+                if bucket is None:
+                    bucket = self.by_pricing[pricing[0]] = (pricing[1], Totals())
+                bucket[1].add_sum(count, delta)
 
     def merge(self, other: LedgerAccumulator) -> None:
         """Fold another accumulator into this one (e.g. per-run ledgers cached separately).

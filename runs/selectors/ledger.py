@@ -24,6 +24,8 @@ _LABELS = (
     "subject_tenant",
     "subject_plan",
     "currency",
+    "pricing",
+    "pricing_label",
 )
 _INTS = ("calls", "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
 
@@ -71,13 +73,19 @@ def ledger_from_rollups(workspace: Workspace, *, first: date, last: date) -> Led
     acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
     n = len(_LABELS)
     for row in _summed_rows(workspace, first, last):
-        day, provider, model, step, user, tenant, plan, currency = (_label(t) for t in row[:n])
+        day, provider, model, step, user, tenant, plan, currency, pricing, pricing_label = (
+            _label(t) for t in row[:n]
+        )
         calls, i, o, t, c, r = (int(v) for v in row[n : n + 6])
         duration, cost = Decimal(row[n + 6]), Decimal(row[n + 7])
         subject = {k: v for k, v in (("userId", user), ("tenantId", tenant), ("planId", plan)) if v}
         labels = {"provider": provider, "model": model, "stepId": step, "subject": subject}
         acc.add_aggregate(
-            labels, day=day, count=calls, sums=((i, o, t, c, r), duration, currency or None, cost)
+            labels,
+            day=day,
+            pricing=(pricing, pricing_label),
+            count=calls,
+            sums=((i, o, t, c, r), duration, currency or None, cost),
         )
     return acc
 

@@ -58,6 +58,9 @@ response = st.fixed_dictionaries(
             ),
         ),
         "durationMs": st.one_of(st.none(), st.sampled_from([0, 100.4, 7])),
+        "pricing": st.sampled_from(
+            [None, {"source": "workspace"}, {"source": "genai-prices", "version": "0.9"}]
+        ),
     }
 )
 
@@ -75,6 +78,8 @@ def _event(run_id: str, spec: dict) -> dict:
             event[name] = spec[name]
     if spec["cost"] is not None:
         event["cost"] = {"amount": spec["cost"][0], "currency": spec["cost"][1]}
+    if spec.get("pricing") is not None:
+        event["payload"] = {"workbench.pricing": spec["pricing"]}
     return event
 
 
@@ -183,6 +188,9 @@ def _assert_same_ledger(got: LedgerAccumulator, want: LedgerAccumulator) -> None
             assert _counts(got.rollups[name][key][1]) == _counts(totals), (name, key)
             assert got.rollups[name][key][1].cost == _costs(totals), (name, key)
     assert {d: _counts(t) for d, t in got.by_day.items()} == {d: _counts(t) for d, t in want.by_day.items()}
+    assert {k: (label, _counts(t)) for k, (label, t) in got.by_pricing.items()} == {
+        k: (label, _counts(t)) for k, (label, t) in want.by_pricing.items()
+    }
     assert got.breakdown_result()["unattributed"].keys() == want.breakdown_result()["unattributed"].keys()
 
 
@@ -247,3 +255,17 @@ def test_delete_and_rebuild(workspace):
     assert "rebuilt (1 cost rows, 1 run counters)" in out.getvalue()
     assert rollups.rollups_match(workspace)
     assert CostRollup.objects.get(workspace=workspace).calls == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_otlp_batch_ingest_counts_its_runs_and_calls(workspace):
+    """OTLP ingest stores the runs of one request together (core.save_new_runs): they are counted."""
+    from runs.actions.otlp import do_ingest_spans
+    from tests.telemetry.test_otlp_batch import a_trace
+
+    do_ingest_spans(workspace=workspace, spans=[s for t in range(3) for s in a_trace(t)])
+    assert rollups.rollups_match(workspace)
+    assert _calls(workspace) == 3
+    assert sum(RunRollup.objects.filter(workspace=workspace).values_list("runs", flat=True)) == 3
+    do_ingest_spans(workspace=workspace, spans=a_trace(3) + a_trace(0)[:1])  # a new run, an old one again
+    assert rollups.rollups_match(workspace)
