@@ -53,11 +53,11 @@ def _build() -> Workspace:
             )
         cursor.execute(
             f"""
-            INSERT INTO runs_event (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor,
-                recorded_at)
+            INSERT INTO runs_event (run_id, seq, event_id, type, ts, step_id, correlation_id, span_ref, body,
+                actor, recorded_at)
             SELECT r.id, s, 'evt_' || r.id || '_' || s,
                 CASE WHEN s %% 2 = 0 THEN 'model_io' ELSE 'step_started' END, '2026-03-01T10:00:00.000Z',
-                'step-' || (s %% 3), '', {_BODY}, '', now()
+                'step-' || (s %% 3), '', '', {_BODY}, '', now()
             FROM runs_run r, generate_series(1, %s) AS s
             """,
             [EVENTS_PER_RUN],

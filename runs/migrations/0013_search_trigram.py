@@ -49,6 +49,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("runs", "0011_list_indexes")]
+    dependencies = [("runs", "0012_list_indexes")]
 
     operations = [migrations.RunPython(create, drop)]

@@ -18,7 +18,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0009_signing_keys"),
+        ("runs", "0010_event_span_ref"),
     ]
 
     operations = [
