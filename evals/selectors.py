@@ -11,7 +11,7 @@ from django.db.models import Max, QuerySet
 from evals.models import Dataset, DatasetItemRevision, Experiment, ExperimentItem, ItemOp
 from runs.models import Event, ForkMode, Run, RunFork, Workspace
 from runs.protocol.values import loads
-from runs.selectors.runs import find_run, runs_of, start_doc, state_at
+from runs.selectors.runs import RunListFilters, find_run, runs_matching, runs_of, start_doc, state_at
 
 DATASET_NOT_FOUND = "DATASET_NOT_FOUND"
 EXPERIMENT_NOT_FOUND = "EXPERIMENT_NOT_FOUND"
@@ -171,3 +171,19 @@ def find_source_run(workspace: Workspace, run_id: str) -> Run | None:
 
 def experiment_items(experiment: Experiment) -> list[ExperimentItem]:
     return list(experiment.items.all().order_by("item_key"))
+
+
+def filter_of(params: Any) -> RunListFilters:
+    """The runs list's filters from a query string or form (the list's own parsing function)."""
+    return RunListFilters.from_query(params)
+
+
+def run_ids_matching(workspace: Workspace, filters: RunListFilters, *, limit: int) -> list[str]:
+    """The ids of every run the runs list shows for ``filters``, across all its pages, newest
+    first (the list's own query), at most ``limit`` of them."""
+    qs = runs_matching(workspace, filters).order_by("-started_at", "-pk")
+    return list(qs.values_list("run_id", flat=True)[:limit])
+
+
+def count_matching(workspace: Workspace, filters: RunListFilters) -> int:
+    return runs_matching(workspace, filters).count()

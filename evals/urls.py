@@ -2,12 +2,14 @@
 
 from django.urls import path
 
-from evals import pages
+from evals import adding, pages
 
 app_name = "evals"
 
 urlpatterns = [
     path("datasets/", pages.dataset_list, name="datasets"),
+    path("datasets/add-runs/", adding.add_runs, name="add_runs"),
+    path("datasets/add-event/", adding.add_event, name="add_event"),
     path("datasets/<str:dataset_id>/", pages.dataset_detail, name="dataset"),
     path("experiments/<str:experiment_id>/", pages.experiment_compare, name="experiment"),
 ]

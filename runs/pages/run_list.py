@@ -14,6 +14,7 @@ from runs.selectors.runs import (
     REJECTED_FILTER,
     BadCursor,
     RunListFilters,
+    runs_matching,
     runs_page,
     waiting_steps,
     workflow_ids,
@@ -35,6 +36,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
     except BadCursor:
         return HttpResponseBadRequest("bad cursor")
     waiting = waiting_steps(runs)
+    # "Add all N runs matching this filter": counted only when the filter spans several pages
+    matching_count = len(runs) if not (cursor or next_cursor) else runs_matching(workspace, filters).count()
     context = {
         "runs": [(run, waiting.get(run.pk, [])) for run in runs],
         "next_cursor": next_cursor,
@@ -45,6 +48,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "nav_active": "runs",
         "workspace": workspace,
         # runs ticked for comparison: a live refresh of the table sends them, and keeps them ticked
+        "matching_count": matching_count,
         "compare_picked": set(request.GET.getlist("run")),
     }
     template = "runs/run_list.html#run_table" if request.htmx else "runs/run_list.html"

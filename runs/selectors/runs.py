@@ -463,10 +463,9 @@ def _text_match(workspace: Workspace, text: str) -> Q:
     return Q(pk__in=named.union(said))
 
 
-def runs_page(
-    workspace: Workspace, filters: RunListFilters, *, cursor: str = "", limit: int = 50
-) -> tuple[list[Run], str]:
-    """One keyset page of the workspace's runs, newest first, and the cursor of the next page ("")."""
+def runs_matching(workspace: Workspace, filters: RunListFilters) -> QuerySet[Run]:
+    """Every run of the workspace the runs list's filters match, across all its pages (the list
+    pages through this; "Add to dataset" of all matching runs evaluates this same query)."""
     qs = Run.objects.for_workspace(workspace)
     if filters.status == REJECTED_FILTER:
         qs = qs.filter(rejected_gates__gt=0)
@@ -478,7 +477,14 @@ def runs_page(
         qs = qs.annotate(tags_text=Cast("tags", TextField())).filter(_tag_filter(filters.tag))
     if filters.q:
         qs = qs.filter(_text_match(workspace, filters.q))
-    return keyset_page(qs, cursor=cursor, limit=limit, fields=RUN_LIST_FIELDS)
+    return qs
+
+
+def runs_page(
+    workspace: Workspace, filters: RunListFilters, *, cursor: str = "", limit: int = 50
+) -> tuple[list[Run], str]:
+    """One keyset page of the workspace's runs, newest first, and the cursor of the next page ("")."""
+    return keyset_page(runs_matching(workspace, filters), cursor=cursor, limit=limit, fields=RUN_LIST_FIELDS)
 
 
 def keyset_page(qs: QuerySet[Run], *, cursor: str, limit: int, fields=()) -> tuple[list[Run], str]:
