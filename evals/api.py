@@ -249,7 +249,8 @@ class ExperimentIn(Schema):
     )
     evaluator: dict[str, Any] | None = Field(
         default=None,
-        description='{"kind": "exact"} (default), {"kind": "jsonpath", "paths": [...]}, {"kind": "function", "name"}',
+        description='{"kind": "exact"} (default), {"kind": "jsonpath", "paths": [...]}, {"kind": "function", "name"}, '
+        '{"kind": "judge", "model", "prompt" (with {input}/{output}/{expected}), "version"?, "provider"?}',
     )
 
 

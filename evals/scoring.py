@@ -8,7 +8,10 @@ Evaluators compare an experiment item's output with its expected value and retur
 * ``exact``: 1.0 when output and expected are equal JSON values, else 0.0;
 * ``jsonpath``: the share of ``paths`` (``$.a.b[0]`` style) whose values are equal in both;
 * ``function``: a registered evaluator function, by name (:func:`register`), with a version, so
-  re-scoring with a new version is a new, recorded score. An LLM judge is such a function.
+  re-scoring with a new version is a new, recorded score;
+* ``judge``: an LLM judge (``model``, ``prompt``, ``version``): its model call is made by a
+  ``judge`` callable the caller passes in (``evals.judge``: recorded as a run's ``model_io``
+  through the response cache), so this module stays pure.
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ from xml.sax.saxutils import quoteattr
 
 EvaluatorFn = Callable[[Any, Any, dict[str, Any]], float]
 
-EVALUATOR_KINDS = ("exact", "jsonpath", "function")
+JudgeFn = Callable[[dict[str, Any], Any, Any, dict[str, Any]], float]
+
+EVALUATOR_KINDS = ("exact", "jsonpath", "function", "judge")
+JUDGE_PROVIDERS = ("anthropic", "openai")
+MAX_JUDGE_PROMPT = 20_000
 
 
 class EvaluatorError(ValueError):
@@ -108,12 +115,62 @@ def check_evaluator(spec: Any) -> dict[str, Any]:
         if found is None:
             raise EvaluatorError(f"no evaluator function is registered as {spec.get('name')!r}")
         return {"kind": kind, "name": found.name, "version": found.version}
+    if kind == "judge":
+        return check_judge(spec)
     return {"kind": kind}
 
 
-def evaluate(spec: dict[str, Any], output: Any, expected: Any, item: dict[str, Any]) -> float:
-    """Score one item with a checked spec."""
+def _text(spec: dict[str, Any], field: str, default: str | None, limit: int) -> str:
+    value = spec.get(field, default)
+    if not isinstance(value, str) or not value.strip() or len(value) > limit or "\x00" in value:
+        raise EvaluatorError(
+            f"a judge evaluator needs {field}: a non-empty string of at most {limit} characters"
+        )
+    return value
+
+
+def check_judge(spec: dict[str, Any]) -> dict[str, Any]:
+    """``{"kind": "judge", "model", "prompt", "version"?, "provider"?}``. The prompt may name
+    ``{input}``, ``{output}`` and ``{expected}`` (replaced by their JSON); the model answers
+    PASS or FAIL (or a score from 0 to 1)."""
+    provider = spec.get("provider", "anthropic")
+    if provider not in JUDGE_PROVIDERS:
+        raise EvaluatorError(f"a judge's provider is one of {', '.join(JUDGE_PROVIDERS)}")
+    return {
+        "kind": "judge",
+        "provider": provider,
+        "model": _text(spec, "model", None, 200),
+        "prompt": _text(spec, "prompt", None, MAX_JUDGE_PROMPT),
+        "version": _text(spec, "version", "1", 50),
+    }
+
+
+_VERDICT = re.compile(r"\b(PASS|FAIL)\b|(\d+(?:\.\d+)?)", re.IGNORECASE)
+
+
+def judge_verdict(answer: str) -> float:
+    """A judge's answer as a score: PASS 1.0, FAIL 0.0, or the first number in [0, 1]."""
+    match = _VERDICT.search(answer or "")
+    if match is None:
+        raise EvaluatorError(f"the judge answered {answer[:80]!r}: neither PASS, FAIL nor a score")
+    word, number = match.groups()
+    if word:
+        return 1.0 if word.upper() == "PASS" else 0.0
+    score = float(number)
+    if not 0.0 <= score <= 1.0:
+        raise EvaluatorError(f"the judge answered the score {score}, not one in [0, 1]")
+    return score
+
+
+def evaluate(
+    spec: dict[str, Any], output: Any, expected: Any, item: dict[str, Any], *, judge: JudgeFn | None = None
+) -> float:
+    """Score one item with a checked spec (``judge`` makes a judge evaluator's model call)."""
     kind = spec["kind"]
+    if kind == "judge":
+        if judge is None:
+            raise EvaluatorError("a judge evaluator needs a judge to call the model")
+        return judge(spec, output, expected, item)
     if kind == "exact":
         return 1.0 if same_json(output, expected) else 0.0
     if kind == "jsonpath":
@@ -148,6 +205,8 @@ def same_json(a: Any, b: Any) -> bool:
 def evaluator_label(spec: dict[str, Any]) -> str:
     if spec["kind"] == "function":
         return f"function:{spec['name']}@{spec['version']}"
+    if spec["kind"] == "judge":
+        return f"judge:{spec['model']}@{spec['version']}"
     if spec["kind"] == "jsonpath":
         return "jsonpath:" + ",".join(spec["paths"])
     return "exact"

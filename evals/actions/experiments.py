@@ -14,6 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from evals import scoring, selectors
 from evals.actions.datasets import invalid, text_field
+from evals.judge import judge_for
 from evals.models import Dataset, Experiment, ExperimentItem, ExperimentStatus, ItemStatus
 from runs.actions import ActionError
 from runs.engine import programs
@@ -135,12 +136,15 @@ def do_record_item(item: ExperimentItem, **fields: Any) -> None:
     item.save()
 
 
-def _score(spec: dict[str, Any], output_text: str, item: dict[str, Any] | None) -> tuple[float | None, dict]:
+def _score(
+    experiment: Experiment, spec: dict[str, Any], output_text: str, item: dict[str, Any] | None
+) -> tuple[float | None, dict]:
     if item is None:
         return None, {"error": "the item is no longer in the dataset"}
     output = loads(output_text) if output_text else None
     try:
-        return scoring.evaluate(spec, output, item.get("expected"), item), {}
+        judge = judge_for(experiment.workspace, actor=f"experiment:{experiment.public_id}")
+        return scoring.evaluate(spec, output, item.get("expected"), item, judge=judge), {}
     except scoring.EvaluatorError as exc:
         return None, {"error": str(exc)}
     except Exception as exc:  # a registered evaluator crashed: that item is unscored, not the experiment
@@ -151,7 +155,7 @@ def score_item(experiment: Experiment, row: ExperimentItem, item: dict[str, Any]
     if row.status != ItemStatus.COMPLETED:
         row.score, row.score_detail = None, {}
         return
-    score, detail = _score(experiment.evaluator, row.output, item)
+    score, detail = _score(experiment, experiment.evaluator, row.output, item)
     history = dict(row.score_detail.get("history") or {}) if isinstance(row.score_detail, dict) else {}
     history[scoring.evaluator_label(experiment.evaluator)] = score
     row.score, row.score_detail = score, {**detail, "history": history}
