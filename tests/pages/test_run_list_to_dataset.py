@@ -80,6 +80,9 @@ def test_all_matching_adds_exactly_the_filtered_runs_across_pages(client, alice,
     # a filter across pages: every running run (all 10, three pages of the list)
     client.post("/evals/datasets/add-runs/", {"all": "1", "status": "running", "new_name": "all running"})
     assert _sources(Dataset.objects.get(name="all running")) == set(ten_runs)
+    # a search (the list's text match) with a tag: their intersection only
+    client.post("/evals/datasets/add-runs/", {"all": "1", "q": "ds_", "tag": "other", "new_name": "searched"})
+    assert _sources(Dataset.objects.get(name="searched")) == set(ten_runs) - picked
 
 
 @pytest.mark.django_db
