@@ -692,3 +692,147 @@ class SigningKey(models.Model):
 
     def __str__(self) -> str:
         return self.kid
+
+
+# --------------------------------------------------------------------------------------------
+# Prompts as versioned releases (runs.actions.prompts writes them, runs.selectors.prompts reads).
+
+
+class PromptType(models.TextChoices):
+    TEXT = "text", "Text"
+    CHAT = "chat", "Chat messages"
+
+
+class Prompt(models.Model):
+    """A named prompt of a workspace (``/`` in the name makes folders); its versions never change."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="prompts")
+    name = models.CharField(max_length=200)
+    type = models.CharField(max_length=8, choices=PromptType.choices, default=PromptType.TEXT)
+    tags = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_prompt_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PromptVersion(models.Model):
+    """One save of a prompt: immutable (``save`` refuses to update a stored row).
+
+    ``body`` is JSON text kept exact: a string for a text prompt, a list of ``{role, content}`` for a
+    chat prompt. ``config`` (JSON text) holds the model and its parameters, which version with it.
+    """
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    body = models.TextField()
+    config = models.TextField(default="{}")
+    message = models.CharField(max_length=500, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["prompt_id", "number"]
+        constraints = [models.UniqueConstraint(fields=["prompt", "number"], name="uniq_prompt_version")]
+
+    def __str__(self) -> str:
+        return f"{self.prompt_id}@{self.number}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ValueError("a prompt version is immutable: save a new version instead")
+        super().save(*args, **kwargs)
+
+    @property
+    def body_json(self):
+        return loads(self.body)
+
+    @property
+    def config_json(self) -> dict:
+        value = loads(self.config or "{}")
+        return value if isinstance(value, dict) else {}
+
+
+class PromptLabel(models.Model):
+    """A pointer from a label (``latest``, ``production``, ``staging`` ...) to one version."""
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=40)
+    version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="labels")
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["prompt", "name"], name="uniq_prompt_label")]
+
+
+class ProtectedLabel(models.Model):
+    """A label that moves only through an approved promotion request, in one workspace."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="protected_labels")
+    name = models.CharField(max_length=40)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_protected_label")]
+
+
+class PromotionStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class PromotionRequest(models.Model):
+    """Asking to move a protected label to a version: a gate decided in the inbox."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="promotion_requests")
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="promotions")
+    label = models.CharField(max_length=40)
+    from_version = models.ForeignKey(
+        PromptVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    to_version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(
+        max_length=10, choices=PromotionStatus.choices, default=PromotionStatus.PENDING, db_index=True
+    )
+    note = models.CharField(max_length=1000, blank=True)
+    # The experiment that compares the two versions (issue 30's experiments): a reference kept as
+    # text until that app exists; wired to it later.
+    experiment_ref = models.CharField(max_length=200, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.CharField(max_length=1000, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["prompt", "label"],
+                condition=models.Q(status="pending"),
+                name="uniq_pending_promotion",
+            )
+        ]

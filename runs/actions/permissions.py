@@ -17,6 +17,10 @@ settings that machines may manage too (webhooks and their deliveries) needs ``ma
 hold it, and a token can be issued with it. Managing members (inviting, revoking invitations,
 changing roles, removing), tokens and model providers is for owners signed in as themselves: no
 token scope grants it (``administer`` is a scope only the owner role carries).
+
+Prompts: saving a version and moving a label need ``write`` or ``review`` (owners and testers,
+never viewers); a protected label moves only when a promotion request is approved, which needs
+``review``; which labels are protected is a workspace setting (``manage``, owners).
 """
 
 from __future__ import annotations
@@ -69,6 +73,11 @@ class Action(StrEnum):
     VIEW_DATASET = "view_dataset"  # datasets, their items at any revision, experiments (evals)
     EDIT_DATASET = "edit_dataset"  # create datasets, add and delete items (curating is reviewing)
     RUN_EXPERIMENT = "run_experiment"  # fork every item's run (spends like a fork), rescore
+    VIEW_PROMPTS = "view_prompts"  # prompts, versions, labels, promotion requests; fetch by label
+    SAVE_PROMPT = "save_prompt"  # a new version (testers in the playground, write tokens)
+    MOVE_LABEL = "move_label"  # an unprotected label moves; a protected one: ask for a promotion
+    DECIDE_PROMOTION = "decide_promotion"  # approve or reject a promotion request (a gate)
+    PROTECT_LABEL = "protect_label"  # which labels of the workspace are protected
 
 
 ACTION_SCOPES: dict[Action, frozenset[str]] = {
@@ -94,6 +103,11 @@ ACTION_SCOPES: dict[Action, frozenset[str]] = {
     Action.VIEW_DATASET: frozenset({READ}),
     Action.EDIT_DATASET: frozenset({WRITE, REVIEW}),
     Action.RUN_EXPERIMENT: frozenset({WRITE}),
+    Action.VIEW_PROMPTS: frozenset({READ}),
+    Action.SAVE_PROMPT: frozenset({WRITE, REVIEW}),
+    Action.MOVE_LABEL: frozenset({WRITE, REVIEW}),
+    Action.DECIDE_PROMOTION: frozenset({REVIEW}),
+    Action.PROTECT_LABEL: frozenset({MANAGE}),
 }
 
 assert set(ACTION_SCOPES) == set(Action), "every action needs a row"

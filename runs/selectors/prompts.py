@@ -1,0 +1,163 @@
+"""Reads of prompts, workspace first: the list, one prompt's versions and labels, a version by
+label or number (what pipelines fetch), diffs, promotion requests, and the runs that used a version.
+
+A model call made with a fetched prompt carries ``{"prompt": {"name": ..., "version": N}}`` in its
+model_io event's ``metadata`` (the SDK writes it; see :func:`prompt_ref`); a run that used a
+version is found by that text in its events.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import Count, Max, Prefetch, QuerySet
+
+from runs.models import (
+    Event,
+    PromotionRequest,
+    PromotionStatus,
+    Prompt,
+    PromptLabel,
+    PromptVersion,
+    ProtectedLabel,
+    Run,
+    Workspace,
+)
+from runs.presenters.prompts import diff_lines, diff_summary, render_version, variables
+
+DEFAULT_LABEL = "production"
+
+
+def prompts_of(workspace: Workspace) -> QuerySet[Prompt]:
+    return (
+        Prompt.objects.filter(workspace=workspace)
+        .annotate(version_count=Count("versions", distinct=True), last_number=Max("versions__number"))
+        .prefetch_related(Prefetch("labels", queryset=PromptLabel.objects.select_related("version")))
+        .order_by("name")
+    )
+
+
+def get_prompt(workspace: Workspace, name: str) -> Prompt | None:
+    return Prompt.objects.filter(workspace=workspace, name=name).first()
+
+
+def versions_of(prompt: Prompt) -> list[PromptVersion]:
+    return list(prompt.versions.select_related("created_by").order_by("-number"))
+
+
+def labels_of(prompt: Prompt) -> dict[str, int]:
+    """label -> version number."""
+    rows = PromptLabel.objects.filter(prompt=prompt).values_list("name", "version__number")
+    return dict(sorted(rows))
+
+
+def labels_by_version(prompt: Prompt) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for name, number in labels_of(prompt).items():
+        out.setdefault(number, []).append(name)
+    return out
+
+
+def protected_labels(workspace: Workspace) -> list[str]:
+    return list(ProtectedLabel.objects.filter(workspace=workspace).values_list("name", flat=True))
+
+
+def find_version(
+    workspace: Workspace, name: str, *, label: str | None = None, version: int | None = None
+) -> PromptVersion | None:
+    """The version a label points at, or the numbered one (``production`` when neither is given)."""
+    qs = PromptVersion.objects.select_related("prompt", "created_by").filter(
+        prompt__workspace=workspace, prompt__name=name
+    )
+    if version is not None:
+        return qs.filter(number=version).first()
+    return qs.filter(labels__name=label or DEFAULT_LABEL).first()
+
+
+def version_doc(version: PromptVersion, *, labels: list[str] | None = None) -> dict[str, Any]:
+    """A version as the API, MCP and SDK see it."""
+    prompt = version.prompt
+    body = version.body_json
+    return {
+        "name": prompt.name,
+        "type": prompt.type,
+        "version": version.number,
+        "labels": labels if labels is not None else labels_by_version(prompt).get(version.number, []),
+        "tags": list(prompt.tags or []),
+        "body": body,
+        "config": version.config_json,
+        "variables": variables(body),
+        "message": version.message,
+        "created_by": version.created_by.get_username() if version.created_by else None,
+        "created_at": version.created_at.isoformat(),
+    }
+
+
+def previous_version(version: PromptVersion) -> PromptVersion | None:
+    return (
+        PromptVersion.objects.filter(prompt_id=version.prompt_id, number__lt=version.number)
+        .order_by("-number")
+        .first()
+    )
+
+
+def version_diff(old: PromptVersion | None, new: PromptVersion) -> dict[str, Any]:
+    """Line diff of two versions (body and config); ``old`` None: everything is added."""
+    before = render_version(old.body_json, old.config_json) if old else []
+    rows = diff_lines(before, render_version(new.body_json, new.config_json))
+    return {
+        "old": old.number if old else None,
+        "new": new.number,
+        "rows": rows,
+        "summary": diff_summary(rows),
+    }
+
+
+def pending_promotions(workspace: Workspace, *, limit: int = 100) -> list[PromotionRequest]:
+    return list(
+        PromotionRequest.objects.filter(workspace=workspace, status=PromotionStatus.PENDING)
+        .select_related("prompt", "from_version", "to_version", "requested_by")
+        .order_by("requested_at", "pk")[:limit]
+    )
+
+
+def promotion_history(prompt: Prompt, *, limit: int = 50) -> list[PromotionRequest]:
+    return list(
+        prompt.promotions.select_related("from_version", "to_version", "requested_by", "decided_by").order_by(
+            "-requested_at", "-pk"
+        )[:limit]
+    )
+
+
+def get_promotion(workspace: Workspace, request_id: int) -> PromotionRequest | None:
+    return (
+        PromotionRequest.objects.filter(workspace=workspace, pk=request_id)
+        .select_related("prompt", "from_version", "to_version", "requested_by", "decided_by")
+        .first()
+    )
+
+
+def prompt_ref(name: str, number: int) -> str:
+    """The text a model_io event holds when the call used this version (``"prompt": {...}``)."""
+    return json.dumps({"name": name, "version": number}, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_prompt_filter(text: str) -> tuple[str, int] | None:
+    """``name@N`` -> (name, N); None when the text is not of that form."""
+    name, sep, number = text.strip().rpartition("@")
+    if not sep or not name or not number.isdigit() or len(number) > 9:
+        return None
+    return name, int(number)
+
+
+def runs_using_version(workspace: Workspace, name: str, number: int, *, limit: int = 50) -> QuerySet[Run]:
+    """Runs with a model call made with prompt ``name`` version ``number`` (newest first)."""
+    run_pks = (
+        Event.objects.filter(
+            run__workspace=workspace, type="model_io", body__contains=prompt_ref(name, number)
+        )
+        .values("run_id")
+        .distinct()
+    )
+    return Run.objects.for_workspace(workspace).filter(pk__in=run_pks).order_by("-started_at")[:limit]
