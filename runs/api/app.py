@@ -33,6 +33,8 @@ from runs.api.fork import router as fork_router
 from runs.api.gates import router as gates_router
 from runs.api.other_doors import with_other_doors
 from runs.api.prices import router as prices_router
+from runs.api.prompts import labels_router as prompt_labels_router
+from runs.api.prompts import router as prompts_router
 from runs.api.runstore import router as runstore_router
 from runs.api.schemas import HealthOut
 from runs.api.transcript import router as transcript_router
@@ -329,6 +331,8 @@ def _register_routers() -> None:
     api.add_router("/cache", cache_router)
     api.add_router("/prices", prices_router)
     api.add_router("/webhooks", webhooks_router)
+    api.add_router("/prompts", prompts_router)
+    api.add_router("/prompt-labels", prompt_labels_router)
 
 
 _register_routers()

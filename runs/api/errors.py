@@ -33,6 +33,12 @@ _STATUS_BY_CODE: dict[str, int] = {
     "WEBHOOK_DISABLED": 409,
     "READ_ONLY": 409,  # the public demo's runs (runs.actions.workspaces.READ_ONLY)
     CONFLICT: 409,
+    # Prompts (runs.actions.prompts)
+    "PROMOTION_PENDING": 409,
+    "ALREADY_DECIDED": 409,
+    "NO_CHANGE": 409,
+    "PROMPT_TYPE_MISMATCH": 409,
+    "SELF_APPROVAL": 403,
     PRECONDITION_FAILED: 412,
     UNAUTHENTICATED: 401,
     FORBIDDEN: 403,

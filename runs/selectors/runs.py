@@ -31,6 +31,7 @@ from runs.models import (
 from runs.presenters.timeline import EventRecord, build_rows
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.protocol.values import loads
+from runs.selectors.prompts import parse_prompt_filter, prompt_ref
 
 
 class RunNotFound(Exception):
@@ -414,6 +415,7 @@ class RunListFilters:
     workflow: str = ""
     tag: str = ""
     q: str = ""
+    prompt: str = ""  # name@version: runs with a model call made with that prompt version
 
     @classmethod
     def from_query(cls, params) -> RunListFilters:
@@ -422,6 +424,7 @@ class RunListFilters:
             workflow=params.get("workflow", "").strip(),
             tag=params.get("tag", "").strip(),
             q=params.get("q", "").strip()[:200],
+            prompt=params.get("prompt", "").strip()[:220],
         )
 
 
@@ -475,6 +478,14 @@ def runs_matching(workspace: Workspace, filters: RunListFilters) -> QuerySet[Run
         qs = qs.filter(workflow_id=filters.workflow)
     if filters.tag:
         qs = qs.annotate(tags_text=Cast("tags", TextField())).filter(_tag_filter(filters.tag))
+    if filters.prompt:
+        ref = parse_prompt_filter(filters.prompt)
+        if ref is None:
+            return [], ""  # not name@version: no run used it
+        needle = prompt_ref(*ref)
+        qs = qs.filter(
+            Exists(Event.objects.filter(run=OuterRef("pk"), type="model_io", body__contains=needle))
+        )
     if filters.q:
         qs = qs.filter(_text_match(workspace, filters.q))
     return qs

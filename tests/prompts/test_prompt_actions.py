@@ -4,6 +4,7 @@ only through an approved promotion request; the permission table decides who may
 from __future__ import annotations
 
 import pytest
+from workbench_sdk.prompts import Prompt
 
 from runs.actions.core import ActionError
 from runs.actions.permissions import ROLE_SCOPES
@@ -155,3 +156,9 @@ def test_compile_and_diff_are_plain_functions():
     ]
     rows = diff_lines(render_version("a\nb", {}), render_version("a\nc", {"t": 1}))
     assert [r["kind"] for r in rows] == ["same", "removed", "added", "added", "added", "added", "added"]
+
+
+def test_the_sdk_compiles_like_the_server():
+    for body in ("a {{ x }} {{y}} {{x}} {{ not closed", [{"role": "user", "content": "{{x}}-{{z}}"}]):
+        p = Prompt.from_doc({"name": "p", "version": 1, "type": "text", "body": body})
+        assert p.compile(x=1, y="two") == compile_body(body, {"x": 1, "y": "two"})

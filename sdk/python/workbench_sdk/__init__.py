@@ -3,6 +3,7 @@
     import workbench_sdk as wb
 
     gpt = wb.openai(openai.OpenAI())     # recorded inside observed calls
+    p = wb.prompt("greeting", label="production").compile(name="Ann")   # cached, recorded with calls
 
     @wb.observe()
     def pipeline(topic: str) -> str: ...
@@ -16,6 +17,7 @@ from workbench_sdk.client import WorkbenchAPIError, WorkbenchClient, WorkbenchTr
 from workbench_sdk.events import REPLAYED_SUMMARY, RecordedAnswer, make_event, now_iso, recorded_answer
 from workbench_sdk.observe import anthropic, configure, current_run, current_step, observe, openai, scope
 from workbench_sdk.pricing import cost_of, price_for
+from workbench_sdk.prompts import Prompt, PromptCache, PromptFallbackWarning, prompt
 from workbench_sdk.run import Decision, GateClosed, GateHandle, GateTimeout, RemoteRun, gate_payload_key
 from workbench_sdk.traced import ClientSink, Sink, Tracer, traced_anthropic, traced_openai, usage_of
 
@@ -25,6 +27,9 @@ __all__ = [
     "REPLAYED_SUMMARY",
     "CacheKeyError",
     "ClientSink",
+    "Prompt",
+    "PromptCache",
+    "PromptFallbackWarning",
     "Decision",
     "GateClosed",
     "GateHandle",
@@ -50,6 +55,7 @@ __all__ = [
     "observe",
     "openai",
     "price_for",
+    "prompt",
     "recorded_answer",
     "request_from_wire",
     "scope",

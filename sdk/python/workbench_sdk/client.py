@@ -208,6 +208,14 @@ class WorkbenchClient:
         self._prices[key] = (time.monotonic(), table)
         return table
 
+    def get_prompt(
+        self, name: str, *, label: str | None = None, version: int | None = None
+    ) -> dict[str, Any]:
+        """A prompt version (``GET /api/prompts/{name}``): by ``label`` (``production`` when neither
+        is given) or by ``version`` number. Uncached: :func:`workbench_sdk.prompt` caches."""
+        params = _drop_none({"label": label, "version": version})
+        return self._object("GET", "/prompts/" + quote(name, safe="/"), params=params or None)
+
     def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
         runs: list[dict[str, Any]] = self._json("GET", "/runs", params={"limit": limit})
         return runs

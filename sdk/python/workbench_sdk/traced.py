@@ -49,6 +49,8 @@ from workbench_sdk.client import WorkbenchAPIError, WorkbenchClient
 from workbench_sdk.events import REPLAYED_SUMMARY, RecordedAnswer, make_event
 from workbench_sdk.pricing import PriceTable, price_for
 from workbench_sdk.pricing import cost_of as _cost_of
+from workbench_sdk.prompt_context import PAYLOAD_KEY as PROMPT_KEY
+from workbench_sdk.prompt_context import active_prompt
 from workbench_sdk.shapes import AnthropicProvider, Feed, Final, OpenAIProvider, Provider, dump_model
 
 __all__ = [
@@ -333,6 +335,10 @@ class Call:
                     **fields["payload"],
                     "workbench.pricing": {"source": source, "model": model},
                 }
+        prompt_ref = active_prompt.get()
+        if prompt_ref is not None and isinstance(fields["payload"], dict):
+            # the prompt version this call used (Prompt.compile): the runs list filters by it
+            fields["payload"] = {**fields["payload"], PROMPT_KEY: dict(prompt_ref)}
         if summary:
             fields["summary"] = summary
         events = [*self.pending, self.tracer.event("model_io", **fields)]
