@@ -13,7 +13,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs.actions.permissions import Action
 from runs.models import Run
+from runs.pages.prompts import promotion_item
 from runs.protocol.timestamps import to_datetime
+from runs.selectors.prompts import pending_promotions
 from runs.selectors.runs import (
     BadCursor,
     inbox_page,
@@ -72,5 +74,8 @@ def review_inbox(request: HttpRequest) -> HttpResponse:
             "limit": INBOX_LIMIT,
             "nav_active": "inbox",
             "can_review": can_review,
+            # prompt promotion requests: gates of their own (templates/runs/_promotion_requests.html)
+            "promotions": [promotion_item(r) for r in pending_promotions(workspace)],
+            "can_decide_promotions": may(request, Action.DECIDE_PROMOTION),
         },
     )
