@@ -34,6 +34,8 @@ PARAM_KINDS: dict[str, str] = {
     "oauth_token_id": "oauth_token",  # an OAuth access token a member granted an MCP host
     "dataset_id": "dataset",  # /api/datasets/<id>: a workspace's dataset (evals)
     "experiment_id": "experiment",  # /api/experiments/<id>: a workspace's experiment (evals)
+    "prompt_name": "prompt",  # a prompt of one workspace (its name may hold "/": folders)
+    "promotion_id": "promotion",  # a promotion request of a prompt's protected label
     # Parameters below a run: they only ever narrow a run the caller must see first.
     "seq": "seq",
     "artifact_key": "artifact_key",

@@ -32,6 +32,10 @@ EXPERIMENT_ID = "exp_victim0000000000000001"
 MISSING_EXPERIMENT_ID = "exp_victim0000000000000009"
 OAUTH_TOKEN_ID = 731983  # an OAuth access token alice granted a host in acme
 MISSING_OAUTH_TOKEN_ID = 731987
+PROMPT_NAME = "victim/prompt-a1"  # a prompt of acme (folders with "/"), its body carries CANARY
+MISSING_PROMPT_NAME = "victim/prompt-z9"
+PROMOTION_ID = 731991  # a pending promotion request of that prompt's production label
+MISSING_PROMOTION_ID = 731993
 
 
 @dataclass
@@ -52,7 +56,14 @@ class World:
 
     def query_values(self) -> list[str]:
         """Values a query parameter could use to name one of the victim's objects."""
-        return [VICTIM_RUN, f"{VICTIM_RUN}:{self.io_seq}", str(self.saved_prompt_pk), self.execution_id]
+        return [
+            VICTIM_RUN,
+            f"{VICTIM_RUN}:{self.io_seq}",
+            str(self.saved_prompt_pk),
+            self.execution_id,
+            PROMPT_NAME,
+            f"{PROMPT_NAME}@2",
+        ]
 
     def values(self, missing: bool = False) -> dict[str, object]:
         """A value for every parameter kind of tests/security/routes.py (PARAM_KINDS)."""
@@ -67,6 +78,8 @@ class World:
             "oauth_token_id": MISSING_OAUTH_TOKEN_ID if missing else OAUTH_TOKEN_ID,
             "dataset_id": MISSING_DATASET_ID if missing else DATASET_ID,
             "experiment_id": MISSING_EXPERIMENT_ID if missing else EXPERIMENT_ID,
+            "prompt_name": MISSING_PROMPT_NAME if missing else PROMPT_NAME,
+            "promotion_id": MISSING_PROMOTION_ID if missing else PROMOTION_ID,
             "seq": 1,
             "artifact_key": "notes",
         }
@@ -165,6 +178,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     io_seq = Event.objects.get(run=run, type="model_io").seq
     read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
     _oauth_token(workspace, alice)
+    _prompt(workspace, alice)
     outsider = create_token(
         workspace=other_workspace, name="outsider", scopes=["read", "write", "review", "manage"]
     )
@@ -215,6 +229,23 @@ def _evals(workspace) -> None:
     ExperimentItem.objects.create(
         experiment=experiment, item_key="i1", status="completed", output=f'"{CANARY}"'
     )
+
+
+def _prompt(workspace, user) -> None:
+    """Two versions of a prompt of acme, production protected, a promotion to version 2 pending."""
+    from runs.actions.permissions import ROLE_SCOPES
+    from runs.actions.prompts import do_move_label, do_protect_label, do_save_prompt_version
+    from runs.models import PromotionRequest
+
+    owner = ROLE_SCOPES["owner"]
+    for text in (f"one {CANARY}", f"two {CANARY}"):
+        do_save_prompt_version(workspace, name=PROMPT_NAME, body=text, scopes=owner, user=user, tags=[CANARY])
+    do_move_label(workspace, name=PROMPT_NAME, label="production", version=1, scopes=owner, user=user)
+    do_protect_label(workspace, label="production", protected=True, scopes=owner, user=user)
+    request = do_move_label(
+        workspace, name=PROMPT_NAME, label="production", version=2, scopes=owner, user=user
+    )
+    PromotionRequest.objects.filter(pk=request.request.pk).update(id=PROMOTION_ID)
 
 
 def _oauth_token(workspace, user) -> None:
