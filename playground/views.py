@@ -10,6 +10,7 @@ import re
 import uuid
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -17,10 +18,11 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import ratelimit
-from playground import actions, config, execute, operations, presenters, restore
+from playground import actions, config, execute, operations, presenters, prompt_versions, restore
 from playground import compose as c
 from playground.models import (
     Execution,
@@ -30,12 +32,15 @@ from playground.models import (
     SavedPrompt,
     WorkspacePlayground,
 )
-from runs.actions.permissions import Action
+from runs.actions import ActionError
+from runs.actions.permissions import ROLE_SCOPES, Action
+from runs.actions.prompts import do_save_prompt_version
 from runs.models import Event
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ProtocolError
 from runs.providers import egress
-from runs.web.request import current_workspace, get_run_for_user, may, require_action
+from runs.selectors.prompts import find_version, get_prompt, prompts_of
+from runs.web.request import current_membership, current_workspace, get_run_for_user, may, require_action
 from runs.web.wire import WireJsonResponse
 
 MAX_BODY_NOTE = "The request is too large."
@@ -88,7 +93,7 @@ def _context(request: HttpRequest, **extra: Any) -> dict:
         "operations": list(operations.OPERATIONS.values()),
         "can_send": may(request, Action.PLAYGROUND_SEND),
         "is_owner": may(request, Action.MANAGE_PROVIDERS),
-        "saved_prompts": SavedPrompt.objects.filter(workspace=workspace).order_by("name"),
+        "saved_prompts": list(prompts_of(workspace)[:200]),
     }
     ctx.update(extra)
     return ctx
@@ -110,6 +115,11 @@ def playground(request: HttpRequest) -> HttpResponse:
         initial["session"] = _saved_session(saved)
         initial["model"] = saved.model_id
         initial["saved_prompt"] = {"id": saved.pk, "name": saved.name}
+    prompt_name = request.GET.get("prompt_name")
+    if prompt_name:
+        initial.update(
+            _open_version(workspace, prompt_name, request.GET.get("version"), request.GET.get("label"))
+        )
     from_event = request.GET.get("from_event")
     if from_event:
         initial.update(_restore_from_event(request, from_event))
@@ -119,6 +129,24 @@ def playground(request: HttpRequest) -> HttpResponse:
         initial["model_source"] = "remembered" if remembered else "default"
     initial["levels"] = config.levels(workspace, request.user)
     return render(request, "playground/playground.html", _context(request, initial=initial))
+
+
+def _open_version(workspace, name: str, version: str | None, label: str | None) -> dict:
+    """A prompt version opened in the page (404 for a missing one, or another workspace's)."""
+    number = int(version) if version and version.isdigit() and len(version) < 10 else None
+    if version and number is None:
+        raise Http404("version is a number")
+    found = find_version(
+        workspace, name[:200], version=number, label=None if number else (label or "latest")[:40]
+    )
+    if found is None:
+        raise Http404("no such prompt version")
+    session, model = prompt_versions.session_of(found)
+    return {
+        "session": session,
+        "model": model,
+        "saved_prompt": {"name": found.prompt.name, "version": found.number},
+    }
 
 
 def _saved_session(saved: SavedPrompt) -> dict:
@@ -492,37 +520,45 @@ def execution_message(request: HttpRequest, execution_id: uuid.UUID) -> HttpResp
 @login_required
 @require_POST
 def save_prompt(request: HttpRequest) -> WireJsonResponse:
+    """ "Save as new version": the session becomes the next immutable version of the named prompt."""
     workspace = current_workspace(request)
-    if not may(request, Action.PLAYGROUND_SEND):
+    membership = current_membership(request)
+    if not may(request, Action.SAVE_PROMPT):
         return _error("role", "saving prompts needs the reviewer role", status=403)
     try:
         data = _json_body(request)
         session = c.session_from_json(data.get("session") or {})
-        name = str(data.get("name") or "").strip()[:200]
+        name = str(data.get("name") or "").strip()
         if not name:
             raise c.ComposeError("name", "give the prompt a name")
         model_pk = _model_pk(data.get("model"))
+        body, kind = prompt_versions.body_and_type(session, get_prompt(workspace, name))
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
     model = ModelEntry.objects.visible_to(workspace).filter(pk=model_pk).first() if model_pk else None
-    options = c.session_to_json(
-        replace(session, history=(), document=None, tool_results={}, cached=frozenset(), prompt="")
+    try:
+        version = do_save_prompt_version(
+            workspace,
+            name=name,
+            type=kind,
+            body=body,
+            config=prompt_versions.config_of(session, model),
+            message=str(data.get("message") or "")[:500],
+            scopes=ROLE_SCOPES.get(membership.role if membership else "", frozenset()),
+            user=request.user,
+        )
+    except ActionError as exc:
+        return _error(
+            exc.path or "name", exc.message, status=409 if exc.code == "CONFLICT" else 400, code=exc.code
+        )
+    return WireJsonResponse(
+        {
+            "name": version.prompt.name,
+            "version": version.number,
+            "url": f"/playground/?{urlencode({'prompt_name': version.prompt.name, 'version': version.number})}",
+            "page": reverse("runs:prompt_detail", args=[version.prompt.name]),
+        }
     )
-    for key in ("prompt", "system_prompt", "operation_type", "history", "file", "tool_results", "cached"):
-        options.pop(key, None)
-    saved, _ = SavedPrompt.objects.update_or_create(
-        workspace=workspace,
-        name=name,
-        defaults={
-            "operation_type": session.operation_type,
-            "model": model,
-            "system_prompt": session.system_prompt,
-            "prompt": session.prompt,
-            "options": options,
-            "created_by": request.user,
-        },
-    )
-    return WireJsonResponse({"id": saved.pk, "name": saved.name, "url": f"/playground/?prompt={saved.pk}"})
 
 
 # --------------------------------------------------------------------------------------------

@@ -174,7 +174,7 @@
   const DEFAULTS = { max_tokens: 4096, thinking_budget: 10000, temperature: { enabled: false, value: 1 }, top_p: { enabled: false, value: 1 }, top_k: { enabled: false, value: 40 }, stop_enabled: false, stop_sequences: [] };
   function sourceOf(current, opened, dflt) {
     const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-    if (initial.saved_prompt && same(current, opened)) return "saved prompt “" + initial.saved_prompt.name + "”";
+    if (initial.saved_prompt && same(current, opened)) return "saved prompt “" + initial.saved_prompt.name + "”" + (initial.saved_prompt.version ? " version " + initial.saved_prompt.version : "");
     if (initial.origin && same(current, opened)) return "the recorded call";
     if (same(current, dflt)) return "global default";
     return "this page (session)";
@@ -656,7 +656,7 @@
   $("save-prompt").addEventListener("click", async () => {
     readFreeFields();
     const { ok, data } = await post(root.dataset.saveUrl, { session: state.session, model: $("model").value || null, name: $("save-name").value });
-    $("save-status").textContent = ok ? "Saved as “" + data.name + "”." : (data.error ? data.error.message : "Not saved");
+    $("save-status").textContent = ok ? "Saved version " + data.version + " of “" + data.name + "”." : (data.error ? data.error.message : "Not saved");
   });
   // structured output: formatted/raw toggle and copy (delegated: answers arrive later)
   $("conversation").addEventListener("click", (e) => {
