@@ -27,6 +27,7 @@ from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
 from runs.protocol.values import loads
 from runs.selectors.gates import gate_decision
+from runs.selectors.prompts import find_version, version_doc
 from runs.selectors.runs import RunNotFound, get_run, runs_of
 from runs.selectors.signing import bundle_signature
 
@@ -431,3 +432,17 @@ def decision_status(run: Run, *, step_id: str, gate: str, checkpoint: str | None
     if run.status != "running":
         return {**base, "status": "closed", "decision": None, "note": f"the run is {run.status}"}
     return {**base, "status": "pending", "decision": None, "note": None}
+
+
+def get_prompt(
+    principal: Principal | None, *, name: str, label: str | None = None, version: int | None = None
+) -> dict:
+    """A prompt version by label (``production`` when neither is given) or number, as REST answers it."""
+    caller = _caller(principal, Action.VIEW_PROMPTS)
+    if label is not None and version is not None:
+        raise Refused(ErrorCode.INVALID_INPUT, "give label or version, not both")
+    found = find_version(caller.workspace, name, label=label, version=version)
+    if found is None:
+        what = f"version {version}" if version is not None else f"label {label or 'production'}"
+        raise Refused("NOT_FOUND", f"no prompt {name!r} with {what}")
+    return version_doc(found)

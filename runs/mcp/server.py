@@ -151,6 +151,20 @@ class RunDetail(RunSummary):
     totals: dict[str, Any]
 
 
+class PromptVersionResult(BaseModel):
+    name: str
+    type: str = Field(description="text (body is a string) or chat (body is a list of {role, content}).")
+    version: int
+    labels: list[str]
+    tags: list[str]
+    body: Any = Field(description="The template; {{variable}} marks what is filled in.")
+    config: dict[str, Any] = Field(description="The model and its parameters, versioned with the body.")
+    variables: list[str]
+    message: str
+    created_by: str | None = None
+    created_at: str
+
+
 class WriteResult(BaseModel):
     runId: str
     revision: int
@@ -290,6 +304,7 @@ TOOL_SCOPES: dict[str, str] = {
     "export_bundle": "read",
     "request_decision": "write",
     "fork_run": "write",
+    "get_prompt": "read",
 }
 
 
@@ -342,6 +357,18 @@ def build_server() -> WorkbenchMCPServer:
         """Check a bundle (schema, structure, integrity hash, then its signature against this instance's
         keys) without storing it; failures carry an error code."""
         return await _forward(ctx, ops.validate_run_bundle, ValidationResult, locals())
+
+    @mcp.tool(title="Get a prompt version", annotations=READ_ONLY)
+    async def get_prompt(
+        ctx: Context,
+        name: Annotated[str, Field(max_length=200, description="The prompt's name ('/' separates folders).")],
+        label: Annotated[
+            str | None, Field(max_length=40, description="production when neither is given.")
+        ] = None,
+        version: Annotated[int | None, Field(ge=1, lt=2**31)] = None,
+    ) -> PromptVersionResult:
+        """A prompt version by label (production, staging, latest ...) or by number: what pipelines run."""
+        return await _forward(ctx, ops.get_prompt, PromptVersionResult, locals())
 
     @mcp.tool(title="Start a run", annotations=WRITES)
     async def start_run(
