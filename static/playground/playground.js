@@ -124,6 +124,22 @@
     } else { s.tools = []; }
   }
 
+  // Item 26: the operation type is chosen in a sheet (each type with its description and badge)
+  function showOperation(id) {
+    const radio = document.querySelector('input[name="operation_choice"][value="' + CSS.escape(id) + '"]');
+    if (!radio) return;
+    radio.checked = true;
+    $("operation-current").textContent = radio.dataset.name;
+    $("operation-current-badge").textContent = radio.dataset.structured === "1" ? "Structured" : "Text";
+    $("operation-hint").textContent = radio.dataset.description + " " + radio.dataset.guidance;
+  }
+
+  function chooseOperation(id) {
+    $("operation-type").value = id;
+    showOperation(id);
+    $("operation-type").dispatchEvent(new Event("change"));
+  }
+
   function renderControls() {
     const s = state.session;
     const a = s.advanced;
@@ -140,8 +156,9 @@
     $("tools-row").hidden = !s.tool_use;
     if (s.tools && s.tools.length && document.activeElement !== $("tools")) $("tools").value = JSON.stringify(s.tools, null, 1);
     $("operation-type").value = s.operation_type;
-    const opt = $("operation-type").selectedOptions[0];
-    $("operation-hint").textContent = opt ? opt.dataset.description + " " + opt.dataset.guidance : "";
+    showOperation(s.operation_type);
+    // Item 8: the toggle only when there is a system prompt to send
+    $("send-system-prompt-row").hidden = !(s.system_prompt || "").trim();
     $("file-info").hidden = !s.file;
     $("send-file-row").hidden = !s.file;
     if (s.file) {
@@ -653,6 +670,11 @@
     $(id).addEventListener("change", () => preview(null)));
   ["prompt", "system-prompt", "tools"].forEach((id) => $(id).addEventListener("input", schedulePreview));
   ["temperature", "top-p"].forEach((id) => $(id).addEventListener("input", () => { $(id + "-out").textContent = $(id).value; }));
+  $("operation-open").addEventListener("click", () => $("operation-sheet").showModal());
+  $("operation-close").addEventListener("click", () => $("operation-sheet").close());
+  $("operation-sheet").addEventListener("change", (e) => { if (e.target.name === "operation_choice") chooseOperation(e.target.value); });
+  $("operation-sheet").addEventListener("close", () => $("operation-open").focus());
+  $("system-prompt").addEventListener("input", () => { $("send-system-prompt-row").hidden = !$("system-prompt").value.trim(); });
   $("save-prompt").addEventListener("click", async () => {
     readFreeFields();
     const { ok, data } = await post(root.dataset.saveUrl, { session: state.session, model: $("model").value || null, name: $("save-name").value });

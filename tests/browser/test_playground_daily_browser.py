@@ -249,7 +249,7 @@ def test_cache_guidance_totals_conversation_links_metadata_and_structured_views(
     conversation = second.locator("a[data-conversation]").get_attribute("href")
     run2 = second.locator(".pg-meta a").first.get_attribute("href").strip("/").split("/")[-1]
     # Item 12 and 9 reuse this page below; first the structured output views (item 8).
-    page.select_option("#operation-type", "validation")
+    _choose_operation(page, "validation")
     page.fill("#prompt", "Is it compliant?")
     _send(page)
     box = page.locator(".pg-msg-assistant").last.locator(".pg-structured")
@@ -273,13 +273,20 @@ def test_cache_guidance_totals_conversation_links_metadata_and_structured_views(
     page.wait_for_selector("#origin:not([hidden])")
     assert "zebra.txt" in page.locator("[data-restored] [data-documents]").first.text_content()
     page.click("#clear")
-    page.select_option("#operation-type", "generic")
+    _choose_operation(page, "generic")
     page.check("#tool-use")
     page.fill("#prompt", "Use get_weather for Paris")
     _send(page)
     tool_input = page.locator(".pg-msg-assistant").last.locator("[data-json]").text_content()
     assert '"city": "city example"' in tool_input
     assert not [e for e in page.console_errors if "Content Security Policy" in e or "Refused" in e]
+
+
+def _choose_operation(page, op: str) -> None:
+    """Seed-004 item 26: the operation type is chosen in a sheet, not a <select>."""
+    page.click("#operation-open")
+    page.check(f'#operation-sheet input[value="{op}"]')
+    page.click("#operation-close")
 
 
 def _level(page, name: str) -> tuple[str, str]:

@@ -1,0 +1,232 @@
+"""Prompts as versioned releases, end to end in Chromium (issue 32's acceptance), plus seed-004
+items 8 and 26 in the playground; axe-core light and dark, and 390 px.
+
+A tester saves version 2 from the playground; an owner protects ``production``; the tester asks to
+promote version 2; a reviewer sees the diff in the inbox and approves with the keyboard; the label
+moves; a pipeline using the SDK's ``wb.prompt(...)`` gets version 2 once its cache entry is older
+than the TTL, and its run records ``prompt@2`` (the runs list filters by it).
+
+Run separately: ``.venv/bin/python -m pytest tests/browser/test_prompt_release_browser.py -m browser``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser import support
+from tests.fakes.anthropic_api import FakeAnthropic
+
+pytestmark = pytest.mark.browser
+
+NAME = "support/greeting"
+SETUP = """
+import django; django.setup()
+from django.contrib.auth import get_user_model
+from accounts.tokens import create_token
+from runs.models import Workspace
+from runs.actions.permissions import ROLE_SCOPES
+from runs.actions.prompts import do_move_label, do_save_prompt_version
+from runs.actions.workspaces import add_member
+from playground.models import ProviderConfig, ModelEntry
+ws = Workspace.objects.create(slug="acme", name="Acme")
+users = dict()
+for name, role in (("tess", "reviewer"), ("olga", "owner"), ("rene", "reviewer")):
+    users[name] = get_user_model().objects.create_user(username=name, password=f"{{name}}-password-123")
+    add_member(ws, users[name], role)
+p = ProviderConfig(workspace=ws, name="Fake Anthropic", kind="anthropic", base_url={url!r}, max_retries=0)
+p.set_api_key("test-anthropic-key"); p.save()
+ModelEntry.objects.create(workspace=ws, provider=p, model_id="claude-sonnet-4-6", display_name="Fake Sonnet",
+    context_window=200000, is_default=True)
+owner = ROLE_SCOPES["owner"]
+do_save_prompt_version(ws, name={name!r}, body="Hello {{{{customer}}}}, thanks for writing.", scopes=owner,
+    user=users["olga"], message="first")
+do_move_label(ws, name={name!r}, label="production", version=1, scopes=owner, user=users["olga"])
+open({token_file!r}, "w").write(create_token(workspace=ws, name="pipeline", scopes=["read", "write"]).secret)
+"""
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, fake):
+    tmp = tmp_path_factory.mktemp("prompt-release")
+    token_file = tmp / "token.txt"
+    setup = SETUP.format(url=fake.url, name=NAME, token_file=str(token_file))
+    with support.serve_app(
+        tmp,
+        setup_code=setup,
+        extra_env={"PLAYGROUND_EXECUTOR": "inprocess", "PLAYGROUND_EGRESS_ALLOW": "127.0.0.0/8"},
+    ) as url:
+        yield url, token_file.read_text().strip()
+
+
+def axe_serious(page, where: str) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    out = []
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for v in Axe().run(page).response["violations"]:
+            if v["impact"] in ("serious", "critical"):
+                out.append(
+                    f"{where} {scheme}: {v['id']} ({v['impact']}) {[n['target'] for n in v['nodes'][:3]]}"
+                )
+    page.emulate_media(color_scheme="light")
+    return out
+
+
+def _as(browser, server: str, user: str, **options):
+    page = support.new_page(browser, **options)
+    support.sign_in(page, server, user)
+    return page
+
+
+def test_save_protect_promote_approve_and_fetch(env):
+    from playwright.sync_api import sync_playwright
+    from workbench_sdk.client import WorkbenchClient
+    from workbench_sdk.prompt_context import active_prompt
+    from workbench_sdk.prompts import PromptCache
+    from workbench_sdk.traced import ClientSink, Tracer
+
+    server, token = env
+    client = WorkbenchClient(server, token, retries=0)
+    now = [0.0]
+    cache = PromptCache(client, ttl=60.0, background=False, clock=lambda: now[0])
+    assert cache.get(NAME, label="production").version == 1  # the pipeline runs version 1
+
+    violations: list[str] = []
+    with sync_playwright() as pw:
+        browser = support.launch(pw)
+        try:
+            # A tester opens version 1 in the playground, edits it, saves version 2.
+            tess = _as(browser, server, "tess", viewport={"width": 1280, "height": 900})
+            tess.goto(f"{server}/playground/?prompt_name={NAME}&version=1")
+            assert tess.input_value("#prompt").startswith("Hello {{customer}}")
+            # seed-004 item 8: no system prompt, no "Send system prompt" toggle
+            assert not tess.locator("#send-system-prompt-row").is_visible()
+            # seed-004 item 26: the operation type from a sheet with descriptions and badges
+            assert tess.locator("select#operation-type").count() == 0
+            tess.click("#operation-open")
+            sheet = tess.locator("#operation-sheet")
+            assert sheet.is_visible() and sheet.locator(".pg-badge-structured").count() >= 1
+            assert "(structured)" not in sheet.inner_text()
+            violations += axe_serious(tess, "operation sheet")
+            tess.check('#operation-sheet input[value="generic"]')
+            tess.click("#operation-close")
+            assert not sheet.is_visible() and tess.inner_text("#operation-current") == "Generic"
+            tess.fill("#prompt", "Hi {{customer}}, thank you for your message.")
+            tess.fill("#save-name", NAME)
+            tess.click("#save-prompt")
+            tess.wait_for_function(
+                "() => document.getElementById('save-status').textContent.includes('version 2')"
+            )
+            violations += axe_serious(tess, "playground")
+
+            # An owner protects production.
+            olga = _as(browser, server, "olga")
+            olga.goto(f"{server}/prompts/")
+            olga.fill("#protect-label", "production")
+            olga.click("button[value=protect]")
+            olga.wait_for_selector("text=production is now protected.")
+            violations += axe_serious(olga, "prompts")
+
+            # The tester asks to promote version 2 (production is protected: a request).
+            tess.goto(f"{server}/prompts/{NAME}/")
+            tess.fill("#move-label", "production")
+            tess.select_option("#move-version", "2")
+            tess.fill("#move-note", "friendlier greeting")
+            tess.click("#move-heading ~ form button[type=submit]")
+            tess.wait_for_selector("text=waits for a reviewer in the inbox")
+            assert cache.get(NAME, label="production").version == 1
+            violations += axe_serious(tess, "prompt detail")
+
+            # A reviewer sees the diff in the inbox and approves with the keyboard.
+            rene = _as(browser, server, "rene")
+            rene.goto(f"{server}/runs/inbox/")
+            item = rene.locator(".promotion").first
+            assert "support/greeting" in item.inner_text() and "friendlier greeting" in item.inner_text()
+            assert (
+                item.locator(".prompt-diff li.add").count() >= 1
+                and item.locator(".prompt-diff li.del").count() >= 1
+            )
+            violations += axe_serious(rene, "inbox")
+            item.locator("input[name=note]").focus()
+            rene.keyboard.type("looks good")
+            rene.keyboard.press("Tab")  # to Approve
+            assert rene.evaluate("() => document.activeElement.value") == "approved"
+            rene.keyboard.press("Enter")
+            rene.wait_for_selector("text=production moved to version 2")
+
+            # Within the TTL the pipeline still has version 1; past it, version 2.
+            now[0] += 30
+            assert cache.get(NAME, label="production").version == 1
+            now[0] += 31
+            prompt = cache.get(NAME, label="production")
+            assert prompt.version == 2
+
+            # The pipeline's model call records prompt@2; the runs list filters by it.
+            client.start_run(
+                workflow={"id": "support-bot", "version": 1, "steps": [{"id": "reply"}], "edges": []},
+                run_id="run_reply",
+            )
+            token_ctx = active_prompt.set(None)
+            try:
+                text = prompt.compile(customer="Ann")
+                assert text == "Hi Ann, thank you for your message."
+                call = Tracer(ClientSink(client, "run_reply"), prices={}).begin(
+                    "anthropic",
+                    "claude-sonnet-4-6",
+                    {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": text}]},
+                )
+                call.finish(
+                    {"id": "msg", "model": "claude-sonnet-4-6", "content": []}, usage=None, tool_calls=[]
+                )
+            finally:
+                active_prompt.reset(token_ctx)
+            rene.goto(f"{server}/runs/?prompt={NAME}@2")
+            assert rene.locator("main a[href*='run_reply']").count() >= 1
+            rene.goto(f"{server}/runs/?prompt={NAME}@1")
+            assert rene.locator("main a[href*='run_reply']").count() == 0
+            rene.goto(f"{server}/prompts/{NAME}/?runs=2")
+            assert rene.locator("#runs a[href*='run_reply']").count() == 1
+            history = rene.inner_text("#promotions-heading ~ ul")
+            assert "approved" in history and "asked by tess" in history and "decided by rene" in history
+
+            # 390 px: nothing wider than the screen.
+            phone = _as(browser, server, "tess", viewport={"width": 390, "height": 844})
+            for path in (f"/prompts/{NAME}/", "/prompts/", "/runs/inbox/", "/playground/"):
+                phone.goto(server + path)
+                width = phone.evaluate("document.documentElement.scrollWidth")
+                assert width <= 390, (path, width)
+                violations += axe_serious(phone, f"390px {path}")
+            phone.goto(f"{server}/playground/")
+            phone.fill("#system-prompt", "You are kind.")  # item 8: now the toggle shows
+            assert phone.locator("#send-system-prompt-row").is_visible()
+            support.shot(phone, "prompt-playground-390")
+            errors = [*tess.console_errors, *olga.console_errors, *rene.console_errors, *phone.console_errors]
+            assert errors == []
+        finally:
+            browser.close()
+    assert violations == [], "\n".join(violations)
+
+
+def test_the_sdk_falls_back_to_its_cached_version_when_the_server_is_down(env):
+    from workbench_sdk.client import WorkbenchClient
+    from workbench_sdk.prompts import PromptCache, PromptFallbackWarning
+
+    server, token = env
+    now = [0.0]
+    cache = PromptCache(
+        WorkbenchClient(server, token, retries=0), ttl=60.0, background=False, clock=lambda: now[0]
+    )
+    fetched = cache.get(NAME, label="latest")
+    down = WorkbenchClient("http://127.0.0.1:9", token, retries=0, timeout=2)  # nothing listens there
+    cache._client = down  # noqa: SLF001 (the server goes away)
+    now[0] += 61
+    with pytest.warns(PromptFallbackWarning, match="the server cannot be reached"):
+        assert cache.get(NAME, label="latest") == fetched
+
