@@ -23,7 +23,8 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from playground.models import ModelEntry, ProviderConfig, ProviderKind, WorkspacePlayground
+from playground.models import ModelEntry, OperationDefaults, ProviderConfig, ProviderKind, WorkspacePlayground
+from playground.operations import OPERATIONS
 from runs.models import Membership, Role
 from runs.providers import egress
 
@@ -383,3 +384,45 @@ def do_delete_model(*, membership: Membership, model_pk: object) -> None:
     workspace = _require_owner(membership).workspace
     entry = _own_model(workspace, model_pk)
     entry.delete()
+
+
+MAX_TEMPERATURE = 1.0  # the page's slider (and Anthropic's range)
+TRISTATE = {"": None, "on": True, "off": False}
+
+
+def do_set_operation_defaults(
+    *,
+    membership: Membership | None,
+    operation_type: object,
+    temperature: object,
+    thinking: object,
+    citations: object,
+) -> OperationDefaults | None:
+    """The workspace's defaults for one operation type (empty values: not set here, the global
+    default or the model's own applies). Owners only; the row goes when nothing is set."""
+    membership = _require_owner(membership)
+    if operation_type not in OPERATIONS:
+        raise SettingsError("INVALID_INPUT", "unknown operation type", "operation_type")
+    temp_text = temperature.strip() if isinstance(temperature, str) else ""
+    value: float | None = None
+    if temp_text:
+        try:
+            value = float(temp_text)
+        except ValueError:
+            raise SettingsError(
+                "INVALID_INPUT", "temperature is a number from 0 to 1", "temperature"
+            ) from None
+        if not 0.0 <= value <= MAX_TEMPERATURE:
+            raise SettingsError("INVALID_INPUT", "temperature is a number from 0 to 1", "temperature")
+    if thinking not in TRISTATE or citations not in TRISTATE:
+        raise SettingsError("INVALID_INPUT", "thinking and citations are on, off or not set", "thinking")
+    fields = {"temperature": value, "thinking": TRISTATE[thinking], "citations": TRISTATE[citations]}
+    if all(v is None for v in fields.values()):
+        OperationDefaults.objects.filter(
+            workspace=membership.workspace, operation_type=operation_type
+        ).delete()
+        return None
+    row, _ = OperationDefaults.objects.update_or_create(
+        workspace=membership.workspace, operation_type=operation_type, defaults=fields
+    )
+    return row

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from playground.models import ModelEntry, ProviderConfig, SavedPrompt, UserPlayground, WorkspacePlayground
+from playground.models import (
+    ModelEntry,
+    OperationDefaults,
+    ProviderConfig,
+    SavedPrompt,
+    UserPlayground,
+    WorkspacePlayground,
+)
 from runs.models import Workspace
 
 
@@ -116,6 +123,7 @@ def levels(workspace: Workspace, user) -> dict:
         workspace_default = next((m.pk for m in models if m.is_default and m.workspace_id), None)
     remembered = remembered_model(workspace, user)
     return {
+        "operation_defaults": operation_defaults(workspace),
         "global_default": next((m.pk for m in models if m.is_default and m.workspace_id is None), None),
         "workspace_default": workspace_default,
         "effective_default": (default_model(workspace, models) or models[0]).pk if models else None,
@@ -134,6 +142,18 @@ def levels(workspace: Workspace, user) -> dict:
             for m in models
         },
     }
+
+
+def operation_defaults(workspace: Workspace) -> dict[str, dict]:
+    """Per operation type, its defaults and where each comes from: ``{op: {key: {value, scope}}}``
+    (the workspace's value over the global one, key by key)."""
+    out: dict[str, dict] = {}
+    rows = OperationDefaults.objects.visible_to(workspace).order_by("-workspace_id")  # global first
+    for row in sorted(rows, key=lambda r: r.workspace_id is not None):
+        scope = "workspace" if row.workspace_id else "global"
+        for key, value in row.values().items():
+            out.setdefault(row.operation_type, {})[key] = {"value": value, "scope": scope}
+    return out
 
 
 @dataclass(frozen=True)

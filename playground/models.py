@@ -233,6 +233,45 @@ class UserPlayground(models.Model):
         constraints = [models.UniqueConstraint(fields=["user", "workspace"], name="uniq_user_playground")]
 
 
+class OperationDefaults(models.Model):
+    """Defaults per operation type (seed-004 item 31): temperature, thinking and citations for every
+    send of that type. ``workspace = NULL``: global; a workspace's row wins over the global one.
+    Levels, lowest first: global, workspace, prompt, operation type, session (the page)."""
+
+    workspace = models.ForeignKey(
+        Workspace,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="playground_operation_defaults",
+    )
+    operation_type = models.CharField(max_length=32)
+    temperature = models.FloatField(null=True, blank=True)  # None: not set at this level
+    thinking = models.BooleanField(null=True, blank=True)
+    citations = models.BooleanField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["operation_type"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "operation_type"], name="uniq_operation_defaults"),
+            models.UniqueConstraint(
+                fields=["operation_type"],
+                condition=Q(workspace__isnull=True),
+                name="uniq_global_operation_defaults",
+            ),
+        ]
+
+    def values(self) -> dict:
+        return {
+            k: getattr(self, k)
+            for k in ("temperature", "thinking", "citations")
+            if getattr(self, k) is not None
+        }
+
+
 class SavedPrompt(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="playground_prompts")
     name = models.CharField(max_length=200)

@@ -602,9 +602,16 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "default_model": prefs.default_model_id if prefs else None,
             "hidden_models": set(prefs.hidden_models.values_list("pk", flat=True)) if prefs else set(),
             "setup_problem": config.setup_problem(workspace),
+            "operation_rows": _operation_rows(workspace),
         },
         status=status,
     )
+
+
+def _operation_rows(workspace) -> list[dict]:
+    """Each operation type with its effective defaults (settings page: seed-004 item 31)."""
+    found = config.operation_defaults(workspace)
+    return [{"op": op, "values": found.get(op.id, {})} for op in operations.OPERATIONS.values()]
 
 
 def _model_form(post) -> dict:
@@ -660,6 +667,14 @@ def _apply_settings(membership, action: str, post) -> None:
         actions.do_set_prices(membership=membership, prices=rows)
     elif action == "default_model":
         actions.do_set_default_model(membership=membership, model_pk=post.get("model"))
+    elif action == "operation_defaults":
+        actions.do_set_operation_defaults(
+            membership=membership,
+            operation_type=post.get("operation_type", ""),
+            temperature=post.get("temperature", ""),
+            thinking=post.get("thinking", ""),
+            citations=post.get("citations", ""),
+        )
     elif action == "edit_provider":
         actions.do_edit_provider(
             membership=membership,

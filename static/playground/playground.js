@@ -134,8 +134,32 @@
     $("operation-hint").textContent = radio.dataset.description + " " + radio.dataset.guidance;
   }
 
+  // Item 31: an operation type's defaults (global, then the workspace's) apply when it is chosen;
+  // what the person changes afterwards is the session's (levels: global, workspace, prompt,
+  // operation type, session).
+  let operationApplied = null; // {id, values: {temperature?, thinking?, citations?}, scopes}
+  function applyOperationDefaults(id) {
+    const d = ((initial.levels || {}).operation_defaults || {})[id];
+    operationApplied = null;
+    if (!d) return;
+    const s = state.session, values = {}, scopes = {};
+    if (d.temperature) { s.advanced.temperature = { enabled: true, value: d.temperature.value }; values.temperature = s.advanced.temperature; scopes.temperature = d.temperature.scope; }
+    if (d.thinking) { s.thinking = d.thinking.value; values.thinking = s.thinking; scopes.thinking = d.thinking.scope; }
+    if (d.citations) { s.citations = d.citations.value; values.citations = s.citations; scopes.citations = d.citations.scope; }
+    operationApplied = { id, values: JSON.parse(JSON.stringify(values)), scopes };
+  }
+  function operationSource(key, current) {
+    if (!operationApplied || !(key in operationApplied.values)) return null;
+    if (JSON.stringify(current) !== JSON.stringify(operationApplied.values[key])) return null;
+    return "operation type “" + operationApplied.id + "” (" + operationApplied.scopes[key] + ")";
+  }
+
   function chooseOperation(id) {
+    readFreeFields();
     $("operation-type").value = id;
+    state.session.operation_type = id;
+    applyOperationDefaults(id);
+    renderControls();
     showOperation(id);
     $("operation-type").dispatchEvent(new Event("change"));
   }
@@ -217,11 +241,12 @@
       ["Operation type", s.operation_type, sourceOf(s.operation_type, baseline.operation_type, "generic")],
       ["System prompt", s.system_prompt ? (s.send_system_prompt ? "sent" : "not sent") : "none", sourceOf([s.system_prompt, s.send_system_prompt], [baseline.system_prompt, baseline.send_system_prompt], ["", true])],
       ["Max tokens", String(a.max_tokens), sourceOf(a.max_tokens, b.max_tokens, DEFAULTS.max_tokens)],
-      ["Temperature", onOff(a.temperature), sourceOf(a.temperature, b.temperature, DEFAULTS.temperature)],
+      ["Temperature", onOff(a.temperature), operationSource("temperature", a.temperature) || sourceOf(a.temperature, b.temperature, DEFAULTS.temperature)],
       ["Top P", onOff(a.top_p), sourceOf(a.top_p, b.top_p, DEFAULTS.top_p)],
       ["Top K", onOff(a.top_k), sourceOf(a.top_k, b.top_k, DEFAULTS.top_k)],
       ["Stop sequences", a.stop_enabled && a.stop_sequences.length ? a.stop_sequences.join(", ") : "not sent", sourceOf([a.stop_enabled, a.stop_sequences], [b.stop_enabled, b.stop_sequences], [false, []])],
-      ["Thinking", s.thinking ? "on, budget " + a.thinking_budget : "off", sourceOf([s.thinking, a.thinking_budget], [baseline.thinking, b.thinking_budget], [false, 10000])],
+      ["Thinking", s.thinking ? "on, budget " + a.thinking_budget : "off", operationSource("thinking", s.thinking) || sourceOf([s.thinking, a.thinking_budget], [baseline.thinking, b.thinking_budget], [false, 10000])],
+      ["Citations", s.citations ? "on" : "off", operationSource("citations", s.citations) || sourceOf(s.citations, baseline.citations, false)],
       ["Mode", s.mode, sourceOf(s.mode, baseline.mode, "stateful")],
     ];
     $("levels-table").tBodies[0].replaceChildren(...rows.map(([name, value, from]) =>

@@ -196,6 +196,24 @@ def test_save_protect_promote_approve_and_fetch(env):
             history = rene.inner_text("#promotions-heading ~ ul")
             assert "approved" in history and "asked by tess" in history and "decided by rene" in history
 
+            # Seed-004 item 31: an owner sets defaults per operation type; choosing the type applies
+            # them, and "where settings come from" names the operation type as their level.
+            olga.goto(f"{server}/playground/settings/")
+            row = olga.locator('tr[data-operation="validation"]')
+            row.locator("input[name=temperature]").fill("0.2")
+            row.locator("button[type=submit]").click()
+            olga.wait_for_load_state()
+            assert olga.locator('tr[data-operation="validation"] input[name=temperature]').input_value() == "0.2"
+            violations += axe_serious(olga, "playground settings")
+            tess.goto(f"{server}/playground/")
+            tess.click("#operation-open")
+            tess.check('#operation-sheet input[value="validation"]')
+            tess.click("#operation-close")
+            tess.click("#levels summary")
+            temperature = tess.locator('#levels-table tr[data-level="Temperature"]')
+            assert "0.2" in temperature.inner_text() and "operation type" in temperature.inner_text()
+            assert tess.locator("#levels-table").inner_text().count("operation type “validation” (workspace)") == 1
+
             # 390 px: nothing wider than the screen.
             phone = _as(browser, server, "tess", viewport={"width": 390, "height": 844})
             for path in (f"/prompts/{NAME}/", "/prompts/", "/runs/inbox/", "/playground/"):
