@@ -203,7 +203,9 @@ def test_save_protect_promote_approve_and_fetch(env):
             row.locator("input[name=temperature]").fill("0.2")
             row.locator("button[type=submit]").click()
             olga.wait_for_load_state()
-            assert olga.locator('tr[data-operation="validation"] input[name=temperature]').input_value() == "0.2"
+            assert (
+                olga.locator('tr[data-operation="validation"] input[name=temperature]').input_value() == "0.2"
+            )
             violations += axe_serious(olga, "playground settings")
             tess.goto(f"{server}/playground/")
             tess.click("#operation-open")
@@ -212,7 +214,10 @@ def test_save_protect_promote_approve_and_fetch(env):
             tess.click("#levels summary")
             temperature = tess.locator('#levels-table tr[data-level="Temperature"]')
             assert "0.2" in temperature.inner_text() and "operation type" in temperature.inner_text()
-            assert tess.locator("#levels-table").inner_text().count("operation type “validation” (workspace)") == 1
+            assert (
+                tess.locator("#levels-table").inner_text().count("operation type “validation” (workspace)")
+                == 1
+            )
 
             # 390 px: nothing wider than the screen.
             phone = _as(browser, server, "tess", viewport={"width": 390, "height": 844})
@@ -247,4 +252,3 @@ def test_the_sdk_falls_back_to_its_cached_version_when_the_server_is_down(env):
     now[0] += 61
     with pytest.warns(PromptFallbackWarning, match="the server cannot be reached"):
         assert cache.get(NAME, label="latest") == fetched
-

@@ -85,7 +85,9 @@ def _json(value) -> bytes:
 
 WRITE_BODIES = {
     ("api:list_prompts", "POST"): lambda w: _json({"name": "victim/prompt-a1", "body": "x"}),
-    ("api:move_label", "POST"): lambda w: _json({"name": "victim/prompt-a1", "label": "staging", "version": 1}),
+    ("api:move_label", "POST"): lambda w: _json(
+        {"name": "victim/prompt-a1", "label": "staging", "version": 1}
+    ),
     ("api:start_run", "POST"): lambda w: _json({"workflow": w.workflow, "runId": "run_new"}),
     ("api:put_run_state", "PUT"): lambda w: _json({"workflow": w.workflow, "run": {}, "events": []}),
     ("api:delete_run", "DELETE"): lambda w: b"",
