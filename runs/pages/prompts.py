@@ -134,6 +134,7 @@ def prompt_detail(request: HttpRequest, prompt_name: str) -> HttpResponse:
         "runs_version": runs_of,
         "runs": list(sel.runs_using_version(workspace, prompt.name, runs_of.number)) if runs_of else [],
         "promotions": sel.promotion_history(prompt),
+        "costs": sel.cost_by_version(workspace, prompt.name),
         "can_move": may(request, Action.MOVE_LABEL),
     }
     return render(request, "runs/prompt_detail.html", context, status=status)

@@ -9,6 +9,7 @@ version is found by that text in its events.
 from __future__ import annotations
 
 import json
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db.models import Count, Max, Prefetch, QuerySet
@@ -25,6 +26,10 @@ from runs.models import (
     Workspace,
 )
 from runs.presenters.prompts import diff_lines, diff_summary, render_version, variables
+from runs.protocol.values import loads
+
+PROMPT_KEY = "workbench.prompt"  # in a model_io response payload (workbench_sdk.prompt_context)
+MAX_COST_EVENTS = 5000
 
 DEFAULT_LABEL = "production"
 
@@ -161,3 +166,43 @@ def runs_using_version(workspace: Workspace, name: str, number: int, *, limit: i
         .distinct()
     )
     return Run.objects.for_workspace(workspace).filter(pk__in=run_pks).order_by("-started_at")[:limit]
+
+
+def _total_tokens(usage: Any) -> int:
+    if not isinstance(usage, dict):
+        return 0
+    total = usage.get("totalTokens")
+    if isinstance(total, int):
+        return total
+    return sum(v for k, v in usage.items() if k in ("inputTokens", "outputTokens") and isinstance(v, int))
+
+
+def cost_by_version(workspace: Workspace, name: str, *, limit: int = MAX_COST_EVENTS) -> dict[str, Any]:
+    """Model calls made with each version of prompt ``name``: calls, tokens and cost per currency
+    (the newest ``limit`` calls; ``truncated`` says when there were more)."""
+    needle = f'"{PROMPT_KEY}":{{"name":{json.dumps(name, ensure_ascii=False)}'
+    bodies = list(
+        Event.objects.filter(run__workspace=workspace, type="model_io", body__contains=needle)
+        .order_by("-recorded_at")
+        .values_list("body", flat=True)[: limit + 1]
+    )
+    rows: dict[int, dict[str, Any]] = {}
+    for body in bodies[:limit]:
+        event = loads(body)
+        payload = event.get("payload") if isinstance(event, dict) else None
+        ref = payload.get(PROMPT_KEY) if isinstance(payload, dict) else None
+        if not isinstance(ref, dict) or ref.get("name") != name or type(ref.get("version")) is not int:
+            continue
+        row = rows.setdefault(
+            ref["version"], {"version": ref["version"], "calls": 0, "tokens": 0, "cost": {}}
+        )
+        row["calls"] += 1
+        row["tokens"] += _total_tokens(event.get("usage"))
+        cost = event.get("cost")
+        if isinstance(cost, dict) and isinstance(cost.get("currency"), str):
+            try:
+                amount = Decimal(str(cost.get("amount")))
+            except InvalidOperation:
+                continue
+            row["cost"][cost["currency"]] = row["cost"].get(cost["currency"], Decimal(0)) + amount
+    return {"rows": [rows[k] for k in sorted(rows, reverse=True)], "truncated": len(bodies) > limit}

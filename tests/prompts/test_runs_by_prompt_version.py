@@ -8,7 +8,7 @@ from workbench_sdk.prompts import Prompt
 from workbench_sdk.traced import Tracer
 
 from runs import actions
-from runs.selectors.prompts import runs_using_version
+from runs.selectors.prompts import cost_by_version, runs_using_version
 from runs.selectors.runs import RunListFilters, runs_page
 
 
@@ -28,8 +28,10 @@ def _run_with_call(workspace, workflow, run_id: str, prompt: Prompt | None) -> N
     try:
         if prompt is not None:
             prompt.compile(name="Ann")
-        call = Tracer(sink, prices={}).begin("openai", "gpt-x", {"model": "gpt-x", "messages": []})
-        call.finish({"id": "r", "model": "gpt-x", "choices": []}, usage=None, tool_calls=[])
+        prices = {"gpt-x": {"input": "2", "output": "8", "currency": "USD"}}
+        call = Tracer(sink, prices=prices).begin("openai", "gpt-x", {"model": "gpt-x", "messages": []})
+        usage = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
+        call.finish({"id": "r", "model": "gpt-x", "choices": []}, usage=usage, tool_calls=[])
     finally:
         active_prompt.reset(token)
     actions.do_append_events(workspace=workspace, run_id=run_id, events=sink.events, actor="token:t")
@@ -51,3 +53,8 @@ def test_runs_filter_by_prompt_version(workspace, other_workspace, workflow):
     assert ids("support/gréet@1") == ["run_v1"]
     assert ids("support/gréet@3") == [] and ids("nonsense") == []
     assert [r.run_id for r in runs_using_version(workspace, "support/gréet", 2)] == ["run_v2"]
+
+    costs = cost_by_version(workspace, "support/gréet")
+    assert [(r["version"], r["calls"], r["tokens"]) for r in costs["rows"]] == [(2, 1, 1500), (1, 1, 1500)]
+    assert str(costs["rows"][0]["cost"]["USD"]) == "0.006"  # 1000 x 2 + 500 x 8 per million
+    assert cost_by_version(other_workspace, "support/gréet")["rows"][0]["calls"] == 1
