@@ -316,7 +316,7 @@ def test_remembered_model_and_configuration_levels(page, server, fakes):
     saved = page.get_attribute(".pg-saved a", "href")
     page.goto(f"{server}/playground/{saved}")
     page.click("#levels summary")
-    assert _level(page, "Temperature") == ("sent: 1", "saved prompt “Careful reviewer”")
+    assert _level(page, "Temperature") == ("sent: 1", "saved prompt “Careful reviewer” version 1")
 
     # Item 9: the model last sent to is remembered for this user.
     _model(page, "Fake GPT")
