@@ -65,7 +65,7 @@ def forward(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("playground", "0007_execution_incomplete"),
-        ("runs", "0011_prompts"),
+        ("runs", "0014_prompts"),
     ]
 
     operations = [migrations.RunPython(forward, migrations.RunPython.noop)]

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('playground', '0008_saved_prompts_become_versions'),
-        ('runs', '0011_prompts'),
+        ('runs', '0014_prompts'),
     ]
 
     operations = [

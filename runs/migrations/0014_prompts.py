@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0010_event_span_ref'),
+        ('runs', '0013_search_trigram'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
