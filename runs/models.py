@@ -694,8 +694,8 @@ class SigningKey(models.Model):
         return self.kid
 
 
-# --------------------------------------------------------------------------------------------
-# Prompts as versioned releases (runs.actions.prompts writes them, runs.selectors.prompts reads).
+def _person() -> models.ForeignKey:  # prompts below: immutable versions, labels, promotion requests
+    return models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
 
 
 class PromptType(models.TextChoices):
@@ -704,49 +704,30 @@ class PromptType(models.TextChoices):
 
 
 class Prompt(models.Model):
-    """A named prompt of a workspace (``/`` in the name makes folders); its versions never change."""
-
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="prompts")
     name = models.CharField(max_length=200)
     type = models.CharField(max_length=8, choices=PromptType.choices, default=PromptType.TEXT)
     tags = models.JSONField(default=list, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = _person()
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_prompt_name")]
 
-    def __str__(self) -> str:
-        return self.name
-
 
 class PromptVersion(models.Model):
-    """One save of a prompt: immutable (``save`` refuses to update a stored row).
-
-    ``body`` is JSON text kept exact: a string for a text prompt, a list of ``{role, content}`` for a
-    chat prompt. ``config`` (JSON text) holds the model and its parameters, which version with it.
-    """
-
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     body = models.TextField()
     config = models.TextField(default="{}")
     message = models.CharField(max_length=500, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = _person()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["prompt_id", "number"]
         constraints = [models.UniqueConstraint(fields=["prompt", "number"], name="uniq_prompt_version")]
-
-    def __str__(self) -> str:
-        return f"{self.prompt_id}@{self.number}"
 
     def save(self, *args, **kwargs) -> None:
         if not self._state.adding:
@@ -759,38 +740,27 @@ class PromptVersion(models.Model):
 
     @property
     def config_json(self) -> dict:
-        value = loads(self.config or "{}")
-        return value if isinstance(value, dict) else {}
+        return loads(self.config) if self.config.startswith("{") else {}
 
 
 class PromptLabel(models.Model):
-    """A pointer from a label (``latest``, ``production``, ``staging`` ...) to one version."""
-
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="labels")
     name = models.CharField(max_length=40)
     version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="labels")
-    updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    updated_by = _person()
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["prompt", "name"], name="uniq_prompt_label")]
 
 
 class ProtectedLabel(models.Model):
-    """A label that moves only through an approved promotion request, in one workspace."""
-
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="protected_labels")
     name = models.CharField(max_length=40)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = _person()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="uniq_protected_label")]
 
 
@@ -801,8 +771,6 @@ class PromotionStatus(models.TextChoices):
 
 
 class PromotionRequest(models.Model):
-    """Asking to move a protected label to a version: a gate decided in the inbox."""
-
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="promotion_requests")
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="promotions")
     label = models.CharField(max_length=40)
@@ -811,19 +779,13 @@ class PromotionRequest(models.Model):
     )
     to_version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(
-        max_length=10, choices=PromotionStatus.choices, default=PromotionStatus.PENDING, db_index=True
-    )
+        max_length=10, default=PromotionStatus.PENDING, db_index=True
+    )  # PromotionStatus
     note = models.CharField(max_length=1000, blank=True)
-    # The experiment that compares the two versions (issue 30's experiments): a reference kept as
-    # text until that app exists; wired to it later.
     experiment_ref = models.CharField(max_length=200, blank=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    requested_by = _person()
     requested_at = models.DateTimeField(auto_now_add=True)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    decided_by = _person()
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_note = models.CharField(max_length=1000, blank=True)
 

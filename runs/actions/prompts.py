@@ -200,7 +200,6 @@ def do_save_prompt_version(
                 created_by=user,
             )
             _point(prompt, LATEST, version, user)
-            Prompt.objects.filter(pk=prompt.pk).update(updated_at=timezone.now())
     except IntegrityError:  # two saves of the same new prompt at once: the other one won
         raise ActionError("CONFLICT", "the prompt changed while saving; save again", "name") from None
     return version

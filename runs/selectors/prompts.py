@@ -38,7 +38,9 @@ def prompts_of(workspace: Workspace) -> QuerySet[Prompt]:
     return (
         Prompt.objects.filter(workspace=workspace)
         .annotate(version_count=Count("versions", distinct=True), last_number=Max("versions__number"))
-        .prefetch_related(Prefetch("labels", queryset=PromptLabel.objects.select_related("version")))
+        .prefetch_related(
+            Prefetch("labels", queryset=PromptLabel.objects.select_related("version").order_by("name"))
+        )
         .order_by("name")
     )
 
@@ -65,7 +67,9 @@ def labels_by_version(prompt: Prompt) -> dict[int, list[str]]:
 
 
 def protected_labels(workspace: Workspace) -> list[str]:
-    return list(ProtectedLabel.objects.filter(workspace=workspace).values_list("name", flat=True))
+    return list(
+        ProtectedLabel.objects.filter(workspace=workspace).order_by("name").values_list("name", flat=True)
+    )
 
 
 def find_version(

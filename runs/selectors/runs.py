@@ -483,9 +483,8 @@ def runs_matching(workspace: Workspace, filters: RunListFilters) -> QuerySet[Run
         if ref is None:
             return [], ""  # not name@version: no run used it
         needle = prompt_ref(*ref)
-        qs = qs.filter(
-            Exists(Event.objects.filter(run=OuterRef("pk"), type="model_io", body__contains=needle))
-        )
+        used = Event.objects.filter(run__workspace=workspace, type="model_io", body__contains=needle)
+        qs = qs.filter(pk__in=used.values("run_id"))
     if filters.q:
         qs = qs.filter(_text_match(workspace, filters.q))
     return qs
