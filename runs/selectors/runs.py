@@ -481,7 +481,7 @@ def runs_matching(workspace: Workspace, filters: RunListFilters) -> QuerySet[Run
     if filters.prompt:
         ref = parse_prompt_filter(filters.prompt)
         if ref is None:
-            return [], ""  # not name@version: no run used it
+            return qs.none()  # not name@version: no run used it
         needle = prompt_ref(*ref)
         used = Event.objects.filter(run__workspace=workspace, type="model_io", body__contains=needle)
         qs = qs.filter(pk__in=used.values("run_id"))
