@@ -66,6 +66,8 @@ UNSCOPED_ARGS |= {"fromStepId", "overlay", "newRunId", "idempotencyKey", "checkp
 # evals: dataset items and experiments (their sources name runs, checked by the actions workspace first)
 UNSCOPED_ARGS |= {"description", "items", "fromRuns", "fromGates", "fromEvent", "asOf", "change"}
 UNSCOPED_ARGS |= {"baselineId", "evaluator"}
+# prompts: a label or a version number of the prompt that `name` names in the caller's own workspace
+UNSCOPED_ARGS |= {"label", "version"}
 # Tools whose run id names the run they create, in the caller's own workspace (ids are per workspace).
 CREATES_RUN = {"start_run"}
 
