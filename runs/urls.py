@@ -27,6 +27,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False), name="home"),
     path("runs/", run_list.run_list, name="list"),
     path("runs/inbox/", inbox.review_inbox, name="inbox"),
+    path("runs/inbox/next/", inbox.next_gate, name="next_gate"),
     path("ledger/", ledger.workspace_ledger, name="ledger"),
     path("compare/", compare.compare_runs, name="compare"),
     path("import/", imports.import_bundle, name="import"),

@@ -142,6 +142,8 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
+# Approve in the gate panel and the inbox waits this long (with an Undo) before it is sent; 0: at once.
+WORKBENCH_APPROVE_UNDO_MS = env_int("WORKBENCH_APPROVE_UNDO_MS", 5000, minimum=0)
 # Workspace invitations wait this many days for the invitee's answer.
 WORKBENCH_INVITATION_DAYS = env_int("WORKBENCH_INVITATION_DAYS", 7, minimum=1)
 WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS = env_int("WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS", 3600, minimum=60)

@@ -14,6 +14,7 @@ from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.models import Run
 from runs.pages.access import run_write
+from runs.pages.artifact_forms import schema_errors, schema_registry
 from runs.pages.inbox import inbox_row_context
 from runs.pages.params import parse_json_field
 from runs.selectors.runs import (
@@ -29,6 +30,14 @@ from runs.web.request import (
 )
 
 FROM_INBOX = "inbox"  # the form's `return` field: answer with the inbox row, or back to the inbox
+
+
+def edit_problems(type_id: str, data: object) -> str:
+    """The edit's schema violations in words ("kind: This field cannot be empty."), "" when valid:
+    what the artifact editor says, instead of the protocol's "INVALID_INPUT: rules.basic: ..."."""
+    errors = schema_errors(schema_registry().get(type_id), data)
+    said = [f"{e['path'].lstrip('/') or 'The data'}: {e['message']}" for e in errors[:5]]
+    return " ".join(said)
 
 
 def decide_gate(request: HttpRequest, run: Run) -> str:
@@ -54,6 +63,9 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
             return error
         current = run_state(run).artifacts.get(post["edit_key"])
         type_id = post.get("edit_type") or (current or {}).get("typeId") or "json"
+        problems = edit_problems(type_id, data)
+        if problems:
+            return problems
         edit = cmd.WriteArtifact(
             key=post["edit_key"],
             type_id=type_id,
@@ -71,7 +83,7 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
             actor=actor_for(request),
         )
     except actions.ActionError as exc:
-        return f"{exc.code}: {exc.message}"
+        return f"{exc.message[:1].upper()}{exc.message[1:]} ({exc.code})"
     return ""
 
 
@@ -106,7 +118,13 @@ def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
         return response
     if request.htmx:
         state = run_state(run)
-        ctx = gate_panel_context(run, state, can_review=True, error=error)
+        ctx = gate_panel_context(
+            run,
+            state,
+            can_review=True,
+            error=error,
+            error_at=(step_id, gate, "edit" if decision == "edited" else ""),
+        )
         ctx["oob_parts"] = True
         ctx.update({"layout": graph_context(run, state)["layout"]})
         return render(request, "runs/gate_response.html", ctx)

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -79,3 +80,18 @@ def review_inbox(request: HttpRequest) -> HttpResponse:
             "can_decide_promotions": may(request, Action.DECIDE_PROMOTION),
         },
     )
+
+
+@login_required
+@require_GET
+def next_gate(request: HttpRequest) -> HttpResponse:
+    """The gate panel's "Next gate": the run after `?after=<run id>` (in the inbox's order, wrapping
+    around) that waits for review, at its gates; the inbox when no other run waits."""
+    workspace = current_workspace(request)
+    ids = [run.run_id for run in runs_waiting_for_review(workspace, limit=INBOX_LIMIT)]
+    after = request.GET.get("after", "")
+    if after in ids:
+        ids = ids[ids.index(after) + 1 :] + ids[: ids.index(after)]
+    if not ids:
+        return redirect("runs:inbox")
+    return redirect(reverse("runs:detail", args=[ids[0]]) + "#gate-panel")

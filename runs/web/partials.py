@@ -74,11 +74,17 @@ def gate_panel_context(
     url_id: str | None = None,
     can_review: bool = False,
     error: str = "",
+    error_at: tuple[str, str, str] = ("", "", ""),
     oob: bool = False,
 ) -> dict[str, Any]:
+    """`error_at` (step, gate, field) places `error` next to that gate's field ("edit": the artifact
+    edit); without a field it is said at the top of the panel."""
     history = gate_history(run, limit=HISTORY_LIMIT)
     pending = state.pending_gates()
     for gate in pending:  # what the host asked the reviewer to look at (escaped by the template)
+        if error and error_at[2] and (gate["stepId"], gate["gate"]) == error_at[:2]:
+            gate["fieldError"] = {"field": error_at[2], "message": error}
+            error = ""
         artifact = state.artifacts.get(gate_payload_key(gate["stepId"], gate["gate"], gate["checkpoint"]))
         if artifact is not None and "data" in artifact:
             gate["payload"] = json.dumps(artifact["data"], indent=2, ensure_ascii=False)[:PAYLOAD_CHARS]

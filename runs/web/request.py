@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
@@ -164,6 +165,11 @@ class Nav:
             return 0
 
         return pending_gate_count(self.workspace)
+
+    @property
+    def undo_ms(self) -> int:
+        """How long an approval waits for its Undo (static/workbench/review.js reads it from <body>)."""
+        return settings.WORKBENCH_APPROVE_UNDO_MS
 
     @cached_property
     def is_owner(self) -> bool:

@@ -57,6 +57,8 @@ def serve_app(
         "DEBUG": "1",
         "DJANGO_SETTINGS_MODULE": "workbench.settings",
         "PYTHONPATH": str(REPO),
+        # approvals are sent at once unless a test measures the undo (test_keyboard_review_browser)
+        "WORKBENCH_APPROVE_UNDO_MS": "0",
         **(extra_env or {}),
     }
     env.pop("REDIS_URL", None)

@@ -34,7 +34,9 @@ def test_inbox_rows_carry_a_decision_form_for_reviewers(client, bob, make_run):
     row = re.search(r'<tr class="inbox-row".*?</tr>', html, re.S).group(0)
     assert 'name="decision" value="approved"' in row and 'name="decision" value="rejected"' in row
     assert 'name="return" value="inbox"' in row and 'name="note"' in row
-    assert row.count("data-confirm=") == 2  # both decisions ask first
+    assert row.count("data-confirm=") == 1  # Reject asks first
+    assert 'data-key-action="approve" data-undo="Approving PAUSE_BEFORE on review' in row  # Approve: undo
+    assert 'data-review-item="run_a/review/PAUSE_BEFORE/"' in row and "data-key-note" in row
     assert "review" in row and "started" in row  # waiting step and age
 
 
@@ -136,3 +138,38 @@ def test_inbox_pages_by_keyset_cursor(client, bob, make_run, monkeypatch):
     assert second.count('<tr class="inbox-row"') == 1 and "Older runs" not in second
     assert set(re.findall(r'data-run="(run_\w)"', first + second)) == {"run_a", "run_b", "run_c"}
     assert client.get("/runs/inbox/?cursor=nonsense").status_code == 400
+
+
+def test_an_edit_the_schema_refuses_is_said_in_words_next_to_the_field(client, bob, make_run):
+    make_run("run_a")
+    login(client, bob)
+    data = {
+        "step_id": "review",
+        "gate": "PAUSE_BEFORE",
+        "decision": "edited",
+        "edit_key": "rule",
+        "edit_type": "rules.basic",
+        "edit_data": '{"kind": "", "value": 1}',
+    }
+    html = client.post("/runs/run_a/gates/resolve/", data, headers=HX).content.decode()
+    error = re.search(r'<p class="field-error" id="(ed-1-err)" role="alert">([^<]*)</p>', html)
+    assert error and error.group(2) == "kind: This field cannot be empty."
+    assert 'aria-describedby="ed-1-err"' in html and "<details data-edit open>" in html
+    assert "INVALID_INPUT" not in html and "should be non-empty" not in html
+
+
+def test_next_gate_goes_to_the_next_waiting_run_then_back_to_the_inbox(client, bob, workspace, make_run):
+    make_run("run_a")
+    make_run("run_b")
+    login(client, bob)
+    first = client.get("/runs/inbox/next/?after=run_a")["Location"]
+    assert first == "/runs/run_b/#gate-panel"
+    assert client.get("/runs/inbox/next/?after=run_b")["Location"] == "/runs/run_a/#gate-panel"
+    assert client.get("/runs/inbox/next/?after=nope")["Location"].endswith("#gate-panel")
+    page = client.get("/runs/run_a/").content.decode()
+    assert 'href="/runs/inbox/next/?after=run_a" id="next-gate-link"' in page
+    # the pending gate's summary is the first stop after the skip link
+    assert page.index('id="review-gate-link"') < page.index('class="site-header"')
+    _decide(client, "approved", run_id="run_a")
+    _decide(client, "approved", run_id="run_b")
+    assert client.get("/runs/inbox/next/?after=run_b")["Location"] == "/runs/inbox/"

@@ -1,0 +1,304 @@
+// Keyboard-first review (gate panel, inbox, annotation queues). Loaded with the CSP nonce as a file:
+// no inline script, no eval, no style attributes.
+//
+// Markup contract:
+//   [data-review-item="<key>"] tabindex=-1   one pending item (an inbox row, a gate of the panel)
+//     [data-key-action=approve|reject|edit]  its buttons (a / r / e)
+//     [data-key-note]                         its note field (n)
+//   button[data-undo="<what is said>"]        submits only after an undo delay (Approve)
+//   [data-review-fallback]                    where focus goes when no pending item is left
+//   #shortcuts-help (a <dialog>), #undo-toast  from templates/runs/_review_keys.html
+// Shortcuts never fire while typing in a field; Escape leaves the field for its item,
+// Ctrl/Cmd+Enter in a note approves its item.
+(function () {
+  "use strict";
+  var body = document.body;
+  function undoMs() {
+    return parseInt(body.getAttribute("data-undo-ms") || "5000", 10);
+  }
+  var pending = {}; // item key -> {timer, form, data, said}
+  var wantKey = null; // the item focus belongs to after the next swap
+  var lastIndex = 0;
+  var prefix = null; // "g" waiting for its second key
+
+  function typing(el) {
+    if (!el || !el.tagName) return false;
+    if (el.isContentEditable) return true;
+    if (el.tagName === "TEXTAREA" || el.tagName === "SELECT") return true;
+    if (el.tagName !== "INPUT") return false;
+    return !/^(checkbox|radio|button|submit|reset|range|color|file)$/.test(el.type);
+  }
+
+  function items() {
+    return Array.prototype.filter.call(document.querySelectorAll("[data-review-item]"), function (el) {
+      return !el.hasAttribute("data-review-done") && el.getClientRects().length > 0;
+    });
+  }
+
+  function itemOf(el) {
+    var it = el && el.closest ? el.closest("[data-review-item]") : null;
+    return it && !it.hasAttribute("data-review-done") ? it : null;
+  }
+
+  function focusItem(el) {
+    if (!el) return false;
+    el.focus();
+    if (el.scrollIntoView) el.scrollIntoView({ block: "nearest" });
+    wantKey = el.getAttribute("data-review-item");
+    lastIndex = Math.max(0, items().indexOf(el));
+    return true;
+  }
+
+  function fallback() {
+    var el = document.querySelector("[data-review-fallback]") || document.getElementById("main");
+    if (el) el.focus();
+  }
+
+  function move(delta) {
+    var list = items();
+    if (!list.length) return fallback();
+    var cur = itemOf(document.activeElement);
+    var i = cur ? list.indexOf(cur) + delta : delta > 0 ? 0 : list.length - 1;
+    focusItem(list[Math.max(0, Math.min(list.length - 1, i))]);
+  }
+
+  // The item after `el` (or before it when it was the last), `el` itself excluded.
+  function neighbour(el) {
+    var list = items();
+    var i = list.indexOf(el);
+    var rest = list.filter(function (x) {
+      return x !== el;
+    });
+    if (!rest.length) return null;
+    return i < 0 ? rest[Math.min(lastIndex, rest.length - 1)] : rest[Math.min(i, rest.length - 1)];
+  }
+
+  function advanceFrom(el) {
+    var next = neighbour(el);
+    wantKey = next ? next.getAttribute("data-review-item") : null;
+    if (!focusItem(next)) fallback();
+  }
+
+  // After any swap (a decision's answer, a live refresh) focus is never left on <body>.
+  function restoreFocus() {
+    markPending();
+    var active = document.activeElement;
+    if (active && active !== body && document.contains(active)) return;
+    var list = items();
+    var keyed = wantKey && document.querySelector('[data-review-item="' + CSS.escape(wantKey) + '"]');
+    if (keyed && list.indexOf(keyed) >= 0) return focusItem(keyed);
+    if (list.length) return focusItem(list[Math.min(lastIndex, list.length - 1)]);
+    fallback();
+  }
+  body.addEventListener("htmx:afterSettle", restoreFocus);
+  body.addEventListener("htmx:oobAfterSwap", function () {
+    window.setTimeout(restoreFocus, 0);
+  });
+
+  document.addEventListener("focusin", function (event) {
+    var it = itemOf(event.target);
+    if (it) {
+      wantKey = it.getAttribute("data-review-item");
+      lastIndex = Math.max(0, items().indexOf(it));
+    }
+  });
+
+  // --- undo before an approval commits --------------------------------------------------------
+  var toast = document.getElementById("undo-toast");
+  var toastText = toast && toast.querySelector("[data-undo-text]");
+  var undoButton = toast && toast.querySelector("button");
+
+  function say(text, withUndo) {
+    if (!toast) return;
+    toast.hidden = false;
+    toastText.textContent = text;
+    undoButton.hidden = !withUndo;
+  }
+
+  function markPending() {
+    Object.keys(pending).forEach(function (key) {
+      var el = document.querySelector('[data-review-item="' + CSS.escape(key) + '"]');
+      if (el) {
+        el.setAttribute("data-review-done", "pending");
+        el.classList.add("review-pending");
+      }
+    });
+  }
+
+  function commit(key) {
+    var entry = pending[key];
+    if (!entry) return;
+    delete pending[key];
+    // the item's form as it is now (a live refresh may have replaced the one that was submitted)
+    var el = document.querySelector('[data-review-item="' + CSS.escape(key) + '"]');
+    var form = (el && el.querySelector("form")) || entry.form;
+    if (form.isConnected) {
+      var keep = document.createElement("input");
+      keep.type = "hidden";
+      keep.name = entry.name;
+      keep.value = entry.value;
+      form.appendChild(keep);
+      form.setAttribute("data-commit-now", "1");
+      form.requestSubmit();
+      form.removeAttribute("data-commit-now");
+    } else {
+      // the row was refreshed away meanwhile: the same POST, then a refresh of the list
+      fetch(form.action, { method: "POST", body: entry.data, credentials: "same-origin" }).then(function () {
+        body.dispatchEvent(new CustomEvent("live:runs-changed"));
+      });
+    }
+    say(entry.said + ": sent.", false);
+  }
+
+  function undoLast() {
+    var keys = Object.keys(pending);
+    if (!keys.length) return;
+    var key = keys[keys.length - 1];
+    window.clearTimeout(pending[key].timer);
+    delete pending[key];
+    var el = document.querySelector('[data-review-item="' + CSS.escape(key) + '"]');
+    if (el) {
+      el.removeAttribute("data-review-done");
+      el.classList.remove("review-pending");
+      focusItem(el);
+    }
+    say("Undone: nothing was sent.", false);
+  }
+  if (undoButton) undoButton.addEventListener("click", undoLast);
+
+  // Send what is still waiting when the page goes away (the decision was made).
+  window.addEventListener("pagehide", function () {
+    Object.keys(pending).forEach(function (key) {
+      window.clearTimeout(pending[key].timer);
+      navigator.sendBeacon(pending[key].form.action, pending[key].data);
+      delete pending[key];
+    });
+  });
+
+  document.addEventListener(
+    "submit",
+    function (event) {
+      var form = event.target;
+      var button = event.submitter;
+      var item = itemOf(form);
+      if (form.hasAttribute("data-commit-now")) return;
+      if (button && button.hasAttribute("data-undo") && item && undoMs() > 0) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        var key = item.getAttribute("data-review-item");
+        var said = button.getAttribute("data-undo");
+        var seconds = Math.round(undoMs() / 1000);
+        pending[key] = {
+          form: form,
+          name: button.name,
+          value: button.value,
+          data: new FormData(form, button),
+          said: said,
+          timer: window.setTimeout(function () {
+            commit(key);
+          }, undoMs()),
+        };
+        markPending();
+        say(said + " in " + seconds + " s.", true);
+        advanceFrom(item);
+        return;
+      }
+      if (item && !event.defaultPrevented) {
+        // the answer replaces the item: focus goes on to the next one
+        var next = neighbour(item);
+        wantKey = next ? next.getAttribute("data-review-item") : null;
+      }
+    },
+    true
+  );
+
+  // --- the shortcuts -----------------------------------------------------------------------
+  var help = document.getElementById("shortcuts-help");
+
+  function act(name) {
+    var it = itemOf(document.activeElement);
+    if (!it) return focusItem(items()[0]); // the first key picks the first item, it decides nothing
+    if (name === "note") {
+      var note = it.querySelector("[data-key-note]");
+      if (!note) return false;
+      note.focus();
+      return true;
+    }
+    var button = it.querySelector('[data-key-action="' + name + '"]');
+    if (!button) return false;
+    if (name === "edit") {
+      var edit = it.querySelector("details[data-edit]");
+      if (edit && !edit.open) {
+        edit.open = true;
+        var field = edit.querySelector("select, textarea");
+        if (field) field.focus();
+        return true;
+      }
+    }
+    button.click();
+    return true;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (typing(target)) {
+      if (event.key === "Escape" && itemOf(target)) {
+        event.preventDefault();
+        focusItem(itemOf(target));
+      } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.hasAttribute("data-key-note")) {
+        event.preventDefault();
+        var approve = itemOf(target) && itemOf(target).querySelector('[data-key-action="approve"]');
+        if (approve) approve.click();
+      }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+    if (help && help.open) return; // the dialog handles its own keys (Escape closes it)
+    var key = event.key;
+    if (prefix === "g") {
+      prefix = null;
+      if (key === "i") {
+        var inbox = document.querySelector("[data-inbox-link]");
+        if (inbox) {
+          event.preventDefault();
+          window.location.assign(inbox.href);
+        }
+      }
+      return;
+    }
+    var handled = true;
+    if (key === "j") move(1);
+    else if (key === "k") move(-1);
+    else if (key === "a") handled = act("approve");
+    else if (key === "r") handled = act("reject");
+    else if (key === "e") handled = act("edit");
+    else if (key === "n") handled = act("note");
+    else if (key === "u") undoLast();
+    else if (key === "g") prefix = "g";
+    else if (key === "?" && help) help.showModal();
+    else handled = false;
+    if (handled) event.preventDefault();
+  });
+
+  if (help) {
+    var close = help.querySelector("[data-close]");
+    if (close)
+      close.addEventListener("click", function () {
+        help.close();
+      });
+  }
+  // "Review N pending gates": straight to the first pending item.
+  document.addEventListener("click", function (event) {
+    var start = event.target.closest ? event.target.closest("[data-review-start]") : null;
+    if (start && items().length) {
+      event.preventDefault();
+      focusItem(items()[0]);
+    }
+  });
+
+  var opener = document.querySelector("[data-shortcuts-open]");
+  if (opener && help)
+    opener.addEventListener("click", function () {
+      help.showModal();
+    });
+})();
