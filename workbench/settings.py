@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "runs",
     "playground",
+    "review",
     "accounts",
     "evals",
     "django_tasks_db",  # django.tasks' database backend: the scaled profile's task rows

@@ -21,6 +21,7 @@ urlpatterns = [
     path("workspace/", include("accounts.urls")),
     path("playground/", include("playground.urls")),
     path("evals/", include("evals.urls")),
+    path("review/", include("review.urls")),
     path("live/", include("runs.live.metrics")),
     path("", include("runs.urls")),
 ]

@@ -78,6 +78,8 @@ class Action(StrEnum):
     MOVE_LABEL = "move_label"  # an unprotected label moves; a protected one: ask for a promotion
     DECIDE_PROMOTION = "decide_promotion"  # approve or reject a promotion request (a gate)
     PROTECT_LABEL = "protect_label"  # which labels of the workspace are protected
+    REVIEW_QUEUE_ITEMS = "review_queue_items"  # claim, score and skip annotation queue items
+    MANAGE_QUEUES = "manage_queues"  # create and delete annotation queues, add their items
 
 
 ACTION_SCOPES: dict[Action, frozenset[str]] = {
@@ -108,6 +110,10 @@ ACTION_SCOPES: dict[Action, frozenset[str]] = {
     Action.MOVE_LABEL: frozenset({WRITE, REVIEW}),
     Action.DECIDE_PROMOTION: frozenset({REVIEW}),
     Action.PROTECT_LABEL: frozenset({MANAGE}),
+    # reviewers review queue items but cannot edit queues; owners (and write or manage tokens:
+    # pipelines that add items) manage them; viewers do neither
+    Action.REVIEW_QUEUE_ITEMS: frozenset({REVIEW}),
+    Action.MANAGE_QUEUES: frozenset({WRITE, MANAGE}),
 }
 
 assert set(ACTION_SCOPES) == set(Action), "every action needs a row"

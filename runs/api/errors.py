@@ -29,6 +29,10 @@ _STATUS_BY_CODE: dict[str, int] = {
     "REPLAY_DATA_EXPIRED": 410,  # data a deterministic replay needs was deleted or expired
     "NOT_A_REPLAY": 409,
     "WEBHOOK_NOT_FOUND": 404,  # another workspace's webhook answers exactly the same
+    "UNKNOWN_QUEUE": 404,  # annotation queues (review.api): another workspace's is as missing
+    "UNKNOWN_ITEM": 404,
+    "NOT_CLAIMED": 409,
+    "RESERVATION_EXPIRED": 409,
     "DELIVERY_NOT_FOUND": 404,
     "WEBHOOK_DISABLED": 409,
     "READ_ONLY": 409,  # the public demo's runs (runs.actions.workspaces.READ_ONLY)

@@ -172,6 +172,11 @@ class Nav:
         return settings.WORKBENCH_APPROVE_UNDO_MS
 
     @cached_property
+    def can_manage_queues(self) -> bool:
+        """Annotation queues: create them, add runs to them (the run page's and run list's controls)."""
+        return self._may(Action.MANAGE_QUEUES)
+
+    @cached_property
     def is_owner(self) -> bool:
         return self._may(Action.MANAGE_MEMBERS)
 

@@ -36,6 +36,8 @@ PARAM_KINDS: dict[str, str] = {
     "experiment_id": "experiment",  # /api/experiments/<id>: a workspace's experiment (evals)
     "prompt_name": "prompt",  # a prompt of one workspace (its name may hold "/": folders)
     "promotion_id": "promotion",  # a promotion request of a prompt's protected label
+    "queue_id": "queue",  # an annotation queue (review)
+    "item_id": "queue_item",  # an item of an annotation queue (below its queue)
     # Parameters below a run: they only ever narrow a run the caller must see first.
     "seq": "seq",
     "artifact_key": "artifact_key",

@@ -115,6 +115,13 @@ WRITE_BODIES = {
         {"url": "https://hooks.example/new", "events": ["gate.requested"]}
     ),
     ("api:delete_webhook", "DELETE"): lambda w: b"",
+    ("api:create_queue", "POST"): lambda w: _json(
+        {"name": "new", "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}]}
+    ),
+    ("api:delete_queue", "DELETE"): lambda w: b"",
+    ("api:add_items", "POST"): lambda w: _json({"items": [{"runId": w.run.run_id}]}),
+    ("api:claim_next", "POST"): lambda w: b"",
+    ("api:submit_scores", "POST"): lambda w: _json({"itemId": "qi_victim0000001", "scores": {"ok": True}}),
     ("api:retry_delivery", "POST"): lambda w: b"",
     ("api:create_dataset", "POST"): lambda w: _json({"name": "new"}),
     ("api:add_dataset_items", "POST"): lambda w: _json({"items": [{"input": 1}]}),

@@ -30,6 +30,10 @@ DATASET_ID = "ds_victim0000000000000001"  # evals: a dataset and an experiment o
 MISSING_DATASET_ID = "ds_victim0000000000000009"
 EXPERIMENT_ID = "exp_victim0000000000000001"
 MISSING_EXPERIMENT_ID = "exp_victim0000000000000009"
+QUEUE_ID = "q_victim00000001"
+MISSING_QUEUE_ID = "q_victim00000009"
+ITEM_ID = "qi_victim0000001"
+MISSING_ITEM_ID = "qi_victim0000009"
 OAUTH_TOKEN_ID = 731983  # an OAuth access token alice granted a host in acme
 MISSING_OAUTH_TOKEN_ID = 731987
 PROMPT_NAME = "victim/prompt-a1"  # a prompt of acme (folders with "/"), its body carries CANARY
@@ -80,6 +84,8 @@ class World:
             "experiment_id": MISSING_EXPERIMENT_ID if missing else EXPERIMENT_ID,
             "prompt_name": MISSING_PROMPT_NAME if missing else PROMPT_NAME,
             "promotion_id": MISSING_PROMOTION_ID if missing else PROMOTION_ID,
+            "queue_id": MISSING_QUEUE_ID if missing else QUEUE_ID,
+            "item_id": MISSING_ITEM_ID if missing else ITEM_ID,
             "seq": 1,
             "artifact_key": "notes",
         }
@@ -179,6 +185,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
     _oauth_token(workspace, alice)
     _prompt(workspace, alice)
+    _review_queue(workspace, run)
     outsider = create_token(
         workspace=other_workspace, name="outsider", scopes=["read", "write", "review", "manage"]
     )
@@ -301,7 +308,7 @@ def fingerprint(workspace=None) -> dict[str, list]:
     from django.apps import apps
 
     out: dict[str, list] = {}
-    for label in ("runs", "accounts", "playground", "evals", "oauth2_provider"):
+    for label in ("runs", "accounts", "playground", "evals", "review", "oauth2_provider"):
         for model in apps.get_app_config(label).get_models():
             fields = [f.attname for f in model._meta.concrete_fields if f.attname not in _READ_SIDE_EFFECTS]
             rows = model._default_manager.order_by("pk")
@@ -312,3 +319,14 @@ def fingerprint(workspace=None) -> dict[str, list]:
                 rows = rows.filter(run__workspace=workspace)
             out[model._meta.label] = list(rows.values_list(*fields))
     return out
+
+
+def _review_queue(workspace, run) -> None:
+    """An annotation queue of acme with the victim run in it (review)."""
+    from review.models import DataType, Item, Queue, ScoreConfig
+
+    queue = Queue.objects.create(
+        workspace=workspace, queue_id=QUEUE_ID, name=f"queue {CANARY}", instructions=CANARY
+    )
+    ScoreConfig.objects.create(queue=queue, name="ok", data_type=DataType.BOOLEAN, description=CANARY)
+    Item.objects.create(queue=queue, item_id=ITEM_ID, run=run)

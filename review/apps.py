@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class ReviewConfig(AppConfig):
+    name = "review"
+    verbose_name = "Annotation queues"
+
+    def ready(self) -> None:
+        # AppConfig.ready: the app adds its REST routes to the one API (runs never imports review).
+        from review.api import router
+        from runs.api.app import api
+
+        api.add_router("/review", router)
