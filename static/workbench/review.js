@@ -20,6 +20,7 @@
   var wantKey = null; // the item focus belongs to after the next swap
   var lastIndex = 0;
   var prefix = null; // "g" waiting for its second key
+  var help = document.getElementById("shortcuts-help");
 
   function typing(el) {
     if (!el || !el.tagName) return false;
@@ -212,8 +213,80 @@
     true
   );
 
+  // --- annotation queue items (templates/review/item.html) ----------------------------------
+  var queueForm = document.querySelector("[data-queue-form]");
+
+  function scoreFields() {
+    return Array.prototype.slice.call(queueForm.querySelectorAll("[data-score-field]"));
+  }
+
+  function focusField(field) {
+    var control = field && (field.querySelector("input:checked") || field.querySelector("input"));
+    if (control) control.focus();
+  }
+
+  function queueKey(event) {
+    var target = event.target;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      queueForm.querySelector("[data-queue-submit]").click();
+      return true;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return false;
+    var fields = scoreFields();
+    var current = target.closest ? target.closest("[data-score-field]") : null;
+    var radio = target.type === "radio";
+    if (typing(target) && !radio) {
+      if (event.key === "Escape") {
+        event.preventDefault();
+        target.blur();
+        (current || queueForm).setAttribute("tabindex", "-1");
+        (current || queueForm).focus();
+        return true;
+      }
+      return false;
+    }
+    if (/^[1-9]$/.test(event.key)) {
+      var field = current || fields[0];
+      var options = field ? field.querySelectorAll("input[type=radio]") : [];
+      var pick = options[parseInt(event.key, 10) - 1];
+      if (pick) {
+        event.preventDefault();
+        pick.checked = true;
+        pick.focus();
+        return true;
+      }
+      return false;
+    }
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      var i = fields.indexOf(current);
+      var next = event.key === "ArrowDown" ? i + 1 : i < 0 ? fields.length - 1 : i - 1;
+      focusField(fields[Math.max(0, Math.min(fields.length - 1, next))]);
+      return true;
+    }
+    if (event.key === "s" || (event.key === "ArrowRight" && !radio)) {
+      event.preventDefault();
+      queueForm.querySelector("[data-queue-skip]").click();
+      return true;
+    }
+    if (event.key === "ArrowLeft" && !radio) {
+      event.preventDefault();
+      window.history.back();
+      return true;
+    }
+    return false;
+  }
+
+  if (queueForm) {
+    document.addEventListener("keydown", function (event) {
+      if (help && help.open) return;
+      if (queueKey(event)) event.stopImmediatePropagation();
+    });
+    focusField(scoreFields()[0]);
+  }
+
   // --- the shortcuts -----------------------------------------------------------------------
-  var help = document.getElementById("shortcuts-help");
 
   function act(name) {
     var it = itemOf(document.activeElement);
