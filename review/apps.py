@@ -11,3 +11,7 @@ class ReviewConfig(AppConfig):
         from runs.api.app import api
 
         api.add_router("/review", router)
+
+        from runs.mcp import register_tool_module
+
+        register_tool_module("review.mcp")  # the MCP server imports it when it is built

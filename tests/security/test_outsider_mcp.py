@@ -16,9 +16,12 @@ from tests.security.world import (
     CANARY,
     DATASET_ID,
     EXPERIMENT_ID,
+    ITEM_ID,
     MISSING_DATASET_ID,
     MISSING_EXPERIMENT_ID,
+    MISSING_QUEUE_ID,
     MISSING_RUN,
+    QUEUE_ID,
     VICTIM_RUN,
     build_world,
     fingerprint,
@@ -29,12 +32,13 @@ pytest.importorskip("mcp")
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 # Tool arguments that name an object of one workspace (filled with the victim's and a missing one).
-SCOPED_ARGS = {"runId", "datasetId", "experimentId"}
+SCOPED_ARGS = {"runId", "datasetId", "experimentId", "queueId"}
 # The victim's object and a missing one of the same length, per scoped argument.
 SCOPED_VALUES = {
     "runId": (VICTIM_RUN, MISSING_RUN),
     "datasetId": (DATASET_ID, MISSING_DATASET_ID),
     "experimentId": (EXPERIMENT_ID, MISSING_EXPERIMENT_ID),
+    "queueId": (QUEUE_ID, MISSING_QUEUE_ID),
 }
 # Other arguments, and the values the matrix sends (valid, so a missing check would let a write through).
 OTHER_ARGS = {
@@ -48,6 +52,10 @@ OTHER_ARGS = {
     "reason": "why",
     "ticket": 1,
     "note": "n",
+    "itemId": ITEM_ID,  # an item of the victim's queue (only reachable through its queueId)
+    "scores": {"ok": True},
+    "items": [{"runId": VICTIM_RUN}],
+    "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}],
 }
 # Arguments that name no existing object of a workspace (listed so a new argument is noticed).
 UNSCOPED_ARGS = {
@@ -62,6 +70,7 @@ UNSCOPED_ARGS = {
     "fromSeq",
     "redact",
 }
+UNSCOPED_ARGS |= {"instructions", "reviewsPerItem", "reservationSeconds", "blind", "comment"}
 UNSCOPED_ARGS |= {"fromStepId", "overlay", "newRunId", "idempotencyKey", "checkpoint", "waitSeconds"}
 # evals: dataset items and experiments (their sources name runs, checked by the actions workspace first)
 UNSCOPED_ARGS |= {"description", "items", "fromRuns", "fromGates", "fromEvent", "asOf", "change"}
@@ -122,6 +131,13 @@ async def _tools() -> list:
     return await get_server().list_tools()
 
 
+def _blank(text: str, names: list[str], which: int) -> str:
+    """The answer with the scoped ids it was asked about (victim's 0, missing 1) blanked out."""
+    for name in names:
+        text = text.replace(SCOPED_VALUES[name][which], "<ID>")
+    return text
+
+
 async def test_every_tool_argument_is_classified():
     known = SCOPED_ARGS | set(OTHER_ARGS) | UNSCOPED_ARGS
     unknown = {
@@ -148,21 +164,23 @@ async def test_mcp_tools_refuse_outsiders_like_missing_runs(
         scoped += 1
         required = set(tool.input_schema.get("required", []))
         args = {k: v for k, v in OTHER_ARGS.items() if k in required}
-        arg = next(a for a in ("runId", "datasetId", "experimentId") if a in props)
-        victim, gone = SCOPED_VALUES[arg]
-        foreign = await _call(mcp_http, world.outsider_token, tool.name, {**args, arg: victim})
-        missing = await _call(mcp_http, world.outsider_token, tool.name, {**args, arg: gone})
+        names = [k for k in SCOPED_VALUES if k in props]
+        theirs = {**args, **{k: SCOPED_VALUES[k][0] for k in names}}
+        gone = {**args, **{k: SCOPED_VALUES[k][1] for k in names}}
+        foreign = await _call(mcp_http, world.outsider_token, tool.name, theirs)
+        missing = await _call(mcp_http, world.outsider_token, tool.name, gone)
+
         if CANARY in json.dumps(foreign) or not _is_error(foreign):
             failures.append(f"{tool.name}: the outsider got an answer: {_text(foreign)[:300]}")
-        elif _text(foreign).replace(victim, "<ID>") != _text(missing).replace(gone, "<ID>"):
+        elif _blank(_text(foreign), names, 0) != _blank(_text(missing), names, 1):
             failures.append(
                 f"{tool.name}: victim and missing differ:\n  {_text(foreign)}\n  {_text(missing)}"
             )
-        anonymous = await _call(mcp_http, None, tool.name, {**args, arg: victim})
+        anonymous = await _call(mcp_http, None, tool.name, theirs)
         if not _is_error(anonymous) or "UNAUTHENTICATED" not in _text(anonymous):
             failures.append(f"{tool.name}: anonymous: {_text(anonymous)[:300]}")
         if not (tool.annotations and tool.annotations.read_only_hint):
-            reader = await _call(mcp_http, world.read_token, tool.name, {**args, arg: victim})
+            reader = await _call(mcp_http, world.read_token, tool.name, theirs)
             if not _is_error(reader) or not re.search(r"FORBIDDEN", _text(reader)):
                 failures.append(f"{tool.name}: a read-only token wrote: {_text(reader)[:300]}")
     assert scoped >= 5, "the registry read no run tools: the generator is broken"
