@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from review.models import Claim, DataType, Item, ItemKind, Queue, Score, ScoreConfig
+from review.rules import parse_rules
 from runs import actions as run_actions
 from runs.actions import ActionError
 from runs.engine import commands as cmd
@@ -106,6 +107,7 @@ def do_create_queue(
     reservation_seconds: int = 600,
     blind: bool = True,
     reviewers: list[Any] | None = None,
+    rules: Any = None,
     actor: str = "",
 ) -> Queue:
     if not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX:
@@ -117,6 +119,10 @@ def do_create_queue(
     if not isinstance(reservation_seconds, int) or not 30 <= reservation_seconds <= RESERVATION_MAX:
         raise ActionError(INVALID, f"reservationSeconds is 30-{RESERVATION_MAX}", "reservationSeconds")
     configs = [parse_score_config(raw, i) for i, raw in enumerate(score_configs)]
+    try:
+        checked_rules = parse_rules(rules)
+    except ValueError as exc:
+        raise ActionError(INVALID, str(exc), "rules") from None
     if len({c["name"] for c in configs}) != len(configs):
         raise ActionError(INVALID, "score config names must differ", "scoreConfigs")
     try:
@@ -129,6 +135,7 @@ def do_create_queue(
                 reviews_per_item=reviews_per_item,
                 reservation_seconds=reservation_seconds,
                 blind=bool(blind),
+                rules=checked_rules,
                 created_by=actor[:200],
             )
             ScoreConfig.objects.bulk_create(ScoreConfig(queue=queue, **c) for c in configs)

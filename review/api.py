@@ -54,6 +54,11 @@ class QueueIn(Schema):
     reviewsPerItem: int = 1
     reservationSeconds: int = 600
     blind: bool = True
+    rules: dict[str, Any] | None = Field(
+        default=None,
+        description='Runs added by themselves: {"rejectedGates": true, "errors": true, "costAbove": {"USD": "0.5"}, '
+        '"samplePercent": 10, "workflowId": "..."} (workflowId narrows the others).',
+    )
 
 
 class QueueOut(Schema):
@@ -63,6 +68,7 @@ class QueueOut(Schema):
     reviewsPerItem: int
     reservationSeconds: int
     blind: bool
+    rules: dict[str, Any]
     scoreConfigs: list[dict[str, Any]]
 
 
@@ -103,6 +109,7 @@ def queue_json(queue: Queue) -> dict[str, Any]:
         "reviewsPerItem": queue.reviews_per_item,
         "reservationSeconds": queue.reservation_seconds,
         "blind": queue.blind,
+        "rules": queue.rules,
         "scoreConfigs": [
             {
                 "name": c.name,
@@ -164,6 +171,7 @@ def create_queue(request: HttpRequest):
         reviews_per_item=data.get("reviewsPerItem", 1),
         reservation_seconds=data.get("reservationSeconds", 600),
         blind=data.get("blind", True) is not False,
+        rules=data.get("rules"),
         actor=caller.actor,
     )
     return Status(201, queue_json(queue))

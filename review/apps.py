@@ -15,3 +15,8 @@ class ReviewConfig(AppConfig):
         from runs.mcp import register_tool_module
 
         register_tool_module("review.mcp")  # the MCP server imports it when it is built
+
+        from review.listeners import add_by_rules
+        from runs.actions.notify import register_listener
+
+        register_listener(add_by_rules)  # rules add runs to queues after each commit

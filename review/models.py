@@ -35,6 +35,7 @@ class Queue(models.Model):
     reviews_per_item = models.PositiveSmallIntegerField(default=1)
     reservation_seconds = models.PositiveIntegerField(default=600)
     blind = models.BooleanField(default=True)  # a reviewer sees others' scores only after their own
+    rules = models.JSONField(default=dict, blank=True)  # review.rules: runs added by themselves
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="+")
     created_by = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

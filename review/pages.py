@@ -73,6 +73,22 @@ def parse_configs(text: str) -> list[dict[str, Any]]:
     return configs
 
 
+def rules_from_form(post: Any) -> dict[str, Any]:
+    """The new-queue form's rule fields as review.rules (checked by the action)."""
+    rules: dict[str, Any] = {}
+    if post.get("rule_rejected") == "on":
+        rules["rejectedGates"] = True
+    if post.get("rule_errors") == "on":
+        rules["errors"] = True
+    if post.get("rule_cost", "").strip():
+        rules["costAbove"] = {"USD": post["rule_cost"].strip()}
+    if post.get("rule_sample", "").strip():
+        rules["samplePercent"] = float(post["rule_sample"])
+    if post.get("rule_workflow", "").strip():
+        rules["workflowId"] = post["rule_workflow"].strip()
+    return rules
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def queues(request: HttpRequest) -> HttpResponse:
@@ -91,12 +107,13 @@ def queues(request: HttpRequest) -> HttpResponse:
                 reviews_per_item=int(post.get("reviews_per_item") or 1),
                 reservation_seconds=int(post.get("reservation_minutes") or 10) * 60,
                 blind=post.get("blind") == "on",
+                rules=rules_from_form(post),
                 actor=actor_for(request),
             )
         except (ValueError, ActionError) as exc:
             field = (getattr(exc, "path", "") or "configs").split(".")[0].split("[")[0]
             field = {"scoreConfigs": "configs", "reviewsPerItem": "reviews_per_item"}.get(field, field)
-            errors[field if field in ("name", "configs", "reviews_per_item") else "configs"] = (
+            errors[field if field in ("name", "configs", "reviews_per_item", "rules") else "configs"] = (
                 f"{exc.message[:1].upper()}{exc.message[1:]}."
                 if isinstance(exc, ActionError)
                 else "Enter whole numbers."
