@@ -21,6 +21,7 @@ from runs.selectors.runs import (
     BadCursor,
     inbox_page,
     run_state,
+    runs_waiting_for_review,
 )
 from runs.web.request import (
     current_workspace,
