@@ -9,7 +9,8 @@ Alignment ("by step, then by position"), with :class:`difflib.SequenceMatcher` o
 library: first on the events themselves (as a replay compares them), so equal events line up and an
 event one run has and the other has not shows on one side only; what differs in between is aligned
 on the key (step id, type, model_io direction), so the same step's events line up, and inside a
-matching stretch, or a replaced one for events of the same step, events pair by position. Pairs are then ``same`` (equal ignoring ids, timestamps and clock durations, as a
+matching stretch, or a replaced one for events of the same step and type, events pair by position
+(events of different types are never one row: one is removed, the other added). Pairs are then ``same`` (equal ignoring ids, timestamps and clock durations, as a
 replay compares them: :func:`runs.engine.divergence.same_event`), ``changed``, ``only_a``/``only_b``, or
 ``marker`` (what the fork machinery writes: ``run_forked``, divergence and audit notes).
 
@@ -60,13 +61,8 @@ def _pairs_of(op: str, a: Sequence[EventRecord], b: Sequence[EventRecord]) -> li
     for k in range(max(len(a), len(b))):
         ea = a[k] if k < len(a) else None
         eb = b[k] if k < len(b) else None
-        if (
-            ea is not None
-            and eb is not None
-            and ea.step_id == eb.step_id
-            and is_marker(ea.body) == is_marker(eb.body)
-        ):
-            out.append((ea, eb))  # same step, another kind of event: one row
+        if ea is not None and eb is not None and align_key(ea) == align_key(eb):
+            out.append((ea, eb))  # same step, same type: one row, diffed field by field
         else:
             if ea is not None:
                 out.append((ea, None))

@@ -21,7 +21,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db.models import Q
 
-from runs.models import ArtifactVersion, Event, Run, RunFork
+from runs.models import ArtifactVersion, Event, Run, RunFork, RunParent
 from runs.presenters.compare import (
     CHANGED,
     JSON_DIFF_LIMIT,
@@ -78,24 +78,90 @@ class Cursor:
 
 @dataclass
 class SharedHistory:
-    """Seqs 1..``upto`` of both runs are the same events (a fork's copied history)."""
+    """Where the two traces start to be compared, when one run is a fork of the other.
+
+    A fork with copied history (seed 002, :class:`RunFork`): seqs 1..``upto`` of both runs are the
+    same events. A fork from state (``do_fork_from_state``, e.g. the demo's fork): the fork carried
+    the source's artifacts and rules in as its own events before its ``run_forked`` marker; they
+    are ``carried`` events of the fork, not the source's, and are never aligned with it. Either way
+    ``start`` is the synchronised point the comparison starts from: the source's fork seq and the
+    fork's event before its marker."""
 
     upto: int = 0
     fork_of: str = ""  # "b" when B is a fork of A, "a" the other way, "siblings" for two forks of one run
     fork: RunFork | None = None
+    start: Cursor = Cursor()
+    carried: int = 0  # events the fork carried in before its marker (a fork from state)
+    from_seq: int = 0  # the source's fork point: its events after from_seq - 1 are compared
+
+    @property
+    def fork_run(self) -> str:
+        return {"a": "A", "b": "B"}.get(self.fork_of, "")
+
+
+def _marker_seq(child: Run, source: Run) -> int | None:
+    """The seq of the ``run_forked`` event naming ``source`` in ``child`` (a fork from state)."""
+    if not RunParent.objects.filter(child=child, parent_run_id=source.run_id).exists():
+        return None
+    for seq, body in (
+        Event.objects.filter(run=child, type="run_forked").order_by("seq").values_list("seq", "body")[:20]
+    ):
+        if loads(body).get("parentRunId") == source.run_id:
+            return seq
+    return None
+
+
+def _source_seq(child: Run, source: Run, marker: int) -> int:
+    """The source's revision the fork was taken at: ``metadata.forkedFromSeq`` when the fork names
+    it, else the source's last event recorded before the fork's marker."""
+    metadata = child.run_doc.get("metadata")
+    named = metadata.get("forkedFromSeq") if isinstance(metadata, dict) else None
+    if type(named) is int and 0 <= named <= source.last_seq:
+        return named
+    when = Event.objects.filter(run=child, seq=marker).values_list("recorded_at", flat=True).first()
+    if when is None:
+        return source.last_seq
+    last = (
+        Event.objects.filter(run=source, recorded_at__lte=when)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    return last or 0
+
+
+def _state_fork(child: Run, source: Run, side: str) -> SharedHistory | None:
+    marker = _marker_seq(child, source)
+    if marker is None:
+        return None
+    fork_seq = _source_seq(child, source, marker)
+    start = Cursor(fork_seq, marker - 1) if side == "b" else Cursor(marker - 1, fork_seq)
+    return SharedHistory(0, side, None, start, marker - 1, fork_seq + 1)
 
 
 def shared_history(run_a: Run, run_b: Run) -> SharedHistory:
-    """The copied prefix when one run is a fork of the other, or both forks of one source."""
+    """The copied prefix when one run is a fork of the other, or both forks of one source; the
+    carried history of a fork from state."""
     forks = {f.run_id: f for f in RunFork.objects.filter(run__in=[run_a.pk, run_b.pk])}
     fa, fb = forks.get(run_a.pk), forks.get(run_b.pk)
     if fb is not None and fb.source_id == run_a.pk:
-        return SharedHistory(min(fb.history, run_a.last_seq), "b", fb)
+        upto = min(fb.history, run_a.last_seq)
+        return SharedHistory(upto, "b", fb, Cursor(upto, upto), from_seq=fb.from_seq)
     if fa is not None and fa.source_id == run_b.pk:
-        return SharedHistory(min(fa.history, run_b.last_seq), "a", fa)
+        upto = min(fa.history, run_b.last_seq)
+        return SharedHistory(upto, "a", fa, Cursor(upto, upto), from_seq=fa.from_seq)
     if fa is not None and fb is not None and fa.source_id is not None and fa.source_id == fb.source_id:
-        return SharedHistory(min(fa.history, fb.history), "siblings", fb)
-    return SharedHistory()
+        upto = min(fa.history, fb.history)
+        return SharedHistory(upto, "siblings", fb, Cursor(upto, upto))
+    return _state_fork(run_b, run_a, "b") or _state_fork(run_a, run_b, "a") or SharedHistory()
+
+
+def carried_events(run: Run, shared: SharedHistory, *, limit: int = 200) -> list[EventRecord]:
+    """The first ``limit`` events the fork carried in before its marker (shown collapsed)."""
+    if not shared.carried:
+        return []
+    events, _ = read_window(run, after=0, size=min(shared.carried, limit))
+    return events
 
 
 def read_window(run: Run, *, after: int, size: int) -> tuple[list[EventRecord], bool]:

@@ -29,9 +29,18 @@ from runs.engine.state import RunState, gate_payload_key
 from runs.models import Run
 from runs.presenters.compare import artifact_rows, fold_same, step_rows, total_rows
 from runs.presenters.graph import layout_workflow
+from runs.presenters.timeline import summarize
 from runs.presenters.waterfall import build_waterfall
 from runs.protocol.validate import EVENT_TYPES
-from runs.selectors.compare import Cursor, aligned_page, cached_first_divergence, run_summary, shared_history
+from runs.selectors.compare import (
+    Cursor,
+    SharedHistory,
+    aligned_page,
+    cached_first_divergence,
+    carried_events,
+    run_summary,
+    shared_history,
+)
 from runs.selectors.runs import (
     TIMELINE_PAGE,
     TimelineFilters,
@@ -236,6 +245,14 @@ def compare_summary_context(run_a: Run, run_b: Run) -> dict[str, Any]:
     }
 
 
+def _collapses(default: Cursor, shared: SharedHistory) -> bool:
+    """Whether rows before the default page start are collapsed into a "Show it" row (a fork from
+    state: only alike events after its fork point; its carried history has a row of its own)."""
+    if shared.carried:
+        return default != shared.start
+    return bool(default.a or default.b)
+
+
 def compare_context(
     run_a: Run, run_b: Run, *, pos: Cursor | None = None, jump: bool = False, summary: bool = True
 ) -> dict[str, Any]:
@@ -245,11 +262,14 @@ def compare_context(
     whatever else both runs did alike) is one collapsed row that ``pos=0.0`` opens. Without
     ``summary``, the totals are left to a request of their own (``summary_url``, htmx on load)."""
     shared = shared_history(run_a, run_b)
-    start = Cursor(shared.upto, shared.upto)
+    start = shared.start  # a fork's copied or carried history is never a divergence
     search = cached_first_divergence(run_a, run_b, start=start)
     found = search.found
     default = found.before if found else start
     after = default if jump or pos is None else pos
+    if shared.carried:  # what a fork from state carried in is not the source's: never aligned with it
+        after = Cursor(max(after.a, start.a), max(after.b, start.b))
+    carried_run = run_b if shared.fork_of == "b" else run_a
     page = aligned_page(run_a, run_b, after=after)
     for row in page.rows:
         seqs = (row.a.seq if row.a else None, row.b.seq if row.b else None)
@@ -272,8 +292,10 @@ def compare_context(
         "divergence": found,
         "divergence_url": compare_url(*ids, pos=str(found.before)) + "#first-divergence" if found else "",
         "scan_more_url": compare_url(*ids, pos=str(search.scanned_to)) if search.scanned_to else "",
-        "prefix": default if after == default and (default.a or default.b) else None,
-        "prefix_url": compare_url(*ids, pos="0.0"),
+        "prefix": default if after == default and _collapses(default, shared) else None,
+        "prefix_url": compare_url(*ids, pos=str(start) if shared.carried else "0.0"),
+        "carried": [(e, summarize(e.body)) for e in carried_events(carried_run, shared)],
+        "carried_run": carried_run,
         "page": page,
         "blocks": fold_same(page.rows),
         "next_url": compare_url(*ids, pos=str(page.next_after)) if page.next_after else "",

@@ -191,3 +191,11 @@ def test_events_of_different_types_are_not_diffed_field_by_field():
     row = compare_row(art, note)
     assert row.kind == CHANGED and row.json_diff == [] and row.text_diff == []
     assert row.summary_a and row.summary_b  # each side still says what it is
+
+
+def test_alignment_never_pairs_events_of_different_types():
+    a = [ev(1, "step_started", "p"), ev(2, "artifact_written", "p", artifact={"artifactKey": "k"})]
+    b = [ev(1, "step_started", "p", run="B"), ev(2, "annotation", "p", run="B", text="note")]
+    pairs, used_a, used_b = align(a, b, limit=10, end_a=True, end_b=True)
+    kinds = [compare_row(pa, pb).kind for pa, pb in pairs]
+    assert kinds == [SAME, ONLY_A, ONLY_B] and (used_a, used_b) == (2, 2)  # removed, added: not "changed"

@@ -332,3 +332,33 @@ def test_patched_artifacts_are_diffed_as_the_versions_they_made(client, alice, p
     assert "Artifact data, notes v2 → v2" in page
     assert "/status</span> changed: &quot;kept&quot; → &quot;changed&quot;" in page
     assert "/items/2</span> added: 3" in page  # what v1 already differed in shows in v2 as well
+
+
+@pytest.mark.django_db
+def test_a_fork_from_state_is_aligned_from_its_marker(client, alice, pair, workspace):
+    """A fork from state carries A's artifacts in before its run_forked marker: that is copied history
+    (collapsed, never a divergence); B's own events are aligned with A's after the fork point."""
+    actions.do_fork_from_state(workspace=workspace, parent_run_id="run_a", new_run_id="run_state_fork")
+    actions.do_command(
+        workspace=workspace,
+        run_id="run_state_fork",
+        command=c.Annotate(text="the fork goes its own way", step_id="parse"),
+        actor="user:alice",
+    )
+    fork = Run.unscoped.get(run_id="run_state_fork")
+    marker = [e.seq for e in fork.events.all() if e.type == "run_forked"][0]
+    assert marker > 1  # the artifact it carried in comes first
+    run_a = Run.unscoped.get(run_id="run_a")
+    login(client, alice)
+    page = client.get(_url("run_a", "run_state_fork")).content.decode()
+    assert f"B is a fork of A from seq {run_a.last_seq + 1}" in page
+    copied = re.search(r'<tr class="cmp-copied">.*?</tr>', page, re.S).group(0)
+    assert "<details><summary>Copied history: " in copied and "B #1</a>" in copied
+    divergence = re.search(r'<section id="divergence".*?</section>', page, re.S).group(0)
+    assert f"B #{marker + 1}<" in divergence and "B #1<" not in divergence
+    assert "only B has this event" in divergence and "the fork goes its own way" in divergence
+    rows = re.findall(r'<tr class="(cmp-[^"]+)"', page)
+    assert rows[:3] == ["cmp-copied", "cmp-marker", "cmp-only_b cmp-first"]
+    # asking for the page from seq 0 never aligns the carried history with A's events
+    whole = client.get(_url("run_a", "run_state_fork", pos="0.0")).content.decode()
+    assert ">changed<" not in whole and "B #1</a>" in whole
