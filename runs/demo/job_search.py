@@ -10,6 +10,7 @@ from runs.models import Run, Workspace
 from runs.selectors.runs import find_run, runs_of
 
 DEMO_RUN_ID = "run_demo_jobsearch"
+DEMO_FORK_RUN_ID = "run_demo_jobsearch_retry"  # the fork of the rejected run
 
 JOB_SEARCH_WORKFLOW = {
     "id": "job-search",
@@ -280,7 +281,7 @@ def build_demo(workspace: Workspace) -> list[Run]:
     )
 
     # 5. A fork of the rejected run, retrying from where the rejection happened.
-    fork = wb.fork(rejected.run_id)
+    fork = wb.fork(rejected.run_id, new_run_id=DEMO_FORK_RUN_ID)
     fork.annotate("Forked to retry the parse with the senior template.")
     return [main.run, waiting.run, rejected.run, done.run, fork.run]
 

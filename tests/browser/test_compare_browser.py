@@ -18,6 +18,7 @@ from tests.browser.support import serve_app
 pytestmark = pytest.mark.browser
 
 HOSTILE = 'run <b>x</b> & "q"/?#%20'
+DEMO_FORK = "run_demo_jobsearch_retry"  # runs.demo.job_search.DEMO_FORK_RUN_ID
 SETUP = f"""
 import django; django.setup()
 from django.contrib.auth import get_user_model
@@ -52,6 +53,8 @@ fork = do_fork_with_history(workspace=ws, source_run_id="run_monday", mode="bran
                    new_run_id="run_monday_branch")
 actions.do_commands(workspace=ws, run_id="run_monday_branch", actor="pipeline",
                     commands=[c.Annotate(text="the branch goes its own way", step_id="draft")])
+from runs.demo.job_search import build_demo
+build_demo(ws)
 """
 
 
@@ -152,3 +155,24 @@ def test_the_list_form_works_without_javascript_and_hostile_ids_round_trip(page,
         assert pg.console_errors == []
     finally:
         pg.context.close()
+
+
+def test_the_demo_fork_compared_with_its_source_diverges_at_the_fork_point(page, server):
+    """The demo's fork from state (runs.demo.job_search): the artifacts it carried in before its
+    run_forked marker are collapsed copied history; the first divergence is its own annotation."""
+    page.goto(f"{server}/runs/{DEMO_FORK}/")
+    page.click("#compare-with-source")
+    page.wait_for_selector("#first-divergence")
+    copied = page.locator("tr.cmp-copied details")
+    assert copied.count() == 1 and copied.get_attribute("open") is None  # collapsed
+    assert "Copied history" in copied.inner_text() and "run_forked" in copied.inner_text()
+    marker = int(page.locator("tr.cmp-marker td.mono >> nth=1").inner_text())
+    divergence = page.inner_text("#divergence")
+    assert f"B #{marker + 1}" in divergence and "B #1 " not in divergence
+    assert "Forked to retry the parse" in page.inner_text("#first-divergence")
+    page.click("#divergence a")
+    page.wait_for_url(re.compile(r"#first-divergence$"))
+    assert page.locator("tr:target").get_attribute("id") == "first-divergence"
+    support.shot(page, "compare-demo-fork")
+    assert axe_violations(page) == []
+    assert page.console_errors == []
