@@ -35,6 +35,8 @@ from typing import Any
 import orjson
 
 from runs.engine.divergence import comparable, is_marker, same_event
+from runs.presenters import numbers
+from runs.presenters.numbers import count
 from runs.presenters.timeline import Change, EventRecord, diff_values, summarize
 from runs.protocol.canonical import wire_bytes
 from runs.protocol.transcript import output_text
@@ -377,8 +379,8 @@ def _cost_rows(label: str, cost_a: dict[str, Any], cost_b: dict[str, Any]) -> li
     return [
         MetricRow(
             f"{label} ({cur})",
-            _plain(number(cost_a[cur]) or Decimal(0)) if cur in cost_a else "",
-            _plain(number(cost_b[cur]) or Decimal(0)) if cur in cost_b else "",
+            numbers.money(cost_a[cur], cur) if cur in cost_a else "",
+            numbers.money(cost_b[cur], cur) if cur in cost_b else "",
             delta(cost_a.get(cur, 0), cost_b.get(cur, 0)),
         )
         for cur in currencies
@@ -396,22 +398,24 @@ def total_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[MetricRow]:
     """Run totals of A and B with B's delta (events, model calls, tokens, cost, model time, wall time)."""
     ta, tb = sa["totals"], sb["totals"]
     rows = [
-        MetricRow("Events", str(sa["last_seq"]), str(sb["last_seq"]), delta(sa["last_seq"], sb["last_seq"])),
+        MetricRow(
+            "Events", count(sa["last_seq"]), count(sb["last_seq"]), delta(sa["last_seq"], sb["last_seq"])
+        ),
         MetricRow(
             "Model calls",
-            str(ta["eventCount"]),
-            str(tb["eventCount"]),
+            count(ta["eventCount"]),
+            count(tb["eventCount"]),
             delta(ta["eventCount"], tb["eventCount"]),
         ),
     ]
     for key, label in TOKEN_FIELDS:
-        rows.append(MetricRow(label, str(ta[key]), str(tb[key]), delta(ta[key], tb[key])))
+        rows.append(MetricRow(label, count(ta[key]), count(tb[key]), delta(ta[key], tb[key])))
     rows += _cost_rows("Cost", sa["exact_cost"], sb["exact_cost"])
     rows.append(
         MetricRow(
             "Model latency (ms)",
-            _plain(number(ta["durationMs"]) or Decimal(0)),
-            _plain(number(tb["durationMs"]) or Decimal(0)),
+            count(ta["durationMs"]),
+            count(tb["durationMs"]),
             delta(ta["durationMs"], tb["durationMs"]),
         )
     )
@@ -467,8 +471,8 @@ def step_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[StepRow]:
         metrics = [
             MetricRow(
                 "Tokens",
-                str(la["totalTokens"]) if la else "",
-                str(lb["totalTokens"]) if lb else "",
+                count(la["totalTokens"]) if la else "",
+                count(lb["totalTokens"]) if lb else "",
                 delta(la["totalTokens"] if la else None, lb["totalTokens"] if lb else None),
             )
         ]
@@ -476,8 +480,8 @@ def step_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[StepRow]:
         metrics.append(
             MetricRow(
                 "Model ms",
-                str(la["durationMs"]) if la else "",
-                str(lb["durationMs"]) if lb else "",
+                count(la["durationMs"]) if la else "",
+                count(lb["durationMs"]) if lb else "",
                 delta(la["durationMs"] if la else None, lb["durationMs"] if lb else None),
             )
         )

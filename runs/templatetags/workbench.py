@@ -4,7 +4,9 @@
   passed through ``escape``; depth, node count and string length are capped so a hostile or huge
   event cannot blow up the page.
 - ``{{ value|pretty_json }}``: indented JSON text (a plain str: autoescaped by the template).
-- ``{{ seconds|duration }}``, ``{{ cost_totals|money }}``, ``{{ run|run_duration }}``.
+- Numbers, one layer (runs.presenters.numbers): ``{{ n|thousands }}``/``whole`` (counts, tokens),
+  ``{{ ms|ms }}`` (humanised, exact ms in a title), ``{{ ms|millis }}``, ``{{ seconds|duration }}``,
+  ``{{ run|run_duration }}``, ``{{ cost_totals|money }}``, ``{{ amount|amount:currency }}``.
 - ``{% critical_css %}``: the page frame's CSS inline in ``<head>`` (styled before the first paint).
 """
 
@@ -19,6 +21,7 @@ from django import template
 from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
 
+from runs.presenters import numbers
 from runs.web.partials import compare_url as build
 
 register = template.Library()
@@ -137,18 +140,8 @@ def compact_json(value: Any) -> str:
 
 @register.filter
 def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    seconds = float(seconds)
-    if seconds < 1:
-        return f"{int(seconds * 1000)} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, sec = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {sec} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
+    """Seconds for people (runs.presenters.numbers.duration_s): ``43 min 37 s``, ``1.2 s``."""
+    return numbers.duration_s(seconds)
 
 
 @register.filter
@@ -162,10 +155,15 @@ def run_duration(run: Any) -> str:
 
 @register.filter
 def money(cost_totals: Any) -> str:
-    """``{"USD": "0.0123"}`` -> ``USD 0.0123`` (several currencies joined)."""
-    if not isinstance(cost_totals, dict) or not cost_totals:
-        return ""
-    return ", ".join(f"{cur} {amount}" for cur, amount in cost_totals.items())
+    """``{"USD": "3.50058"}`` -> ``USD 3.50`` (several currencies joined; the one money rule of
+    runs.presenters.numbers)."""
+    return numbers.money_text(cost_totals)
+
+
+@register.filter
+def money_exact(cost_totals: Any) -> str:
+    """``{"USD": "3.500580000000"}`` -> ``USD 3.50058``: the exact amounts, for a title."""
+    return numbers.exact_money(cost_totals)
 
 
 @register.filter
@@ -229,59 +227,37 @@ def highlight(text: Any, needle: Any) -> SafeString:
 
 @register.filter
 def millis(ms: Any) -> str:
-    """Milliseconds for people: ``0.4 ms``, ``85 ms``, ``1,250 ms`` below a minute ... ``2 min 5 s``."""
-    if isinstance(ms, bool) or not isinstance(ms, int | float):
-        return ""
-    if ms < 10:
-        return f"{ms:.1f} ms"
-    if ms < 60_000:
-        return f"{ms:,.0f} ms"
-    return duration(ms / 1000)
+    """Milliseconds for people (runs.presenters.numbers.duration_ms): ``850 ms``, ``1.2 s``, ``43 min 37 s``."""
+    return numbers.duration_ms(ms)
+
+
+@register.filter
+def ms(value: Any) -> SafeString:
+    """A duration in ms, humanised, with the exact milliseconds in its title:
+    ``<span title="2,617,400 ms">43 min 37 s</span>`` (``unknown`` when None)."""
+    human = numbers.duration_ms(value)
+    if not human:
+        return mark_safe(numbers.UNKNOWN if value is None else escape(str(value)))
+    return mark_safe(f'<span title="{escape(numbers.exact_ms(value))}">{escape(human)}</span>')
 
 
 @register.filter
 def thousands(value: Any) -> str:
-    """Whole numbers with thousands separators (12,345); other numbers rounded to 2 places; the rest as is."""
-    if isinstance(value, bool) or value is None:
-        return "" if value is None else str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
-    return str(value)
-
-
-COST_PLACES = 6
+    """A count with thousands separators (12,345); ``unknown`` when None (runs.presenters.numbers.count)."""
+    return numbers.count(value)
 
 
 @register.filter
-def amount(value: Any) -> str:
-    """A cost amount to 6 decimal places with thousands separators (1,234.500000): one precision
-    for every money cell of a ledger (the protocol keeps 12 decimals; pages show micro-units)."""
-    from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-
-    if value is None or isinstance(value, bool):
-        return ""
-    try:
-        number = Decimal(str(value))
-    except (InvalidOperation, ValueError):
-        return str(value)
-    if not number.is_finite():
-        return str(value)
-    shown = number.quantize(Decimal(1).scaleb(-COST_PLACES), rounding=ROUND_HALF_UP)
-    if shown == 0 and number != 0:  # not a zero: say how small
-        return f"{'-' if number < 0 else ''}< 0.{'0' * (COST_PLACES - 1)}1"
-    return f"{shown:,}"
+def amount(value: Any, currency: Any = "USD") -> str:
+    """A money amount by the one rule of runs.presenters.numbers.money: the currency's minor unit
+    (USD: 2 decimals) from one minor unit up, 2 significant digits below it (never 0), 0 as 0."""
+    return numbers.money(value, str(currency or "USD"))
 
 
 @register.filter
 def whole(value: Any) -> str:
-    """A count (tokens, milliseconds) as a whole number with thousands separators."""
-    if value is None or isinstance(value, bool):
-        return "" if value is None else str(value)
-    if isinstance(value, int | float):
-        return f"{round(value):,}" if value == value and abs(value) != float("inf") else str(value)
-    return str(value)
+    """A count (tokens) with thousands separators; ``unknown`` when None."""
+    return numbers.count(value)
 
 
 @register.simple_tag

@@ -90,10 +90,11 @@ def test_money_has_one_precision_and_tokens_are_whole(client, alice, two_runs):
     client.force_login(alice)
     html = client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode()
     step = _table(html, "byStep")
-    assert "USD 0.100000" in step and "USD 0.000350" in step
-    assert "USD &lt; 0.000001" in step  # a tiny cost is not shown as zero
-    assert "USD 0.300350" in html  # the exact total
-    assert "100.4" not in html and "402 ms" in html  # durations (4 x 100.4 ms) are whole milliseconds
+    # runs.presenters.numbers.money: to the cent, below a cent 2 significant digits (never 0)
+    assert "USD 0.10<" in step and "USD 0.00035<" in step
+    assert "USD 0.0000004<" in html  # a tiny cost is not shown as zero
+    assert '<span title="USD 0.3003504">USD 0.30</span>' in html  # the total, exact on hover
+    assert '<span title="401.6 ms">402 ms</span>' in html  # durations humanised, exact ms on hover
     assert "summarize" not in html.lower() and "Telemetry" not in html
 
 
@@ -103,7 +104,7 @@ def test_cost_and_tokens_per_day_chart_with_a_data_table(client, alice, two_runs
     assert 'aria-labelledby="days-title days-desc"' in html
     chart = html[html.index('class="day-chart"') : html.index("</svg>", html.index('class="day-chart"'))]
     # one bar per day of the chosen range, days without a response drawn as zero; no CDN, no script
-    assert chart.count('class="bar-cost"') == 365 and "2026-03-02: USD 0.000000" in chart
+    assert chart.count('class="bar-cost"') == 365 and "2026-03-02: USD 0</title>" in chart
     assert "2026-01-01 to 2026-12-31" in chart
     assert "<script" not in chart and "http" not in chart.replace("http://www.w3.org", "")
     table = html[html.index("Per day (data table)") :]
@@ -151,7 +152,7 @@ def test_the_run_ledger_says_which_source_priced_the_calls(client, alice, priced
     client.force_login(alice)
     table = _table(client.get("/runs/run_p/ledger/").content.decode(), "byPricing")
     assert _row_labels(table) == PRICE_SOURCES
-    assert "USD 0.200000" in table and "USD 0.300000" in table
+    assert "USD 0.20<" in table and "USD 0.30<" in table
 
 
 def test_the_workspace_ledger_says_which_source_priced_the_calls(client, alice, priced_run):
