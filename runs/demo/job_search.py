@@ -202,6 +202,7 @@ def build_demo(workspace: Workspace) -> list[Run]:
     main = wb.start_run(
         workflow=JOB_SEARCH_WORKFLOW,
         run_id=DEMO_RUN_ID,
+        title="Senior backend roles, Berlin, remote-friendly",
         subject=subject,
         tags=["demo", "job-search"],
         metadata={"source": "demo_data", "resume": "ada.pdf"},
@@ -257,15 +258,20 @@ def build_demo(workspace: Workspace) -> list[Run]:
 
     # 2. Waiting at the PAUSE_BEFORE gate of "search".
     waiting = wb.start_run(
-        workflow=JOB_SEARCH_WORKFLOW, subject={"userId": "user-bo", "planId": "free"}, tags=["demo"]
+        workflow=JOB_SEARCH_WORKFLOW,
+        title="Data engineering roles, Lisbon, hybrid",
+        subject={"userId": "user-bo", "planId": "free"},
+        tags=["demo"],
     )
     _parse_and_search(waiting, approve_search=None)
 
-    # 3. Rejected at the search gate: an explicit stop, nothing skipped.
+    # 3. Rejected at the search gate: an explicit stop, nothing skipped. (Its "rejected" badge comes
+    # from that gate: no "rejected" tag, which its fork would inherit without being rejected.)
     rejected = wb.start_run(
         workflow=JOB_SEARCH_WORKFLOW,
+        title="Staff Python roles, Amsterdam, on-site",
         subject={"userId": "user-cy", "planId": "pro"},
-        tags=["demo", "rejected"],
+        tags=["demo"],
     )
     _parse_and_search(rejected, approve_search=False)
 
@@ -275,6 +281,7 @@ def build_demo(workspace: Workspace) -> list[Run]:
     done = run_program(
         wb,
         workflow=JOB_SEARCH_WORKFLOW,
+        title="ML platform roles, remote within the EU",
         subject=subject,
         tags=["demo", "completed"],
         program=job_search_program,
@@ -283,6 +290,7 @@ def build_demo(workspace: Workspace) -> list[Run]:
     # 5. A fork of the rejected run, retrying from where the rejection happened.
     fork = wb.fork(rejected.run_id, new_run_id=DEMO_FORK_RUN_ID)
     fork.annotate("Forked to retry the parse with the senior template.")
+    fork.set_title("Staff Python roles, Amsterdam: retry with the senior template")
     return [main.run, waiting.run, rejected.run, done.run, fork.run]
 
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from html import escape as _stdlib_escape
 from typing import Any
@@ -191,12 +192,21 @@ def query_with(context: template.Context, **changes: Any) -> str:
     return f"?{encoded}" if encoded else "?"
 
 
+_RANDOM_HEAD = re.compile(r"[0-9a-f]{8}", re.IGNORECASE)
+
+
 @register.filter
 def short_id(run_id: Any) -> str:
-    """``run_3f2a9c1e-...`` -> ``3f2a9c1e``: enough to tell runs apart at a glance."""
+    """``run_3f2a9c1e-...`` -> ``3f2a9c1e``: enough to tell generated ids apart at a glance. A
+    readable id keeps its words (``run_demo_jobsearch_retry`` -> ``demo_jobsearch_retry``), cut at
+    24 characters."""
     text = str(run_id or "")
     body = text.split("_", 1)[1] if "_" in text else text
-    return body[:8] if len(body) > 12 else text
+    if len(body) <= 12:
+        return text
+    if _RANDOM_HEAD.fullmatch(body[:8]) and not body[:8].isalpha():
+        return body[:8]
+    return body if len(body) <= 24 else body[:23] + "…"
 
 
 @register.filter

@@ -94,3 +94,14 @@ def test_demo_data_is_idempotent(demo, settings, tmp_path):
     before = Run.objects.count(), Event.objects.count()
     call_command("demo_data", stdout=open(tmp_path / "again.txt", "w"))
     assert (Run.objects.count(), Event.objects.count()) == before
+
+
+def test_job_search_runs_have_distinct_titles_readable_ids_and_truthful_tags(demo):
+    job_search = list(demo.filter(workflow_id="job-search"))
+    titles = [r.title for r in job_search]
+    assert len(job_search) == 5 and all(titles) and len(set(titles)) == 5, titles
+    assert "Senior backend roles, Berlin, remote-friendly" in titles
+    fork = demo.get(run_id="run_demo_jobsearch_retry")
+    assert "fork" in fork.tags and fork.title.startswith("Staff Python roles, Amsterdam")
+    for run in job_search:  # a "rejected" tag only on a run a reviewer rejected
+        assert "rejected" not in run.tags or run.rejected_gates, (run.run_id, run.tags)
