@@ -36,3 +36,12 @@ def test_rows_are_told_apart_by_title_short_id_subject_waiting_step_and_age(
     with CaptureQueriesContext(connection) as many:
         client.get("/runs/")
     assert len(many) == len(one)
+
+
+def test_short_ids_shorten_generated_ids_and_keep_readable_ones():
+    from runs.templatetags.workbench import short_id
+
+    assert short_id("run_0f3c2a9e-1111-2222-3333-444455556666") == "0f3c2a9e"
+    assert short_id("run_demo_jobsearch") == "demo_jobsearch" and short_id("run_second") == "run_second"
+    assert short_id("run_demo_jobsearch_retry") == "demo_jobsearch_retry"
+    assert short_id("run_" + "x" * 40) == "x" * 23 + "…"
