@@ -27,7 +27,7 @@ def test_a_large_run_with_spans_over_two_days(demo, client, django_user_model):
     html = client.get("/runs/run_demo_nightly_batch/ledger/").content.decode()
     assert html.count('<th scope="row">20') == 2  # the batch ran past midnight: two days in the table
     page = client.get("/runs/run_demo_nightly_batch/", {"q": "rate limited"}).content.decode()
-    assert "429 rate limited on posting #250" in page
+    assert "429 <mark>rate limited</mark> on posting #250" in page  # the match is highlighted
 
 
 def test_rejected_run_fork_and_form_editable_artifacts(demo, client, django_user_model):
