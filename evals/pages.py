@@ -123,3 +123,18 @@ def experiment_compare(request: HttpRequest, experiment_id: str) -> HttpResponse
         "nav_active": "datasets",
     }
     return render(request, "evals/compare.html", ctx)
+
+
+@login_required
+@require_GET
+def experiment_summary(request: HttpRequest, experiment_id: str) -> HttpResponse:
+    """An experiment in a few lines (a fragment): what a prompt promotion in the inbox shows of the
+    experiment attached to it. Another workspace's experiment answers 404 like a missing one."""
+    workspace = require_action(request, Action.VIEW_DATASET).workspace
+    experiment = _found(lambda: selectors.get_experiment(workspace, experiment_id))
+    ctx = {
+        "experiment": experiment,
+        "summary": experiment.summary or {},
+        "url": reverse("evals:experiment", args=[experiment.public_id]),
+    }
+    return render(request, "evals/_experiment_summary.html", ctx)

@@ -12,4 +12,5 @@ urlpatterns = [
     path("datasets/add-event/", adding.add_event, name="add_event"),
     path("datasets/<str:dataset_id>/", pages.dataset_detail, name="dataset"),
     path("experiments/<str:experiment_id>/", pages.experiment_compare, name="experiment"),
+    path("experiments/<str:experiment_id>/summary/", pages.experiment_summary, name="experiment_summary"),
 ]

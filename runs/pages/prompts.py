@@ -8,6 +8,7 @@ Another workspace's prompt or promotion request answers 404 like a missing one.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -31,12 +32,23 @@ def _scopes(membership: Membership | None) -> frozenset[str]:
     return ROLE_SCOPES.get(membership.role, frozenset()) if membership else frozenset()
 
 
+# An experiment's public id (evals: new_id("exp")); any other text attached to a request is shown as text.
+EXPERIMENT_REF = re.compile(r"exp_[0-9a-f-]{36}")
+
+
 def promotion_item(request: PromotionRequest) -> dict[str, Any]:
-    """One promotion request as the inbox shows it: the versions, their diff, who asked."""
+    """One promotion request as the inbox shows it: the versions, their diff, who asked, and the
+    experiment attached to it (its summary is a fragment of the evals pages, fetched by URL name so
+    runs never imports evals; that page answers 404 for another workspace's experiment)."""
+    ref = request.experiment_ref
     return {
         "request": request,
         "diff": sel.version_diff(request.from_version, request.to_version),
         "url": reverse("runs:prompt_detail", args=[request.prompt.name]),
+        "experiment_url": (
+            reverse("evals:experiment_summary", args=[ref]) if EXPERIMENT_REF.fullmatch(ref) else ""
+        ),
+        "experiment_page": reverse("evals:experiment", args=[ref]) if EXPERIMENT_REF.fullmatch(ref) else "",
     }
 
 
