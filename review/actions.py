@@ -363,9 +363,9 @@ def do_submit_review(
     actor: str = "",
     now: datetime | None = None,
 ) -> list[Score]:
-    """Stores the reviewer's scores (every active config answered), completes their claim and, for a
-    running run, appends the review as an ``annotation`` event (tag REVIEW_TAG) to the run.
-    A finished run takes no events (protocol 1.0): its scores are stored, annotation_seq stays None."""
+    """Stores the reviewer's scores (every active config answered), completes their claim and
+    appends the review as an ``annotation`` event (tag REVIEW_TAG) to the run, running or finished
+    (an annotation is the one event a finished run takes: it changes no state)."""
     now = now or timezone.now()
     queue = item.queue
     if not isinstance(answers, dict):
@@ -411,19 +411,17 @@ def do_submit_review(
             )
             for c in configs
         ]
-        seq = None
-        if not item.run.is_finished:
-            result = run_actions.do_command(
-                workspace=queue.workspace,
-                run_id=item.run.run_id,
-                command=cmd.Annotate(
-                    text=annotation_text(queue, item, reviewer, scores, comment),
-                    tags=[REVIEW_TAG],
-                    step_id=item.step_id or None,
-                ),
-                actor=actor or f"user:{reviewer}",
-            )
-            seq = result.last_seq
+        result = run_actions.do_command(
+            workspace=queue.workspace,
+            run_id=item.run.run_id,
+            command=cmd.Annotate(
+                text=annotation_text(queue, item, reviewer, scores, comment),
+                tags=[REVIEW_TAG],
+                step_id=item.step_id or None,
+            ),
+            actor=actor or f"user:{reviewer}",
+        )
+        seq = result.last_seq
         for s in scores:
             s.annotation_seq = seq
         Score.objects.bulk_create(scores)

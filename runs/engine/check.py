@@ -89,7 +89,8 @@ def check_event(state: RunState, event: Any, ctx: Context, *, shape_checked: boo
     etype = event.get("type")
     if etype not in EVENT_TYPES:
         raise engine_error(ErrorCode.INVALID_TRACE_EVENT, f"unknown event type {etype!r}", "type")
-    require_running(state, f"append {etype}")
+    if etype != "annotation":  # annotations change no state: a finished run takes them (decide._annotate)
+        require_running(state, f"append {etype}")
     if "stepId" in event and not (etype == "step_started" and state.can_discover(event["stepId"])):
         require_step(state, event["stepId"])  # an external run's new step is added when it starts
     if etype in STEP_EVENT_TYPES and event.get("stepId") is None:

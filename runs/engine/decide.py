@@ -398,7 +398,8 @@ def _log_tool_call(state: RunState, cmd: LogToolCall, ctx: Context) -> list[dict
 
 
 def _annotate(state: RunState, cmd: Annotate, ctx: Context) -> list[dict[str, Any]]:
-    require_running(state, "annotate")
+    # The one command a finished run takes: an annotation records a judgement about the run (a
+    # note, a queue review) and changes no state, so reviewing after the fact stays in the record.
     if not isinstance(cmd.text, str):
         raise engine_error(ErrorCode.INVALID_INPUT, "annotation text must be a string", "text")
     tags = list(cmd.tags) if cmd.tags is not None else None

@@ -120,8 +120,15 @@ def test_full_gated_flow_matches_reference_shape(gated):
         "checkpoints": {"cp-1": "approved"},
     }
     assert fold({**s.run, "status": "running"}, gated.trace).to_engine_snapshot() == s.to_engine_snapshot()
+    # an annotation is the one thing a finished run takes (a review after the fact); it changes no state
+    before = gated.state.to_engine_snapshot()
+    gated.do(Annotate("late", tags=["workbench:review"]))
+    after = gated.state.to_engine_snapshot()
+    assert gated.trace[-1]["type"] == "annotation" and after["revision"] == before["revision"] + 1
+    assert {**after, "revision": 0} == {**before, "revision": 0}  # only the append count moved
+    assert gated.state.run["status"] == "completed"
     with pytest.raises(EngineError, match="completed") as exc:
-        gated.do(Annotate("late"))
+        gated.do(BeginStep("publish"))
     assert exc.value.code == "INVALID_STATE_TRANSITION"
 
 

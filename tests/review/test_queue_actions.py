@@ -221,3 +221,31 @@ def test_twenty_races_for_the_last_item_on_postgresql(workspace, make_run, djang
     add(queue, *[f"run_{i}" for i in range(10)])
     got = race(queue, users)
     assert len(got) == 10 and len(set(got)) == 10
+
+
+def test_a_review_of_a_finished_run_is_appended_and_changes_nothing_else(
+    client, queue, runs, workspace, alice, bob
+):
+    """Post-hoc review: the run already ended (cancelled here); the review still lands in its record
+    as an annotation, live and in its export, and the run stays as it was."""
+    from review.actions import REVIEW_TAG, do_claim_next, do_submit_review
+    from runs import actions as run_actions
+    from runs.engine import commands as cmd
+    from runs.models import Event, Run
+
+    run_actions.do_command(workspace=workspace, run_id="run_1", command=cmd.CancelRun(reason="done"))
+    before = Run.objects.get(workspace=workspace, run_id="run_1")
+    assert before.is_finished
+    add(queue, "run_1")
+    item = do_claim_next(queue=queue, user=bob)
+    scores = do_submit_review(item=item, user=bob, answers={"correct": 5, "tone": "good", "send": True})
+    after = Run.objects.get(pk=before.pk)
+    event = Event.objects.get(run=after, type="annotation")
+    assert scores[0].annotation_seq == event.seq == before.last_seq + 1
+    assert (after.status, after.ended_at, after.pending_gates) == (
+        before.status,
+        before.ended_at,
+        before.pending_gates,
+    )
+    client.force_login(alice)
+    assert REVIEW_TAG in client.get("/runs/run_1/export/").content.decode()
