@@ -74,6 +74,11 @@ def test_review_flow_on_pages_with_blind_mode_and_the_timeline_partial(client, a
     to_item = client.post(f"/review/{queue.queue_id}/next/")["Location"]
     page = client.get(to_item).content.decode()
     assert 'id="timeline-list"' in page and "data-queue-form" in page  # the run page's partial
+    # "Add to dataset": the item's run goes to the evals page that adds runs (review never imports evals)
+    assert 'href="/evals/datasets/add-runs/?run=run_0">Add to dataset</a>' in page
+    login(client, alice)
+    assert client.get("/evals/datasets/add-runs/?run=run_0").status_code == 200
+    login(client, bob)
     bad = client.post(
         to_item, {"op": "submit", "score-correct": "9", "score-tone": "good", "score-send": "true"}
     )
