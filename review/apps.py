@@ -6,12 +6,8 @@ class ReviewConfig(AppConfig):
     verbose_name = "Annotation queues"
 
     def ready(self) -> None:
-        # AppConfig.ready: the app adds its REST routes to the one API (runs never imports review).
-        from review.api import router
-        from runs.api.app import api
-
-        api.add_router("/review", router)
-
+        # Its REST routes join the one API in workbench/urls.py (not here: `manage.py help` and
+        # migrate must not load the API stack); runs never imports review.
         from runs.mcp import register_tool_module
 
         register_tool_module("review.mcp")  # the MCP server imports it when it is built

@@ -2,12 +2,14 @@ from django.contrib import admin
 from django.urls import include, path
 
 import evals.api
+import review.api
 from accounts.login import ThrottledLoginView
 from runs.api import otlp
 from runs.api.app import api
 from workbench import discovery
 
 evals.api.register(api)  # datasets and experiments join the one REST API before its URLs are built
+api.add_router("/review", review.api.router)  # annotation queues, likewise
 
 urlpatterns = [
     *discovery.urlpatterns(),
