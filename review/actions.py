@@ -232,9 +232,12 @@ def do_claim_next(*, queue: Queue, user: Any, now: datetime | None = None) -> It
     have not reviewed, skipped or reserved, reserved for ``queue.reservation_seconds``. None when
     nothing is left for them. Two claimers never both get an item's last place: each locks the
     item row (FOR UPDATE SKIP LOCKED on PostgreSQL, the write lock on SQLite) and counts the
-    places held once it holds the lock."""
+    places held once it holds the lock. A queue with assigned reviewers gives items to them only."""
     now = now or timezone.now()
     until = now + timedelta(seconds=queue.reservation_seconds)
+    user_pk = getattr(user, "pk", None)
+    if queue.reviewers.exists() and not queue.reviewers.filter(pk=user_pk).exists():
+        return None  # the queue is assigned to named reviewers: nothing in it is for anyone else
     with transaction.atomic():
         take_write_lock(queue)
         mine = (

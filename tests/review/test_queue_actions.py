@@ -249,3 +249,14 @@ def test_a_review_of_a_finished_run_is_appended_and_changes_nothing_else(
     )
     client.force_login(alice)
     assert REVIEW_TAG in client.get("/runs/run_1/export/").content.decode()
+
+
+def test_a_queue_with_assigned_reviewers_gives_items_to_them_only(workspace, runs, alice, bob):
+    from review.actions import do_claim_next, do_create_queue
+
+    assigned = do_create_queue(
+        workspace=workspace, name="Bob's", score_configs=CONFIGS, reviewers=[bob], actor="user:alice"
+    )
+    add(assigned, "run_0")
+    assert do_claim_next(queue=assigned, user=alice) is None  # not assigned: nothing for her
+    assert do_claim_next(queue=assigned, user=bob).run.run_id == "run_0"
