@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,6 +29,7 @@ from runs.engine import commands as cmd
 from runs.models import Run, Workspace
 from runs.selectors.runs import RunNotFound, get_run
 
+DATASET_REF = re.compile(r"(?:[A-Za-z0-9_-]{1,60})?")  # a dataset's public id, or none
 REVIEW_TAG = "workbench:review"  # reserved: the annotation a completed review appends
 INVALID = "INVALID_INPUT"
 NAME_MAX = 200
@@ -108,6 +110,7 @@ def do_create_queue(
     blind: bool = True,
     reviewers: list[Any] | None = None,
     rules: Any = None,
+    default_dataset: Any = "",
     actor: str = "",
 ) -> Queue:
     if not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX:
@@ -118,6 +121,8 @@ def do_create_queue(
         raise ActionError(INVALID, f"reviewsPerItem is 1-{REVIEWS_MAX}", "reviewsPerItem")
     if not isinstance(reservation_seconds, int) or not 30 <= reservation_seconds <= RESERVATION_MAX:
         raise ActionError(INVALID, f"reservationSeconds is 30-{RESERVATION_MAX}", "reservationSeconds")
+    if not isinstance(default_dataset, str) or not DATASET_REF.fullmatch(default_dataset):
+        raise ActionError(INVALID, "defaultDataset is a dataset's id (ds_...) or empty", "defaultDataset")
     configs = [parse_score_config(raw, i) for i, raw in enumerate(score_configs)]
     try:
         checked_rules = parse_rules(rules)
@@ -136,6 +141,7 @@ def do_create_queue(
                 reservation_seconds=reservation_seconds,
                 blind=bool(blind),
                 rules=checked_rules,
+                default_dataset=default_dataset,
                 created_by=actor[:200],
             )
             ScoreConfig.objects.bulk_create(ScoreConfig(queue=queue, **c) for c in configs)

@@ -59,6 +59,9 @@ class QueueIn(Schema):
         description='Runs added by themselves: {"rejectedGates": true, "errors": true, "costAbove": {"USD": "0.5"}, '
         '"samplePercent": 10, "workflowId": "..."} (workflowId narrows the others).',
     )
+    defaultDataset: str = Field(
+        default="", description="A dataset's id: 'Add to dataset' on an item picks it."
+    )
 
 
 class QueueOut(Schema):
@@ -69,6 +72,7 @@ class QueueOut(Schema):
     reservationSeconds: int
     blind: bool
     rules: dict[str, Any]
+    defaultDataset: str
     scoreConfigs: list[dict[str, Any]]
 
 
@@ -110,6 +114,7 @@ def queue_json(queue: Queue) -> dict[str, Any]:
         "reservationSeconds": queue.reservation_seconds,
         "blind": queue.blind,
         "rules": queue.rules,
+        "defaultDataset": queue.default_dataset,
         "scoreConfigs": [
             {
                 "name": c.name,
@@ -172,6 +177,7 @@ def create_queue(request: HttpRequest):
         reservation_seconds=data.get("reservationSeconds", 600),
         blind=data.get("blind", True) is not False,
         rules=data.get("rules"),
+        default_dataset=data.get("defaultDataset") or "",
         actor=caller.actor,
     )
     return Status(201, queue_json(queue))

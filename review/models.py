@@ -36,6 +36,9 @@ class Queue(models.Model):
     reservation_seconds = models.PositiveIntegerField(default=600)
     blind = models.BooleanField(default=True)  # a reviewer sees others' scores only after their own
     rules = models.JSONField(default=dict, blank=True)  # review.rules: runs added by themselves
+    # "Add to dataset" from an item preselects this evals dataset (its public id; review never
+    # imports evals, so it is a reference the evals page resolves in the workspace, or refuses)
+    default_dataset = models.CharField(max_length=60, blank=True, default="")
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="+")
     created_by = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

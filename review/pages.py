@@ -108,11 +108,16 @@ def queues(request: HttpRequest) -> HttpResponse:
                 reservation_seconds=int(post.get("reservation_minutes") or 10) * 60,
                 blind=post.get("blind") == "on",
                 rules=rules_from_form(post),
+                default_dataset=post.get("default_dataset", "").strip(),
                 actor=actor_for(request),
             )
         except (ValueError, ActionError) as exc:
             field = (getattr(exc, "path", "") or "configs").split(".")[0].split("[")[0]
-            field = {"scoreConfigs": "configs", "reviewsPerItem": "reviews_per_item"}.get(field, field)
+            field = {
+                "scoreConfigs": "configs",
+                "reviewsPerItem": "reviews_per_item",
+                "defaultDataset": "default_dataset",
+            }.get(field, field)
             errors[field if field in ("name", "configs", "reviews_per_item", "rules") else "configs"] = (
                 f"{exc.message[:1].upper()}{exc.message[1:]}."
                 if isinstance(exc, ActionError)

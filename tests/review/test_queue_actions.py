@@ -260,3 +260,19 @@ def test_a_queue_with_assigned_reviewers_gives_items_to_them_only(workspace, run
     add(assigned, "run_0")
     assert do_claim_next(queue=assigned, user=alice) is None  # not assigned: nothing for her
     assert do_claim_next(queue=assigned, user=bob).run.run_id == "run_0"
+
+
+def test_a_default_dataset_is_a_dataset_id_and_items_offer_it(client, workspace, runs, alice, bob):
+    from review.actions import do_claim_next, do_create_queue
+
+    with pytest.raises(ActionError) as err:
+        do_create_queue(workspace=workspace, name="x", score_configs=CONFIGS, default_dataset="no spaces")
+    assert err.value.path == "defaultDataset"
+    queue = do_create_queue(
+        workspace=workspace, name="To ds", score_configs=CONFIGS, default_dataset="ds_abc"
+    )
+    add(queue, "run_0")
+    item = do_claim_next(queue=queue, user=bob)
+    client.force_login(bob)
+    page = client.get(f"/review/{queue.queue_id}/items/{item.item_id}/").content.decode()
+    assert "/evals/datasets/add-runs/?run=run_0&amp;dataset=ds_abc" in page
