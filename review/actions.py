@@ -26,7 +26,7 @@ from review.rules import parse_rules
 from runs import actions as run_actions
 from runs.actions import ActionError
 from runs.engine import commands as cmd
-from runs.models import Run, Workspace
+from runs.models import Membership, Run, Workspace
 from runs.selectors.runs import RunNotFound, get_run
 
 DATASET_REF = re.compile(r"(?:[A-Za-z0-9_-]{1,60})?")  # a dataset's public id, or none
@@ -99,6 +99,26 @@ def parse_score_config(raw: Any, index: int) -> dict[str, Any]:
     return out
 
 
+def _members(workspace: Workspace, reviewers: list[Any]) -> list[Any]:
+    """Assigned reviewers: users, or usernames of the workspace's members (anyone else is refused,
+    in the same words whether or not such a user exists elsewhere)."""
+    if not isinstance(reviewers, list) or len(reviewers) > 200:
+        raise ActionError(INVALID, "reviewers is a list of at most 200 usernames", "reviewers")
+    names = [getattr(r, "username", r) for r in reviewers]
+    if not all(isinstance(n, str) and 0 < len(n) <= 150 for n in names):
+        raise ActionError(INVALID, "reviewers are usernames", "reviewers")
+    members = {
+        m.user.username: m.user
+        for m in Membership.objects.filter(workspace=workspace, user__username__in=names).select_related(
+            "user"
+        )
+    }
+    unknown = [n for n in names if n not in members]
+    if unknown:
+        raise ActionError(INVALID, f"{unknown[0]!r} is not a member of this workspace", "reviewers")
+    return [members[n] for n in dict.fromkeys(names)]
+
+
 def do_create_queue(
     *,
     workspace: Workspace,
@@ -123,6 +143,7 @@ def do_create_queue(
         raise ActionError(INVALID, f"reservationSeconds is 30-{RESERVATION_MAX}", "reservationSeconds")
     if not isinstance(default_dataset, str) or not DATASET_REF.fullmatch(default_dataset):
         raise ActionError(INVALID, "defaultDataset is a dataset's id (ds_...) or empty", "defaultDataset")
+    assigned = _members(workspace, reviewers or [])
     configs = [parse_score_config(raw, i) for i, raw in enumerate(score_configs)]
     try:
         checked_rules = parse_rules(rules)
@@ -145,8 +166,8 @@ def do_create_queue(
                 created_by=actor[:200],
             )
             ScoreConfig.objects.bulk_create(ScoreConfig(queue=queue, **c) for c in configs)
-            if reviewers:
-                queue.reviewers.set(reviewers)
+            if assigned:
+                queue.reviewers.set(assigned)
     except IntegrityError:
         raise ActionError(
             "CONFLICT", f"a queue named {name.strip()!r} exists in this workspace", "name"

@@ -73,6 +73,7 @@ class QueueOut(Schema):
     blind: bool
     rules: dict[str, Any]
     defaultDataset: str
+    reviewers: list[str]
     scoreConfigs: list[dict[str, Any]]
 
 
@@ -115,6 +116,7 @@ def queue_json(queue: Queue) -> dict[str, Any]:
         "blind": queue.blind,
         "rules": queue.rules,
         "defaultDataset": queue.default_dataset,
+        "reviewers": sorted(u.get_username() for u in queue.reviewers.all()),
         "scoreConfigs": [
             {
                 "name": c.name,
@@ -178,6 +180,7 @@ def create_queue(request: HttpRequest):
         blind=data.get("blind", True) is not False,
         rules=data.get("rules"),
         default_dataset=data.get("defaultDataset") or "",
+        reviewers=data.get("reviewers") or [],
         actor=caller.actor,
     )
     return Status(201, queue_json(queue))

@@ -109,6 +109,7 @@ def queues(request: HttpRequest) -> HttpResponse:
                 blind=post.get("blind") == "on",
                 rules=rules_from_form(post),
                 default_dataset=post.get("default_dataset", "").strip(),
+                reviewers=[n.strip() for n in post.get("reviewers", "").split(",") if n.strip()],
                 actor=actor_for(request),
             )
         except (ValueError, ActionError) as exc:

@@ -254,9 +254,14 @@ def test_a_review_of_a_finished_run_is_appended_and_changes_nothing_else(
 def test_a_queue_with_assigned_reviewers_gives_items_to_them_only(workspace, runs, alice, bob):
     from review.actions import do_claim_next, do_create_queue
 
+    for bad in (["nobody"], "bob", [""]):
+        with pytest.raises(ActionError) as err:
+            do_create_queue(workspace=workspace, name="x", score_configs=CONFIGS, reviewers=bad)
+        assert err.value.path == "reviewers"
     assigned = do_create_queue(
-        workspace=workspace, name="Bob's", score_configs=CONFIGS, reviewers=[bob], actor="user:alice"
+        workspace=workspace, name="Bob's", score_configs=CONFIGS, reviewers=["bob"], actor="user:alice"
     )
+    assert list(assigned.reviewers.all()) == [bob]
     add(assigned, "run_0")
     assert do_claim_next(queue=assigned, user=alice) is None  # not assigned: nothing for her
     assert do_claim_next(queue=assigned, user=bob).run.run_id == "run_0"

@@ -147,6 +147,22 @@ def test_rest_create_add_claim_score_progress(client, alice, bob, workspace, mak
     )
     assert created.status_code == 201, created.content
     qid = created.json()["id"]
+    assert created.json()["reviewers"] == [] and created.json()["defaultDataset"] == ""
+    assigned = api.post(
+        "/api/review/queues",
+        {
+            "name": "Bob's",
+            "reviewers": ["bob"],
+            "defaultDataset": "ds_x",
+            "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}],
+        },
+    )
+    assert assigned.status_code == 201 and assigned.json()["reviewers"] == ["bob"], assigned.content
+    stranger = api.post(
+        "/api/review/queues",
+        {"name": "No", "reviewers": ["zed"], "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}]},
+    )
+    assert stranger.status_code == 400 and stranger.json()["code"] == "INVALID_INPUT"
     assert api.post(f"/api/review/queues/{qid}/items", {"items": [{"runId": "run_0"}]}).json() == {
         "added": 1,
         "alreadyQueued": 0,
