@@ -29,7 +29,12 @@ def datasets_of(workspace: Workspace) -> QuerySet[Dataset]:
 
 
 def get_dataset(workspace: Workspace, public_id: str) -> Dataset:
-    found = Dataset.objects.filter(workspace=workspace, public_id=public_id).first()
+    # a NUL names no dataset (and PostgreSQL cannot compare text holding one)
+    found = (
+        None
+        if "\x00" in public_id
+        else Dataset.objects.filter(workspace=workspace, public_id=public_id).first()
+    )
     if found is None:
         raise EvalNotFound(DATASET_NOT_FOUND, f"no dataset {public_id!r} in this workspace")
     return found
@@ -40,7 +45,7 @@ def experiments_of(workspace: Workspace) -> QuerySet[Experiment]:
 
 
 def get_experiment(workspace: Workspace, public_id: str) -> Experiment:
-    found = experiments_of(workspace).filter(public_id=public_id).first()
+    found = None if "\x00" in public_id else experiments_of(workspace).filter(public_id=public_id).first()
     if found is None:
         raise EvalNotFound(EXPERIMENT_NOT_FOUND, f"no experiment {public_id!r} in this workspace")
     return found

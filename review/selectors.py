@@ -19,6 +19,8 @@ class QueueNotFound(Exception):
 
 
 def get_queue(workspace: Workspace, queue_id: str) -> Queue:
+    if "\x00" in queue_id:  # names no queue (and PostgreSQL cannot compare text holding a NUL)
+        raise QueueNotFound(queue_id)
     try:
         return Queue.objects.for_workspace(workspace).get(queue_id=queue_id)
     except Queue.DoesNotExist:
@@ -26,6 +28,8 @@ def get_queue(workspace: Workspace, queue_id: str) -> Queue:
 
 
 def get_item(queue: Queue, item_id: str) -> Item:
+    if "\x00" in item_id:  # as get_queue
+        raise QueueNotFound(item_id)
     try:
         return Item.objects.select_related("run", "queue").get(queue=queue, item_id=item_id)
     except Item.DoesNotExist:

@@ -45,7 +45,14 @@ def prompts_of(workspace: Workspace) -> QuerySet[Prompt]:
     )
 
 
+def _nul(*texts: str | None) -> bool:
+    """A NUL names no prompt or label (and PostgreSQL cannot compare text holding one)."""
+    return any(t is not None and "\x00" in t for t in texts)
+
+
 def get_prompt(workspace: Workspace, name: str) -> Prompt | None:
+    if _nul(name):
+        return None
     return Prompt.objects.filter(workspace=workspace, name=name).first()
 
 
@@ -76,6 +83,8 @@ def find_version(
     workspace: Workspace, name: str, *, label: str | None = None, version: int | None = None
 ) -> PromptVersion | None:
     """The version a label points at, or the numbered one (``production`` when neither is given)."""
+    if _nul(name, label):
+        return None
     qs = PromptVersion.objects.select_related("prompt", "created_by").filter(
         prompt__workspace=workspace, prompt__name=name
     )

@@ -27,7 +27,8 @@ def test_page_follows_rows_and_gate_panel():
     from playwright.sync_api import expect, sync_playwright
 
     require_chromium()
-    with Cluster(database="sqlite", servers=1) as cluster:
+    # approvals are sent at once (the undo delay is measured in test_keyboard_review_browser)
+    with Cluster(database="sqlite", servers=1, extra_env={"WORKBENCH_APPROVE_UNDO_MS": "0"}) as cluster:
         seed = cluster.seed(
             workflow=LINEAR_WORKFLOW,
             run_id="run_live_browser",
