@@ -106,6 +106,19 @@ def page(server):
         yield pg
 
 
+@pytest.fixture(autouse=True)
+def _console_of_this_test_only(request):
+    """The page is shared by the module: before each test it leaves the previous page (about:blank)
+    and drops what that page logged late (Chromium may deliver a message after the test moved on),
+    so each test's console holds its own errors only."""
+    if "page" in request.fixturenames:
+        page = request.getfixturevalue("page")
+        page.goto("about:blank")
+        page.wait_for_timeout(300)
+        page.console_errors.clear()
+    yield
+
+
 def shot(page, name: str) -> None:
     support.shot(page, f"review-{name}")
 
