@@ -11,13 +11,14 @@ from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from accounts.principals import NotPermitted, Principal
+from accounts.principals import Principal
 from evals import actions, presenters, selectors
 from evals.api import items_for
 from evals.runner import enqueue
 from runs.actions import ActionError
 from runs.actions.permissions import Action
-from runs.mcp.operations import FORBIDDEN, UNAUTHENTICATED, Refused
+from runs.mcp import Forwarder
+from runs.mcp.operations import Refused, authorized_caller
 from runs.selectors.runs import RunNotFound
 
 READ_ONLY = ToolAnnotations(
@@ -30,18 +31,6 @@ DatasetId = Annotated[str, Field(min_length=1, max_length=200, description="A da
 ExperimentId = Annotated[
     str, Field(min_length=1, max_length=200, description="An experiment id of your workspace.")
 ]
-
-
-def _caller(principal: Principal | None, action: Action) -> Principal:
-    if principal is None:
-        raise Refused(
-            UNAUTHENTICATED, "this tool needs a workspace token: send Authorization: Bearer <token>"
-        )
-    try:
-        principal.require_action(action)
-    except NotPermitted as exc:
-        raise Refused(FORBIDDEN, str(exc)) from None
-    return principal
 
 
 def _guarded(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -60,7 +49,7 @@ def _guarded(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def create_dataset(principal: Principal | None, *, name: str, description: str | None = None) -> dict:
-    caller = _caller(principal, Action.EDIT_DATASET)
+    caller = authorized_caller(principal, Action.EDIT_DATASET)
     dataset = _guarded(
         actions.do_create_dataset,
         workspace=caller.workspace,
@@ -72,7 +61,7 @@ def create_dataset(principal: Principal | None, *, name: str, description: str |
 
 
 def add_dataset_items(principal: Principal | None, *, dataset_id: str, **sources: Any) -> dict:
-    caller = _caller(principal, Action.EDIT_DATASET)
+    caller = authorized_caller(principal, Action.EDIT_DATASET)
 
     def add() -> dict:
         dataset = selectors.get_dataset(caller.workspace, dataset_id)
@@ -91,7 +80,7 @@ def add_dataset_items(principal: Principal | None, *, dataset_id: str, **sources
 
 
 def list_dataset_items(principal: Principal | None, *, dataset_id: str, as_of: str | None = None) -> dict:
-    caller = _caller(principal, Action.VIEW_DATASET)
+    caller = authorized_caller(principal, Action.VIEW_DATASET)
 
     def read() -> dict:
         dataset = selectors.get_dataset(caller.workspace, dataset_id)
@@ -106,7 +95,7 @@ def list_dataset_items(principal: Principal | None, *, dataset_id: str, as_of: s
 
 
 def create_experiment(principal: Principal | None, *, dataset_id: str, name: str, **options: Any) -> dict:
-    caller = _caller(principal, Action.RUN_EXPERIMENT)
+    caller = authorized_caller(principal, Action.RUN_EXPERIMENT)
 
     def create() -> dict:
         dataset = selectors.get_dataset(caller.workspace, dataset_id)
@@ -131,7 +120,7 @@ def create_experiment(principal: Principal | None, *, dataset_id: str, name: str
 
 
 def get_experiment(principal: Principal | None, *, experiment_id: str) -> dict:
-    caller = _caller(principal, Action.VIEW_DATASET)
+    caller = authorized_caller(principal, Action.VIEW_DATASET)
 
     def read() -> dict:
         experiment = selectors.get_experiment(caller.workspace, experiment_id)
@@ -143,7 +132,7 @@ def get_experiment(principal: Principal | None, *, experiment_id: str) -> dict:
 def rescore_experiment(
     principal: Principal | None, *, experiment_id: str, evaluator: dict | None = None
 ) -> dict:
-    caller = _caller(principal, Action.RUN_EXPERIMENT)
+    caller = authorized_caller(principal, Action.RUN_EXPERIMENT)
 
     def rescore() -> dict:
         experiment = selectors.get_experiment(caller.workspace, experiment_id)
@@ -198,17 +187,14 @@ class ExperimentResult(BaseModel):
 JSONObject = dict[str, Any] | None
 
 
-_forwarders: list[Callable[..., Any]] = []
-
-
-async def _forward(ctx: Context, fn: Callable[..., Any], output: type[BaseModel], arguments: dict) -> Any:
-    """The server's own forwarder (a global, so the tools' ``locals()`` hold only their arguments)."""
-    return await _forwarders[-1](ctx, fn, output, arguments)
+_forward = (
+    Forwarder()
+)  # the server's forwarder (a global, so the tools' ``locals()`` hold only their arguments)
 
 
 def add_tools(mcp: Any, forward: Callable[..., Any]) -> dict[str, str]:
     """Register the tools on the server; returns each tool's scope (for discovery)."""
-    _forwarders.append(forward)
+    _forward.bind(forward)
 
     @mcp.tool(name="create_dataset", title="Create a dataset", annotations=WRITES)
     async def create_dataset_tool(

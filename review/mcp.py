@@ -12,13 +12,15 @@ from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from accounts.principals import NotPermitted, Principal
+from accounts.principals import Principal
 from review import actions as review_actions
 from review.models import Item, Queue
 from review.selectors import QueueNotFound, agreement_by_config, get_item, get_queue, progress
 from runs.actions import ActionError
 from runs.actions.permissions import Action
-from runs.mcp.operations import FORBIDDEN, UNAUTHENTICATED, Refused
+from runs.mcp import Forwarder
+from runs.mcp.operations import FORBIDDEN, Refused
+from runs.mcp.operations import authorized_caller as caller
 
 SCOPES = {
     "create_review_queue": "write or manage",
@@ -34,18 +36,6 @@ WRITES = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
 QueueId = Annotated[str, Field(min_length=1, max_length=40, description="The queue's id (q_...).")]
-
-
-def caller(principal: Principal | None, action: Action) -> Principal:
-    if principal is None:
-        raise Refused(
-            UNAUTHENTICATED, "this tool needs a workspace token: send Authorization: Bearer <token>"
-        )
-    try:
-        principal.require_action(action)
-    except NotPermitted as exc:
-        raise Refused(FORBIDDEN, str(exc)) from None
-    return principal
 
 
 def queue_of(principal: Principal, queue_id: str) -> Queue:
@@ -171,16 +161,12 @@ def get_review_progress(principal: Principal | None, *, queue_id: str) -> dict[s
     return {"queueId": queue.queue_id, "progress": progress(queue), "agreement": agreement_by_config(queue)}
 
 
-FORWARDERS: list[Callable[..., Any]] = []  # the server's forwarder (not a tool's local: locals() is sent on)
-
-
-async def forward(ctx: Context, fn: Any, output: Any, arguments: dict[str, Any]) -> Any:
-    return await FORWARDERS[-1](ctx, fn, output, arguments)
+forward = Forwarder()  # the server's forwarder (a global: a tool's locals() are sent on)
 
 
 def add_tools(mcp: Any, server_forward: Callable[..., Any]) -> dict[str, str]:
     """The review tools on the server being built (runs.mcp.server.build_server); their scopes."""
-    FORWARDERS.append(server_forward)
+    forward.bind(server_forward)
 
     @mcp.tool(name="create_review_queue", title="Create a review queue", annotations=WRITES)
     async def create_review_queue_tool(

@@ -47,7 +47,7 @@ class Refused(Exception):
         self.message = message
 
 
-def _caller(principal: Principal | None, action: Action) -> Principal:
+def authorized_caller(principal: Principal | None, action: Action) -> Principal:
     """The caller, once the permission table (runs.actions.permissions) allows ``action``."""
     if principal is None:
         raise Refused(
@@ -118,7 +118,7 @@ def run_summary(run: Run) -> dict[str, Any]:
 
 
 def list_runs(principal: Principal | None, *, limit: int = 100, status: str | None = None) -> dict:
-    caller = _caller(principal, Action.VIEW_RUN)
+    caller = authorized_caller(principal, Action.VIEW_RUN)
     limit = min(max(int(limit), 1), MAX_LIST)
     qs = runs_of(caller.workspace)
     if status:
@@ -127,7 +127,7 @@ def list_runs(principal: Principal | None, *, limit: int = 100, status: str | No
 
 
 def get_run_detail(principal: Principal | None, *, run_id: str) -> dict:
-    caller = _caller(principal, Action.VIEW_RUN)
+    caller = authorized_caller(principal, Action.VIEW_RUN)
     run = _run(caller, run_id)
     state = RunState.from_json(loads(run.state))
     return {
@@ -157,7 +157,7 @@ def export_bundle(
 ) -> tuple[bytes, dict]:
     """The run's bundle signed for the caller: its canonical bytes and the parsed document; with
     ``redact`` the redacted user bundle of that policy, as the REST and page exports make it."""
-    caller = _caller(principal, Action.VIEW_RUN)
+    caller = authorized_caller(principal, Action.VIEW_RUN)
     if redact is not None and redact not in REDACTION_POLICIES:
         raise Refused(
             ErrorCode.INVALID_INPUT,
@@ -196,7 +196,7 @@ def verify_run_integrity(principal: Principal | None, *, run_id: str) -> dict:
 def validate_run_bundle(principal: Principal | None, *, bundle: Any) -> dict:
     """Check a bundle (a JSON object, or its text exactly as received) without storing anything:
     schema, integrity hash, structure, then its signature against this instance's keys."""
-    _caller(principal, Action.VERIFY_BUNDLE)
+    authorized_caller(principal, Action.VERIFY_BUNDLE)
     data = bundle.encode() if isinstance(bundle, str) else canonical_or_refuse(bundle)
     result = check_bundle(data)
     parsed = result.bundle or {}
@@ -238,7 +238,7 @@ def start_run(
     metadata: dict | None = None,
     tags: list[str] | None = None,
 ) -> dict:
-    caller = _caller(principal, Action.START_RUN)
+    caller = authorized_caller(principal, Action.START_RUN)
     run = _write(
         actions.do_start_run,
         workspace=caller.workspace,
@@ -269,7 +269,7 @@ def resolve_gate(
     note: str | None = None,
     checkpoint: str | None = None,
 ) -> dict:
-    caller = _caller(principal, Action.RESOLVE_GATE)
+    caller = authorized_caller(principal, Action.RESOLVE_GATE)
     _run(caller, run_id)
     command = cmd.ResolveGate(step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint)
     return _command(caller, run_id, command)
@@ -285,7 +285,7 @@ def write_artifact(
     step_id: str | None = None,
     idempotency_key: str | None = None,
 ) -> dict:
-    caller = _caller(principal, Action.EDIT_ARTIFACT)
+    caller = authorized_caller(principal, Action.EDIT_ARTIFACT)
     _run(caller, run_id)
     options: dict[str, Any] = {}
     if step_id is not None:
@@ -312,7 +312,7 @@ def fork_run(
     ``from_seq`` copied, a replay answered from the response cache, a branch with ``overlay``.
     Without it, the lightweight branch of the latest state (or the state at ``from_seq``).
     """
-    caller = _caller(principal, Action.FORK_RUN)
+    caller = authorized_caller(principal, Action.FORK_RUN)
     _run(caller, run_id)
     if mode is not None:
         fork = _write(
@@ -372,7 +372,7 @@ def request_decision(
     request. Later calls with the ticket answer ``pending`` until a reviewer has resolved the
     gate in the browser (or through REST/MCP), then ``decided`` with the decision and note.
     """
-    caller = _caller(principal, Action.APPEND_EVENTS)
+    caller = authorized_caller(principal, Action.APPEND_EVENTS)
     run = _run(caller, run_id)
     if gate == "CHECKPOINT" and not checkpoint:
         checkpoint = "agent-decision"
@@ -438,7 +438,7 @@ def get_prompt(
     principal: Principal | None, *, name: str, label: str | None = None, version: int | None = None
 ) -> dict:
     """A prompt version by label (``production`` when neither is given) or number, as REST answers it."""
-    caller = _caller(principal, Action.VIEW_PROMPTS)
+    caller = authorized_caller(principal, Action.VIEW_PROMPTS)
     if label is not None and version is not None:
         raise Refused(ErrorCode.INVALID_INPUT, "give label or version, not both")
     found = find_version(caller.workspace, name, label=label, version=version)
