@@ -107,9 +107,13 @@ EXPECTED_ERROR_STATUSES = ("status of 422",)
 
 
 def shot(page, name: str) -> None:
-    """A full-page screenshot kept as a test artifact (test-results/screenshots/<name>.png)."""
+    """A full-page screenshot kept as a test artifact (test-results/screenshots/<name>.png).
+
+    ``caret="initial"``: to hide the text caret Playwright writes ``caret-color`` into each input's
+    inline style; an htmx swap settling at that moment copies that ``style`` attribute and the CSP
+    (no inline styles) reports it, an error of the instrument, not of the page."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True, caret="initial")
 
 
 def new_page(browser, *, ignore: tuple[str, ...] = EXPECTED_ERROR_STATUSES, **context_options):
