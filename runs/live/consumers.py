@@ -546,6 +546,8 @@ class RunLiveConsumer(LiveConsumer):
     def _compose(self, update: RenderedUpdate) -> str:
         """The update as this subscriber needs it: rows plus the panels that changed for it."""
         parts = [update.rows.encoded] if update.rows is not None else []
+        if update.spans is not None:
+            parts.append(update.spans.encoded)
         for panel in update.panels:
             if self.panel_digests.get(panel.name) != panel.digest:
                 self.panel_digests[panel.name] = panel.digest

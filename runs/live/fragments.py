@@ -4,6 +4,8 @@ Renders `templates/runs/run_detail.html` partials with the context builders of `
 same ones the page uses, so a live page and a reloaded page show the same markup:
 
 - `timeline_rows` (events after_seq+1..upto_seq), appended to the timeline list;
+- `live_spans` (the spans those events start or end: `templates/runs/trace.html#live_spans`),
+  merged into the span tree by static/workbench/trace.js;
 - `status_badge`, `gate_panel`, `graph`, `ledger_totals`, `run_events`, replacing their current versions
   (`run_events`, the header's event count, comes with every update, rows only or not).
 
@@ -27,6 +29,7 @@ from runs.actions.permissions import Action, role_allows
 from runs.models import Run
 from runs.selectors.runs import run_state
 from runs.web import partials
+from runs.web.trace import live_spans_context
 
 TEMPLATE = "runs/run_detail.html"
 ROWS_TARGET = "#timeline-list"
@@ -53,6 +56,7 @@ class RenderedUpdate:
     status: str
     rows: Fragment | None
     panels: tuple[Fragment, ...]
+    spans: Fragment | None = None  # what the range adds to the trace view (runs.web.trace)
 
 
 def _fragment(name: str, html: str) -> Fragment:
@@ -73,8 +77,11 @@ def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -
             f'<template><ol hx-swap-oob="beforeend:{ROWS_TARGET}" data-live-from="{after_seq}" '
             f'data-live-to="{upto_seq}">{html}</ol></template>',
         )
+        spans = _spans_fragment(run, after_seq, upto_seq)
         if {row.type for row in rows_ctx["rows"]} <= PANEL_NEUTRAL_TYPES:
-            return RenderedUpdate(after_seq, upto_seq, run.status, rows, (_events_fragment(run),))
+            return RenderedUpdate(after_seq, upto_seq, run.status, rows, (_events_fragment(run),), spans)
+    else:
+        spans = None
     run = Run.unscoped.select_related("workspace").get(pk=run_pk)
     state = run_state(run)
     can_review = role_allows(role, Action.RESOLVE_GATE)
@@ -89,7 +96,16 @@ def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -
         ctx["csrf_token"] = CSRF_PLACEHOLDER
         panels.append(_fragment(name, render_to_string(f"{TEMPLATE}#{name}", ctx)))
     panels.append(_events_fragment(run))
-    return RenderedUpdate(after_seq, upto_seq, run.status, rows, tuple(panels))
+    return RenderedUpdate(after_seq, upto_seq, run.status, rows, tuple(panels), spans)
+
+
+def _spans_fragment(run: Run, after_seq: int, upto_seq: int) -> Fragment | None:
+    """The span tree's share of an update: a <template class="live-spans"> that
+    static/workbench/trace.js merges into the tree (None: no span event in the range)."""
+    live = live_spans_context(run, after=after_seq, upto=upto_seq)
+    if live is None:
+        return None
+    return _fragment("live_spans", render_to_string("runs/trace.html#live_spans", {"live": live}))
 
 
 def _events_fragment(run: Run) -> Fragment:

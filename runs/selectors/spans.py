@@ -192,3 +192,25 @@ def search_spans(
     if len(raw) > limit:
         return nodes, raw[limit - 1][0]
     return nodes, (high if high < run.last_seq else None)
+
+
+def spans_between(
+    run: Run, after: int, upto: int, *, limit: int = 2000
+) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, dict[str, Any]]]]:
+    """The ``span_started`` and ``span_ended`` events of seqs ``after``+1..``upto`` (a live update's
+    range), at most ``limit`` of each, in seq order: (starts, ends)."""
+    rows = (
+        Event.objects.filter(run=run, type__in=("span_started", "span_ended"), seq__gt=after, seq__lte=upto)
+        .order_by("seq")
+        .values_list("seq", "type", "body")
+    )
+    starts: list[tuple[int, dict[str, Any]]] = []
+    ends: list[tuple[int, dict[str, Any]]] = []
+    for seq, etype, body in rows[: 2 * limit]:
+        (starts if etype == "span_started" else ends).append((seq, loads(body)))
+    return starts[:limit], ends[:limit]
+
+
+def had_spans_by(run: Run, seq: int) -> bool:
+    """Whether a span started at or before ``seq`` (one probe of the (run, type, seq) index)."""
+    return Event.objects.filter(run=run, type="span_started", seq__lte=seq).exists()

@@ -20,9 +20,17 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.models import Run
-from runs.presenters.span_tree import Axis, SpanNode, end_of
+from runs.presenters.span_tree import Axis, SpanNode, close, end_of, first_end_after, node_of, place
 from runs.selectors.runs import has_spans
-from runs.selectors.spans import failed_count, failed_spans, search_spans, span_at, span_level
+from runs.selectors.spans import (
+    failed_count,
+    failed_spans,
+    had_spans_by,
+    search_spans,
+    span_at,
+    span_level,
+    spans_between,
+)
 
 
 def _urls(url_id: str) -> dict[str, str]:
@@ -145,3 +153,47 @@ def span_detail_context(run: Run, seq: int, *, url_id: str | None = None) -> dic
         "end_link": f"{detail}?at={node.end_seq}#seq-{node.end_seq}" if node.end_seq else "",
         "share_link": f"{detail}?span={node.start_seq}#trace",
     }
+
+
+def live_spans_context(run: Run, *, after: int, upto: int) -> dict[str, Any] | None:
+    """What a live update of seqs ``after``+1..``upto`` adds to an open trace view (None: no span
+    event in it). A page that showed no span yet gets the whole panel (``section``); else the
+    spans started in the range (``nodes``, in seq order, each with ``parent_id`` so the page puts
+    it under its parent if that level is loaded), the ends of spans started before it (``ends``:
+    status and duration for a node already shown) and, when a span failed, the failed count."""
+    starts, ends = spans_between(run, after, upto)
+    if not starts and not ends:
+        return None
+    if not had_spans_by(run, after):
+        section = trace_context(run)
+        return {"section": section} if section else None
+    ends_by_id: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for seq, body in ends:
+        ends_by_id.setdefault(str(body.get("spanId") or ""), []).append((seq, body))
+    axis = run_axis(run)
+    parents = {str(body.get("parentSpanId") or "") for _seq, body in starts}
+    nodes: list[SpanNode] = []
+    closed: set[int] = set()
+    for seq, body in starts:
+        node = node_of(seq, body)
+        end = first_end_after(seq, ends_by_id.get(node.span_id, []))
+        if end is not None:
+            close(node, *end)
+            closed.add(end[0])
+        node.has_children = node.span_id in parents
+        if not node.parent_id:
+            place(node, axis)
+        nodes.append(node)
+    later: list[SpanNode] = []
+    for seq, body in ends:
+        if seq in closed:
+            continue
+        node = node_of(0, {"spanId": body.get("spanId"), "name": body.get("spanId")})
+        close(node, seq, body)
+        later.append(node)
+    ctx: dict[str, Any] = {"nodes": nodes, "ends": later}
+    if any(n.status == "error" for n in [*nodes, *later]):
+        ctx["trace"] = {**_urls(run.run_id), "failed": failed_count(run)}
+        first, _more = failed_spans(run, limit=1)
+        ctx["trace"]["first_failed"] = first[0].start_seq if first and first[0].start_seq else None
+    return ctx

@@ -8,7 +8,8 @@
 // reading is disconnected with a resync notice and reconnects here with its seq).
 //
 // Timeline rows are appended only while the list shows the tail of the trace unfiltered; panels
-// (status, gates, graph, ledger) are always replaced.
+// (status, gates, graph, ledger) are always replaced; the span tree's <template class="live-spans">
+// goes to static/workbench/trace.js as a "live:spans" event.
 //
 // Pages listing runs may carry data-live-workspace on any element: on each run change the body
 // receives a "live:runs-changed" event (hx-trigger="live:runs-changed from:body" refreshes a list).
@@ -104,6 +105,10 @@
     function apply(msg) {
       var holder = document.createElement("template");
       holder.innerHTML = msg.html;
+      var spans = Array.prototype.slice.call(holder.content.querySelectorAll("template.live-spans"));
+      spans.forEach(function (t) {
+        t.remove();
+      });
       var list = timelineAtTail(msg.from_seq);
       if (!list) {
         // Not showing the tail (an older page, or filtered): keep the rows out, refresh the panels.
@@ -118,6 +123,8 @@
           if (empty) empty.remove();
         }
       }
+      // The span tree's share (static/workbench/trace.js merges it).
+      if (spans.length) document.dispatchEvent(new CustomEvent("live:spans", { detail: spans }));
       setSeq(msg.last_seq);
       hook.setAttribute("data-live-status", msg.status || "");
       indicator.status(msg.status);
