@@ -235,7 +235,7 @@ def model_call_deltas(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, D
     out = [("tokens", delta(_usage_total(a), _usage_total(b)))]
     (amount_a, cur_a), (amount_b, cur_b) = _cost_of(a), _cost_of(b)
     if cur_a == cur_b or not (cur_a and cur_b):
-        out.append((f"cost {cur_a or cur_b}".strip(), delta(amount_a, amount_b)))
+        out.append((f"cost {cur_a or cur_b}".strip(), delta(amount_a, amount_b, cur_a or cur_b)))
     out.append(("ms", delta(a.get("durationMs"), b.get("durationMs"))))
     return [(label, d) for label, d in out if d.diff]
 
@@ -302,6 +302,7 @@ class Delta:
     b: Decimal | None
     diff: Decimal | None
     pct: Decimal | None
+    currency: str = ""  # money: the difference is written as runs.presenters.numbers.money does
 
     @property
     def sign(self) -> str:
@@ -316,7 +317,7 @@ class Delta:
             return ""
         if self.diff == 0:
             return "0"
-        number = _signed(self.diff)
+        number = _signed(self.diff, self.currency)
         if self.pct is None:
             return f"{number} ({'new' if self.diff > 0 else 'gone'})"
         pct = self.pct.quantize(Decimal("0.1"))
@@ -325,14 +326,13 @@ class Delta:
 
 
 def _plain(value: Decimal) -> str:
-    text = format(value, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text or "0"
+    return numbers.plain(value)
 
 
-def _signed(value: Decimal) -> str:
-    return f"+{_plain(value)}" if value > 0 else f"{MINUS}{_plain(-value)}" if value < 0 else "0"
+def _signed(value: Decimal, currency: str = "") -> str:
+    """``+1,234.5`` / ``−0.25``; money by the one money rule (``+3.50``, ``−0.0035``)."""
+    size = numbers.money(abs(value), currency) if currency else _plain(abs(value))
+    return f"+{size}" if value > 0 else f"{MINUS}{size}" if value < 0 else "0"
 
 
 def number(value: Any) -> Decimal | None:
@@ -353,14 +353,15 @@ def number(value: Any) -> Decimal | None:
     return None
 
 
-def delta(a: Any, b: Any) -> Delta:
-    """B compared with A: B - A, and that as a percentage of A (None when A is 0 or missing)."""
+def delta(a: Any, b: Any, currency: str = "") -> Delta:
+    """B compared with A: B - A, and that as a percentage of A (None when A is 0 or missing);
+    with a ``currency`` the difference is money (written by runs.presenters.numbers.money)."""
     da, db = number(a), number(b)
     if da is None and db is None:
-        return Delta(None, None, None, None)
+        return Delta(None, None, None, None, currency)
     diff = (db or Decimal(0)) - (da or Decimal(0))
     pct = diff * 100 / da if da else None
-    return Delta(da, db, diff, pct)
+    return Delta(da, db, diff, pct, currency)
 
 
 # --- summaries side by side ---------------------------------------------------------------------
@@ -381,7 +382,7 @@ def _cost_rows(label: str, cost_a: dict[str, Any], cost_b: dict[str, Any]) -> li
             f"{label} ({cur})",
             numbers.money(cost_a[cur], cur) if cur in cost_a else "",
             numbers.money(cost_b[cur], cur) if cur in cost_b else "",
-            delta(cost_a.get(cur, 0), cost_b.get(cur, 0)),
+            delta(cost_a.get(cur, 0), cost_b.get(cur, 0), cur),
         )
         for cur in currencies
     ]

@@ -6,6 +6,7 @@ the presenters call these, so a run header, a ledger, the runs list and a compar
     duration_ms(1234)           -> "1.2 s"         duration_ms(850) -> "850 ms"
     money("3.50058", "USD")     -> "3.50"          money("0.0035", "usd") -> "0.0035"
     money_text({"USD": "3.5"})  -> "USD 3.50"
+    cost_text({}, calls=0)      -> "USD 0"         cost_text({}, calls=3) -> "unknown"
 
 Money, one rule for every page: an amount of one minor unit or more (a cent for USD and EUR; JPY
 and KRW have none) is shown to the currency's minor unit (2 decimals for USD), half up. A smaller
@@ -46,6 +47,12 @@ def _plain(value: Decimal) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("", "-0") else text
+
+
+def plain(value: Any) -> str:
+    """A number exactly, with thousands separators: ``1234.5`` -> ``1,234.5`` (not a number: its text)."""
+    number = decimal_of(value)
+    return ("" if value is None else str(value)) if number is None else _plain(number)
 
 
 def count(value: Any) -> str:
@@ -120,6 +127,15 @@ def money_text(amounts: Any) -> str:
     if not isinstance(amounts, dict) or not amounts:
         return ""
     return ", ".join(f"{cur} {money(amount, str(cur))}" for cur, amount in amounts.items())
+
+
+def cost_text(amounts: Any, calls: Any = 0, currency: str = "USD") -> str:
+    """What a cost cell shows, never empty: the amounts (``USD 3.50``, ``USD 0``); with none,
+    ``USD 0`` when nothing was called and ``unknown`` when calls reported no cost."""
+    text = money_text(amounts)
+    if text:
+        return text
+    return UNKNOWN if (decimal_of(calls) or 0) > 0 else f"{currency} 0"
 
 
 def exact_money(amounts: Any) -> str:

@@ -162,6 +162,13 @@ def money(cost_totals: Any) -> str:
 
 
 @register.filter
+def cost(cost_totals: Any, calls: Any = 0) -> str:
+    """A cost cell, never empty (runs.presenters.numbers.cost_text): ``USD 3.50``, ``USD 0`` when
+    nothing was called, ``unknown`` when ``calls`` reported no cost."""
+    return numbers.cost_text(cost_totals, calls)
+
+
+@register.filter
 def money_exact(cost_totals: Any) -> str:
     """``{"USD": "3.500580000000"}`` -> ``USD 3.50058``: the exact amounts, for a title."""
     return numbers.exact_money(cost_totals)

@@ -63,3 +63,25 @@ def test_money_totals_and_their_exact_amounts():
     assert n.money_text(totals) == "USD 3.50, EUR 0.002"
     assert n.exact_money(totals) == "USD 3.50058, EUR 0.002"
     assert n.money_text({}) == "" and n.money_text(None) == ""
+
+
+def test_a_cost_cell_is_never_empty():
+    from runs.presenters.numbers import cost_text
+
+    assert cost_text({"USD": "3.50058"}, 2) == "USD 3.50"
+    assert cost_text({"USD": "0"}, 2) == "USD 0"
+    assert cost_text({}, 0) == "USD 0"
+    assert cost_text({}, 3) == "unknown"
+    assert cost_text(None, None) == "USD 0"
+
+
+def test_compare_deltas_write_money_by_the_one_rule():
+    from decimal import Decimal
+
+    from runs.presenters.compare import delta
+
+    assert delta("3.50058", "4.2", "USD").text == "+0.70 (+20.0%)"
+    assert delta("0.004", "0.001", "USD").text == "\u22120.003 (\u221275.0%)"
+    assert delta(0, "1234.5", "USD").text == "+1,234.50 (new)"
+    assert delta(Decimal(1000), Decimal(3500)).text == "+2,500 (+250.0%)"
+    assert delta("1", "1", "USD").text == "0"
