@@ -173,6 +173,15 @@ def test_the_demo_fork_compared_with_its_source_diverges_at_the_fork_point(page,
     page.click("#divergence a")
     page.wait_for_url(re.compile(r"#first-divergence$"))
     assert page.locator("tr:target").get_attribute("id") == "first-divergence"
+    # the compare anchor round-trips: the shared link opens on the fork point's row
+    shared = page.url
+    page.goto("about:blank")
+    page.goto(shared)
+    assert page.locator("tr:target").get_attribute("id") == "first-divergence"
+    assert "Forked to retry the parse" in page.locator("tr:target").inner_text()
     support.shot(page, "compare-demo-fork")
     assert axe_violations(page) == []
+    page.set_viewport_size({"width": 390, "height": 800})
+    assert axe_violations(page) == []  # light and dark at 390 px
+    page.set_viewport_size({"width": 1280, "height": 900})
     assert page.console_errors == []
