@@ -48,7 +48,7 @@ def main() -> int:
     wall, cpu = bp.measure(client, pages)
     print(f"\nmedian server time of {bp.REPEAT} requests, wall ms (CPU ms), response bytes")
     for n in SIZES:
-        spans = (n - 2) // 3
+        spans = _spans(n)
         for name in pages[n]:
             print(
                 f"  {n:>9,} events ({spans:>7,} spans)  {name:<24} {wall[n][name]:7.1f} ({cpu[n][name]:5.1f})"
