@@ -189,6 +189,8 @@ def _list_queries(workspace: Workspace) -> list[tuple[str, list[str]]]:
     )
     capture("run page notes", lambda: annotations.run_page_preview(run, doc))
     capture("annotations page", lambda: annotations.annotations_page(run, doc, page=1))
+    capture("annotations next page", lambda: annotations.annotations_page(run, doc, page=2, after=4))
+    capture("annotations previous page", lambda: annotations.annotations_page(run, doc, page=1, before=6))
     return out
 
 
