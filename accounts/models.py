@@ -56,6 +56,8 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # the tokens page: a keyset range of one workspace's tokens, newest first
+        indexes = [models.Index(fields=["workspace", "-created_at", "-id"], name="token_ws_created")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.key_id})"

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from accounts.models import ALL_SCOPES, ApiToken
 from runs.models import Workspace
+from runs.selectors.keyset import newest_first
 
 PREFIX = "wbt"
 _TOKEN_RE = re.compile(r"^wbt_([A-Za-z0-9]{8,32})_([A-Za-z0-9_-]{20,128})$")
@@ -121,6 +122,18 @@ def list_tokens(workspace: Workspace, *, include_inactive: bool = True) -> list[
     if not include_inactive:
         qs = qs.active()
     return list(qs)
+
+
+TOKENS_PER_PAGE = 50
+
+
+def tokens_page(
+    workspace: Workspace, *, cursor: str = "", limit: int | None = None
+) -> tuple[list[ApiToken], str]:
+    """One keyset page of the workspace's tokens, newest first (index token_ws_created), and the
+    next page's cursor (""). Raises runs.selectors.keyset.BadCursor for a cursor that does not parse."""
+    qs = ApiToken.objects.for_workspace(workspace).select_related("created_by")
+    return newest_first(qs, cursor=cursor, limit=limit or TOKENS_PER_PAGE)
 
 
 def revoke_token(*, workspace: Workspace, key_id: str) -> ApiToken:

@@ -5,25 +5,29 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.forms import TokenForm
 from accounts.models import ApiToken
 from accounts.oauth import list_oauth_tokens, revoke_oauth_token
-from accounts.tokens import TokenError, create_token, list_tokens, revoke_token
+from accounts.tokens import TokenError, create_token, revoke_token, tokens_page
 from runs.actions.permissions import Action
+from runs.selectors.keyset import BadCursor
 from runs.web.request import require_action
 
 
 def _page(
-    request: HttpRequest, membership, form: TokenForm, *, issued=None, status: int = 200
+    request: HttpRequest, membership, form: TokenForm, *, issued=None, status: int = 200, cursor: str = ""
 ) -> HttpResponse:
     workspace = membership.workspace
+    tokens, next_cursor = tokens_page(workspace, cursor=cursor)  # BadCursor: the GET answers 400
     context = {
         "workspace": workspace,
-        "tokens": list_tokens(workspace),
+        "tokens": tokens,
+        "cursor": cursor,
+        "next_cursor": next_cursor,
         "oauth_tokens": list_oauth_tokens(workspace),
         "form": form,
         "issued": issued,
@@ -40,7 +44,10 @@ def _page(
 def tokens(request: HttpRequest) -> HttpResponse:
     membership = require_action(request, Action.MANAGE_TOKENS)
     if request.method == "GET":
-        return _page(request, membership, TokenForm())
+        try:
+            return _page(request, membership, TokenForm(), cursor=request.GET.get("cursor", ""))
+        except BadCursor:
+            return HttpResponseBadRequest("bad cursor")
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _page(request, membership, form, status=400)

@@ -56,7 +56,8 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
                     transaction.set_rollback(True)
         else:
             response = _handle(view, request, *args, **kwargs)
-        response["Link"] = DESCRIBED_BY
+        # a list's own link (rel="next" of a keyset page) stays beside the description's
+        response["Link"] = ", ".join(filter(None, [response.get("Link"), DESCRIBED_BY]))
         return response
 
     return wrapper

@@ -4,6 +4,8 @@ delivery log, a retry. Owners (session) or tokens with the ``manage`` scope
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Schema
 from ninja.responses import Status
@@ -17,7 +19,8 @@ from runs.api.schemas import ErrorOut
 from runs.models import Delivery, Webhook
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode
-from runs.selectors.webhooks import get_webhook, recent_deliveries, webhooks_of
+from runs.selectors.keyset import BadCursor
+from runs.selectors.webhooks import deliveries_page, get_webhook, webhooks_of
 
 router = Router(tags=["webhooks"])
 
@@ -148,12 +151,20 @@ def delete_webhook(request: HttpRequest, webhook_id: str):
 @router.get(
     "/{webhook_id}/deliveries",
     response={200: list[DeliveryOut], **ERRORS},
-    summary="The webhook's last 50 deliveries, newest first",
+    summary="The webhook's deliveries, newest first, 50 a page",
+    description='The next (older) page, when there is one, is the `Link` header\'s `rel="next"` URL '
+    "(`?cursor=...`); a cursor that does not parse answers 400 `INVALID_INPUT`.",
 )
-def list_deliveries(request: HttpRequest, webhook_id: str):
+def list_deliveries(request: HttpRequest, response: HttpResponse, webhook_id: str, cursor: str = ""):
     caller = require(request, Action.MANAGE_WEBHOOKS)
     hook = get_webhook(caller.workspace, webhook_id)
-    return [_delivery_json(d) for d in recent_deliveries(hook)]
+    try:
+        page, next_cursor = deliveries_page(hook, cursor=cursor)
+    except BadCursor:
+        raise ApiError(ErrorCode.INVALID_INPUT, "cursor: not a cursor this list gave") from None
+    if next_cursor:
+        response["Link"] = f'<{request.path}?cursor={quote(next_cursor)}>; rel="next"'
+    return [_delivery_json(d) for d in page]
 
 
 @router.post(

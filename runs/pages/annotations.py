@@ -27,7 +27,13 @@ def annotations(request: HttpRequest, access: RunAccess) -> HttpResponse:
         response = HttpResponse(text, content_type="text/plain; charset=utf-8")
         response["X-Content-Type-Options"] = "nosniff"
         return response
-    page = annotations_page(run, doc, page=int_param(request.GET, "page", 1, minimum=1) or 1)
+    page = annotations_page(
+        run,
+        doc,
+        page=int_param(request.GET, "page", 1, minimum=1) or 1,
+        after=int_param(request.GET, "after", None, minimum=0),
+        before=int_param(request.GET, "before", None, minimum=0),
+    )
     context = {
         "run": run,
         "url_id": access.url_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -23,7 +23,10 @@ from runs.actions.workspaces import (
     invitation_days,
 )
 from runs.models import Invitation, Membership, Role
+from runs.selectors.keyset import BadCursor, by_name
 from runs.web.request import require_action
+
+MEMBERS_PER_PAGE = 100  # a keyset page by username (after=<the previous page's last username>)
 
 
 def _apply(request: HttpRequest, op: str) -> str:
@@ -68,15 +71,24 @@ def members(request: HttpRequest) -> HttpResponse:
         except MembershipError as exc:
             messages.error(request, f"{exc.code}: {exc.message}")
         return redirect("runs:members")
-    rows = list(
-        Membership.objects.filter(workspace=workspace).select_related("user").order_by("user__username")
-    )
+    after = request.GET.get("after", "")
+    try:
+        rows, next_after = by_name(
+            Membership.objects.filter(workspace=workspace).select_related("user"),
+            name="user__username",
+            cursor=after,
+            limit=MEMBERS_PER_PAGE,
+        )
+    except BadCursor:
+        return HttpResponseBadRequest("bad cursor")
     invitations = list(Invitation.objects.filter(workspace=workspace).open().select_related("invited_by"))
     return render(
         request,
         "runs/members.html",
         {
             "rows": rows,
+            "after": after,
+            "next_after": next_after,
             "invitations": invitations,
             "roles": Role.choices,
             "workspace": workspace,

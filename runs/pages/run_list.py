@@ -22,6 +22,7 @@ from runs.selectors.runs import (
 from runs.web.request import current_workspace, switch_workspace
 
 RUNS_PER_PAGE = 50
+MATCH_COUNT_CAP = 10_000
 
 
 @login_required
@@ -36,8 +37,15 @@ def run_list(request: HttpRequest) -> HttpResponse:
     except BadCursor:
         return HttpResponseBadRequest("bad cursor")
     waiting = waiting_steps(runs)
-    # "Add all N runs matching this filter": counted only when the filter spans several pages
-    matching_count = len(runs) if not (cursor or next_cursor) else runs_matching(workspace, filters).count()
+    # "Add all N runs matching this filter": counted only when the filter spans several pages, up to
+    # MATCH_COUNT_CAP (an index range each); a text search over several pages is not counted (its
+    # matches are found a page at a time) and the button then says "all runs matching"
+    matching_count: int | None = len(runs)
+    if cursor or next_cursor:
+        matching_count = None
+        if not filters.q:
+            counted = runs_matching(workspace, filters).values("pk")[: MATCH_COUNT_CAP + 1].count()
+            matching_count = counted if counted <= MATCH_COUNT_CAP else None
     context = {
         "runs": [(run, waiting.get(run.pk, [])) for run in runs],
         "next_cursor": next_cursor,

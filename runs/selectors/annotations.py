@@ -97,13 +97,30 @@ def header_annotations(doc: dict[str, Any]) -> list:
     return value if isinstance(value, list) else []
 
 
-def _notes(run: Run, *, newest_first: bool, offset: int, limit: int, chars: int) -> list[Shown]:
-    rows = (
-        Event.objects.filter(run=run, type="annotation")
-        .order_by("-seq" if newest_first else "seq")
+def _notes(
+    run: Run,
+    *,
+    newest_first: bool,
+    offset: int,
+    limit: int,
+    chars: int,
+    after: int | None = None,
+    before: int | None = None,
+) -> list[Shown]:
+    """``limit`` notes by seq: after seq ``after`` or before seq ``before`` (a keyset range of the
+    (run, type, seq) index, what the pager's links carry), else from ``offset`` (a page typed in)."""
+    qs = Event.objects.filter(run=run, type="annotation")
+    if after is not None:
+        qs, newest_first, offset = qs.filter(seq__gt=after), False, 0
+    elif before is not None:
+        qs, newest_first, offset = qs.filter(seq__lt=before), True, 0
+    rows = list(
+        qs.order_by("-seq" if newest_first else "seq")
         .annotate(size=Length("body"), head=Substr("body", 1, BODY_PREFIX))
         .values_list("seq", "ts", "actor", "head", "size")[offset : offset + limit]
     )
+    if before is not None:
+        rows.reverse()
     shown = []
     for seq, ts, actor, head, size in rows:
         if size <= BODY_PREFIX:
@@ -173,9 +190,23 @@ class AnnotationsPage:
     pages: int
     total: int
 
+    @property
+    def first_note_seq(self) -> int | None:
+        """The pager's ``before`` (the previous page's notes end below it)."""
+        return self.notes[0].seq if self.notes else None
 
-def annotations_page(run: Run, doc: dict[str, Any], *, page: int) -> AnnotationsPage:
-    """Page ``page`` (from 1) of all annotations: the header ones in order, then the notes by seq."""
+    @property
+    def last_note_seq(self) -> int | None:
+        """The pager's ``after`` (the next page's notes start above it)."""
+        return self.notes[-1].seq if self.notes else None
+
+
+def annotations_page(
+    run: Run, doc: dict[str, Any], *, page: int, after: int | None = None, before: int | None = None
+) -> AnnotationsPage:
+    """Page ``page`` (from 1) of all annotations: the header ones in order, then the notes by seq.
+    The pager's links carry ``after`` (the last note's seq, to the next page) or ``before`` (the
+    first note's seq, to the previous one): their notes are a keyset range, never an OFFSET."""
     header = header_annotations(doc)
     total = len(header) + note_count(run)
     pages = max(1, -(-total // PAGE_SIZE))
@@ -185,7 +216,15 @@ def annotations_page(run: Run, doc: dict[str, Any], *, page: int) -> Annotations
     note_lo = max(lo - len(header), 0)
     note_limit = max(hi - len(header), 0) - note_lo
     notes = (
-        _notes(run, newest_first=False, offset=note_lo, limit=note_limit, chars=LIST_CHARS)
+        _notes(
+            run,
+            newest_first=False,
+            offset=note_lo,
+            limit=note_limit,
+            chars=LIST_CHARS,
+            after=after if note_lo else None,
+            before=before,
+        )
         if note_limit
         else []
     )

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import Q, QuerySet, Sum, TextField
-from django.db.models.functions import Cast
+from django.db.models import Q, QuerySet, Sum, TextField, Value
+from django.db.models.functions import Cast, StrIndex, Upper
 
 from runs.engine.fold import apply_event, fold, reviewer_note
 from runs.engine.state import RunState, initial_run_doc
@@ -31,6 +30,8 @@ from runs.models import (
 from runs.presenters.timeline import EventRecord, build_rows
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.protocol.values import loads
+from runs.selectors.keyset import BadCursor as BadCursor  # the pages catch it from here
+from runs.selectors.keyset import newest_first
 from runs.selectors.prompts import parse_prompt_filter, prompt_ref
 
 
@@ -431,10 +432,6 @@ class RunListFilters:
 REJECTED_FILTER = "rejected"  # runs with a rejected gate, whatever their protocol status
 
 
-class BadCursor(ValueError):
-    code = "INVALID_INPUT"
-
-
 def _tag_filter(tag: str) -> Q:
     needles = {
         orjson.dumps(tag).decode(),
@@ -493,34 +490,73 @@ def runs_matching(workspace: Workspace, filters: RunListFilters) -> QuerySet[Run
 def runs_page(
     workspace: Workspace, filters: RunListFilters, *, cursor: str = "", limit: int = 50
 ) -> tuple[list[Run], str]:
-    """One keyset page of the workspace's runs, newest first, and the cursor of the next page ("")."""
+    """One keyset page of the workspace's runs, newest first, and the cursor of the next page ("").
+
+    A text search first walks the filtered runs newest first (SEARCH_PROBE_RUNS at most, in
+    growing chunks) and tests each chunk's runs and their model calls through the (run, type, seq)
+    index: a broad term fills the page after a few hundred runs, whatever the workspace's size.
+    A term too rare to fill the page there is answered by the trigram indexes instead
+    (``runs_matching``), whose cost grows with the matches, not the runs."""
+    if filters.q:
+        found = _probe_search(workspace, filters, cursor=cursor, limit=limit)
+        if found is not None:
+            return found
     return keyset_page(runs_matching(workspace, filters), cursor=cursor, limit=limit, fields=RUN_LIST_FIELDS)
+
+
+SEARCH_PROBE_RUNS = 3000  # newest filtered runs a text search may test one by one
+SEARCH_PROBE_FIRST_CHUNK = 200  # a term not in one of these is rare: the trigram path answers it
+
+
+def _probe_search(
+    workspace: Workspace, filters: RunListFilters, *, cursor: str, limit: int
+) -> tuple[list[Run], str] | None:
+    """The page of a text search found by a bounded keyset walk (see ``runs_page``), or None for a
+    term too rare for it: none in the first SEARCH_PROBE_FIRST_CHUNK runs, or so few that filling
+    the page would test more than SEARCH_PROBE_RUNS runs (the caller then uses the indexes)."""
+    candidates = runs_matching(workspace, replace(filters, q=""))
+    found: list[Run] = []
+    tested, chunk = 0, SEARCH_PROBE_FIRST_CHUNK
+    while True:
+        page, cursor = keyset_page(candidates, cursor=cursor, limit=chunk, fields=("started_at",))
+        tested += len(page)
+        hits = _probe_hits([run.pk for run in page], filters.q)
+        found.extend(run for run in page if run.pk in hits)
+        if len(found) > limit or not cursor:
+            break
+        if not found:
+            return None
+        chunk = -(-(limit + 1 - len(found)) * tested * 5 // (len(found) * 4))  # the density seen, +25%
+        if tested + chunk > SEARCH_PROBE_RUNS:
+            return None
+    shown = {run.pk for run in found[:limit]}
+    rows = list(Run.objects.filter(pk__in=shown).order_by("-started_at", "-pk").only(*RUN_LIST_FIELDS))
+    if len(found) <= limit:
+        return rows, ""
+    last = found[limit - 1]
+    return rows, f"{last.started_at.isoformat()}|{last.pk}"
+
+
+def _probe_hits(pks: list[int], text: str) -> set[int]:
+    """Which of these runs hold ``text`` (any case) in their id, title, workflow id or model calls."""
+    named = Run.objects.filter(pk__in=pks).filter(
+        Q(run_id__icontains=text) | Q(title__icontains=text) | Q(workflow_id__icontains=text)
+    )
+    # STRPOS, not LIKE: the trigram index cannot serve it, so the planner reads these runs' model
+    # calls through the (run, type) index instead of every match of a broad term in the database
+    needle = Upper(Value(json_text_needle(text)))  # the database's UPPER, as icontains uses
+    said = (
+        Event.objects.filter(run_id__in=pks, type="model_io")
+        .annotate(at=StrIndex(Upper("body"), needle))
+        .filter(at__gt=0)
+    )
+    return set(named.values_list("pk", flat=True)) | set(said.values_list("run_id", flat=True).distinct())
 
 
 def keyset_page(qs: QuerySet[Run], *, cursor: str, limit: int, fields=()) -> tuple[list[Run], str]:
     """One page of runs newest first ((started_at, pk) descending, the order of the run indexes)
     after ``cursor`` ("<started_at ISO>|<pk>" of the previous page's last run), and the next cursor."""
-    if cursor:
-        try:
-            ts_text, run_pk = cursor.split("|", 1)
-            ts = datetime.fromisoformat(ts_text)
-            after_pk = int(run_pk)
-            if not 0 < after_pk < 2**63:
-                raise ValueError(run_pk)
-        except ValueError:
-            raise BadCursor(cursor) from None
-        # started_at <= ts bounds the index range; the tie-break filters the few rows at ts
-        qs = qs.filter(started_at__lte=ts).filter(Q(started_at__lt=ts) | Q(pk__lt=after_pk))
-    qs = qs.order_by("-started_at", "-pk")
-    if fields:
-        qs = qs.only(*fields)
-    runs = list(qs[: limit + 1])
-    next_cursor = ""
-    if len(runs) > limit:
-        runs = runs[:limit]
-        last = runs[-1]
-        next_cursor = f"{last.started_at.isoformat()}|{last.pk}"
-    return runs, next_cursor
+    return newest_first(qs, cursor=cursor, limit=limit, field="started_at", fields=tuple(fields))
 
 
 def waiting_steps(runs: list[Run]) -> dict[int, list[str]]:

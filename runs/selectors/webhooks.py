@@ -6,6 +6,7 @@ Workspace first: another workspace's hook answers exactly like a missing one (We
 from __future__ import annotations
 
 from runs.models import Delivery, NotificationPreference, Webhook, Workspace
+from runs.selectors.keyset import newest_first
 
 
 class WebhookNotFound(Exception):
@@ -26,7 +27,13 @@ def get_webhook(workspace: Workspace, webhook_id: object) -> Webhook:
 
 
 def recent_deliveries(hook: Webhook, *, limit: int = 50) -> list[Delivery]:
-    return list(Delivery.objects.filter(webhook=hook).order_by("-created_at", "-id")[:limit])
+    return deliveries_page(hook, limit=limit)[0]
+
+
+def deliveries_page(hook: Webhook, *, cursor: str = "", limit: int = 50) -> tuple[list[Delivery], str]:
+    """One keyset page of the hook's deliveries, newest first (index delivery_hook_recent), and the
+    next page's cursor (""); BadCursor for a cursor that does not parse."""
+    return newest_first(Delivery.objects.filter(webhook=hook), cursor=cursor, limit=limit)
 
 
 def recent_deliveries_by_hook(hooks: list[Webhook], *, per_hook: int = 10) -> dict[int, list[Delivery]]:

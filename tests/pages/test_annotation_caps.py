@@ -119,3 +119,39 @@ def test_a_note_preview_from_a_cut_body_is_a_prefix_of_its_text(text):
         preview.encode("utf-8")  # always writable (no lone surrogate)
         assert text.startswith(preview)
         assert cut < len(body) or preview == text
+
+
+def test_the_pager_walks_notes_by_keyset_both_ways(client, alice, run, workspace, monkeypatch):
+    """Next carries the last note's seq (after=), Previous the first's (before=): the notes of a page
+    reached by the links are a range of the (run, type, seq) index, and the same as by page number."""
+    import re
+    from html import unescape
+
+    monkeypatch.setattr("runs.selectors.annotations.PAGE_SIZE", 4)
+    for i in range(11):
+        _annotate(run, workspace, f"keyset note {i:02d}")
+    c = login(client, alice)
+    url, forward = f"/runs/{run.run_id}/annotations/", []
+    while url:
+        html = c.get(url).content.decode()
+        forward.append(re.findall(r"keyset note (\d\d)", html))
+        nxt = re.search(r'<a href="([^"]+)" rel="next">', html)
+        url = f"/runs/{run.run_id}/annotations/" + unescape(nxt.group(1)) if nxt else ""
+        assert not nxt or "after=" in nxt.group(1) or forward[-1] == []
+    assert [n for page in forward for n in page] == [f"{i:02d}" for i in range(11)]
+    by_number = [
+        re.findall(
+            r"keyset note (\d\d)", c.get(f"/runs/{run.run_id}/annotations/", {"page": p}).content.decode()
+        )
+        for p in range(1, len(forward) + 1)
+    ]
+    assert by_number == forward
+    html = c.get(f"/runs/{run.run_id}/annotations/", {"page": len(forward)}).content.decode()
+    backward = []
+    while True:
+        backward.insert(0, re.findall(r"keyset note (\d\d)", html))
+        prev = re.search(r'<a href="([^"]+)" rel="prev">', html)
+        if not prev:
+            break
+        html = c.get(f"/runs/{run.run_id}/annotations/" + unescape(prev.group(1))).content.decode()
+    assert backward == forward

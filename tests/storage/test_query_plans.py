@@ -1,8 +1,11 @@
 """EXPLAIN on PostgreSQL: every page query of a workspace (runs list with each filter and the text
-search, its next page, the inbox, the pending-gate count, the workflow menu, the workspace and run
+search, both its paths (the bounded walk of a broad term, the trigram indexes of a rare one), its
+next page, the inbox, the pending-gate count, the workflow menu, the workspace and run
 ledgers, the run page's timeline and gates) reads ``runs_run`` and ``runs_event`` through an index,
 never a sequential scan, on a dataset big enough (and ANALYZEd) for the planner to prefer an index
-whenever one serves. Plans are checked, not times. Skipped on SQLite."""
+whenever one serves. The other lists (tokens, members, a webhook's deliveries, a run's notes and
+annotations page), on small tables, are checked with ``enable_seqscan`` off: a sequential scan then
+means that no index serves the query. Plans are checked, not times. Skipped on SQLite."""
 
 from __future__ import annotations
 
@@ -85,6 +88,7 @@ def _queries(workspace: Workspace) -> list[tuple[str, list[str]]]:
         ("workflow filter", f(workflow="wf-7")),
         ("tag filter", f(tag="t7")),
         ("text search", f(q="answer number 4242")),
+        ("broad text search", f(q="answer number")),
         ("filtered search", f(status="failed", workflow="wf-3", q="Run 12")),
     ]:
         capture(name, lambda filters=filters: runs.runs_page(workspace, filters, limit=50))
@@ -125,4 +129,88 @@ def test_page_queries_use_indexes_not_sequential_scans():
                     bad.append(f"{name}: {sql}\n{plan}")
                 elif name.endswith("(next page)") and "search" not in name and "started_at <=" not in plan:
                     bad.append(f"{name}: the cursor must bound the index range\n{sql}\n{plan}")
+    assert not bad, "\n\n".join(bad)
+
+
+LIST_TABLES = re.compile(
+    r"Seq Scan on (runs_run|runs_event|accounts_apitoken|runs_membership|auth_user|runs_delivery)\b"
+)
+
+
+def _list_queries(workspace: Workspace) -> list[tuple[str, list[str]]]:
+    from django.contrib.auth import get_user_model
+
+    from accounts.tokens import create_token, tokens_page
+    from runs.actions.workspaces import add_member
+    from runs.models import Delivery, Membership, Webhook
+    from runs.selectors import annotations, keyset, webhooks
+
+    for i in range(30):
+        create_token(workspace=workspace, name=f"t{i}", scopes=["read"])
+        user = get_user_model().objects.create_user(f"member-{i:02d}", password="pw-123456789")
+        add_member(workspace, user, "viewer")
+    hook = Webhook.objects.create(
+        public_id="wh_plan", workspace=workspace, url="https://h.example/", secret="s"
+    )
+    Delivery.objects.bulk_create(
+        Delivery(
+            public_id=f"msg_plan_{i}",
+            workspace=workspace,
+            webhook=hook,
+            channel="webhook",
+            event_type="gate.requested",
+            payload="{}",
+            next_attempt_at="2026-01-01T00:00:00Z",
+        )
+        for i in range(30)
+    )
+    run = Run.objects.for_workspace(workspace).get(run_id="run_4242")
+    doc: dict = {}  # the header annotations come from the run document (no query)
+    out = []
+
+    def capture(name, fn):
+        with CaptureQueriesContext(connection) as ctx:
+            fn()
+        out.append((name, [q["sql"] for q in ctx.captured_queries]))
+
+    _, token_cursor = tokens_page(workspace, limit=10)
+    capture("tokens", lambda: tokens_page(workspace, limit=10))
+    capture("tokens (next page)", lambda: tokens_page(workspace, cursor=token_cursor, limit=10))
+    members = Membership.objects.filter(workspace=workspace).select_related("user")
+    capture("members", lambda: keyset.by_name(members, name="user__username", cursor="", limit=10))
+    capture(
+        "members (next page)",
+        lambda: keyset.by_name(members, name="user__username", cursor="member-09", limit=10),
+    )
+    _, delivery_cursor = webhooks.deliveries_page(hook, limit=10)
+    capture("deliveries", lambda: webhooks.deliveries_page(hook, limit=10))
+    capture(
+        "deliveries (next page)", lambda: webhooks.deliveries_page(hook, cursor=delivery_cursor, limit=10)
+    )
+    capture("run page notes", lambda: annotations.run_page_preview(run, doc))
+    capture("annotations page", lambda: annotations.annotations_page(run, doc, page=1))
+    capture("annotations next page", lambda: annotations.annotations_page(run, doc, page=2, after=4))
+    capture("annotations previous page", lambda: annotations.annotations_page(run, doc, page=1, before=6))
+    return out
+
+
+def test_list_pages_use_indexes_not_sequential_scans():
+    if connection.vendor != "postgresql":
+        pytest.skip("query plans are checked on PostgreSQL")
+    workspace = _build()
+    bad = []
+    with connection.cursor() as cursor:
+        queries = _list_queries(workspace)
+        cursor.execute("ANALYZE")
+        cursor.execute("SET enable_seqscan = off")
+        try:
+            for name, statements in queries:
+                assert statements, name
+                for sql in statements:
+                    cursor.execute("EXPLAIN " + sql)
+                    plan = "\n".join(row[0] for row in cursor.fetchall())
+                    if LIST_TABLES.search(plan):
+                        bad.append(f"{name}: {sql}\n{plan}")
+        finally:
+            cursor.execute("SET enable_seqscan = on")
     assert not bad, "\n\n".join(bad)
