@@ -39,6 +39,7 @@ a follower reconnects with ``after_seq``); :func:`active_followers` says how man
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -71,6 +72,7 @@ def transcript_dir() -> Path:
     return Path(settings.WORKBENCH_TRANSCRIPT_DIR)
 
 
+@functools.lru_cache(maxsize=4096)  # pure; asked twice for each new file (its lines, the index)
 def file_name(workspace_id: Any, run_id: str, created_at: Any) -> str:
     """``<safe prefix of the run id>~<hash>.jsonl``: unique per (workspace, run, creation)."""
     prefix = _UNSAFE.sub("_", run_id)[:80].lstrip(".") or "run"
