@@ -25,6 +25,10 @@ Medians of ``--repeat`` runs. Targets: >= 12,000 spans/s (trace10k) and >= 10,00
 (traces1000) answered. Figures only: nothing is asserted. ``--profile`` prints cProfile's top
 functions of one run of each shape instead.
 
+``--compare DIR`` measures another checkout (``DIR/bench/bench_otlp.py``, e.g. ``/work/main``)
+alternately with this one, run for run (a shared machine's load falls on both alike), and prints
+both medians and the ratios (this checkout / the other).
+
 Side by side with Arize Phoenix, when ``make bench-peers`` installed it in ``var/peers/phoenix``
 (or ``WORKBENCH_PHOENIX_PYTHON`` names a Python that has ``arize-phoenix``): each run starts
 ``phoenix serve`` on loopback with a fresh SQLite file, POSTs the same protobuf bodies to its
@@ -312,28 +316,55 @@ def child(shape: str, profile: bool) -> None:
     )
 
 
+def _one_run(shape: str, profile: bool, root: Path = ROOT) -> dict | None:
+    """One measured run in a fresh process of the checkout at ``root``, on a fresh SQLite file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3", "WORKBENCH_VAR_DIR": tmp}
+        out = subprocess.run(
+            [sys.executable, str(root / "bench" / "bench_otlp.py"), "--child", shape]
+            + (["--profile"] if profile else []),
+            env=env,
+            capture_output=not profile,
+            text=True,
+            cwd=root,
+        )
+        if profile:
+            return None
+        if out.returncode != 0:
+            print(out.stdout, out.stderr, file=sys.stderr)
+            raise SystemExit(out.returncode)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_KEYS = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb")
+
+
+def compare(shape: str, repeat: int, other: Path) -> None:
+    """This checkout and ``other`` alternately, ``repeat`` runs each; medians and ratios."""
+    ours, theirs = [], []
+    for i in range(repeat):
+        pair = [(ours, ROOT), (theirs, other)]
+        for results, root in pair if i % 2 == 0 else reversed(pair):
+            results.append(_one_run(shape, False, root))
+    med = {key: statistics.median(r[key] for r in ours) for key in _KEYS}
+    base = {key: statistics.median(r[key] for r in theirs) for key in _KEYS}
+    print(f"{shape}: this checkout vs {other} (alternating, median of {repeat} each)")
+    for key, unit in (("answered", "spans/s"), ("queryable", "spans/s"), ("cpu", "spans/CPU s"),
+                      ("peak_rss_mb", "MB")):  # fmt: skip
+        print(
+            f"  {key:<11} {med[key]:>9,.0f} vs {base[key]:>9,.0f} {unit:<12} ratio {med[key] / base[key]:.2f}x"
+        )
+
+
 def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
     results = []
     for _ in range(1 if profile else repeat):
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3", "WORKBENCH_VAR_DIR": tmp}
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", shape] + (["--profile"] if profile else []),
-                env=env,
-                capture_output=not profile,
-                text=True,
-                cwd=ROOT,
-            )
-            if profile:
-                continue
-            if out.returncode != 0:
-                print(out.stdout, out.stderr, file=sys.stderr)
-                raise SystemExit(out.returncode)
-            results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        result = _one_run(shape, profile)
+        if result is not None:
+            results.append(result)
     if profile:
         return
-    keys = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb")
-    med = {key: statistics.median(r[key] for r in results) for key in keys}
+    med = {key: statistics.median(r[key] for r in results) for key in _KEYS}
     first = results[0]
     print(
         f"{shape}: {first['spans']} spans into {first['runs']} run(s), {BATCH}-span protobuf batches, SQLite "
@@ -376,12 +407,16 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--child")
     parser.add_argument("--no-peers", action="store_true", help="do not measure Phoenix beside us")
+    parser.add_argument("--compare", type=Path, help="another checkout, measured alternately with this one")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.profile)
         return
     for shape in TARGETS if args.shape == "all" else (args.shape,):
-        run_shape(shape, args.repeat, args.profile, peers=not args.no_peers)
+        if args.compare:
+            compare(shape, args.repeat, args.compare.resolve())
+        else:
+            run_shape(shape, args.repeat, args.profile, peers=not args.no_peers)
 
 
 if __name__ == "__main__":

@@ -365,9 +365,11 @@ class Appender:
                 )
         return list(wanted.values())
 
-    def save(self, *, keep_rows: bool = False) -> tuple[int, int]:
+    def save(self, *, keep_rows: bool = False, count_calls: bool = True) -> tuple[int, int]:
         """Store what was collected. With `keep_rows` the last event rows (at most 5,000) stay in
-        `event_rows` for the caller to write together with the run row (_save_run_with_events)."""
+        `event_rows` for the caller to write together with the run row (_save_run_with_events).
+        ``count_calls=False``: the caller adds the model calls to the rollups itself
+        (:func:`save_new_runs`, one write for many runs)."""
         if not keep_rows:
             self._flush_events()
         if self.artifact_rows:
@@ -381,7 +383,8 @@ class Appender:
                 responsecache.fill_from_responses(
                     self.run, self.model_responses, recent=self.events, recent_first=self.first_seq
                 )
-            rollups.count_model_calls(self.run, (event for _, event in self.model_responses))
+            if count_calls:
+                rollups.count_model_calls(self.run, (event for _, event in self.model_responses))
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
 
@@ -390,7 +393,8 @@ def save_new_runs(appenders: list[Appender]) -> None:
     """Insert many new runs at once, each with the events its Appender recorded (the batch path
     of OTLP ingest, where one request creates a run per trace): ONE insert of the run rows with
     their final projection, then each appender's ``save`` (versions, snapshots, the cache: what
-    every append stores), then ONE insert of every run's event rows.
+    every append stores, but the rollups), ONE rollup write of all their model calls
+    (``rollups.count_model_calls_many``), then ONE insert of every run's event rows.
 
     This is the batch counterpart of :func:`update_projection` for new runs: what an append
     stores beside its events (per-run work in ``Appender.save``, anything kept per batch such as
@@ -428,9 +432,13 @@ def save_new_runs(appenders: list[Appender]) -> None:
         appender.run_pk = pk
         if appender.event_rows and appender.event_rows[0][0] != pk:
             appender.event_rows = [(pk, *row[1:]) for row in appender.event_rows]
-        appender.save(keep_rows=True)
+        appender.save(keep_rows=True, count_calls=False)
         rows.extend(appender.event_rows)
         appender.event_rows = []
+    # the model calls of every run in one rollup write (what each save would have added)
+    rollups.count_model_calls_many(
+        (a.run, (event for _, event in a.model_responses)) for a in appenders if a.model_responses
+    )
     _insert_events(rows)
 
 

@@ -60,7 +60,7 @@ from runs.engine import commands as cmd
 from runs.engine.check import append_in_place
 from runs.engine.commands import Context
 from runs.engine.errors import EngineError
-from runs.engine.lifecycle import new_run
+from runs.engine.lifecycle import new_run, with_title
 from runs.models import OtelPendingLog, OtelTrace, Run, Workspace, held_event_ids
 from runs.protocol.errors import ProtocolError
 from runs.protocol.otlp_map import (
@@ -144,10 +144,14 @@ def do_ingest_spans(
         )
         report.run_ids += created
         report.created += created
+    retitle = _titles_due(traces, known)
+    retitled: set[str] = set()  # runs whose title their append's transaction set
     for run_id, events in batch.events_by_run.items():
-        if run_id not in creating and _append(workspace, run_id, events, None, actor, report, now):
+        if run_id not in creating and _append(
+            workspace, run_id, events, None, actor, report, now, title=retitle.get(run_id), retitled=retitled
+        ):
             report.run_ids.append(run_id)  # one transaction per existing run
-    _touch_traces(workspace, traces, known, now)
+    _touch_traces(workspace, traces, known, now, retitled)
     return report
 
 
@@ -301,19 +305,27 @@ def _append(
     actor: str,
     report: IngestReport,
     now: datetime,
+    *,
+    title: str | None = None,
+    retitled: set[str] | None = None,
 ) -> bool:
     """One transaction for the run: create it (``create``) or lock it, skip events already held
     (an exporter's retry), check and append the rest. A span the engine refuses is dropped and
-    the rest tried again (at most three times); a run that is missing refuses all its spans."""
+    the rest tried again (at most three times); a run that is missing refuses all its spans.
+    ``title``: the run's new title (its root span arrived, :func:`_titles_due`), set in the same
+    transaction (``retitled`` gets the run id when it was)."""
     dropped: dict[str, str] = {}
     for _attempt in range(4):
         todo = [e for e in events if e.get("correlationId") not in dropped] if dropped else events
+        titled: set[str] = set()
         try:
             with transaction.atomic():
                 if create is not None:
                     landed = _create_and_append(workspace, run_id, todo, create, actor, now)
                 else:
-                    landed = _lock_and_append(workspace, run_id, todo, actor)
+                    landed = _lock_and_append(workspace, run_id, todo, actor, title, titled)
+            if retitled is not None:
+                retitled |= titled  # committed
             break
         except ActionError as exc:
             report.refuse(
@@ -377,7 +389,14 @@ def _create_and_append(
     return True
 
 
-def _lock_and_append(workspace: Workspace, run_id: str, events: list[dict], actor: str) -> bool:
+def _lock_and_append(
+    workspace: Workspace,
+    run_id: str,
+    events: list[dict],
+    actor: str,
+    title: str | None = None,
+    retitled: set[str] | None = None,
+) -> bool:
     run = lock_run(workspace, run_id)
     ids = [e["id"] for e in events]
     held = set(held_event_ids(run, ids, limit=len(ids)))
@@ -387,16 +406,41 @@ def _lock_and_append(workspace: Workspace, run_id: str, events: list[dict], acto
     state = load_state(run)
     appender = Appender(run, state, actor, fill_cache=False)
     append_in_place(state, fresh, engine_context(), on_applied=appender.record, shape_checked=True)
+    if title is not None and retitled is not None and not run.import_doc:
+        # what do_set_run_title would store next, without a second lock, load and save of the run
+        try:
+            state.run = with_title(state.run, title)
+            retitled.add(run_id)
+        except EngineError:
+            pass  # left to _touch_traces (which refuses it the same way)
     first, last = appender.save(keep_rows=True)
     update_projection(run, state, event_rows=appender.event_rows)
     notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor))
     return True
 
 
+def _titles_due(traces: dict[str, TraceInfo], known: dict[str, OtelTrace]) -> dict[str, str]:
+    """Run id -> new title, for the runs named from a child span before their root arrived (in
+    this request), whom nobody renamed since."""
+    due = {}
+    for trace_id, row in known.items():
+        info = traces.get(trace_id)
+        if info is not None and info.root_span_id is not None:
+            title = _title(info)
+            if row.run.title == row.title and title != row.title:
+                due[row.run.run_id] = title
+    return due
+
+
 def _touch_traces(
-    workspace: Workspace, traces: dict[str, TraceInfo], known: dict[str, OtelTrace], now: datetime
+    workspace: Workspace,
+    traces: dict[str, TraceInfo],
+    known: dict[str, OtelTrace],
+    now: datetime,
+    retitled: set[str] | None = None,
 ) -> None:
-    """The quiet clock of the traces that already had a run: a span arrived now; the root's end."""
+    """The quiet clock of the traces that already had a run: a span arrived now; the root's end.
+    ``retitled``: runs whose new title their append already stored."""
     for trace_id, row in known.items():
         info = traces.get(trace_id)
         changes: dict[str, Any] = {"last_span_at": now}
@@ -404,7 +448,9 @@ def _touch_traces(
             changes["root_ended"] = True
             changes["root_status"] = info.root_status or ""
             title = _title(info)
-            if row.run.title == row.title and title != row.title:
+            if retitled and row.run.run_id in retitled:
+                changes["title"] = title
+            elif row.run.title == row.title and title != row.title:
                 # named from a child span before the root arrived (and nobody renamed it since)
                 try:
                     do_set_run_title(workspace=workspace, run_id=row.run.run_id, title=title)

@@ -366,7 +366,7 @@ def event_lines(event: dict[str, Any], actor: str = "") -> list[tuple[str, dict[
     body = {"kind": payload_kind, "event_type": kind}
     if kind == "error":
         body["ok"] = False
-    body.update((k, v) for k, v in event.items() if k not in _ENVELOPE)
+    body.update({k: v for k, v in event.items() if k not in _ENVELOPE})
     return [(line_type, body)]
 
 

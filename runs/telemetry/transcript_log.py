@@ -1,8 +1,9 @@
 """Live transcripts (seed 003): every committed event appended to its run's JSONL file.
 
 ``var/transcripts/<name>.jsonl`` (``settings.WORKBENCH_TRANSCRIPT_DIR``), one file per run, mode
-0600, opened ``O_APPEND``, one ``write()`` per line. Lines are those of :mod:`runs.protocol.transcript`
-(the seed's closed vocabulary, UTC timestamps, ``event_seq`` naming the stored event).
+0600, opened ``O_APPEND``, the lines of one commit in one ``write()`` (under the file's lock).
+Lines are those of :mod:`runs.protocol.transcript` (the seed's closed vocabulary, UTC
+timestamps, ``event_seq`` naming the stored event).
 
 When: :func:`record_change` is the first thing that runs after a commit (``runs.actions.notify`` calls
 its durable sinks before any listener), so a line is on disk before the websocket broadcast of
@@ -38,6 +39,7 @@ a follower reconnects with ``after_seq``); :func:`active_followers` says how man
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -70,6 +72,7 @@ def transcript_dir() -> Path:
     return Path(settings.WORKBENCH_TRANSCRIPT_DIR)
 
 
+@functools.lru_cache(maxsize=4096)  # pure; asked twice for each new file (its lines, the index)
 def file_name(workspace_id: Any, run_id: str, created_at: Any) -> str:
     """``<safe prefix of the run id>~<hash>.jsonl``: unique per (workspace, run, creation)."""
     prefix = _UNSAFE.sub("_", run_id)[:80].lstrip(".") or "run"
@@ -84,8 +87,12 @@ def transcript_path(run) -> Path:
 
 @contextmanager
 def _locked(path: Path) -> Iterator[int]:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:  # the directory first (once: not a mkdir per append)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, flags, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd
@@ -110,8 +117,13 @@ def _last_line(fd: int) -> dict | None:
 
 
 def _append(fd: int, lines: list[bytes]) -> None:
-    for line in lines:  # one write() per line: O_APPEND keeps each whole
-        os.write(fd, line)
+    """The lines in one ``write()`` (O_APPEND, under the file's lock: whole lines, in order; a
+    follower holds back a partial last line until its newline arrives)."""
+    if not lines:
+        return
+    data = memoryview(b"".join(lines))
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 class _Writer:
@@ -123,7 +135,17 @@ class _Writer:
         self.seq = int(last["seq"]) if last else 0
         self.lines: list[bytes] = []
 
-    def line(self, kind: str, payload: dict, *, ts: str, path: str = "", **extra: Any) -> None:
+    def line(
+        self,
+        kind: str,
+        payload: dict,
+        *,
+        ts: str,
+        path: str = "",
+        event_seq: int | None = None,
+        event_id: str | None = None,
+        child_run_id: str | None = None,
+    ) -> None:
         self.seq += 1
         out: dict[str, Any] = {
             "seq": self.seq,
@@ -131,9 +153,14 @@ class _Writer:
             "path": path,
             "ts": utc(ts),
             "type": kind,
+            "payload": payload,
         }
-        out["payload"] = payload
-        out.update((k, v) for k, v in extra.items() if v is not None)
+        if event_seq is not None:
+            out["event_seq"] = event_seq
+        if event_id is not None:
+            out["event_id"] = event_id
+        if child_run_id is not None:
+            out["child_run_id"] = child_run_id
         if self.parent is not None:
             out["parent_run_id"] = self.parent
         self.lines.append(dump_line(out))
@@ -160,16 +187,15 @@ def _lines_of(
 ) -> tuple[int | None, bool, bool]:
     """Write the lines of ``(seq, event, actor)`` rows; the last seq written and the end flags."""
     seq = None
+    line = writer.line
     for seq, event, actor in rows:
         if redact is not None:
             event = redact(event)
+        ts, path, event_id = event.get("ts", ""), event.get("stepId") or "", event.get("id")
         for kind, payload in event_lines(event, actor):
-            ended = ended or kind == "run.completed"
-            completed = completed or kind == "run.completed"
-            writer.line(
-                kind, payload, ts=event.get("ts", ""), path=event.get("stepId") or "",
-                event_seq=seq, event_id=event.get("id"),
-            )  # fmt: skip
+            if kind == "run.completed":
+                ended = completed = True
+            line(kind, payload, ts=ts, path=path, event_seq=seq, event_id=event_id)
     return seq, ended, completed
 
 
@@ -189,7 +215,8 @@ def sync_run(run, change: RunChange | None = None, *, new_files: list | None = N
     if policy is not None:
         doc = redact_run_doc(doc, policy)
     started = completed = False
-    with _locked(transcript_path(run)) as fd:
+    path = transcript_path(run)
+    with _locked(path) as fd:
         last = _last_line(fd)
         writer = _Writer(run.run_id, parents, last)
         after = int(last.get("event_seq") or 0) if last else 0
@@ -197,15 +224,13 @@ def sync_run(run, change: RunChange | None = None, *, new_files: list | None = N
             writer.line("run.started", _started_payload(doc, parents), ts=doc.get("startedAt", ""))
             started = True
             if new_files is None:
-                _register(fd_path=transcript_path(run), run=run)
+                _register(fd_path=path, run=run)
             else:
                 new_files.append(run)
         ended = last is not None and last.get("type") == "run.completed"
         if change is not None and change.events and change.first_seq == after + 1:
             rows = zip(range(change.first_seq, change.last_seq + 1), change.events, repeat(change.actor))
             _, ended, completed = _lines_of(writer, rows, ended, completed, redact)
-            _append(fd, writer.lines)
-            writer.lines = []
         else:
             while True:
                 rows = list(

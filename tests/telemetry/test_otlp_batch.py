@@ -141,3 +141,42 @@ def test_an_exporter_retry_of_a_whole_request_stores_nothing_twice(workspace):
     again = do_ingest_spans(workspace=workspace, spans=spans)
     assert (again.accepted, again.rejected, again.created) == (9, 0, [])
     assert {t: Event.objects.filter(run=run_of(workspace, t)).count() for t in range(3)} == counts
+
+
+def test_the_root_arriving_later_retitles_the_run_in_its_append(workspace):
+    """A run named from a child span is renamed after its root when the root arrives, in the
+    root's append (one transaction, no second write of the run); the trace row follows."""
+    spans = a_trace(0)
+    do_ingest_spans(workspace=workspace, spans=spans[:2])
+    assert run_of(workspace, 0).title == "chat gpt-4o-mini (batch-app)"
+    report = do_ingest_spans(workspace=workspace, spans=spans[2:])
+    run = run_of(workspace, 0)
+    assert report.rejected == 0 and run.title == "request (batch-app)"
+    assert run.run_doc["metadata"]["workbench.title"] == "request (batch-app)"
+    assert OtelTrace.objects.get(workspace=workspace, trace_id=trace_id(0)).title == "request (batch-app)"
+
+
+def test_a_run_a_person_renamed_keeps_its_name_when_the_root_arrives(workspace):
+    from runs.actions.runs import do_set_run_title
+
+    spans = a_trace(0)
+    do_ingest_spans(workspace=workspace, spans=spans[:2])
+    do_set_run_title(workspace=workspace, run_id=run_of(workspace, 0).run_id, title="mine")
+    do_ingest_spans(workspace=workspace, spans=spans[2:])
+    assert run_of(workspace, 0).title == "mine"
+
+
+def test_a_root_sent_again_with_nothing_new_still_retitles(workspace, monkeypatch):
+    """The root's spans already stored (say an older server stored them without the rename)
+    while the run still bears the child's name: nothing is appended and the run is renamed."""
+    spans = a_trace(0)
+    do_ingest_spans(workspace=workspace, spans=spans[:2])
+    with monkeypatch.context() as patched:
+        patched.setattr(otlp_actions, "_titles_due", lambda traces, known: {})
+        patched.setattr(otlp_actions, "_touch_traces", lambda *args, **kwargs: None)
+        do_ingest_spans(workspace=workspace, spans=spans[2:])
+    assert run_of(workspace, 0).title == "chat gpt-4o-mini (batch-app)"
+    count = Event.objects.filter(run=run_of(workspace, 0)).count()
+    report = do_ingest_spans(workspace=workspace, spans=spans[2:])
+    assert report.rejected == 0 and Event.objects.filter(run=run_of(workspace, 0)).count() == count
+    assert run_of(workspace, 0).title == "request (batch-app)"
