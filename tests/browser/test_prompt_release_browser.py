@@ -169,6 +169,13 @@ def test_save_protect_promote_approve_and_fetch(env):
             olga.wait_for_selector("text=production is now protected.")
             violations += axe_serious(olga, "prompts")
 
+            # The prompt page's "Test" opens the form that starts an experiment of a version (owners).
+            olga.goto(f"{server}/prompts/{NAME}/")
+            olga.click("a[aria-label='Test version 2 on a dataset']")
+            olga.wait_for_selector("h1:has-text('Test support/greeting@2 on a dataset')")
+            assert olga.locator("#exp-dataset option").count() == 1
+            violations += axe_serious(olga, "new prompt experiment")
+
             # The tester asks to promote version 2 (production is protected: a request).
             tess.goto(f"{server}/prompts/{NAME}/")
             tess.fill("#move-label", "production")
@@ -269,7 +276,13 @@ def test_save_protect_promote_approve_and_fetch(env):
 
             # 390 px: nothing wider than the screen.
             phone = _as(browser, server, "tess", viewport={"width": 390, "height": 844})
-            for path in (f"/prompts/{NAME}/", "/prompts/", "/runs/inbox/", "/playground/"):
+            for path in (
+                f"/prompts/{NAME}/",
+                "/prompts/",
+                "/runs/inbox/",
+                "/playground/",
+                f"/evals/experiments/new/?prompt={NAME}@2",
+            ):
                 phone.goto(server + path)
                 width = phone.evaluate("document.documentElement.scrollWidth")
                 assert width <= 390, (path, width)
