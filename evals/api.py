@@ -238,7 +238,9 @@ class ExperimentIn(Schema):
         default=None, description="Revision or time of the dataset; default: latest."
     )
     change: dict[str, Any] | None = Field(
-        default=None, description='{} (replay every item: cached answers) or {"configurable": {...}} (branch)'
+        default=None,
+        description='{} (replay every item: cached answers), {"configurable": {...}} and/or '
+        '{"prompt": {"name": ..., "version": N}} (branch: the step code gets that prompt version)',
     )
     fromStepId: str | None = Field(
         default=None,

@@ -234,7 +234,10 @@ def add_tools(mcp: Any, forward: Callable[..., Any]) -> dict[str, str]:
         datasetId: DatasetId,
         name: Annotated[str, Field(min_length=1, max_length=200)],
         change: Annotated[
-            JSONObject, Field(description='{} (replay) or {"configurable": {...}} (branch)')
+            JSONObject,
+            Field(
+                description='{} (replay), {"configurable": {...}} and/or {"prompt": {"name", "version"}} (branch)'
+            ),
         ] = None,
         asOf: Annotated[str | None, Field(description="A revision number or an ISO 8601 time.")] = None,
         baselineId: Annotated[str | None, Field(max_length=200)] = None,

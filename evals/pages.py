@@ -18,6 +18,7 @@ from runs.actions.permissions import Action
 from runs.web.request import actor_for, may, require_action
 
 MAX_COMPARED = 8
+MAX_SUMMARY_REGRESSIONS = 5  # per-item regressions the summary lists (the compare page has all)
 
 
 @login_required
@@ -129,12 +130,23 @@ def experiment_compare(request: HttpRequest, experiment_id: str) -> HttpResponse
 @require_GET
 def experiment_summary(request: HttpRequest, experiment_id: str) -> HttpResponse:
     """An experiment in a few lines (a fragment): what a prompt promotion in the inbox shows of the
-    experiment attached to it. Another workspace's experiment answers 404 like a missing one."""
+    experiment attached to it. Another workspace's experiment answers 404 like a missing one.
+    ``?prompt=name@N`` (the version a promotion asks for): the fragment says whether the experiment
+    tested that version (its change is "prompt name version N") or something else."""
     workspace = require_action(request, Action.VIEW_DATASET).workspace
     experiment = _found(lambda: selectors.get_experiment(workspace, experiment_id))
+    regressions: list[dict[str, Any]] = []
+    if experiment.baseline_id is not None:
+        columns = [experiment, experiment.baseline]
+        items = {e.pk: {row.item_key: row for row in selectors.experiment_items(e)} for e in columns}
+        rows = presenters.compare_rows(experiment, experiment.baseline, columns, items, {})
+        regressions = [r for r in rows if r["regressed"]]
     ctx = {
         "experiment": experiment,
         "summary": experiment.summary or {},
         "url": reverse("evals:experiment", args=[experiment.public_id]),
+        "regressions": regressions[:MAX_SUMMARY_REGRESSIONS],
+        "more_regressions": max(0, len(regressions) - MAX_SUMMARY_REGRESSIONS),
+        **presenters.prompt_match(experiment.change or {}, request.GET.get("prompt", "")[:220]),
     }
     return render(request, "evals/_experiment_summary.html", ctx)

@@ -126,3 +126,15 @@ def calibration(items: list[Any], expected: dict[str, Any]) -> list[dict[str, An
             if score is not None:
                 pairs.setdefault(evaluator, []).append((score >= 0.5, label in PASS_LABELS))
     return [{"evaluator": name, **scoring.cohen_kappa(found)} for name, found in sorted(pairs.items())]
+
+
+def prompt_match(change: dict[str, Any], asked: str) -> dict[str, Any]:
+    """What an experiment's change says of a prompt version ``asked`` (``name@N``, may be empty):
+    ``tested_prompt`` ("name version N" or ""), and ``prompt_mismatch`` when a version was asked
+    for and the experiment tested another prompt version or no prompt at all."""
+    ref = change.get("prompt") if isinstance(change.get("prompt"), dict) else None
+    tested = f"{ref['name']}@{ref['version']}" if ref else ""
+    return {
+        "tested_prompt": f"{ref['name']} version {ref['version']}" if ref else "",
+        "prompt_mismatch": bool(asked) and tested != asked,
+    }

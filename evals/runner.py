@@ -26,7 +26,7 @@ from django.db import close_old_connections, connection, transaction
 from django.tasks import task
 
 from evals import actions, selectors
-from evals.actions.experiments import affected_step, money, output_text
+from evals.actions.experiments import affected_step, money, output_text, prompt_overlay
 from evals.models import Experiment, ExperimentItem, ExperimentStatus, ItemStatus
 from runs.actions import ActionError
 from runs.actions.forks import do_fork_with_history
@@ -138,7 +138,7 @@ def run_item(experiment: Experiment, row: ExperimentItem) -> None:
             source_run_id=source.run_id,
             mode=mode,
             from_seq=_fork_point(source, step) if mode == ForkMode.BRANCH else 0,
-            overlay=dict(change) if mode == ForkMode.BRANCH else None,
+            overlay=_overlay(experiment, change) if mode == ForkMode.BRANCH else None,
             actor=f"experiment:{experiment.public_id}",
         )
     except ActionError as exc:
@@ -155,6 +155,11 @@ def run_item(experiment: Experiment, row: ExperimentItem) -> None:
         return
     fork = _wait(fork)
     actions.do_record_item(row, **measure(fork, source, _item_of(experiment, row)))
+
+
+def _overlay(experiment: Experiment, change: dict[str, Any]) -> dict[str, Any]:
+    """The fork's overlay: the change's configurable, with the prompt version a prompt change names."""
+    return {"configurable": prompt_overlay(experiment.workspace, change)}
 
 
 def _item_of(experiment: Experiment, row: ExperimentItem) -> dict[str, Any]:

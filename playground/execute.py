@@ -97,8 +97,10 @@ def submit(
     label: str = "",
     conversation_id: str = "",
     parent_run_id: str = "",
+    prompt: dict[str, Any] | None = None,
 ) -> Execution:
-    """Store a pending execution; it is dispatched once the surrounding transaction commits."""
+    """Store a pending execution; it is dispatched once the surrounding transaction commits.
+    ``prompt`` (``{"name", "version"}``: the opened prompt version it sends) goes into its flags."""
     execution = Execution.objects.create(
         workspace=workspace,
         user=user if getattr(user, "is_authenticated", False) else None,
@@ -113,7 +115,7 @@ def submit(
         correlation_id=f"corr_{uuid.uuid4().hex}",
         request=dumps(composition.request),
         user_content=dumps(composition.user_content),
-        flags=composition.flags,
+        flags={**composition.flags, "prompt": prompt} if prompt else composition.flags,
         notes=list(composition.notes),
         output_tool=composition.output_tool or "",
         cache_keys=list(composition.cache_keys),

@@ -18,6 +18,7 @@ from runs.engine import commands as cmd
 from runs.providers import pricing
 from runs.providers.base import ProviderResult
 from runs.providers.redact import redact
+from runs.selectors.prompts import PROMPT_KEY
 
 WORKFLOW = {
     "id": "playground",
@@ -113,7 +114,7 @@ class RunRecorder:
                 cost=priced.protocol_cost() if priced is not None else None,
                 duration_ms=duration_ms,
                 summary=(result.text or "")[:200] or None,
-                payload=_with_pricing_note(result.raw, priced),
+                payload=_with_prompt(_with_pricing_note(result.raw, priced), ex.flags),
                 step_id=STEP,
                 correlation_id=ex.correlation_id,
             )
@@ -160,7 +161,7 @@ class RunRecorder:
                 cost=priced.protocol_cost() if priced is not None else None,
                 duration_ms=duration_ms,
                 summary=(result.text or "")[:200] or None,
-                payload=_with_pricing_note(result.raw, priced),
+                payload=_with_prompt(_with_pricing_note(result.raw, priced), ex.flags),
                 step_id=STEP,
                 correlation_id=ex.correlation_id,
             ),
@@ -226,6 +227,15 @@ def prompt_summary(user_content: Any) -> str | None:
         texts = [b.get("text", "") for b in user_content if isinstance(b, dict) and b.get("type") == "text"]
         return " ".join(texts)[:200] or None
     return None
+
+
+def _with_prompt(payload: Any, flags: Any) -> Any:
+    """The response payload with the opened prompt version it was sent with (``workbench.prompt``,
+    as the SDK records it: the runs list filters by it, the prompt page sums cost by it)."""
+    ref = flags.get("prompt") if isinstance(flags, dict) else None
+    if not isinstance(ref, dict):
+        return payload
+    return {**(payload if isinstance(payload, dict) else {}), PROMPT_KEY: ref}
 
 
 def _with_pricing_note(payload: Any, priced: pricing.PricedCall | None) -> Any:

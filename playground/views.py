@@ -342,6 +342,10 @@ def send(request: HttpRequest) -> WireJsonResponse:
             _compose_for(column_session, entry)
             for (_, column_session, _), entry in zip(targets, entries, strict=True)
         ]
+        opened = [
+            prompt_versions.opened_ref(workspace, data.get("prompt_version"), column_session)
+            for _, column_session, _ in targets
+        ]
         conversation_id, parent_run_id = _conversation(workspace, session, data.get("conversation"))
     except c.ComposeError as exc:
         return _error(exc.field, exc.message)
@@ -361,8 +365,9 @@ def send(request: HttpRequest) -> WireJsonResponse:
                 label=f"{label or 'A'} · {entry.display_name}"[:40] if group else "",
                 conversation_id=conversation_id,
                 parent_run_id=parent_run_id,
+                prompt=ref,
             )
-            for (_, _, label), entry, comp in zip(targets, entries, compositions, strict=True)
+            for (_, _, label), entry, comp, ref in zip(targets, entries, compositions, opened, strict=True)
         ]
     return WireJsonResponse(
         {

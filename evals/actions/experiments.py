@@ -18,27 +18,63 @@ from evals.judge import judge_for
 from evals.models import Dataset, Experiment, ExperimentItem, ExperimentStatus, ItemStatus
 from runs.actions import ActionError
 from runs.engine import programs
+from runs.execution.prompts import PROMPT_OVERLAY, ProgramPrompt
 from runs.models import Workspace
 from runs.protocol.canonical import canonical_str
 from runs.protocol.values import loads, new_id
+from runs.selectors.prompts import find_version
 
-CHANGE_KEYS = frozenset({"configurable"})
+CHANGE_KEYS = frozenset({"configurable", "prompt"})
 MAX_EXPERIMENT_ITEMS = 5000
 
 
 def check_change(change: Any) -> dict[str, Any]:
+    """``{}`` (replay), ``{"configurable": {...}}`` and/or ``{"prompt": {"name", "version"}}``
+    (a branch: the forks' step code gets that prompt version, see runs.execution.prompts)."""
     if change is None:
         return {}
     if not isinstance(change, dict):
-        raise invalid('change must be {} (replay) or {"configurable": {...}} (branch)', "change")
+        raise invalid(
+            'change must be {} (replay), {"configurable": {...}} or {"prompt": {"name", "version"}}', "change"
+        )
     unknown = set(change) - CHANGE_KEYS
     if unknown:
-        raise invalid(f"unknown change field(s): {', '.join(sorted(unknown))}; use configurable", "change")
+        raise invalid(
+            f"unknown change field(s): {', '.join(sorted(unknown))}; use configurable or prompt", "change"
+        )
     if "configurable" in change and not isinstance(change["configurable"], dict):
         raise invalid("change.configurable must be an object", "change.configurable")
-    if change.get("configurable") == {}:
-        return {}
-    return change
+    if "configurable" in change and PROMPT_OVERLAY in change["configurable"]:
+        raise invalid(f"{PROMPT_OVERLAY} is set by change.prompt", f"change.configurable.{PROMPT_OVERLAY}")
+    out = {k: v for k, v in change.items() if k != "configurable" or v}
+    if "prompt" in change:
+        out["prompt"] = _check_prompt_change(change["prompt"])
+    return out
+
+
+def _check_prompt_change(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or set(value) != {"name", "version"}:
+        raise invalid('change.prompt is {"name": ..., "version": N}', "change.prompt")
+    name, version = value["name"], value["version"]
+    if not isinstance(name, str) or not name or "\x00" in name or len(name) > 200:
+        raise invalid("change.prompt.name is a prompt's name", "change.prompt.name")
+    if type(version) is not int or not 0 < version < 10**9:
+        raise invalid("change.prompt.version is a version number (1, 2, ...)", "change.prompt.version")
+    return {"name": name, "version": version}
+
+
+def prompt_overlay(workspace: Workspace, change: dict[str, Any]) -> dict[str, Any]:
+    """The fork overlay's ``configurable`` for a change: its own, plus the named prompt version's
+    text and config under ``PROMPT_OVERLAY`` (INVALID_INPUT when the workspace has no such version)."""
+    configurable = dict(change.get("configurable") or {})
+    ref = change.get("prompt")
+    if ref:
+        found = find_version(workspace, ref["name"], version=ref["version"])
+        if found is None:
+            raise invalid(f"prompt {ref['name']} has no version {ref['version']}", "change.prompt")
+        doc = ProgramPrompt(ref["name"], found.number, found.prompt.type, found.body_json, found.config_json)
+        configurable[PROMPT_OVERLAY] = {ref["name"]: doc.overlay()}
+    return configurable
 
 
 def resolve_as_of(dataset: Dataset, as_of: Any) -> int:
@@ -71,6 +107,8 @@ def affected_step(workflow_id: str, change: dict[str, Any], from_step_id: str) -
     program = programs.get(workflow_id)
     declared = getattr(program, "configurable_steps", None) or {}
     steps = [declared.get(key) for key in change.get("configurable", {})]
+    if change.get("prompt"):  # the step that uses the prompt (``program.prompt_steps``: name -> step id)
+        steps.append((getattr(program, "prompt_steps", None) or {}).get(change["prompt"]["name"]))
     if steps and all(steps):
         order = list(dict.fromkeys(getattr(program, "step_order", None) or steps))
         return min(steps, key=lambda s: order.index(s) if s in order else len(order))
@@ -91,6 +129,7 @@ def do_create_experiment(
 ) -> Experiment:
     name = text_field(name, "name", required=True)
     change = check_change(change)
+    prompt_overlay(workspace, change)  # the prompt version exists in this workspace
     from_step = text_field(from_step_id, "fromStepId")
     try:
         spec = scoring.check_evaluator(evaluator)

@@ -47,6 +47,7 @@ from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event, fold
 from runs.engine.state import initial_run_doc
 from runs.execution import model_calls as cached
+from runs.execution import prompts as program_prompts
 from runs.execution.session import RunSession
 from runs.models import Event, ForkMode, ForkStatus, Run, RunFork, Workspace
 from runs.protocol.values import loads
@@ -126,10 +127,12 @@ class ProgramSession(RunSession):
         correlation_id: str | None = None,
         summary: str | None = None,
         use_cache: bool = False,
+        prompt: program_prompts.ProgramPrompt | None = None,
         **options: Any,
     ):
         """Call a model (``provider``: playground ProviderSettings) and record request and
         response as ``model_io`` events. Live runs ask the cache only with ``use_cache``.
+        ``prompt`` (from :meth:`prompt`): the response records its name and version.
         ``options`` go to ``runs.execution.model_calls.call`` (``record_chunks``,
         ``on_delta``)."""
 
@@ -141,16 +144,31 @@ class ProgramSession(RunSession):
             summary=summary,
             **options,
         )
-        self._record_call(record, step_id=step_id, correlation_id=correlation_id)
+        self._record_call(record, step_id=step_id, correlation_id=correlation_id, prompt=prompt)
         return record.result
 
-    def _record_call(self, record: Any, *, step_id: str | None, correlation_id: str | None) -> None:
+    def prompt(
+        self, name: str, *, label: str | None = None, version: int | None = None
+    ) -> program_prompts.ProgramPrompt | None:
+        """Prompt ``name`` by label (``production`` by default) or number; in a fork of an
+        experiment that changes this prompt, the version the experiment names. None: no such
+        prompt (the program uses its own text)."""
+        return program_prompts.resolve(self.workspace, self.configurable, name, label=label, version=version)
+
+    def _record_call(
+        self,
+        record: Any,
+        *,
+        step_id: str | None,
+        correlation_id: str | None,
+        prompt: program_prompts.ProgramPrompt | None = None,
+    ) -> None:
         self.execute(_model_io_command(record.request, step_id=step_id, correlation_id=correlation_id))
         for chunk in record.chunks:
             self.execute(_model_io_command(chunk, step_id=step_id, correlation_id=correlation_id))
         # A new answer is priced like every recorded call (the price book: the workspace's own
         # prices, else genai-prices); one answered from the cache keeps the cost it was recorded with.
-        response = self.priced(record.response)
+        response = program_prompts.stamp(self.priced(record.response), prompt)
         self.execute(_model_io_command(response, step_id=step_id, correlation_id=correlation_id))
 
     # gates -------------------------------------------------------------------------------------
@@ -274,12 +292,13 @@ class ForkSession(ProgramSession):
         correlation_id: str | None = None,
         summary: str | None = None,
         use_cache: bool = False,
+        prompt: program_prompts.ProgramPrompt | None = None,
         **options: Any,
     ):
         if self.in_history:
             return self._call_from_history(provider, request, step_id, correlation_id, summary, options)
         record = self._call_after_history(provider, request, summary, options)
-        self._record_call(record, step_id=step_id, correlation_id=correlation_id)
+        self._record_call(record, step_id=step_id, correlation_id=correlation_id, prompt=prompt)
         return record.result
 
     def _call_after_history(self, provider: Any, request: dict, summary: str | None, options: dict):

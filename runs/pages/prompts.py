@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -41,12 +42,15 @@ def promotion_item(request: PromotionRequest) -> dict[str, Any]:
     experiment attached to it (its summary is a fragment of the evals pages, fetched by URL name so
     runs never imports evals; that page answers 404 for another workspace's experiment)."""
     ref = request.experiment_ref
+    asked = urlencode({"prompt": f"{request.prompt.name}@{request.to_version.number}"})
     return {
         "request": request,
         "diff": sel.version_diff(request.from_version, request.to_version),
         "url": reverse("runs:prompt_detail", args=[request.prompt.name]),
         "experiment_url": (
-            reverse("evals:experiment_summary", args=[ref]) if EXPERIMENT_REF.fullmatch(ref) else ""
+            f"{reverse('evals:experiment_summary', args=[ref])}?{asked}"
+            if EXPERIMENT_REF.fullmatch(ref)
+            else ""
         ),
         "experiment_page": reverse("evals:experiment", args=[ref]) if EXPERIMENT_REF.fullmatch(ref) else "",
     }

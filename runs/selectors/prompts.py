@@ -140,6 +140,10 @@ def pending_promotions(workspace: Workspace, *, limit: int = 100) -> list[Promot
     )
 
 
+def pending_promotion_count(workspace: Workspace) -> int:
+    return PromotionRequest.objects.filter(workspace=workspace, status=PromotionStatus.PENDING).count()
+
+
 def promotion_history(prompt: Prompt, *, limit: int = 50) -> list[PromotionRequest]:
     return list(
         prompt.promotions.select_related("from_version", "to_version", "requested_by", "decided_by").order_by(

@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest
 from runs.actions.permissions import Action, minimum_role, role_allows
 from runs.actions.workspaces import PUBLIC_DEMO_WORKSPACE, personal_workspace
 from runs.models import Membership, Run, Workspace
+from runs.selectors.prompts import pending_promotion_count
 from runs.selectors.runs import RunNotFound, get_run, pending_gate_count
 
 SESSION_KEY = "workbench_workspace"
@@ -165,6 +166,14 @@ class Nav:
             return 0
 
         return pending_gate_count(self.workspace)
+
+    @cached_property
+    def pending_promotions(self) -> int:
+        """Prompt promotion requests waiting for a decision in the current workspace (a second count
+        on the inbox link: the inbox is where they are decided)."""
+        if self.workspace is None:
+            return 0
+        return pending_promotion_count(self.workspace)
 
     @property
     def undo_ms(self) -> int:

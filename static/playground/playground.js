@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const initial = JSON.parse($("pg-initial").textContent);
   const csrf = (document.body.getAttribute("hx-headers") || "").match(/"X-CSRFToken":\s*"([^"]+)"/);
-  const state = { session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null }, calls: [], cache: null, file: initial.session.file || null };
+  const state = { opened: initial.saved_prompt && initial.saved_prompt.version ? { name: initial.saved_prompt.name, version: initial.saved_prompt.version } : null, session: initial.session, model: initial.model, busy: false, log: [], inflight: new Map(), sentPrompt: null, conversation: { id: null, parent: null }, calls: [], cache: null, file: initial.session.file || null };
   let previewTimer = null;
   // Bumped by every edit of a control: a preview answer that left while the user kept editing
   // must not put the older values back into the controls.
@@ -304,7 +304,8 @@
       el("span", {}, "File: " + yes(flags.file)),
       el("span", {}, "Thinking: " + yes(flags.thinking)),
       el("span", {}, "Citations: " + yes(flags.citations)),
-      el("span", {}, "Operation: " + flags.operation_type));
+      el("span", {}, "Operation: " + flags.operation_type),
+      flags.prompt ? el("span", {}, "Prompt: " + flags.prompt.name + " version " + flags.prompt.version) : null);
   }
 
   function addUserMessage(userContent, flags) {
@@ -584,7 +585,8 @@
     showComposeError("");
     const columns = readColumns();
     const body = { session: state.session, model: $("model").value || null, compare: columns,
-      conversation: state.session.mode === "stateful" ? state.conversation : null };
+      conversation: state.session.mode === "stateful" ? state.conversation : null,
+      prompt_version: state.opened };
     state.busy = true;
     $("send").disabled = true;
     $("send-status").textContent = "Sending…";
@@ -704,6 +706,7 @@
     readFreeFields();
     const { ok, data } = await post(root.dataset.saveUrl, { session: state.session, model: $("model").value || null, name: $("save-name").value });
     $("save-status").textContent = ok ? "Saved version " + data.version + " of “" + data.name + "”." : (data.error ? data.error.message : "Not saved");
+    if (ok) state.opened = { name: data.name, version: data.version }; // sends record it while the text is this version's
   });
   // structured output: formatted/raw toggle and copy (delegated: answers arrive later)
   $("conversation").addEventListener("click", (e) => {

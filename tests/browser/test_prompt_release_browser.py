@@ -1,10 +1,14 @@
 """Prompts as versioned releases, end to end in Chromium (issue 32's acceptance), plus seed-004
 items 8 and 26 in the playground; axe-core light and dark, and 390 px.
 
-A tester saves version 2 from the playground; an owner protects ``production``; the tester asks to
-promote version 2; a reviewer sees the diff in the inbox and approves with the keyboard; the label
-moves; a pipeline using the SDK's ``wb.prompt(...)`` gets version 2 once its cache entry is older
-than the TTL, and its run records ``prompt@2`` (the runs list filters by it).
+A tester saves version 2 from the playground (and a send of it records version 2); an owner
+protects ``production``; the tester asks to promote version 2 with an experiment whose change is
+"prompt support/greeting version 2"; the navigation counts the request; a reviewer sees the diff and
+the experiment's result (the version it tested, its regressed items, the cost change) in the inbox
+and approves with the keyboard; the label moves; a pipeline using the SDK's ``wb.prompt(...)`` gets
+version 2 once its cache entry is older than the TTL, and its run records ``prompt@2`` (the runs list
+filters by it). Seed-004 items 8, 26 and 31 are checked with axe at 1280 px (light and dark) and at
+390 px (the toggle, the operation sheet, the levels table, the settings page).
 
 Run separately: ``.venv/bin/python -m pytest tests/browser/test_prompt_release_browser.py -m browser``.
 """
@@ -19,6 +23,7 @@ from tests.fakes.anthropic_api import FakeAnthropic
 pytestmark = pytest.mark.browser
 
 NAME = "support/greeting"
+EXPERIMENT = "exp_00000000-0000-4000-8000-0000000000b2"
 SETUP = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
@@ -41,6 +46,29 @@ owner = ROLE_SCOPES["owner"]
 do_save_prompt_version(ws, name={name!r}, body="Hello {{{{customer}}}}, thanks for writing.", scopes=owner,
     user=users["olga"], message="first")
 do_move_label(ws, name={name!r}, label="production", version=1, scopes=owner, user=users["olga"])
+# The experiment the tester attaches: "prompt support/greeting version 2" over a dataset, against a
+# replay baseline (its forks ran in tests/evals/test_prompt_experiment.py's way; rows written here).
+from decimal import Decimal
+from django.utils import timezone
+from evals import actions as evals_actions
+from evals.actions.experiments import summarize
+from evals.models import Experiment, ExperimentItem
+ds = evals_actions.do_create_dataset(workspace=ws, name="Greetings", description="decided greetings")
+evals_actions.do_add_items(dataset=ds, items=[
+    {{"id": f"ticket-{{i}}", "input": {{"customer": f"C{{i}}"}}, "expected": {{"text": f"hello {{i}}"}}}} for i in range(3)
+])
+def experiment(pid, name, scores, change, baseline=None):
+    e = Experiment.objects.create(public_id=pid, workspace=ws, dataset=ds, as_of_revision=1, name=name,
+        change=change, evaluator={{"kind": "exact"}}, baseline=baseline, status="completed",
+        created_at=timezone.now(), finished_at=timezone.now())
+    for i, score in enumerate(scores):
+        ExperimentItem.objects.create(experiment=e, item_key=f"ticket-{{i}}", status="completed", score=score,
+            output='{{"text":"x"}}', cost=Decimal("0.012"), source_cost=Decimal("0.010"), provider_calls=1)
+    e.summary = summarize(e)
+    e.save()
+    return e
+base = experiment("exp_00000000-0000-4000-8000-0000000000a1", "replay", [1, 1, 1], {{}})
+experiment({experiment!r}, "greeting v2", [1, 0, 0.5], {{"prompt": {{"name": {name!r}, "version": 2}}}}, base)
 open({token_file!r}, "w").write(create_token(workspace=ws, name="pipeline", scopes=["read", "write"]).secret)
 """
 
@@ -55,7 +83,7 @@ def fake():
 def env(tmp_path_factory, fake):
     tmp = tmp_path_factory.mktemp("prompt-release")
     token_file = tmp / "token.txt"
-    setup = SETUP.format(url=fake.url, name=NAME, token_file=str(token_file))
+    setup = SETUP.format(url=fake.url, name=NAME, token_file=str(token_file), experiment=EXPERIMENT)
     with support.serve_app(
         tmp,
         setup_code=setup,
@@ -125,6 +153,13 @@ def test_save_protect_promote_approve_and_fetch(env):
                 "() => document.getElementById('save-status').textContent.includes('version 2')"
             )
             violations += axe_serious(tess, "playground")
+            # A send of the saved text records version 2 on its model call.
+            tess.click("#send")
+            tess.wait_for_function(
+                "() => [...document.querySelectorAll('.pg-msg-assistant')].some(m => m.dataset.status === 'completed')",
+                timeout=20000,
+            )
+            assert "Prompt: support/greeting version 2" in tess.inner_text("#conversation")
 
             # An owner protects production.
             olga = _as(browser, server, "olga")
@@ -134,11 +169,19 @@ def test_save_protect_promote_approve_and_fetch(env):
             olga.wait_for_selector("text=production is now protected.")
             violations += axe_serious(olga, "prompts")
 
+            # The prompt page's "Test" opens the form that starts an experiment of a version (owners).
+            olga.goto(f"{server}/prompts/{NAME}/")
+            olga.click("a[aria-label='Test version 2 on a dataset']")
+            olga.wait_for_selector("h1:has-text('Test support/greeting@2 on a dataset')")
+            assert olga.locator("#exp-dataset option").count() == 1
+            violations += axe_serious(olga, "new prompt experiment")
+
             # The tester asks to promote version 2 (production is protected: a request).
             tess.goto(f"{server}/prompts/{NAME}/")
             tess.fill("#move-label", "production")
             tess.select_option("#move-version", "2")
             tess.fill("#move-note", "friendlier greeting")
+            tess.fill("#move-experiment", EXPERIMENT)
             tess.click("#move-heading ~ form button[type=submit]")
             tess.wait_for_selector("text=waits for a reviewer in the inbox")
             assert cache.get(NAME, label="production").version == 1
@@ -147,12 +190,21 @@ def test_save_protect_promote_approve_and_fetch(env):
             # A reviewer sees the diff in the inbox and approves with the keyboard.
             rene = _as(browser, server, "rene")
             rene.goto(f"{server}/runs/inbox/")
+            badge = rene.locator("nav .nav-count-promotions")  # the navigation counts what waits
+            assert badge.inner_text().startswith("1") and "prompt promotion pending" in badge.inner_text()
             item = rene.locator(".promotion").first
             assert "support/greeting" in item.inner_text() and "friendlier greeting" in item.inner_text()
             assert (
                 item.locator(".prompt-diff li.add").count() >= 1
                 and item.locator(".prompt-diff li.del").count() >= 1
             )
+            # ... and the experiment's result: the version it tested, its regressions, the cost change.
+            result = item.locator(".experiment-summary")
+            result.wait_for()
+            text = result.inner_text()
+            assert "Change: prompt support/greeting version 2" in text and "did not test" not in text
+            assert "2 regressions" in text and "Cost change" in text
+            assert result.locator("table.experiment-regressions tbody tr").count() == 2
             violations += axe_serious(rene, "inbox")
             item.locator("input[name=note]").focus()
             rene.keyboard.type("looks good")
@@ -160,6 +212,7 @@ def test_save_protect_promote_approve_and_fetch(env):
             assert rene.evaluate("() => document.activeElement.value") == "approved"
             rene.keyboard.press("Enter")
             rene.wait_for_selector("text=production moved to version 2")
+            assert rene.locator("nav .nav-count-promotions").count() == 0
 
             # Within the TTL the pipeline still has version 1; past it, version 2.
             now[0] += 30
@@ -193,6 +246,7 @@ def test_save_protect_promote_approve_and_fetch(env):
             assert rene.locator("main a[href*='run_reply']").count() == 0
             rene.goto(f"{server}/prompts/{NAME}/?runs=2")
             assert rene.locator("#runs a[href*='run_reply']").count() == 1
+            assert rene.locator("#runs li a").count() == 2  # and the playground's send of version 2
             history = rene.inner_text("#promotions-heading ~ ul")
             assert "approved" in history and "asked by tess" in history and "decided by rene" in history
 
@@ -212,6 +266,7 @@ def test_save_protect_promote_approve_and_fetch(env):
             tess.check('#operation-sheet input[value="validation"]')
             tess.click("#operation-close")
             tess.click("#levels summary")
+            violations += axe_serious(tess, "levels")
             temperature = tess.locator('#levels-table tr[data-level="Temperature"]')
             assert "0.2" in temperature.inner_text() and "operation type" in temperature.inner_text()
             assert (
@@ -221,16 +276,46 @@ def test_save_protect_promote_approve_and_fetch(env):
 
             # 390 px: nothing wider than the screen.
             phone = _as(browser, server, "tess", viewport={"width": 390, "height": 844})
-            for path in (f"/prompts/{NAME}/", "/prompts/", "/runs/inbox/", "/playground/"):
+            for path in (
+                f"/prompts/{NAME}/",
+                "/prompts/",
+                "/runs/inbox/",
+                "/playground/",
+                f"/evals/experiments/new/?prompt={NAME}@2",
+            ):
                 phone.goto(server + path)
                 width = phone.evaluate("document.documentElement.scrollWidth")
                 assert width <= 390, (path, width)
                 violations += axe_serious(phone, f"390px {path}")
             phone.goto(f"{server}/playground/")
-            phone.fill("#system-prompt", "You are kind.")  # item 8: now the toggle shows
+            assert not phone.locator("#send-system-prompt-row").is_visible()  # item 8 at 390 px
+            phone.fill("#system-prompt", "You are kind.")  # now the toggle shows
             assert phone.locator("#send-system-prompt-row").is_visible()
+            violations += axe_serious(phone, "390px item 8 toggle")
+            phone.click("#operation-open")  # item 26 at 390 px: the sheet fits and reads well
+            sheet = phone.locator("#operation-sheet")
+            assert sheet.is_visible() and sheet.locator(".pg-badge-structured").count() >= 1
+            box = sheet.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+            violations += axe_serious(phone, "390px item 26 sheet")
+            phone.keyboard.press("Escape")
+            assert not sheet.is_visible()
+            phone.click("#levels summary")  # item 31 at 390 px: where settings come from
+            violations += axe_serious(phone, "390px item 31 levels")
             support.shot(phone, "prompt-playground-390")
-            errors = [*tess.console_errors, *olga.console_errors, *rene.console_errors, *phone.console_errors]
+            owner_phone = _as(browser, server, "olga", viewport={"width": 390, "height": 844})
+            owner_phone.goto(f"{server}/playground/settings/")  # item 31: the defaults per operation type
+            assert owner_phone.locator('tr[data-operation="validation"]').count() == 1
+            width = owner_phone.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, ("/playground/settings/", width)
+            violations += axe_serious(owner_phone, "390px item 31 settings")
+            errors = [
+                *tess.console_errors,
+                *olga.console_errors,
+                *rene.console_errors,
+                *phone.console_errors,
+                *owner_phone.console_errors,
+            ]
             assert errors == []
         finally:
             browser.close()

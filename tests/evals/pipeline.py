@@ -1,7 +1,8 @@
 """A small two-step pipeline whose model calls go through the real Anthropic SDK to the loopback
 fake (which counts requests): classify, then draft a reply (reviewed after it: PAUSE_AFTER).
 ``configurable.draftModel`` picks the draft's model; the reply names it, so a changed model is a
-changed output (the planted regression of the CI gate tests)."""
+changed output (the planted regression of the CI gate tests). The draft's text is prompt
+``support/draft`` (its ``production`` version) when the workspace has one."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class SupportPipeline:
         "extraReview": "draft",
     }  # what evals.runner forks from for a change
     step_order = ["classify", "draft"]
+    prompt_steps = {"support/draft": "draft"}  # an experiment that changes this prompt forks from draft
 
     def __init__(self, url: str) -> None:
         self.provider = ProviderSettings(
@@ -42,10 +44,15 @@ class SupportPipeline:
             egress_allow=("127.0.0.0/8",),
         )
 
-    def ask(self, s, step: str, model: str, text: str):
+    def ask(self, s, step: str, model: str, text: str, prompt=None):
         request = {"model": model, "max_tokens": 64, "messages": [{"role": "user", "content": text}]}
         return s.model_call(
-            self.provider, request, step_id=step, correlation_id=f"c-{step}", price=PRICES[model]
+            self.provider,
+            request,
+            step_id=step,
+            correlation_id=f"c-{step}",
+            price=PRICES[model],
+            prompt=prompt,
         )
 
     def __call__(self, s) -> None:
@@ -57,7 +64,9 @@ class SupportPipeline:
         s.complete_step("classify")
         s.begin_step("draft")
         model = s.configurable.get("draftModel", "claude-sonnet-4-5")
-        reply = self.ask(s, "draft", model, f"Reply to: {ticket}")
+        prompt = s.prompt("support/draft")  # production's version; an experiment's in its forks
+        text = prompt.compile(ticket=ticket) if prompt else f"Reply to: {ticket}"
+        reply = self.ask(s, "draft", model, text, prompt=prompt)
         s.write_artifact("reply", "support.reply", {"text": reply.text, "model": model}, step_id="draft")
         if s.configurable.get("extraReview"):  # a review nobody has decided yet: the fork waits
             s.request_gate("draft", "CHECKPOINT", checkpoint="extra", reason="A second look")

@@ -121,6 +121,12 @@ def test_experiment_through_the_api(api, gate_dataset, fake, settings):
         "/api/experiments", {"datasetId": gate_dataset.public_id, "name": "x", "change": {"nope": 1}}
     )
     assert bad.status_code == 400 and bad.json()["code"] == "INVALID_INPUT"
+    unknown = api.post(
+        "/api/experiments",
+        {"datasetId": gate_dataset.public_id, "name": "x", "change": {"prompt": {"name": "p", "version": 1}}},
+    )
+    assert unknown.status_code == 400 and unknown.json()["code"] == "INVALID_INPUT"
+    assert "no version 1" in unknown.content.decode()
     assert api.post("/api/experiments", {"datasetId": "ds_nope", "name": "x"}).status_code == 404
 
 

@@ -56,12 +56,14 @@ def test_the_inbox_shows_the_attached_experiments_regressions(alice, bob, charli
     owner = _client(alice)
     inbox = owner.get("/runs/inbox/").content.decode()
     summary_url = f"/evals/experiments/{candidate.public_id}/summary/"
-    assert f'hx-get="{summary_url}"' in inbox
+    assert f'hx-get="{summary_url}?prompt=p%402"' in inbox  # the version asked for
     assert f'href="/evals/experiments/{candidate.public_id}/"' in inbox  # without JS: the compare page
-    summary = owner.get(summary_url)
+    summary = owner.get(summary_url, {"prompt": "p@2"})
     assert summary.status_code == 200
     text = summary.content.decode()
     assert "haiku" in text and "3 regressions" in text and "Cost change" in text
+    assert text.count('<tr><th scope="row">') == 3  # each regressed item: scores and cost change
+    assert "did not test the version asked for (its change is no prompt version)" in text
     assert _client(charlie).get(summary_url).status_code == 404  # another workspace: as if missing
     assert (
         owner.get("/evals/experiments/exp_00000000-0000-0000-0000-000000000000/summary/").status_code == 404
@@ -74,3 +76,44 @@ def test_text_that_is_no_experiment_id_is_shown_as_text(alice, bob, workspace):
     inbox = _client(alice).get("/runs/inbox/").content.decode()
     assert "/summary/" not in inbox and "<script>x</script>" not in inbox
     assert "(not an experiment id)" in inbox
+
+
+@pytest.mark.django_db
+def test_an_experiment_of_the_asked_version_says_so(alice, bob, workspace, gate_dataset):
+    name = "support/draft"  # the test pipeline's draft text (tests/evals/pipeline.py)
+    do_save_prompt_version(workspace, name=name, body="Reply to: {{ticket}}", scopes=TESTER, user=bob)
+    do_save_prompt_version(workspace, name=name, body="Kindly: {{ticket}}", scopes=TESTER, user=bob)
+    do_move_label(workspace, name=name, label="production", version=1, scopes=TESTER, user=bob)
+    do_protect_label(workspace, label="production", protected=True, scopes=OWNER, user=alice)
+    baseline = run_experiment(
+        actions.do_create_experiment(workspace=workspace, dataset=gate_dataset, name="base", change={}).pk
+    )
+    candidate = run_experiment(
+        actions.do_create_experiment(
+            workspace=workspace,
+            dataset=gate_dataset,
+            name="kinder",
+            change={"prompt": {"name": name, "version": 2}},
+            baseline=baseline,
+        ).pk
+    )
+    move = do_move_label(
+        workspace,
+        name=name,
+        label="production",
+        version=2,
+        scopes=TESTER,
+        user=bob,
+        experiment_ref=candidate.public_id,
+    )
+    assert move.request is not None
+    owner = _client(alice)
+    url = f"/evals/experiments/{candidate.public_id}/summary/"
+    assert f'hx-get="{url}?prompt=support%2Fdraft%402"' in owner.get("/runs/inbox/").content.decode()
+    text = owner.get(url, {"prompt": f"{name}@2"}).content.decode()
+    assert "Change: prompt <strong>support/draft version 2</strong>" in text
+    assert "did not test" not in text and "3 regressions" in text
+    assert (
+        "did not test the version asked for (it tested support/draft version 2)"
+        in owner.get(url, {"prompt": f"{name}@3"}).content.decode()
+    )

@@ -90,3 +90,33 @@ def test_outsiders_get_404(client, charlie, two_versions, workspace, alice):
     assert client.post("/prompts/team/greet/", {"label": "x", "version": "1"}).status_code == 404
     assert client.post(f"/promotions/{req.pk}/decide/", {"decision": "approved"}).status_code == 404
     assert b"team/greet" not in client.get("/prompts/").content
+
+
+PROMOTIONS_BADGE = 'nav-count-promotions"'
+
+
+def test_the_navigation_counts_pending_promotions(client, alice, bob, vera, charlie, two_versions, workspace):
+    from runs.actions.prompts import do_move_label
+
+    login(client, alice)
+    assert PROMOTIONS_BADGE not in client.get("/prompts/").content.decode()
+    do_protect_label(workspace, label="production", protected=True, scopes=ROLE_SCOPES["owner"], user=alice)
+    do_save_prompt_version(workspace, name="team/other", body="x", scopes=ROLE_SCOPES["reviewer"], user=bob)
+    for name in ("team/greet", "team/other"):  # one request per prompt and label may wait
+        do_move_label(
+            workspace, name=name, label="production", version=1, scopes=ROLE_SCOPES["reviewer"], user=bob
+        )
+    for user in (alice, vera):  # everyone in the workspace sees what waits in the inbox
+        login(client, user)
+        html = client.get("/prompts/").content.decode()
+        assert (
+            PROMOTIONS_BADGE in html and '>2<span class="visually-hidden"> prompt promotions pending' in html
+        )
+    login(client, charlie)  # another workspace: nothing
+    assert PROMOTIONS_BADGE not in client.get("/prompts/").content.decode()
+    # Looking at the count moved nothing: the label waits for a decision.
+    assert sel.find_version(workspace, "team/greet", label="production") is None
+    login(client, alice)
+    for request in sel.pending_promotions(workspace):
+        client.post(f"/promotions/{request.pk}/decide/", {"decision": "rejected"})
+    assert PROMOTIONS_BADGE not in client.get("/runs/inbox/").content.decode()

@@ -30,13 +30,13 @@ def _grow(run, workspace, n):
 def test_run_detail_queries_are_bounded(client, alice, run, workspace, django_assert_max_num_queries):
     login(client, alice)
     client.get(f"/runs/{run.run_id}/")  # session and membership warm-up is part of the budget anyway
-    # 15: the page's reads, plus one for the pending-gate count in the navigation, one index
-    # probe for spans (no span waterfall without them) and one for the attempt numbers of the
-    # steps on the timeline's page
-    with django_assert_max_num_queries(15):
+    # 16: the page's reads, plus one each for the pending-gate and pending-promotion counts in the
+    # navigation, one index probe for spans (no span waterfall without them) and one for the
+    # attempt numbers of the steps on the timeline's page
+    with django_assert_max_num_queries(16):
         assert client.get(f"/runs/{run.run_id}/").status_code == 200
     _grow(run, workspace, 600)
-    with django_assert_max_num_queries(15):
+    with django_assert_max_num_queries(16):
         assert client.get(f"/runs/{run.run_id}/").status_code == 200
     with django_assert_max_num_queries(8):
         assert (
@@ -60,7 +60,7 @@ def test_list_and_inbox_queries_do_not_grow_with_runs(client, alice, make_run, d
     for i in range(12):
         make_run(f"run_q_{i}")
     client.get("/runs/")  # the first request stores the chosen workspace in the session
-    with django_assert_max_num_queries(9):  # + the navigation's pending-gate count
+    with django_assert_max_num_queries(9):  # + the navigation's pending-gate and promotion counts
         assert client.get("/runs/").status_code == 200
     with django_assert_max_num_queries(9):
         assert client.get("/runs/inbox/").status_code == 200

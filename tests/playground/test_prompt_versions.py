@@ -64,3 +64,63 @@ def test_save_as_new_version_and_open_any_version(client, bob, vera, workspace, 
     client.force_login(vera)
     assert post_json(client, "/playground/prompts/", {"session": text, "name": "plain"}).status_code == 403
     assert sel.find_version(workspace, "plain", label="latest").number == 1
+
+
+def _send(client, session, **extra):
+    return post_json(client, "/playground/send/", {"session": c.session_to_json(session), **extra})
+
+
+def test_a_send_from_an_opened_version_records_it_on_its_model_call(
+    client, bob, workspace, fake_models, django_capture_on_commit_callbacks
+):
+    from playground.models import Execution
+    from runs.models import Event
+    from runs.selectors.runs import RunListFilters, runs_page
+
+    client.force_login(bob)
+    sonnet = fake_models["sonnet"].pk
+    for text in ("Hello {{who}}", "Hi {{who}}"):
+        post_json(
+            client,
+            "/playground/prompts/",
+            {"session": c.session_to_json(c.Session(prompt=text)), "model": sonnet, "name": "greet"},
+        )
+    opened = {"name": "greet", "version": 2}
+    with django_capture_on_commit_callbacks(execute=True):
+        same = _send(client, c.Session(prompt="Hi {{who}}"), model=sonnet, prompt_version=opened)
+        edited = _send(client, c.Session(prompt="Hi {{who}}!"), model=sonnet, prompt_version=opened)
+        nothing = _send(client, c.Session(prompt="Hi {{who}}"), model=sonnet)
+    ids = [r.json()["executions"][0]["id"] for r in (same, edited, nothing)]
+    runs = [Execution.objects.get(pk=i).run_id for i in ids]
+    assert Execution.objects.get(pk=ids[0]).flags["prompt"] == opened
+    assert "prompt" not in Execution.objects.get(pk=ids[1]).flags  # edited: no longer version 2
+    response = Event.objects.get(
+        run__run_id=runs[0], type="model_io", body__contains='"direction":"response"'
+    )
+    assert response.data["payload"]["workbench.prompt"] == opened
+    listed, _ = runs_page(workspace, RunListFilters(prompt="greet@2"))
+    assert [r.run_id for r in listed] == [runs[0]]
+    assert sel.cost_by_version(workspace, "greet")["rows"][0]["version"] == 2
+
+    for bad, message in (
+        ({"name": "greet", "version": 9}, "no such prompt version"),
+        ({"name": "greet"}, "prompt_version is"),
+        ("greet@2", "prompt_version is"),
+    ):
+        refused = _send(client, c.Session(prompt="Hi {{who}}"), model=sonnet, prompt_version=bad)
+        assert refused.status_code == 400, bad
+        error = refused.json()["error"]
+        assert error["field"] == "prompt_version" and message in error["message"]
+    assert Execution.objects.count() == 3  # nothing stored for a refused send
+
+
+def test_another_workspaces_version_is_not_found(client, bob, charlie, other_workspace, fake_models):
+    from runs.actions.permissions import ROLE_SCOPES
+    from runs.actions.prompts import do_save_prompt_version
+
+    do_save_prompt_version(
+        other_workspace, name="theirs", body="x", scopes=ROLE_SCOPES["owner"], user=charlie
+    )
+    client.force_login(bob)
+    refused = _send(client, c.Session(prompt="x"), prompt_version={"name": "theirs", "version": 1})
+    assert refused.status_code == 400 and refused.json()["error"]["field"] == "prompt_version"

@@ -1,0 +1,61 @@
+"""The page that starts an experiment of a prompt version (linked from the prompt page): a reviewer
+picks a dataset and a baseline and starts it; a viewer sees the page but cannot start one; another
+workspace's prompt or dataset is not found; nothing moves a label. Starting one spends like a fork:
+owners only (Action.RUN_EXPERIMENT), testers and viewers see the page."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from evals.models import Experiment
+from runs.actions.permissions import ROLE_SCOPES
+from runs.actions.prompts import do_save_prompt_version
+from runs.selectors.prompts import get_prompt, labels_of
+
+URL = "/evals/experiments/new/"
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def two_versions(workspace, bob):
+    for text in ("Reply to: {{ticket}}", "Kindly: {{ticket}}"):
+        do_save_prompt_version(
+            workspace, name="support/draft", body=text, scopes=ROLE_SCOPES["reviewer"], user=bob
+        )
+
+
+@pytest.mark.django_db
+def test_an_owner_starts_an_experiment_of_a_version(
+    alice, bob, vera, charlie, workspace, two_versions, gate_dataset, django_capture_on_commit_callbacks
+):
+    tester = _client(alice)
+    detail = tester.get("/prompts/support/draft/").content.decode()
+    assert f'href="{URL}?prompt=support/draft%402"' in detail
+    page = tester.get(URL, {"prompt": "support/draft@2"})
+    assert page.status_code == 200 and gate_dataset.public_id in page.content.decode()
+    with django_capture_on_commit_callbacks(execute=False):
+        started = tester.post(URL, {"prompt": "support/draft@2", "dataset": gate_dataset.public_id})
+    experiment = Experiment.objects.get()
+    assert started.status_code == 302 and started["Location"] == f"/evals/experiments/{experiment.public_id}/"
+    assert experiment.change == {"prompt": {"name": "support/draft", "version": 2}}
+    assert experiment.name == "support/draft version 2" and experiment.created_by == "user:alice"
+    assert labels_of(get_prompt(workspace, "support/draft")) == {"latest": 2}  # nothing moved
+
+    viewer = _client(vera)
+    assert viewer.get(URL, {"prompt": "support/draft@2"}).status_code == 200
+    assert (
+        viewer.post(URL, {"prompt": "support/draft@2", "dataset": gate_dataset.public_id}).status_code == 403
+    )
+    refused = tester.post(URL, {"prompt": "support/draft@2", "dataset": "ds_nope"})
+    assert refused.status_code == 400 and "choose a dataset" in refused.content.decode()
+    for bad in ("support/draft@9", "support/draft", "nope@1", "a\x00@1", ""):
+        assert tester.get(URL, {"prompt": bad}).status_code == 404
+    outsider = _client(charlie)
+    assert outsider.get(URL, {"prompt": "support/draft@2"}).status_code == 404
+    assert Experiment.objects.count() == 1
