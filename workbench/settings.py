@@ -106,7 +106,10 @@ if DATABASE_REPLICA_URL:
     DATABASES["replica"] = database_from_url(DATABASE_REPLICA_URL, base_dir=BASE_DIR)
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests: the same database under two aliases
     DATABASE_ROUTERS = ["workbench.replica.ReplicaRouter"]
-    MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1, "workbench.replica.ReplicaReadMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "workbench.replica.ReplicaReadMiddleware",
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")

@@ -249,7 +249,9 @@ class RunHub:
                     # Notifications may have been lost while the layer was away: ask the store.
                     head = await database_sync_to_async(current_last_seq)(self.run_pk)
                     if head is not None:
-                        self._merge({"type": "run.changed", "run_pk": self.run_pk, "first_seq": 0, "last_seq": head})
+                        self._merge(
+                            {"type": "run.changed", "run_pk": self.run_pk, "first_seq": 0, "last_seq": head}
+                        )
                         self._schedule()
                 first = False
                 while True:

@@ -10,7 +10,15 @@ import pytest
 from channels.db import database_sync_to_async
 from django.test import override_settings
 
-from tests.live.test_consumers import annotate, collect_until, open_socket, receive, seqs_in, settle, start_run
+from tests.live.test_consumers import (
+    annotate,
+    collect_until,
+    open_socket,
+    receive,
+    seqs_in,
+    settle,
+    start_run,
+)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -126,12 +134,14 @@ async def test_panels_are_read_once_for_every_role(channel_layer_kind, workspace
         await settle(comm)
     before = metrics.snapshot()
     last = await database_sync_to_async(
-        lambda: actions.do_commands(
-            workspace=workspace,
-            run_id=run_id,
-            commands=[cmd.BeginStep("parse"), cmd.CompleteStep("parse"), cmd.BeginStep("review")],
-            actor="user:x",
-        ).last_seq
+        lambda: (
+            actions.do_commands(
+                workspace=workspace,
+                run_id=run_id,
+                commands=[cmd.BeginStep("parse"), cmd.CompleteStep("parse"), cmd.BeginStep("review")],
+                actor="user:x",
+            ).last_seq
+        )
     )()
     owner_updates, viewer_updates = await asyncio.gather(
         collect_until(owner, last), collect_until(viewer, last)
