@@ -204,6 +204,7 @@ class RunHub:
         self.next_index = 0
         self.read_seq: int | None = None  # every row up to here is in the ring or before it
         self.read_lock = asyncio.Lock()
+        self.deliveries: set[asyncio.Future] = set()
 
     @property
     def reads_store(self) -> bool:
@@ -219,6 +220,8 @@ class RunHub:
         self.subscribers.discard(consumer)
         if not self.subscribers and self.pump is not None:
             _hubs.pop((id(self.loop), self.run_pk), None)
+            for delivery in list(self.deliveries):  # nobody left to read for
+                delivery.cancel()
             self.pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.pump
@@ -304,7 +307,9 @@ class RunHub:
         message, self.pending = self.pending, None
         if message is None:
             return
-        asyncio.ensure_future(self._deliver(message))
+        delivery = asyncio.ensure_future(self._deliver(message))
+        self.deliveries.add(delivery)
+        delivery.add_done_callback(self.deliveries.discard)
 
     async def _deliver(self, message: dict) -> None:
         if self.reads_store and message.get("status") != "deleted":
