@@ -23,7 +23,19 @@ The in-process writer first appends LIVE_BENCH_WARMUP (20) events and pauses 1 s
 processes compile templates and open connections on their first updates; those events must still
 reach every subscriber but are left out of the figures.
 
-Env: LIVE_BENCH_SUBSCRIBERS (100), LIVE_BENCH_RATE (100/s), LIVE_BENCH_SECONDS (10),
+Fan-out: "DB reads per commit batch" is the servers' `batch_reads` (a run hub reading a committed
+batch: once per process however many sockets it serves) over the writer's commits; `catchup_reads`
+are reads for sockets out of step (reconnects).
+
+Failover (LIVE_BENCH_KILL=1, multi-server profiles): halfway through the writes the last server
+is killed (SIGKILL); each of its subscribers reconnects to the next server with its last seq and
+must see every row exactly once (client-seen gaps 0, 100% delivered).
+
+The issue-29 target run: LIVE_BENCH_PROFILES=scaled4 LIVE_BENCH_SUBSCRIBERS=1000 LIVE_BENCH_RATE=10
+LIVE_BENCH_BATCH=10 LIVE_BENCH_KILL=1 (10 commits/s x 10 events).
+
+Env: LIVE_BENCH_SUBSCRIBERS (100), LIVE_BENCH_RATE (commits/s, 100), LIVE_BENCH_BATCH (events per
+commit, 1), LIVE_BENCH_SECONDS (10), LIVE_BENCH_KILL (0),
 LIVE_BENCH_PROFILES (embedded,scaled,scaled4), LIVE_BENCH_REDIS_DB (12), LIVE_BENCH_WRITER (inproc|rest), LIVE_BENCH_WARMUP (20),
 LIVE_BENCH_TIMELINE (print the worst latency per 100 events).
 """
@@ -51,6 +63,8 @@ from tests.live.cluster import ORIGIN, Cluster  # noqa: E402
 SUBSCRIBERS = int(os.environ.get("LIVE_BENCH_SUBSCRIBERS", "100"))
 RATE = float(os.environ.get("LIVE_BENCH_RATE", "100"))
 SECONDS = float(os.environ.get("LIVE_BENCH_SECONDS", "10"))
+BATCH = int(os.environ.get("LIVE_BENCH_BATCH", "1"))  # events per commit
+KILL = os.environ.get("LIVE_BENCH_KILL", "0") == "1"  # kill the last server halfway
 PROFILES = [
     p.strip()
     for p in os.environ.get("LIVE_BENCH_PROFILES", "embedded,scaled,scaled4").split(",")
@@ -58,15 +72,18 @@ PROFILES = [
 ]
 WRITER = os.environ.get("LIVE_BENCH_WRITER", "inproc")
 WARMUP = int(os.environ.get("LIVE_BENCH_WARMUP", "20"))  # events before the measured ones (inproc writer)
-CONNECT_SECONDS = float(os.environ.get("LIVE_BENCH_CONNECT_SECONDS", "180"))  # all subscribers connected
+CONNECT_SECONDS = float(os.environ.get("LIVE_BENCH_CONNECT_SECONDS", "300"))  # all subscribers connected
+CONNECT_WAVE = int(os.environ.get("LIVE_BENCH_CONNECT_WAVE", "100"))  # subscribers connecting at once
 REDIS_DB = int(os.environ.get("LIVE_BENCH_REDIS_DB", "12"))  # flushed before and after
 LAUNCHER = ROOT / "bench" / "live_server.py"
 SEQ_RE = re.compile(r'data-seq="(\d+)"')
 
 
 class Subscriber:
-    def __init__(self, url: str, cookie: str) -> None:
-        self.url = url
+    def __init__(self, urls: list[str], cookie: str, verify: bool = True) -> None:
+        self.urls = urls  # its own server first; the next ones when that one is gone
+        self.url_index = 0
+        self.verify = verify  # check the rows' seqs inside the HTML (else trust from/last: cheaper)
         self.cookie = cookie
         self.last_seq = 0
         self.received: dict[int, float] = {}
@@ -96,7 +113,7 @@ class Subscriber:
         while not self.done:
             try:
                 async with connect(
-                    f"{self.url}?last_seq={self.last_seq}",
+                    f"{self.urls[self.url_index]}?last_seq={self.last_seq}",
                     origin=ORIGIN,
                     additional_headers={"Cookie": self.cookie},
                     max_size=None,
@@ -107,15 +124,23 @@ class Subscriber:
                         self.bytes += len(raw)
                         message = orjson.loads(raw)
                         if message["type"] == "hello":
+                            if message["from_seq"] != self.last_seq:
+                                self.gaps += 1
                             self.connected.set()
                         elif message["type"] == "update":
                             if message["from_seq"] != self.last_seq:
                                 self.gaps += 1
                                 await ws.send(json.dumps({"type": "resync", "after_seq": self.last_seq}))
                                 continue
-                            for seq in SEQ_RE.findall(message["html"]):
-                                self.received.setdefault(int(seq), now)
-                                self.sent.setdefault(int(seq), message["sent_at"])
+                            if self.verify:
+                                seqs = [int(seq) for seq in SEQ_RE.findall(message["html"])]
+                                if seqs != list(range(message["from_seq"] + 1, message["last_seq"] + 1)):
+                                    self.gaps += 1
+                            else:
+                                seqs = range(message["from_seq"] + 1, message["last_seq"] + 1)
+                            for seq in seqs:
+                                self.received.setdefault(seq, now)
+                                self.sent.setdefault(seq, message["sent_at"])
                             self.last_seq = message["last_seq"]
                             self.unacked += 1
                             if self.unacked >= 4:  # cumulative acks, as live.js sends them
@@ -126,8 +151,10 @@ class Subscriber:
                                 )
                         if self.done:
                             return
-            except (ConnectionClosed, OSError, TimeoutError):
+            except (ConnectionClosed, TimeoutError):
                 pass
+            except OSError:  # refused: its server is gone, try the next one
+                self.url_index = (self.url_index + 1) % len(self.urls)
             if not self.done:
                 self.reconnects += 1
                 await asyncio.sleep(0.05)
@@ -145,7 +172,14 @@ async def inproc_writer(cluster: Cluster, seed: dict, total: int) -> tuple[dict,
         )
         await asyncio.sleep(0.5)
     control.mkdir(parents=True, exist_ok=True)
-    spec = {"workspace": "acme", "run_id": seed["run_id"], "events": total, "rate": RATE, "warmup": WARMUP}
+    spec = {
+        "workspace": "acme",
+        "run_id": seed["run_id"],
+        "events": total,
+        "rate": RATE,
+        "warmup": WARMUP,
+        "batch": BATCH,
+    }
     (control / "start.json").write_text(json.dumps(spec))
     done = control / "commits.json"
     deadline = time.monotonic() + SECONDS * 10 + 60
@@ -160,6 +194,28 @@ async def inproc_writer(cluster: Cluster, seed: dict, total: int) -> tuple[dict,
     return commits, out["failures"], out["seconds"]
 
 
+async def server_counters(cluster: Cluster, seed: dict, indexes) -> dict[str, int]:
+    counters: dict[str, int] = {}
+    async with httpx.AsyncClient(timeout=10, cookies={"sessionid": seed["sessions"]["alice"]}) as http:
+        for i in indexes:
+            try:
+                response = await http.get(cluster.url(i, "/live/metrics"))
+            except httpx.HTTPError:
+                continue
+            if response.status_code == 200:
+                for key, value in response.json()["counters"].items():
+                    counters[key] = counters.get(key, 0) + value
+    return counters
+
+
+async def kill_halfway(cluster: Cluster, seed: dict, index: int, killed: dict) -> None:
+    """SIGKILL server `index` halfway through the writes; its counters are read just before."""
+    await asyncio.sleep(1.0 + SECONDS / 2)  # the writer's warm-up pause, then half the writes
+    killed["counters"] = await server_counters(cluster, seed, [index])
+    cluster.procs[index].kill()
+    killed["at"] = time.time()
+
+
 async def rest_writer(cluster: Cluster, run_id: str, token: str, total: int) -> tuple[dict, int, float]:
     commits: dict[int, tuple[float, float]] = {}
     failures = 0
@@ -172,7 +228,7 @@ async def rest_writer(cluster: Cluster, run_id: str, token: str, total: int) -> 
             try:
                 response = await http.post(
                     cluster.url(0, f"/api/runs/{run_id}/events"),
-                    json={"events": [tool_event(run_id, i)]},
+                    json={"events": [tool_event(run_id, i * BATCH + j) for j in range(BATCH)]},
                     headers={"Authorization": f"Bearer {token}"},
                 )
             except httpx.HTTPError:
@@ -207,18 +263,34 @@ def percentile(values: list[float], q: float) -> float:
 async def scenario(cluster: Cluster, seed: dict) -> dict:
     run_id, token = seed["run_id"], seed["token"]
     cookie = f"sessionid={seed['sessions']['alice']}"
+    n = len(cluster.ports)
     subs = [
-        Subscriber(cluster.ws_url(i % len(cluster.ports), f"/ws/runs/{run_id}/"), cookie)
+        Subscriber(
+            [cluster.ws_url((i + k) % n, f"/ws/runs/{run_id}/") for k in range(n)],
+            cookie,
+            verify=i % 20 == 0,  # every 20th checks the rows in the HTML; the others trust the range
+        )
         for i in range(SUBSCRIBERS)
     ]
-    tasks = [asyncio.create_task(s.run()) for s in subs]
-    await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in subs)), CONNECT_SECONDS)
+    tasks = []
+    connect_by = time.monotonic() + CONNECT_SECONDS
+    for start in range(0, len(subs), CONNECT_WAVE):  # in waves: a handshake storm only times out
+        wave = subs[start : start + CONNECT_WAVE]
+        tasks += [asyncio.create_task(s.run()) for s in wave]
+        await asyncio.wait_for(
+            asyncio.gather(*(s.connected.wait() for s in wave)), max(1.0, connect_by - time.monotonic())
+        )
 
     total = int(RATE * SECONDS)
+    killed: dict = {}
+    victim = n - 1 if KILL and n > 1 else None
+    killer = asyncio.create_task(kill_halfway(cluster, seed, victim, killed)) if victim is not None else None
     if WRITER == "rest":
         commits, failures, write_seconds = await rest_writer(cluster, run_id, token, total)
     else:
         commits, failures, write_seconds = await inproc_writer(cluster, seed, total)
+    if killer is not None:
+        await killer
     last = max(commits) if commits else 0
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(s.last_seq < last for s in subs):
@@ -233,11 +305,14 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
     pairs = sum(1 for s in subs for seq in seqs if seq in s.received)
     everyone = sum(1 for seq in seqs if all(seq in s.received for s in subs))
     after_commit, after_request, server_side, client_side = [], [], [], []
+    stayed = []  # commit -> receipt of the subscribers whose server lived (a kill's reconnects aside)
     for s in subs:
         for seq in seqs:
             if seq in s.received:
                 started, finished = commits[seq]
                 after_commit.append(max(0.0, s.received[seq] - finished) * 1000)
+                if s.url_index == 0:
+                    stayed.append(after_commit[-1])
                 after_request.append((s.received[seq] - started) * 1000)
                 server_side.append((s.sent[seq] - finished) * 1000)
                 client_side.append((s.received[seq] - s.sent[seq]) * 1000)
@@ -249,14 +324,21 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
                     lat = (s_.received[seq] - commits[seq][1]) * 1000
                     worst[seq // 100] = max(worst.get(seq // 100, 0), lat)
         print("  worst per 100 events: " + " ".join(f"{v:.0f}" for _, v in sorted(worst.items())))
-    counters: dict[str, int] = {}
-    async with httpx.AsyncClient(timeout=10, cookies={"sessionid": seed["sessions"]["alice"]}) as http:
-        for i in range(len(cluster.ports)):
-            response = await http.get(cluster.url(i, "/live/metrics"))
-            if response.status_code == 200:
-                for key, value in response.json()["counters"].items():
-                    counters[key] = counters.get(key, 0) + value
-    keys = ("broadcasts", "coalesced", "renders", "updates_sent", "drops", "resyncs", "gaps")
+    counters = await server_counters(cluster, seed, [i for i in range(n) if i != victim])
+    for key, value in killed.get("counters", {}).items():
+        counters[key] = counters.get(key, 0) + value
+    keys = (
+        "broadcasts",
+        "coalesced",
+        "batch_reads",
+        "catchup_reads",
+        "renders",
+        "updates_sent",
+        "drops",
+        "resyncs",
+        "gaps",
+    )
+    all_commits = total + (WARMUP if WRITER != "rest" else 0)  # the measured commits + warm-up ones
     return {
         "events": len(seqs),
         "write_failures": failures,
@@ -265,6 +347,8 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
         "shown_by_all": everyone / len(seqs) if seqs else 0.0,
         "p50_after_commit": percentile(after_commit, 0.5),
         "p99_after_commit": percentile(after_commit, 0.99),
+        "p50_stayed": percentile(stayed, 0.5),
+        "p99_stayed": percentile(stayed, 0.99),
         "p50_server": percentile(server_side, 0.5),
         "p99_server": percentile(server_side, 0.99),
         "p50_client": percentile(client_side, 0.5),
@@ -275,9 +359,14 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
         "client_gaps": sum(s.gaps for s in subs),
         "megabytes": sum(s.bytes for s in subs) / 1e6,
         "server": {k: counters.get(k, 0) for k in keys},
+        "commits": all_commits,
+        "reads_per_commit": counters.get("batch_reads", 0) / all_commits if all_commits else 0.0,
+        "killed": victim,
+        "moved": sum(1 for s in subs if s.url_index != 0),
     }
 
 
+SERVERS = {"embedded": 1, "scaled": 2, "scaled4": 4}
 LABELS = {
     "embedded": "1 daphne, SQLite, in-memory layer",
     "scaled": "2 daphne, PostgreSQL, Redis layer",
@@ -299,10 +388,10 @@ def run_profile(name: str) -> dict:
 
 
 def main() -> int:
-    how = "REST appends to server 0" if WRITER == "rest" else "in-process appends in server 0"
+    how = "REST appends to server 0" if WRITER == "rest" else "in-process appends"
     print(
-        f"live bench: {SUBSCRIBERS} subscribers on one run, writer {RATE:.0f} events/s for {SECONDS:.0f} s "
-        f"({how}, one commit per event)"
+        f"live bench: {SUBSCRIBERS} subscribers on one run, writer {RATE:.0f} commits/s x {BATCH} events "
+        f"for {SECONDS:.0f} s ({how}){', killing the last server halfway' if KILL else ''}"
     )
     ok = True
     for name in PROFILES:
@@ -333,6 +422,16 @@ def main() -> int:
             f"{r['megabytes']:.1f} MB received"
         )
         print("  server counters " + ", ".join(f"{k} {v}" for k, v in r["server"].items()))
+        print(
+            f"  DB reads per commit batch {r['reads_per_commit']:.2f}   ({r['server']['batch_reads']} hub reads / "
+            f"{r['commits']} commits; target <= {SERVERS.get(name, 1)} processes)"
+        )
+        if r["killed"] is not None:
+            print(f"  killed server {r['killed']} halfway: {r['moved']} subscribers moved to another server")
+            print(
+                f"  commit -> receipt of the subscribers that stayed  p50 {r['p50_stayed']:.0f} ms"
+                f"  p99 {r['p99_stayed']:.0f} ms"
+            )
         ok = ok and r["shown_by_all"] == 1.0 and r["p99_after_commit"] < 250
     print(f"\nlive bench: {'targets met' if ok else 'targets NOT met'}")
     return 0

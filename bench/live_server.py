@@ -4,10 +4,10 @@
     python bench/live_server.py write CONTROL_DIR      (the writer alone, no server)
 
 Serves workbench.asgi:application like `daphne -b 127.0.0.1 -p PORT`. A writer thread waits for
-CONTROL_DIR/start.json ({"workspace", "run_id", "events", "rate", "warmup"}), appends `warmup`
-events (not measured), pauses 1 s, then appends `events`
-`tool_call` events (through the session API, runs.execution.session: one action, one commit per event) at
-the given rate, and writes CONTROL_DIR/commits.json: {seq: unix time right after the
+CONTROL_DIR/start.json ({"workspace", "run_id", "events", "rate", "warmup", "batch"}), appends
+`warmup` events (not measured), pauses 1 s, then appends `events` commits of `batch` (default 1)
+`tool_call` events each (through the session API, runs.execution.session: one action, one commit per
+batch) at `rate` commits per second, and writes CONTROL_DIR/commits.json: {seq: unix time right after the
 commit returned}. In-process, because with the in-memory channel layer only a write inside the
 serving process can reach its sockets (as with the playground or an embedded host application).
 """
@@ -60,13 +60,14 @@ def writer(control: Path) -> None:
         time.sleep(1 / spec["rate"])
     first_measured = (session.run.last_seq + 1) if warmup else 1
     time.sleep(1.0 if warmup else 0)
+    batch = int(spec.get("batch", 1))
     t0 = time.monotonic()
     for i in range(spec["events"]):
         delay = t0 + i / spec["rate"] - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         try:
-            result = session.append_events([tool_event(spec["run_id"], i)])
+            result = session.append_events([tool_event(spec["run_id"], i * batch + j) for j in range(batch)])
         except Exception:
             failures += 1
             close_old_connections()
@@ -75,7 +76,13 @@ def writer(control: Path) -> None:
         for seq in result.seqs:
             commits[seq] = committed
     elapsed = time.monotonic() - t0
-    out = {"commits": commits, "failures": failures, "seconds": elapsed, "first_measured": first_measured}
+    out = {
+        "commits": commits,
+        "failures": failures,
+        "seconds": elapsed,
+        "first_measured": first_measured,
+        "warmup_commits": warmup,
+    }
     (control / "commits.tmp").write_text(json.dumps(out))
     (control / "commits.tmp").rename(control / "commits.json")
 

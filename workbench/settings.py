@@ -98,6 +98,18 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     private_sqlite_file(DATABASES["default"]["NAME"])  # 0600, and so its -wal and -shm files
+# A streaming read replica of the primary (docs/scaling.md): page and list reads go there, a request
+# that wrote and a browser that wrote in the last REPLICA_PIN_SECONDS read the primary.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
+REPLICA_PIN_SECONDS = env_float("REPLICA_PIN_SECONDS", 5.0, minimum=0.0)
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = database_from_url(DATABASE_REPLICA_URL, base_dir=BASE_DIR)
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests: the same database under two aliases
+    DATABASE_ROUTERS = ["workbench.replica.ReplicaRouter"]
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "workbench.replica.ReplicaReadMiddleware",
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")

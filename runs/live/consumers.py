@@ -21,12 +21,15 @@ at most `LIVE_MAX_INFLIGHT` un-acked updates per subscriber; while the client la
 pile up as a seq range (and go out as one bigger update); a client that acks nothing for
 `LIVE_ACK_TIMEOUT_SECONDS` is dropped with a resync notice. Writers never wait for any of this.
 
-Fan-out: one `RunHub` per run and process holds the only channel-layer subscription (group
-`run.<id>`) and wakes its pages together at most every `LIVE_MIN_UPDATE_SECONDS`, so pages in step
-share one rendering (`UpdateCache`) and the layer carries one message per process, not per page.
+Fan-out (`runs.live.fanout`): one `RunHub` per run and process holds the only channel-layer
+subscription (group `run.<id>`), reads each committed batch from the store once, at most every
+`LIVE_MIN_UPDATE_SECONDS`, and keeps it as a numbered segment; every page of the run in the
+process composes its update from those segments. DB reads per commit batch equal the number of
+processes, the layer carries one message per process, not per page.
 
 Settings (all optional): LIVE_COALESCE_SECONDS (publisher window, 0.03), LIVE_MIN_UPDATE_SECONDS
-(0.05), LIVE_MAX_INFLIGHT (8), LIVE_ACK_TIMEOUT_SECONDS (10), LIVE_MAX_ROWS_PER_UPDATE (200).
+(0.05), LIVE_MAX_INFLIGHT (8), LIVE_ACK_TIMEOUT_SECONDS (10), LIVE_MAX_ROWS_PER_UPDATE (200),
+LIVE_HUB_SEGMENTS (64, batches a hub keeps for pages in step).
 
 `/ws/workspace/` (runs list, review inbox) sends `{"type": "run.changed", "run_id", "workspace_id",
 "last_seq", "status"}` for the runs of every workspace the user belongs to; pages refresh over HTTP.
@@ -37,13 +40,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import contextvars
-import dataclasses
 import logging
 import time
-from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import orjson
 from channels.consumer import get_handler_name
@@ -53,8 +51,17 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from runs.actions.permissions import Action, role_allows
-from runs.live.fragments import CSRF_PLACEHOLDER, RenderedUpdate, render_fragments
-from runs.live.publisher import access_group, metrics, publisher, run_group, workspace_group
+from runs.live.fanout import (  # noqa: F401  (hub_for, close_render_connection: imported from here)
+    Plan,
+    Subscription,
+    close_render_connection,
+    current_last_seq,
+    hub_for,
+    setting,
+    update_cache,
+)
+from runs.live.fragments import CSRF_PLACEHOLDER, RenderedUpdate
+from runs.live.publisher import access_group, metrics, publisher, workspace_group
 from runs.models import Membership, Run
 from runs.web.request import SESSION_KEY
 from runs.web.wire import wire_json
@@ -64,19 +71,6 @@ log = logging.getLogger(__name__)
 CLOSE_RESYNC = 4000
 CLOSE_FORBIDDEN = 4403
 CLOSE_GONE = 4404
-
-
-def _setting(name: str, default: float) -> float:
-    return float(getattr(settings, name, default))
-
-
-@dataclass(frozen=True)
-class Subscription:
-    run_id: str  # the protocol id, as in the page's URL
-    workspace_id: int
-    role: str
-    last_seq: int
-    run_pk: int  # the run row: what groups, hubs and renders are keyed by
 
 
 def session_workspace_slug(scope: dict) -> str | None:
@@ -109,256 +103,6 @@ def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subsc
     if run is None:
         return None
     return Subscription(run.run_id, run.workspace_id, membership.role, run.last_seq, run.pk)
-
-
-def allowed_roles(workspace_id: int, user_ids: list[int]) -> dict[int, str]:
-    """user id -> role, for those of `user_ids` who may still watch runs of the workspace."""
-
-    rows = Membership.objects.filter(
-        workspace_id=workspace_id, user_id__in=user_ids, user__is_active=True
-    ).values_list("user_id", "role")
-    return {user_id: role for user_id, role in rows if role_allows(role, Action.VIEW_RUN)}
-
-
-def current_last_seq(run_pk: int | str) -> int | None:
-
-    if not isinstance(run_pk, int):  # another kind of hub (a playground execution)
-        return None
-    return Run.unscoped.filter(pk=run_pk).values_list("last_seq", flat=True).first()
-
-
-# --------------------------------------------------------------------------------------------
-# Rendering, shared by every subscriber of this process
-
-
-class UpdateCache:
-    """Rendered updates keyed by (run, from, to, role); concurrent misses render once."""
-
-    def __init__(self, size: int = 256) -> None:
-        self.size = size
-        self._entries: OrderedDict[tuple, asyncio.Future] = OrderedDict()
-
-    async def get(self, sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
-        if upto_seq <= from_seq:  # panels only: always fresh, never cached
-            return await _render(sub, from_seq, upto_seq)
-        key = (sub.run_pk, from_seq, upto_seq, sub.role)
-        future = self._entries.get(key)
-        if future is not None and not (future.done() and future.exception() is not None):
-            self._entries.move_to_end(key)
-            return await asyncio.shield(future)
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self._entries[key] = future
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-        try:
-            result = await _render(sub, from_seq, upto_seq)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved
-            self._entries.pop(key, None)
-            raise
-        future.set_result(result)
-        return result
-
-
-update_cache = UpdateCache()
-
-
-# Renders run on a thread of their own, off the thread that serves sync HTTP views (so pushing
-# to sockets never queues page requests or API writes behind it). Unlike database_sync_to_async,
-# which closes the connection after every call (CONN_MAX_AGE=0 by default), this thread keeps its
-# connection: a render per broadcast would otherwise open a database connection per broadcast. A
-# connection that went bad is dropped and the render retried once on a fresh one.
-_render_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-render")
-
-
-def close_render_connection() -> None:
-    """Close the render thread's database connection (tests, before the test database goes)."""
-    from django.db import connections
-
-    _render_pool.submit(connections.close_all).result()
-
-
-def _render_with_connection(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
-    from django.db import DatabaseError, connection
-
-    try:
-        return render_update(sub, from_seq, upto_seq)
-    except DatabaseError:
-        connection.close()
-        return render_update(sub, from_seq, upto_seq)
-
-
-async def _render(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
-    metrics.add("renders")
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(
-        _render_pool, contextvars.copy_context().run, _render_with_connection, sub, from_seq, upto_seq
-    )
-
-
-def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
-
-    return render_fragments(run_pk=sub.run_pk, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
-
-
-# --------------------------------------------------------------------------------------------
-# Per-process fan-out
-
-
-class RunHub:
-    """The one subscription of this process to a run's group, shared by its local sockets.
-
-    A hundred pages open on one run cost one channel-layer delivery per broadcast in this process
-    (not a hundred); each page's sender is then woken directly. Hubs live per event loop.
-    """
-
-    def __init__(self, run_pk: int | str, loop: asyncio.AbstractEventLoop, workspace_id: int = 0) -> None:
-        self.run_pk = run_pk
-        self.workspace_id = workspace_id
-        self.loop = loop
-        self.subscribers: set[RunLiveConsumer] = set()
-        self.channel: str | None = None
-        self.pump: asyncio.Task | None = None
-        self.ready = asyncio.Event()
-        self.pending: dict | None = None  # notifications merged since the last tick
-        self.last_tick = 0.0
-        self.tick_handle: asyncio.TimerHandle | None = None
-
-    async def add(self, consumer: RunLiveConsumer, layer) -> None:
-        self.subscribers.add(consumer)
-        if self.pump is None:
-            self.pump = asyncio.ensure_future(self._pump(layer))
-        await self.ready.wait()  # joined the group: nothing committed from now on is missed
-
-    async def remove(self, consumer: RunLiveConsumer) -> None:
-        self.subscribers.discard(consumer)
-        if not self.subscribers and self.pump is not None:
-            _hubs.pop((id(self.loop), self.run_pk), None)
-            self.pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.pump
-
-    async def _pump(self, layer) -> None:
-        group = run_group(self.run_pk)
-        access = access_group(self.workspace_id)
-        first = True
-        while True:
-            try:
-                self.channel = (
-                    await layer.new_channel()
-                )  # the default prefix: channels_redis shares one reader
-                await layer.group_add(group, self.channel)
-                if self.workspace_id:
-                    await layer.group_add(access, self.channel)
-                self.ready.set()
-                if not first:
-                    # Notifications may have been lost while the layer was away: ask the store.
-                    head = await database_sync_to_async(current_last_seq)(self.run_pk)
-                    if head is not None:
-                        self._merge(
-                            {
-                                "type": "run.changed",
-                                "run_pk": self.run_pk,
-                                "first_seq": 0,
-                                "last_seq": head,
-                                "status": None,
-                            }
-                        )
-                        self._schedule()
-                first = False
-                while True:
-                    message = await layer.receive(self.channel)
-                    if message.get("type") == "access.changed":
-                        asyncio.ensure_future(self.recheck())
-                        continue
-                    if message.get("type") != "run.changed":
-                        continue
-                    self._merge(message)
-                    self._schedule()
-            except asyncio.CancelledError:
-                if self.tick_handle is not None:
-                    self.tick_handle.cancel()
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(layer.group_discard(group, self.channel))
-                    await asyncio.shield(layer.group_discard(access, self.channel))
-                raise
-            except Exception:
-                metrics.add("layer_errors")
-                log.exception("live: the channel layer failed for run #%s; rejoining", self.run_pk)
-                await asyncio.sleep(1.0)
-
-    def _merge(self, message: dict) -> None:
-        pending = self.pending
-        if pending is None:
-            self.pending = dict(message)
-            return
-        first = int(message.get("first_seq") or 0)
-        if first and (not pending.get("first_seq") or first < pending["first_seq"]):
-            pending["first_seq"] = first
-        pending["last_seq"] = max(int(pending.get("last_seq") or 0), int(message.get("last_seq") or 0))
-        if message.get("status") and pending.get("status") != "deleted":
-            pending["status"] = message["status"]
-
-    def _schedule(self) -> None:
-        """Wake the local pages at most once per LIVE_MIN_UPDATE_SECONDS, all at the same moment:
-        pages in step ask for the same seq range, so one rendering serves them all."""
-        if self.tick_handle is not None:
-            return
-        spacing = _setting("LIVE_MIN_UPDATE_SECONDS", 0.05)
-        wait = self.last_tick + spacing - self.loop.time()
-        if wait <= 0 or (self.pending or {}).get("status") == "deleted":
-            self._tick()
-        else:
-            self.tick_handle = self.loop.call_later(wait, self._tick)
-
-    def _tick(self) -> None:
-        self.tick_handle = None
-        self.last_tick = self.loop.time()
-        message, self.pending = self.pending, None
-        if message is None:
-            return
-        asyncio.ensure_future(self._deliver(message))
-
-    async def _deliver(self, message: dict) -> None:
-        # Authorization is not only at connect: who may still watch is asked again (one query for
-        # every page of this run in this process) before anything new is pushed.
-        await self.recheck()
-        for consumer in list(self.subscribers):
-            consumer.on_change(message)
-
-    async def recheck(self) -> None:
-        """Close the pages whose user lost access (membership removed, user deactivated) and give
-        the others their current role (which decides the gate panel's controls)."""
-        subscribers = [c for c in self.subscribers if getattr(c, "sub", None) is not None]
-        if not subscribers:
-            return
-        users = sorted({c.user_pk for c in subscribers})
-        try:
-            roles = await database_sync_to_async(allowed_roles)(self.workspace_id, users)
-        except Exception:
-            log.exception("live: access re-check failed for run #%s", self.run_pk)
-            return
-        for consumer in subscribers:
-            role = roles.get(consumer.user_pk)
-            if role is None:
-                await consumer.revoke()
-            elif role != consumer.sub.role:
-                consumer.sub = dataclasses.replace(consumer.sub, role=role)
-                consumer.panel_digests = {}
-
-
-_hubs: dict[tuple[int, int | str], RunHub] = {}
-
-
-def hub_for(run_pk: int | str, workspace_id: int = 0) -> RunHub:
-    loop = asyncio.get_running_loop()
-    key = (id(loop), run_pk)
-    hub = _hubs.get(key)
-    if hub is None or hub.loop is not loop:
-        hub = _hubs[key] = RunHub(run_pk, loop, workspace_id)
-    return hub
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,7 +143,7 @@ class RunLiveConsumer(LiveConsumer):
         self.sub = sub
         publisher.attach_loop(asyncio.get_running_loop())
         self.target_seq = 0
-        self.status_dirty = False
+        self.seg_index = -1  # the hub segment this page follows (-1: not at a segment boundary)
         self.wake = asyncio.Event()
         self.user_pk = self.scope["user"].pk
         self.hub = hub_for(sub.run_pk, sub.workspace_id)
@@ -410,6 +154,7 @@ class RunLiveConsumer(LiveConsumer):
         # Read the head only after the hub joined the group: nothing committed from here on is missed.
         head = await database_sync_to_async(current_last_seq)(sub.run_pk)
         head = sub.last_seq if head is None else head
+        self.hub.note_head(head)
         client_seq = self._client_seq(head)
         if client_seq < head:
             metrics.add("resyncs")
@@ -417,6 +162,8 @@ class RunLiveConsumer(LiveConsumer):
         self.acked_seq = client_seq
         self.unacked: collections.deque[int] = collections.deque()  # last_seq of each un-acked update
         self.target_seq = max(self.target_seq, head)
+        if client_seq == self.hub.read_seq:
+            self.seg_index = self.hub.next_index
         self.panel_digests: dict[str, str] = {}  # what this page shows now (unknown until we send)
         self.last_ack_at = asyncio.get_running_loop().time()
         self.acked = asyncio.Event()
@@ -462,9 +209,7 @@ class RunLiveConsumer(LiveConsumer):
             metrics.add("gaps")  # a notification was lost or merged: the store still has the rows
         if last > self.target_seq:
             self.target_seq = last
-        else:
-            self.status_dirty = True  # a projection-only change (or a duplicate): refresh the panels
-        self.wake.set()
+        self.wake.set()  # the hub's new segments (rows or panels) are waiting
 
     async def revoke(self) -> None:
         """The user may no longer watch this run: say so and close (as at connect: 4403)."""
@@ -503,62 +248,84 @@ class RunLiveConsumer(LiveConsumer):
             if isinstance(seq, int) and 0 <= seq <= self.sent_seq:
                 metrics.add("resyncs")
                 self.sent_seq = self.acked_seq = seq
+                self.seg_index = -1
                 self.unacked.clear()
                 self.last_ack_at = asyncio.get_running_loop().time()
                 self.acked.set()
                 self.wake.set()
 
-    # -- the per-subscriber sender
+    # -- the per-subscriber sender: composes from the hub's segments, reads only to catch up
     async def _sender(self) -> None:
         assert self.sub is not None
-        max_inflight = int(_setting("LIVE_MAX_INFLIGHT", 8))
-        ack_timeout = _setting("LIVE_ACK_TIMEOUT_SECONDS", 10.0)
-        batch = int(_setting("LIVE_MAX_ROWS_PER_UPDATE", 200))
+        max_inflight = int(setting("LIVE_MAX_INFLIGHT", 8))
+        ack_timeout = setting("LIVE_ACK_TIMEOUT_SECONDS", 10.0)
+        batch = int(setting("LIVE_MAX_ROWS_PER_UPDATE", 200))
         loop = asyncio.get_running_loop()
         while not self.closing:
             await self.wake.wait()
             self.wake.clear()
-            while self.sent_seq < self.target_seq or self.status_dirty:
+            while not self.closing and (
+                self.sent_seq < self.target_seq or self.seg_index < self.hub.next_index
+            ):
                 while len(self.unacked) >= max_inflight:
                     self.acked.clear()
                     waited = loop.time() - self.last_ack_at
                     try:
                         await asyncio.wait_for(self.acked.wait(), max(0.05, ack_timeout - waited))
                     except TimeoutError:
-                        await self._drop("slow")
+                        await self.drop("slow")
                         return
-                upto = min(self.target_seq, self.sent_seq + batch)
-                self.status_dirty = False
+                plan = self.hub.plan(self.sent_seq, self.seg_index, batch)
+                if plan is None:  # the hub has not read that far yet: it wakes us when it has
+                    self.hub.request(self.target_seq)
+                    break
+                if not plan.segments and plan.catchup is None:
+                    self.seg_index = plan.next_index
+                    continue
                 try:
-                    update = await update_cache.get(self.sub, self.sent_seq, upto)
+                    updates = await self._updates(plan)
                 except Exception:  # e.g. the run was deleted meanwhile: the page reconnects and sees
-                    log.exception(
-                        "live: rendering run %s %s..%s failed", self.sub.run_id, self.sent_seq, upto
-                    )
-                    await self._drop("error")
+                    log.exception("live: rendering run %s after %s failed", self.sub.run_id, self.sent_seq)
+                    await self.drop("error")
                     return
-                await self.send(text_data=self._compose(update))
+                upto = updates[-1].upto_seq
+                await self.send(text_data=self._compose(updates))
                 metrics.add("updates_sent")
                 metrics.add("rows_sent", upto - self.sent_seq)
                 self.sent_seq = upto
+                self.seg_index = plan.next_index
                 self.unacked.append(upto)
 
-    def _compose(self, update: RenderedUpdate) -> str:
-        """The update as this subscriber needs it: rows plus the panels that changed for it."""
-        parts = [update.rows.encoded] if update.rows is not None else []
-        if update.spans is not None:
-            parts.append(update.spans.encoded)
-        for panel in update.panels:
+    async def _updates(self, plan: Plan) -> list[RenderedUpdate]:
+        assert self.sub is not None
+        if plan.catchup is not None:
+            return [await update_cache.get(self.sub, *plan.catchup)]
+        updates = []
+        for segment in plan.segments:
+            update = segment.batch.for_role(self.sub.role)
+            if update is None:  # a role the hub did not render for (it changed meanwhile)
+                update = await update_cache.get(self.sub, segment.batch.after_seq, segment.batch.upto_seq)
+            updates.append(update)
+        return updates
+
+    def _compose(self, updates: list[RenderedUpdate]) -> str:
+        """The updates as one message for this subscriber: their rows, then the latest version of
+        each panel that changed for it."""
+        parts = []
+        for u in updates:
+            parts += [f.encoded for f in (u.rows, u.spans) if f is not None]
+        latest = {panel.name: panel for u in updates for panel in u.panels}
+        for panel in latest.values():
             if self.panel_digests.get(panel.name) != panel.digest:
                 self.panel_digests[panel.name] = panel.digest
                 parts.append(panel.encoded)
         html = "".join(parts).replace(CSRF_PLACEHOLDER, self.csrf_token)
         return (
-            f'{{"type":"update","from_seq":{update.after_seq},"last_seq":{update.upto_seq},'
-            f'"status":{_dumps(update.status)},"sent_at":{time.time():.4f},"html":"{html}"}}'
+            f'{{"type":"update","from_seq":{updates[0].after_seq},"last_seq":{updates[-1].upto_seq},'
+            f'"status":{_dumps(updates[-1].status)},"sent_at":{time.time():.4f},"html":"{html}"}}'
         )
 
-    async def _drop(self, reason: str) -> None:
+    async def drop(self, reason: str) -> None:
         if reason == "slow":
             metrics.add("drops")
         with contextlib.suppress(Exception):

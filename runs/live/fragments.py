@@ -20,6 +20,7 @@ so one rendering serves every subscriber with the same role.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import orjson
@@ -67,8 +68,38 @@ def _fragment(name: str, html: str) -> Fragment:
 def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -> RenderedUpdate:
     """Rows after_seq+1..upto_seq and, when they may have changed, the current panels. The run is
     read fresh; `role` decides which controls show (the gate panel's buttons)."""
+    batch = render_batch(run_pk=run_pk, roles=(role,), after_seq=after_seq, upto_seq=upto_seq)
+    update = batch.for_role(role)
+    assert update is not None  # rendered for this very role
+    return update
+
+
+@dataclass(frozen=True)
+class RenderedBatch:
+    """One read of the store for every page of a run in a process: the rows once, the panels once
+    per kind of control (`can_review`), so every role present shares the same read."""
+
+    after_seq: int
+    upto_seq: int
+    status: str
+    rows: Fragment | None
+    panels: dict[bool, tuple[Fragment, ...]]  # can_review -> panels
+    spans: Fragment | None = None  # the same for every role (runs.web.trace)
+
+    def for_role(self, role: str) -> RenderedUpdate | None:
+        """This batch as `role` sees it; None when it was not rendered for that role's controls."""
+        panels = self.panels.get(role_allows(role, Action.RESOLVE_GATE))
+        if panels is None:
+            return None
+        return RenderedUpdate(self.after_seq, self.upto_seq, self.status, self.rows, panels, self.spans)
+
+
+def render_batch(*, run_pk: int, roles: Iterable[str], after_seq: int, upto_seq: int) -> RenderedBatch:
+    """Rows after_seq+1..upto_seq and, when they may have changed, the panels, read once for all of
+    `roles` (the gate panel is rendered once per distinct `can_review` among them)."""
+    kinds = sorted({role_allows(role, Action.RESOLVE_GATE) for role in roles}) or [False]
     run = Run.unscoped.defer(*HEAVY_FIELDS).get(pk=run_pk)
-    rows = None
+    rows = spans = None
     if upto_seq > after_seq:
         rows_ctx = partials.timeline_context(run, after=after_seq, limit=upto_seq - after_seq)
         html = render_to_string(f"{TEMPLATE}#timeline_rows", rows_ctx)
@@ -79,24 +110,30 @@ def render_fragments(*, run_pk: int, role: str, after_seq: int, upto_seq: int) -
         )
         spans = _spans_fragment(run, after_seq, upto_seq)
         if {row.type for row in rows_ctx["rows"]} <= PANEL_NEUTRAL_TYPES:
-            return RenderedUpdate(after_seq, upto_seq, run.status, rows, (_events_fragment(run),), spans)
-    else:
-        spans = None
+            neutral = (_events_fragment(run),)
+            return RenderedBatch(
+                after_seq, upto_seq, run.status, rows, {True: neutral, False: neutral}, spans
+            )
     run = Run.unscoped.select_related("workspace").get(pk=run_pk)
     state = run_state(run)
-    can_review = role_allows(role, Action.RESOLVE_GATE)
-    contexts = (
+    shared = (
         ("status_badge", partials.status_context(run, oob=True)),
-        ("gate_panel", partials.gate_panel_context(run, state, can_review=can_review, oob=True)),
         ("graph", partials.graph_context(run, state, oob=True)),
         ("ledger_totals", partials.ledger_totals_context(run, oob=True)),
     )
-    panels = []
-    for name, ctx in contexts:
-        ctx["csrf_token"] = CSRF_PLACEHOLDER
-        panels.append(_fragment(name, render_to_string(f"{TEMPLATE}#{name}", ctx)))
-    panels.append(_events_fragment(run))
-    return RenderedUpdate(after_seq, upto_seq, run.status, rows, tuple(panels), spans)
+    common = {name: _render_panel(name, ctx) for name, ctx in shared}
+    events = _events_fragment(run)
+    panels: dict[bool, tuple[Fragment, ...]] = {}
+    for can_review in kinds:
+        gate_ctx = partials.gate_panel_context(run, state, can_review=can_review, oob=True)
+        gate = _render_panel("gate_panel", gate_ctx)
+        panels[can_review] = (common["status_badge"], gate, common["graph"], common["ledger_totals"], events)
+    return RenderedBatch(after_seq, upto_seq, run.status, rows, panels, spans)
+
+
+def _render_panel(name: str, ctx: dict) -> Fragment:
+    ctx["csrf_token"] = CSRF_PLACEHOLDER
+    return _fragment(name, render_to_string(f"{TEMPLATE}#{name}", ctx))
 
 
 def _spans_fragment(run: Run, after_seq: int, upto_seq: int) -> Fragment | None:

@@ -80,6 +80,9 @@ class LiveMetrics:
     refused: int = 0  # connections refused (anonymous, outsider, unknown run)
     open: int = 0  # connections open now
     renders: int = 0  # updates rendered (shared by every subscriber at the same seq range and role)
+    batch_reads: int = 0  # a run hub read a committed batch (once per process, however many pages)
+    catchup_reads: int = 0  # reads for pages not in step (reconnect from an older seq, resync, lag)
+    read_errors: int = 0  # a hub's read failed (its pages were told to resync)
     updates_sent: int = 0  # update messages pushed to subscribers
     rows_sent: int = 0  # timeline rows inside those updates
     drops: int = 0  # slow subscribers disconnected and told to resync

@@ -1,0 +1,430 @@
+"""Live fan-out per process: one reader per (process, run), many sockets.
+
+A `RunHub` holds this process's only channel-layer subscription to a run's group (`run.<id>`). When
+a committed batch is announced it reads the batch from the store ONCE (rows once, panels once per
+kind of gate control among the pages open here) and keeps the result as a `Segment` in a short
+ring; every page of the run in this process then builds its update from the ring, without a query.
+DB reads per commit batch therefore equal the number of processes that have the run open, not
+the number of subscribers (`metrics.batch_reads`).
+
+Segments are contiguous (each starts at the previous one's `upto_seq`; a zero-width one carries
+panels after a projection-only change) and numbered. A page follows them by number; a page that
+is not at a segment boundary (it reconnected with an older seq, asked for a resync, or fell
+behind the ring of `LIVE_HUB_SEGMENTS`) first catches up from the store through `UpdateCache`
+(`metrics.catchup_reads`: shared by the pages asking for the same range) and then joins the ring.
+
+Authorization is re-checked in the same read (one query for every page of the run here).
+Playground executions use the same hub with a string key: they are woken, they read themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import dataclasses
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from runs.actions.permissions import Action, role_allows
+from runs.live.fragments import RenderedBatch, RenderedUpdate, render_batch, render_fragments
+from runs.live.publisher import access_group, metrics, run_group
+from runs.models import Membership, Run
+
+log = logging.getLogger(__name__)
+
+
+def setting(name: str, default: float) -> float:
+    return float(getattr(settings, name, default))
+
+
+@dataclass(frozen=True)
+class Subscription:
+    run_id: str  # the protocol id, as in the page's URL
+    workspace_id: int
+    role: str
+    last_seq: int
+    run_pk: int  # the run row: what groups, hubs and renders are keyed by
+
+
+def allowed_roles(workspace_id: int, user_ids: list[int]) -> dict[int, str]:
+    """user id -> role, for those of `user_ids` who may still watch runs of the workspace."""
+
+    rows = Membership.objects.filter(
+        workspace_id=workspace_id, user_id__in=user_ids, user__is_active=True
+    ).values_list("user_id", "role")
+    return {user_id: role for user_id, role in rows if role_allows(role, Action.VIEW_RUN)}
+
+
+def current_last_seq(run_pk: int | str) -> int | None:
+
+    if not isinstance(run_pk, int):  # another kind of hub (a playground execution)
+        return None
+    return Run.unscoped.filter(pk=run_pk).values_list("last_seq", flat=True).first()
+
+
+# --------------------------------------------------------------------------------------------
+# Reading: one thread with a connection of its own
+
+
+# Reads run on a thread of their own, off the thread that serves sync HTTP views (so pushing
+# to sockets never queues page requests or API writes behind it). Unlike database_sync_to_async,
+# which closes the connection after every call (CONN_MAX_AGE=0 by default), this thread keeps its
+# connection: a read per broadcast would otherwise open a database connection per broadcast. A
+# connection that went bad is dropped and the read retried once on a fresh one.
+_render_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-render")
+
+
+def close_render_connection() -> None:
+    """Close the render thread's database connection (tests, before the test database goes)."""
+    from django.db import connections
+
+    _render_pool.submit(connections.close_all).result()
+
+
+def _with_connection(fn, *args):
+    from django.db import DatabaseError, connection
+
+    try:
+        return fn(*args)
+    except DatabaseError:
+        connection.close()
+        return fn(*args)
+
+
+async def in_render_thread(fn, *args):
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(
+        _render_pool, contextvars.copy_context().run, _with_connection, fn, *args
+    )
+
+
+def render_update(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
+
+    return render_fragments(run_pk=sub.run_pk, role=sub.role, after_seq=from_seq, upto_seq=upto_seq)
+
+
+async def _render(sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
+    metrics.add("renders")
+    metrics.add("catchup_reads")
+    return await in_render_thread(render_update, sub, from_seq, upto_seq)
+
+
+class UpdateCache:
+    """Catch-up renders keyed by (run, from, to, role); concurrent misses render once."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple, asyncio.Future] = OrderedDict()
+
+    async def get(self, sub: Subscription, from_seq: int, upto_seq: int) -> RenderedUpdate:
+        if upto_seq <= from_seq:  # panels only: always fresh, never cached
+            return await _render(sub, from_seq, upto_seq)
+        key = (sub.run_pk, from_seq, upto_seq, sub.role)
+        future = self._entries.get(key)
+        if future is not None and not (future.done() and future.exception() is not None):
+            self._entries.move_to_end(key)
+            return await asyncio.shield(future)
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._entries[key] = future
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        try:
+            result = await _render(sub, from_seq, upto_seq)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved
+            self._entries.pop(key, None)
+            raise
+        future.set_result(result)
+        return result
+
+
+update_cache = UpdateCache()
+
+
+def read_batch(
+    run_pk: int, workspace_id: int, user_ids: list[int], ranges: Sequence[tuple[int, int]]
+) -> tuple[dict[int, str], list[RenderedBatch]]:
+    """The hub's one read per committed batch: who may still watch, then the rows and panels of
+    `ranges` for the roles they have."""
+    roles = allowed_roles(workspace_id, user_ids)
+    present = set(roles.values())
+    return roles, [render_batch(run_pk=run_pk, roles=present, after_seq=a, upto_seq=b) for a, b in ranges]
+
+
+# --------------------------------------------------------------------------------------------
+# The hub
+
+
+@dataclass(frozen=True)
+class Segment:
+    index: int
+    batch: RenderedBatch
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a page sends next: ring segments, or a catch-up range read for it."""
+
+    segments: tuple[Segment, ...] = ()
+    catchup: tuple[int, int] | None = None
+    next_index: int = -1  # the segment the page follows after this (-1: not at a boundary yet)
+
+
+class RunHub:
+    """The one subscription of this process to a run's group, shared by its local sockets.
+
+    A hundred pages open on one run cost one channel-layer delivery and one store read per
+    broadcast in this process (not a hundred); each page's sender is then woken directly. Hubs
+    live per event loop.
+    """
+
+    def __init__(self, run_pk: int | str, loop: asyncio.AbstractEventLoop, workspace_id: int = 0) -> None:
+        self.run_pk = run_pk
+        self.workspace_id = workspace_id
+        self.loop = loop
+        self.subscribers: set[Any] = set()
+        self.channel: str | None = None
+        self.pump: asyncio.Task | None = None
+        self.ready = asyncio.Event()
+        self.pending: dict | None = None  # notifications merged since the last tick
+        self.last_tick = 0.0
+        self.tick_handle: asyncio.TimerHandle | None = None
+        # the reader (run hubs only)
+        self.segments: deque[Segment] = deque()
+        self.next_index = 0
+        self.read_seq: int | None = None  # every row up to here is in the ring or before it
+        self.read_lock = asyncio.Lock()
+        self.deliveries: set[asyncio.Future] = set()
+
+    @property
+    def reads_store(self) -> bool:
+        return isinstance(self.run_pk, int) and bool(self.workspace_id)
+
+    async def add(self, consumer, layer) -> None:
+        self.subscribers.add(consumer)
+        if self.pump is None:
+            self.pump = asyncio.ensure_future(self._pump(layer))
+        await self.ready.wait()  # joined the group: nothing committed from now on is missed
+
+    async def remove(self, consumer) -> None:
+        self.subscribers.discard(consumer)
+        if not self.subscribers and self.pump is not None:
+            _hubs.pop((id(self.loop), self.run_pk), None)
+            for delivery in list(self.deliveries):  # nobody left to read for
+                delivery.cancel()
+            self.pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.pump
+
+    def note_head(self, head: int) -> None:
+        """A page read the run's head after the hub joined the group: the ring starts there."""
+        if self.read_seq is None:
+            self.read_seq = head
+
+    def request(self, seq: int) -> None:
+        """A page knows of rows the hub has not read (its own head read): read up to `seq`."""
+        if self.read_seq is not None and seq > self.read_seq:
+            self._merge({"type": "run.changed", "run_pk": self.run_pk, "first_seq": 0, "last_seq": seq})
+            self._schedule()
+
+    async def _pump(self, layer) -> None:
+        group = run_group(self.run_pk)
+        access = access_group(self.workspace_id)
+        first = True
+        while True:
+            try:
+                self.channel = await layer.new_channel()  # default prefix: channels_redis shares one reader
+                await layer.group_add(group, self.channel)
+                if self.workspace_id:
+                    await layer.group_add(access, self.channel)
+                self.ready.set()
+                if not first:
+                    # Notifications may have been lost while the layer was away: ask the store.
+                    head = await database_sync_to_async(current_last_seq)(self.run_pk)
+                    if head is not None:
+                        self._merge(
+                            {"type": "run.changed", "run_pk": self.run_pk, "first_seq": 0, "last_seq": head}
+                        )
+                        self._schedule()
+                first = False
+                while True:
+                    message = await layer.receive(self.channel)
+                    if message.get("type") == "access.changed":
+                        asyncio.ensure_future(self.recheck())
+                        continue
+                    if message.get("type") != "run.changed":
+                        continue
+                    self._merge(message)
+                    self._schedule()
+            except asyncio.CancelledError:
+                if self.tick_handle is not None:
+                    self.tick_handle.cancel()
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(layer.group_discard(group, self.channel))
+                    await asyncio.shield(layer.group_discard(access, self.channel))
+                raise
+            except Exception:
+                metrics.add("layer_errors")
+                log.exception("live: the channel layer failed for run #%s; rejoining", self.run_pk)
+                await asyncio.sleep(1.0)
+
+    def _merge(self, message: dict) -> None:
+        pending = self.pending
+        if pending is None:
+            self.pending = dict(message)
+            return
+        first = int(message.get("first_seq") or 0)
+        if first and (not pending.get("first_seq") or first < pending["first_seq"]):
+            pending["first_seq"] = first
+        pending["last_seq"] = max(int(pending.get("last_seq") or 0), int(message.get("last_seq") or 0))
+        if message.get("status") and pending.get("status") != "deleted":
+            pending["status"] = message["status"]
+
+    def _schedule(self) -> None:
+        """Wake the local pages at most once per LIVE_MIN_UPDATE_SECONDS, all at the same moment."""
+        if self.tick_handle is not None:
+            return
+        spacing = setting("LIVE_MIN_UPDATE_SECONDS", 0.05)
+        wait = self.last_tick + spacing - self.loop.time()
+        if wait <= 0 or (self.pending or {}).get("status") == "deleted":
+            self._tick()
+        else:
+            self.tick_handle = self.loop.call_later(wait, self._tick)
+
+    def _tick(self) -> None:
+        self.tick_handle = None
+        self.last_tick = self.loop.time()
+        message, self.pending = self.pending, None
+        if message is None:
+            return
+        delivery = asyncio.ensure_future(self._deliver(message))
+        self.deliveries.add(delivery)
+        delivery.add_done_callback(self.deliveries.discard)
+
+    async def _deliver(self, message: dict) -> None:
+        if self.reads_store and message.get("status") != "deleted":
+            if not await self._read(message):
+                return
+        else:
+            # Authorization is not only at connect: who may still watch is asked again (one query
+            # for every page of this run in this process) before anything new is pushed.
+            await self.recheck()
+        for consumer in list(self.subscribers):
+            consumer.on_change(message)
+
+    # -- the reader
+    async def _read(self, message: dict) -> bool:
+        async with self.read_lock:
+            subscribers = [c for c in self.subscribers if getattr(c, "sub", None) is not None]
+            if self.read_seq is None or not subscribers:
+                return True  # the pages read the head after this commit: nothing to read for them
+            last = int(message.get("last_seq") or 0)
+            start = self.read_seq
+            step = max(1, int(setting("LIVE_MAX_ROWS_PER_UPDATE", 200)))
+            ranges = [(a, min(last, a + step)) for a in range(start, last, step)]
+            if not ranges and message.get("status"):
+                ranges = [(start, start)]  # a projection-only change: the panels again
+            users = sorted({c.user_pk for c in subscribers})
+            if ranges or users:
+                try:
+                    roles, batches = await in_render_thread(
+                        read_batch, self.run_pk, self.workspace_id, users, ranges
+                    )
+                except Exception:  # e.g. the run was deleted meanwhile: the pages reconnect and see
+                    metrics.add("read_errors")
+                    log.exception("live: reading run #%s %s..%s failed", self.run_pk, start, last)
+                    for consumer in subscribers:
+                        await consumer.drop("error")
+                    return False
+                metrics.add("batch_reads")
+                metrics.add("renders", len(batches))
+                await self._apply_roles(subscribers, roles)
+                keep = max(1, int(setting("LIVE_HUB_SEGMENTS", 64)))
+                for batch in batches:
+                    self.segments.append(Segment(self.next_index, batch))
+                    self.next_index += 1
+                    self.read_seq = batch.upto_seq
+                while len(self.segments) > keep:
+                    self.segments.popleft()
+            return True
+
+    def plan(self, sent_seq: int, index: int, max_rows: int) -> Plan | None:
+        """What a page at `sent_seq` (following segment `index`) sends next; None: wait for the hub."""
+        ring = self.segments
+        first = ring[0].index if ring else self.next_index
+        start = None
+        if first <= index < self.next_index and ring[index - first].batch.after_seq == sent_seq:
+            start = index - first
+        else:
+            for i, seg in enumerate(ring):
+                if seg.index < index:  # already sent (index -1: the page's place is not known)
+                    continue
+                b = seg.batch
+                if b.after_seq == sent_seq:
+                    start = i
+                    break
+                if b.after_seq < sent_seq < b.upto_seq:  # mid-segment: catch up to its end
+                    return Plan(catchup=(sent_seq, b.upto_seq), next_index=seg.index + 1)
+        if start is not None:
+            taken = [ring[start]]
+            rows = ring[start].batch.upto_seq - ring[start].batch.after_seq
+            for seg in list(ring)[start + 1 :]:
+                rows += seg.batch.upto_seq - seg.batch.after_seq
+                if rows > max_rows:
+                    break
+                taken.append(seg)
+            return Plan(segments=tuple(taken), next_index=taken[-1].index + 1)
+        if self.read_seq is None:
+            return None
+        boundary = ring[0].batch.after_seq if ring else self.read_seq
+        if sent_seq < boundary:  # older than the ring: read for this page (shared by its peers)
+            upto = min(boundary, sent_seq + max_rows)
+            return Plan(catchup=(sent_seq, upto), next_index=first if upto == boundary else -1)
+        if sent_seq == self.read_seq and index != self.next_index:
+            return Plan(next_index=self.next_index)  # at the head: follow from the next segment
+        return None
+
+    async def _apply_roles(self, subscribers: list, roles: dict[int, str]) -> None:
+        for consumer in subscribers:
+            role = roles.get(consumer.user_pk)
+            if role is None:
+                await consumer.revoke()
+            elif role != consumer.sub.role:
+                consumer.sub = dataclasses.replace(consumer.sub, role=role)
+                consumer.panel_digests = {}
+
+    async def recheck(self) -> None:
+        """Close the pages whose user lost access (membership removed, user deactivated) and give
+        the others their current role (which decides the gate panel's controls)."""
+        subscribers = [c for c in self.subscribers if getattr(c, "sub", None) is not None]
+        if not subscribers:
+            return
+        users = sorted({c.user_pk for c in subscribers})
+        try:
+            roles = await database_sync_to_async(allowed_roles)(self.workspace_id, users)
+        except Exception:
+            log.exception("live: access re-check failed for run #%s", self.run_pk)
+            return
+        await self._apply_roles(subscribers, roles)
+
+
+_hubs: dict[tuple[int, int | str], RunHub] = {}
+
+
+def hub_for(run_pk: int | str, workspace_id: int = 0) -> RunHub:
+    loop = asyncio.get_running_loop()
+    key = (id(loop), run_pk)
+    hub = _hubs.get(key)
+    if hub is None or hub.loop is not loop:
+        hub = _hubs[key] = RunHub(run_pk, loop, workspace_id)
+    return hub
