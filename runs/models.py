@@ -375,8 +375,7 @@ class RunSnapshot(models.Model):
 class CostRollup(models.Model):
     """Model responses summed on the write path (runs.actions.rollups), in the same transaction as
     their events: one row per workspace x run start day (UTC) x shard x call day x workflow x
-    provider x model x step x subject (user, tenant, plan) x currency x price source.
-
+    provider x model x step x subject (user, tenant, plan) x currency x price source x prompt.
     Sums are exact: tokens in ``numeric`` columns, cost and duration as decimal text (added as
     ``numeric`` on PostgreSQL, with ``Decimal`` on SQLite). ``shard`` (the run's pk modulo
     ROLLUP_SHARDS) spreads concurrent writers of one workspace over several rows. Label columns
@@ -398,6 +397,7 @@ class CostRollup(models.Model):
     currency = models.TextField(default="")  # normalized; "" for responses without a cost
     pricing = models.TextField(default="")  # who priced the calls (telemetry.pricing_source): key
     pricing_label = models.TextField(default="")
+    prompt = models.TextField(default="")  # "name@N" of the prompt version the calls used, or ""
     calls = models.BigIntegerField(default=0)
     input_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
     output_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)

@@ -23,6 +23,13 @@ A run's start day and subject never change after its row is created (the engine 
 that changes them; a bundle's document carries the same ones its first state had), so the key a
 run's calls are counted under is stable. ``manage.py rebuild_rollups`` recomputes everything
 from the events when an operator needs it (after restoring a backup, or changing ROLLUP_SHARDS).
+
+Prompt versions: a row's ``prompt`` label is ``name@N`` of the fetched prompt its calls were made
+with (``payload["workbench.prompt"]``, telemetry.prompt_label), "" for calls without one. Rows
+written before that label existed hold "" (their calls still sum into every total, under no
+prompt version); ``manage.py rebuild_rollups`` files those calls under their prompt version. A
+key whose prompt is "" hashes as it did before the label (:func:`_key_hash`), so new calls
+without a prompt add to the old rows instead of starting twins.
 """
 
 from __future__ import annotations
@@ -38,7 +45,13 @@ from django.db import connection, transaction
 
 from runs.fields import from_column, to_column
 from runs.models import CostRollup, Event, Run, RunRollup, Workspace
-from runs.protocol.telemetry import derived_total_tokens, exact_amount, normalize_currency, pricing_source
+from runs.protocol.telemetry import (
+    derived_total_tokens,
+    exact_amount,
+    normalize_currency,
+    pricing_source,
+    prompt_label,
+)
 from runs.protocol.values import loads
 
 # Concurrent writers of one workspace spread over this many rows per key (by run pk).
@@ -65,12 +78,13 @@ _LABELS = (
     "currency",
     "pricing",
     "pricing_label",
+    "prompt",
 )
 _COLUMNS = ("workspace_id", "run_day", "key_hash", "shard", *_LABELS, *_INT_SUMS, *_TEXT_SUMS)
 
 # (run_day, shard, call_day, workflow, provider, model, step, user, tenant, plan, currency, pricing,
-# pricing label)
-Key = tuple[date, int, str, str, str, str, str, str, str, str, str, str, str]
+# pricing label, prompt version)
+Key = tuple[date, int, str, str, str, str, str, str, str, str, str, str, str, str]
 # (run_day, workflow, workflow version, shard)
 RunKey = tuple[date, str, int, int]
 
@@ -99,7 +113,7 @@ def _run_labels(run: Run) -> tuple[date, int, str, str, str, str]:
 
 def response_sums(event: Mapping[str, Any]) -> tuple[tuple[str, ...], list]:
     """What one ``model_io`` response adds: its labels (call day, provider, model, step, currency,
-    price source and its label)
+    price source and its label, prompt version ``name@N`` or "")
     and its sums [1, input, output, total, cached, reasoning, duration, cost], exactly as the
     ledger reads them (runs.protocol.telemetry.ledger_entry)."""
     usage = event.get("usage")
@@ -125,6 +139,7 @@ def response_sums(event: Mapping[str, Any]) -> tuple[tuple[str, ...], list]:
         event.get("stepId") or "",
         currency,
         *pricing_source(event),
+        prompt_label(event),
     )
     return labels, [1, *tokens, Decimal(0) if duration is None else exact_amount(duration), amount]
 
@@ -135,7 +150,9 @@ def _deltas(run: Run, events: Iterable[Mapping[str, Any]], sign: int) -> dict[Ke
     for event in events:
         if event.get("type") != "model_io" or event.get("direction") != "response":
             continue
-        (call_day, provider, model, step, currency, pricing, pricing_label), sums = response_sums(event)
+        (call_day, provider, model, step, currency, pricing, pricing_label, prompt), sums = response_sums(
+            event
+        )
         key: Key = (
             day,
             shard,
@@ -150,6 +167,7 @@ def _deltas(run: Run, events: Iterable[Mapping[str, Any]], sign: int) -> dict[Ke
             currency,
             pricing,
             pricing_label,
+            prompt,
         )
         held = out.get(key)
         if held is None:
@@ -161,7 +179,9 @@ def _deltas(run: Run, events: Iterable[Mapping[str, Any]], sign: int) -> dict[Ke
 
 
 def _key_hash(key: Key) -> str:
-    text = json.dumps([key[1], *key[2:]], ensure_ascii=True, separators=(",", ":"))
+    # without a prompt, the key hashes as it did before the prompt label (old rows keep adding up)
+    labels = key[2:] if key[-1] else key[2:-1]
+    text = json.dumps([key[1], *labels], ensure_ascii=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 

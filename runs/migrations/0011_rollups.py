@@ -5,15 +5,8 @@ from django.db import migrations, models
 
 
 def backfill(apps, schema_editor):
-    """Rollups of the runs stored before them, from their events (runs.actions.rollups)."""
-    # Imported here: the arithmetic is the write path's own; a fresh database has no run to read.
-    from runs.actions import rollups
-
-    Run = apps.get_model("runs", "Run")
-    for workspace_id in Run.objects.values_list("workspace_id", flat=True).distinct().order_by():
-        runs = Run.objects.filter(workspace_id=workspace_id).order_by("pk")
-        costs, counts = rollups.recompute_runs(runs.iterator(chunk_size=2000))
-        rollups.write(workspace_id, costs, counts)
+    """Rollups of the runs stored before them: done by 0015_cost_rollup_prompt, once the table has
+    every column the write path's arithmetic (runs.actions.rollups) writes."""
 
 
 class Migration(migrations.Migration):

@@ -63,6 +63,15 @@ def _ledger_context(
         tables.append(
             {"name": "byPricing", "title": "Price source", "rows": extra["byPricing"], "unattributed": None}
         )
+    if extra["byPrompt"]:  # the prompt versions the calls were made with; the rest unattributed
+        tables.append(
+            {
+                "name": "byPrompt",
+                "title": "Prompt version",
+                "rows": extra["byPrompt"],
+                "unattributed": extra["unattributed"].get("byPrompt"),
+            }
+        )
     currency = _main_currency(exact)
     days = [
         {

@@ -383,9 +383,31 @@ def pricing_source(event: Mapping[str, Any]) -> tuple[str, str]:
     return source, label
 
 
+PROMPT_KEY = "workbench.prompt"  # in a model_io payload: the fetched prompt the call used
+
+
+def prompt_label(event: Mapping[str, Any]) -> str:
+    """``name@N`` of the prompt version a ``model_io`` response was made with (its
+    ``payload["workbench.prompt"]``: a str ``name`` and an int ``version``); "" otherwise."""
+    payload = event.get("payload")
+    ref = payload.get(PROMPT_KEY) if isinstance(payload, Mapping) else None
+    if not isinstance(ref, Mapping):
+        return ""
+    name, version = ref.get("name"), ref.get("version")
+    if not isinstance(name, str) or type(version) is not int:
+        return ""
+    return f"{name}@{version}"
+
+
 def _pricing_rank(key: str) -> tuple[int, str]:
     source = key.partition("@")[0]
     return (_PRICING_ORDER.index(source) if source in _PRICING_ORDER else 2, key)
+
+
+def _prompt_rank(key: str) -> tuple[str, int]:
+    """Prompt versions by name, then version number (``p@10`` after ``p@9``)."""
+    name, _, number = key.rpartition("@")
+    return (name, int(number))
 
 
 ROLLUPS = ("byProvider", "byModel", "byProviderModel", "byStep", "byUser", "byTenant", "byPlan")
@@ -430,6 +452,8 @@ class LedgerAccumulator:
         self.by_day: dict[str, Totals] = {}
         # ... and per price source (payload["workbench.pricing"]: who priced each response).
         self.by_pricing: dict[str, tuple[str, Totals]] = {}
+        # ... and per prompt version ("name@N", only the responses made with a fetched prompt).
+        self.by_prompt: dict[str, Totals] = {}
 
     def add_run(self, run: Mapping[str, Any]) -> None:
         """Register a run (its id appears in ``runIds`` even when it has no counted event)."""
@@ -448,6 +472,9 @@ class LedgerAccumulator:
             if bucket is None:
                 bucket = self.by_pricing[key] = (label, Totals())
             bucket[1].add(entry_delta(entry))
+            prompt = prompt_label(event)
+            if prompt:
+                self.by_prompt.setdefault(prompt, Totals()).add(entry_delta(entry))
         return True
 
     def add_events(self, run: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> None:
@@ -496,6 +523,7 @@ class LedgerAccumulator:
         count: int,
         sums: Sums,
         pricing: tuple[str, str] | None = None,
+        prompt: str = "",
     ) -> None:
         """Count ``count`` responses summed elsewhere (a rollup row): ``labels`` hold what an entry
         would (``provider``, ``model``, ``stepId``, ``subject``), ``day`` their UTC day. Tokens and
@@ -524,6 +552,8 @@ class LedgerAccumulator:
                 if bucket is None:
                     bucket = self.by_pricing[pricing[0]] = (pricing[1], Totals())
                 bucket[1].add_sum(count, delta)
+            if prompt:  # the prompt version they were made with (``prompt_label``)
+                self.by_prompt.setdefault(prompt, Totals()).add_sum(count, delta)
 
     def merge(self, other: LedgerAccumulator) -> None:
         """Fold another accumulator into this one (e.g. per-run ledgers cached separately).
@@ -550,12 +580,18 @@ class LedgerAccumulator:
             self.by_day.setdefault(day, Totals()).merge(totals)
         for key, (label, totals) in other.by_pricing.items():
             self.by_pricing.setdefault(key, (label, Totals()))[1].merge(totals)
+        for key, totals in other.by_prompt.items():
+            self.by_prompt.setdefault(key, Totals()).merge(totals)
 
     def unattributed(self, rollup: str) -> Totals | None:
         """What no bucket of ``rollup`` counts (entries without its key): the totals minus the
-        buckets, costs rounded to 12 decimals like every ledger addition. None when nothing is left."""
+        buckets, costs rounded to 12 decimals like every ledger addition. None when nothing is left.
+        ``"byPrompt"`` is the responses made without a fetched prompt."""
+        if rollup == "byPrompt":
+            buckets = list(self.by_prompt.values())
+        else:
+            buckets = [totals for _, totals in self.rollups[rollup].values()]
         rest = Totals()
-        buckets = [totals for _, totals in self.rollups[rollup].values()]
         rest.event_count = self.totals.event_count - sum(b.event_count for b in buckets)
         if rest.event_count <= 0:
             return None
@@ -575,9 +611,13 @@ class LedgerAccumulator:
         return rest
 
     def breakdown_result(self) -> dict[str, Any]:
-        """``{"unattributed": {rollup: totals}, "byDay": [{"day", "totals"}]}``: the rollups with
-        unattributed entries (any accumulator) and, with ``breakdowns=True``, days ascending."""
+        """``{"unattributed": {rollup: totals}, "byDay": [{"day", "totals"}], "byPricing": [...],
+        "byPrompt": [{"key", "label", "totals"}]}``: the rollups with unattributed entries (any
+        accumulator; ``byPrompt`` once some response has a prompt) and, with ``breakdowns=True``,
+        days ascending, price sources and prompt versions (``name@N``, by name then number)."""
         rest = {name: self.unattributed(name) for name in ROLLUPS}
+        if self.by_prompt:
+            rest["byPrompt"] = self.unattributed("byPrompt")
         return {
             "unattributed": {name: t.as_dict() for name, t in rest.items() if t is not None},
             "byDay": [{"day": d, "totals": self.by_day[d].as_dict()} for d in sorted(self.by_day)],
@@ -586,6 +626,10 @@ class LedgerAccumulator:
                 for key, (label, totals) in sorted(
                     self.by_pricing.items(), key=lambda item: _pricing_rank(item[0])
                 )
+            ],
+            "byPrompt": [
+                {"key": key, "label": key, "totals": self.by_prompt[key].as_dict()}
+                for key in sorted(self.by_prompt, key=_prompt_rank)
             ],
         }
 

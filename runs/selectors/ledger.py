@@ -26,6 +26,7 @@ _LABELS = (
     "currency",
     "pricing",
     "pricing_label",
+    "prompt",
 )
 _INTS = ("calls", "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
 
@@ -69,11 +70,12 @@ def _summed_rows(workspace: Workspace, first: date, last: date) -> list[tuple]:
 
 def ledger_from_rollups(workspace: Workspace, *, first: date, last: date) -> LedgerAccumulator:
     """The ledger of the runs started on the UTC days ``first`` .. ``last``: totals, rollups by
-    provider, model, step, user, tenant and plan, and the per-day breakdown, from the rollups."""
+    provider, model, step, user, tenant and plan, and the breakdowns per day, price source and
+    prompt version, from the rollups."""
     acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
     n = len(_LABELS)
     for row in _summed_rows(workspace, first, last):
-        day, provider, model, step, user, tenant, plan, currency, pricing, pricing_label = (
+        day, provider, model, step, user, tenant, plan, currency, pricing, pricing_label, prompt = (
             _label(t) for t in row[:n]
         )
         calls, i, o, t, c, r = (int(v) for v in row[n : n + 6])
@@ -84,6 +86,7 @@ def ledger_from_rollups(workspace: Workspace, *, first: date, last: date) -> Led
             labels,
             day=day,
             pricing=(pricing, pricing_label),
+            prompt=prompt,
             count=calls,
             sums=((i, o, t, c, r), duration, currency or None, cost),
         )

@@ -26,9 +26,11 @@ from runs.models import (
     Workspace,
 )
 from runs.presenters.prompts import diff_lines, diff_summary, render_version, variables
+
+# PROMPT_KEY: where a model_io response payload names its prompt (workbench_sdk.prompt_context)
+from runs.protocol.telemetry import PROMPT_KEY
 from runs.protocol.values import loads
 
-PROMPT_KEY = "workbench.prompt"  # in a model_io response payload (workbench_sdk.prompt_context)
 MAX_COST_EVENTS = 5000
 
 DEFAULT_LABEL = "production"

@@ -61,6 +61,18 @@ response = st.fixed_dictionaries(
         "pricing": st.sampled_from(
             [None, {"source": "workspace"}, {"source": "genai-prices", "version": "0.9"}]
         ),
+        # the fetched prompt a call used (only a str name with an int version counts)
+        "prompt": st.sampled_from(
+            [
+                None,
+                {"name": "greet", "version": 1},
+                {"name": "greet", "version": 2},
+                {"name": "summary", "version": 10},
+                {"name": "greet", "version": True},
+                {"name": 7, "version": 1},
+                "greet@1",
+            ]
+        ),
     }
 )
 
@@ -79,7 +91,9 @@ def _event(run_id: str, spec: dict) -> dict:
     if spec["cost"] is not None:
         event["cost"] = {"amount": spec["cost"][0], "currency": spec["cost"][1]}
     if spec.get("pricing") is not None:
-        event["payload"] = {"workbench.pricing": spec["pricing"]}
+        event.setdefault("payload", {})["workbench.pricing"] = spec["pricing"]
+    if spec.get("prompt") is not None:
+        event.setdefault("payload", {})["workbench.prompt"] = spec["prompt"]
     return event
 
 
@@ -191,6 +205,10 @@ def _assert_same_ledger(got: LedgerAccumulator, want: LedgerAccumulator) -> None
     assert {k: (label, _counts(t)) for k, (label, t) in got.by_pricing.items()} == {
         k: (label, _counts(t)) for k, (label, t) in want.by_pricing.items()
     }
+    assert {k: _counts(t) for k, t in got.by_prompt.items()} == {
+        k: _counts(t) for k, t in want.by_prompt.items()
+    }
+    assert {k: _costs(t) for k, t in want.by_prompt.items()} == {k: t.cost for k, t in got.by_prompt.items()}
     assert got.breakdown_result()["unattributed"].keys() == want.breakdown_result()["unattributed"].keys()
 
 
