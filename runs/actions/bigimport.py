@@ -169,7 +169,9 @@ class _StreamImport:
         for i, event in enumerate(events):
             path = f"trace[{first + i}]"
             if event["runId"] != run_id:
-                message = f"trace event {event['id']!r} belongs to run {event['runId']!r}, expected {run_id!r}"
+                message = (
+                    f"trace event {event['id']!r} belongs to run {event['runId']!r}, expected {run_id!r}"
+                )
                 self.structural = ProtocolError(_RB, message, f"{path}.runId")
                 return
             step_id = event.get("stepId")

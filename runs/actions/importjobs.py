@@ -135,7 +135,11 @@ def run_import_job(job_pk: int) -> ImportJob:
             )
         fields = {"status": ImportJobStatus.SUCCEEDED, "run_id": run.run_id, "events": run.last_seq}
     except ActionError as exc:
-        fields = {"status": ImportJobStatus.FAILED, "error_code": exc.code, "error_message": exc.message[:2000]}
+        fields = {
+            "status": ImportJobStatus.FAILED,
+            "error_code": exc.code,
+            "error_message": exc.message[:2000],
+        }
     except OSError as exc:
         fields = {
             "status": ImportJobStatus.FAILED,

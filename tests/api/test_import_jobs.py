@@ -19,7 +19,9 @@ def _post(api, data: bytes, **params):
     return api.send("POST", "/api/bundles" + (f"?{query}" if query else ""), raw=data)
 
 
-def test_a_bundle_over_the_threshold_is_a_job_the_client_polls(api, settings, django_capture_on_commit_callbacks):
+def test_a_bundle_over_the_threshold_is_a_job_the_client_polls(
+    api, settings, django_capture_on_commit_callbacks
+):
     settings.WORKBENCH_IMPORT_ASYNC_BYTES = 1000
     data = _generated(200)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:

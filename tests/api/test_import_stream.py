@@ -39,10 +39,16 @@ def stored(run: Run) -> dict:
         "events": list(
             Event.objects.filter(run=run)
             .order_by("seq")
-            .values_list("seq", "event_id", "type", "ts", "step_id", "correlation_id", "body", "actor", "span_ref")
+            .values_list(
+                "seq", "event_id", "type", "ts", "step_id", "correlation_id", "body", "actor", "span_ref"
+            )
         ),
-        "artifacts": sorted(ArtifactVersion.objects.filter(run=run).values_list("key", "version", "seq", "body")),
-        "rule_sets": sorted(RuleSetVersion.objects.filter(run=run).values_list("rule_set_id", "version", "body")),
+        "artifacts": sorted(
+            ArtifactVersion.objects.filter(run=run).values_list("key", "version", "seq", "body")
+        ),
+        "rule_sets": sorted(
+            RuleSetVersion.objects.filter(run=run).values_list("rule_set_id", "version", "body")
+        ),
         "snapshots": list(RunSnapshot.objects.filter(run=run).order_by("seq").values_list("seq", "state")),
         "cache": sorted(CachedResponse.objects.filter(run=run).values_list("key", "model", "provider")),
     }
@@ -114,7 +120,9 @@ def test_compact_bundle_and_new_id(tmp_path: Path) -> None:
     assert isinstance(mem, dict) and isinstance(streamed, dict)
     assert streamed["run"]["run_id"] != mem["run"]["run_id"]
     for part in (mem, streamed):
-        part["run"] = {k: v for k, v in part["run"].items() if k not in ("run_id", "doc", "import_doc", "state")}
+        part["run"] = {
+            k: v for k, v in part["run"].items() if k not in ("run_id", "doc", "import_doc", "state")
+        }
         part["events"] = [row[:6] + row[7:] for row in part["events"]]  # bodies name the run id
     assert streamed["events"] == mem["events"]
 
@@ -132,7 +140,9 @@ def test_compact_bundle_and_new_id(tmp_path: Path) -> None:
         (lambda t: b"7", "INVALID_RUN_BUNDLE"),
     ],
 )
-def test_bad_input_is_refused_with_the_same_code_and_nothing_stored(tmp_path: Path, change, code: str) -> None:
+def test_bad_input_is_refused_with_the_same_code_and_nothing_stored(
+    tmp_path: Path, change, code: str
+) -> None:
     mem, streamed = both(tmp_path, change(_generated(300)))
     assert mem == code
     assert streamed == code
