@@ -92,3 +92,39 @@ def test_nobody_asked_nothing_is_imported(api):
     """A job only exists because someone posted a bundle; none is created or run on its own."""
     assert api.get("/api/runs").status_code == 200
     assert ImportJob.objects.count() == 0
+
+
+def _upload(data: bytes):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile("big.json", data, content_type="application/json")
+
+
+def test_the_import_page_runs_a_large_bundle_as_a_job_with_progress(
+    workspace, alice, other_workspace, settings
+) -> None:
+    from django.test import Client
+
+    settings.WORKBENCH_IMPORT_ASYNC_BYTES = 1000
+    client = Client()
+    client.force_login(alice)
+    upload = client.post("/import/", {"bundle": _upload(_generated(100))})
+    assert upload.status_code == 200 and upload.context["large"]
+    assert b"verified while it imports" in upload.content
+    confirmed = client.post("/import/", {"confirm": "1", "token": upload.context["token"]})
+    assert confirmed.status_code == 302
+    job = ImportJob.objects.get(workspace=workspace)
+    assert confirmed["Location"] == f"/import/jobs/{job.job_id}/"
+    page = client.get(confirmed["Location"])
+    assert (
+        page.status_code == 200
+        and b'hx-trigger="every 1s"' in page.content
+        and b"queued" in page.content.lower()
+    )
+    run_import_job(job.pk)
+    done = client.get(confirmed["Location"], headers={"HX-Request": "true"})
+    assert b"every 1s" not in done.content and b"run_bench-0001" in done.content
+    assert b"<html" not in done.content  # the polled section alone
+    assert Run.unscoped.filter(workspace=workspace, run_id="run_bench-0001").exists()
+    other = ImportJob.objects.create(job_id="imp_other", workspace=other_workspace, file="x.json")
+    assert client.get(f"/import/jobs/{other.job_id}/").status_code == 404
