@@ -45,11 +45,11 @@ from runs.protocol.migrations import CURRENT_PROTOCOL_VERSION
 from runs.protocol.stream import BundleReader, TraceBatch
 from runs.protocol.validate import (
     TraceFacts,
-    _validate_events,
     check_bundle_invariants,
     validate_bundle_schema,
     validate_event,
     validate_run,
+    validate_trace_events,
 )
 from runs.protocol.values import dumps, new_id
 
@@ -140,7 +140,7 @@ class _StreamImport:
             raise NotStreamable("the trace comes before the run")
         events = batch.events
         try:
-            facts = _validate_events(events, "trace", _RB)
+            facts = validate_trace_events(events, _RB)
         except ProtocolError:
             for i, event in enumerate(events):
                 try:
