@@ -7,8 +7,10 @@ like the reference's exports) and imports it in a fresh child process into a fre
 database (``BENCH_PG_URL``, default ``.../workbench_bench_import``; SQLite with ``--sqlite``), then
 prints events/s (the whole import: streamed parse, streamed hash, validation, fold, COPY, commit),
 the streamed read alone (parse + canonical hash, no database) and the child's peak RSS
-(``ru_maxrss``) against the file's size. Targets (issue 29): >= 50,000 events/s on PostgreSQL,
-peak memory under 2 GB at 10M events. Figures only: nothing is asserted.
+(``ru_maxrss``) against the file's size, and then the retention purge of that run (do_purge_run:
+batches of 10,000 events, each its own transaction): its time and its longest transaction.
+Targets (issue 29): >= 50,000 events/s on PostgreSQL, peak memory under 2 GB at 10M events.
+Figures only: nothing is asserted.
 
 Transcript files (a post-commit sink that rewrites every event as JSONL) are off in the child:
 they are written after the import commits, outside what is measured here.
@@ -66,6 +68,23 @@ with open(sys.argv[1], "rb") as f:
 elapsed = time.perf_counter() - started
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(f"RESULT events={n} seconds={elapsed:.3f} rss={rss}")
+"""
+
+
+_PURGE = """
+import os, sys, time
+os.environ["DATABASE_URL"] = sys.argv[1]
+os.environ["WORKBENCH_TRANSCRIPTS"] = "0"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+sys.path.insert(0, sys.argv[2])
+import django
+django.setup()
+from runs.actions.retention import do_purge_run
+from runs.models import Run
+run = Run.unscoped.filter(workspace__slug="bench-import").order_by("-pk").first()
+report = do_purge_run(workspace=run.workspace, run_id=run.run_id)
+print(f"RESULT events={report.events} seconds={report.seconds:.3f}"
+      f" transactions={report.transactions} longest_ms={report.longest_transaction_ms:.1f}")
 """
 
 
@@ -140,6 +159,7 @@ def main() -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         result = _result([sys.executable, "-c", _CHILD, str(path), url, str(ROOT)])
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        purge = _result([sys.executable, "-c", _PURGE, url, str(ROOT)]) if result else None
     if result:
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         print(
@@ -149,6 +169,11 @@ def main() -> None:
         print(
             f"peak RSS of the import:          {result['rss'] / 2**20:10.0f} MB"
             f"  ({result['rss'] / size:.2f}x the file; target < 2 GB at 10M events)"
+        )
+    if purge:
+        print(
+            f"retention (do_purge_run, batches of 10,000): {purge['events']:.0f} events in {purge['seconds']:.1f} s,"
+            f" {purge['transactions']:.0f} transactions, the longest {purge['longest_ms']:.0f} ms"
         )
 
 

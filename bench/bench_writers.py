@@ -111,7 +111,14 @@ def run_profile(name: str) -> dict | None:
             cwd=ROOT, env=cluster.env(), check=True, capture_output=True, timeout=600,
         )  # fmt: skip
         result = asyncio.run(pipelines(cluster, seed["token"], cluster.n_servers))
-        out = cluster.python(_COUNTS, timeout=120)
+        out = ""
+        for _ in range(10):  # the servers' idle connections may hold the server's last slots a while
+            try:
+                out = cluster.python(_COUNTS, timeout=120)
+                break
+            except RuntimeError as exc:
+                print(f"  counting the stored events failed, retrying: {str(exc)[-120:]}", flush=True)
+                time.sleep(5)
         counts = json.loads(next(line for line in out.splitlines() if line.startswith("COUNTS "))[7:])
     lost = 0
     for run_id, seqs in result["acked"].items():
