@@ -20,10 +20,12 @@ What differs from the in-memory path, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 from django.db import transaction
 
 from runs.actions import responsecache, rollups
@@ -46,6 +48,7 @@ from runs.protocol.stream import BundleReader, TraceBatch
 from runs.protocol.validate import (
     TraceFacts,
     check_bundle_invariants,
+    validate_artifact_version,
     validate_bundle_schema,
     validate_event,
     validate_run,
@@ -114,6 +117,37 @@ class _StreamImport:
         self.gates: dict[int, dict] = {}
         self.length = 0
         self.structural: ProtocolError | None = None  # the first event of another run / unknown step
+        # the artifacts member, read in batches: kept on disk (one JSON line each) until the run
+        # row exists and the checks passed; (key, version) pairs seen, for the duplicate check
+        self.artifacts = tempfile.TemporaryFile(prefix="workbench-artifacts-")  # noqa: SIM115 (closed by close())
+        self.artifact_count = 0
+        self.artifact_versions: set[tuple[str, int]] = set()
+        self.duplicate: ProtocolError | None = None
+
+    def close(self) -> None:
+        self.artifacts.close()
+
+    def artifact_batch(self, batch: TraceBatch) -> None:
+        for i, artifact in enumerate(batch.events, batch.first):
+            try:
+                validate_artifact_version(artifact, f"artifacts[{i}]", _RB)
+            except ProtocolError as exc:
+                raise _refuse(exc) from None
+            key = (artifact["artifactKey"], int(artifact["version"]))
+            if key in self.artifact_versions and self.duplicate is None:
+                message = f"duplicate artifact version {key[0]!r} v{key[1]}"
+                self.duplicate = ProtocolError(_RB, message, f"artifacts[{i}]")
+            self.artifact_versions.add(key)
+            self.artifacts.write(orjson.dumps(artifact) + b"\n")
+        self.artifact_count += len(batch.events)
+
+    def stored_artifacts(self) -> Iterator[dict]:
+        if "artifacts" in self.members and self.artifact_count == 0:
+            yield from self.members["artifacts"]  # given whole (an empty array, or not an array)
+            return
+        self.artifacts.seek(0)
+        for line in self.artifacts:
+            yield orjson.loads(line)
 
     def member(self, key: str, value: Any) -> None:
         self.members[key] = value
@@ -210,6 +244,8 @@ class _StreamImport:
             raise _refuse(exc) from None
         if self.structural is not None:
             raise _refuse(self.structural)
+        if self.duplicate is not None:
+            raise _refuse(self.duplicate)
         signed = {**members, "trace": _SparseTrace(self.length, self.gates)}
         attestation = import_verdict(signed, sorted(self.gates))
         return self._store(attestation)
@@ -233,7 +269,13 @@ class _StreamImport:
             dumps(engine) if engine is not None and engine != state.to_engine_snapshot() else None
         )
         run.save()
-        ArtifactVersion.objects.bulk_create(artifact_row(run, art, None) for art in self.members["artifacts"])
+        rows: list[ArtifactVersion] = []
+        for artifact in self.stored_artifacts():
+            rows.append(artifact_row(run, artifact, None))
+            if len(rows) >= 5000:
+                ArtifactVersion.objects.bulk_create(rows)
+                rows = []
+        ArtifactVersion.objects.bulk_create(rows)
         RuleSetVersion.objects.bulk_create(
             RuleSetVersion(run=run, rule_set_id=rs["id"], version=0, seq=None, body=dumps(rs))
             for rs in self.members["ruleSets"]
@@ -257,15 +299,20 @@ def do_import_bundle_file(
     """
     with open(path, "rb") as file:
         reader = BundleReader(file)
+        importer = _StreamImport(workspace, actor, as_new_id, progress)
         try:
             with transaction.atomic():
-                importer = _StreamImport(workspace, actor, as_new_id, progress)
                 try:
                     for key, value in reader.items():
-                        if key != "trace":
+                        if key == "trace":
+                            if value is not None:
+                                importer.batch(value, reader.offset)
+                        elif key == "artifacts" and isinstance(value, TraceBatch):
+                            importer.artifact_batch(value)
+                        elif key == "artifacts" and value is None:
+                            importer.members["artifacts"] = []  # streamed: kept on disk, checked
+                        else:
                             importer.member(key, value)
-                        elif value is not None:
-                            importer.batch(value, reader.offset)
                 except ProtocolError as exc:
                     raise _refuse(exc) from None
                 if importer.appender is None:
@@ -274,3 +321,4 @@ def do_import_bundle_file(
                 return importer.finish(reader)
         finally:
             reader.digest.close()
+            importer.close()

@@ -51,6 +51,8 @@ CHUNK_BYTES = 4 << 20
 # Members covered by the hash other than the trace, in canonical (UTF-16 sorted) order.
 BEFORE_TRACE = ("artifacts", "engine", "ruleSets", "run")
 HASHED = (*BEFORE_TRACE, "trace")
+# Array members read in batches (the others, small, are read whole).
+STREAMED = ("trace", "artifacts")
 
 _WS = re.compile(rb"[ \t\r\n]*")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -104,57 +106,78 @@ class TraceBatch:
 
 
 class StreamDigest:
-    """SHA-256 of the canonical ``hash_input`` fed member by member, the trace in batches."""
+    """SHA-256 of the canonical ``hash_input`` fed member by member, the arrays in batches.
+
+    The hash takes the members in canonical order (``artifacts, engine, ruleSets, run, trace``).
+    ``artifacts`` comes first, so its items always go straight into the hash; the small members
+    wait as bytes; the trace goes straight in when the four members before it are complete by
+    the time it starts, else into a temporary file hashed at the end.
+    """
 
     def __init__(self) -> None:
         self.members: dict[str, bytes] = {}
-        self._hash: Any = None
+        self._hash = hashlib.sha256()
+        self._written: set[str] = set()  # members already in the hash (in canonical order)
+        self._open: str | None = None  # the array member being fed straight into the hash
         self._spool: Any = None
-        self._trace_items = 0
-        self._trace_seen = False
+        self._items: dict[str, int] = {}
 
     def member(self, key: str, canonical: bytes) -> None:
         self.members[key] = canonical
 
-    def _prefix(self) -> bytes:
-        parts = [b'"%s":%s' % (k.encode(), self.members[k]) for k in BEFORE_TRACE if k in self.members]
-        return b"{" + b",".join(parts)
+    def _put(self, text: bytes, key: str) -> None:
+        self._hash.update((b"," if self._written else b"{") + b'"%s":' % key.encode() + text)
+        self._written.add(key)
 
-    def trace_items(self, canonical: bytes, count: int) -> None:
-        """Canonical text of ``count`` consecutive trace items, comma-separated, no brackets."""
-        if not self._trace_seen:
-            self._trace_seen = True
-            if all(k in self.members for k in BEFORE_TRACE):
-                prefix = self._prefix()
-                self._hash = hashlib.sha256(prefix + (b"," if len(prefix) > 1 else b"") + b'"trace":[')
-            else:
-                self._spool = tempfile.TemporaryFile(prefix="workbench-trace-")  # noqa: SIM115 (closed in hexdigest)
+    def _put_waiting(self, until: str) -> None:
+        """Put the complete members that come before ``until`` and are not in the hash yet."""
+        for key in HASHED[: HASHED.index(until)]:
+            if key in self.members and key not in self._written:
+                self._put(self.members[key], key)
+
+    def start_array(self, key: str) -> None:
+        self._items[key] = 0
+        before = HASHED[: HASHED.index(key)]
+        if all(k in self._written or k in self.members for k in before):
+            self._put_waiting(key)
+            self._put(b"[", key)
+            self._open = key
+        else:
+            self._spool = tempfile.TemporaryFile(prefix="workbench-trace-")  # noqa: SIM115 (closed in hexdigest)
+
+    def array_items(self, key: str, canonical: bytes, count: int) -> None:
+        """Canonical text of ``count`` consecutive items of the array ``key``, comma-separated."""
         if count == 0:
             return
-        piece = (b"," if self._trace_items else b"") + canonical
-        self._trace_items += count
-        if self._hash is not None:
+        piece = (b"," if self._items[key] else b"") + canonical
+        self._items[key] += count
+        if self._open == key:
             self._hash.update(piece)
         else:
             self._spool.write(piece)
 
+    def end_array(self, key: str) -> None:
+        if self._open == key:
+            self._hash.update(b"]")
+            self._open = None
+
     def hexdigest(self) -> str:
-        if not self._trace_seen:
-            return hashlib.sha256(self._prefix() + b"}").hexdigest()
-        if self._hash is not None:
-            self._hash.update(b"]}")
-            return str(self._hash.hexdigest())
-        prefix = self._prefix()
-        digest = hashlib.sha256(prefix + (b"," if len(prefix) > 1 else b"") + b'"trace":[')
-        spool, self._spool = self._spool, None
-        try:
-            spool.seek(0)
-            while block := spool.read(1 << 20):
-                digest.update(block)
-        finally:
-            spool.close()
-        digest.update(b"]}")
-        return digest.hexdigest()
+        if self._spool is not None:  # the trace, kept until what comes before it was complete
+            self._put_waiting("trace")
+            self._put(b"[", "trace")
+            spool, self._spool = self._spool, None
+            try:
+                spool.seek(0)
+                while block := spool.read(1 << 20):
+                    self._hash.update(block)
+            finally:
+                spool.close()
+            self._hash.update(b"]")
+        self._put_waiting("trace")
+        if "trace" in self.members:
+            self._put(self.members["trace"], "trace")
+        self._hash.update(b"}" if self._written else b"{}")
+        return self._hash.hexdigest()
 
     def close(self) -> None:
         if self._spool is not None:
@@ -281,9 +304,9 @@ class BundleReader:
             while True:
                 key = self._key()
                 self._expect(b":", "':'")
-                if key == "trace" and self._peek() == b"[":
+                if key in STREAMED and self._peek() == b"[":
                     self.pos += 1
-                    yield from self._trace()
+                    yield from self._array(key)
                     yield key, None
                 else:
                     yield key, self._member(key)
@@ -312,18 +335,19 @@ class BundleReader:
         self.pos = end
         value = _parse(wrapped)
         canonical, unsafe = _canonical(wrapped, value, len(_WRAP_MEMBER), 1)
-        if key in BEFORE_TRACE:
+        if key in HASHED:
             self.digest.member(key, canonical)
         member = value["t"]
         return round_unsafe_integers(member) if unsafe else member
 
     # ------------------------------------------------------------------ trace
 
-    def _trace(self) -> Iterator[tuple[str, TraceBatch]]:
+    def _array(self, key: str) -> Iterator[tuple[str, TraceBatch]]:
         index = 0
-        self.digest.trace_items(b"", 0)
+        self.digest.start_array(key)
         if self._peek() == b"]":
             self.pos += 1
+            self.digest.end_array(key)
             return
         closer = b"}"
         while True:
@@ -335,10 +359,11 @@ class BundleReader:
                 if index == 0:
                     closer = self._closer_after(found[0])
             events, canonical, closed = found
-            self.digest.trace_items(canonical, len(events))
-            yield "trace", TraceBatch(index, events)
+            self.digest.array_items(key, canonical, len(events))
+            yield key, TraceBatch(index, events)
             index += len(events)
             if closed:
+                self.digest.end_array(key)
                 return
 
     def _closer_after(self, first: list[Any]) -> bytes:
