@@ -42,7 +42,17 @@ REDIS_DB = int(os.environ.get("WRITERS_REDIS_DB", "13"))
 # Requests in flight at once across the servers, as a proxy in front of them caps them (maxconn):
 # Django's ASGI handler runs each request in a thread of its own with its own database
 # connection, so 200 in flight would need 200 PostgreSQL connections (the server allows 100).
-INFLIGHT = int(os.environ.get("WRITERS_INFLIGHT", "48"))
+INFLIGHT = int(os.environ.get("WRITERS_INFLIGHT", "32"))
+
+
+class _Cluster(Cluster):
+    """The servers close their connection after each request (no persistent connection per
+    request thread, which would pile up to the server's limit under 200 writers)."""
+
+    @property
+    def database_url(self) -> str:
+        return super().database_url.replace("?conn_max_age=60", "")
+
 
 _RUNS = """
 import json, sys
@@ -104,9 +114,9 @@ async def pipelines(cluster: Cluster, token: str, servers: int) -> dict:
 
 def run_profile(name: str) -> dict | None:
     if name == "postgres":
-        cluster = Cluster(database="postgres", redis_db=REDIS_DB, servers=SERVERS)
+        cluster = _Cluster(database="postgres", redis_db=REDIS_DB, servers=SERVERS)
     else:
-        cluster = Cluster(database="sqlite", servers=1)
+        cluster = _Cluster(database="sqlite", servers=1)
     with cluster:
         seed = cluster.seed(workflow=LINEAR_WORKFLOW, run_id="run_seed")
         spec = json.dumps({"n": PIPELINES, "workflow": LINEAR_WORKFLOW})
