@@ -206,7 +206,11 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
 def import_job(request: HttpRequest, job_id: str) -> HttpResponse:
     """A background import's progress and outcome (the section polls itself while the job runs)."""
     require_action(request, Action.VIEW_RUN)
-    job = ImportJob.objects.filter(workspace=current_workspace(request), job_id=job_id[:40]).first()
+    workspace = current_workspace(request)
+    found = (
+        ImportJob.objects.filter(workspace=workspace, job_id=job_id[:40]) if "\x00" not in job_id else None
+    )
+    job = found.first() if found is not None else None
     if job is None:
         raise Http404("no such import job")
     read = job.size if job.status == "succeeded" else job.bytes_read

@@ -128,3 +128,7 @@ def test_the_import_page_runs_a_large_bundle_as_a_job_with_progress(
     assert Run.unscoped.filter(workspace=workspace, run_id="run_bench-0001").exists()
     other = ImportJob.objects.create(job_id="imp_other", workspace=other_workspace, file="x.json")
     assert client.get(f"/import/jobs/{other.job_id}/").status_code == 404
+
+
+def test_a_nul_names_no_job(api) -> None:
+    assert api.get("/api/bundles/jobs/imp_%00x").status_code == 404
