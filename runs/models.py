@@ -163,8 +163,7 @@ class Run(models.Model):
     has_engine = models.BooleanField(default=True)
     # An engine snapshot imported verbatim from a bundle, exported unchanged until the next append.
     imported_engine = models.TextField(null=True, blank=True)
-    # For runs that came from a bundle: the bundle's run document and how many events it carried.
-    # Folding replays those events, then takes the bundle's document as authoritative.
+    # A bundle's run document and event count: folding replays them, then takes the document as is.
     import_doc = models.TextField(null=True, blank=True)
     import_seq = models.IntegerField(null=True, blank=True)
     # For runs imported from a signed bundle: the signature verdict at import (JSON of
@@ -183,9 +182,8 @@ class Run(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = RunQuerySet.as_manager()
-    # Reads that cross workspaces on purpose (a run already authorised by its pk, operator commands).
-    # Everything else reads through runs.selectors, workspace first; tests/ops/test_layers.py fails on
-    # `Run.objects` outside runs.models, runs.actions and runs.selectors.
+    # Reads across workspaces on purpose (a run authorised by its pk, operator commands); the rest
+    # reads via runs.selectors (tests/ops/test_layers.py: `Run.objects` only in models/actions/selectors).
     unscoped = RunQuerySet.as_manager()
 
     class Meta:
@@ -552,7 +550,6 @@ class OtelPendingLog(models.Model):
         ]
 
 
-# --------------------------------------------------------------------------------------------
 # Notifications: webhooks of a workspace, each person's choices, and the outbox of deliveries.
 
 
@@ -798,3 +795,6 @@ class PromotionRequest(models.Model):
                 name="uniq_pending_promotion",
             )
         ]
+
+
+from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)

@@ -31,6 +31,7 @@ urlpatterns = [
     path("ledger/", ledger.workspace_ledger, name="ledger"),
     path("compare/", compare.compare_runs, name="compare"),
     path("import/", imports.import_bundle, name="import"),
+    path("import/jobs/<str:job_id>/", imports.import_job, name="import_job"),
     path("members/", members.members, name="members"),
     path("settings/webhooks/", webhooks.webhooks, name="webhooks"),
     path("prompts/", prompts.prompt_list, name="prompts"),

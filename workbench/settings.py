@@ -231,6 +231,11 @@ WORKBENCH_PROGRAM_MODULES = [
 # answer replays (a replay that needs one is refused, 410 REPLAY_DATA_EXPIRED) and are deleted
 # by `manage.py prune_replay_data` and, hourly, by `manage.py replay_worker`.
 WORKBENCH_REPLAY_CACHE_DAYS = env_int("WORKBENCH_REPLAY_CACHE_DAYS", 90, minimum=0)
+# Runs that ended this many days ago are deleted by `manage.py prune_runs` (in bounded batches,
+# runs.actions.retention); 0 keeps every run.
+WORKBENCH_RUN_RETENTION_DAYS = env_int("WORKBENCH_RUN_RETENTION_DAYS", 0, minimum=0)
+# Bundles from this size on are imported by a background job (`202` with the job from the API).
+WORKBENCH_IMPORT_ASYNC_BYTES = env_int("WORKBENCH_IMPORT_ASYNC_BYTES", 8 * 1024 * 1024, minimum=0)
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)

@@ -8,12 +8,14 @@ from ninja.responses import Status
 from pydantic import Field
 
 from runs import actions
+from runs.actions.importjobs import async_threshold, do_create_import_job
 from runs.actions.permissions import Action
 from runs.actions.signing import do_export_bundle
 from runs.api.errors import ApiError
 from runs.api.responses import etag_for, require, write_result
 from runs.api.schemas import DsseEnvelope, ErrorOut, RunBundle, VerifyResult, WriteResult
 from runs.ids import content_disposition
+from runs.models import ImportJob
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
 from runs.protocol.redaction import POLICIES
@@ -36,6 +38,39 @@ class ImportQuery(Schema):
     as_new_id: bool = Field(
         default=False, description="Import under a fresh run id (the integrity then no longer applies)."
     )
+    background: bool = Field(
+        default=False,
+        description="Import as a background job (`202` with the job) whatever the bundle's size.",
+    )
+
+
+class ImportJobError(Schema):
+    code: str
+    message: str
+
+
+class ImportJobOut(Schema):
+    job: str = Field(description="The job's id.")
+    url: str = Field(description="Where to poll the job (GET).")
+    status: str = Field(description="`queued`, `running`, `succeeded` or `failed`.")
+    size: int = Field(description="The bundle's size in bytes.")
+    bytesRead: int = Field(description="How much of the bundle was read so far.")
+    events: int = Field(description="Events stored so far (the run appears when the job succeeds).")
+    runId: str | None = Field(description="The imported run's id once the job succeeded.")
+    error: ImportJobError | None = Field(description="Why the job failed (nothing was stored).")
+
+
+def job_out(job) -> dict:
+    return {
+        "job": job.job_id,
+        "url": f"/api/bundles/jobs/{job.job_id}",
+        "status": job.status,
+        "size": job.size,
+        "bytesRead": job.bytes_read,
+        "events": job.events,
+        "runId": job.run_id or None,
+        "error": {"code": job.error_code, "message": job.error_message} if job.error_code else None,
+    }
 
 
 @runs_router.get(
@@ -89,16 +124,52 @@ def _body(request: HttpRequest) -> bytes:
 
 @router.post(
     "",
-    response={201: WriteResult, **ERRORS, 409: ErrorOut},
+    response={201: WriteResult, 202: ImportJobOut, **ERRORS, 409: ErrorOut},
     summary="Import a bundle (verified, atomic)",
+    description=(
+        "A bundle under `WORKBENCH_IMPORT_ASYNC_BYTES` (8 MiB by default) is imported while the request "
+        "waits: `201` with the run. A larger one (or any with `background=true`) is imported by a "
+        "background job: `202` with the job and its `url` (also in `Location`), which the client polls "
+        "(`GET /api/bundles/jobs/{job}`) for `status` (`queued`, `running`, `succeeded`, `failed`), "
+        "progress (`events`, `bytesRead` of `size`) and, at the end, `runId` or `error` (`code`, "
+        "`message`: the code the synchronous import would answer). Either way the bundle is verified "
+        "completely and stored in one transaction: a refused bundle stores nothing. The job path reads "
+        "the bundle streamed (bounded memory) and writes its events with COPY on PostgreSQL."
+    ),
     openapi_extra=BUNDLE_BODY,
 )
-def import_bundle(request: HttpRequest, query: Query[ImportQuery]):
+def import_bundle(request: HttpRequest, query: Query[ImportQuery], response: HttpResponse):
     caller = require(request, Action.IMPORT_BUNDLE)
+    data = _body(request)
+    if query.background or len(data) >= async_threshold():
+        job = do_create_import_job(
+            workspace=caller.workspace, data=data, actor=caller.actor, as_new_id=query.as_new_id
+        )
+        out = job_out(job)
+        response["Location"] = out["url"]
+        return Status(202, out)
     run = actions.do_import_bundle(
-        workspace=caller.workspace, data=_body(request), actor=caller.actor, as_new_id=query.as_new_id
+        workspace=caller.workspace, data=data, actor=caller.actor, as_new_id=query.as_new_id
     )
     return Status(201, write_result(run, list(range(1, run.last_seq + 1)), created=True))
+
+
+@router.get(
+    "/jobs/{job_id}",
+    response={200: ImportJobOut, **ERRORS},
+    summary="A background import's progress and outcome",
+)
+def import_job(request: HttpRequest, job_id: str):
+    caller = require(request, Action.VIEW_RUN)
+    # a NUL names no job (PostgreSQL refuses it in a query: answered before it gets there)
+    job = (
+        None
+        if "\x00" in job_id
+        else ImportJob.objects.filter(workspace=caller.workspace, job_id=job_id).first()
+    )
+    if job is None:
+        raise ApiError("NOT_FOUND", f"no import job {job_id!r}", 404)  # another workspace's: the same
+    return job_out(job)
 
 
 class VerifyQuery(Schema):

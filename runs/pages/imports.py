@@ -9,11 +9,14 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
+from runs.actions.importjobs import async_threshold, do_create_import_job
 from runs.actions.permissions import Action
+from runs.models import ImportJob
 from runs.protocol.bundle import check_bundle, check_bundle_file
 from runs.selectors.runs import find_run
 from runs.selectors.signing import bundle_signature
@@ -104,6 +107,15 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
             messages.error(request, "That upload has expired; upload the bundle again.")
             return redirect("runs:import")
         path = _import_dir() / name
+        if path.exists() and path.stat().st_size >= async_threshold():
+            # a large bundle: a background job verifies and stores it (progress on its page)
+            job = do_create_import_job(
+                workspace=workspace, path=path, actor=actor_for(request),
+                as_new_id=bool(request.POST.get("as_new_id")),
+            )  # fmt: skip
+            pending.pop(token, None)
+            request.session[IMPORT_SESSION_KEY] = pending
+            return redirect("runs:import_job", job.job_id)
         try:
             data = path.read_bytes()
         except OSError:
@@ -152,6 +164,13 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     with path.open("wb") as out:
         for chunk in upload.chunks():
             out.write(chunk)
+    if upload.size >= async_threshold():
+        # too large to check as one document here (its peak memory is ~6x the file): the job
+        # that imports it checks it streamed, and stores nothing if any check fails
+        pending[token] = name
+        request.session[IMPORT_SESSION_KEY] = dict(list(pending.items())[-5:])
+        ctx.update({"token": token, "filename": upload.name, "size": upload.size, "large": True})
+        return render(request, "runs/import.html", ctx)
     result = check_bundle_file(path)
     signature = check_signature(result)
     ctx["check"] = result
@@ -180,3 +199,21 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
             "exists": find_run(workspace, str(run_doc.get("id"))) is not None,
         }
     return render(request, "runs/import.html", ctx, status=200 if result.ok and not refused else 422)
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def import_job(request: HttpRequest, job_id: str) -> HttpResponse:
+    """A background import's progress and outcome (the section polls itself while the job runs)."""
+    require_action(request, Action.VIEW_RUN)
+    workspace = current_workspace(request)
+    found = (
+        ImportJob.objects.filter(workspace=workspace, job_id=job_id[:40]) if "\x00" not in job_id else None
+    )
+    job = found.first() if found is not None else None
+    if job is None:
+        raise Http404("no such import job")
+    read = job.size if job.status == "succeeded" else job.bytes_read
+    ctx = {"job": job, "percent": int(100 * read / job.size) if job.size else 100, "nav_active": "import"}
+    template = "runs/import_job.html#job-status" if request.htmx else "runs/import_job.html"
+    return render(request, template, ctx)

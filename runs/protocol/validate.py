@@ -356,6 +356,12 @@ def _validate_events(events: list[Any], path: str, code: str) -> TraceFacts:
     return TraceFacts(len(events), run_ids, step_ids, gate_resolved)
 
 
+def validate_trace_events(events: list[Any], code: str = _RB) -> TraceFacts:
+    """:func:`validate_event` of consecutive trace events (a streamed import's batch), with the
+    facts :func:`check_bundle_invariants` uses; indices in the facts are the batch's."""
+    return _validate_events(events, "trace", code)
+
+
 # ---------------------------------------------------------------- engine snapshot
 
 

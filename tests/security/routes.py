@@ -35,6 +35,7 @@ PARAM_KINDS: dict[str, str] = {
     "dataset_id": "dataset",  # /api/datasets/<id>: a workspace's dataset (evals)
     "experiment_id": "experiment",  # /api/experiments/<id>: a workspace's experiment (evals)
     "prompt_name": "prompt",  # a prompt of one workspace (its name may hold "/": folders)
+    "job_id": "import_job",  # /api/bundles/jobs/<id>: a workspace's background bundle import
     "promotion_id": "promotion",  # a promotion request of a prompt's protected label
     "queue_id": "queue",  # an annotation queue (review)
     "item_id": "queue_item",  # an item of an annotation queue (below its queue)

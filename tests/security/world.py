@@ -38,6 +38,8 @@ OAUTH_TOKEN_ID = 731983  # an OAuth access token alice granted a host in acme
 MISSING_OAUTH_TOKEN_ID = 731987
 PROMPT_NAME = "victim/prompt-a1"  # a prompt of acme (folders with "/"), its body carries CANARY
 MISSING_PROMPT_NAME = "victim/prompt-z9"
+IMPORT_JOB_ID = "imp_victim0000000000000001"  # a background import of acme (its error names CANARY)
+MISSING_IMPORT_JOB_ID = "imp_victim0000000000000009"
 PROMOTION_ID = 731991  # a pending promotion request of that prompt's production label
 MISSING_PROMOTION_ID = 731993
 
@@ -84,6 +86,7 @@ class World:
             "experiment_id": MISSING_EXPERIMENT_ID if missing else EXPERIMENT_ID,
             "prompt_name": MISSING_PROMPT_NAME if missing else PROMPT_NAME,
             "promotion_id": MISSING_PROMOTION_ID if missing else PROMOTION_ID,
+            "job_id": MISSING_IMPORT_JOB_ID if missing else IMPORT_JOB_ID,
             "queue_id": MISSING_QUEUE_ID if missing else QUEUE_ID,
             "item_id": MISSING_ITEM_ID if missing else ITEM_ID,
             "seq": 1,
@@ -101,7 +104,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     from playground.models import Execution, SavedPrompt
     from runs import actions
     from runs.engine import commands as c
-    from runs.models import CachedResponse, Delivery, Event, Invitation, Webhook
+    from runs.models import CachedResponse, Delivery, Event, ImportJob, Invitation, Webhook
 
     run = actions.do_start_run(
         workspace=workspace,
@@ -186,6 +189,10 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     _oauth_token(workspace, alice)
     _prompt(workspace, alice)
     _review_queue(workspace, run)
+    ImportJob.objects.create(
+        job_id=IMPORT_JOB_ID, workspace=workspace, file="gone.json", status="failed",
+        error_code="INVALID_JSON", error_message=CANARY,
+    )  # fmt: skip
     outsider = create_token(
         workspace=other_workspace, name="outsider", scopes=["read", "write", "review", "manage"]
     )

@@ -1,0 +1,181 @@
+"""Importing a large bundle with the streamed path (runs.actions.bigimport: what an import job runs).
+
+    .venv/bin/python bench/bench_import.py [--events 1000000] [--database-url postgres://...]
+
+Generates ``var/bench/import_<N>.json`` once (bench/gen_bundle.py, ~0.9 KB per event, pretty-printed
+like the reference's exports) and imports it in a fresh child process into a fresh PostgreSQL
+database (``BENCH_PG_URL``, default ``.../workbench_bench_import``; SQLite with ``--sqlite``), then
+prints events/s (the whole import: streamed parse, streamed hash, validation, fold, COPY, commit),
+the streamed read alone (parse + canonical hash, no database) and the child's peak RSS
+(``ru_maxrss``) against the file's size, and then the retention purge of that run (do_purge_run:
+batches of 10,000 events, each its own transaction): its time and its longest transaction.
+Targets (issue 29): >= 50,000 events/s on PostgreSQL, peak memory under 2 GB at 10M events.
+Figures only: nothing is asserted.
+
+Transcript files (a post-commit sink that rewrites every event as JSONL) are off in the child:
+they are written after the import commits, outside what is measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/workbench_bench_import")
+
+_CHILD = """
+import os, sys, time, resource
+os.environ["DATABASE_URL"] = sys.argv[2]
+os.environ["WORKBENCH_TRANSCRIPTS"] = "0"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+sys.path.insert(0, sys.argv[3])
+import django
+django.setup()
+from django.conf import settings
+settings.WORKBENCH_TRANSCRIPTS = False
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from runs.actions.bigimport import do_import_bundle_file
+from runs.actions.workspaces import get_or_create_workspace
+ws = get_or_create_workspace("bench-import")
+marks = []
+started = time.perf_counter()
+run = do_import_bundle_file(workspace=ws, path=sys.argv[1], actor="bench",
+                            progress=lambda n, b: marks.append((time.perf_counter() - started, n)))
+elapsed = time.perf_counter() - started
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(f"RESULT events={run.last_seq} seconds={elapsed:.3f} rss={rss}")
+"""
+
+_READ = """
+import sys, time, resource
+sys.path.insert(0, sys.argv[2])
+from runs.protocol.stream import BundleReader
+started = time.perf_counter()
+n = 0
+with open(sys.argv[1], "rb") as f:
+    reader = BundleReader(f)
+    for key, value in reader.items():
+        if key == "trace" and value is not None:
+            n += len(value.events)
+    reader.digest.hexdigest()
+elapsed = time.perf_counter() - started
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(f"RESULT events={n} seconds={elapsed:.3f} rss={rss}")
+"""
+
+
+_PURGE = """
+import os, sys, time
+os.environ["DATABASE_URL"] = sys.argv[1]
+os.environ["WORKBENCH_TRANSCRIPTS"] = "0"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+sys.path.insert(0, sys.argv[2])
+import django
+django.setup()
+from runs.actions.retention import do_purge_run
+from runs.models import Run
+run = Run.unscoped.filter(workspace__slug="bench-import").order_by("-pk").first()
+report = do_purge_run(workspace=run.workspace, run_id=run.run_id)
+print(f"RESULT events={report.events} seconds={report.seconds:.3f}"
+      f" transactions={report.transactions} longest_ms={report.longest_transaction_ms:.1f}")
+"""
+
+
+def _result(argv: list[str]) -> dict[str, float] | None:
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT"):
+            return {k: float(v) for k, v in (p.split("=") for p in line.split()[1:])}
+    print(proc.stdout[-2000:], proc.stderr[-4000:])
+    return None
+
+
+def ensure_pg_database(url: str) -> bool:
+    try:
+        import psycopg
+    except ImportError:
+        return False
+    base, name = url.rsplit("/", 1)
+    try:
+        with psycopg.connect(
+            base.replace("postgres://", "postgresql://", 1) + "/postgres", autocommit=True
+        ) as con:
+            con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            con.execute(f'CREATE DATABASE "{name}"')
+        return True
+    except Exception as exc:  # reported, not hidden
+        print(f"PostgreSQL unavailable: {exc}")
+        return False
+
+
+def bundle_of(events: int) -> Path:
+    path = ROOT / "var" / "bench" / f"import_{events}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        print(f"generating {path} ...", flush=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "bench" / "gen_bundle.py"),
+                "--events",
+                str(events),
+                "--out",
+                str(path),
+            ],
+            check=True,
+        )
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=int(os.environ.get("BENCH_IMPORT_EVENTS", "1000000")))
+    parser.add_argument("--database-url", default=PG_URL)
+    parser.add_argument("--sqlite", action="store_true", help="import into a fresh SQLite file instead")
+    args = parser.parse_args()
+    path = bundle_of(args.events)
+    size = path.stat().st_size
+    print(f"bundle: {args.events} events, {size / 1e6:.0f} MB")
+    read = _result([sys.executable, "-c", _READ, str(path), str(ROOT)])
+    if read:
+        print(
+            f"streamed read (parse + hash):   {read['events'] / read['seconds']:10.0f} events/s"
+            f"  peak RSS {read['rss'] / 2**20:.0f} MB ({read['rss'] / size:.2f}x the file)"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.sqlite:
+            url, label = f"sqlite:///{tmp}/bench.sqlite3", "SQLite"
+        elif ensure_pg_database(args.database_url):
+            url, label = args.database_url, "PostgreSQL (COPY)"
+        else:
+            return
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        result = _result([sys.executable, "-c", _CHILD, str(path), url, str(ROOT)])
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        purge = _result([sys.executable, "-c", _PURGE, url, str(ROOT)]) if result else None
+    if result:
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        print(
+            f"streamed import on {label}: {result['events'] / result['seconds']:10.0f} events/s"
+            f"  ({result['seconds']:.1f} s, client CPU {cpu:.1f} s; target >= 50,000 on PostgreSQL)"
+        )
+        print(
+            f"peak RSS of the import:          {result['rss'] / 2**20:10.0f} MB"
+            f"  ({result['rss'] / size:.2f}x the file; target < 2 GB at 10M events)"
+        )
+    if purge:
+        print(
+            f"retention (do_purge_run, batches of 10,000): {purge['events']:.0f} events in {purge['seconds']:.1f} s,"
+            f" {purge['transactions']:.0f} transactions, the longest {purge['longest_ms']:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,324 @@
+"""Importing a large bundle from a file: a streamed parse, a streamed hash, batched COPY.
+
+The same verdicts and the same stored rows as :func:`runs.actions.bundles.do_import_bundle`
+(tests/api/test_import_stream.py compares them), in bounded memory: the file is read by
+:class:`runs.protocol.stream.BundleReader` in batches of a few thousand events, each batch is
+validated, folded into the run's state and written (COPY on PostgreSQL), then dropped. The hash
+is only known at the end of the file, so everything happens in ONE transaction: a bundle that
+fails any check (its JSON, schema, integrity, structure, signature) rolls back and nothing of
+it is stored.
+
+What differs from the in-memory path, on purpose:
+
+* the run id is claimed when the ``run`` member is read (``RUN_ID_COLLISION`` comes before the
+  integrity verdict of a bundle that is both colliding and corrupted);
+* a top-level member given twice is refused (``INVALID_RUN_BUNDLE``) instead of the last one winning;
+* a bundle this path cannot stream -- a protocol version that needs migration, or a ``trace`` that
+  comes before the ``run`` it belongs to -- raises :class:`NotStreamable`; the caller imports it
+  with the in-memory path instead (whole-document peak memory).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from django.db import transaction
+
+from runs.actions import responsecache, rollups
+from runs.actions.bundles import import_verdict
+from runs.actions.core import (
+    ActionError,
+    Appender,
+    artifact_row,
+    new_run_row,
+    save_new_run,
+    set_projection,
+)
+from runs.actions.notify import RunChange, notify_on_commit
+from runs.engine.fold import fold
+from runs.engine.state import initial_run_doc
+from runs.models import ArtifactVersion, RuleSetVersion, Run, RunSnapshot, Workspace
+from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.protocol.migrations import CURRENT_PROTOCOL_VERSION
+from runs.protocol.stream import BundleReader, TraceBatch
+from runs.protocol.validate import (
+    TraceFacts,
+    check_bundle_invariants,
+    validate_artifact_version,
+    validate_bundle_schema,
+    validate_event,
+    validate_run,
+    validate_trace_events,
+)
+from runs.protocol.values import dumps, new_id
+
+Progress = Callable[[int, int], None]  # (events stored so far, bytes read so far)
+_RB = ErrorCode.INVALID_RUN_BUNDLE
+
+
+class NotStreamable(Exception):
+    """The bundle needs the in-memory path (an older protocol version, the trace before the run)."""
+
+
+class _StreamAppender(Appender):
+    """An Appender that writes and forgets each batch (the in-memory one keeps every event until save)."""
+
+    def flush_batch(self) -> None:
+        self._flush_events()
+        if self.snapshot_rows:
+            RunSnapshot.objects.bulk_create(self.snapshot_rows)
+            self.snapshot_rows = []
+        if self.model_responses:
+            responsecache.fill_from_responses(
+                self.run, self.model_responses, recent=self.events, recent_first=self.first_seq
+            )
+            rollups.count_model_calls(self.run, (event for _, event in self.model_responses))
+            self.model_responses = []
+        self.events = []
+        self.first_seq = self.seq + 1
+        self.run.last_seq = self.seq
+
+
+class _SparseTrace(list):  # type: ignore[type-arg]
+    """The trace as the signature check reads it: its length and its gate events by index
+    (the only events an approval names), without holding the others."""
+
+    def __init__(self, length: int, events: dict[int, dict]) -> None:
+        super().__init__()
+        self._length = length
+        self._events = events
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: Any) -> Any:
+        if not isinstance(index, int) or not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._events.get(index, {})
+
+
+def _refuse(exc: ProtocolError) -> ActionError:
+    return ActionError(exc.code, exc.message, getattr(exc, "path", "") or "")
+
+
+class _StreamImport:
+    def __init__(self, workspace: Workspace, actor: str, as_new_id: bool, progress: Progress | None) -> None:
+        self.workspace = workspace
+        self.actor = actor
+        self.new_id = new_id("run") if as_new_id else None
+        self.progress = progress
+        self.members: dict[str, Any] = {}
+        self.appender: _StreamAppender | None = None
+        self.step_ids: set[str] = set()
+        self.gates: dict[int, dict] = {}
+        self.length = 0
+        self.structural: ProtocolError | None = None  # the first event of another run / unknown step
+        # the artifacts member, read in batches: kept on disk (one JSON line each) until the run
+        # row exists and the checks passed; (key, version) pairs seen, for the duplicate check
+        self.artifacts = tempfile.TemporaryFile(prefix="workbench-artifacts-")  # noqa: SIM115 (closed by close())
+        self.artifact_count = 0
+        self.artifact_versions: set[tuple[str, int]] = set()
+        self.duplicate: ProtocolError | None = None
+
+    def close(self) -> None:
+        self.artifacts.close()
+
+    def artifact_batch(self, batch: TraceBatch) -> None:
+        for i, artifact in enumerate(batch.events, batch.first):
+            try:
+                validate_artifact_version(artifact, f"artifacts[{i}]", _RB)
+            except ProtocolError as exc:
+                raise _refuse(exc) from None
+            key = (artifact["artifactKey"], int(artifact["version"]))
+            if key in self.artifact_versions and self.duplicate is None:
+                message = f"duplicate artifact version {key[0]!r} v{key[1]}"
+                self.duplicate = ProtocolError(_RB, message, f"artifacts[{i}]")
+            self.artifact_versions.add(key)
+            self.artifacts.write(orjson.dumps(artifact) + b"\n")
+        self.artifact_count += len(batch.events)
+
+    def stored_artifacts(self) -> Iterator[dict]:
+        if "artifacts" in self.members and self.artifact_count == 0:
+            yield from self.members["artifacts"]  # given whole (an empty array, or not an array)
+            return
+        self.artifacts.seek(0)
+        for line in self.artifacts:
+            yield orjson.loads(line)
+
+    def member(self, key: str, value: Any) -> None:
+        self.members[key] = value
+        if key == "protocolVersion" and value != CURRENT_PROTOCOL_VERSION:
+            raise NotStreamable(f"protocolVersion {value!r} needs migration")
+        if key == "run":
+            self._start(value)
+
+    def _start(self, run_doc: Any) -> None:
+        try:
+            validate_run(run_doc, "run", _RB, structural=False)
+        except ProtocolError as exc:
+            raise _refuse(exc) from None
+        if self.new_id is not None:
+            run_doc = {**run_doc, "id": self.new_id}
+        state = fold(initial_run_doc(run_doc), [])
+        run = new_run_row(workspace=self.workspace, state=state, actor=self.actor, has_engine=True)
+        save_new_run(run)
+        self.appender = _StreamAppender(run, state, self.actor, derive_versions=False)
+        self.step_ids = {step["id"] for step in run_doc["workflowSnapshot"]["steps"]}
+
+    def batch(self, batch: TraceBatch, offset: int) -> None:
+        if self.appender is None:
+            raise NotStreamable("the trace comes before the run")
+        events = batch.events
+        try:
+            facts = validate_trace_events(events, _RB)
+        except ProtocolError:
+            for i, event in enumerate(events):
+                try:
+                    validate_event(event, f"trace[{batch.first + i}]", _RB)
+                except ProtocolError as exc:
+                    raise _refuse(exc) from None
+            raise
+        run_id = self.members["run"]["id"]
+        if self.structural is None and not facts.all_fine(run_id, self.step_ids):
+            self._structural(events, batch.first, run_id)
+        for i in facts.gate_resolved:
+            self.gates[batch.first + i] = events[i]
+        appender = self.appender
+        if self.new_id is not None:
+            events = [{**event, "runId": self.new_id} for event in events]
+        for event in events:
+            appender.append(event)
+        appender.flush_batch()
+        self.length = batch.first + len(events)
+        if self.progress is not None:
+            self.progress(self.length, offset)
+
+    def _structural(self, events: list[dict], first: int, run_id: str) -> None:
+        """Remember the first event of another run or of an unknown step (refused after the
+        integrity check, as check_bundle orders its verdicts)."""
+        for i, event in enumerate(events):
+            path = f"trace[{first + i}]"
+            if event["runId"] != run_id:
+                message = (
+                    f"trace event {event['id']!r} belongs to run {event['runId']!r}, expected {run_id!r}"
+                )
+                self.structural = ProtocolError(_RB, message, f"{path}.runId")
+                return
+            step_id = event.get("stepId")
+            if step_id and step_id not in self.step_ids:
+                message = f"trace event {event['id']!r} references unknown workflow step {step_id!r}"
+                self.structural = ProtocolError(_RB, message, f"{path}.stepId")
+                return
+
+    def finish(self, reader: BundleReader) -> Run:
+        members = self.members
+        if "protocolVersion" not in members:
+            raise ActionError(
+                ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+                "run bundle is missing `protocolVersion` and cannot be migrated",
+                "protocolVersion",
+            )
+        skeleton = {**members, "trace": []} if "trace" in reader.keys else dict(members)
+        try:
+            validate_bundle_schema(skeleton)
+        except ProtocolError as exc:
+            raise _refuse(exc) from None
+        integrity = members.get("integrity")
+        declared = integrity.get("sha256") if isinstance(integrity, dict) else None
+        if not isinstance(declared, str):
+            raise ActionError(ErrorCode.MISSING_INTEGRITY, "run bundle has no integrity.sha256", "integrity")
+        actual = reader.digest.hexdigest()
+        if actual != declared:
+            raise ActionError(
+                ErrorCode.INTEGRITY_MISMATCH,
+                f"declared sha256 {declared} but the content hashes to {actual}",
+                "integrity.sha256",
+            )
+        try:
+            check_bundle_invariants(skeleton, facts=TraceFacts(0, set(), set()))
+        except ProtocolError as exc:
+            raise _refuse(exc) from None
+        if self.structural is not None:
+            raise _refuse(self.structural)
+        if self.duplicate is not None:
+            raise _refuse(self.duplicate)
+        signed = {**members, "trace": _SparseTrace(self.length, self.gates)}
+        attestation = import_verdict(signed, sorted(self.gates))
+        return self._store(attestation)
+
+    def _store(self, attestation: dict | None) -> Run:
+        appender = self.appender
+        assert appender is not None
+        appender.save()
+        run, state = appender.run, appender.state
+        run_doc = self.members["run"]
+        if self.new_id is not None:
+            run_doc = {**run_doc, "id": self.new_id}
+        state.run = run_doc  # the bundle's run document is authoritative (it is what the hash covers)
+        run.import_doc = dumps(run_doc)
+        run.import_seq = self.length
+        run.has_engine = "engine" in self.members  # known only at the end of the file
+        run.import_attestation = None if attestation is None else dumps(attestation)
+        set_projection(run, state)
+        engine = self.members.get("engine")
+        run.imported_engine = (
+            dumps(engine) if engine is not None and engine != state.to_engine_snapshot() else None
+        )
+        run.save()
+        rows: list[ArtifactVersion] = []
+        for artifact in self.stored_artifacts():
+            rows.append(artifact_row(run, artifact, None))
+            if len(rows) >= 5000:
+                ArtifactVersion.objects.bulk_create(rows)
+                rows = []
+        ArtifactVersion.objects.bulk_create(rows)
+        RuleSetVersion.objects.bulk_create(
+            RuleSetVersion(run=run, rule_set_id=rs["id"], version=0, seq=None, body=dumps(rs))
+            for rs in self.members["ruleSets"]
+        )
+        notify_on_commit(RunChange.of(run, 1 if self.length else 0, run.last_seq))
+        return run
+
+
+def do_import_bundle_file(
+    *,
+    workspace: Workspace,
+    path: str | Path,
+    actor: str = "",
+    as_new_id: bool = False,
+    progress: Progress | None = None,
+) -> Run:
+    """Verify and store the bundle in the file at ``path`` in bounded memory, in one transaction.
+
+    Raises :class:`ActionError` with the code the in-memory import gives (nothing stored), or
+    :class:`NotStreamable` for a bundle only the in-memory path imports (nothing stored).
+    """
+    with open(path, "rb") as file:
+        reader = BundleReader(file)
+        importer = _StreamImport(workspace, actor, as_new_id, progress)
+        try:
+            with transaction.atomic():
+                try:
+                    for key, value in reader.items():
+                        if key == "trace":
+                            if value is not None:
+                                importer.batch(value, reader.offset)
+                        elif key == "artifacts" and isinstance(value, TraceBatch):
+                            importer.artifact_batch(value)
+                        elif key == "artifacts" and value is None:
+                            importer.members["artifacts"] = []  # streamed: kept on disk, checked
+                        else:
+                            importer.member(key, value)
+                except ProtocolError as exc:
+                    raise _refuse(exc) from None
+                if importer.appender is None:
+                    importer.finish(reader)  # raises: a bundle without a run fails its schema
+                    raise ActionError(_RB, "run bundle has no run", "run")
+                return importer.finish(reader)
+        finally:
+            reader.digest.close()
+            importer.close()

@@ -1,0 +1,138 @@
+"""Deleting old runs in bounded batches: no transaction holds more than ``batch`` events' worth of
+locks or work, however long the run (a ten-million-event run included).
+
+``do_delete_run`` deletes a run in one transaction: for a run of millions of events that is one
+DELETE of millions of rows (and one read of every ``model_io`` body for the rollups) holding the
+run's lock and its rollup rows for the whole time. :func:`do_purge_run` does the same work in
+steps, each its own short transaction:
+
+1. the run leaves its workspace at once: what it recorded in the response cache and its count in
+   the run rollups go, and the row moves to the hidden ``_purging`` workspace under the id
+   ``purging-<pk>-ws<its workspace's pk>`` (no page, API or MCP read of any workspace sees it
+   any more; the deletion is announced as ``do_delete_run`` announces it);
+2. its events go ``batch`` at a time, newest first, each batch's model calls subtracted from the
+   cost rollups in the same transaction (the rollups always equal the stored events);
+3. the run row goes with what is left (snapshots, versions, links), which is small.
+
+A purge interrupted after step 1 leaves a hidden run that :func:`resume_purges` (run by
+``manage.py prune_runs``) finishes. Nothing here runs on its own: ``manage.py prune_runs`` deletes
+what an operator asks for (``--days``, or ``WORKBENCH_RUN_RETENTION_DAYS`` when set; 0 = keep).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Q
+
+from runs.actions import responsecache, rollups
+from runs.actions.core import lock_run
+from runs.actions.notify import RunChange, notify_on_commit
+from runs.engine.state import TERMINAL_STATUSES
+from runs.models import Event, Run, Workspace
+from runs.protocol.values import loads
+
+PURGING_SLUG = "_purging"
+PURGE_BATCH = 10_000
+
+
+@dataclass
+class PurgeReport:
+    runs: int = 0
+    events: int = 0
+    transactions: int = 0
+    longest_transaction_ms: float = 0.0
+    seconds: float = 0.0
+    run_ids: list[str] = field(default_factory=list)
+
+    def timed(self, started: float) -> None:
+        self.transactions += 1
+        self.longest_transaction_ms = max(self.longest_transaction_ms, (time.perf_counter() - started) * 1000)
+
+
+def _purging_workspace() -> Workspace:
+    workspace, _ = Workspace.objects.get_or_create(slug=PURGING_SLUG, defaults={"name": "runs being deleted"})
+    return workspace
+
+
+def do_purge_run(*, workspace: Workspace, run_id: str, batch: int = PURGE_BATCH) -> PurgeReport:
+    """Delete one run in bounded transactions (see the module's docstring)."""
+    report = PurgeReport()
+    began = time.perf_counter()
+    started = time.perf_counter()
+    with transaction.atomic():
+        run = lock_run(workspace, run_id)
+        notify_on_commit(RunChange.of(run, 0, 0, status="deleted"))
+        responsecache.forget_run(run)
+        rollups.count_new_run(run, sign=-1)
+        hidden_id = f"purging-{run.pk}-ws{run.workspace_id}"  # the workspace its rollups are under
+        Run.unscoped.filter(pk=run.pk).update(workspace=_purging_workspace(), run_id=hidden_id)
+    report.timed(started)
+    _purge_rows(run, batch, report)
+    report.runs, report.run_ids = 1, [run_id]
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
+    """Steps 2 and 3 for a run already hidden (``run`` as it was in its own workspace)."""
+    while True:
+        started = time.perf_counter()
+        with transaction.atomic():
+            rows = list(
+                Event.objects.filter(run_id=run.pk)
+                .order_by("-seq")
+                .values_list("seq", "type", "body")[:batch]
+            )
+            if not rows:
+                break
+            calls = [loads(body) for _, kind, body in rows if kind == "model_io"]
+            if calls:
+                rollups.count_model_calls(run, calls, sign=-1)
+            Event.objects.filter(run_id=run.pk, seq__gte=rows[-1][0]).delete()
+        report.events += len(rows)
+        report.timed(started)
+    started = time.perf_counter()
+    with transaction.atomic():
+        Run.unscoped.filter(pk=run.pk).delete()
+    report.timed(started)
+
+
+def old_runs(workspace: Workspace | None, before: datetime) -> list[tuple[Workspace, str]]:
+    """Ended runs that ended (or, without an end, started) before ``before``."""
+    query = Run.unscoped.filter(status__in=TERMINAL_STATUSES).filter(
+        Q(ended_at__lt=before) | Q(ended_at__isnull=True, started_at__lt=before)
+    )
+    query = query.exclude(workspace__slug=PURGING_SLUG)
+    if workspace is not None:
+        query = query.filter(workspace=workspace)
+    return [(row.workspace, row.run_id) for row in query.select_related("workspace").order_by("pk")]
+
+
+def do_prune_runs(
+    *, before: datetime, workspace: Workspace | None = None, batch: int = PURGE_BATCH
+) -> PurgeReport:
+    """Purge every ended run older than ``before`` (one workspace, or all), and finish interrupted purges."""
+    total = resume_purges(batch=batch)
+    for owner, run_id in old_runs(workspace, before):
+        report = do_purge_run(workspace=owner, run_id=run_id, batch=batch)
+        total.runs += 1
+        total.events += report.events
+        total.transactions += report.transactions
+        total.longest_transaction_ms = max(total.longest_transaction_ms, report.longest_transaction_ms)
+        total.run_ids.append(run_id)
+    return total
+
+
+def resume_purges(*, batch: int = PURGE_BATCH) -> PurgeReport:
+    """Finish the purges that stopped after hiding their run. Its remaining events are still
+    counted in its own workspace's rollups: that workspace's id is in the hidden id."""
+    report = PurgeReport()
+    for run in Run.unscoped.filter(workspace__slug=PURGING_SLUG).order_by("pk"):
+        run.workspace_id = int(run.run_id.rsplit("-ws", 1)[1])
+        _purge_rows(run, batch, report)
+        report.runs += 1
+    return report

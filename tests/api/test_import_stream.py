@@ -1,0 +1,148 @@
+"""The streamed import (runs.actions.bigimport) stores what the in-memory import stores and refuses
+what it refuses, with the same code: every conformance bundle, and generated bundles cut into many
+batches. Nothing is stored when it refuses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from runs import actions
+from runs.actions.bigimport import NotStreamable, do_import_bundle_file
+from runs.actions.workspaces import get_or_create_workspace
+from runs.models import ArtifactVersion, CachedResponse, Event, RuleSetVersion, Run, RunSnapshot
+from runs.protocol import stream
+from tests.conftest import CONFORMANCE
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFEST = CONFORMANCE / "manifest.json"
+FILES = (
+    sorted(e["file"] for e in json.loads(MANIFEST.read_text())["files"] if (CONFORMANCE / e["file"]).exists())
+    if MANIFEST.exists()
+    else []
+)
+RUN_FIELDS = (
+    "run_id", "workflow_id", "workflow_version", "status", "title", "started_at", "ended_at", "tags",
+    "subject", "doc", "state", "revision", "pending_gates", "rejected_gates", "event_count",
+    "model_calls", "total_tokens", "cost_totals", "has_engine", "import_doc", "import_seq",
+    "import_attestation", "imported_engine", "last_seq",
+)  # fmt: skip
+
+
+def stored(run: Run) -> dict:
+    """Everything an import writes for a run, without row ids and write times."""
+    return {
+        "run": {name: getattr(run, name) for name in RUN_FIELDS},
+        "events": list(
+            Event.objects.filter(run=run)
+            .order_by("seq")
+            .values_list(
+                "seq", "event_id", "type", "ts", "step_id", "correlation_id", "body", "actor", "span_ref"
+            )
+        ),
+        "artifacts": sorted(
+            ArtifactVersion.objects.filter(run=run).values_list("key", "version", "seq", "body")
+        ),
+        "rule_sets": sorted(
+            RuleSetVersion.objects.filter(run=run).values_list("rule_set_id", "version", "body")
+        ),
+        "snapshots": list(RunSnapshot.objects.filter(run=run).order_by("seq").values_list("seq", "state")),
+        "cache": sorted(CachedResponse.objects.filter(run=run).values_list("key", "model", "provider")),
+    }
+
+
+def both(tmp_path: Path, data: bytes, **kwargs) -> tuple[object, object]:
+    """(in-memory outcome, streamed outcome): a stored() dict or the refusal's code."""
+    path = tmp_path / "bundle.json"
+    path.write_bytes(data)
+    outcomes = []
+    for name, importer in (("mem", actions.do_import_bundle), ("stream", do_import_bundle_file)):
+        ws = get_or_create_workspace(f"imp-{name}-{len(outcomes)}")
+        before = (Run.unscoped.count(), Event.objects.count())
+        try:
+            if importer is do_import_bundle_file:
+                run = importer(workspace=ws, path=path, actor="t", **kwargs)
+            else:
+                run = importer(workspace=ws, data=data, actor="t", **kwargs)
+        except actions.ActionError as exc:
+            assert (Run.unscoped.count(), Event.objects.count()) == before  # nothing stored
+            outcomes.append(exc.code)
+            continue
+        except NotStreamable:
+            outcomes.append("not streamable")
+            continue
+        outcomes.append(stored(run))
+    return outcomes[0], outcomes[1]
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(not FILES, reason="conformance corpus not found")
+@pytest.mark.parametrize("name", FILES)
+def test_conformance_bundle_imports_identically(tmp_path: Path, name: str) -> None:
+    mem, streamed = both(tmp_path, (CONFORMANCE / name).read_bytes())
+    if streamed == "not streamable":  # an older protocol version: the job uses the in-memory path
+        return
+    assert streamed == mem
+
+
+def _generated(events: int) -> bytes:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import orjson
+    from gen_bundle import build_bundle
+
+    from runs.protocol.canonical import _prepare
+
+    return orjson.dumps(_prepare(build_bundle(events, seed=3)), option=orjson.OPT_INDENT_2)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("chunk", [700, 5000, 1 << 20])
+def test_generated_bundle_in_many_batches_stores_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(stream, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(stream.BundleReader.__init__, "__defaults__", (chunk,))
+    mem, streamed = both(tmp_path, _generated(1200))
+    assert isinstance(mem, dict)
+    assert streamed == mem
+    assert len(mem["events"]) == 1200 and mem["snapshots"] and mem["cache"]
+
+
+@pytest.mark.django_db
+def test_compact_bundle_and_new_id(tmp_path: Path) -> None:
+    import orjson
+
+    data = orjson.dumps(orjson.loads(_generated(300)))
+    mem, streamed = both(tmp_path, data, as_new_id=True)
+    assert isinstance(mem, dict) and isinstance(streamed, dict)
+    assert streamed["run"]["run_id"] != mem["run"]["run_id"]
+    for part in (mem, streamed):
+        part["run"] = {
+            k: v for k, v in part["run"].items() if k not in ("run_id", "doc", "import_doc", "state")
+        }
+        part["events"] = [row[:6] + row[7:] for row in part["events"]]  # bodies name the run id
+    assert streamed["events"] == mem["events"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        (lambda t: t[: len(t) // 2], "INVALID_JSON"),
+        (lambda t: t.replace(b'"evt_0000150"', b'"evt_X"', 1), "INTEGRITY_MISMATCH"),
+        (lambda t: t.replace(b'"type": "step_started"', b'"type": "nope"', 1), "INVALID_RUN_BUNDLE"),
+        (lambda t: t + b"{}", "INVALID_JSON"),
+        (lambda t: b"[]", "UNSUPPORTED_PROTOCOL_VERSION"),
+        (lambda t: b"", "INVALID_JSON"),
+        (lambda t: b"7", "INVALID_RUN_BUNDLE"),
+    ],
+)
+def test_bad_input_is_refused_with_the_same_code_and_nothing_stored(
+    tmp_path: Path, change, code: str
+) -> None:
+    mem, streamed = both(tmp_path, change(_generated(300)))
+    assert mem == code
+    assert streamed == code
