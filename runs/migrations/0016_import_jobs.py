@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0014_prompts'),
+        ('runs', '0015_cost_rollup_prompt'),
     ]
 
     operations = [
