@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
@@ -201,6 +202,7 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/import.html", ctx, status=200 if result.ok and not refused else 422)
 
 
+@require_GET
 @login_required
 @vary_on_headers("HX-Request")
 def import_job(request: HttpRequest, job_id: str) -> HttpResponse:
