@@ -16,8 +16,7 @@ from django.views.decorators.http import require_GET
 from runs.pages.access import RunAccess, run_page
 from runs.presenters.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
 from runs.protocol.telemetry import LedgerAccumulator
-from runs.selectors.ledger import workspace_ledger_data
-from runs.selectors.runs import run_ledger_data
+from runs.selectors.ledger import PricedBy, run_ledger_view, workspace_ledger_data
 from runs.web.request import (
     current_workspace,
 )
@@ -43,11 +42,28 @@ def _main_currency(exact: dict[str, Decimal]) -> str:
     return max(exact, key=lambda cur: exact[cur]) if exact else ""
 
 
+def priced_by_notes(priced_by: PricedBy) -> dict[str, list[dict[str, Any]]]:
+    """Per provider / model bucket key, its price sources, most calls first: [{"label", "calls"}]."""
+    return {
+        key: [
+            {"label": label, "calls": calls}
+            for label, calls in sorted(sources.values(), key=lambda held: (-held[1], held[0]))
+        ]
+        for key, sources in priced_by.items()
+    }
+
+
 def _ledger_context(
-    acc: LedgerAccumulator, step_order: list[str], *, first: date | None = None, last: date | None = None
+    acc: LedgerAccumulator,
+    step_order: list[str],
+    *,
+    first: date | None = None,
+    last: date | None = None,
+    priced_by: PricedBy | None = None,
 ) -> dict[str, Any]:
     """What _ledger_body.html shows: totals, tables whose rows add up to the totals (an
-    "(unattributed)" row for the responses no row of that table covers), charts by step and day."""
+    "(unattributed)" row for the responses no row of that table covers), charts by step and day;
+    the provider / model rows say which sources priced their calls ("Priced by")."""
     ledger = acc.result(strict=False)
     extra = acc.breakdown_result()
     exact = acc.exact_cost_by_currency()
@@ -56,9 +72,20 @@ def _ledger_context(
         rows = ledger.get(name, [])
         if name == "byStep":
             rows = _in_step_order(rows, step_order)
+        if name == "byProviderModel" and priced_by is not None:
+            notes = priced_by_notes(priced_by)
+            rows = [{**row, "priced_by": notes.get(row["key"], [])} for row in rows]
         unattributed = extra["unattributed"].get(name)
         if rows or unattributed:
-            tables.append({"name": name, "title": title, "rows": rows, "unattributed": unattributed})
+            tables.append(
+                {
+                    "name": name,
+                    "title": title,
+                    "rows": rows,
+                    "unattributed": unattributed,
+                    "priced_by": name == "byProviderModel" and priced_by is not None,
+                }
+            )
     if extra["byPricing"]:  # who priced the calls (every response falls in exactly one row)
         tables.append(
             {"name": "byPricing", "title": "Price source", "rows": extra["byPricing"], "unattributed": None}
@@ -112,12 +139,16 @@ def _step_chart(step_rows: list[dict[str, Any]]):
 @run_page
 @require_GET
 def run_ledger(request: HttpRequest, access: RunAccess) -> HttpResponse:
-    acc = run_ledger_data(access.run)
+    acc, calls, priced_by = run_ledger_view(access.run)
     ctx = {
         "run": access.run,
         "url_id": access.url_id,
         "demo": access.demo,
-        **_ledger_context(acc, workflow_step_order(access.run.run_doc.get("workflowSnapshot"))),
+        **_ledger_context(
+            acc, workflow_step_order(access.run.run_doc.get("workflowSnapshot")), priced_by=priced_by
+        ),
+        "calls": calls,
+        "calls_total": acc.totals.event_count,
         "nav_active": "runs",
         "detail_url": reverse("runs:demo")
         if access.demo
@@ -146,10 +177,10 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
     if end < start:
         start, end = end, start
     # runs started on those UTC days, read from the rollups the write path keeps
-    acc, run_count, workflows = workspace_ledger_data(workspace, first=start, last=end)
+    acc, run_count, workflows, priced_by = workspace_ledger_data(workspace, first=start, last=end)
     ctx = {
         # the chart spans the chosen range (runs started in it may have answered later)
-        **_ledger_context(acc, merged_step_order(workflows), first=start, last=end),
+        **_ledger_context(acc, merged_step_order(workflows), first=start, last=end, priced_by=priced_by),
         "start": start,
         "end": end,
         "run_count": run_count,

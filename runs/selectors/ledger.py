@@ -11,8 +11,8 @@ from django.db import connection
 from django.db.models import Sum
 
 from runs.fields import from_column
-from runs.models import CostRollup, Run, RunRollup, Workspace
-from runs.protocol.telemetry import LedgerAccumulator
+from runs.models import CostRollup, Event, Run, RunRollup, Workspace
+from runs.protocol.telemetry import PRICING_KEY, LedgerAccumulator, pricing_source
 from runs.protocol.values import loads
 
 _LABELS = (
@@ -68,11 +68,38 @@ def _summed_rows(workspace: Workspace, first: date, last: date) -> list[tuple]:
     return [(*labels, *sums) for labels, sums in merged.items()]
 
 
+# {provider/model bucket key (the ledger's byProviderModel key): {price source key: [label, calls]}}
+PricedBy = dict[str, dict[str, list]]
+
+
+def provider_model_key(provider: str | None, model: str | None) -> str | None:
+    """The ledger's ``byProviderModel`` bucket key of a call (None when it names neither)."""
+    if not provider and not model:
+        return None
+    return f"provider:{provider or 'unknown'}|model:{model or 'unknown'}"
+
+
+def _count_source(priced_by: PricedBy, key: str | None, source: tuple[str, str], calls: int) -> None:
+    if key is None or calls <= 0:
+        return
+    held = priced_by.setdefault(key, {}).setdefault(source[0], [source[1], 0])
+    held[1] += calls
+
+
 def ledger_from_rollups(workspace: Workspace, *, first: date, last: date) -> LedgerAccumulator:
     """The ledger of the runs started on the UTC days ``first`` .. ``last``: totals, rollups by
     provider, model, step, user, tenant and plan, and the breakdowns per day, price source and
     prompt version, from the rollups."""
+    return ledger_and_sources_from_rollups(workspace, first=first, last=last)[0]
+
+
+def ledger_and_sources_from_rollups(
+    workspace: Workspace, *, first: date, last: date
+) -> tuple[LedgerAccumulator, PricedBy]:
+    """:func:`ledger_from_rollups` and, from the same rollup rows, the calls of each provider /
+    model per price source (which source priced them: the rollups key every row by it)."""
     acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
+    priced_by: PricedBy = {}
     n = len(_LABELS)
     for row in _summed_rows(workspace, first, last):
         day, provider, model, step, user, tenant, plan, currency, pricing, pricing_label, prompt = (
@@ -90,14 +117,16 @@ def ledger_from_rollups(workspace: Workspace, *, first: date, last: date) -> Led
             count=calls,
             sums=((i, o, t, c, r), duration, currency or None, cost),
         )
-    return acc
+        _count_source(priced_by, provider_model_key(provider, model), (pricing, pricing_label), calls)
+    return acc, priced_by
 
 
 def workspace_ledger_data(workspace: Workspace, *, first: date, last: date):
     """Ledger over the workspace's runs started on the UTC days ``first`` .. ``last``:
-    (accumulator, number of runs, the distinct workflow snapshots of those runs, for the step order).
+    (accumulator, number of runs, the distinct workflow snapshots of those runs, for the step order,
+    the calls of each provider / model per price source).
     Reads the rollups: bounded by the days and the distinct labels, not by the runs or their calls."""
-    acc = ledger_from_rollups(workspace, first=first, last=last)
+    acc, priced_by = ledger_and_sources_from_rollups(workspace, first=first, last=last)
     counters = RunRollup.objects.filter(workspace=workspace, run_day__gte=first, run_day__lte=last)
     run_count = int(counters.aggregate(n=Sum("runs"))["n"] or 0)
     workflows: list[Any] = []
@@ -111,4 +140,49 @@ def workspace_ledger_data(workspace: Workspace, *, first: date, last: date):
         )
         if doc:
             workflows.append(loads(doc[0]).get("workflowSnapshot"))
-    return acc, run_count, workflows
+    return acc, run_count, workflows, priced_by
+
+
+CALLS_SHOWN = 500  # the run ledger lists this many model responses one by one (all are counted)
+
+
+def run_ledger_view(run: Run, *, calls_shown: int = CALLS_SHOWN) -> tuple[LedgerAccumulator, list, PricedBy]:
+    """One pass over the run's ``model_io`` events: the ledger (as ``run_ledger_data``), its first
+    ``calls_shown`` responses one by one, each with the source that priced it (``pricing_source``:
+    the workspace's prices, genai-prices and its version, a cost the caller sent, none), and the
+    calls of each provider / model per price source."""
+    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
+    doc = run.run_doc
+    acc.add_run(doc)
+    calls: list[dict[str, Any]] = []
+    priced_by: PricedBy = {}
+    rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("seq", "body")
+    for seq, body in rows.iterator(chunk_size=2000):
+        event = loads(body)
+        if not acc.add_event(doc, event):
+            continue
+        source = pricing_source(event)
+        _count_source(priced_by, provider_model_key(event.get("provider"), event.get("model")), source, 1)
+        if len(calls) < calls_shown:
+            calls.append(call_row(seq, event, source))
+    return acc, calls, priced_by
+
+
+def call_row(seq: int, event: dict[str, Any], source: tuple[str, str]) -> dict[str, Any]:
+    """One model response as the run ledger lists it (and ``GET /api/runs/{id}/ledger`` returns it)."""
+    payload = event.get("payload")
+    note = payload.get(PRICING_KEY) if isinstance(payload, dict) else None
+    return {
+        "seq": seq,
+        "ts": event.get("ts"),
+        "stepId": event.get("stepId"),
+        "provider": event.get("provider"),
+        "model": event.get("model"),
+        "usage": event.get("usage") or {},
+        "cost": event.get("cost"),
+        "pricing": {
+            "source": source[0].partition("@")[0],
+            "label": source[1],
+            **({"note": note} if isinstance(note, dict) else {}),
+        },
+    }

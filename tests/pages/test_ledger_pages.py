@@ -159,3 +159,48 @@ def test_the_workspace_ledger_says_which_source_priced_the_calls(client, alice, 
     client.force_login(alice)
     html = client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode()
     assert _row_labels(_table(html, "byPricing")) == PRICE_SOURCES
+
+
+def test_the_run_ledger_lists_each_response_with_the_source_that_priced_it(client, alice, priced_run):
+    """Per call: the workspace's prices, genai-prices with its version, a caller's cost, no price."""
+    client.force_login(alice)
+    html = client.get("/runs/run_p/ledger/").content.decode()
+    calls = html[html.index('data-ledger="calls"') : html.index("</table>", html.index('data-ledger="calls"'))]
+    sources = re.findall(r'<td class="priced-by" data-source="([^"]*)">([^<]*)</td>', calls)
+    assert sources == [
+        ("workspace", "Workspace prices"),
+        ("genai-prices", "genai-prices 0.0.9"),
+        ("recorded", "Cost recorded by the caller"),
+        ("unpriced", "Not priced"),
+    ]
+    # each row links to its event in the trace; costs through the one money rule
+    assert "?at=" in calls and "USD 0.10<" in calls and ">unknown</td>" in calls
+
+
+def test_the_ledgers_say_per_provider_and_model_which_sources_priced_its_calls(client, alice, priced_run):
+    """The "Provider / model" table's "Priced by" column: the run ledger from the events, the
+    workspace ledger from the rollups (which key every row by its price source), alike."""
+    client.force_login(alice)
+    want = (
+        "Cost recorded by the caller (1); Not priced (1); Workspace prices (1); genai-prices 0.0.9 (1)"
+    )
+    for html in (
+        client.get("/runs/run_p/ledger/").content.decode(),
+        client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode(),
+    ):
+        table = _table(html, "byProviderModel")
+        assert "<th scope=\"col\">Priced by</th>" in table
+        assert f'<td class="priced-by">{want}</td>' in table
+        assert "Priced by" not in _table(html, "byModel")  # only the provider / model table
+
+
+def test_the_run_ledger_lists_the_first_responses_and_counts_them_all(client, alice, priced_run, monkeypatch):
+    from runs.selectors import ledger
+
+    monkeypatch.setattr(ledger, "CALLS_SHOWN", 2)
+    monkeypatch.setattr(ledger.run_ledger_view, "__defaults__", None)
+    monkeypatch.setattr(ledger.run_ledger_view, "__kwdefaults__", {"calls_shown": 2})
+    client.force_login(alice)
+    html = client.get("/runs/run_p/ledger/").content.decode()
+    assert "The first 2 of 4 are listed" in html
+    assert html.count('<td class="priced-by" data-source=') == 2

@@ -224,7 +224,7 @@ def test_rollups_equal_a_full_recomputation(ops):
         _apply(workspace, op)
     assert rollups.rollups_match(workspace)
     _assert_same_ledger(ledger_from_rollups(workspace, **ALL_DAYS), _scan_ledger(workspace))
-    _, run_count, _ = workspace_ledger_data(workspace, **ALL_DAYS)
+    _, run_count, _, _ = workspace_ledger_data(workspace, **ALL_DAYS)
     assert run_count == Run.objects.for_workspace(workspace).count()
     waiting = Run.objects.for_workspace(workspace).filter(status="running", pending_gates__gt=0)
     assert pending_gate_count(workspace) == sum(waiting.values_list("pending_gates", flat=True))
