@@ -33,7 +33,9 @@ Side by side with Arize Phoenix, when ``make bench-peers`` installed it in ``var
 (or ``WORKBENCH_PHOENIX_PYTHON`` names a Python that has ``arize-phoenix``): each run starts
 ``phoenix serve`` on loopback with a fresh SQLite file, POSTs the same protobuf bodies to its
 ``/v1/traces`` over one keep-alive HTTP connection, and measures the same figures (queryable: its
-``spans`` table holds every span; peak memory: the server's VmHWM). Then the ratios. Phoenix is
+``spans`` table holds every span; cpu: the server's CPU time, every thread, from the first POST
+until every span is stored, since it inserts after answering; peak memory: the server's VmHWM).
+Then the ratios. Phoenix is
 reached over real HTTP and we through Django's in-process test client, so our figures leave out
 an HTTP server's parsing (a few percent of a 512-span request). ``--no-peers`` skips Phoenix.
 """
@@ -151,6 +153,22 @@ def _vm_hwm_mb(pid: int) -> float:
     return float("nan")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system, every thread) a process has used so far, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def _phoenix_version(python: str) -> str:
+    out = subprocess.run(
+        [python, "-c", "import phoenix; print(phoenix.__version__)"], capture_output=True, text=True
+    )
+    return out.stdout.strip() or "?"
+
+
 def phoenix_run(python: str, bodies: list[bytes], total: int) -> dict:
     """One measured run against a fresh Phoenix server (SQLite), same bodies as ours."""
     import http.client
@@ -189,6 +207,7 @@ def phoenix_run(python: str, bodies: list[bytes], total: int) -> dict:
                     raise RuntimeError("phoenix did not start within 180 s")
                 time.sleep(0.5)
             rss_before = _vm_hwm_mb(server.pid)
+            cpu_before = _cpu_seconds(server.pid)
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
             refused = 0
             spent = 0.0
@@ -215,6 +234,7 @@ def phoenix_run(python: str, bodies: list[bytes], total: int) -> dict:
                     break
                 time.sleep(0.05)
             queryable = time.perf_counter() - first
+            cpu = _cpu_seconds(server.pid) - cpu_before  # answering and inserting (it inserts later)
             reader.close()
             return {
                 "spans": total,
@@ -222,6 +242,7 @@ def phoenix_run(python: str, bodies: list[bytes], total: int) -> dict:
                 "refused_posts": refused,
                 "answered": total / spent,
                 "queryable": total / queryable if stored >= total else float("nan"),
+                "cpu": total / cpu if stored >= total and cpu > 0 else float("nan"),
                 "peak_rss_mb": _vm_hwm_mb(server.pid),
                 "growth_mb": _vm_hwm_mb(server.pid) - rss_before,
             }
@@ -387,14 +408,16 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         except (RuntimeError, OSError) as exc:
             print(f"  Phoenix: could not be measured: {exc}")
             return
-    pk = ("answered", "queryable", "peak_rss_mb", "growth_mb")
+    pk = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb")
     ph = {key: statistics.median(r[key] for r in theirs) for key in pk}
     refused = max(r["refused_posts"] for r in theirs)
     stored = min(r["stored"] for r in theirs)
     print(
-        f"  Phoenix (arize-phoenix, SQLite, over loopback HTTP, median of {len(theirs)}):\n"
+        f"  Phoenix (arize-phoenix {_phoenix_version(python)}, SQLite, over loopback HTTP, median of {len(theirs)}):\n"
         f"    answered   {ph['answered']:>9,.0f} spans/s   ours/theirs {med['answered'] / ph['answered']:.2f}x\n"
         f"    queryable  {ph['queryable']:>9,.0f} spans/s   ours/theirs {med['queryable'] / ph['queryable']:.2f}x\n"
+        f"    cpu        {ph['cpu']:>9,.0f} spans per CPU second of the server, until stored   "
+        f"ours/theirs {med['cpu'] / ph['cpu']:.2f}x\n"
         f"    peak RSS   {ph['peak_rss_mb']:>9,.0f} MB      theirs/ours {ph['peak_rss_mb'] / med['peak_rss_mb']:.2f}x\n"
         f"    kept {stored:,} of {total:,} spans; {refused} POST(s) answered other than 2xx"
     )

@@ -31,6 +31,8 @@ from runs.api.errors import ApiError
 from runs.api.fork import cache_router
 from runs.api.fork import router as fork_router
 from runs.api.gates import router as gates_router
+from runs.api.ledger import router as ledger_router
+from runs.api.ledger import runs_router as run_ledger_router
 from runs.api.other_doors import with_other_doors
 from runs.api.prices import router as prices_router
 from runs.api.prompts import labels_router as prompt_labels_router
@@ -327,9 +329,11 @@ def _register_routers() -> None:
     api.add_router("/runs", gates_router)
     api.add_router("/runs", bundle_export_router)
     api.add_router("/runs", transcript_router)
+    api.add_router("/runs", run_ledger_router)
     api.add_router("/bundles", bundles_router)
     api.add_router("/cache", cache_router)
     api.add_router("/prices", prices_router)
+    api.add_router("/ledger", ledger_router)
     api.add_router("/webhooks", webhooks_router)
     api.add_router("/prompts", prompts_router)
     api.add_router("/prompt-labels", prompt_labels_router)

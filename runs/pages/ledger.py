@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from runs.pages.access import RunAccess, run_page
 from runs.presenters.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
 from runs.protocol.telemetry import LedgerAccumulator
-from runs.selectors.ledger import PricedBy, run_ledger_view, workspace_ledger_data
+from runs.selectors.ledger import PricedBy, priced_by_notes, run_ledger_view, workspace_ledger_data
 from runs.web.request import (
     current_workspace,
 )
@@ -40,17 +40,6 @@ def _in_step_order(rows: list[dict[str, Any]], order: list[str]) -> list[dict[st
 
 def _main_currency(exact: dict[str, Decimal]) -> str:
     return max(exact, key=lambda cur: exact[cur]) if exact else ""
-
-
-def priced_by_notes(priced_by: PricedBy) -> dict[str, list[dict[str, Any]]]:
-    """Per provider / model bucket key, its price sources, most calls first: [{"label", "calls"}]."""
-    return {
-        key: [
-            {"label": label, "calls": calls}
-            for label, calls in sorted(sources.values(), key=lambda held: (-held[1], held[0]))
-        ]
-        for key, sources in priced_by.items()
-    }
 
 
 def _ledger_context(

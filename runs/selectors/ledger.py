@@ -86,6 +86,17 @@ def _count_source(priced_by: PricedBy, key: str | None, source: tuple[str, str],
     held[1] += calls
 
 
+def priced_by_notes(priced_by: PricedBy) -> dict[str, list[dict[str, Any]]]:
+    """Per provider / model bucket key, its price sources, most calls first: [{"label", "calls"}]."""
+    return {
+        key: [
+            {"label": label, "calls": calls}
+            for label, calls in sorted(sources.values(), key=lambda held: (-held[1], held[0]))
+        ]
+        for key, sources in priced_by.items()
+    }
+
+
 def ledger_from_rollups(workspace: Workspace, *, first: date, last: date) -> LedgerAccumulator:
     """The ledger of the runs started on the UTC days ``first`` .. ``last``: totals, rollups by
     provider, model, step, user, tenant and plan, and the breakdowns per day, price source and

@@ -200,3 +200,18 @@ def test_openapi_describes_the_mcp_endpoint(anon, db):
     }
     agents = anon.get("/agents.md").content.decode()
     assert "`POST /api/mcp`" not in agents and "oauth-protected-resource" in agents
+
+
+def test_openapi_describes_the_otlp_endpoints(anon, db):
+    """/v1/traces and /v1/logs are plain Django views; the document describes both (protobuf and
+    JSON bodies, partialSuccess answers) beside /api/mcp and the REST routes."""
+    doc = orjson.loads(anon.get("/api/openapi.json").content)
+    for signal, rejected in (("traces", "rejectedSpans"), ("logs", "rejectedLogRecords")):
+        post = doc["paths"][f"/v1/{signal}"]["post"]
+        assert post["operationId"] == f"otlp_{signal}"
+        assert set(post["requestBody"]["content"]) == {"application/x-protobuf", "application/json"}
+        answer = post["responses"]["200"]["content"]["application/json"]["schema"]
+        assert rejected in orjson.dumps(answer).decode()
+        assert {"400", "401", "413", "415", "429"} <= set(post["responses"])
+    assert "/api/mcp" in doc["paths"] and "/api/runs/{run_id}/ledger" in doc["paths"]
+    assert "/api/ledger" in doc["paths"]

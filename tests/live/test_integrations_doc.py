@@ -46,6 +46,27 @@ def test_the_page_has_the_recipes_the_readme_promises():
     assert "docs/integrations.md" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def test_the_tested_versions_are_the_ones_the_suite_runs():
+    """The page's "Tested with" pins (its pip lines) name the versions installed here, with which
+    the recipes below run: a bump of the test extra without the page (or back) fails."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    text = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    pins = dict(re.findall(r'"([A-Za-z0-9_.-]+)==([^"]+)"', text))
+    assert {
+        "opentelemetry-sdk",
+        "opentelemetry-exporter-otlp-proto-http",
+        "opentelemetry-instrumentation-openai-v2",
+        "openinference-instrumentation-openai",
+    } <= set(pins)
+    for name, pinned in pins.items():
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            pytest.skip(f"{name} is not installed (the otel-tests extra)")
+        assert installed == pinned, f"docs/integrations.md says {name}=={pinned}, the suite runs {installed}"
+
+
 @pytest.fixture(scope="module")
 def live():
     with (

@@ -165,7 +165,9 @@ def test_the_run_ledger_lists_each_response_with_the_source_that_priced_it(clien
     """Per call: the workspace's prices, genai-prices with its version, a caller's cost, no price."""
     client.force_login(alice)
     html = client.get("/runs/run_p/ledger/").content.decode()
-    calls = html[html.index('data-ledger="calls"') : html.index("</table>", html.index('data-ledger="calls"'))]
+    calls = html[
+        html.index('data-ledger="calls"') : html.index("</table>", html.index('data-ledger="calls"'))
+    ]
     sources = re.findall(r'<td class="priced-by" data-source="([^"]*)">([^<]*)</td>', calls)
     assert sources == [
         ("workspace", "Workspace prices"),
@@ -181,15 +183,13 @@ def test_the_ledgers_say_per_provider_and_model_which_sources_priced_its_calls(c
     """The "Provider / model" table's "Priced by" column: the run ledger from the events, the
     workspace ledger from the rollups (which key every row by its price source), alike."""
     client.force_login(alice)
-    want = (
-        "Cost recorded by the caller (1); Not priced (1); Workspace prices (1); genai-prices 0.0.9 (1)"
-    )
+    want = "Cost recorded by the caller (1); Not priced (1); Workspace prices (1); genai-prices 0.0.9 (1)"
     for html in (
         client.get("/runs/run_p/ledger/").content.decode(),
         client.get("/ledger/", {"from": "2026-01-01", "to": "2026-12-31"}).content.decode(),
     ):
         table = _table(html, "byProviderModel")
-        assert "<th scope=\"col\">Priced by</th>" in table
+        assert '<th scope="col">Priced by</th>' in table
         assert f'<td class="priced-by">{want}</td>' in table
         assert "Priced by" not in _table(html, "byModel")  # only the provider / model table
 
@@ -204,3 +204,37 @@ def test_the_run_ledger_lists_the_first_responses_and_counts_them_all(client, al
     html = client.get("/runs/run_p/ledger/").content.decode()
     assert "The first 2 of 4 are listed" in html
     assert html.count('<td class="priced-by" data-source=') == 2
+
+
+def test_the_ledger_api_says_which_source_priced_each_call(client, alice, priced_run):
+    """GET /api/runs/{id}/ledger: each call with its source; GET /api/ledger: the same sums from
+    the rollups; both count each provider / model's calls per source."""
+    client.force_login(alice)
+    run = client.get("/api/runs/run_p/ledger").json()
+    assert run["callsTotal"] == 4 and run["totals"]["eventCount"] == 4
+    assert [(c["seq"] > 0, c["pricing"]["source"], c["pricing"]["label"]) for c in run["calls"]] == [
+        (True, "workspace", "Workspace prices"),
+        (True, "genai-prices", "genai-prices 0.0.9"),
+        (True, "recorded", "Cost recorded by the caller"),
+        (True, "unpriced", "Not priced"),
+    ]
+    assert run["calls"][1]["pricing"]["note"] == {
+        "source": "genai-prices",
+        "model": "gpt-4.1-mini",
+        "version": "0.0.9",
+    }
+    assert [row["label"] for row in run["byPricing"]] == PRICE_SOURCES[:-1]
+    want = [{"label": label, "calls": 1} for label in sorted(PRICE_SOURCES[:-1])]
+    assert run["byProviderModel"][0]["pricedBy"] == want
+    assert len(client.get("/api/runs/run_p/ledger", {"limit": 1}).json()["calls"]) == 1
+    workspace = client.get("/api/ledger", {"from": "2026-01-01", "to": "2026-12-31"}).json()
+    assert workspace["runCount"] == 1 and workspace["from"] == "2026-01-01"
+    assert (
+        workspace["byPricing"] == run["byPricing"] and workspace["byProviderModel"] == run["byProviderModel"]
+    )
+    assert (
+        client.get("/api/ledger", {"from": "2026-01-01\x00"}).status_code == 200
+    )  # an unreadable day: the default
+    client.logout()
+    assert client.get("/api/ledger").status_code == 401
+    assert client.get("/api/runs/run_p/ledger").status_code == 401

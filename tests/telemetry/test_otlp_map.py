@@ -383,3 +383,58 @@ def test_odd_attribute_values_map_to_valid_events_or_reject_their_span(weird):
     for event in batch.events_by_run.get("r", []):
         validate_event(event)
     assert batch.accepted_spans + batch.rejected_spans == len(spans)
+
+
+def test_openinference_agent_retriever_and_embedding_kinds():
+    """AGENT and RETRIEVER spans keep their place in the span tree (kind and I/O kept as
+    attributes); an EMBEDDING span is a model call with its model and prompt tokens."""
+    trace, agent, retriever, embedding = (
+        fx.OI_TRACE,
+        "4444444444444444",
+        "5555555555555555",
+        "6666666666666666",
+    )
+    spans = [
+        fx.span(
+            trace,
+            embedding,
+            "embed query",
+            110,
+            120,
+            {
+                "openinference.span.kind": "EMBEDDING",
+                "embedding.model_name": "text-embedding-3-small",
+                "llm.provider": "openai",
+                "llm.token_count.prompt": 7,
+                "llm.token_count.total": 7,
+            },
+            parent=retriever,
+        ),
+        fx.span(
+            trace,
+            retriever,
+            "retrieve",
+            100,
+            150,
+            {"openinference.span.kind": "RETRIEVER", "input.value": "Weather in Paris?"},
+            parent=agent,
+        ),
+        fx.span(
+            trace,
+            agent,
+            "agent",
+            0,
+            200,
+            {"openinference.span.kind": "AGENT", "agent.name": "planner"},
+            status=1,
+        ),
+    ]
+    assert [span_role(s["attributes"]) for s in spans] == ["model", "span", "span"]
+    events = events_of(spans)
+    kinds = {e["spanId"]: e["attributes"]["openinference.span.kind"] for e in by_type(events, "span_started")}
+    assert kinds == {agent: "AGENT", retriever: "RETRIEVER", embedding: "EMBEDDING"}
+    assert by_type(events, "span_started", spanId=retriever)[0]["parentSpanId"] == agent
+    [response] = by_type(events, "model_io", direction="response")
+    assert response["model"] == "text-embedding-3-small" and response["provider"] == "openai"
+    assert response["usage"]["inputTokens"] == 7 and response["usage"]["totalTokens"] == 7
+    assert by_type(events, "span_ended", spanId=agent)[0]["status"] == "ok"
