@@ -18,12 +18,17 @@ from pydantic import Field
 
 from runs.actions.permissions import Action
 from runs.api.responses import require
+from runs.api.schemas import ErrorOut
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.selectors.ledger import PricedBy, priced_by_notes, run_ledger_view, workspace_ledger_data
 from runs.selectors.runs import get_run
 
 runs_router = Router(tags=["ledger"])
+
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: ErrorOut}
 router = Router(tags=["ledger"])
+
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: ErrorOut}
 
 PRICING_DOC = (
     "Each price source row (`byPricing`) and each call's `pricing` says who priced the calls: "
@@ -61,6 +66,7 @@ def _sums(acc: LedgerAccumulator, priced_by: PricedBy) -> dict[str, Any]:
 
 @runs_router.get(
     "/{runid:run_id}/ledger",
+    response={200: dict[str, Any], **ERRORS},
     summary="A run's ledger, with the source that priced each call",
     description=PRICING_DOC,
 )
@@ -86,6 +92,7 @@ def _day(text: str) -> date | None:
 
 @router.get(
     "",
+    response={200: dict[str, Any], **ERRORS},
     summary="The workspace ledger over a range of days, with the sources that priced the calls",
     description=PRICING_DOC + " Runs started on the UTC days `from` .. `to`, from the cost rollups.",
 )
