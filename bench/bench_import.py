@@ -176,7 +176,9 @@ def drop_pg_database(url: str) -> None:
     import psycopg
 
     base, name = url.rsplit("/", 1)
-    with psycopg.connect(base.replace("postgres://", "postgresql://", 1) + "/postgres", autocommit=True) as con:
+    with psycopg.connect(
+        base.replace("postgres://", "postgresql://", 1) + "/postgres", autocommit=True
+    ) as con:
         con.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
@@ -204,7 +206,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=int(os.environ.get("BENCH_IMPORT_EVENTS", "1000000")))
     parser.add_argument("--database-url", default=PG_URL)
     parser.add_argument("--sqlite", action="store_true", help="import into a fresh SQLite file instead")
-    parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database (dropped by default)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the PostgreSQL database (dropped by default)"
+    )
     args = parser.parse_args()
     path = bundle_of(args.events)
     size = path.stat().st_size
@@ -248,7 +252,9 @@ def main() -> None:
     if pages:
         print(
             "run page (median of 7, wall ms (CPU ms)): "
-            + ", ".join(f"{k} {pages[k]:.1f} ({pages[k + '_cpu']:.1f})" for k in pages if not k.endswith("_cpu"))
+            + ", ".join(
+                f"{k} {pages[k]:.1f} ({pages[k + '_cpu']:.1f})" for k in pages if not k.endswith("_cpu")
+            )
             + "  (targets: open < 1,000 ms, a page < 100 ms)"
         )
     if purge:

@@ -278,9 +278,7 @@ def _copy_rows(rows: list[CachedResponse]) -> None:
         with cursor.cursor.copy(f"COPY wb_cached_copy ({columns}) FROM STDIN") as copy:
             for row in rows:
                 row.created_at = now
-                copy.write_row(
-                    [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
-                )
+                copy.write_row([f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields])
         cursor.execute(
             f"INSERT INTO {table} ({columns}) SELECT {columns} FROM wb_cached_copy ON CONFLICT DO NOTHING"
         )
