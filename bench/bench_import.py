@@ -7,8 +7,11 @@ like the reference's exports) and imports it in a fresh child process into a fre
 database (``BENCH_PG_URL``, default ``.../workbench_bench_import``; SQLite with ``--sqlite``), then
 prints events/s (the whole import: streamed parse, streamed hash, validation, fold, COPY, commit),
 the streamed read alone (parse + canonical hash, no database) and the child's peak RSS
-(``ru_maxrss``) against the file's size, and then the retention purge of that run (do_purge_run:
-batches of 10,000 events, each its own transaction): its time and its longest transaction.
+(``ru_maxrss``) against the file's size, the CPU per event of the importing process and of its
+PostgreSQL backend (``/proc/<pid>/stat``: wall times on a shared machine are noise, CPU is not),
+the imported run's page and its timeline pages (test client, median of 7), and then the retention
+purge of that run (do_purge_run: batches of 10,000 events, each its own transaction): its time
+and its longest transaction. The PostgreSQL database is dropped at the end (``--keep`` keeps it).
 Targets (issue 29): >= 50,000 events/s on PostgreSQL, peak memory under 2 GB at 10M events.
 Figures only: nothing is asserted.
 
