@@ -7,8 +7,11 @@ like the reference's exports) and imports it in a fresh child process into a fre
 database (``BENCH_PG_URL``, default ``.../workbench_bench_import``; SQLite with ``--sqlite``), then
 prints events/s (the whole import: streamed parse, streamed hash, validation, fold, COPY, commit),
 the streamed read alone (parse + canonical hash, no database) and the child's peak RSS
-(``ru_maxrss``) against the file's size, and then the retention purge of that run (do_purge_run:
-batches of 10,000 events, each its own transaction): its time and its longest transaction.
+(``ru_maxrss``) against the file's size, the CPU per event of the importing process and of its
+PostgreSQL backend (``/proc/<pid>/stat``: wall times on a shared machine are noise, CPU is not),
+the imported run's page and its timeline pages (test client, median of 7), and then the retention
+purge of that run (do_purge_run: batches of 10,000 events, each its own transaction): its time
+and its longest transaction. The PostgreSQL database is dropped at the end (``--keep`` keeps it).
 Targets (issue 29): >= 50,000 events/s on PostgreSQL, peak memory under 2 GB at 10M events.
 Figures only: nothing is asserted.
 
@@ -43,14 +46,71 @@ from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from runs.actions.bigimport import do_import_bundle_file
 from runs.actions.workspaces import get_or_create_workspace
+from django.db import connection
 ws = get_or_create_workspace("bench-import")
+
+
+def server_cpu():  # CPU seconds of this connection's PostgreSQL backend (same machine)
+    if connection.vendor != "postgresql":
+        return 0.0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 marks = []
+server_before, cpu_before = server_cpu(), time.process_time()
 started = time.perf_counter()
 run = do_import_bundle_file(workspace=ws, path=sys.argv[1], actor="bench",
                             progress=lambda n, b: marks.append((time.perf_counter() - started, n)))
 elapsed = time.perf_counter() - started
+cpu, server = time.process_time() - cpu_before, server_cpu() - server_before
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(f"RESULT events={run.last_seq} seconds={elapsed:.3f} rss={rss}")
+print(f"RESULT events={run.last_seq} seconds={elapsed:.3f} rss={rss} cpu={cpu:.3f} server={server:.3f}")
+"""
+
+# The imported run's page and a page of its timeline (deep in the middle and at the end),
+# through the test client as a signed-in owner: median of 7 server times, wall and CPU.
+_PAGES = """
+import os, sys, time, statistics
+os.environ["DATABASE_URL"] = sys.argv[1]
+os.environ["WORKBENCH_TRANSCRIPTS"] = "0"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+sys.path.insert(0, sys.argv[2])
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.test import Client
+from runs.actions.workspaces import add_member
+from runs.models import Run
+run = Run.unscoped.filter(workspace__slug="bench-import").order_by("-pk").first()
+user = get_user_model().objects.create_user("bench-pages", password="bench-password-123")
+add_member(run.workspace, user, "owner")
+client = Client(SERVER_NAME="127.0.0.1")
+client.force_login(user)
+hx = {"HTTP_HX_REQUEST": "true"}
+mid = run.last_seq // 2
+pages = {
+    "open": (f"/runs/{run.run_id}/", {}),
+    "deep_link": (f"/runs/{run.run_id}/?at={mid}", {}),
+    "page_mid": (f"/runs/{run.run_id}/timeline/?after={mid}", hx),
+    "page_latest": (f"/runs/{run.run_id}/timeline/?before={run.last_seq + 1}", hx),
+    "page_type": (f"/runs/{run.run_id}/timeline/?type=tool_call&after={mid}", hx),
+}
+out = []
+for name, (url, headers) in pages.items():
+    walls, cpus = [], []
+    for i in range(8):
+        t, c = time.perf_counter(), time.process_time()
+        response = client.get(url, secure=True, **headers)
+        assert response.status_code == 200, (url, response.status_code)
+        if i:  # the first request warms the caches
+            walls.append((time.perf_counter() - t) * 1000)
+            cpus.append((time.process_time() - c) * 1000)
+    out.append(f"{name}={statistics.median(walls):.1f} {name}_cpu={statistics.median(cpus):.1f}")
+print("RESULT " + " ".join(out))
 """
 
 _READ = """
@@ -115,6 +175,16 @@ def ensure_pg_database(url: str) -> bool:
         return False
 
 
+def drop_pg_database(url: str) -> None:
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(
+        base.replace("postgres://", "postgresql://", 1) + "/postgres", autocommit=True
+    ) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
 def bundle_of(events: int) -> Path:
     path = ROOT / "var" / "bench" / f"import_{events}.json"
     if not path.exists():
@@ -139,6 +209,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=int(os.environ.get("BENCH_IMPORT_EVENTS", "1000000")))
     parser.add_argument("--database-url", default=PG_URL)
     parser.add_argument("--sqlite", action="store_true", help="import into a fresh SQLite file instead")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the PostgreSQL database (dropped by default)"
+    )
     args = parser.parse_args()
     path = bundle_of(args.events)
     size = path.stat().st_size
@@ -159,7 +232,10 @@ def main() -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         result = _result([sys.executable, "-c", _CHILD, str(path), url, str(ROOT)])
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        pages = _result([sys.executable, "-c", _PAGES, url, str(ROOT)]) if result else None
         purge = _result([sys.executable, "-c", _PURGE, url, str(ROOT)]) if result else None
+        if not args.sqlite and not args.keep:
+            drop_pg_database(url)
     if result:
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         print(
@@ -167,8 +243,22 @@ def main() -> None:
             f"  ({result['seconds']:.1f} s, client CPU {cpu:.1f} s; target >= 50,000 on PostgreSQL)"
         )
         print(
+            f"  CPU per event: client {result['cpu'] / result['events'] * 1e6:.1f} us,"
+            f" PostgreSQL backend {result['server'] / result['events'] * 1e6:.1f} us"
+            f" (CPU-bound rate: {result['events'] / max(result['cpu'] + result['server'], 1e-9):.0f} events/s"
+            " with client and server taking turns on one core)"
+        )
+        print(
             f"peak RSS of the import:          {result['rss'] / 2**20:10.0f} MB"
             f"  ({result['rss'] / size:.2f}x the file; target < 2 GB at 10M events)"
+        )
+    if pages:
+        print(
+            "run page (median of 7, wall ms (CPU ms)): "
+            + ", ".join(
+                f"{k} {pages[k]:.1f} ({pages[k + '_cpu']:.1f})" for k in pages if not k.endswith("_cpu")
+            )
+            + "  (targets: open < 1,000 ms, a page < 100 ms)"
         )
     if purge:
         print(

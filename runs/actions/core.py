@@ -180,19 +180,19 @@ _EVENT_COLUMNS = (
 def _event_row(run_pk: int, seq: int, event: dict, actor: str, recorded_at: object, postgres: bool) -> tuple:
     # filter columns cut to their width and spelt as runs.fields stores them (NUL on PostgreSQL,
     # where `actor` arrives already spelt); the body keeps the full protocol text
-    if postgres:
+    if postgres:  # column_value(x, connection, width) without a connection lookup per column
         return (
             run_pk,
             seq,
-            column_value(event["id"], connection, 200),
+            fit(to_column(event["id"]), 200),
             event["type"],
             event["ts"][:40],
-            column_value(event.get("stepId") or "", connection, 200),
-            column_value(event.get("correlationId") or "", connection, 200),
+            fit(to_column(event.get("stepId") or ""), 200),
+            fit(to_column(event.get("correlationId") or ""), 200),
             dumps(event),
             actor,
             recorded_at,
-            column_value(span_ref_of(event), connection, 220),  # the trace view's index key
+            fit(to_column(span_ref_of(event)), 220),  # the trace view's index key
         )
     return (
         run_pk,

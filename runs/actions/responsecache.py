@@ -232,9 +232,56 @@ def fill_from_responses(
                 response_digest=digest,
             )
         )
-    if rows:
+    if len(rows) > _COPY_MIN_ROWS and connection.vendor == "postgresql":
+        _copy_rows(rows)
+    elif rows:
         CachedResponse.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)
+
+
+# A larger batch (a bundle import) goes through COPY: the ORM's bulk_create spends ~0.2 ms of
+# Python per row building its statement, more than the rest of an imported event costs.
+_COPY_MIN_ROWS = 100
+_COPY_FIELDS = (
+    "workspace",
+    "key",
+    "key_v1",
+    "provider",
+    "model",
+    "run",
+    "source_run_id",
+    "request_seq",
+    "response_seq",
+    "request",
+    "response",
+    "response_digest",
+    "hits",
+    "created_at",
+)
+
+
+def _copy_rows(rows: list[CachedResponse]) -> None:
+    """``bulk_create(rows, ignore_conflicts=True)`` by COPY into a temporary table, then one
+    ``INSERT ... ON CONFLICT DO NOTHING`` (COPY itself cannot skip a conflict). The values go
+    through each field's own conversion (``get_db_prep_save``), as bulk_create's do."""
+    fields = [CachedResponse._meta.get_field(name) for name in _COPY_FIELDS]
+    now = timezone.now()
+    qn = connection.ops.quote_name
+    table = qn(CachedResponse._meta.db_table)
+    columns = ", ".join(qn(f.column) for f in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS wb_cached_copy AS SELECT {columns} FROM {table}"
+            " WITH NO DATA"
+        )
+        cursor.execute("TRUNCATE wb_cached_copy")
+        with cursor.cursor.copy(f"COPY wb_cached_copy ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                row.created_at = now
+                copy.write_row([f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields])
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM wb_cached_copy ON CONFLICT DO NOTHING"
+        )
 
 
 def retention_boundary(now: datetime | None = None, *, days: int | None = None) -> datetime | None:

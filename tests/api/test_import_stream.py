@@ -146,3 +146,30 @@ def test_bad_input_is_refused_with_the_same_code_and_nothing_stored(
     mem, streamed = both(tmp_path, change(_generated(300)))
     assert mem == code
     assert streamed == code
+
+
+CACHE_FIELDS = (
+    "key", "key_v1", "provider", "model", "source_run_id", "request_seq", "response_seq",
+    "request", "response", "response_digest", "hits", "last_hit_at",
+)  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_cache_rows_by_copy_equal_bulk_create(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large batch of cached answers goes through COPY on PostgreSQL (responsecache._copy_rows):
+    the same rows as the ORM's bulk_create, and an answer already kept is skipped, not doubled."""
+    from runs.actions import responsecache
+
+    path = tmp_path / "bundle.json"
+    path.write_bytes(_generated(1500))  # 100 distinct answers, in one batch
+    rows = {}
+    for name, threshold in (("orm", 10**9), ("copy", 0)):
+        monkeypatch.setattr(responsecache, "_COPY_MIN_ROWS", threshold)
+        ws = get_or_create_workspace(f"cache-{name}")
+        run = do_import_bundle_file(workspace=ws, path=path, actor="t")
+        rows[name] = sorted(CachedResponse.objects.filter(run=run).values_list(*CACHE_FIELDS))
+        again = do_import_bundle_file(workspace=ws, path=path, actor="t", as_new_id=True)
+        assert not CachedResponse.objects.filter(run=again).exists()  # every answer was kept already
+        assert CachedResponse.objects.filter(workspace=ws).count() == len(rows[name])
+    assert len(rows["copy"]) >= 50
+    assert rows["copy"] == rows["orm"]
