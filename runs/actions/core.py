@@ -108,7 +108,12 @@ def projection_fields(state: RunState) -> dict[str, Any]:
     }
 
 
-def new_run_row(*, workspace: Workspace, state: RunState, actor: str, has_engine: bool = True) -> Run:
+def new_run_row(
+    *, workspace: Workspace, state: RunState, actor: str, has_engine: bool = True, projection: bool = True
+) -> Run:
+    """A new run row for ``state`` (not saved). ``projection=False`` leaves the projection out
+    for a caller that sets it once its events are applied (:func:`save_new_runs` does): the
+    initial one would be written into the row and then replaced before any save."""
     run_doc = state.run
     run = Run(
         run_id=run_doc["id"],
@@ -118,7 +123,7 @@ def new_run_row(*, workspace: Workspace, state: RunState, actor: str, has_engine
         started_at=parse_ts(run_doc["startedAt"]),
         has_engine=has_engine,
         created_by=actor,
-        **projection_fields(state),
+        **(projection_fields(state) if projection else {}),
     )
     run.last_seq = 0
     return run

@@ -225,7 +225,10 @@ def _prepare_new_run(
                 title=_title(info),
             )
             appender = Appender(
-                new_run_row(workspace=workspace, state=state, actor=actor), state, actor, fill_cache=False
+                new_run_row(workspace=workspace, state=state, actor=actor, projection=False),
+                state,
+                actor,
+                fill_cache=False,
             )
             append_in_place(state, todo, ctx, on_applied=appender.record, shape_checked=True)
             break

@@ -75,6 +75,7 @@ SESSION_ATTRIBUTES = ("session.id", "gen_ai.conversation.id")
 TOO_DEEP = f"nested deeper than {MAX_NESTING} arrays and objects"
 
 _HEX_DIGITS = "0123456789abcdef"
+_NO_RESOURCE: Mapping[str, Any] = {}  # a span without resource attributes (never changed)
 _MAX_NS = 253402300799 * 1_000_000_000  # 9999-12-31T23:59:59Z: what an ISO timestamp can hold
 
 # --------------------------------------------------------------------------------------------
@@ -297,8 +298,13 @@ def route_spans(
     """
     traces: dict[str, TraceInfo] = {}
     problems = [span_problem(span) for span in spans]
+    # what a resource says (service, session, named run), once per resource object: the spans of
+    # one ResourceSpans share theirs
+    by_resource: dict[int, tuple[Any, Any, str | None]] = {}
+    own_runs: list[str | None] = []  # each span's own named run (attribute), read once
     for span, problem in zip(spans, problems, strict=True):
         if problem is not None:
+            own_runs.append(None)
             continue
         trace_id = span["traceId"]
         info = traces.get(trace_id)
@@ -306,14 +312,23 @@ def route_spans(
             info = traces[trace_id] = TraceInfo(trace_id)
         info.span_count += 1
         attrs = span["attributes"]
-        resource = span.get("resource") or {}
-        if info.service_name is None and isinstance(resource.get("service.name"), str):
-            info.service_name = resource["service.name"]
+        resource = span.get("resource") or _NO_RESOURCE  # alive as long as its spans: ids unique
+        facts = by_resource.get(id(resource))
+        if facts is None:
+            service = resource.get("service.name")
+            facts = by_resource[id(resource)] = (
+                service if isinstance(service, str) else None,
+                first_attr(resource, SESSION_ATTRIBUTES),
+                _named_run(resource),
+            )
+        if info.service_name is None and facts[0] is not None:
+            info.service_name = facts[0]
         if info.session_id is None:
-            session = first_attr(attrs, SESSION_ATTRIBUTES) or first_attr(resource, SESSION_ATTRIBUTES)
+            session = first_attr(attrs, SESSION_ATTRIBUTES) or facts[1]
             if session is not None:
                 info.session_id = str(session)
         named = _named_run(attrs)
+        own_runs.append(named)
         start = span["start"] or span["end"]
         if not span.get("parentSpanId"):
             info.root_span_id = span["spanId"]
@@ -328,12 +343,11 @@ def route_spans(
         if info.first_start is None or start < info.first_start:
             info.first_start, info.first_name = start, span.get("name") or None
     routes: list[Route | None] = []
-    for span, problem in zip(spans, problems, strict=True):
+    for span, problem, own in zip(spans, problems, own_runs, strict=True):
         if problem is not None:
             routes.append(None)
             continue
         trace_id = span["traceId"]
-        own = _named_run(span["attributes"])
         if own:
             routes.append(Route(own, "span", trace_id))
             continue
@@ -341,7 +355,7 @@ def route_spans(
         if inherited:
             routes.append(Route(inherited, "trace", trace_id))
             continue
-        resource_run = _named_run(span.get("resource"))
+        resource_run = by_resource[id(span.get("resource") or _NO_RESOURCE)][2]
         if resource_run:
             routes.append(Route(resource_run, "resource", trace_id))
         elif header_run_id:

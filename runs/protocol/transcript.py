@@ -454,6 +454,55 @@ def transcript_lines(
         )
 
 
+_SAFE_SEQ = 2**53 - 1
+
+
+def line_bytes(
+    seq: int,
+    run_id: str,
+    path: str,
+    ts: str,
+    kind: str,
+    payload: dict[str, Any],
+    event_seq: int | None = None,
+    event_id: str | None = None,
+    child_run_id: str | None = None,
+    parent_run_id: str | None = None,
+) -> bytes:
+    """``dump_line`` of the line ``{seq, run_id, path, ts, type, payload, event_seq?, event_id?,
+    child_run_id?, parent_run_id?}`` (``ts`` already in UTC): the same bytes, with only the
+    payload walked by ``wire_bytes`` (the envelope holds text and small seqs, which orjson writes
+    as JavaScript does). Anything unusual (a seq beyond 2**53 - 1, a lone surrogate, a payload
+    ``wire_bytes`` refuses) takes ``dump_line`` itself."""
+    out: dict[str, Any] = {
+        "seq": seq,
+        "run_id": run_id,
+        "path": path,
+        "ts": ts,
+        "type": kind,
+        "payload": payload,
+    }
+    if event_seq is not None:
+        out["event_seq"] = event_seq
+    if event_id is not None:
+        out["event_id"] = event_id
+    if child_run_id is not None:
+        out["child_run_id"] = child_run_id
+    if parent_run_id is not None:
+        out["parent_run_id"] = parent_run_id
+    if (
+        type(seq) is int
+        and 0 <= seq <= _SAFE_SEQ
+        and (event_seq is None or (type(event_seq) is int and 0 <= event_seq <= _SAFE_SEQ))
+    ):
+        try:
+            out["payload"] = orjson.Fragment(wire_bytes(payload))
+            return orjson.dumps(out) + b"\n"
+        except (orjson.JSONEncodeError, ProtocolError, TypeError):
+            out["payload"] = payload
+    return dump_line(out)
+
+
 def dump_line(obj: dict[str, Any]) -> bytes:
     """One transcript line: a complete JSON object and LF (NUL bytes and controls are escaped),
     numbers spelt as ECMAScript prints them, like every JSON the server writes (wire_bytes)."""

@@ -58,7 +58,7 @@ from django.conf import settings
 from runs.actions.notify import RunChange
 from runs.models import Event, Run
 from runs.protocol.redaction import event_redactor, policy_of, redact_run_doc
-from runs.protocol.transcript import TERMINAL, dump_line, event_lines, parent_ids, utc
+from runs.protocol.transcript import TERMINAL, event_lines, line_bytes, parent_ids, utc
 from runs.selectors.runs import find_run
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,7 @@ class _Writer:
         self.parent = parents[0] if parents else None
         self.seq = int(last["seq"]) if last else 0
         self.lines: list[bytes] = []
+        self._utc: dict[str, str] = {}  # ts -> its UTC text (a span's events share their instants)
 
     def line(
         self,
@@ -147,23 +148,25 @@ class _Writer:
         child_run_id: str | None = None,
     ) -> None:
         self.seq += 1
-        out: dict[str, Any] = {
-            "seq": self.seq,
-            "run_id": self.run_id,
-            "path": path,
-            "ts": utc(ts),
-            "type": kind,
-            "payload": payload,
-        }
-        if event_seq is not None:
-            out["event_seq"] = event_seq
-        if event_id is not None:
-            out["event_id"] = event_id
-        if child_run_id is not None:
-            out["child_run_id"] = child_run_id
-        if self.parent is not None:
-            out["parent_run_id"] = self.parent
-        self.lines.append(dump_line(out))
+        utc_ts = self._utc.get(ts) if type(ts) is str else None
+        if utc_ts is None:
+            utc_ts = utc(ts)
+            if type(ts) is str:
+                self._utc[ts] = utc_ts
+        self.lines.append(
+            line_bytes(
+                self.seq,
+                self.run_id,
+                path,
+                utc_ts,
+                kind,
+                payload,
+                event_seq,
+                event_id,
+                child_run_id,
+                self.parent,
+            )
+        )
 
 
 def _started_payload(doc: dict, parents: list[str]) -> dict:

@@ -16,6 +16,7 @@ from runs.protocol.transcript import (
     StoredEvent,
     dump_line,
     event_lines,
+    line_bytes,
     transcript_lines,
 )
 
@@ -209,6 +210,30 @@ def test_dump_line_spells_numbers_as_javascript_and_keeps_member_order():
     assert (
         raw
         == b'{"seq":1,"usage":{"z":0.000001,"a":0,"n":[1000,9007199254740992,1e+21,18446744073709552000]}}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (1, "run_a", "", "2026-01-01T00:00:00.001Z", "step.started", {"kind": "span", "n": 3}, 1, "evt_1"),
+        (7, "run_b", "s1", "x", "message.user", {"usage": {"z": 1e-6, "a": -0.0, "big": 2**60}}, 2, None),
+        (2**53, "run_c", "", "t", "step.completed", {}, None, None),  # a seq beyond 2**53 - 1
+        (3, "run_d", "", "t", "tool.call", {"text": "lone \ud800 surrogate"}, 2**54, "e"),
+        (4, "run_\udc00", "p\x00", "t", "tool.result", {"a": [1.5, 2.0]}, 4, "e", "child", "parent"),
+        (5, "run_e", "", "t", "step.started", {"deep": [[[[1.0]]]]}, 5, "e", None, "parent"),
+    ],
+)
+def test_line_bytes_are_the_dump_line_of_the_same_line(args):
+    seq, run_id, path, ts, kind, payload, event_seq, event_id, *rest = args
+    child, parent = rest if rest else (None, None)
+    line = {"seq": seq, "run_id": run_id, "path": path, "ts": ts, "type": kind, "payload": payload}
+    for key, value in (("event_seq", event_seq), ("event_id", event_id), ("child_run_id", child),
+                       ("parent_run_id", parent)):  # fmt: skip
+        if value is not None:
+            line[key] = value
+    assert line_bytes(seq, run_id, path, ts, kind, payload, event_seq, event_id, child, parent) == dump_line(
+        line
     )
 
 
