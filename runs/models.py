@@ -166,12 +166,10 @@ class Run(models.Model):
     # A bundle's run document and event count: folding replays them, then takes the document as is.
     import_doc = models.TextField(null=True, blank=True)
     import_seq = models.IntegerField(null=True, blank=True)
-    # For runs imported from a signed bundle: the signature verdict at import (JSON of
-    # runs.protocol.signing.Verdict.to_json): who signed, exported and approved the imported part.
+    # Imported from a signed bundle: the signature verdict at import (signing.Verdict.to_json).
     import_attestation = models.TextField(null=True, blank=True)
     pending_gates = models.IntegerField(default=0, db_index=True)
-    # Gates whose last decision was a rejection (not requested again since): the run waits for a
-    # retry or a fork. A rejected run is still "running" in the protocol; pages show it apart.
+    # Gates last rejected (not requested again since): "running" in the protocol, shown apart.
     rejected_gates = models.IntegerField(default=0, db_index=True)
     event_count = models.IntegerField(default=0)
     model_calls = models.IntegerField(default=0)
@@ -182,8 +180,7 @@ class Run(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = RunQuerySet.as_manager()
-    # Reads across workspaces on purpose (a run authorised by its pk, operator commands); the rest
-    # reads via runs.selectors (tests/ops/test_layers.py: `Run.objects` only in models/actions/selectors).
+    # Across workspaces on purpose (a run authorised by its pk, operator commands); else selectors.
     unscoped = RunQuerySet.as_manager()
 
     class Meta:
@@ -237,6 +234,9 @@ class RunParent(models.Model):
         constraints = [models.UniqueConstraint(fields=["child", "parent_run_id"], name="uniq_run_parent")]
 
 
+STARTS = models.Q(type="step_started")
+
+
 class Event(models.Model):
     """One trace event, appended and never updated. `body` is the exact protocol JSON."""
 
@@ -253,8 +253,7 @@ class Event(models.Model):
     # Who did it (user or token); stored beside the event, never inside its protocol JSON.
     actor = ProtocolCharField(max_length=200, blank=True, default="")
     recorded_at = models.DateTimeField(auto_now_add=True)
-    # The span tree's index key (span_ref_of): lets the trace view read one level of a
-    # 100,000-span tree, a span's end and the failed spans by index range scans.
+    # The span tree's index key (span_ref_of): a level, a span's end, failed spans by range scans.
     span_ref = ProtocolCharField(max_length=220, blank=True, default="")
 
     class Meta:
@@ -266,6 +265,8 @@ class Event(models.Model):
             # A host's append refuses an event id the run already holds (DUPLICATE_EVENT_ID).
             models.Index(fields=["run", "event_id"], name="event_run_event_id"),
             models.Index(fields=["run", "type", "span_ref", "seq"], name="event_run_span"),
+            # Attempt numbers on the timeline: a step's starts counted by an index-only scan.
+            models.Index(fields=["run", "step_id", "seq"], name="event_step_starts", condition=STARTS),
         ]
 
     @property
@@ -463,8 +464,7 @@ class RunFork(models.Model):
     status = models.CharField(max_length=16, choices=ForkStatus.choices, default=ForkStatus.PENDING)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
-    # Replay bookkeeping: `cursor` counts the fork's own events as source positions (history
-    # included); markers (run_forked, divergence notes) are not counted.
+    # Replay: `cursor` counts the fork's own events as source positions (markers not counted).
     cursor = models.IntegerField(default=0)
     compared = models.IntegerField(default=0)
     matched = models.IntegerField(default=0)

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import Q, QuerySet, Sum, TextField, Value
+from django.db.models import Count, Q, QuerySet, Sum, TextField, Value
 from django.db.models.functions import Cast, StrIndex, Upper
 
 from runs.engine.fold import apply_event, fold, reviewer_note
@@ -269,21 +269,28 @@ def timeline_page(
 
 def _label_attempts(run: Run, rows: list) -> None:
     """``· attempt n`` on the step rows of steps that ran more than once (attempt n of a step is
-    its n-th ``step_started``): one indexed query for the steps on the page."""
-    steps = {r.step_id for r in rows if r.type in ("step_started", "step_completed") and r.step_id}
-    if not steps:
+    its n-th ``step_started``). Two queries on the partial index of step starts, whatever the run's
+    length: per step on the page, how many starts it has in all and before the page (an index-only
+    count), then the starts inside the page's seq range."""
+    page = [r for r in rows if r.type in ("step_started", "step_completed") and r.step_id]
+    if not page:
         return
-    starts: dict[str, list[int]] = {}
-    for step, seq in (
-        Event.objects.filter(run=run, type="step_started", step_id__in=steps)
-        .order_by("seq")
-        .values_list("step_id", "seq")
-    ):
-        starts.setdefault(step, []).append(seq)
-    for row in rows:
-        seqs = starts.get(row.step_id) or []
-        if len(seqs) > 1 and row.type in ("step_started", "step_completed"):
-            attempt = bisect_right(seqs, row.seq)
+    steps = {r.step_id for r in page}
+    lo, hi = min(r.seq for r in page), max(r.seq for r in page)
+    starts = Event.objects.filter(run=run, type="step_started", step_id__in=steps)
+    counts = {
+        step: (total, before)
+        for step, total, before in starts.values("step_id")
+        .annotate(total=Count("seq"), before=Count("seq", filter=Q(seq__lt=lo)))
+        .values_list("step_id", "total", "before")
+    }
+    inside: dict[str, list[int]] = {}
+    for step, seq in starts.filter(seq__gte=lo, seq__lte=hi).order_by("seq").values_list("step_id", "seq"):
+        inside.setdefault(step, []).append(seq)
+    for row in page:
+        total, before = counts.get(row.step_id, (0, 0))
+        if total > 1:
+            attempt = before + bisect_right(inside.get(row.step_id, []), row.seq)
             row.summary += f" · attempt {max(attempt, 1)}"
 
 
