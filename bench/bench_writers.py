@@ -12,7 +12,7 @@ runs holding more than was acknowledged), and the PostgreSQL/SQLite throughput r
 profiles ran (SQLite: the embedded profile, one daphne).
 
 Environment: WRITERS_PIPELINES (200), WRITERS_APPENDS (10), WRITERS_SERVERS (4, at most 16),
-WRITERS_PROFILES (postgres,sqlite), WRITERS_REDIS_DB (13). Figures only: nothing is asserted.
+WRITERS_PROFILES (postgres,sqlite), WRITERS_REDIS_DB (13), WRITERS_POOL (on). Figures only: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -45,13 +45,18 @@ REDIS_DB = int(os.environ.get("WRITERS_REDIS_DB", "13"))
 INFLIGHT = int(os.environ.get("WRITERS_INFLIGHT", "32"))
 
 
+POOL = os.environ.get("WRITERS_POOL", "on")
+
+
 class _Cluster(Cluster):
-    """The servers close their connection after each request (no persistent connection per
-    request thread, which would pile up to the server's limit under 200 writers)."""
+    """The servers take their PostgreSQL connections from a pool per process (``?pool=on``, the
+    default; WRITERS_POOL=off: a new connection per request). Not persistent connections
+    (``conn_max_age``): one per request thread, they pile up to the server's limit."""
 
     @property
     def database_url(self) -> str:
-        return super().database_url.replace("?conn_max_age=60", "")
+        query = "?pool=on" if POOL == "on" else ""
+        return super().database_url.replace("?conn_max_age=60", query)
 
 
 _RUNS = """
@@ -127,7 +132,9 @@ def run_profile(name: str) -> dict | None:
         result = asyncio.run(pipelines(cluster, seed["token"], cluster.n_servers))
         appends = len(result["latencies"])
         label = (
-            f"PostgreSQL, {cluster.n_servers} daphne + Redis" if name == "postgres" else "SQLite, 1 daphne"
+            f"PostgreSQL (pool {POOL}), {cluster.n_servers} daphne + Redis"
+            if name == "postgres"
+            else "SQLite, 1 daphne"
         )
         rate = appends / result["seconds"]
         print(

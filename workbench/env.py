@@ -197,6 +197,45 @@ def private_sqlite_file(name: str) -> None:
             pass
 
 
+def _url_int(options: dict[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise EnvError(f"DATABASE_URL: ?{name}={raw!r} is not an integer") from None
+    if value < minimum:
+        raise EnvError(f"DATABASE_URL: ?{name}={value} must be >= {minimum}")
+    return value
+
+
+# A pool per process by default: at most this many connections open at once, this many kept open
+# when idle; a request that finds every connection taken waits up to POOL_TIMEOUT seconds.
+POOL_MIN_SIZE = 2
+POOL_MAX_SIZE = 10
+POOL_TIMEOUT = 30
+
+
+def _pool_options(options: dict[str, str]) -> dict | None:
+    """``?pool=on`` (with optional ``pool_min``, ``pool_max``, ``pool_timeout``): Django's
+    PostgreSQL connection pool (psycopg_pool), one per process; None without ``pool``."""
+    raw = options.get("pool")
+    extra = sorted(k for k in ("pool_min", "pool_max", "pool_timeout") if k in options)
+    if raw is None or raw.strip().lower() in _FALSE:
+        if extra and raw is None:
+            raise EnvError(f"DATABASE_URL: ?{extra[0]} needs ?pool=on")
+        return None
+    if raw.strip().lower() not in _TRUE:
+        raise EnvError(f"DATABASE_URL: ?pool={raw!r} is not a boolean (on/off, 1/0, true/false)")
+    max_size = _url_int(options, "pool_max", POOL_MAX_SIZE, minimum=1)
+    min_size = _url_int(options, "pool_min", min(POOL_MIN_SIZE, max_size), minimum=0)
+    if min_size > max_size:
+        raise EnvError(f"DATABASE_URL: ?pool_min={min_size} is above ?pool_max={max_size}")
+    timeout = _url_int(options, "pool_timeout", POOL_TIMEOUT, minimum=1)
+    return {"min_size": min_size, "max_size": max_size, "timeout": timeout}
+
+
 def database_from_url(url: str, *, base_dir: Path) -> dict:
     """Django DATABASES['default'] from a URL: sqlite:///path or postgres://user:pw@host:port/name."""
     parsed = urlparse(url)
@@ -226,7 +265,14 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
         name = unquote(parsed.path.lstrip("/"))
         if not name:
             raise EnvError(f"DATABASE_URL {url!r} has no database name")
-        return {
+        conn_max_age = _url_int(options, "conn_max_age", 0, minimum=0)
+        pool = _pool_options(options)
+        if pool is not None and conn_max_age:
+            raise EnvError(
+                "DATABASE_URL: ?pool and ?conn_max_age exclude each other (a pooled connection "
+                "goes back to the pool after each request; drop conn_max_age)"
+            )
+        settings = {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": name,
             "USER": unquote(parsed.username or ""),
@@ -236,8 +282,11 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
             # ?conn_max_age=60 keeps connections open between requests (the scaled profile's ASGI
             # servers: a new PostgreSQL connection per query costs a backend process each time);
             # such connections are checked before reuse.
-            "CONN_MAX_AGE": int(options.get("conn_max_age", 0)),
-            "CONN_HEALTH_CHECKS": int(options.get("conn_max_age", 0)) > 0,
+            "CONN_MAX_AGE": conn_max_age,
+            "CONN_HEALTH_CHECKS": conn_max_age > 0,
             "TEST": {"NAME": options.get("test_name") or None},
         }
+        if pool is not None:
+            settings["OPTIONS"] = {"pool": pool}
+        return settings
     raise EnvError(f"DATABASE_URL scheme {scheme!r} is not supported (use sqlite:/// or postgres://)")

@@ -358,7 +358,8 @@ WORKBENCH_OAUTH_REQUESTS_PER_ADDRESS = env_int("WORKBENCH_OAUTH_REQUESTS_PER_ADD
 WORKBENCH_MCP_DECISION_WAIT_SECONDS = env_int("WORKBENCH_MCP_DECISION_WAIT_SECONDS", 25, minimum=0)
 WORKBENCH_IDEMPOTENCY_TTL_SECONDS = env_int("WORKBENCH_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, minimum=60)
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Django's RedisCache, its connection pool shared by every request of the process
+    CACHES = {"default": {"BACKEND": "workbench.cache.SharedPoolRedisCache", "LOCATION": REDIS_URL}}
 
 LOGGING = {
     "version": 1,
