@@ -112,11 +112,46 @@ def _wanted() -> dict:
     return {"recipe": RECIPE, "runs": RUNS, "small": SMALL, "days": DAYS, "templates": TEMPLATES}
 
 
-def _cached() -> dict | None:
-    if os.environ.get("BENCH_SCALE_REBUILD") == "1" or not CACHE.exists():
+def _db_record() -> dict | None:
+    """What the database says it holds (its COMMENT, written with the cache file): a worktree or a
+    checkout without var/bench/ still finds a built workspace instead of dropping it."""
+    from urllib.parse import urlparse
+
+    import psycopg
+
+    name = urlparse(DB_URL).path.lstrip("/")
+    try:
+        with psycopg.connect(DB_URL.replace(f"/{name}", "/postgres", 1), autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", [name]
+            ).fetchone()
+    except psycopg.Error:
         return None
-    cached = json.loads(CACHE.read_text())
-    return cached if {k: cached.get(k) for k in _wanted()} == _wanted() else None
+    try:
+        return json.loads(row[0]) if row and row[0] else None
+    except ValueError:
+        return None
+
+
+def _cached() -> dict | None:
+    if os.environ.get("BENCH_SCALE_REBUILD") == "1":
+        return None
+    cached = json.loads(CACHE.read_text()) if CACHE.exists() else _db_record()
+    if cached is not None and not CACHE.exists():
+        CACHE.parent.mkdir(parents=True, exist_ok=True)
+        CACHE.write_text(json.dumps(cached))
+    return cached if cached and {k: cached.get(k) for k in _wanted()} == _wanted() else None
+
+
+def record_build(record: dict) -> None:
+    """The cache file, and the same record as the database's COMMENT."""
+    from urllib.parse import urlparse
+
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_text(json.dumps(record))
+    name = urlparse(DB_URL).path.lstrip("/")
+    with connection.cursor() as cursor:
+        cursor.execute(f'COMMENT ON DATABASE "{name}" IS %s', [json.dumps(record)])
 
 
 def _ensure_database(fresh: bool) -> None:
@@ -325,8 +360,7 @@ def main() -> int:
         build(big_ws, RUNS, templates, newest, "b")
         check_equivalence(small_ws)
         check_equivalence(big_ws)
-        CACHE.parent.mkdir(parents=True, exist_ok=True)
-        CACHE.write_text(json.dumps({**_wanted(), "built": datetime.now(UTC).isoformat()}))
+        record_build({**_wanted(), "built": datetime.now(UTC).isoformat()})
     else:
         print(f"cached: {RUNS:,} runs (built {CACHED['built']}; BENCH_SCALE_REBUILD=1 builds again)")
         big_ws = Workspace.objects.get(slug="scale-big")
