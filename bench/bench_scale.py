@@ -61,8 +61,9 @@ REPEAT = int(os.environ.get("BENCH_SCALE_REPEAT", "15"))
 TEMPLATES = 8  # scale_data.TEMPLATES
 RECIPE = 5  # bump when the build changes: a cached workspace of another recipe is built again
 BASE_DB = os.environ.get("BENCH_SCALE_DB", "postgres://postgres@127.0.0.1:5432/workbench_bench_scale")
-# seconds per 1,000 runs of a build on the shared 2-core machine (measured 2026-11-26 at 100k and
-# 500k: COPY with the indexes ~2.8 s, rollups rebuilt from the events ~1 s)
+# seconds per 1,000 runs of a build on the shared 2-core machine (measured 2026-11-26 at 1M, load
+# 11-17: COPY without the secondary indexes 0.73 s, the B-tree indexes made again 0.25 s, the
+# trigram index of the model_io bodies ~3 s)
 BUILD_SECONDS_PER_1K = 4.0
 
 
@@ -75,6 +76,27 @@ def _db_url(runs: int) -> str:
     return BASE_DB if runs == FALLBACK else f"{BASE_DB}_{runs}"
 
 
+def _db_record(url: str) -> dict | None:
+    """What the database says it holds (its COMMENT, written with the cache file): a worktree or a
+    checkout without var/bench/ still finds a built workspace instead of dropping it."""
+    from urllib.parse import urlparse
+
+    import psycopg
+
+    name = urlparse(url).path.lstrip("/")
+    try:
+        with psycopg.connect(url.replace(f"/{name}", "/postgres", 1), autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", [name]
+            ).fetchone()
+    except psycopg.Error:
+        return None
+    try:
+        return json.loads(row[0]) if row and row[0] else None
+    except ValueError:
+        return None
+
+
 def _size() -> int:
     """--runs N, else BENCH_SCALE_RUNS, else the acceptance size when it is built (cached), else
     FALLBACK with a note of how long the acceptance build takes."""
@@ -83,12 +105,12 @@ def _size() -> int:
         return int(args[args.index("--runs") + 1].replace("_", "").replace(",", ""))
     if os.environ.get("BENCH_SCALE_RUNS"):
         return int(os.environ["BENCH_SCALE_RUNS"])
-    if _cache_file(ACCEPTANCE).exists():
+    if _cache_file(ACCEPTANCE).exists() or _db_record(_db_url(ACCEPTANCE)):
         return ACCEPTANCE
     minutes = ACCEPTANCE / 1000 * BUILD_SECONDS_PER_1K / 60
     print(
         f"bench_scale: the acceptance workspace ({ACCEPTANCE:,} runs) is not built yet; measuring"
-        f" {FALLBACK:,} runs. Build it once (about {minutes:.0f} min on 2 cores, ~13 GB of PostgreSQL):"
+        f" {FALLBACK:,} runs. Build it once (about {minutes:.0f} min on 2 cores, ~12 GB of PostgreSQL):"
         f" .venv/bin/python bench/bench_scale.py --runs {ACCEPTANCE}",
         flush=True,
     )
@@ -112,31 +134,10 @@ def _wanted() -> dict:
     return {"recipe": RECIPE, "runs": RUNS, "small": SMALL, "days": DAYS, "templates": TEMPLATES}
 
 
-def _db_record() -> dict | None:
-    """What the database says it holds (its COMMENT, written with the cache file): a worktree or a
-    checkout without var/bench/ still finds a built workspace instead of dropping it."""
-    from urllib.parse import urlparse
-
-    import psycopg
-
-    name = urlparse(DB_URL).path.lstrip("/")
-    try:
-        with psycopg.connect(DB_URL.replace(f"/{name}", "/postgres", 1), autocommit=True) as conn:
-            row = conn.execute(
-                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", [name]
-            ).fetchone()
-    except psycopg.Error:
-        return None
-    try:
-        return json.loads(row[0]) if row and row[0] else None
-    except ValueError:
-        return None
-
-
 def _cached() -> dict | None:
     if os.environ.get("BENCH_SCALE_REBUILD") == "1":
         return None
-    cached = json.loads(CACHE.read_text()) if CACHE.exists() else _db_record()
+    cached = json.loads(CACHE.read_text()) if CACHE.exists() else _db_record(DB_URL)
     if cached is not None and not CACHE.exists():
         CACHE.parent.mkdir(parents=True, exist_ok=True)
         CACHE.write_text(json.dumps(cached))
