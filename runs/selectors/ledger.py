@@ -143,10 +143,13 @@ def workspace_ledger_data(workspace: Workspace, *, first: date, last: date):
     workflows: list[Any] = []
     pairs = counters.filter(runs__gt=0).values_list("workflow_id", "workflow_version").distinct()
     for workflow_id, version in sorted(set(pairs)):
+        # the newest run of that version, in the order of run_ws_workflow_started: without an order
+        # the planner reads runs_run sequentially for "any row" when one workflow is most of a
+        # workspace (a full scan when that workspace's rows sit at the end of the table)
         doc = (
             Run.objects.for_workspace(workspace)
             .filter(workflow_id=_label(workflow_id), workflow_version=version)
-            .order_by()
+            .order_by("-started_at", "-id")
             .values_list("doc", flat=True)[:1]
         )
         if doc:

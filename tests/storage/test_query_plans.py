@@ -17,7 +17,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from runs.models import Run, Workspace
-from runs.selectors import ledger, runs
+from runs.selectors import ledger as ledger_selectors
+from runs.selectors import runs
 
 pytestmark = pytest.mark.django_db
 
@@ -70,8 +71,17 @@ def _build() -> Workspace:
     return spaces[1]
 
 
-def _queries(workspace: Workspace) -> list[tuple[str, list[str]]]:
-    """(name, the SQL each page query sent), from the selectors the pages call."""
+def _queries(
+    workspace: Workspace,
+    *,
+    run_id: str = "run_4242",
+    workflow: str = "wf-7",
+    tag: str = "t7",
+    ledger: tuple[date, date] = (date(2026, 1, 1), date(2026, 1, 31)),
+    words: tuple[str, str, str] = ("answer number 4242", "answer number", "Run 12"),
+) -> list[tuple[str, list[str]]]:
+    """(name, the SQL each page query sent), from the selectors the pages call (the defaults fit
+    :func:`_build`'s data; bench/bench_scale.py --explain passes its own for the 1M workspace)."""
     out = []
 
     def capture(name, fn):
@@ -85,11 +95,11 @@ def _queries(workspace: Workspace) -> list[tuple[str, list[str]]]:
         ("runs list", f()),
         ("status filter", f(status="completed")),
         ("rejected filter", f(status="rejected")),
-        ("workflow filter", f(workflow="wf-7")),
-        ("tag filter", f(tag="t7")),
-        ("text search", f(q="answer number 4242")),
-        ("broad text search", f(q="answer number")),
-        ("filtered search", f(status="failed", workflow="wf-3", q="Run 12")),
+        ("workflow filter", f(workflow=workflow)),
+        ("tag filter", f(tag=tag)),
+        ("text search", f(q=words[0])),
+        ("broad text search", f(q=words[1])),
+        ("filtered search", f(status="failed", workflow=workflow, q=words[2])),
     ]:
         capture(name, lambda filters=filters: runs.runs_page(workspace, filters, limit=50))
         capture(
@@ -101,9 +111,9 @@ def _queries(workspace: Workspace) -> list[tuple[str, list[str]]]:
     capture("workflow menu", lambda: runs.workflow_ids(workspace))
     capture(
         "workspace ledger",
-        lambda: ledger.workspace_ledger_data(workspace, first=date(2026, 1, 1), last=date(2026, 1, 31)),
+        lambda: ledger_selectors.workspace_ledger_data(workspace, first=ledger[0], last=ledger[1]),
     )
-    run = Run.objects.for_workspace(workspace).get(run_id="run_4242")
+    run = Run.objects.for_workspace(workspace).get(run_id=run_id)
     capture("run ledger", lambda: runs.run_ledger_data(run))
     capture("run page timeline", lambda: runs.timeline_page(run))
     capture("run page gates", lambda: runs.gate_history(run, limit=20))
@@ -114,13 +124,12 @@ def _queries(workspace: Workspace) -> list[tuple[str, list[str]]]:
 SEQ_SCAN = re.compile(r"Seq Scan on (runs_run|runs_event)\b")
 
 
-def test_page_queries_use_indexes_not_sequential_scans():
-    if connection.vendor != "postgresql":
-        pytest.skip("query plans are checked on PostgreSQL")
-    workspace = _build()
+def sequential_scans(queries: list[tuple[str, list[str]]]) -> list[str]:
+    """The page queries whose plan reads runs_run or runs_event with a sequential scan (or whose next
+    page is not bounded by its cursor), each with its SQL and plan."""
     bad = []
     with connection.cursor() as cursor:
-        for name, statements in _queries(workspace):
+        for name, statements in queries:
             assert statements, name
             for sql in statements:
                 cursor.execute("EXPLAIN " + sql)
@@ -129,6 +138,13 @@ def test_page_queries_use_indexes_not_sequential_scans():
                     bad.append(f"{name}: {sql}\n{plan}")
                 elif name.endswith("(next page)") and "search" not in name and "started_at <=" not in plan:
                     bad.append(f"{name}: the cursor must bound the index range\n{sql}\n{plan}")
+    return bad
+
+
+def test_page_queries_use_indexes_not_sequential_scans():
+    if connection.vendor != "postgresql":
+        pytest.skip("query plans are checked on PostgreSQL")
+    bad = sequential_scans(_queries(_build()))
     assert not bad, "\n\n".join(bad)
 
 
