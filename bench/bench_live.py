@@ -37,7 +37,13 @@ LIVE_BENCH_BATCH=10 LIVE_BENCH_KILL=1 (10 commits/s x 10 events).
 Env: LIVE_BENCH_SUBSCRIBERS (100), LIVE_BENCH_RATE (commits/s, 100), LIVE_BENCH_BATCH (events per
 commit, 1), LIVE_BENCH_SECONDS (10), LIVE_BENCH_KILL (0),
 LIVE_BENCH_PROFILES (embedded,scaled,scaled4), LIVE_BENCH_REDIS_DB (12), LIVE_BENCH_WRITER (inproc|rest), LIVE_BENCH_WARMUP (20),
-LIVE_BENCH_TIMELINE (print the worst latency per 100 events).
+LIVE_BENCH_TIMELINE (print the worst latency per 100 events), LIVE_BENCH_TAIL_SECONDS (15: how long
+subscribers may take to show the last commit), LIVE_BENCH_CLIENT (node|python: node, bench/live_client.mjs
+with the `ws` package npm-installed into var/bench/node, when node is on PATH), LIVE_BENCH_CLIENT_PROCS (1).
+
+CPU: the servers' CPU (utime+stime from /proc) while the writer writes and the client's, each over the
+updates sent: the per-update cost that decides how many sockets 2 cores carry (wall-clock latency on
+a machine shared with other work is mostly waiting for a core).
 """
 
 from __future__ import annotations
@@ -79,6 +85,7 @@ WARMUP = int(os.environ.get("LIVE_BENCH_WARMUP", "20"))  # events before the mea
 CONNECT_SECONDS = float(os.environ.get("LIVE_BENCH_CONNECT_SECONDS", "300"))  # all subscribers connected
 CONNECT_WAVE = int(os.environ.get("LIVE_BENCH_CONNECT_WAVE", "100"))  # subscribers connecting at once
 REDIS_DB = int(os.environ.get("LIVE_BENCH_REDIS_DB", "12"))  # flushed before and after
+TAIL = float(os.environ.get("LIVE_BENCH_TAIL_SECONDS", "15"))  # after the last commit: every sub shows it
 CLIENT = os.environ.get("LIVE_BENCH_CLIENT", "node" if shutil.which("node") else "python")
 CLIENT_PROCS = int(os.environ.get("LIVE_BENCH_CLIENT_PROCS", "1"))  # node client processes
 ACK_EVERY, ACK_MS = 4, 300  # as static/workbench/live.js acks
@@ -416,9 +423,9 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGUSR2)
     if node is not None:
-        subs, client_cpu = await node.finish(last, 15)
+        subs, client_cpu = await node.finish(last, TAIL)
     else:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + TAIL
         while time.monotonic() < deadline and any(s.last_seq < last for s in subs):
             await asyncio.sleep(0.1)
         client_cpu = time.process_time() - client_cpu_start
