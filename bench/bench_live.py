@@ -37,15 +37,25 @@ LIVE_BENCH_BATCH=10 LIVE_BENCH_KILL=1 (10 commits/s x 10 events).
 Env: LIVE_BENCH_SUBSCRIBERS (100), LIVE_BENCH_RATE (commits/s, 100), LIVE_BENCH_BATCH (events per
 commit, 1), LIVE_BENCH_SECONDS (10), LIVE_BENCH_KILL (0),
 LIVE_BENCH_PROFILES (embedded,scaled,scaled4), LIVE_BENCH_REDIS_DB (12), LIVE_BENCH_WRITER (inproc|rest), LIVE_BENCH_WARMUP (20),
-LIVE_BENCH_TIMELINE (print the worst latency per 100 events).
+LIVE_BENCH_TIMELINE (print the worst latency per 100 events), LIVE_BENCH_TAIL_SECONDS (15: how long
+subscribers may take to show the last commit), LIVE_BENCH_CLIENT (node|python: node, bench/live_client.mjs
+with the `ws` package npm-installed into var/bench/node, when node is on PATH), LIVE_BENCH_CLIENT_PROCS (1).
+
+CPU: the servers' CPU (utime+stime from /proc) while the writer writes and the client's, each over the
+updates sent: the per-update cost that decides how many sockets 2 cores carry (wall-clock latency on
+a machine shared with other work is mostly waiting for a core).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import shutil
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -75,6 +85,11 @@ WARMUP = int(os.environ.get("LIVE_BENCH_WARMUP", "20"))  # events before the mea
 CONNECT_SECONDS = float(os.environ.get("LIVE_BENCH_CONNECT_SECONDS", "300"))  # all subscribers connected
 CONNECT_WAVE = int(os.environ.get("LIVE_BENCH_CONNECT_WAVE", "100"))  # subscribers connecting at once
 REDIS_DB = int(os.environ.get("LIVE_BENCH_REDIS_DB", "12"))  # flushed before and after
+TAIL = float(os.environ.get("LIVE_BENCH_TAIL_SECONDS", "15"))  # after the last commit: every sub shows it
+CLIENT = os.environ.get("LIVE_BENCH_CLIENT", "node" if shutil.which("node") else "python")
+CLIENT_PROCS = int(os.environ.get("LIVE_BENCH_CLIENT_PROCS", "1"))  # node client processes
+ACK_EVERY, ACK_MS = 4, 300  # as static/workbench/live.js acks
+NODE_DIR = ROOT / "var" / "bench" / "node"  # the `ws` package, installed here by ensure_node_client
 LAUNCHER = ROOT / "bench" / "live_server.py"
 SEQ_RE = re.compile(r'data-seq="(\d+)"')
 
@@ -147,7 +162,7 @@ class Subscriber:
                                 await self.ack(ws)
                             elif self.ack_timer is None:
                                 self.ack_timer = asyncio.get_running_loop().call_later(
-                                    0.1, lambda ws=ws: asyncio.ensure_future(self.ack(ws))
+                                    0.3, lambda ws=ws: asyncio.ensure_future(self.ack(ws))
                                 )
                         if self.done:
                             return
@@ -158,6 +173,100 @@ class Subscriber:
             if not self.done:
                 self.reconnects += 1
                 await asyncio.sleep(0.05)
+
+
+def ensure_node_client() -> None:
+    """npm-install `ws` into var/bench/node once (not committed; the bench brings what it needs)."""
+    if (NODE_DIR / "node_modules" / "ws" / "package.json").exists():
+        return
+    NODE_DIR.mkdir(parents=True, exist_ok=True)
+    if not (NODE_DIR / "package.json").exists():
+        (NODE_DIR / "package.json").write_text('{"private": true}\n')
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "ws@8"], cwd=NODE_DIR, check=True)
+
+
+class NodeClients:
+    """The subscribers in `CLIENT_PROCS` Node.js processes (bench/live_client.mjs, the `ws` package):
+    cheap enough per message that 1,000 sockets do not compete with the servers for the 2 cores
+    (a Python websockets client spent more CPU per message than the servers did)."""
+
+    def __init__(self, specs: list[dict], cookie: str, tmp: Path) -> None:
+        self.procs: list[asyncio.subprocess.Process] = []
+        self.outs: list[Path] = []
+        self.specs = specs
+        self.cookie = cookie
+        self.tmp = tmp
+        self.connect_seconds = 0.0
+
+    async def start(self) -> None:
+        ensure_node_client()
+        env = dict(os.environ, LIVE_CLIENT_NODE_MODULES=str(NODE_DIR / "node_modules"))
+        chunks = [self.specs[i::CLIENT_PROCS] for i in range(CLIENT_PROCS)]
+        for i, chunk in enumerate(chunks):
+            out = self.tmp / f"client-{i}.json"
+            config = self.tmp / f"client-{i}-config.json"
+            config.write_text(
+                json.dumps(
+                    {
+                        "subs": chunk,
+                        "cookie": self.cookie,
+                        "origin": ORIGIN,
+                        "wave": max(1, CONNECT_WAVE // CLIENT_PROCS),
+                        "ackEvery": ACK_EVERY,
+                        "ackMs": ACK_MS,
+                        "out": str(out),
+                    }
+                )
+            )
+            proc = await asyncio.create_subprocess_exec(
+                "node",
+                str(ROOT / "bench" / "live_client.mjs"),
+                str(config),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=env,
+            )
+            self.procs.append(proc)
+            self.outs.append(out)
+        started = time.monotonic()
+        for proc in self.procs:
+            line = await asyncio.wait_for(proc.stdout.readline(), CONNECT_SECONDS)
+            if not line.startswith(b"connected"):
+                raise RuntimeError(f"node client: {line!r}")
+        self.connect_seconds = time.monotonic() - started
+
+    async def finish(self, last: int, seconds: float) -> tuple[list, float]:
+        for proc in self.procs:
+            proc.stdin.write(f"wait {last} {seconds}\n".encode())
+            await proc.stdin.drain()
+        for proc in self.procs:
+            await proc.stdout.readline()
+            await proc.wait()
+        subs, cpu = [], 0.0
+        for out, chunk in zip(
+            self.outs, [self.specs[i::CLIENT_PROCS] for i in range(CLIENT_PROCS)], strict=True
+        ):
+            data = json.loads(out.read_text())
+            cpu += data["cpu_seconds"]
+            for spec, raw in zip(chunk, data["subs"], strict=True):
+                sub = Subscriber(spec["urls"], self.cookie, spec["verify"])
+                sub.reconnects, sub.gaps, sub.bytes = raw["reconnects"], raw["gaps"], raw["bytes"]
+                sub.url_index, sub.last_seq = raw["url_index"], raw["last_seq"]
+                for first, last_seq, received, sent_at in raw["updates"]:
+                    for seq in range(first + 1, last_seq + 1):
+                        sub.received.setdefault(seq, received)
+                        sub.sent.setdefault(seq, sent_at)
+                subs.append((spec["order"], sub))
+        return [sub for _, sub in sorted(subs, key=lambda pair: pair[0])], cpu
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (Linux /proc), in seconds."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def inproc_writer(cluster: Cluster, seed: dict, total: int) -> tuple[dict, int, float]:
@@ -264,22 +373,34 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
     run_id, token = seed["run_id"], seed["token"]
     cookie = f"sessionid={seed['sessions']['alice']}"
     n = len(cluster.ports)
-    subs = [
-        Subscriber(
-            [cluster.ws_url((i + k) % n, f"/ws/runs/{run_id}/") for k in range(n)],
-            cookie,
-            verify=i % 20 == 0,  # every 20th checks the rows in the HTML; the others trust the range
-        )
+    specs = [
+        {
+            "order": i,
+            "urls": [cluster.ws_url((i + k) % n, f"/ws/runs/{run_id}/") for k in range(n)],
+            "verify": i % 20 == 0,  # every 20th checks the rows in the HTML; the others trust the range
+        }
         for i in range(SUBSCRIBERS)
     ]
     tasks = []
-    connect_by = time.monotonic() + CONNECT_SECONDS
-    for start in range(0, len(subs), CONNECT_WAVE):  # in waves: a handshake storm only times out
-        wave = subs[start : start + CONNECT_WAVE]
-        tasks += [asyncio.create_task(s.run()) for s in wave]
-        await asyncio.wait_for(
-            asyncio.gather(*(s.connected.wait() for s in wave)), max(1.0, connect_by - time.monotonic())
-        )
+    node = None
+    connect_started = time.monotonic()
+    if CLIENT == "node":
+        node = NodeClients(specs, cookie, cluster.tmp)
+        cluster.node_clients = node  # killed with the cluster if the scenario fails
+        await node.start()
+        subs: list[Subscriber] = []
+    else:
+        subs = [Subscriber(spec["urls"], cookie, verify=spec["verify"]) for spec in specs]
+        connect_by = time.monotonic() + CONNECT_SECONDS
+        for start in range(0, len(subs), CONNECT_WAVE):  # in waves: a handshake storm only times out
+            wave = subs[start : start + CONNECT_WAVE]
+            tasks += [asyncio.create_task(s.run()) for s in wave]
+            await asyncio.wait_for(
+                asyncio.gather(*(s.connected.wait() for s in wave)), max(1.0, connect_by - time.monotonic())
+            )
+    connect_seconds = time.monotonic() - connect_started
+    server_cpu_connected = [cpu_seconds(p.pid) for p in cluster.procs]
+    client_cpu_start = time.process_time()
 
     total = int(RATE * SECONDS)
     killed: dict = {}
@@ -292,14 +413,27 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
     if killer is not None:
         await killer
     last = max(commits) if commits else 0
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(s.last_seq < last for s in subs):
-        await asyncio.sleep(0.1)
-    for s in subs:
-        s.done = True
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    server_cpu = sum(
+        cpu_seconds(p.pid) - before
+        for p, before in zip(cluster.procs, server_cpu_connected, strict=True)
+        if p.poll() is None
+    )
+    if os.environ.get("LIVE_SERVER_PROFILE"):  # bench/live_server.py dumps its profile
+        for proc in cluster.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGUSR2)
+    if node is not None:
+        subs, client_cpu = await node.finish(last, TAIL)
+    else:
+        deadline = time.monotonic() + TAIL
+        while time.monotonic() < deadline and any(s.last_seq < last for s in subs):
+            await asyncio.sleep(0.1)
+        client_cpu = time.process_time() - client_cpu_start
+        for s in subs:
+            s.done = True
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     seqs = sorted(commits)
     pairs = sum(1 for s in subs for seq in seqs if seq in s.received)
@@ -334,6 +468,8 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
         "catchup_reads",
         "renders",
         "updates_sent",
+        "shared_sends",
+        "prepared_sends",
         "drops",
         "resyncs",
         "gaps",
@@ -362,6 +498,10 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
         "commits": all_commits,
         "reads_per_commit": counters.get("batch_reads", 0) / all_commits if all_commits else 0.0,
         "killed": victim,
+        "connect_seconds": connect_seconds,
+        "server_cpu": server_cpu,
+        "client_cpu": client_cpu,
+        "messages": counters.get("updates_sent", 0),
         "moved": sum(1 for s in subs if s.url_index != 0),
     }
 
@@ -384,11 +524,19 @@ def run_profile(name: str) -> dict:
         raise SystemExit(f"unknown profile {name!r}")
     with cluster:
         seed = cluster.seed(workflow=LINEAR_WORKFLOW, run_id="run_bench_live")
-        return asyncio.run(scenario(cluster, seed))
+        try:
+            return asyncio.run(scenario(cluster, seed))
+        finally:
+            node = getattr(cluster, "node_clients", None)
+            for proc in node.procs if node is not None else ():
+                if proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(proc.pid, signal.SIGKILL)
 
 
 def main() -> int:
     how = "REST appends to server 0" if WRITER == "rest" else "in-process appends"
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1/5/15 min)")
     print(
         f"live bench: {SUBSCRIBERS} subscribers on one run, writer {RATE:.0f} commits/s x {BATCH} events "
         f"for {SECONDS:.0f} s ({how}){', killing the last server halfway' if KILL else ''}"
@@ -432,6 +580,13 @@ def main() -> int:
                 f"  commit -> receipt of the subscribers that stayed  p50 {r['p50_stayed']:.0f} ms"
                 f"  p99 {r['p99_stayed']:.0f} ms"
             )
+        per_message = 1e6 / r["messages"] if r["messages"] else float("nan")
+        print(
+            f"  connect {SUBSCRIBERS} subscribers {r['connect_seconds']:.1f} s ({CLIENT} client);  CPU while writing: "
+            f"servers {r['server_cpu']:.1f} s ({r['server_cpu'] * per_message:.0f} us/update sent, "
+            f"killed server's share missing), client {r['client_cpu']:.1f} s "
+            f"({r['client_cpu'] * per_message:.0f} us/update)"
+        )
         ok = ok and r["shown_by_all"] == 1.0 and r["p99_after_commit"] < 250
     print(f"\nlive bench: {'targets met' if ok else 'targets NOT met'}")
     return 0

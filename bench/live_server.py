@@ -121,10 +121,23 @@ def main() -> None:
 
     args = ["-b", "127.0.0.1", "-p", port, "workbench.asgi:application"]
     profile = os.environ.get("LIVE_SERVER_PROFILE")  # a path: cProfile the server, dumped on exit
-    if profile:
+    if profile:  # dumped on SIGUSR2 (bench_live.py sends it when the writes are done) and on exit
         import cProfile
+        import signal
 
-        cProfile.runctx("CommandLineInterface().run(args)", globals(), locals(), f"{profile}.{port}")
+        profiler = cProfile.Profile()
+
+        def dump(*_):
+            profiler.disable()
+            profiler.dump_stats(f"{profile}.{port}")
+            profiler.enable()
+
+        signal.signal(signal.SIGUSR2, dump)
+        profiler.enable()
+        try:
+            CommandLineInterface().run(args)
+        finally:
+            dump()
     else:
         CommandLineInterface().run(args)
 

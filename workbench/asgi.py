@@ -13,10 +13,10 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from runs.live.auth import DeferredAuthMiddlewareStack  # noqa: E402
 from runs.live.shutdown import install_daphne_graceful_shutdown  # noqa: E402
 from runs.web.request_limits import install_daphne_request_limits  # noqa: E402
 from runs.web.uploads import BodyLimitASGI, install_daphne_body_limit  # noqa: E402
@@ -64,7 +64,9 @@ application = ProtocolTypeRouter(
     {
         # One body limit for every way in (pages, REST, OTLP, MCP), before anything reads the body.
         "http": BodyLimitASGI(http_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(
+            DeferredAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
         "lifespan": lifespan_app,
     }
 )

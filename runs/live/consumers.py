@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import time
 
@@ -49,8 +50,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.db.models import OuterRef, Subquery
 
 from runs.actions.permissions import Action, role_allows
+from runs.live.auth import resolve_user
 from runs.live.fanout import (  # noqa: F401  (hub_for, close_render_connection: imported from here)
     Plan,
     Subscription,
@@ -83,26 +86,37 @@ def session_workspace_slug(scope: dict) -> str | None:
 
 def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subscription | None:
     """The caller may watch a run of the workspace their session shows (as the page does: the
-    session's workspace, else their first membership); None for everything else."""
+    session's workspace, else their first membership); None for everything else. One query: the
+    user's memberships, each with the run of that id in its workspace (if any)."""
 
     if user is None or not user.is_authenticated:
         return None
-    memberships = Membership.objects.filter(user=user)
-    membership = None
-    if workspace_slug:
-        membership = memberships.in_workspace(workspace_slug).first()
-    if membership is None:
-        membership = memberships.order_by("created_at", "pk").first()
-    if membership is None or not role_allows(membership.role, Action.VIEW_RUN):
-        return None
-    run = (
-        Run.unscoped.filter(workspace_id=membership.workspace_id, run_id=run_id)
-        .only("pk", "run_id", "workspace_id", "last_seq")
-        .first()
+    runs = Run.unscoped.filter(workspace_id=OuterRef("workspace_id"), run_id=run_id)
+    rows = list(
+        Membership.objects.filter(user=user)
+        .order_by("created_at", "pk")
+        .annotate(
+            run_pk=Subquery(runs.values("pk")[:1]),
+            run_last_seq=Subquery(runs.values("last_seq")[:1]),
+        )
+        .values_list("workspace_id", "role", "workspace__slug", "run_pk", "run_last_seq")
     )
-    if run is None:
+    chosen = None
+    if workspace_slug and isinstance(workspace_slug, str):
+        chosen = next((row for row in rows if row[2] == workspace_slug), None)
+    if chosen is None and rows:
+        chosen = rows[0]
+    if chosen is None or not role_allows(chosen[1], Action.VIEW_RUN) or chosen[3] is None:
         return None
-    return Subscription(run.run_id, run.workspace_id, membership.role, run.last_seq, run.pk)
+    workspace_id, role, _slug, run_pk, last_seq = chosen
+    return Subscription(run_id, workspace_id, role, last_seq, run_pk)
+
+
+def authorize_socket(scope: dict, run_id: str) -> Subscription | None:
+    """Sync, one database hop for a connecting run socket: the session's user (deferred by
+    runs.live.auth), then `authorize_run`."""
+    user = resolve_user(scope)
+    return authorize_run(user, run_id, session_workspace_slug(scope))
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,9 +147,8 @@ class RunLiveConsumer(LiveConsumer):
 
     async def connect(self) -> None:
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        sub = await database_sync_to_async(authorize_run)(
-            self.scope.get("user"), run_id, session_workspace_slug(self.scope)
-        )
+        asked_at = asyncio.get_running_loop().time()
+        sub = await database_sync_to_async(authorize_socket)(self.scope, run_id)
         if sub is None:
             metrics.add("refused")
             await self.close(code=CLOSE_FORBIDDEN)  # before accept: the handshake is refused (403)
@@ -151,9 +164,14 @@ class RunLiveConsumer(LiveConsumer):
         await self.accept()
         metrics.add("connections")
         metrics.add("open")
-        # Read the head only after the hub joined the group: nothing committed from here on is missed.
-        head = await database_sync_to_async(current_last_seq)(sub.run_pk)
-        head = sub.last_seq if head is None else head
+        # The head must be read after the hub joined the group, so that nothing committed later is
+        # missed: the run row read at authorization is when the hub was in the group already (the
+        # usual case: every socket but the first of a run in this process); else read it again.
+        if self.hub.ready_at is not None and self.hub.ready_at <= asked_at:
+            head = sub.last_seq
+        else:
+            head = await database_sync_to_async(current_last_seq)(sub.run_pk)
+            head = sub.last_seq if head is None else head
         self.hub.note_head(head)
         client_seq = self._client_seq(head)
         if client_seq < head:
@@ -289,7 +307,10 @@ class RunLiveConsumer(LiveConsumer):
                     await self.drop("error")
                     return
                 upto = updates[-1].upto_seq
-                await self.send(text_data=self._compose(updates))
+                shared = tuple(seg.index for seg in plan.segments) if plan.catchup is None else None
+                text = self._compose(updates, shared)
+                if not self._send_prepared(text):
+                    await self.send(text_data=text)
                 metrics.add("updates_sent")
                 metrics.add("rows_sent", upto - self.sent_seq)
                 self.sent_seq = upto
@@ -308,22 +329,53 @@ class RunLiveConsumer(LiveConsumer):
             updates.append(update)
         return updates
 
-    def _compose(self, updates: list[RenderedUpdate]) -> str:
+    def _compose(self, updates: list[RenderedUpdate], shared: tuple[int, ...] | None = None) -> str:
         """The updates as one message for this subscriber: their rows, then the latest version of
-        each panel that changed for it."""
+        each panel that changed for it. Pages in step with the hub (`shared`: the segments sent)
+        that need the same panels get the very same text, composed once per process (`hub.composed`);
+        only a message that carries a form (the gate panel) gets this socket's CSRF token."""
+        latest = {panel.name: panel for u in updates for panel in u.panels}
+        needed = [panel for panel in latest.values() if self.panel_digests.get(panel.name) != panel.digest]
+        for panel in needed:
+            self.panel_digests[panel.name] = panel.digest
+        key = None
+        if shared is not None:
+            key = (shared, tuple(panel.digest for panel in needed))
+            text = self.hub.composed.get(key)
+            if text is not None:
+                metrics.add("shared_sends")
+                return text.replace(CSRF_PLACEHOLDER, self.csrf_token) if CSRF_PLACEHOLDER in text else text
         parts = []
         for u in updates:
             parts += [f.encoded for f in (u.rows, u.spans) if f is not None]
-        latest = {panel.name: panel for u in updates for panel in u.panels}
-        for panel in latest.values():
-            if self.panel_digests.get(panel.name) != panel.digest:
-                self.panel_digests[panel.name] = panel.digest
-                parts.append(panel.encoded)
-        html = "".join(parts).replace(CSRF_PLACEHOLDER, self.csrf_token)
-        return (
+        parts += [panel.encoded for panel in needed]
+        text = (
             f'{{"type":"update","from_seq":{updates[0].after_seq},"last_seq":{updates[-1].upto_seq},'
-            f'"status":{_dumps(updates[-1].status)},"sent_at":{time.time():.4f},"html":"{html}"}}'
+            f'"status":{_dumps(updates[-1].status)},"sent_at":{time.time():.4f},"html":"{"".join(parts)}"}}'
         )
+        if key is not None:
+            self.hub.remember(key, text)
+        return text.replace(CSRF_PLACEHOLDER, self.csrf_token) if CSRF_PLACEHOLDER in text else text
+
+    def _send_prepared(self, text: str) -> bool:
+        """Send a message shared by the pages in step as one pre-framed websocket frame, straight to
+        daphne's protocol (autobahn's prepareMessage/sendPreparedMessage, its broadcast path): no
+        ASGI message, no per-socket encoding or framing. False when that is not possible (not
+        under daphne, the socket is closing, a text of its own): the caller sends as usual."""
+        prepared = self.hub.prepared.get(id(text))
+        if prepared is None or prepared[0] is not text:
+            return False
+        target = daphne_protocol(self.base_send)
+        if target is None:
+            return False
+        server, protocol = target
+        if protocol.state != protocol.STATE_OPEN or server.connections.get(protocol, {}).get("disconnected"):
+            return False
+        if prepared[1] is None:
+            prepared[1] = protocol.factory.prepareMessage(text.encode())
+        protocol.sendPreparedMessage(prepared[1])
+        metrics.add("prepared_sends")
+        return True
 
     async def drop(self, reason: str) -> None:
         if reason == "slow":
@@ -403,6 +455,22 @@ def _member_workspaces(user) -> list[int]:
         .order_by("workspace_id")
         .values_list("workspace_id", flat=True)
     )
+
+
+def daphne_protocol(send) -> tuple | None:
+    """(daphne Server, its websocket protocol) behind a consumer's ASGI `send`: daphne passes
+    `partial(Server.handle_reply, protocol)`, which channels' SessionMiddleware wraps (`real_send`).
+    None under any other server or wrapper (tests' communicators): then messages go as ASGI ones."""
+    real = getattr(getattr(send, "__self__", None), "real_send", send)
+    if not isinstance(real, functools.partial) or not real.args:
+        return None
+    server = getattr(real.func, "__self__", None)
+    protocol = real.args[0]
+    if getattr(real.func, "__name__", "") != "handle_reply" or not hasattr(server, "connections"):
+        return None
+    if not hasattr(protocol, "sendPreparedMessage") or not hasattr(protocol, "factory"):
+        return None
+    return server, protocol
 
 
 def _dumps(message: object) -> str:

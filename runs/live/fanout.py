@@ -196,6 +196,7 @@ class RunHub:
         self.channel: str | None = None
         self.pump: asyncio.Task | None = None
         self.ready = asyncio.Event()
+        self.ready_at: float | None = None  # loop time the hub first joined the group
         self.pending: dict | None = None  # notifications merged since the last tick
         self.last_tick = 0.0
         self.tick_handle: asyncio.TimerHandle | None = None
@@ -205,6 +206,9 @@ class RunHub:
         self.read_seq: int | None = None  # every row up to here is in the ring or before it
         self.read_lock = asyncio.Lock()
         self.deliveries: set[asyncio.Future] = set()
+        # messages composed for pages in step: (segment indexes, panel digests) -> the JSON text
+        self.composed: OrderedDict[tuple, str] = OrderedDict()
+        self.prepared: dict[int, list] = {}  # id(text) -> [text, autobahn PreparedMessage | None]
 
     @property
     def reads_store(self) -> bool:
@@ -225,6 +229,13 @@ class RunHub:
             self.pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.pump
+
+    def remember(self, key: tuple, text: str) -> None:
+        self.composed[key] = text
+        self.prepared[id(text)] = [text, None]  # its websocket frame, framed once on first send
+        while len(self.composed) > 32:
+            _, old = self.composed.popitem(last=False)
+            self.prepared.pop(id(old), None)
 
     def note_head(self, head: int) -> None:
         """A page read the run's head after the hub joined the group: the ring starts there."""
@@ -248,6 +259,8 @@ class RunHub:
                 if self.workspace_id:
                     await layer.group_add(access, self.channel)
                 self.ready.set()
+                if self.ready_at is None:
+                    self.ready_at = self.loop.time()
                 if not first:
                     # Notifications may have been lost while the layer was away: ask the store.
                     head = await database_sync_to_async(current_last_seq)(self.run_pk)

@@ -84,6 +84,8 @@ class LiveMetrics:
     catchup_reads: int = 0  # reads for pages not in step (reconnect from an older seq, resync, lag)
     read_errors: int = 0  # a hub's read failed (its pages were told to resync)
     updates_sent: int = 0  # update messages pushed to subscribers
+    shared_sends: int = 0  # of which the text was composed once for every page in step (fanout)
+    prepared_sends: int = 0  # of which sent as one pre-framed websocket frame (daphne)
     rows_sent: int = 0  # timeline rows inside those updates
     drops: int = 0  # slow subscribers disconnected and told to resync
     revoked: int = 0  # sockets closed because their user lost access while connected

@@ -113,6 +113,9 @@ async def test_one_store_read_per_commit_batch_whatever_the_subscribers(
     assert after["batch_reads"] - before["batch_reads"] == 1  # 25 subscribers, one read
     assert after["catchup_reads"] == before["catchup_reads"]  # nobody read for themselves
     assert queries.count == one_queries, (queries.count, one_queries)  # no query per subscriber
+    # the message is composed once for the pages in step, then the same text goes to each of them
+    assert after["shared_sends"] - before["shared_sends"] >= len(sockets) - 1
+    assert len({updates[-1]["sent_at"] for updates in got}) == 1
     for updates in got:
         assert seqs_in(updates) == list(range(last - 9, last + 1))
         assert "many 9" in updates[-1]["html"]
