@@ -300,69 +300,82 @@ def route_spans(
     problems = [span_problem(span) for span in spans]
     # what a resource says (service, session, named run), once per resource object: the spans of
     # one ResourceSpans share theirs
-    by_resource: dict[int, tuple[Any, Any, str | None]] = {}
+    by_resource: dict[int, _ResourceFacts] = {}
     own_runs: list[str | None] = []  # each span's own named run (attribute), read once
     for span, problem in zip(spans, problems, strict=True):
         if problem is not None:
             own_runs.append(None)
             continue
-        trace_id = span["traceId"]
-        info = traces.get(trace_id)
+        info = traces.get(span["traceId"])
         if info is None:
-            info = traces[trace_id] = TraceInfo(trace_id)
-        info.span_count += 1
-        attrs = span["attributes"]
-        resource = span.get("resource") or _NO_RESOURCE  # alive as long as its spans: ids unique
-        facts = by_resource.get(id(resource))
-        if facts is None:
-            service = resource.get("service.name")
-            facts = by_resource[id(resource)] = (
-                service if isinstance(service, str) else None,
-                first_attr(resource, SESSION_ATTRIBUTES),
-                _named_run(resource),
-            )
-        if info.service_name is None and facts[0] is not None:
-            info.service_name = facts[0]
-        if info.session_id is None:
-            session = first_attr(attrs, SESSION_ATTRIBUTES) or facts[1]
-            if session is not None:
-                info.session_id = str(session)
-        named = _named_run(attrs)
+            info = traces[span["traceId"]] = TraceInfo(span["traceId"])
+        named = _named_run(span["attributes"])
         own_runs.append(named)
-        start = span["start"] or span["end"]
-        if not span.get("parentSpanId"):
-            info.root_span_id = span["spanId"]
-            info.root_name = span.get("name") or None
-            info.root_end = span["end"] or span["start"]
-            status = span.get("status")
-            info.root_status = "error" if status == STATUS_ERROR else "ok" if status == STATUS_OK else None
-            if named:
-                info.run_id = named
-        elif named and info.run_id is None:
-            info.run_id = named
-        if info.first_start is None or start < info.first_start:
-            info.first_start, info.first_name = start, span.get("name") or None
+        _note_span(info, span, named, _resource_facts(by_resource, span))
     routes: list[Route | None] = []
     for span, problem, own in zip(spans, problems, own_runs, strict=True):
         if problem is not None:
             routes.append(None)
             continue
-        trace_id = span["traceId"]
-        if own:
-            routes.append(Route(own, "span", trace_id))
-            continue
-        inherited = traces[trace_id].run_id
-        if inherited:
-            routes.append(Route(inherited, "trace", trace_id))
-            continue
         resource_run = by_resource[id(span.get("resource") or _NO_RESOURCE)][2]
-        if resource_run:
-            routes.append(Route(resource_run, "resource", trace_id))
-        elif header_run_id:
-            routes.append(Route(header_run_id, "header", trace_id))
-        else:
-            routes.append(Route(None, "new", trace_id))
+        routes.append(
+            _route(span["traceId"], own, traces[span["traceId"]].run_id, resource_run, header_run_id)
+        )
     return routes, traces
+
+
+_ResourceFacts = tuple[str | None, Any, str | None]  # service.name, session, named run
+
+
+def _resource_facts(by_resource: dict[int, _ResourceFacts], span: Mapping[str, Any]) -> _ResourceFacts:
+    resource = span.get("resource") or _NO_RESOURCE  # alive as long as its spans: ids unique
+    facts = by_resource.get(id(resource))
+    if facts is None:
+        service = resource.get("service.name")
+        facts = by_resource[id(resource)] = (
+            service if isinstance(service, str) else None,
+            first_attr(resource, SESSION_ATTRIBUTES),
+            _named_run(resource),
+        )
+    return facts
+
+
+def _note_span(info: TraceInfo, span: Mapping[str, Any], named: str | None, facts: _ResourceFacts) -> None:
+    """What one span tells about its trace: service, session, root, first span, named run."""
+    info.span_count += 1
+    if info.service_name is None and facts[0] is not None:
+        info.service_name = facts[0]
+    if info.session_id is None:
+        session = first_attr(span["attributes"], SESSION_ATTRIBUTES) or facts[1]
+        if session is not None:
+            info.session_id = str(session)
+    start = span["start"] or span["end"]
+    if not span.get("parentSpanId"):
+        info.root_span_id = span["spanId"]
+        info.root_name = span.get("name") or None
+        info.root_end = span["end"] or span["start"]
+        status = span.get("status")
+        info.root_status = "error" if status == STATUS_ERROR else "ok" if status == STATUS_OK else None
+        if named:
+            info.run_id = named
+    elif named and info.run_id is None:
+        info.run_id = named
+    if info.first_start is None or start < info.first_start:
+        info.first_start, info.first_name = start, span.get("name") or None
+
+
+def _route(
+    trace_id: str, own: str | None, inherited: str | None, resource_run: str | None, header_run_id: str | None
+) -> Route:
+    if own:
+        return Route(own, "span", trace_id)
+    if inherited:
+        return Route(inherited, "trace", trace_id)
+    if resource_run:
+        return Route(resource_run, "resource", trace_id)
+    if header_run_id:
+        return Route(header_run_id, "header", trace_id)
+    return Route(None, "new", trace_id)
 
 
 # --------------------------------------------------------------------------------------------
