@@ -32,6 +32,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/workbench_bench_import")
 
+# The child scripts' start: Django on the database in argv[1], this checkout's code from argv[2].
+_DJANGO = """
+import os, sys, time
+os.environ["DATABASE_URL"] = sys.argv[1]
+os.environ["WORKBENCH_TRANSCRIPTS"] = "0"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+sys.path.insert(0, sys.argv[2])
+import django
+django.setup()
+"""
+
 _CHILD = """
 import os, sys, time, resource
 os.environ["DATABASE_URL"] = sys.argv[2]
@@ -73,14 +84,10 @@ print(f"RESULT events={run.last_seq} seconds={elapsed:.3f} rss={rss} cpu={cpu:.3
 
 # The imported run's page and a page of its timeline (deep in the middle and at the end),
 # through the test client as a signed-in owner: median of 7 server times, wall and CPU.
-_PAGES = """
-import os, sys, time, statistics
-os.environ["DATABASE_URL"] = sys.argv[1]
-os.environ["WORKBENCH_TRANSCRIPTS"] = "0"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
-sys.path.insert(0, sys.argv[2])
-import django
-django.setup()
+_PAGES = (
+    _DJANGO
+    + """
+import statistics
 from django.contrib.auth import get_user_model
 from django.test import Client
 from runs.actions.workspaces import add_member
@@ -112,6 +119,7 @@ for name, (url, headers) in pages.items():
     out.append(f"{name}={statistics.median(walls):.1f} {name}_cpu={statistics.median(cpus):.1f}")
 print("RESULT " + " ".join(out))
 """
+)
 
 _READ = """
 import sys, time, resource
@@ -131,14 +139,9 @@ print(f"RESULT events={n} seconds={elapsed:.3f} rss={rss}")
 """
 
 
-_PURGE = """
-import os, sys, time
-os.environ["DATABASE_URL"] = sys.argv[1]
-os.environ["WORKBENCH_TRANSCRIPTS"] = "0"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
-sys.path.insert(0, sys.argv[2])
-import django
-django.setup()
+_PURGE = (
+    _DJANGO
+    + """
 from runs.actions.retention import do_purge_run
 from runs.models import Run
 run = Run.unscoped.filter(workspace__slug="bench-import").order_by("-pk").first()
@@ -146,6 +149,7 @@ report = do_purge_run(workspace=run.workspace, run_id=run.run_id)
 print(f"RESULT events={report.events} seconds={report.seconds:.3f}"
       f" transactions={report.transactions} longest_ms={report.longest_transaction_ms:.1f}")
 """
+)
 
 
 def _result(argv: list[str]) -> dict[str, float] | None:
