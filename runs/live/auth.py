@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from channels.auth import AuthMiddleware, get_user
 from channels.sessions import CookieMiddleware, SessionMiddleware
+from django.utils.functional import empty
 
 DEFERRED_PREFIXES = ("/ws/runs/",)
 
@@ -28,8 +29,6 @@ def resolve_user(scope: dict):
 
 
 def _is_unresolved(wrapped) -> bool:
-    from django.utils.functional import empty
-
     return wrapped is empty
 
 
