@@ -43,14 +43,10 @@ import django
 django.setup()
 """
 
-_CHILD = """
-import os, sys, time, resource
-os.environ["DATABASE_URL"] = sys.argv[2]
-os.environ["WORKBENCH_TRANSCRIPTS"] = "0"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
-sys.path.insert(0, sys.argv[3])
-import django
-django.setup()
+_CHILD = (
+    _DJANGO
+    + """
+import resource
 from django.conf import settings
 settings.WORKBENCH_TRANSCRIPTS = False
 from django.core.management import call_command
@@ -74,13 +70,14 @@ def server_cpu():  # CPU seconds of this connection's PostgreSQL backend (same m
 marks = []
 server_before, cpu_before = server_cpu(), time.process_time()
 started = time.perf_counter()
-run = do_import_bundle_file(workspace=ws, path=sys.argv[1], actor="bench",
+run = do_import_bundle_file(workspace=ws, path=sys.argv[3], actor="bench",
                             progress=lambda n, b: marks.append((time.perf_counter() - started, n)))
 elapsed = time.perf_counter() - started
 cpu, server = time.process_time() - cpu_before, server_cpu() - server_before
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(f"RESULT events={run.last_seq} seconds={elapsed:.3f} rss={rss} cpu={cpu:.3f} server={server:.3f}")
 """
+)
 
 # The imported run's page and a page of its timeline (deep in the middle and at the end),
 # through the test client as a signed-in owner: median of 7 server times, wall and CPU.
@@ -234,7 +231,7 @@ def main() -> None:
         else:
             return
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        result = _result([sys.executable, "-c", _CHILD, str(path), url, str(ROOT)])
+        result = _result([sys.executable, "-c", _CHILD, url, str(ROOT), str(path)])
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         pages = _result([sys.executable, "-c", _PAGES, url, str(ROOT)]) if result else None
         purge = _result([sys.executable, "-c", _PURGE, url, str(ROOT)]) if result else None
