@@ -63,11 +63,17 @@ services: setup
 services-down: setup
 	@$(PY) scripts/services.py down
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist; default: the machine's cores, at most 4).
+# Each worker has its own test database (pytest-django suffixes its name with the worker's id);
+# worksteal keeps both busy to the end although the slow files (daphne, kill -9) are uneven.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+XDIST = -n $(TEST_WORKERS) --dist worksteal
+
 test-sqlite: setup
-	DATABASE_URL= $(BIN)/pytest -m "not browser" -p no:randomly
+	DATABASE_URL= $(BIN)/pytest -m "not browser" -p no:randomly $(XDIST)
 
 test-postgres: setup
-	$(WITH_SERVICES) sh -c 'DATABASE_URL="$$PG_URL" $(BIN)/pytest -m "not browser"'
+	$(WITH_SERVICES) sh -c 'DATABASE_URL="$$PG_URL" $(BIN)/pytest -m "not browser" $(XDIST)'
 
 chromium:
 	@scripts/ensure_chromium.sh

@@ -59,7 +59,9 @@ def test_debug_on_is_reported_by_check_deploy(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "key", ["short-key", "a" * 60, "django-insecure-" + secrets.token_urlsafe(50), "ab" * 40]
+    "key",
+    ["short-key", "a" * 60, "django-insecure-" + secrets.token_urlsafe(50), "ab" * 40],
+    ids=["short", "one-letter", "django-insecure", "two-letters"],  # same ids in every xdist worker
 )
 def test_weak_keys_are_refused_in_production(tmp_path, key):
     proc = manage(production_env(tmp_path, SECRET_KEY=key), "check")

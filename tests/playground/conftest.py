@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 from decimal import Decimal
 
 import pytest
+from django.apps import apps
 
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
@@ -18,6 +20,24 @@ def egress_allows_loopback(settings):
     embedded profile: the playground tests make the operator allowance explicit. Tests of the
     refusal set ``settings.WORKBENCH_EGRESS_ALLOW = []``."""
     settings.WORKBENCH_EGRESS_ALLOW = LOOPBACK
+
+
+GLOBAL_DEFAULTS = importlib.import_module("playground.migrations.0002_global_defaults")
+
+
+@pytest.fixture(autouse=True)
+def global_defaults(request):
+    """The operator's global providers and models come from migration 0002. A transactional test
+    empties every table when it ends, and under xdist a worker may run one before these tests:
+    they get the migration's rows back (the same function, on the current models)."""
+    for name in ("transactional_db", "db"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name)
+            from playground.models import ProviderConfig
+
+            if not ProviderConfig.objects.filter(workspace__isnull=True).exists():
+                GLOBAL_DEFAULTS.create(apps, None)
+            return
 
 
 @pytest.fixture
