@@ -9,7 +9,7 @@ event), posted with ``Content-Length`` from the file in 64 KB pieces (httpx stre
 holds none of it) to ``POST /api/bundles``. Prints the server's resident memory (``VmRSS`` and
 the high-water mark ``VmHWM`` from /proc/<pid>/status) after start-up and a first request, after
 the ``202`` (the body received by daphne and copied to var/imports), and when the background job
-(a thread of the server in this profile) has stored every event; the upload's and the import's
+(a thread of the server: ``WORKBENCH_TASKS_BACKEND=inprocess``) has stored every event; the upload's and the import's
 times. ``WORKBENCH_MAX_BODY_BYTES`` stays at 25 MiB: the bundle passes on its own limit
 (``WORKBENCH_MAX_BUNDLE_BYTES``). With ``--old-limit`` the body limit is raised to 8 GiB instead,
 for a checkout from before the bundle limit existed (the comparison figures). Figures only.
@@ -52,7 +52,10 @@ def _chunks(path: Path, size: int = 64 * 1024):
 
 def measure(path: Path, *, postgres: bool, old_limit: bool) -> dict:
     size = path.stat().st_size
-    env = {"WORKBENCH_MAX_BODY_BYTES": str(8 * 1024**3)} if old_limit else {}
+    # the job runs in the server in both cases (PostgreSQL would otherwise leave it to db_worker)
+    env = {"WORKBENCH_TASKS_BACKEND": "inprocess"}
+    if old_limit:
+        env["WORKBENCH_MAX_BODY_BYTES"] = str(8 * 1024**3)
     with Cluster(database="postgres" if postgres else "sqlite", servers=1, extra_env=env) as cluster:
         seed = cluster.seed(workflow=LINEAR_WORKFLOW)
         pid = cluster.procs[0].pid
@@ -72,6 +75,8 @@ def measure(path: Path, *, postgres: bool, old_limit: bool) -> dict:
                 return {"size": size, "status": response.status_code, "error": response.text[:300]}
             url = cluster.url(0, response.json()["url"])
             while (job := http.get(url).json())["status"] in ("queued", "running"):
+                if job["status"] == "queued" and time.monotonic() - started > uploaded + 120:
+                    raise RuntimeError("the job was never started (no task worker?)")
                 time.sleep(0.5)
             imported = time.monotonic() - started - uploaded
             done = memory(pid)
@@ -99,7 +104,7 @@ def main() -> None:
     for events in (int(n) for n in args.events.split(",")):
         path = bundle_of(events)
         result = measure(path, postgres=args.postgres, old_limit=args.old_limit)
-        print(f"bundle of {events} events, {result['size'] / MB:.0f} MiB: {result['status']}")
+        print(f"bundle of {events} events, {result['size'] / MB:.0f} MiB: {result['status']}", flush=True)
         if "idle" not in result or result["status"] != "succeeded":
             print(f"  refused or failed: {result.get('error')}")
             continue
@@ -110,7 +115,8 @@ def main() -> None:
             f" +{(up['VmHWM'] - idle['VmHWM']) / MB:.0f}) in {result['upload_s']:.1f} s;"
             f" job done ({result['events']} events) {done['VmRSS'] / MB:.0f} MiB"
             f" (peak {done['VmHWM'] / MB:.0f}, +{(done['VmHWM'] - idle['VmHWM']) / MB:.0f})"
-            f" in {result['import_s']:.1f} s"
+            f" in {result['import_s']:.1f} s",
+            flush=True,
         )
 
 

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 
 from runs.actions.importjobs import import_dir, run_import_job
 from runs.models import Event, ImportJob, Run
-from runs.web.uploads import BodyLimitASGI
+from runs.web.uploads import BodyLimitASGI, FileBodyQueue
 
 pytestmark = pytest.mark.django_db
 
@@ -175,3 +175,32 @@ def test_the_door_lets_only_bundle_imports_past_25_mib(method, path, passes):
     asyncio.run(BodyLimitASGI(app)(_scope(method, path, 26 * MIB), receive, send))
     status = sent[0]["status"]
     assert (status, bool(reached)) == ((202, True) if passes else (413, False))
+
+
+# -- daphne: a body kept in a file reaches the application a chunk at a time ------------------
+
+
+def test_a_file_kept_body_is_handed_over_a_chunk_at_a_time_then_the_disconnect(tmp_path):
+    async def scenario():
+        content = (tmp_path / "body").open("w+b")
+        content.write(b"a" * 2500)
+        queue = FileBodyQueue(content, chunk=1000)
+        queue.put_nowait({"type": "http.request", "body": b"", "more_body": False})  # daphne's: dropped
+        got = [await queue.get() for _ in range(3)]
+        assert [(len(m["body"]), m["more_body"]) for m in got] == [(1000, True), (1000, True), (500, False)]
+        assert content.closed  # read to the end: let go
+        queue.put_nowait({"type": "http.disconnect"})
+        assert await queue.get() == {"type": "http.disconnect"}
+
+    asyncio.run(scenario())
+
+
+def test_a_file_kept_body_of_whole_chunks_ends_on_its_last_chunk(tmp_path):
+    async def scenario():
+        content = (tmp_path / "body").open("w+b")
+        content.write(b"a" * 2000)
+        queue = FileBodyQueue(content, chunk=1000)
+        got = [await queue.get() for _ in range(2)]
+        assert [(len(m["body"]), m["more_body"]) for m in got] == [(1000, True), (1000, False)]
+
+    asyncio.run(scenario())
