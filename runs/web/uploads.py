@@ -341,16 +341,24 @@ class BodyLimitUploadHandler(FileUploadHandler):
         return None
 
 
+# import jobs keep their bundles as var/imports/<job id>.json, ids made by new_id("imp")
+IMPORT_JOB_FILE_PREFIX = "imp_"
+
+
 def upload_ttl() -> float:
     return float(getattr(settings, "WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS", 3600))
 
 
 def purge_stale_uploads(directory: Path, *, now: float | None = None) -> int:
     """Delete waiting uploads (and bodies a request left half-copied, ``*.part``: see
-    runs/web/spool.py) older than the TTL; returns how many went."""
+    runs/web/spool.py) older than the TTL; returns how many went. An import job's bundle
+    (``imp_*.json``) is not an upload waiting for a confirmation: its job removes it when it ends,
+    however long it waited in the queue."""
     cutoff = (time.time() if now is None else now) - upload_ttl()
     removed = 0
     for path in [*directory.glob("*.json"), *directory.glob("*.part")]:
+        if path.name.startswith(IMPORT_JOB_FILE_PREFIX):
+            continue
         try:
             if path.stat().st_mtime < cutoff:
                 path.unlink()

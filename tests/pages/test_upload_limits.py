@@ -47,6 +47,17 @@ def test_stale_unconfirmed_uploads_are_deleted(settings, tmp_path):
     assert not old.exists() and fresh.exists()
 
 
+def test_a_queued_import_jobs_bundle_is_not_an_expired_upload(settings, tmp_path):
+    settings.WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS = 60
+    job_file = tmp_path / "imp_5b1c7a2e-0000-4000-8000-000000000000.json"  # do_create_import_job's name
+    half_copied = tmp_path / "upl_x.part"  # a request body copy (runs/web/spool.py) left by a crash
+    for path in (job_file, half_copied):
+        path.write_text("{}")
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    assert purge_stale_uploads(tmp_path) == 1
+    assert job_file.exists() and not half_copied.exists()
+
+
 def test_an_upload_purges_stale_ones(client, alice, settings):
     settings.WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS = 60
     stale = _import_dir() / "stale-test-upload.json"
