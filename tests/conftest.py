@@ -121,6 +121,7 @@ SLOW_FILES = {
     "tests/api/test_ratelimit_shared.py",
     "tests/api/test_run_id_urls.py",
     "tests/live/test_ingress_live.py",
+    "tests/live/test_big_bundle_live.py",
     "tests/live/test_multiprocess.py",
     "tests/mcp/test_endpoint_loops.py",
     "tests/mcp/test_mcp_server.py",

@@ -164,6 +164,7 @@ def build_agents_md(request: HttpRequest) -> str:
     window = int(settings.WORKBENCH_RATE_LIMIT_WINDOW_SECONDS)
     ws_rate = int(getattr(settings, "WORKBENCH_RATE_LIMIT_WORKSPACE_PER_MINUTE", 0))
     body = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    bundle_body = int(getattr(settings, "WORKBENCH_MAX_BUNDLE_BYTES", body))
     tokens_page = _path("accounts:tokens") or "/workspace/tokens/"
     out = [
         f"# {site_name()} for agents",
@@ -192,7 +193,8 @@ def build_agents_md(request: HttpRequest) -> str:
         f"- {rate} requests per {window} s per credential (a token may carry a lower limit of its own)"
         + (f"; {ws_rate} per {window} s per workspace in total." if ws_rate else "."),
         "- Over the limit: `429 RATE_LIMITED` with `Retry-After` (REST), the same refusal over MCP.",
-        f"- Request bodies up to {body} bytes (`413 PAYLOAD_TOO_LARGE`).",
+        f"- Request bodies up to {body} bytes (`413 PAYLOAD_TOO_LARGE`); a bundle import "
+        f"(`POST /api/bundles`) up to {bundle_body} bytes.",
         "- Writes accept an `Idempotency-Key` header: a retried request gets the first response.",
         "",
         "## REST",

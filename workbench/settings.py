@@ -147,6 +147,9 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 # Security: request size limit (25 MB bodies), CSP with nonces, strict cookies.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_BYTES", 25 * 1024 * 1024, minimum=1024)
+# Bundle imports alone (POST /api/bundles, the /import/ upload) may be larger: 8 GiB by default.
+# Their body is copied to var/imports in chunks, never held in memory (runs/web/spool.py).
+WORKBENCH_MAX_BUNDLE_BYTES = env_int("WORKBENCH_MAX_BUNDLE_BYTES", 8 * 1024**3, minimum=1024)
 # Uploads (and ASGI bodies) beyond this many bytes go to a temporary file, never whole into memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 # The same limit for multipart uploads (the import page) and at the ASGI door: see runs/web/uploads.py.

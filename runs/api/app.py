@@ -46,6 +46,8 @@ from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors.bundles import PROTOCOL_VERSION
 from runs.selectors.runs import RunNotFound
 from runs.selectors.webhooks import WebhookNotFound
+from runs.web.spool import BodyIncomplete
+from runs.web.uploads import limit_for
 from runs.web.wire import wire_json
 
 logger = logging.getLogger("workbench.api")
@@ -267,10 +269,13 @@ def _too_big(request, exc):
     return too_large_response(request)
 
 
-def too_large_response(request: HttpRequest) -> HttpResponse:
-    from django.conf import settings
+@api.exception_handler(BodyIncomplete)
+def _incomplete(request, exc: BodyIncomplete):
+    return error_response(request, ErrorCode.INVALID_INPUT, str(exc), 400)
 
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+def too_large_response(request: HttpRequest) -> HttpResponse:
+    limit = limit_for(request.method, request.path)  # the bundle import's own, else the body limit
     return error_response(request, errors.PAYLOAD_TOO_LARGE, f"request body exceeds {limit} bytes", 413)
 
 

@@ -16,6 +16,8 @@ from accounts.principals import Principal, principal_for_membership, principal_f
 from accounts.ratelimit import check_request
 from accounts.tokens import authenticate_token
 from runs.web.request import current_membership
+from runs.web.spool import spool_body
+from runs.web.uploads import is_bundle_route
 
 WORKSPACE_HEADER = "X-Workspace"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -30,6 +32,16 @@ class ReplayStored(Exception):
         self.replay = replay
 
 
+def _fingerprint(request: HttpRequest) -> str:
+    """The Idempotency-Key's fingerprint of a request. A bundle import's body (up to
+    WORKBENCH_MAX_BUNDLE_BYTES) is not read into memory for it: it is copied to its file (which the
+    view then uses) and its SHA-256 stands for it."""
+    method, path = request.method or "", request.get_full_path()
+    if is_bundle_route(method, request.path):
+        return idempotency.fingerprint(method, path, f"sha256:{spool_body(request).sha256}".encode())
+    return idempotency.fingerprint(method, path, request.body)
+
+
 def _admit(request: HttpRequest, principal: Principal) -> Principal:
     check_request(
         workspace_id=principal.workspace.pk,
@@ -42,7 +54,7 @@ def _admit(request: HttpRequest, principal: Principal) -> Principal:
         outcome = idempotency.begin(
             workspace=principal.workspace,
             key=key,
-            fingerprint=idempotency.fingerprint(request.method, request.get_full_path(), request.body),
+            fingerprint=_fingerprint(request),
             actor=principal.actor,
         )
         if isinstance(outcome, idempotency.Replay):

@@ -21,6 +21,7 @@ from runs.protocol.errors import ErrorCode
 from runs.protocol.redaction import POLICIES
 from runs.selectors.runs import get_run
 from runs.selectors.signing import bundle_signature
+from runs.web.spool import spool_body
 
 router = Router(tags=["bundles"])
 runs_router = Router(tags=["bundles"])
@@ -134,22 +135,29 @@ def _body(request: HttpRequest) -> bytes:
         "progress (`events`, `bytesRead` of `size`) and, at the end, `runId` or `error` (`code`, "
         "`message`: the code the synchronous import would answer). Either way the bundle is verified "
         "completely and stored in one transaction: a refused bundle stores nothing. The job path reads "
-        "the bundle streamed (bounded memory) and writes its events with COPY on PostgreSQL."
+        "the bundle streamed (bounded memory) and writes its events with COPY on PostgreSQL. The body "
+        "may be up to `WORKBENCH_MAX_BUNDLE_BYTES` (8 GiB by default; every other request body is "
+        "limited to `WORKBENCH_MAX_BODY_BYTES`, 25 MiB): it is copied to disk as it arrives, never held "
+        "in memory. Over its limit: `413 PAYLOAD_TOO_LARGE`."
     ),
     openapi_extra=BUNDLE_BODY,
 )
 def import_bundle(request: HttpRequest, query: Query[ImportQuery], response: HttpResponse):
     caller = require(request, Action.IMPORT_BUNDLE)
-    data = _body(request)
-    if query.background or len(data) >= async_threshold():
+    # The body (up to WORKBENCH_MAX_BUNDLE_BYTES) is copied to a file in chunks, never held in
+    # memory; a job takes the file over, else api_view removes it after the answer.
+    body = spool_body(request)
+    if not body.size:
+        raise ApiError(ErrorCode.INVALID_JSON, "a bundle (JSON) is required as the request body")
+    if query.background or body.size >= async_threshold():
         job = do_create_import_job(
-            workspace=caller.workspace, data=data, actor=caller.actor, as_new_id=query.as_new_id
+            workspace=caller.workspace, path=body.path, actor=caller.actor, as_new_id=query.as_new_id
         )
         out = job_out(job)
         response["Location"] = out["url"]
         return Status(202, out)
-    run = actions.do_import_bundle(
-        workspace=caller.workspace, data=data, actor=caller.actor, as_new_id=query.as_new_id
+    run = actions.do_import_bundle(  # under WORKBENCH_IMPORT_ASYNC_BYTES (8 MiB): read whole
+        workspace=caller.workspace, data=body.path.read_bytes(), actor=caller.actor, as_new_id=query.as_new_id
     )
     return Status(201, write_result(run, list(range(1, run.last_seq + 1)), created=True))
 

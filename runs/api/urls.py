@@ -24,7 +24,8 @@ from accounts import idempotency
 from runs.api.app import api, error_response, too_large_response
 from runs.api.auth import IDEMPOTENCY_HEADER, WRITE_METHODS
 from runs.api.errors import METHOD_NOT_ALLOWED, NOT_FOUND
-from runs.web.uploads import API_DESCRIBED_BY
+from runs.web.spool import spooled_if_any
+from runs.web.uploads import API_DESCRIBED_BY, limit_for
 
 DESCRIBED_BY = API_DESCRIBED_BY
 
@@ -43,24 +44,33 @@ def _idempotent_write(request: HttpRequest) -> bool:
 def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if _declared_length(request) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            response = too_large_response(request)
-        elif _idempotent_write(request):
-            # The key's reservation, the write and the stored response commit together: a crash
-            # anywhere before the commit leaves no trace (a retry runs once, afresh); after it, a
-            # retry is answered from the stored response. A concurrent retry waits on the key's
-            # unique index until the first one commits, then replays it.
-            with transaction.atomic():
-                response = _handle(view, request, *args, **kwargs)
-                if response.status_code >= 500:
-                    transaction.set_rollback(True)
-        else:
-            response = _handle(view, request, *args, **kwargs)
+        try:
+            response = _answer(view, request, *args, **kwargs)
+        finally:
+            spooled = spooled_if_any(request)  # a bundle import's body copy (runs/web/spool.py)
+            if spooled is not None:
+                spooled.discard()  # gone already when a job took it
         # a list's own link (rel="next" of a keyset page) stays beside the description's
         response["Link"] = ", ".join(filter(None, [response.get("Link"), DESCRIBED_BY]))
         return response
 
     return wrapper
+
+
+def _answer(view: Callable[..., HttpResponse], request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    if _declared_length(request) > limit_for(request.method, request.path):
+        return too_large_response(request)
+    if not _idempotent_write(request):
+        return _handle(view, request, *args, **kwargs)
+    # The key's reservation, the write and the stored response commit together: a crash anywhere
+    # before the commit leaves no trace (a retry runs once, afresh); after it, a retry is
+    # answered from the stored response. A concurrent retry waits on the key's unique index
+    # until the first one commits, then replays it.
+    with transaction.atomic():
+        response = _handle(view, request, *args, **kwargs)
+        if response.status_code >= 500:
+            transaction.set_rollback(True)
+    return response
 
 
 def async_api_view(view: Callable[..., Any]) -> Callable[..., Any]:

@@ -27,7 +27,7 @@ from runs.web.request import (
     may,
     require_action,
 )
-from runs.web.uploads import body_limit, purge_stale_uploads
+from runs.web.uploads import bundle_limit, purge_stale_uploads
 
 
 def _import_dir() -> Path:
@@ -96,8 +96,8 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     post = request.POST  # parsed now: the upload handler enforces the body limit while reading
     if getattr(request, "body_too_large", False):
         ctx["upload_error"] = (
-            f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {body_limit()} bytes "
-            "(WORKBENCH_MAX_BODY_BYTES), the same for the API and this page."
+            f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {bundle_limit()} bytes "
+            "for a bundle (WORKBENCH_MAX_BUNDLE_BYTES), the same for the API and this page."
         )
         return render(request, "runs/import.html", ctx, status=413)
     pending: dict[str, str] = request.session.get(IMPORT_SESSION_KEY, {})
@@ -148,10 +148,10 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Imported run {run.run_id}.")
         return redirect("runs:detail", run.run_id)
     upload = request.FILES.get("bundle")
-    if upload is not None and upload.size > body_limit():
+    if upload is not None and upload.size > bundle_limit():
         ctx["upload_error"] = (
-            f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {body_limit()} bytes "
-            "(WORKBENCH_MAX_BODY_BYTES), the same for the API and this page."
+            f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {bundle_limit()} bytes "
+            "for a bundle (WORKBENCH_MAX_BUNDLE_BYTES), the same for the API and this page."
         )
         return render(request, "runs/import.html", ctx, status=413)
     if upload is None:

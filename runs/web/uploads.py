@@ -1,8 +1,11 @@
-"""One body limit for every way in, and uploads that expire.
+"""Body limits at the door, the same on every way in, and uploads that expire.
 
-`WORKBENCH_MAX_BODY_BYTES` (settings.DATA_UPLOAD_MAX_MEMORY_SIZE) bounds every request body, at
-the door and the same for all: pages (the /import/ upload), REST (bundle import), OTLP ingest,
-MCP, playground endpoints.
+`WORKBENCH_MAX_BODY_BYTES` (settings.DATA_UPLOAD_MAX_MEMORY_SIZE, 25 MiB) bounds every request
+body: pages, REST, OTLP ingest, MCP, playground endpoints. Bundle imports alone (``POST
+/api/bundles`` and the ``POST /import/`` upload, :data:`BUNDLE_ROUTES`) have the larger
+`WORKBENCH_MAX_BUNDLE_BYTES` (8 GiB by default): their body is copied to a file in chunks
+(runs/web/spool.py, the /import/ page's upload handlers), never held in memory.
+:func:`limit_for` says which limit a request has; every place below asks it.
 
 - :class:`BodyLimitASGI` wraps the whole ASGI application (workbench/asgi.py), in front of Django
   and the MCP app: a declared ``Content-Length`` over the limit is answered 413 before one byte of
@@ -11,7 +14,9 @@ MCP, playground endpoints.
   would otherwise read the whole body into a temporary file before any view could refuse it.
 - Under daphne, which collects a whole body before it calls the application,
   :func:`install_daphne_body_limit` (called by workbench/asgi.py) refuses at the HTTP layer: at
-  the headers for a declared length, at the limit for a body that keeps coming.
+  the headers for a declared length, at the limit for a body that keeps coming. It also hands a
+  body daphne kept in a temporary file to the application a chunk at a time as the application
+  reads it (daphne would queue the whole body in memory at once).
 - :class:`BodyLimitMiddleware` gives the same answer under WSGI (and the test client).
 - Both answer ``413`` with the code ``PAYLOAD_TOO_LARGE``: JSON ``{"error", "code"}`` for the
   machine paths (``/api/``, ``/v1/``), a short HTML page elsewhere.
@@ -32,10 +37,12 @@ which runs on every upload and confirmation.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import io
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -48,17 +55,45 @@ _MACHINE_PATHS = ("/api/", "/v1/")
 API_DESCRIBED_BY = '</api/openapi.json>; rel="describedby"'
 
 
+# (method, path) of the bundle imports: the only requests with the larger limit
+BUNDLE_ROUTES = frozenset({("POST", "/api/bundles"), ("POST", "/import/")})
+
+
 def body_limit() -> int:
     return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
 
 
-def refusal(path: str) -> tuple[str, bytes, dict[str, str]]:
+def bundle_limit() -> int:
+    return int(getattr(settings, "WORKBENCH_MAX_BUNDLE_BYTES", 8 * 1024**3))
+
+
+def is_bundle_route(method: str | bytes | None, path: str | bytes | None) -> bool:
+    """True for a bundle import (``POST /api/bundles``, ``POST /import/``), whose body may be large."""
+    if isinstance(method, bytes):
+        method = method.decode("latin-1")
+    if isinstance(path, bytes):
+        path = path.decode("latin-1")
+    return ((method or "").upper(), (path or "").split("?", 1)[0]) in BUNDLE_ROUTES
+
+
+def limit_for(method: str | bytes | None, path: str | bytes | None) -> int:
+    """The body limit of a request: :func:`bundle_limit` for a bundle import, else :func:`body_limit`."""
+    return bundle_limit() if is_bundle_route(method, path) else body_limit()
+
+
+def refusal(path: str, method: str = "POST") -> tuple[str, bytes, dict[str, str]]:
     """The 413 answer for a body over the limit: (content type, body, more headers), JSON or
     HTML by path; API answers carry their ``Link`` to the OpenAPI document, as all of them do."""
-    message = (
-        f"the request body exceeds the server's limit of {body_limit()} bytes "
-        "(WORKBENCH_MAX_BODY_BYTES), the same for every way in"
-    )
+    if is_bundle_route(method, path):
+        message = (
+            f"the request body exceeds the server's limit of {bundle_limit()} bytes for a bundle "
+            "import (WORKBENCH_MAX_BUNDLE_BYTES)"
+        )
+    else:
+        message = (
+            f"the request body exceeds the server's limit of {body_limit()} bytes "
+            "(WORKBENCH_MAX_BODY_BYTES), the same for every way in but bundle imports"
+        )
     if path.startswith(_MACHINE_PATHS):
         headers = {"Link": API_DESCRIBED_BY} if path.startswith("/api/") else {}
         return "application/json", json.dumps({"error": message, "code": PAYLOAD_TOO_LARGE}).encode(), headers
@@ -80,7 +115,7 @@ def declared_length(value: str | bytes | None) -> int | None:
 
 
 class BodyLimitASGI:
-    """ASGI middleware: no HTTP request body over :func:`body_limit` gets past the door."""
+    """ASGI middleware: no HTTP request body over its :func:`limit_for` gets past the door."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -89,7 +124,7 @@ class BodyLimitASGI:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        limit = body_limit()
+        limit = limit_for(scope.get("method"), scope.get("path"))
         headers = dict(scope.get("headers") or [])
         declared = declared_length(headers.get(b"content-length"))
         if declared is not None and declared > limit:
@@ -125,7 +160,7 @@ class BodyLimitASGI:
 
     @staticmethod
     async def _refuse(scope, send) -> None:
-        content_type, body, more = refusal(scope.get("path", ""))
+        content_type, body, more = refusal(scope.get("path", ""), scope.get("method", "POST"))
         headers = [
             (b"content-type", content_type.encode()),
             (b"content-length", str(len(body)).encode()),
@@ -136,14 +171,84 @@ class BodyLimitASGI:
         await send({"type": "http.response.body", "body": body})
 
 
+def _daphne_target(request) -> tuple[str, str]:
+    """(method, path) of a daphne request whose headers are in (its body may not be)."""
+    channel = request.channel
+    method = getattr(channel, "_command", b"") or b""
+    raw_path = getattr(channel, "_path", b"") or b""
+    return method.decode("latin-1"), raw_path.decode("latin-1").split("?", 1)[0]
+
+
+FILE_BODY_CHUNK = 1 << 20
+
+
+class FileBodyQueue(asyncio.Queue):
+    """daphne's input queue for a request whose body daphne kept in a temporary file.
+
+    daphne puts the whole body into its (unbounded) queue in one go before the application reads
+    any of it: a body of N bytes costs N bytes of memory. This queue instead reads the file a
+    chunk (:data:`FILE_BODY_CHUNK`) at a time as the application asks, then answers with what
+    daphne puts later (the disconnect). daphne's own body messages are dropped (it is handed an
+    empty body to send: see :func:`install_daphne_body_limit`)."""
+
+    def __init__(self, content, chunk: int = FILE_BODY_CHUNK) -> None:
+        super().__init__()
+        self._content = content
+        self._chunk = chunk
+        self._size = content.seek(0, io.SEEK_END)
+        content.seek(0)
+        self._body_done = False
+
+    def put_nowait(self, item) -> None:
+        if item.get("type") == "http.request":
+            return  # daphne's copy of the body: empty, the body is read from the file instead
+        super().put_nowait(item)
+
+    async def get(self):
+        if self._body_done:
+            return await super().get()
+        chunk = self._content.read(self._chunk)
+        more = bool(chunk) and self._content.tell() < self._size
+        if not more:
+            self._body_done = True
+            self._content.close()
+        return {"type": "http.request", "body": chunk, "more_body": more}
+
+
+def _install_daphne_file_bodies(Server) -> None:  # noqa: N803 (daphne's class)
+    create = Server.create_application
+
+    def create_application(self, protocol, scope):
+        content = getattr(protocol, "content", None)
+        if scope.get("type") != "http" or content is None or isinstance(content, io.BytesIO):
+            return create(self, protocol, scope)  # small bodies (Twisted keeps them in memory)
+        # daphne's Server.create_application (4.2), with the queue above: daphne's own loop then
+        # sends the empty body it is left with, which the queue drops
+        queue = FileBodyQueue(content)
+        protocol.content = io.BytesIO()
+        scope.setdefault("asgi", {"version": "3.0"})
+        instance = self.application(scope=scope, receive=queue.get, send=partial(self.handle_reply, protocol))
+        if protocol not in self.connections:
+            return None
+        self.connections[protocol]["application_instance"] = asyncio.ensure_future(
+            instance, loop=asyncio.get_event_loop()
+        )
+        return queue
+
+    Server.create_application = create_application
+
+
 def install_daphne_body_limit() -> bool:
     """Under daphne, refuse at the HTTP layer: daphne (Twisted) collects the whole body in a
     temporary file before it calls the ASGI application, so :class:`BodyLimitASGI` would only see
     it afterwards. Patched here: a declared length over the limit is answered 413 as soon as the
     headers are in, a body is counted as it arrives and the connection closed at the limit, and
-    the application is never called for a refused request. Returns False when daphne is absent."""
+    the application is never called for a refused request. A body daphne kept in a temporary
+    file reaches the application a chunk at a time (:class:`FileBodyQueue`): the server's memory
+    does not grow with the body. Returns False when daphne is absent."""
     try:
         from daphne.http_protocol import WebRequest
+        from daphne.server import Server
     except ImportError:
         return False
     if getattr(WebRequest, "_workbench_body_limit", False):
@@ -158,8 +263,8 @@ def install_daphne_body_limit() -> bool:
         if getattr(request, "_workbench_refused", False):
             return
         request._workbench_refused = True
-        raw_path = getattr(request.channel, "_path", b"") or b""
-        content_type, body, more = refusal(raw_path.decode("latin-1").split("?", 1)[0])
+        method, path = _daphne_target(request)
+        content_type, body, more = refusal(path, method)
         head = [
             "HTTP/1.1 413 Payload Too Large",
             f"Content-Type: {content_type}",
@@ -173,7 +278,7 @@ def install_daphne_body_limit() -> bool:
 
     def limited_got_length(self, length):
         self._workbench_received = 0
-        if length is not None and length > body_limit():
+        if length is not None and length > limit_for(*_daphne_target(self)):
             refuse(self)
             self.content = io.BytesIO()  # stays empty: nothing more is kept
             return
@@ -183,7 +288,7 @@ def install_daphne_body_limit() -> bool:
         if getattr(self, "_workbench_refused", False):
             return
         self._workbench_received = getattr(self, "_workbench_received", 0) + len(data)
-        if self._workbench_received > body_limit():
+        if self._workbench_received > limit_for(*_daphne_target(self)):
             refuse(self)
             return
         content_chunk(self, data)
@@ -197,6 +302,7 @@ def install_daphne_body_limit() -> bool:
     WebRequest.handleContentChunk = limited_content_chunk
     WebRequest.process = limited_process
     WebRequest._workbench_body_limit = True
+    _install_daphne_file_bodies(Server)
     return True
 
 
@@ -205,8 +311,8 @@ class BodyLimitMiddleware(MiddlewareMixin):
 
     def process_request(self, request):
         declared = declared_length(request.META.get("CONTENT_LENGTH"))
-        if declared is not None and declared > body_limit():
-            content_type, body, more = refusal(request.path)
+        if declared is not None and declared > limit_for(request.method, request.path):
+            content_type, body, more = refusal(request.path, request.method or "POST")
             response = HttpResponse(body, content_type=content_type, status=413, headers=more)
             response["Connection"] = "close"
             return response
@@ -225,7 +331,9 @@ class BodyLimitUploadHandler(FileUploadHandler):
 
     def receive_data_chunk(self, raw_data, start):
         self.received += len(raw_data)
-        if self.received > body_limit():
+        request = self.request
+        limit = body_limit() if request is None else limit_for(request.method, request.path)
+        if self.received > limit:
             self._refuse()
         return raw_data
 
@@ -233,15 +341,24 @@ class BodyLimitUploadHandler(FileUploadHandler):
         return None
 
 
+# import jobs keep their bundles as var/imports/<job id>.json, ids made by new_id("imp")
+IMPORT_JOB_FILE_PREFIX = "imp_"
+
+
 def upload_ttl() -> float:
     return float(getattr(settings, "WORKBENCH_IMPORT_UPLOAD_TTL_SECONDS", 3600))
 
 
 def purge_stale_uploads(directory: Path, *, now: float | None = None) -> int:
-    """Delete waiting uploads older than the TTL; returns how many went."""
+    """Delete waiting uploads (and bodies a request left half-copied, ``*.part``: see
+    runs/web/spool.py) older than the TTL; returns how many went. An import job's bundle
+    (``imp_*.json``) is not an upload waiting for a confirmation: its job removes it when it ends,
+    however long it waited in the queue."""
     cutoff = (time.time() if now is None else now) - upload_ttl()
     removed = 0
-    for path in directory.glob("*.json"):
+    for path in [*directory.glob("*.json"), *directory.glob("*.part")]:
+        if path.name.startswith(IMPORT_JOB_FILE_PREFIX):
+            continue
         try:
             if path.stat().st_mtime < cutoff:
                 path.unlink()

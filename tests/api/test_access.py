@@ -213,7 +213,7 @@ def test_bearer_post_needs_no_csrf_even_with_a_session_cookie(alice, full_token,
     assert response.status_code == 201
 
 
-@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2048)
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2048, WORKBENCH_MAX_BUNDLE_BYTES=2048)
 def test_oversized_bodies_are_413_json(api, started_run, anonymous):
     big = {"events": [make_event(started_run, "annotation", text="x" * 4096)]}
     for method, path in [
@@ -230,6 +230,18 @@ def test_oversized_bodies_are_413_json(api, started_run, anonymous):
 
 def test_default_body_limit_is_25_mb(settings):
     assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE == 25 * 1024 * 1024
+    assert settings.WORKBENCH_MAX_BUNDLE_BYTES == 8 * 1024**3  # bundle imports alone
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1024)
+def test_only_the_bundle_import_has_the_larger_limit(api, started_run):
+    bundle = api.get(f"/api/runs/{started_run}/bundle").content
+    assert len(bundle) > 1024
+    imported = api.send("POST", "/api/bundles?as_new_id=true", raw=bundle)
+    assert imported.status_code == 201, imported.content  # over the body limit, under the bundle one
+    for method, path in [("POST", "/api/bundles/verify"), ("POST", f"/api/runs/{started_run}/events")]:
+        response = api.send(method, path, raw=bundle)
+        assert response.status_code == 413 and response.json()["code"] == "PAYLOAD_TOO_LARGE", path
 
 
 @override_settings(WORKBENCH_RATE_LIMIT_PER_MINUTE=3)

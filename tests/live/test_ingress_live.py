@@ -22,7 +22,11 @@ HOSTILE = "team/a b?#%:fork ünï \"q'"
 def server(request):
     from tests.conftest import LINEAR_WORKFLOW
 
-    with Cluster(database="sqlite", servers=0, extra_env={"WORKBENCH_MAX_BODY_BYTES": "65536"}) as cluster:
+    with Cluster(
+        database="sqlite",
+        servers=0,
+        extra_env={"WORKBENCH_MAX_BODY_BYTES": "65536", "WORKBENCH_MAX_BUNDLE_BYTES": "65536"},
+    ) as cluster:
         cluster.start_server(0, port=PORT)
         seed = cluster.seed(workflow=LINEAR_WORKFLOW, run_id=HOSTILE)
         yield cluster, seed

@@ -66,6 +66,7 @@ async def _call(app, scope, receive) -> tuple[int, dict, bytes]:
 @pytest.fixture
 def small_limit(settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = LIMIT
+    settings.WORKBENCH_MAX_BUNDLE_BYTES = LIMIT  # the bundle imports' own limit, as small here
     return LIMIT
 
 
