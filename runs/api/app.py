@@ -47,7 +47,7 @@ from runs.selectors.bundles import PROTOCOL_VERSION
 from runs.selectors.runs import RunNotFound
 from runs.selectors.webhooks import WebhookNotFound
 from runs.web.spool import BodyIncomplete
-from runs.web.uploads import limit_for
+from runs.web.uploads import request_limit
 from runs.web.wire import wire_json
 
 logger = logging.getLogger("workbench.api")
@@ -275,7 +275,7 @@ def _incomplete(request, exc: BodyIncomplete):
 
 
 def too_large_response(request: HttpRequest) -> HttpResponse:
-    limit = limit_for(request.method, request.path)  # the bundle import's own, else the body limit
+    limit = request_limit(request)  # the bundle import's own, else the body limit
     return error_response(request, errors.PAYLOAD_TOO_LARGE, f"request body exceeds {limit} bytes", 413)
 
 

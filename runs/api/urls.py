@@ -25,7 +25,7 @@ from runs.api.app import api, error_response, too_large_response
 from runs.api.auth import IDEMPOTENCY_HEADER, WRITE_METHODS
 from runs.api.errors import METHOD_NOT_ALLOWED, NOT_FOUND
 from runs.web.spool import spooled_if_any
-from runs.web.uploads import API_DESCRIBED_BY, limit_for
+from runs.web.uploads import API_DESCRIBED_BY, request_limit
 
 DESCRIBED_BY = API_DESCRIBED_BY
 
@@ -58,7 +58,7 @@ def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 
 def _answer(view: Callable[..., HttpResponse], request: HttpRequest, *args, **kwargs) -> HttpResponse:
-    if _declared_length(request) > limit_for(request.method, request.path):
+    if _declared_length(request) > request_limit(request):
         return too_large_response(request)
     if not _idempotent_write(request):
         return _handle(view, request, *args, **kwargs)

@@ -23,7 +23,7 @@ from django.http import HttpRequest
 
 from runs.actions.importjobs import import_dir
 from runs.protocol.values import new_id
-from runs.web.uploads import declared_length, limit_for
+from runs.web.uploads import declared_length, request_limit
 
 CHUNK = 1 << 20
 _ATTR = "_workbench_spooled_body"
@@ -52,7 +52,7 @@ def spool_body(request: HttpRequest) -> SpooledBody:
     spooled = getattr(request, _ATTR, None)
     if spooled is not None:
         return spooled
-    limit = limit_for(request.method, request.path)
+    limit = request_limit(request)
     declared = declared_length(request.META.get("CONTENT_LENGTH"))
     path = import_dir() / f"{new_id('upl')}.part"
     digest = hashlib.sha256()

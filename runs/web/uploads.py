@@ -76,22 +76,61 @@ def is_bundle_route(method: str | bytes | None, path: str | bytes | None) -> boo
     return ((method or "").upper(), (path or "").split("?", 1)[0]) in BUNDLE_ROUTES
 
 
-def limit_for(method: str | bytes | None, path: str | bytes | None) -> int:
-    """The body limit of a request: :func:`bundle_limit` for a bundle import, else :func:`body_limit`."""
-    return bundle_limit() if is_bundle_route(method, path) else body_limit()
+def _text(value: str | bytes | None) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else (value or "")
 
 
-def refusal(path: str, method: str = "POST") -> tuple[str, bytes, dict[str, str]]:
-    """The 413 answer for a body over the limit: (content type, body, more headers), JSON or
-    HTML by path; API answers carry their ``Link`` to the OpenAPI document, as all of them do."""
-    if is_bundle_route(method, path):
+def presents_credentials(authorization: str | bytes | None, cookie: str | bytes | None) -> bool:
+    """Whether a request carries a credential at all: a bearer token, or a session cookie.
+
+    Checked at the door, before any database is at hand, so it is only the credential's presence:
+    the view still authenticates it. It keeps the large bundle limit from anyone who sends none
+    (a stranger's body is refused at 25 MiB, not stored up to the bundle limit)."""
+    if _text(authorization).lstrip().lower().startswith("bearer "):
+        return True
+    name = str(settings.SESSION_COOKIE_NAME)
+    return any(part.strip().startswith(name + "=") for part in _text(cookie).split(";"))
+
+
+def limit_for(
+    method: str | bytes | None,
+    path: str | bytes | None,
+    authorization: str | bytes | None = None,
+    cookie: str | bytes | None = None,
+) -> int:
+    """The body limit of a request: :func:`bundle_limit` for a bundle import that presents a
+    credential, else :func:`body_limit`."""
+    if is_bundle_route(method, path) and presents_credentials(authorization, cookie):
+        return bundle_limit()
+    return body_limit()
+
+
+def request_limit(request) -> int:
+    """:func:`limit_for` of a Django request."""
+    return limit_for(
+        request.method, request.path, request.META.get("HTTP_AUTHORIZATION"), request.META.get("HTTP_COOKIE")
+    )
+
+
+def refusal(path: str, method: str = "POST", limit: int | None = None) -> tuple[str, bytes, dict[str, str]]:
+    """The 413 answer for a body over ``limit`` (the request's limit, by default the body limit):
+    (content type, body, more headers), JSON or HTML by path; API answers carry their ``Link`` to
+    the OpenAPI document, as all of them do."""
+    limit = body_limit() if limit is None else limit
+    if limit == bundle_limit() and is_bundle_route(method, path):
         message = (
-            f"the request body exceeds the server's limit of {bundle_limit()} bytes for a bundle "
+            f"the request body exceeds the server's limit of {limit} bytes for a bundle "
             "import (WORKBENCH_MAX_BUNDLE_BYTES)"
+        )
+    elif is_bundle_route(method, path):
+        message = (
+            f"the request body exceeds the server's limit of {limit} bytes (WORKBENCH_MAX_BODY_BYTES); "
+            "a bundle import that presents a credential (a bearer token or a session) may be larger, "
+            f"up to {bundle_limit()} bytes (WORKBENCH_MAX_BUNDLE_BYTES)"
         )
     else:
         message = (
-            f"the request body exceeds the server's limit of {body_limit()} bytes "
+            f"the request body exceeds the server's limit of {limit} bytes "
             "(WORKBENCH_MAX_BODY_BYTES), the same for every way in but bundle imports"
         )
     if path.startswith(_MACHINE_PATHS):
@@ -124,11 +163,13 @@ class BodyLimitASGI:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        limit = limit_for(scope.get("method"), scope.get("path"))
         headers = dict(scope.get("headers") or [])
+        limit = limit_for(
+            scope.get("method"), scope.get("path"), headers.get(b"authorization"), headers.get(b"cookie")
+        )
         declared = declared_length(headers.get(b"content-length"))
         if declared is not None and declared > limit:
-            await self._refuse(scope, send)  # nothing of the body is read
+            await self._refuse(scope, send, limit)  # nothing of the body is read
             return
         received = 0
         over = False
@@ -156,11 +197,11 @@ class BodyLimitASGI:
 
         await self.app(scope, counted_receive, tracked_send)
         if over and not started:
-            await self._refuse(scope, send)
+            await self._refuse(scope, send, limit)
 
     @staticmethod
-    async def _refuse(scope, send) -> None:
-        content_type, body, more = refusal(scope.get("path", ""), scope.get("method", "POST"))
+    async def _refuse(scope, send, limit: int) -> None:
+        content_type, body, more = refusal(scope.get("path", ""), scope.get("method", "POST"), limit)
         headers = [
             (b"content-type", content_type.encode()),
             (b"content-length", str(len(body)).encode()),
@@ -177,6 +218,14 @@ def _daphne_target(request) -> tuple[str, str]:
     method = getattr(channel, "_command", b"") or b""
     raw_path = getattr(channel, "_path", b"") or b""
     return method.decode("latin-1"), raw_path.decode("latin-1").split("?", 1)[0]
+
+
+def _daphne_limit(request) -> int:
+    """:func:`limit_for` of a daphne request whose headers are in."""
+    headers = request.requestHeaders
+    authorization = (headers.getRawHeaders(b"authorization") or [b""])[0]
+    cookie = b"; ".join(headers.getRawHeaders(b"cookie") or [])
+    return limit_for(*_daphne_target(request), authorization, cookie)
 
 
 FILE_BODY_CHUNK = 1 << 20
@@ -264,7 +313,7 @@ def install_daphne_body_limit() -> bool:
             return
         request._workbench_refused = True
         method, path = _daphne_target(request)
-        content_type, body, more = refusal(path, method)
+        content_type, body, more = refusal(path, method, _daphne_limit(request))
         head = [
             "HTTP/1.1 413 Payload Too Large",
             f"Content-Type: {content_type}",
@@ -278,7 +327,7 @@ def install_daphne_body_limit() -> bool:
 
     def limited_got_length(self, length):
         self._workbench_received = 0
-        if length is not None and length > limit_for(*_daphne_target(self)):
+        if length is not None and length > _daphne_limit(self):
             refuse(self)
             self.content = io.BytesIO()  # stays empty: nothing more is kept
             return
@@ -288,7 +337,7 @@ def install_daphne_body_limit() -> bool:
         if getattr(self, "_workbench_refused", False):
             return
         self._workbench_received = getattr(self, "_workbench_received", 0) + len(data)
-        if self._workbench_received > limit_for(*_daphne_target(self)):
+        if self._workbench_received > _daphne_limit(self):
             refuse(self)
             return
         content_chunk(self, data)
@@ -311,8 +360,8 @@ class BodyLimitMiddleware(MiddlewareMixin):
 
     def process_request(self, request):
         declared = declared_length(request.META.get("CONTENT_LENGTH"))
-        if declared is not None and declared > limit_for(request.method, request.path):
-            content_type, body, more = refusal(request.path, request.method or "POST")
+        if declared is not None and declared > request_limit(request):
+            content_type, body, more = refusal(request.path, request.method or "POST", request_limit(request))
             response = HttpResponse(body, content_type=content_type, status=413, headers=more)
             response["Connection"] = "close"
             return response
@@ -332,7 +381,7 @@ class BodyLimitUploadHandler(FileUploadHandler):
     def receive_data_chunk(self, raw_data, start):
         self.received += len(raw_data)
         request = self.request
-        limit = body_limit() if request is None else limit_for(request.method, request.path)
+        limit = body_limit() if request is None else request_limit(request)
         if self.received > limit:
             self._refuse()
         return raw_data

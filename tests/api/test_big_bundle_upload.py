@@ -137,13 +137,17 @@ def test_26_mib_on_another_route_is_still_refused_and_changes_nothing(api, start
 # -- at the ASGI door, with the default limits -------------------------------------------------
 
 
-def _scope(method: str, path: str, length: int) -> dict:
+def _scope(method: str, path: str, length: int, *credential: tuple[bytes, bytes]) -> dict:
     return {
         "type": "http",
         "method": method,
         "path": path,
-        "headers": [(b"content-length", str(length).encode())],
+        "headers": [(b"content-length", str(length).encode()), *credential],
     }
+
+
+BEARER = (b"authorization", b"Bearer wbt_anything")
+SESSION = (b"cookie", b"theme=dark; sessionid=abc")
 
 
 @pytest.mark.parametrize(
@@ -157,7 +161,15 @@ def _scope(method: str, path: str, length: int) -> dict:
         ("POST", "/v1/traces", False),
     ],
 )
-def test_the_door_lets_only_bundle_imports_past_25_mib(method, path, passes):
+@pytest.mark.parametrize(
+    ("credential", "counts"),
+    [((BEARER,), True), ((SESSION,), True), ((), False), (((b"authorization", b"Basic eDp5"),), False)],
+    ids=["bearer", "session", "none", "basic"],
+)
+def test_the_door_lets_only_bundle_imports_past_25_mib(method, path, passes, credential, counts):
+    """Only a bundle import that presents a credential (checked for presence at the door; the
+    view authenticates it) gets the bundle limit: a stranger's body stops at 25 MiB."""
+    passes = passes and counts
     reached = []
     sent: list[dict] = []
 
@@ -172,7 +184,7 @@ def test_the_door_lets_only_bundle_imports_past_25_mib(method, path, passes):
     async def send(message):
         sent.append(message)
 
-    asyncio.run(BodyLimitASGI(app)(_scope(method, path, 26 * MIB), receive, send))
+    asyncio.run(BodyLimitASGI(app)(_scope(method, path, 26 * MIB, *credential), receive, send))
     status = sent[0]["status"]
     assert (status, bool(reached)) == ((202, True) if passes else (413, False))
 
