@@ -78,8 +78,10 @@ test-postgres: setup
 chromium:
 	@scripts/ensure_chromium.sh
 
+# Browser files build their data once per module (a 10,000-span run, review queues): loadfile keeps
+# each file on one worker, so no module fixture is built twice.
 test-browser: setup chromium
-	DATABASE_URL= $(BIN)/pytest -m browser tests/browser
+	DATABASE_URL= $(BIN)/pytest -m browser tests/browser -n $(TEST_WORKERS) --dist loadfile
 
 test: setup lint test-sqlite test-postgres test-browser
 
