@@ -5,8 +5,6 @@ instead of reading it into memory; every other route keeps ``WORKBENCH_MAX_BODY_
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +13,10 @@ from django.http import HttpRequest
 from runs.actions.importjobs import import_dir, run_import_job
 from runs.models import Event, ImportJob, Run
 from runs.web.uploads import BodyLimitASGI, FileBodyQueue
+from tests.bigbundle import generate_bundle
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
 BIG_EVENTS = 50_000  # ~43 MB pretty-printed (bench/gen_bundle.py): over the 25 MiB body limit
 
@@ -27,18 +25,7 @@ BIG_EVENTS = 50_000  # ~43 MB pretty-printed (bench/gen_bundle.py): over the 25 
 def big_bundle(tmp_path_factory) -> Path:
     """A valid bundle of 50,000 events written to a file by bench/gen_bundle.py (in a child)."""
     path = tmp_path_factory.mktemp("big") / "big.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "gen_bundle.py"),
-            "--events",
-            str(BIG_EVENTS),
-            "--out",
-            str(path),
-        ],
-        check=True,
-        cwd=ROOT,
-    )
+    generate_bundle(path, BIG_EVENTS)
     assert path.stat().st_size > 40 * MIB
     return path
 

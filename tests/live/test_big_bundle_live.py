@@ -7,17 +7,15 @@ other route still refuses 26 MiB with 413 and changes nothing."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.bigbundle import generate_bundle
 from tests.live.cluster import Cluster
 
-ROOT = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
 EVENTS = 50_000  # ~43 MB
 
@@ -40,18 +38,7 @@ def server(tmp_path_factory):
     from tests.conftest import LINEAR_WORKFLOW
 
     bundle = tmp_path_factory.mktemp("big") / "big.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "gen_bundle.py"),
-            "--events",
-            str(EVENTS),
-            "--out",
-            str(bundle),
-        ],
-        check=True,
-        cwd=ROOT,
-    )
+    generate_bundle(bundle, EVENTS)
     # default limits (25 MiB, 8 GiB for bundle imports); the job runs in the server (tests/settings.py
     # sets the dummy task backend, which the server would inherit)
     with Cluster(database="sqlite", servers=1, extra_env={"WORKBENCH_TASKS_BACKEND": "inprocess"}) as cluster:
