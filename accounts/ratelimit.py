@@ -110,9 +110,9 @@ class Budget:
 
 
 def spend(budgets: list[Budget], *, now: float) -> list[RateDecision]:
-    """Count one request against each budget in turn, up to the first that refuses it: the
-    refusing budget's count is undone (a refused request is not counted there), the earlier
-    budgets' counts stand. Returns the decisions of the budgets judged (the last one refused, or
+    """Count one request against each budget in turn, up to the first that refuses it: then its
+    count is undone in every budget counted so far (a refused request is counted nowhere, so a
+    credential does not spend its own budget on requests its workspace's budget refused). Returns the decisions of the budgets judged (the last one refused, or
     all of them allowed). On Redis one round trip (a Lua script, atomic); on any other cache the
     cache API (add, incr, get_many, decr per budget)."""
     cache = _cache()
@@ -127,6 +127,8 @@ def spend(budgets: list[Budget], *, now: float) -> list[RateDecision]:
         for keys, limit, cost, timeout in spends:
             outcomes.append(_count_in_cache(cache, keys, limit, cost, timeout))
             if not outcomes[-1][0]:
+                for counted_keys, _, counted_cost, _ in spends[: len(outcomes) - 1]:
+                    _uncount(cache, counted_keys[-1], counted_cost)
                 break
     decisions = []
     for budget, (_, width, current), (allowed, counts) in zip(budgets, plans, outcomes, strict=False):
@@ -151,23 +153,29 @@ def _count_in_cache(cache, keys: list[str], limit: int, cost: int, timeout: int)
             mine = cost
     counts = _counts(cache, keys[:-1]) + [mine]
     if sum(counts) > limit:
-        try:
-            cache.decr(keys[-1], cost)  # a refused request is not counted
-        except ValueError:
-            pass
+        _uncount(cache, keys[-1], cost)  # a refused request is not counted
         counts[-1] -= cost
         return False, counts
     return True, counts
+
+
+def _uncount(cache, key: str, cost: int) -> None:
+    try:
+        cache.decr(key, cost)
+    except ValueError:  # the bucket expired meanwhile: nothing left to undo
+        pass
 
 
 # _count_in_cache for every budget in one script: KEYS are the BUCKETS + 1 bucket keys of each
 # budget in turn (oldest first, the current one last), ARGV[1] their number, then limit, cost and
 # timeout per budget. The current bucket is made as Django's add makes it (SET NX EX, an integer
 # stored as is, so the cache API's get_many and incr read and count it the same way). Returns per
-# budget judged: 1 or 0 (fits), then its buckets' counts; stops after a refusal.
+# budget judged: 1 or 0 (fits), then its buckets' counts; stops after a refusal, which undoes the
+# request's count in the budgets counted before it too.
 _SPEND_LUA = """
 local n = tonumber(ARGV[1])
 local out = {}
+local counted = {}
 for b = 0, #KEYS / n - 1 do
   local limit, cost, timeout = tonumber(ARGV[2 + 3 * b]), tonumber(ARGV[3 + 3 * b]), ARGV[4 + 3 * b]
   local current = KEYS[b * n + n]
@@ -188,11 +196,13 @@ for b = 0, #KEYS / n - 1 do
   end
   if total > limit then
     redis.call('DECRBY', current, cost)
+    for _, key in ipairs(counted) do redis.call('DECRBY', key[1], key[2]) end
     out[flag] = 0
     out[flag + n] = mine - cost
     return out
   end
   out[flag + n] = mine
+  counted[#counted + 1] = {current, cost}
 end
 return out
 """
@@ -216,8 +226,7 @@ def check_request(
 ) -> RateDecision:
     """Apply the credential's and the workspace's budgets; raise RateLimited when one is spent.
 
-    The credential's first: a request it refuses is counted in neither; one the workspace's
-    refuses stays counted in the credential's."""
+    The credential's first: a request either refuses is counted in neither."""
     window = window_seconds()
     budgets = [
         Budget(

@@ -64,7 +64,7 @@ def _scenario() -> dict:
         _check("token:a", 9),  # refused by the credential's budget: counted in neither
         _check("token:b", 10),
         _check("token:b", 11),  # the workspace's fifth
-        _check("token:c", 12),  # refused by the workspace's budget (c's own count stands)
+        _check("token:c", 12),  # refused by the workspace's budget: not counted in c's either
         _check("token:c", 13, credential_limit=50),  # a token's own limit; the workspace's still
         _check("token:a", 66),  # the first bucket has left the windows
         _check("token:c", 67),
@@ -99,8 +99,9 @@ def test_the_scenario_on_local_memory(settings, budgets):
         ("workspace", 5, 0, 5),  # the workspace's four of the second bucket leave at 72
         ("ok", 3, 2, 0),
     ]
-    # Within the first 30 s: neither refusal was counted where it was refused.
-    assert result["counts"] == {"a": 3, "b": 2, "c": 2, "workspace": 5}
+    # Within the first 30 s: no refusal was counted anywhere (c's two, refused by the workspace's
+    # budget, not in c's own either).
+    assert result["counts"] == {"a": 3, "b": 2, "c": 0, "workspace": 5}
     assert [d.allowed for d in result["single"]] == [True, False, True]  # the refused 3 not counted
     assert result["later"].allowed and result["later"].remaining == 1
 
