@@ -76,10 +76,12 @@ def test_a_43_mb_bundle_is_imported_by_a_job_and_the_server_does_not_hold_it(ser
         assert page.status_code == 200 and page.json()["lastSeq"] == EVENTS
 
 
-def _declared(port: int, path: str, token: str, length: int) -> bytes:
-    """Send a request's head declaring ``length`` bytes and its first 64 KiB; the answer."""
+def _declared(port: int, path: str, token: str | None, length: int) -> bytes:
+    """Send a request's head declaring ``length`` bytes (with the bearer ``token`` unless None)
+    and its first 64 KiB; the answer."""
+    credential = f"Authorization: Bearer {token}\r\n" if token else ""
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{credential}"
         f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
     )
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
@@ -100,3 +102,12 @@ def test_26_mib_on_another_route_is_refused_413_and_changes_nothing(server):
             assert b" 413 " in answer.split(b"\r\n", 1)[0], (path, answer[:300])
             assert b"PAYLOAD_TOO_LARGE" in answer and b"WORKBENCH_MAX_BODY_BYTES" in answer
         assert http.get(events).json()["lastSeq"] == before
+
+
+def test_a_bundle_import_without_a_credential_keeps_the_body_limit(server):
+    """daphne's own door: the bundle limit is for a request that presents a credential; a stranger's
+    26 MiB bundle is refused at the headers, not received into a file of up to 8 GiB."""
+    cluster, _, _ = server
+    answer = _declared(cluster.ports[0], "/api/bundles", None, 26 * MIB)
+    assert b" 413 " in answer.split(b"\r\n", 1)[0], answer[:300]
+    assert b"WORKBENCH_MAX_BODY_BYTES" in answer and b"WORKBENCH_MAX_BUNDLE_BYTES" in answer
