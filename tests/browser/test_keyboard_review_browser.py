@@ -144,6 +144,14 @@ def test_keyboard_only_approves_ten_gates_across_runs_with_undo(browser, server)
     # the approvals are sent after the undo delay (the live inbox then refreshes them away); focus
     # stays on a pending row through every swap
     page.wait_for_timeout(UNDO_MS + 1500)
+    # The live inbox's refresh replaces the table (outerHTML): focus is on <body> between the swap
+    # and its settle (htmx's 20 ms), then back on the row. A check that lands inside that window
+    # sees <body>, so it waits for the row (a focus that never came back still fails).
+    page.wait_for_function(
+        "(key) => document.activeElement && document.activeElement.getAttribute('data-review-item') === key",
+        arg=undone_target,
+        timeout=5000,
+    )
     assert focused(page) == undone_target
     page.goto(f"{server}/runs/inbox/")
     expect(page.locator("tr[data-review-item]")).to_have_count(3)
