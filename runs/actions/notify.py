@@ -29,6 +29,9 @@ class RunChange:
     # at hand: in-process sinks (the transcript file) then need not read them back. Never sent on.
     events: tuple[dict, ...] = field(default=(), repr=False, compare=False)
     actor: str = field(default="", repr=False, compare=False)
+    # The run row as this commit left it, when the action holds it (OTLP ingest): the transcript
+    # sink then need not read it back. Never sent on.
+    row: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(
@@ -40,6 +43,7 @@ class RunChange:
         status: str | None = None,
         events: Sequence[dict] = (),
         actor: str = "",
+        with_row: bool = False,
     ) -> RunChange:
         return cls(
             run.workspace_id,
@@ -50,6 +54,7 @@ class RunChange:
             run.pk,
             tuple(events),
             actor,
+            run if with_row else None,
         )
 
 

@@ -159,7 +159,11 @@ def _known_traces(workspace: Workspace, trace_ids: set[str]) -> dict[str, OtelTr
     """The traces of ``trace_ids`` that already have their run."""
     if not trace_ids:
         return {}
-    rows = OtelTrace.objects.filter(workspace=workspace, trace_id__in=trace_ids).select_related("run")
+    rows = (
+        OtelTrace.objects.filter(workspace=workspace, trace_id__in=trace_ids)
+        .select_related("run")
+        .only("pk", "trace_id", "title", "run__run_id", "run__title")  # not the run's state
+    )
     return {row.trace_id: row for row in rows}
 
 
@@ -188,7 +192,10 @@ def _create_runs(
             save_new_runs([appender for appender, _ in prepared])
             OtelTrace.objects.bulk_create([_trace_row(workspace, a.run, info, now) for a, info in prepared])
             notify_many_on_commit(
-                [RunChange.of(a.run, a.first_seq, a.seq, events=a.events, actor=actor) for a, _ in prepared]
+                [
+                    RunChange.of(a.run, a.first_seq, a.seq, events=a.events, actor=actor, with_row=True)
+                    for a, _ in prepared
+                ]
             )
     except IntegrityError:
         created = []
@@ -388,7 +395,7 @@ def _create_and_append(
     append_in_place(state, events, ctx, on_applied=appender.record, shape_checked=True)
     first, last = appender.save(keep_rows=True)
     update_projection(run, state, event_rows=appender.event_rows)
-    notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor))
+    notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor, with_row=True))
     return True
 
 
@@ -418,7 +425,7 @@ def _lock_and_append(
             pass  # left to _touch_traces (which refuses it the same way)
     first, last = appender.save(keep_rows=True)
     update_projection(run, state, event_rows=appender.event_rows)
-    notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor))
+    notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor, with_row=True))
     return True
 
 

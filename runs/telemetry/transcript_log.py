@@ -394,7 +394,11 @@ def record_change(change: RunChange) -> None:
     if not getattr(settings, "WORKBENCH_TRANSCRIPTS", True):
         return
 
-    run = Run.unscoped.filter(workspace_id=change.workspace_id, pk=change.run_pk).only(*_ROW_FIELDS).first()
+    run = change.row
+    if run is None:
+        run = (
+            Run.unscoped.filter(workspace_id=change.workspace_id, pk=change.run_pk).only(*_ROW_FIELDS).first()
+        )
     if run is None:
         return
     started, completed = sync_run(run, change)
@@ -405,18 +409,21 @@ def record_change(change: RunChange) -> None:
 
 
 def record_changes(changes) -> None:
-    """:func:`record_change` for the changes of one commit (many runs): one query for their
-    rows, one index write for the files they start. Registered as the sink's batch form."""
+    """:func:`record_change` for the changes of one commit (many runs): one query for the rows
+    the changes do not carry (``RunChange.row``), one index write for the files they start.
+    Registered as the sink's batch form."""
     simple = [c for c in changes if c.status != "deleted"]
     for change in changes:
         if change.status == "deleted":
             record_change(change)
     if not simple or not getattr(settings, "WORKBENCH_TRANSCRIPTS", True):
         return
-    rows = {
-        (run.workspace_id, run.pk): run
-        for run in Run.unscoped.filter(pk__in={c.run_pk for c in simple}).only(*_ROW_FIELDS)
-    }
+    rows = {(c.workspace_id, c.run_pk): c.row for c in simple if c.row is not None}
+    unread = {c.run_pk for c in simple if c.row is None}
+    if unread:
+        rows.update(
+            ((run.workspace_id, run.pk), run) for run in Run.unscoped.filter(pk__in=unread).only(*_ROW_FIELDS)
+        )
     new_files: list = []
     try:
         for change in simple:
