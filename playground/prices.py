@@ -9,23 +9,37 @@ from __future__ import annotations
 
 from playground.models import ModelEntry
 from runs.models import Workspace
-from runs.providers.pricing import PriceTable
+from runs.providers.pricing import Price, PriceTable
 
 
 def price_rows(workspace: Workspace) -> tuple[PriceTable, PriceTable]:
     own: PriceTable = {}
     catalogue: PriceTable = {}
-    entries = (
+    rows = (
         ModelEntry.objects.visible_to(workspace)
         .filter(is_active=True)
-        .select_related("provider")
+        .exclude(input_price=None, output_price=None)  # no price set: genai-prices answers for it
         .order_by("position", "pk")
-    )
-    for entry in entries:
-        price = entry.price()
-        if price.input is None and price.output is None:
-            continue  # no price set: genai-prices answers for it
-        target = own if entry.workspace_id is not None else catalogue
-        target.setdefault((entry.provider.kind, entry.model_id), price)
-        target.setdefault(entry.model_id, price)  # a call whose provider is named otherwise
+        .values_list(
+            "workspace_id",
+            "provider__kind",
+            "model_id",
+            "input_price",
+            "output_price",
+            "cache_read_price",
+            "cache_write_price",
+            "currency",
+        )
+    )  # plain rows: OTLP ingest asks for them on every request that carries a model call
+    for workspace_id, kind, model_id, input_price, output_price, cache_read, cache_write, currency in rows:
+        price = Price(
+            input=input_price,
+            output=output_price,
+            cache_read=cache_read,
+            cache_write=cache_write,
+            currency=currency,
+        )
+        target = own if workspace_id is not None else catalogue
+        target.setdefault((kind, model_id), price)
+        target.setdefault(model_id, price)  # a call whose provider is named otherwise
     return own, catalogue
