@@ -126,3 +126,42 @@ def test_fast_event_insert_covers_every_event_column():
     """The executemany fast path must write exactly the columns the Event model declares."""
     columns = {f.column for f in Event._meta.concrete_fields if not f.primary_key}
     assert set(core._EVENT_COLUMNS) == columns
+
+
+def test_new_run_rows_insert_like_the_orm(workspace, workflow):
+    """save_new_runs's insert (no ORM compiler) stores every column as Run.objects.bulk_create
+    would, and gives each object its own new id, in order, as bulk_create does."""
+    from runs.actions.core import _insert_new_runs, engine_context, new_run_row
+    from runs.engine.lifecycle import new_run
+    from runs.models import Workspace
+
+    other = Workspace.objects.create(slug="other", name="Other")
+    states = [
+        new_run(
+            ctx=engine_context(),
+            workflow=workflow,
+            run_id=f"run-{i}",
+            metadata={"n": i, "text": "é\u2028"},
+            tags=[f"t{i}", "shared"],
+            title=f"Run ‘{i}’",
+        )
+        for i in range(3)
+    ]
+    by_orm = [new_run_row(workspace=workspace, state=state, actor="user:alice") for state in states]
+    by_sql = [new_run_row(workspace=other, state=state, actor="user:alice") for state in states]
+    Run.objects.bulk_create(by_orm)
+    _insert_new_runs(by_sql)
+    stored = Run.unscoped.filter(pk__in=[r.pk for r in by_sql]).order_by("pk")
+    assert [r.run_id for r in stored] == [r.run_id for r in by_sql]  # each object got its own row's id
+    assert all(not r._state.adding and r._state.db == "default" for r in by_sql)
+    names = [f.attname for f in Run._meta.concrete_fields if f.attname not in {"id", "workspace_id"}]
+    for orm, sql in zip(by_orm, by_sql, strict=True):
+        stored_orm = Run.unscoped.values(*names).get(pk=orm.pk)
+        stored_sql = Run.unscoped.values(*names).get(pk=sql.pk)
+        for stamp in ("created_at", "updated_at"):  # set on the object by pre_save, as the ORM does
+            assert stored_sql.pop(stamp) == getattr(sql, stamp)
+            assert stored_orm.pop(stamp) == getattr(orm, stamp)
+        assert stored_sql == stored_orm
+    assert {f.column for f in core._run_insert_fields()} == {
+        f.column for f in Run._meta.concrete_fields if not f.primary_key
+    }
