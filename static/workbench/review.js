@@ -91,6 +91,7 @@
     if (list.length) return focusItem(list[Math.min(lastIndex, list.length - 1)]);
     fallback();
   }
+  body.addEventListener("htmx:afterSwap", restoreFocus); // not only after settling: no 20 ms on <body>
   body.addEventListener("htmx:afterSettle", restoreFocus);
   body.addEventListener("htmx:oobAfterSwap", function () {
     window.setTimeout(restoreFocus, 0);
