@@ -31,14 +31,8 @@ def price_rows(workspace: Workspace) -> tuple[PriceTable, PriceTable]:
             "currency",
         )
     )  # plain rows: OTLP ingest asks for them on every request that carries a model call
-    for workspace_id, kind, model_id, input_price, output_price, cache_read, cache_write, currency in rows:
-        price = Price(
-            input=input_price,
-            output=output_price,
-            cache_read=cache_read,
-            cache_write=cache_write,
-            currency=currency,
-        )
+    for workspace_id, kind, model_id, input_price, output_price, read, write, currency in rows:
+        price = Price(input_price, output_price, cache_read=read, cache_write=write, currency=currency)
         target = own if workspace_id is not None else catalogue
         target.setdefault((kind, model_id), price)
         target.setdefault(model_id, price)  # a call whose provider is named otherwise
