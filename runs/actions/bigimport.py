@@ -69,7 +69,13 @@ class NotStreamable(Exception):
 
 
 class _StreamAppender(Appender):
-    """An Appender that writes and forgets each batch (the in-memory one keeps every event until save)."""
+    """An Appender that writes and forgets each batch (the in-memory one keeps every event until save).
+
+    A batch's rows go in ONE write (:meth:`flush_batch`): a batch is bounded by the reader's chunk
+    (~4 MB of text, ~5,000 events), and cut at 5,000 rows its remainder went as a multi-row INSERT,
+    whose parameters psycopg spells client-side at ~10x the CPU per row of COPY's."""
+
+    flush_rows = 1 << 62
 
     def flush_batch(self) -> None:
         self._flush_events()
