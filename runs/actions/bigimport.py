@@ -359,19 +359,52 @@ class _StreamImport:
             dumps(engine) if engine is not None and engine != state.to_engine_snapshot() else None
         )
         run.save()
-        rows: list[ArtifactVersion] = []
-        for artifact in self.stored_artifacts():
-            rows.append(artifact_row(run, artifact, None))
-            if len(rows) >= 5000:
-                ArtifactVersion.objects.bulk_create(rows)
-                rows = []
-        ArtifactVersion.objects.bulk_create(rows)
+        _store_artifacts(run, self.stored_artifacts())
         RuleSetVersion.objects.bulk_create(
             RuleSetVersion(run=run, rule_set_id=rs["id"], version=0, seq=None, body=dumps(rs))
             for rs in self.members["ruleSets"]
         )
         notify_on_commit(RunChange.of(run, 1 if self.length else 0, run.last_seq))
         return run
+
+
+# ArtifactVersion columns written by COPY, in this order (the model's, but its id).
+_ARTIFACT_FIELDS = ("run", "key", "version", "type_id", "seq", "body")
+
+
+def _store_artifacts(run: Run, artifacts: Iterator[dict]) -> None:
+    """The artifacts member's versions: by COPY on PostgreSQL, each value through its field's own
+    conversion as bulk_create's (which took ~64 us of client CPU per row, COPY ~15, measured on
+    bench/gen_bundle.py's artifacts); elsewhere bulk_create in batches of 5,000. The same rows as
+    :func:`artifact_row` makes."""
+    if connection.vendor != "postgresql":
+        rows: list[ArtifactVersion] = []
+        for artifact in artifacts:
+            rows.append(artifact_row(run, artifact, None))
+            if len(rows) >= 5000:
+                ArtifactVersion.objects.bulk_create(rows)
+                rows = []
+        ArtifactVersion.objects.bulk_create(rows)
+        return
+    meta = ArtifactVersion._meta
+    fields = {field.name: field for field in meta.concrete_fields}
+    run_field, key, version, type_id, _seq, body = (fields[name] for name in _ARTIFACT_FIELDS)
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(str(fields[name].column)) for name in _ARTIFACT_FIELDS)
+    run_pk = run_field.get_db_prep_save(run.pk, connection)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {qn(meta.db_table)} ({columns}) FROM STDIN") as copy:
+            for artifact in artifacts:
+                copy.write_row(
+                    (
+                        run_pk,
+                        key.get_db_prep_save(artifact["artifactKey"], connection),
+                        version.get_db_prep_save(artifact["version"], connection),
+                        type_id.get_db_prep_save(artifact["typeId"], connection),
+                        None,
+                        body.get_db_prep_save(dumps(artifact), connection),
+                    )
+                )
 
 
 def do_import_bundle_file(

@@ -197,3 +197,18 @@ def test_signed_bundle_with_gates_same_verdicts(tmp_path: Path, api, workspace, 
     statement["predicate"]["approvals"][0]["decision"] = "rejected"
     envelope["payload"] = base64.b64encode(canonical_bytes(statement)).decode()
     assert both(tmp_path, canonical_bytes(changed)) == ("SIGNATURE_INVALID", "SIGNATURE_INVALID")
+
+
+@pytest.mark.django_db
+def test_artifact_rows_by_copy_equal_bulk_create(tmp_path: Path) -> None:
+    """The artifacts member goes by COPY on PostgreSQL (bigimport._store_artifacts): the same rows
+    as the in-memory import's bulk_create, a key with a NUL and one longer than its column too."""
+    from tests.api.test_import_stream import both
+
+    bundle = _bundle(300)
+    artifacts = bundle["artifacts"]
+    artifacts[0] = {**artifacts[0], "artifactKey": "nul\x00key", "typeId": "t\x00" + "y" * 250}
+    artifacts[1] = {**artifacts[1], "artifactKey": "long-" + "k" * 400}
+    mem, streamed = both(tmp_path, _sealed(bundle))
+    assert isinstance(mem, dict) and len(mem["artifacts"]) == 30
+    assert streamed == mem
