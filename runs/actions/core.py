@@ -285,6 +285,9 @@ class Appender:
     snapshots are taken right after the event that produced them.
     """
 
+    # Event rows are written once this many are waiting (a run's row id known).
+    flush_rows = 5000
+
     def __init__(
         self,
         run: Run,
@@ -348,7 +351,7 @@ class Appender:
                 )
         if seq % self.interval == 0:
             self.snapshot_rows.append(RunSnapshot(run=self.run, seq=seq, state=dumps(self.state.to_json())))
-        if len(self.event_rows) >= 5000 and self.run_pk is not None:
+        if len(self.event_rows) >= self.flush_rows and self.run_pk is not None:
             self._flush_events()
 
     def _flush_events(self) -> None:
