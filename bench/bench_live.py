@@ -473,6 +473,7 @@ async def scenario(cluster: Cluster, seed: dict) -> dict:
         "hub_broadcasts",
         "broadcast_sends",
         "sender_wakeups",
+        "frame_acks",
         "drops",
         "resyncs",
         "gaps",

@@ -45,6 +45,7 @@ import collections
 import contextlib
 import functools
 import logging
+import time
 
 import orjson
 from channels.consumer import get_handler_name
@@ -73,6 +74,7 @@ from runs.web.wire import wire_json
 
 log = logging.getLogger(__name__)
 
+ACK_PREFIX = b'{"type":"ack",'  # how live.js (JSON.stringify) and bench/live_client.mjs send an ack
 CLOSE_RESYNC = 4000
 CLOSE_FORBIDDEN = 4403
 CLOSE_GONE = 4404
@@ -194,6 +196,8 @@ class RunLiveConsumer(LiveConsumer):
         cookie = (self.scope.get("cookies") or {}).get(settings.CSRF_COOKIE_NAME, "")
         self.csrf_token = cookie if cookie.isalnum() else ""
         self.wire = daphne_protocol(self.base_send)
+        if self.wire is not None:
+            self._take_acks_from(self.wire[1])
         await self._send_json({"type": "hello", "run_id": run_id, "last_seq": head, "from_seq": client_seq})
         self.sender = asyncio.ensure_future(self._sender())
         if self.target_seq > self.sent_seq:
@@ -215,6 +219,8 @@ class RunLiveConsumer(LiveConsumer):
             return
         metrics.add("open", -1)
         self.closing = True
+        if self.wire is not None:
+            vars(self.wire[1]).pop("onMessage", None)  # daphne's own handler again
         sender = getattr(self, "sender", None)
         if sender is not None:
             sender.cancel()
@@ -274,7 +280,13 @@ class RunLiveConsumer(LiveConsumer):
             return False
         if entry[1] is None:
             entry[1] = protocol.factory.prepareMessage(entry[0].encode())
-        protocol.sendPreparedMessage(entry[1])
+        if protocol.send_queue or protocol._perMessageCompress is not None:
+            protocol.sendPreparedMessage(entry[1])
+        else:
+            # What sendPreparedMessage -> sendData does with nothing queued and no compression (daphne
+            # negotiates none), minus its debug-log call, whose arguments autobahn formats on every
+            # send even with debug logging off (hltype/hlval: a third of the send's CPU in a profile).
+            protocol.transport.write(entry[1].payloadHybi)
         return True
 
     async def revoke(self) -> None:
@@ -293,6 +305,29 @@ class RunLiveConsumer(LiveConsumer):
         await self.close(code=CLOSE_GONE)
 
     # -- from the client
+    def _take_acks_from(self, protocol) -> None:
+        """Under daphne, acks (a page sends one every few updates: most of what clients send) are
+        taken where daphne receives the frame, synchronously on the same loop, instead of as ASGI
+        messages through daphne's queue, the middleware and this consumer's task (a task wake-up per
+        ack). Any other frame goes the usual way. Acks are cumulative, so taking one before a
+        message the client sent earlier (a resync, still queued) changes nothing."""
+        usual = protocol.onMessage
+
+        def on_message(payload: bytes, is_binary: bool) -> None:
+            if is_binary or protocol.muted or not payload.startswith(ACK_PREFIX):
+                usual(payload, is_binary)
+                return
+            protocol.last_ping = time.time()  # as daphne's onMessage: the connection is alive
+            try:
+                message = orjson.loads(payload)
+            except orjson.JSONDecodeError:
+                return
+            if isinstance(message, dict):
+                metrics.add("frame_acks")
+                self._ack(message.get("seq"))
+
+        protocol.onMessage = on_message
+
     def _ack(self, seq: object) -> None:
         """Cumulative: acknowledges every update up to `seq`."""
         if self.sub is None or self.closing:
