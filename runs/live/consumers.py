@@ -25,7 +25,10 @@ Fan-out (`runs.live.fanout`): one `RunHub` per run and process holds the only ch
 subscription (group `run.<id>`), reads each committed batch from the store once, at most every
 `LIVE_MIN_UPDATE_SECONDS`, and keeps it as a numbered segment; every page of the run in the
 process composes its update from those segments. DB reads per commit batch equal the number of
-processes, the layer carries one message per process, not per page.
+processes, the layer carries one message per process, not per page. Pages in step are sent each new
+segment by the hub itself, in one loop (`RunHub._broadcast`: `in_step`, `took`, `send_frame` below);
+a page's own sender task only wakes for what is particular to it: a catch-up after a reconnect or a
+resync, a wait for acks, a message with a gate form (its CSRF token).
 
 Settings (all optional): LIVE_COALESCE_SECONDS (publisher window, 0.03), LIVE_MIN_UPDATE_SECONDS
 (0.05), LIVE_MAX_INFLIGHT (8), LIVE_ACK_TIMEOUT_SECONDS (10), LIVE_MAX_ROWS_PER_UPDATE (200),
@@ -71,6 +74,7 @@ from runs.web.wire import wire_json
 
 log = logging.getLogger(__name__)
 
+ACK_PREFIX = b'{"type":"ack",'  # how live.js (JSON.stringify) and bench/live_client.mjs send an ack
 CLOSE_RESYNC = 4000
 CLOSE_FORBIDDEN = 4403
 CLOSE_GONE = 4404
@@ -143,7 +147,9 @@ class RunLiveConsumer(LiveConsumer):
     channel_layer_alias = "__live_pages_use_the_run_hub__"
     sub: Subscription | None = None
     closing = False
+    waiting = False  # the sender waits for work: the hub may send this page its next update itself
     user_pk = 0
+    wire: tuple | None = None  # (daphne server, websocket protocol): where prepared frames go
 
     async def connect(self) -> None:
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
@@ -189,6 +195,9 @@ class RunLiveConsumer(LiveConsumer):
         # Forms inside the gate panel post with this socket's own CSRF token (the cookie's secret).
         cookie = (self.scope.get("cookies") or {}).get(settings.CSRF_COOKIE_NAME, "")
         self.csrf_token = cookie if cookie.isalnum() else ""
+        self.wire = daphne_protocol(self.base_send)
+        if self.wire is not None:
+            self._take_acks_from(self.wire[1])
         await self._send_json({"type": "hello", "run_id": run_id, "last_seq": head, "from_seq": client_seq})
         self.sender = asyncio.ensure_future(self._sender())
         if self.target_seq > self.sent_seq:
@@ -210,6 +219,8 @@ class RunLiveConsumer(LiveConsumer):
             return
         metrics.add("open", -1)
         self.closing = True
+        if self.wire is not None:
+            vars(self.wire[1]).pop("onMessage", None)  # daphne's own handler again
         sender = getattr(self, "sender", None)
         if sender is not None:
             sender.cancel()
@@ -229,6 +240,55 @@ class RunLiveConsumer(LiveConsumer):
             self.target_seq = last
         self.wake.set()  # the hub's new segments (rows or panels) are waiting
 
+    # -- from the hub's broadcast: synchronous, nothing awaits between the check and the send
+    def in_step(self, index: int, after_seq: int, max_inflight: int) -> bool:
+        """The hub may send segment `index` (rows after `after_seq`) to this page itself: the page is
+        at that boundary, its sender is idle with nothing pending, and its ack window has room."""
+        return (
+            self.waiting
+            and not self.closing
+            and not self.wake.is_set()
+            and self.seg_index == index
+            and self.sent_seq == after_seq
+            and len(self.unacked) < max_inflight
+        )
+
+    def took(self, upto: int, next_index: int, digests: dict[str, str], head: tuple[int, int]) -> None:
+        """The hub sends this page the update up to `upto` (its panels now `digests`); `head` is the
+        notification's (first_seq, last_seq), as `on_change` would have had it."""
+        first, last = head
+        if first and first > self.target_seq + 1:
+            metrics.add("gaps")
+        self.target_seq = max(self.target_seq, last)
+        self.sent_seq = upto
+        self.seg_index = next_index
+        self.panel_digests = digests
+        self.unacked.append(upto)
+        if self.target_seq > self.sent_seq:  # announced rows the hub has not read yet
+            self.wake.set()
+
+    def send_frame(self, entry: list) -> bool:
+        """Send a message shared by the pages in step (`entry`: [text, prepared frame | None] of
+        `hub.prepared`) as one pre-framed websocket frame, straight to daphne's protocol (autobahn's
+        prepareMessage/sendPreparedMessage, its broadcast path): no ASGI message, no per-socket
+        encoding or framing. False when that is not possible (not under daphne, the socket is
+        closing): the caller sends the text as usual."""
+        if self.wire is None:
+            return False
+        server, protocol = self.wire
+        if protocol.state != protocol.STATE_OPEN or server.connections.get(protocol, {}).get("disconnected"):
+            return False
+        if entry[1] is None:
+            entry[1] = protocol.factory.prepareMessage(entry[0].encode())
+        if protocol.send_queue or protocol._perMessageCompress is not None:
+            protocol.sendPreparedMessage(entry[1])
+        else:
+            # What sendPreparedMessage -> sendData does with nothing queued and no compression (daphne
+            # negotiates none), minus its debug-log call, whose arguments autobahn formats on every
+            # send even with debug logging off (hltype/hlval: a third of the send's CPU in a profile).
+            protocol.transport.write(entry[1].payloadHybi)
+        return True
+
     async def revoke(self) -> None:
         """The user may no longer watch this run: say so and close (as at connect: 4403)."""
         if self.closing:
@@ -245,6 +305,40 @@ class RunLiveConsumer(LiveConsumer):
         await self.close(code=CLOSE_GONE)
 
     # -- from the client
+    def _take_acks_from(self, protocol) -> None:
+        """Under daphne, acks (a page sends one every few updates: most of what clients send) are
+        taken where daphne receives the frame, synchronously on the same loop, instead of as ASGI
+        messages through daphne's queue, the middleware and this consumer's task (a task wake-up per
+        ack). Any other frame goes the usual way. Acks are cumulative, so taking one before a
+        message the client sent earlier (a resync, still queued) changes nothing."""
+        usual = protocol.onMessage
+
+        def on_message(payload: bytes, is_binary: bool) -> None:
+            if is_binary or protocol.muted or not payload.startswith(ACK_PREFIX):
+                usual(payload, is_binary)
+                return
+            protocol.last_ping = time.time()  # as daphne's onMessage: the connection is alive
+            try:
+                message = orjson.loads(payload)
+            except orjson.JSONDecodeError:
+                return
+            if isinstance(message, dict):
+                metrics.add("frame_acks")
+                self._ack(message.get("seq"))
+
+        protocol.onMessage = on_message
+
+    def _ack(self, seq: object) -> None:
+        """Cumulative: acknowledges every update up to `seq`."""
+        if self.sub is None or self.closing:
+            return
+        if isinstance(seq, int) and seq > self.acked_seq:
+            self.acked_seq = min(seq, self.sent_seq)
+            while self.unacked and self.unacked[0] <= self.acked_seq:
+                self.unacked.popleft()
+        self.last_ack_at = asyncio.get_running_loop().time()
+        self.acked.set()
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
             message = orjson.loads(text_data or bytes_data or b"")
@@ -253,14 +347,8 @@ class RunLiveConsumer(LiveConsumer):
         if not isinstance(message, dict):
             return
         kind = message.get("type")
-        if kind == "ack":  # cumulative: acknowledges every update up to `seq`
-            seq = message.get("seq")
-            if isinstance(seq, int) and seq > self.acked_seq:
-                self.acked_seq = min(seq, self.sent_seq)
-                while self.unacked and self.unacked[0] <= self.acked_seq:
-                    self.unacked.popleft()
-            self.last_ack_at = asyncio.get_running_loop().time()
-            self.acked.set()
+        if kind == "ack":
+            self._ack(message.get("seq"))
         elif kind == "resync":
             seq = message.get("after_seq")
             if isinstance(seq, int) and 0 <= seq <= self.sent_seq:
@@ -280,8 +368,13 @@ class RunLiveConsumer(LiveConsumer):
         batch = int(setting("LIVE_MAX_ROWS_PER_UPDATE", 200))
         loop = asyncio.get_running_loop()
         while not self.closing:
-            await self.wake.wait()
+            self.waiting = True
+            try:
+                await self.wake.wait()
+            finally:
+                self.waiting = False
             self.wake.clear()
+            metrics.add("sender_wakeups")
             while not self.closing and (
                 self.sent_seq < self.target_seq or self.seg_index < self.hub.next_index
             ):
@@ -309,6 +402,8 @@ class RunLiveConsumer(LiveConsumer):
                 upto = updates[-1].upto_seq
                 shared = tuple(seg.index for seg in plan.segments) if plan.catchup is None else None
                 text = self._compose(updates, shared)
+                if self.hub.flushing is not None:  # a broadcast's texts still going out: after them
+                    await asyncio.shield(self.hub.flushing)
                 if not self._send_prepared(text):
                     await self.send(text_data=text)
                 metrics.add("updates_sent")
@@ -330,50 +425,19 @@ class RunLiveConsumer(LiveConsumer):
         return updates
 
     def _compose(self, updates: list[RenderedUpdate], shared: tuple[int, ...] | None = None) -> str:
-        """The updates as one message for this subscriber: their rows, then the latest version of
-        each panel that changed for it. Pages in step with the hub (`shared`: the segments sent)
-        that need the same panels get the very same text, composed once per process (`hub.composed`);
-        only a message that carries a form (the gate panel) gets this socket's CSRF token."""
-        latest = {panel.name: panel for u in updates for panel in u.panels}
-        needed = [panel for panel in latest.values() if self.panel_digests.get(panel.name) != panel.digest]
-        for panel in needed:
-            self.panel_digests[panel.name] = panel.digest
-        key = None
-        if shared is not None:
-            key = (shared, tuple(panel.digest for panel in needed))
-            text = self.hub.composed.get(key)
-            if text is not None:
-                metrics.add("shared_sends")
-                return text.replace(CSRF_PLACEHOLDER, self.csrf_token) if CSRF_PLACEHOLDER in text else text
-        parts = []
-        for u in updates:
-            parts += [f.encoded for f in (u.rows, u.spans) if f is not None]
-        parts += [panel.encoded for panel in needed]
-        text = (
-            f'{{"type":"update","from_seq":{updates[0].after_seq},"last_seq":{updates[-1].upto_seq},'
-            f'"status":{_dumps(updates[-1].status)},"sent_at":{time.time():.4f},"html":"{"".join(parts)}"}}'
-        )
-        if key is not None:
-            self.hub.remember(key, text)
+        """The updates as one message for this subscriber (`RunHub.compose`: pages in step that need
+        the same panels get the very same text, composed once per process); only a message that
+        carries a form (the gate panel) gets this socket's CSRF token."""
+        text, self.panel_digests, reused = self.hub.compose(updates, self.panel_digests, shared)
+        if reused:
+            metrics.add("shared_sends")
         return text.replace(CSRF_PLACEHOLDER, self.csrf_token) if CSRF_PLACEHOLDER in text else text
 
     def _send_prepared(self, text: str) -> bool:
-        """Send a message shared by the pages in step as one pre-framed websocket frame, straight to
-        daphne's protocol (autobahn's prepareMessage/sendPreparedMessage, its broadcast path): no
-        ASGI message, no per-socket encoding or framing. False when that is not possible (not
-        under daphne, the socket is closing, a text of its own): the caller sends as usual."""
-        prepared = self.hub.prepared.get(id(text))
-        if prepared is None or prepared[0] is not text:
+        """A text shared by the pages in step goes as the hub's prepared frame (`send_frame`)."""
+        entry = self.hub.prepared.get(id(text))
+        if entry is None or entry[0] is not text or not self.send_frame(entry):
             return False
-        target = daphne_protocol(self.base_send)
-        if target is None:
-            return False
-        server, protocol = target
-        if protocol.state != protocol.STATE_OPEN or server.connections.get(protocol, {}).get("disconnected"):
-            return False
-        if prepared[1] is None:
-            prepared[1] = protocol.factory.prepareMessage(text.encode())
-        protocol.sendPreparedMessage(prepared[1])
         metrics.add("prepared_sends")
         return True
 

@@ -13,7 +13,15 @@ is not at a segment boundary (it reconnected with an older seq, asked for a resy
 behind the ring of `LIVE_HUB_SEGMENTS`) first catches up from the store through `UpdateCache`
 (`metrics.catchup_reads`: shared by the pages asking for the same range) and then joins the ring.
 
-Authorization is re-checked in the same read (one query for every page of the run here).
+Broadcast: when a read adds segments, the hub sends them itself to every page in step (at the
+segment boundary, its sender idle, room in its ack window): one loop over the sockets, the message
+composed once per (panels the pages show, role) and written as one pre-framed websocket frame
+(`metrics.hub_broadcasts`, `broadcast_sends`). No page task is woken for it. Every other page (out
+of step, catching up, behind on acks, or sent a gate form, which carries its own CSRF token) is
+woken and takes its own path (`metrics.sender_wakeups`).
+
+Authorization is re-checked in the same read (one query for every page of the run here), before
+anything is pushed: a page whose user lost access is closed before the broadcast.
 Playground executions use the same hub with a string key: they are woken, they read themselves.
 """
 
@@ -24,6 +32,7 @@ import contextlib
 import contextvars
 import dataclasses
 import logging
+import time
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,9 +43,16 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from runs.actions.permissions import Action, role_allows
-from runs.live.fragments import RenderedBatch, RenderedUpdate, render_batch, render_fragments
+from runs.live.fragments import (
+    CSRF_PLACEHOLDER,
+    RenderedBatch,
+    RenderedUpdate,
+    render_batch,
+    render_fragments,
+)
 from runs.live.publisher import access_group, metrics, run_group
 from runs.models import Membership, Run
+from runs.web.wire import wire_json
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +225,10 @@ class RunHub:
         # messages composed for pages in step: (segment indexes, panel digests) -> the JSON text
         self.composed: OrderedDict[tuple, str] = OrderedDict()
         self.prepared: dict[int, list] = {}  # id(text) -> [text, autobahn PreparedMessage | None]
+        # what the pages show of the panels, one shared (never mutated) dict per distinct state, so
+        # the pages in step are grouped by identity (`compose`)
+        self.digest_states: OrderedDict[tuple, dict[str, str]] = OrderedDict()
+        self.flushing: asyncio.Future | None = None  # broadcast sends still going out as ASGI messages
 
     @property
     def reads_store(self) -> bool:
@@ -236,6 +256,50 @@ class RunHub:
         while len(self.composed) > 32:
             _, old = self.composed.popitem(last=False)
             self.prepared.pop(id(old), None)
+
+    def intern_digests(self, digests: dict[str, str]) -> dict[str, str]:
+        """The one shared dict of this panel state (callers replace theirs, never mutate it)."""
+        key = tuple(sorted(digests.items()))
+        shared = self.digest_states.get(key)
+        if shared is None:
+            shared = self.digest_states[key] = digests
+            while len(self.digest_states) > 64:
+                self.digest_states.popitem(last=False)
+        else:
+            self.digest_states.move_to_end(key)
+        return shared
+
+    def compose(
+        self, updates: Sequence[RenderedUpdate], digests: dict[str, str], shared: tuple[int, ...] | None
+    ) -> tuple[str, dict[str, str], bool]:
+        """`updates` as one message for a page that shows the panels of `digests`: their rows, then the
+        latest version of each panel that changed for it; the page's panel state after it; whether the
+        text was composed before.
+        Messages of ring segments (`shared`: their indexes) are kept in `composed`, so pages in step
+        that need the same panels get the very same text (and frame). The CSRF placeholder of a
+        form is left in: the page's own token replaces it (never in a broadcast)."""
+        latest = {panel.name: panel for u in updates for panel in u.panels}
+        needed = [panel for panel in latest.values() if digests.get(panel.name) != panel.digest]
+        if needed:
+            digests = self.intern_digests({**digests, **{panel.name: panel.digest for panel in needed}})
+        key = None
+        if shared is not None:
+            key = (shared, tuple(panel.digest for panel in needed))
+            text = self.composed.get(key)
+            if text is not None:
+                return text, digests, True
+        parts = []
+        for u in updates:
+            parts += [f.encoded for f in (u.rows, u.spans) if f is not None]
+        parts += [panel.encoded for panel in needed]
+        status = wire_json(updates[-1].status).decode()
+        text = (
+            f'{{"type":"update","from_seq":{updates[0].after_seq},"last_seq":{updates[-1].upto_seq},'
+            f'"status":{status},"sent_at":{time.time():.4f},"html":"{"".join(parts)}"}}'
+        )
+        if key is not None:
+            self.remember(key, text)
+        return text, digests, False
 
     def note_head(self, head: int) -> None:
         """A page read the run's head after the hub joined the group: the ring starts there."""
@@ -325,22 +389,99 @@ class RunHub:
         delivery.add_done_callback(self.deliveries.discard)
 
     async def _deliver(self, message: dict) -> None:
+        new: list[Segment] = []
         if self.reads_store and message.get("status") != "deleted":
-            if not await self._read(message):
+            read = await self._read(message)
+            if read is None:
                 return
+            new = read
         else:
             # Authorization is not only at connect: who may still watch is asked again (one query
             # for every page of this run in this process) before anything new is pushed.
             await self.recheck()
-        for consumer in list(self.subscribers):
+        rest, unframed = self._broadcast(new, message) if new else (list(self.subscribers), [])
+        for consumer in rest:
             consumer.on_change(message)
+        if unframed:
+            await self._flush(unframed)
+
+    # -- the broadcast
+    def _broadcast(self, new: list[Segment], message: dict) -> tuple[list, list]:
+        """Send the segments just read to every page in step, from here, in one loop (nothing awaits
+        between checking a page and sending to it). Returns the pages left to their own senders, and
+        (page, text) pairs that could not go as a prepared frame (not under daphne)."""
+        first, last = new[0], new[-1]
+        rows = last.batch.upto_seq - first.batch.after_seq
+        if rows > max(1, int(setting("LIVE_MAX_ROWS_PER_UPDATE", 200))):
+            return list(self.subscribers), []  # more than one message: the pages' own senders split it
+        max_inflight = int(setting("LIVE_MAX_INFLIGHT", 8))
+        groups: dict[tuple[int, str], list] = {}
+        rest: list = []
+        for consumer in self.subscribers:
+            if consumer.in_step(first.index, first.batch.after_seq, max_inflight):
+                # pages that show the same panels share their digests dict (`intern_digests`)
+                groups.setdefault((id(consumer.panel_digests), consumer.sub.role), []).append(consumer)
+            else:
+                rest.append(consumer)
+        shared = tuple(segment.index for segment in new)
+        head = int(message.get("first_seq") or 0), int(message.get("last_seq") or 0)
+        unframed: list[tuple[Any, str]] = []
+        served = framed = texts = 0  # texts: composed here (the others were composed before)
+        for (_, role), members in groups.items():
+            updates = [segment.batch.for_role(role) for segment in new]
+            if any(u is None for u in updates):  # a role the read did not render for
+                rest += members
+                continue
+            text, digests, reused = self.compose(updates, members[0].panel_digests, shared)  # type: ignore[arg-type]
+            if CSRF_PLACEHOLDER in text:  # a form: each page sends it with its own CSRF token
+                rest += members
+                continue
+            entry = self.prepared[id(text)]
+            for consumer in members:
+                consumer.took(last.batch.upto_seq, last.index + 1, digests, head)
+                if consumer.send_frame(entry):
+                    framed += 1
+                else:
+                    unframed.append((consumer, text))
+            served += len(members)
+            texts += 0 if reused else 1
+        if served:
+            metrics.add("hub_broadcasts")
+            metrics.add("broadcast_sends", served)
+            metrics.add("updates_sent", served)
+            metrics.add("rows_sent", served * rows)
+            metrics.add("shared_sends", served - texts)
+            if framed:
+                metrics.add("prepared_sends", framed)
+        return rest, unframed
+
+    async def _flush(self, unframed: list[tuple[Any, str]]) -> None:
+        """Broadcast texts for pages not under daphne, as ASGI messages, in order: after the previous
+        broadcast's, and before the pages' own senders send anything (they wait for `flushing`)."""
+        previous = self.flushing
+        done = self.loop.create_future()
+        self.flushing = done
+        try:
+            if previous is not None:
+                await asyncio.shield(previous)
+            for consumer, text in unframed:
+                if not consumer.closing:
+                    try:
+                        await consumer.send(text_data=text)
+                    except Exception:
+                        log.exception("live: a broadcast send to a page of run #%s failed", self.run_pk)
+        finally:
+            done.set_result(None)
+            if self.flushing is done:
+                self.flushing = None
 
     # -- the reader
-    async def _read(self, message: dict) -> bool:
+    async def _read(self, message: dict) -> list[Segment] | None:
+        """Read what `message` announces into the ring; the new segments (None: the read failed)."""
         async with self.read_lock:
             subscribers = [c for c in self.subscribers if getattr(c, "sub", None) is not None]
             if self.read_seq is None or not subscribers:
-                return True  # the pages read the head after this commit: nothing to read for them
+                return []  # the pages read the head after this commit: nothing to read for them
             last = int(message.get("last_seq") or 0)
             start = self.read_seq
             step = max(1, int(setting("LIVE_MAX_ROWS_PER_UPDATE", 200)))
@@ -358,18 +499,21 @@ class RunHub:
                     log.exception("live: reading run #%s %s..%s failed", self.run_pk, start, last)
                     for consumer in subscribers:
                         await consumer.drop("error")
-                    return False
+                    return None
                 metrics.add("batch_reads")
                 metrics.add("renders", len(batches))
                 await self._apply_roles(subscribers, roles)
                 keep = max(1, int(setting("LIVE_HUB_SEGMENTS", 64)))
+                new = []
                 for batch in batches:
-                    self.segments.append(Segment(self.next_index, batch))
+                    new.append(Segment(self.next_index, batch))
                     self.next_index += 1
                     self.read_seq = batch.upto_seq
+                self.segments.extend(new)
                 while len(self.segments) > keep:
                     self.segments.popleft()
-            return True
+                return new
+            return []
 
     def plan(self, sent_seq: int, index: int, max_rows: int) -> Plan | None:
         """What a page at `sent_seq` (following segment `index`) sends next; None: wait for the hub."""

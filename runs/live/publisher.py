@@ -86,6 +86,10 @@ class LiveMetrics:
     updates_sent: int = 0  # update messages pushed to subscribers
     shared_sends: int = 0  # of which the text was composed once for every page in step (fanout)
     prepared_sends: int = 0  # of which sent as one pre-framed websocket frame (daphne)
+    hub_broadcasts: int = 0  # a run hub sent a new segment itself to the pages in step (one loop)
+    broadcast_sends: int = 0  # updates sent that way (per broadcast: broadcast_sends / hub_broadcasts)
+    sender_wakeups: int = 0  # a page's own sender woke to send (pages out of step, forms, catch-ups)
+    frame_acks: int = 0  # acks taken where daphne receives the frame (not as ASGI messages)
     rows_sent: int = 0  # timeline rows inside those updates
     drops: int = 0  # slow subscribers disconnected and told to resync
     revoked: int = 0  # sockets closed because their user lost access while connected

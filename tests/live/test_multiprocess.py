@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -50,7 +51,8 @@ def test_write_through_one_server_reaches_a_socket_of_the_other():
         pytest.skip("needs PostgreSQL and Redis on loopback")
     from websockets.asyncio.client import connect
 
-    with Cluster(database="postgres", redis_db=11, servers=2) as cluster:
+    redis_db = int(os.environ.get("LIVE_TEST_CLUSTER_REDIS_DB", "11"))  # flushed: a db of its own
+    with Cluster(database="postgres", redis_db=redis_db, servers=2) as cluster:
         seed = cluster.seed(workflow=LINEAR_WORKFLOW, run_id="run_two_proc")
         run_id, token = seed["run_id"], seed["token"]
         cookie = f"sessionid={seed['sessions']['alice']}"
