@@ -68,6 +68,7 @@ from runs.live.fanout import (  # noqa: F401  (hub_for, close_render_connection:
 )
 from runs.live.fragments import CSRF_PLACEHOLDER, RenderedUpdate
 from runs.live.publisher import access_group, metrics, publisher, workspace_group
+from runs.live.transport import backlog, send_now
 from runs.models import Membership, Run
 from runs.web.request import SESSION_KEY
 from runs.web.wire import wire_json
@@ -149,6 +150,7 @@ class RunLiveConsumer(LiveConsumer):
     closing = False
     waiting = False  # the sender waits for work: the hub may send this page its next update itself
     user_pk = 0
+    buffered = False  # the last frame sent by `send_frame` is (partly) still in daphne's transport
     wire: tuple | None = None  # (daphne server, websocket protocol): where prepared frames go
 
     async def connect(self) -> None:
@@ -238,6 +240,10 @@ class RunLiveConsumer(LiveConsumer):
             metrics.add("gaps")  # a notification was lost or merged: the store still has the rows
         if last > self.target_seq:
             self.target_seq = last
+        if self.waiting and self.sent_seq >= self.target_seq and self.seg_index >= self.hub.next_index:
+            # nothing for this page (a notification of rows the hub had read and sent already, e.g.
+            # after it rejoined the layer): its sender would wake, find nothing to do and sleep again
+            return
         self.wake.set()  # the hub's new segments (rows or panels) are waiting
 
     # -- from the hub's broadcast: synchronous, nothing awaits between the check and the send
@@ -282,12 +288,22 @@ class RunLiveConsumer(LiveConsumer):
             entry[1] = protocol.factory.prepareMessage(entry[0].encode())
         if protocol.send_queue or protocol._perMessageCompress is not None:
             protocol.sendPreparedMessage(entry[1])
+            self.buffered = True
         else:
             # What sendPreparedMessage -> sendData does with nothing queued and no compression (daphne
             # negotiates none), minus its debug-log call, whose arguments autobahn formats on every
-            # send even with debug logging off (hltype/hlval: a third of the send's CPU in a profile).
-            protocol.transport.write(entry[1].payloadHybi)
+            # send even with debug logging off (hltype/hlval: a third of the send's CPU in a profile);
+            # and with the transport's buffer empty, sent at once (`send_now`: one send(2) instead of
+            # Twisted's register-a-writer, send on the next turn, unregister).
+            self.buffered = not send_now(protocol.transport, entry[1].payloadHybi)
         return True
+
+    def backlog(self) -> int:
+        """Bytes of this page's frames still waiting in daphne's transport (0 when not under daphne)."""
+        if self.wire is None:
+            return 0
+        transport = self.wire[1].transport
+        return backlog(transport) if transport is not None else 0
 
     async def revoke(self) -> None:
         """The user may no longer watch this run: say so and close (as at connect: 4403)."""
@@ -439,6 +455,7 @@ class RunLiveConsumer(LiveConsumer):
         if entry is None or entry[0] is not text or not self.send_frame(entry):
             return False
         metrics.add("prepared_sends")
+        metrics.add("buffered_writes" if self.buffered else "direct_writes")
         return True
 
     async def drop(self, reason: str) -> None:
