@@ -32,7 +32,9 @@ resync, a wait for acks, a message with a gate form (its CSRF token).
 
 Settings (all optional): LIVE_COALESCE_SECONDS (publisher window, 0.03), LIVE_MIN_UPDATE_SECONDS
 (0.05), LIVE_MAX_INFLIGHT (8), LIVE_ACK_TIMEOUT_SECONDS (10), LIVE_MAX_ROWS_PER_UPDATE (200),
-LIVE_HUB_SEGMENTS (64, batches a hub keeps for pages in step).
+LIVE_HUB_SEGMENTS (64, batches a hub keeps for pages in step), LIVE_DRAIN_SECONDS (0.05, how long a
+hub's delivery waits at most for its frames to leave daphne's buffers before the next one),
+LIVE_LAG_SECONDS (0.01, a loop turn slower than this counts as `lagged_deliveries`).
 
 `/ws/workspace/` (runs list, review inbox) sends `{"type": "run.changed", "run_id", "workspace_id",
 "last_seq", "status"}` for the runs of every workspace the user belongs to; pages refresh over HTTP.

@@ -16,9 +16,15 @@ behind the ring of `LIVE_HUB_SEGMENTS`) first catches up from the store through 
 Broadcast: when a read adds segments, the hub sends them itself to every page in step (at the
 segment boundary, its sender idle, room in its ack window): one loop over the sockets, the message
 composed once per (panels the pages show, role) and written as one pre-framed websocket frame
-(`metrics.hub_broadcasts`, `broadcast_sends`). No page task is woken for it. Every other page (out
-of step, catching up, behind on acks, or sent a gate form, which carries its own CSRF token) is
-woken and takes its own path (`metrics.sender_wakeups`).
+(`metrics.hub_broadcasts`, `broadcast_sends`), straight to the socket when daphne's transport holds
+nothing (`runs.live.transport.send_now`, `metrics.direct_writes`). No page task is woken for it.
+Every other page (out of step, catching up, behind on acks, or sent a gate form, which carries its
+own CSRF token) is woken and takes its own path (`metrics.sender_wakeups`); a page with nothing to
+send is not woken.
+
+Backlog: a hub runs one delivery (read, broadcast, a loop turn, the drain of frames still in daphne's
+buffers) at a time; notifications that arrive meanwhile merge into the next read (`metrics.hub_merges`),
+so a process that falls behind sends fewer, larger updates (every page still gets contiguous ranges).
 
 Authorization is re-checked in the same read (one query for every page of the run here), before
 anything is pushed: a page whose user lost access is closed before the broadcast.
