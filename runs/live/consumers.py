@@ -32,7 +32,9 @@ resync, a wait for acks, a message with a gate form (its CSRF token).
 
 Settings (all optional): LIVE_COALESCE_SECONDS (publisher window, 0.03), LIVE_MIN_UPDATE_SECONDS
 (0.05), LIVE_MAX_INFLIGHT (8), LIVE_ACK_TIMEOUT_SECONDS (10), LIVE_MAX_ROWS_PER_UPDATE (200),
-LIVE_HUB_SEGMENTS (64, batches a hub keeps for pages in step).
+LIVE_HUB_SEGMENTS (64, batches a hub keeps for pages in step), LIVE_DRAIN_SECONDS (0.05, how long a
+hub's delivery waits at most for its frames to leave daphne's buffers before the next one),
+LIVE_LAG_SECONDS (0.01, a loop turn slower than this counts as `lagged_deliveries`).
 
 `/ws/workspace/` (runs list, review inbox) sends `{"type": "run.changed", "run_id", "workspace_id",
 "last_seq", "status"}` for the runs of every workspace the user belongs to; pages refresh over HTTP.
@@ -68,6 +70,7 @@ from runs.live.fanout import (  # noqa: F401  (hub_for, close_render_connection:
 )
 from runs.live.fragments import CSRF_PLACEHOLDER, RenderedUpdate
 from runs.live.publisher import access_group, metrics, publisher, workspace_group
+from runs.live.transport import backlog, send_now
 from runs.models import Membership, Run
 from runs.web.request import SESSION_KEY
 from runs.web.wire import wire_json
@@ -149,6 +152,7 @@ class RunLiveConsumer(LiveConsumer):
     closing = False
     waiting = False  # the sender waits for work: the hub may send this page its next update itself
     user_pk = 0
+    buffered = False  # the last frame sent by `send_frame` is (partly) still in daphne's transport
     wire: tuple | None = None  # (daphne server, websocket protocol): where prepared frames go
 
     async def connect(self) -> None:
@@ -220,7 +224,8 @@ class RunLiveConsumer(LiveConsumer):
         metrics.add("open", -1)
         self.closing = True
         if self.wire is not None:
-            vars(self.wire[1]).pop("onMessage", None)  # daphne's own handler again
+            vars(self.wire[1]).pop("onMessage", None)  # daphne's own handlers again
+            vars(self.wire[1]).pop("dataReceived", None)
         sender = getattr(self, "sender", None)
         if sender is not None:
             sender.cancel()
@@ -238,6 +243,10 @@ class RunLiveConsumer(LiveConsumer):
             metrics.add("gaps")  # a notification was lost or merged: the store still has the rows
         if last > self.target_seq:
             self.target_seq = last
+        if self.waiting and self.sent_seq >= self.target_seq and self.seg_index >= self.hub.next_index:
+            # nothing for this page (a notification of rows the hub had read and sent already, e.g.
+            # after it rejoined the layer): its sender would wake, find nothing to do and sleep again
+            return
         self.wake.set()  # the hub's new segments (rows or panels) are waiting
 
     # -- from the hub's broadcast: synchronous, nothing awaits between the check and the send
@@ -282,12 +291,22 @@ class RunLiveConsumer(LiveConsumer):
             entry[1] = protocol.factory.prepareMessage(entry[0].encode())
         if protocol.send_queue or protocol._perMessageCompress is not None:
             protocol.sendPreparedMessage(entry[1])
+            self.buffered = True
         else:
             # What sendPreparedMessage -> sendData does with nothing queued and no compression (daphne
             # negotiates none), minus its debug-log call, whose arguments autobahn formats on every
-            # send even with debug logging off (hltype/hlval: a third of the send's CPU in a profile).
-            protocol.transport.write(entry[1].payloadHybi)
+            # send even with debug logging off (hltype/hlval: a third of the send's CPU in a profile);
+            # and with the transport's buffer empty, sent at once (`send_now`: one send(2) instead of
+            # Twisted's register-a-writer, send on the next turn, unregister).
+            self.buffered = not send_now(protocol.transport, entry[1].payloadHybi)
         return True
+
+    def backlog(self) -> int:
+        """Bytes of this page's frames still waiting in daphne's transport (0 when not under daphne)."""
+        if self.wire is None:
+            return 0
+        transport = self.wire[1].transport
+        return backlog(transport) if transport is not None else 0
 
     async def revoke(self) -> None:
         """The user may no longer watch this run: say so and close (as at connect: 4403)."""
@@ -327,6 +346,13 @@ class RunLiveConsumer(LiveConsumer):
                 self._ack(message.get("seq"))
 
         protocol.onMessage = on_message
+        if getattr(protocol.log, "_log_level", "debug") not in ("debug", "trace") and hasattr(
+            protocol, "_dataReceived"
+        ):
+            # autobahn's Twisted dataReceived is a debug-log call, then _dataReceived; the log call's
+            # arguments (hltype/hlval) are formatted on every read even with debug logging off: about
+            # 17 us per ack received. Skipped while that level is off.
+            protocol.dataReceived = protocol._dataReceived
 
     def _ack(self, seq: object) -> None:
         """Cumulative: acknowledges every update up to `seq`."""
@@ -439,6 +465,7 @@ class RunLiveConsumer(LiveConsumer):
         if entry is None or entry[0] is not text or not self.send_frame(entry):
             return False
         metrics.add("prepared_sends")
+        metrics.add("buffered_writes" if self.buffered else "direct_writes")
         return True
 
     async def drop(self, reason: str) -> None:

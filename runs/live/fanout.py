@@ -16,9 +16,15 @@ behind the ring of `LIVE_HUB_SEGMENTS`) first catches up from the store through 
 Broadcast: when a read adds segments, the hub sends them itself to every page in step (at the
 segment boundary, its sender idle, room in its ack window): one loop over the sockets, the message
 composed once per (panels the pages show, role) and written as one pre-framed websocket frame
-(`metrics.hub_broadcasts`, `broadcast_sends`). No page task is woken for it. Every other page (out
-of step, catching up, behind on acks, or sent a gate form, which carries its own CSRF token) is
-woken and takes its own path (`metrics.sender_wakeups`).
+(`metrics.hub_broadcasts`, `broadcast_sends`), straight to the socket when daphne's transport holds
+nothing (`runs.live.transport.send_now`, `metrics.direct_writes`). No page task is woken for it.
+Every other page (out of step, catching up, behind on acks, or sent a gate form, which carries its
+own CSRF token) is woken and takes its own path (`metrics.sender_wakeups`); a page with nothing to
+send is not woken.
+
+Backlog: a hub runs one delivery (read, broadcast, a loop turn, the drain of frames still in daphne's
+buffers) at a time; notifications that arrive meanwhile merge into the next read (`metrics.hub_merges`),
+so a process that falls behind sends fewer, larger updates (every page still gets contiguous ranges).
 
 Authorization is re-checked in the same read (one query for every page of the run here), before
 anything is pushed: a page whose user lost access is closed before the broadcast.
@@ -229,6 +235,8 @@ class RunHub:
         # the pages in step are grouped by identity (`compose`)
         self.digest_states: OrderedDict[tuple, dict[str, str]] = OrderedDict()
         self.flushing: asyncio.Future | None = None  # broadcast sends still going out as ASGI messages
+        # the delivery (read, broadcast, drain) under way: notifications meanwhile merge into the next
+        self.delivering: asyncio.Future | None = None
 
     @property
     def reads_store(self) -> bool:
@@ -360,6 +368,7 @@ class RunHub:
         if pending is None:
             self.pending = dict(message)
             return
+        metrics.add("hub_merges")
         first = int(message.get("first_seq") or 0)
         if first and (not pending.get("first_seq") or first < pending["first_seq"]):
             pending["first_seq"] = first
@@ -368,8 +377,9 @@ class RunHub:
             pending["status"] = message["status"]
 
     def _schedule(self) -> None:
-        """Wake the local pages at most once per LIVE_MIN_UPDATE_SECONDS, all at the same moment."""
-        if self.tick_handle is not None:
+        """Wake the local pages at most once per LIVE_MIN_UPDATE_SECONDS, all at the same moment, and
+        never while the previous delivery is under way (`_tick`)."""
+        if self.tick_handle is not None or self.delivering is not None:
             return
         spacing = setting("LIVE_MIN_UPDATE_SECONDS", 0.05)
         wait = self.last_tick + spacing - self.loop.time()
@@ -379,14 +389,29 @@ class RunHub:
             self.tick_handle = self.loop.call_later(wait, self._tick)
 
     def _tick(self) -> None:
+        """Start a delivery of what was announced since the last one. One at a time: while a delivery
+        reads, broadcasts and waits for its frames to leave (`_drain`), later notifications merge into
+        `pending` and go as one read and one update per page when it ends. A process that falls behind
+        (a slow read, a loop busy with other work, sockets that do not drain) thus sends fewer, larger
+        updates instead of queueing one per commit; one that keeps up sends one per commit as before."""
         self.tick_handle = None
+        if self.delivering is not None:
+            return  # `_delivered` schedules the next one
         self.last_tick = self.loop.time()
         message, self.pending = self.pending, None
         if message is None:
             return
         delivery = asyncio.ensure_future(self._deliver(message))
+        self.delivering = delivery
         self.deliveries.add(delivery)
-        delivery.add_done_callback(self.deliveries.discard)
+        delivery.add_done_callback(self._delivered)
+
+    def _delivered(self, delivery: asyncio.Future) -> None:
+        self.deliveries.discard(delivery)
+        if self.delivering is delivery:
+            self.delivering = None
+        if self.pending is not None and self.subscribers and not delivery.cancelled():
+            self._schedule()
 
     async def _deliver(self, message: dict) -> None:
         new: list[Segment] = []
@@ -399,21 +424,68 @@ class RunHub:
             # Authorization is not only at connect: who may still watch is asked again (one query
             # for every page of this run in this process) before anything new is pushed.
             await self.recheck()
-        rest, unframed = self._broadcast(new, message) if new else (list(self.subscribers), [])
+        rest: list = list(self.subscribers)
+        unframed: list[tuple[Any, str]] = []
+        behind: list = []
+        if new:
+            rest, unframed, behind = self._broadcast(new, message)
         for consumer in rest:
             consumer.on_change(message)
         if unframed:
             await self._flush(unframed)
+        await self._drain(behind)
+
+    async def _drain(self, behind: list) -> None:
+        """The end of a delivery: one loop turn (what queued behind the broadcast, other sockets' acks
+        and writes, runs before the next read), then, while frames of this broadcast are still in
+        their transports' buffers (a socket the kernel would not take them for), short waits up to
+        LIVE_DRAIN_SECONDS. The next delivery then carries everything announced meanwhile."""
+        loop = self.loop
+        started = loop.time()
+        await asyncio.sleep(0)
+        if loop.time() - started > setting("LIVE_LAG_SECONDS", 0.01):
+            metrics.add("lagged_deliveries")
+        cap = started + setting("LIVE_DRAIN_SECONDS", 0.05)
+        if behind:
+            metrics.add("drain_waits")
+        while behind and loop.time() < cap:
+            await asyncio.sleep(0.005)
+            behind = [consumer for consumer in behind if not consumer.closing and consumer.backlog()]
 
     # -- the broadcast
-    def _broadcast(self, new: list[Segment], message: dict) -> tuple[list, list]:
-        """Send the segments just read to every page in step, from here, in one loop (nothing awaits
-        between checking a page and sending to it). Returns the pages left to their own senders, and
-        (page, text) pairs that could not go as a prepared frame (not under daphne)."""
+    def _broadcast(self, new: list[Segment], message: dict) -> tuple[list, list, list]:
+        """Send the segments just read to every page in step, from here, in one loop per message of at
+        most LIVE_MAX_ROWS_PER_UPDATE rows (nothing awaits between checking a page and sending to it).
+        Returns the pages left to their own senders, (page, text) pairs that could not go as a
+        prepared frame (not under daphne), and the pages whose frame is still (partly) in daphne's
+        transport buffer."""
+        max_rows = max(1, int(setting("LIVE_MAX_ROWS_PER_UPDATE", 200)))
+        chunks: list[list[Segment]] = [[]]
+        rows = 0
+        for segment in new:  # each segment has at most max_rows rows (`_read`)
+            width = segment.batch.upto_seq - segment.batch.after_seq
+            if chunks[-1] and rows + width > max_rows:
+                chunks.append([])
+                rows = 0
+            chunks[-1].append(segment)
+            rows += width
+        rest: list = list(self.subscribers)
+        unframed: list[tuple[Any, str]] = []
+        behind: list = []
+        announced = int(message.get("first_seq") or 0), int(message.get("last_seq") or 0)
+        for n, chunk in enumerate(chunks, 1):
+            # a page not in step for one chunk is not for the next either: the last chunk's `rest` is
+            # every page that was not sent all of them. Before the last, a page is told of the rows up to
+            # the chunk's end only (`took` would otherwise wake its sender for the rest).
+            head = announced if n == len(chunks) else (announced[0], chunk[-1].batch.upto_seq)
+            rest = self._broadcast_chunk(chunk, head, unframed, behind)
+        return rest, unframed, behind
+
+    def _broadcast_chunk(
+        self, new: list[Segment], head: tuple[int, int], unframed: list, behind: list
+    ) -> list:
         first, last = new[0], new[-1]
         rows = last.batch.upto_seq - first.batch.after_seq
-        if rows > max(1, int(setting("LIVE_MAX_ROWS_PER_UPDATE", 200))):
-            return list(self.subscribers), []  # more than one message: the pages' own senders split it
         max_inflight = int(setting("LIVE_MAX_INFLIGHT", 8))
         groups: dict[tuple[int, str], list] = {}
         rest: list = []
@@ -424,9 +496,8 @@ class RunHub:
             else:
                 rest.append(consumer)
         shared = tuple(segment.index for segment in new)
-        head = int(message.get("first_seq") or 0), int(message.get("last_seq") or 0)
-        unframed: list[tuple[Any, str]] = []
         served = framed = texts = 0  # texts: composed here (the others were composed before)
+        buffered = len(behind)
         for (_, role), members in groups.items():
             updates = [segment.batch.for_role(role) for segment in new]
             if any(u is None for u in updates):  # a role the read did not render for
@@ -439,10 +510,12 @@ class RunHub:
             entry = self.prepared[id(text)]
             for consumer in members:
                 consumer.took(last.batch.upto_seq, last.index + 1, digests, head)
-                if consumer.send_frame(entry):
-                    framed += 1
-                else:
+                if not consumer.send_frame(entry):
                     unframed.append((consumer, text))
+                    continue
+                framed += 1
+                if consumer.buffered:
+                    behind.append(consumer)
             served += len(members)
             texts += 0 if reused else 1
         if served:
@@ -452,8 +525,12 @@ class RunHub:
             metrics.add("rows_sent", served * rows)
             metrics.add("shared_sends", served - texts)
             if framed:
+                buffered = len(behind) - buffered
                 metrics.add("prepared_sends", framed)
-        return rest, unframed
+                metrics.add("direct_writes", framed - buffered)
+                if buffered:
+                    metrics.add("buffered_writes", buffered)
+        return rest
 
     async def _flush(self, unframed: list[tuple[Any, str]]) -> None:
         """Broadcast texts for pages not under daphne, as ASGI messages, in order: after the previous

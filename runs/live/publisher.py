@@ -90,6 +90,11 @@ class LiveMetrics:
     broadcast_sends: int = 0  # updates sent that way (per broadcast: broadcast_sends / hub_broadcasts)
     sender_wakeups: int = 0  # a page's own sender woke to send (pages out of step, forms, catch-ups)
     frame_acks: int = 0  # acks taken where daphne receives the frame (not as ASGI messages)
+    direct_writes: int = 0  # prepared frames sent at once with one send(2) (runs.live.transport)
+    buffered_writes: int = 0  # prepared frames (partly) left to Twisted's buffered write path
+    hub_merges: int = 0  # notifications a run hub merged into another's read (spacing, a delivery under way)
+    drain_waits: int = 0  # deliveries that waited for their frames to leave daphne's buffers
+    lagged_deliveries: int = 0  # deliveries whose loop turn after the broadcast took > LIVE_LAG_SECONDS
     rows_sent: int = 0  # timeline rows inside those updates
     drops: int = 0  # slow subscribers disconnected and told to resync
     revoked: int = 0  # sockets closed because their user lost access while connected

@@ -1,5 +1,6 @@
 """Hub-level broadcast under a real daphne: the pages in step of a run are sent the hub's one prepared
-websocket frame (autobahn's sendPreparedMessage), and none of their own sender tasks wakes."""
+websocket frame (autobahn's sendPreparedMessage), written to the socket at once (runs.live.transport:
+one send(2), not Twisted's buffered write), and none of their own sender tasks wakes."""
 
 from __future__ import annotations
 
@@ -78,7 +79,14 @@ def test_under_daphne_a_broadcast_is_one_prepared_frame_for_every_page():
                 after = await counters(http)
                 d = {
                     k: after[k] - before[k]
-                    for k in ("hub_broadcasts", "broadcast_sends", "prepared_sends", "sender_wakeups")
+                    for k in (
+                        "hub_broadcasts",
+                        "broadcast_sends",
+                        "prepared_sends",
+                        "direct_writes",
+                        "buffered_writes",
+                        "sender_wakeups",
+                    )
                 }
                 acks = after["frame_acks"] - before["frame_acks"]
                 assert pages * (rounds - 1) <= acks <= pages * rounds  # the last round's may be on the way
@@ -86,6 +94,10 @@ def test_under_daphne_a_broadcast_is_one_prepared_frame_for_every_page():
                     "hub_broadcasts": rounds,
                     "broadcast_sends": pages * rounds,
                     "prepared_sends": pages * rounds,
+                    # each frame went to the kernel at once (runs.live.transport.send_now): the pages'
+                    # transports were empty (every earlier message had arrived)
+                    "direct_writes": pages * rounds,
+                    "buffered_writes": 0,
                     "sender_wakeups": 0,
                 }, d
                 # any other frame still reaches the consumer: a resync is answered from its seq
