@@ -1,0 +1,345 @@
+"""One run of ten million events on PostgreSQL (issue 29): server time of its pages, and retention.
+
+The run (bench/bigrun_data.py): a head and a tail through the actions (steps ingest -> work ->
+review, artifacts, a root span, the run left waiting at the review gate) around BLOCKS blocks of 100
+events (16 child spans, each with a priced model call of request, stream chunk and response, a tool
+call; an annotation, a non-fatal error, stream chunks): ``BLOCKS * 100`` events. Built once with
+``INSERT ... SELECT`` from a template block made through the actions, then one pass doing what the
+append path does beside the rows (fold, snapshots, cost rollups); the secondary indexes of
+runs_event are dropped during the copy and made again after it (scale_data.bulk_load).
+
+Equivalence, at build time: a run of CHECK_BLOCKS blocks made through the actions and the same run
+copied store equal rows (run row, events byte for byte, snapshots, artifact versions, rollups),
+export byte-identical bundles that verify, and the copy's projection is the fold of its events
+(bigrun_data.compare; tests/storage/test_bigrun_build.py runs the same check in `make test`).
+After the big build, the big run's projection is compared with the fold of its events (a full
+pass: ``--verify`` runs it again on a cached build).
+
+Modes (default: measure the pages):
+
+- pages: median and p95 server time (in-process Django test client) of the run page, timeline
+  pages (first, middle, last), the run ledger, the span tree (roots, children of the root span,
+  failed spans) and the JSON API's event pages (first, middle, last), REPEAT requests each;
+- ``--retention``: DESTROYS the cached run: cancels it and runs ``manage.py prune_runs``'s action
+  (runs.actions.retention.do_prune_runs) on it while a writer process appends batches of 10 events
+  to another run; prints the total time, the longest transaction and the writer's append latency
+  (p50/p99/max) before and during the purge. The cache is invalidated (the next run builds again).
+- ``--partition``: the alternative to batched deletes, in scratch tables of the bench database
+  (the product's tables are not touched): a copy of runs_event partitioned by range of run_id
+  (the run's key, in creation order, so a range is a period of runs), the big run's 10M events
+  in one partition; prints DETACH PARTITION + DROP TABLE time while the writer appends to another
+  partition, and the cost of an append of 10 events into the partitioned table vs the plain one.
+
+Size: ``--blocks N`` or BENCH_BIGRUN_BLOCKS; without either, the acceptance size (100,000 blocks:
+10,000,020 events) when its build is cached, else 1,000 blocks (100,020 events) with a note of how
+to build the 10M run. Database BENCH_BIGRUN_DB (default
+postgres://postgres@127.0.0.1:5432/workbench_bench_bigrun, suffixed _<blocks> for sizes other
+than the acceptance one); cache record var/bench/bench_bigrun-<blocks>.json (and the database's
+COMMENT). BENCH_BIGRUN_REPEAT (default 15), BENCH_BIGRUN_REBUILD=1.
+
+    .venv/bin/python bench/bench_bigrun.py --blocks 100000      # build (once) and measure pages
+    .venv/bin/python bench/bench_bigrun.py --partition
+    .venv/bin/python bench/bench_bigrun.py --retention           # last: deletes the run
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+ACCEPTANCE = 100_000  # blocks: 10,000,000 events + head and tail
+FALLBACK = 1_000
+CHECK_BLOCKS = 25
+REPEAT = int(os.environ.get("BENCH_BIGRUN_REPEAT", "15"))
+RECIPE = 1
+BASE_DB = os.environ.get("BENCH_BIGRUN_DB", "postgres://postgres@127.0.0.1:5432/workbench_bench_bigrun")
+WRITER = "--writer" in sys.argv
+
+
+def _cache_file(blocks: int) -> Path:
+    return ROOT / "var" / "bench" / f"bench_bigrun-{blocks}.json"
+
+
+def _db_url(blocks: int) -> str:
+    return BASE_DB if blocks == ACCEPTANCE else f"{BASE_DB}_{blocks}"
+
+
+def _admin(url: str):
+    from urllib.parse import urlparse
+
+    import psycopg
+
+    name = urlparse(url).path.lstrip("/")
+    return name, psycopg.connect(url.replace(f"/{name}", "/postgres", 1), autocommit=True)
+
+
+def _db_record(url: str) -> dict | None:
+    import psycopg
+
+    try:
+        name, conn = _admin(url)
+        with conn:
+            row = conn.execute(
+                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", [name]
+            ).fetchone()
+    except psycopg.Error:
+        return None
+    try:
+        return json.loads(row[0]) if row and row[0] else None
+    except ValueError:
+        return None
+
+
+def _size() -> int:
+    args = sys.argv[1:]
+    if "--blocks" in args:
+        return int(args[args.index("--blocks") + 1].replace("_", "").replace(",", ""))
+    if os.environ.get("BENCH_BIGRUN_BLOCKS"):
+        return int(os.environ["BENCH_BIGRUN_BLOCKS"])
+    if _cache_file(ACCEPTANCE).exists() or _db_record(_db_url(ACCEPTANCE)):
+        return ACCEPTANCE
+    if not WRITER:
+        print(
+            f"bench_bigrun: the 10M-event run ({ACCEPTANCE:,} blocks) is not built; measuring {FALLBACK:,}"
+            " blocks. Build it once (about 40 min on 2 cores, ~9 GB of PostgreSQL):"
+            f" .venv/bin/python bench/bench_bigrun.py --blocks {ACCEPTANCE}",
+            flush=True,
+        )
+    return FALLBACK
+
+
+BLOCKS = _size()
+DB_URL = _db_url(BLOCKS)
+CACHE = _cache_file(BLOCKS)
+TMP = Path(tempfile.mkdtemp(prefix="bench_bigrun_"))
+os.environ["DATABASE_URL"] = DB_URL
+os.environ.setdefault("WORKBENCH_VAR_DIR", str(TMP))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
+os.environ.setdefault("SECRET_KEY", "bench-bigrun-not-secret-" + "abcdefghij" * 4)
+os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+
+
+def _wanted() -> dict:
+    return {"recipe": RECIPE, "blocks": BLOCKS}
+
+
+def _cached() -> dict | None:
+    if os.environ.get("BENCH_BIGRUN_REBUILD") == "1":
+        return None
+    cached = json.loads(CACHE.read_text()) if CACHE.exists() else _db_record(DB_URL)
+    return cached if cached and {k: cached.get(k) for k in _wanted()} == _wanted() else None
+
+
+def _ensure_database(fresh: bool) -> None:
+    name, conn = _admin(DB_URL)
+    with conn:
+        if fresh:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+CACHED = None if WRITER else _cached()
+if not WRITER:
+    _ensure_database(fresh=CACHED is None)
+
+import django  # noqa: E402
+
+django.setup()
+
+from accounts.tokens import create_token  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+
+from runs import actions  # noqa: E402
+from runs.actions.workspaces import add_member, get_or_create_workspace  # noqa: E402
+from runs.models import Run, Workspace  # noqa: E402
+
+import bigrun_data as bd  # noqa: E402
+import scale_data  # noqa: E402
+
+
+def log(text: str) -> None:
+    print(text, flush=True)
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def record_build(record: dict | None) -> None:
+    from urllib.parse import urlparse
+
+    name = urlparse(DB_URL).path.lstrip("/")
+    if record is None:
+        CACHE.unlink(missing_ok=True)
+        with connection.cursor() as cursor:
+            cursor.execute(f'COMMENT ON DATABASE "{name}" IS NULL')
+        return
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_text(json.dumps(record))
+    with connection.cursor() as cursor:
+        cursor.execute(f'COMMENT ON DATABASE "{name}" IS %s', [json.dumps(record)])
+
+
+def build() -> Run:
+    """Template, equivalence check, then the big run (module docstring)."""
+    log(f"building: one run of {BLOCKS:,} blocks ({BLOCKS * bd.BLOCK:,} events) in {connection.settings_dict['NAME']}")
+    template = bd.make_run(get_or_create_workspace("bigrun-template"), 1)
+    made = bd.make_run(get_or_create_workspace("bigrun-check-made"), CHECK_BLOCKS)
+    copied = bd.copy_run(get_or_create_workspace("bigrun-check-copied"), template, CHECK_BLOCKS)
+    problems = bd.compare(made, copied)
+    if problems:
+        raise SystemExit(f"the copy differs from the actions' run: {problems}")
+    log(f"  equivalence: {CHECK_BLOCKS} blocks through the actions == copied (rows, bundle, fold)")
+    workspace = get_or_create_workspace("bigrun")
+    t0, c0 = time.perf_counter(), time.process_time()
+    with scale_data.bulk_load(log=log):
+        run = bd.copy_run(workspace, template, BLOCKS, log=log)
+        log(f"  {run.last_seq:,} events copied and replayed in {time.perf_counter() - t0:.0f} s (load {_load()})")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE runs_run")
+        cursor.execute("ANALYZE runs_event")
+    log(
+        f"  built in {time.perf_counter() - t0:.0f} s with the indexes ({time.process_time() - c0:.0f} s of this"
+        f" process's CPU; load {_load()})"
+    )
+    verify(run)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_size_pretty(pg_total_relation_size('runs_event'))")
+        log(f"  runs_event with its indexes: {cursor.fetchone()[0]}")
+    record_build({**_wanted(), "events": run.last_seq, "built": datetime.now(UTC).isoformat()})
+    return run
+
+
+def verify(run: Run) -> None:
+    t0 = time.perf_counter()
+    ok = actions.projection_matches_fold(run)
+    log(f"  projection == fold of all {run.last_seq:,} events: {ok} ({time.perf_counter() - t0:.0f} s)")
+    if not ok:
+        raise SystemExit("the big run's projection differs from the fold of its events")
+
+
+def big_run() -> Run:
+    return Run.objects.by_run_id(Workspace.objects.get(slug="bigrun"), bd.RUN_ID).get()
+
+
+def _client(workspace: Workspace) -> Client:
+    User = get_user_model()
+    user = User.objects.filter(username="bigrun-owner").first() or User.objects.create_user(
+        "bigrun-owner", password="bench-pw-123456"
+    )
+    add_member(workspace, user, "owner")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def pages(run: Run) -> dict[str, tuple[str, dict]]:
+    rid, last, mid = run.run_id, run.last_seq, run.last_seq // 2
+    hx = {"HTTP_HX_REQUEST": "true"}
+    root = bd.template_head_seq(run) - 1  # the span_started of "batch"
+    return {
+        "run page": (f"/runs/{rid}/", {}),
+        "run page ?at=middle": (f"/runs/{rid}/?at={mid}", {}),
+        "timeline: first page": (f"/runs/{rid}/timeline/?after=0", hx),
+        "timeline: middle page": (f"/runs/{rid}/timeline/?after={mid}", hx),
+        "timeline: last page": (f"/runs/{rid}/timeline/?before={last + 1}", hx),
+        "timeline: type=tool_call middle": (f"/runs/{rid}/timeline/?type=tool_call&after={mid}", hx),
+        "run ledger": (f"/runs/{rid}/ledger/", {}),
+        "span tree: roots": (f"/runs/{rid}/spans/tree/", hx),
+        "span tree: children of root": (f"/runs/{rid}/spans/tree/?span={root}&depth=2", hx),
+        "span tree: failed spans": (f"/runs/{rid}/spans/tree/?view=failed", hx),
+        "API events: first page": (f"/api/runs/{rid}/events?after_seq=0&limit=1000", {}),
+        "API events: middle page": (f"/api/runs/{rid}/events?after_seq={mid}&limit=1000", {}),
+        "API events: last page": (f"/api/runs/{rid}/events?after_seq={last - 1000}&limit=1000", {}),
+    }
+
+
+TARGETS = {"run page": 1000.0, "timeline": 100.0, "API events": 100.0}
+
+
+def _api_headers(workspace: Workspace) -> dict:
+    token = create_token(workspace=workspace, name="bigrun-bench", scopes=["read"]).secret
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+def measure_pages(run: Run) -> int:
+    client = _client(run.workspace)
+    urls = pages(run)
+    api = _api_headers(run.workspace)
+    for name, (url, headers) in urls.items():
+        if name.startswith("API"):
+            urls[name] = (url, {**headers, **api})
+    wall: dict[str, list[float]] = {name: [] for name in urls}
+    cpu: dict[str, list[float]] = {name: [] for name in urls}
+    size: dict[str, int] = {}
+    load_before = _load()
+    for round_no in range(REPEAT + 2):
+        for name, (url, headers) in urls.items():
+            c0, t0 = time.process_time(), time.perf_counter()
+            response = client.get(url, **headers)
+            elapsed, used = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
+            if response.status_code != 200:
+                raise SystemExit(f"{url}: HTTP {response.status_code} {response.content[:300]!r}")
+            size[name] = len(response.content)
+            if round_no >= 2:
+                wall[name].append(elapsed)
+                cpu[name].append(used)
+    log(
+        f"\nserver time, in-process client, {REPEAT} requests each (ms), run of {run.last_seq:,} events;"
+        f" load average {load_before} before, {_load()} after (2 cores)"
+    )
+    log(f"{'page':34} {'median':>8} {'p95':>8} {'cpu med':>8} {'bytes':>9}  target")
+    missed = 0
+    for name in urls:
+        target = next((t for prefix, t in TARGETS.items() if name.startswith(prefix)), None)
+        med = statistics.median(wall[name])
+        verdict = "" if target is None else ("ok" if med < target else "MISSED") + f" (< {target:.0f} ms)"
+        missed += verdict.startswith("MISSED")
+        log(
+            f"{name:34} {med:8.1f} {p95(wall[name]):8.1f} {statistics.median(cpu[name]):8.1f}"
+            f" {size[name]:9,}  {verdict}"
+        )
+    return 0
+
+
+def main() -> int:
+    if connection.vendor != "postgresql":
+        log("bench_bigrun needs PostgreSQL (BENCH_BIGRUN_DB)")
+        return 1
+    call_command("migrate", verbosity=0)
+    if CACHED is None:
+        run = build()
+    else:
+        log(f"cached: {CACHED['events']:,} events (built {CACHED['built']}; BENCH_BIGRUN_REBUILD=1 builds again)")
+        run = big_run()
+        if "--verify" in sys.argv:
+            verify(run)
+    if "--build-only" in sys.argv:
+        return 0
+    return measure_pages(run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
