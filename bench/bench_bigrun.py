@@ -47,7 +47,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -160,18 +159,17 @@ import django  # noqa: E402
 
 django.setup()
 
-from accounts.tokens import create_token  # noqa: E402
+import bigrun_data as bd  # noqa: E402
+import scale_data  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
+from accounts.tokens import create_token  # noqa: E402
 from runs import actions  # noqa: E402
 from runs.actions.workspaces import add_member, get_or_create_workspace  # noqa: E402
 from runs.models import Run, Workspace  # noqa: E402
-
-import bigrun_data as bd  # noqa: E402
-import scale_data  # noqa: E402
 
 
 def log(text: str) -> None:
@@ -199,7 +197,9 @@ def record_build(record: dict | None) -> None:
 
 def build() -> Run:
     """Template, equivalence check, then the big run (module docstring)."""
-    log(f"building: one run of {BLOCKS:,} blocks ({BLOCKS * bd.BLOCK:,} events) in {connection.settings_dict['NAME']}")
+    log(
+        f"building: one run of {BLOCKS:,} blocks ({BLOCKS * bd.BLOCK:,} events) in {connection.settings_dict['NAME']}"
+    )
     template = bd.make_run(get_or_create_workspace("bigrun-template"), 1)
     made = bd.make_run(get_or_create_workspace("bigrun-check-made"), CHECK_BLOCKS)
     copied = bd.copy_run(get_or_create_workspace("bigrun-check-copied"), template, CHECK_BLOCKS)
@@ -211,7 +211,9 @@ def build() -> Run:
     t0, c0 = time.perf_counter(), time.process_time()
     with scale_data.bulk_load(log=log):
         run = bd.copy_run(workspace, template, BLOCKS, log=log)
-        log(f"  {run.last_seq:,} events copied and replayed in {time.perf_counter() - t0:.0f} s (load {_load()})")
+        log(
+            f"  {run.last_seq:,} events copied and replayed in {time.perf_counter() - t0:.0f} s (load {_load()})"
+        )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE runs_run")
         cursor.execute("ANALYZE runs_event")
@@ -332,7 +334,9 @@ def main() -> int:
     if CACHED is None:
         run = build()
     else:
-        log(f"cached: {CACHED['events']:,} events (built {CACHED['built']}; BENCH_BIGRUN_REBUILD=1 builds again)")
+        log(
+            f"cached: {CACHED['events']:,} events (built {CACHED['built']}; BENCH_BIGRUN_REBUILD=1 builds again)"
+        )
         run = big_run()
         if "--verify" in sys.argv:
             verify(run)

@@ -104,7 +104,13 @@ def block_events(i: int) -> list[dict]:
     events: list[dict] = []
     for n in range(ITEMS):
         span, corr = f"sp_{b}_{n:02d}", f"c_{b}_{n:02d}"
-        call = {**base, "type": "model_io", "provider": "openai", "model": "gpt-4.1-mini", "correlationId": corr}
+        call = {
+            **base,
+            "type": "model_io",
+            "provider": "openai",
+            "model": "gpt-4.1-mini",
+            "correlationId": corr,
+        }
         failed = n == 7
         events += [
             {**base, "id": f"e_{b}_{n:02d}a", "type": "span_started", "spanId": span, "parentSpanId": "batch",
@@ -124,9 +130,27 @@ def block_events(i: int) -> list[dict]:
         ]  # fmt: skip
     events += [
         {**base, "id": f"e_{b}_x0", "type": "annotation", "text": f"block {b} done", "tags": ["batch"]},
-        {**base, "id": f"e_{b}_x1", "type": "error", "message": f"record {b}-07 retried later", "fatal": False},
-        {**base, "id": f"e_{b}_x2", "type": "model_io", "direction": "stream_chunk", "payload": {"delta": "."}},
-        {**base, "id": f"e_{b}_x3", "type": "model_io", "direction": "stream_chunk", "payload": {"delta": ".."}},
+        {
+            **base,
+            "id": f"e_{b}_x1",
+            "type": "error",
+            "message": f"record {b}-07 retried later",
+            "fatal": False,
+        },
+        {
+            **base,
+            "id": f"e_{b}_x2",
+            "type": "model_io",
+            "direction": "stream_chunk",
+            "payload": {"delta": "."},
+        },
+        {
+            **base,
+            "id": f"e_{b}_x3",
+            "type": "model_io",
+            "direction": "stream_chunk",
+            "payload": {"delta": ".."},
+        },
     ]
     assert len(events) == BLOCK
     return events
@@ -189,7 +213,9 @@ def make_run(workspace: Workspace, blocks: int) -> Run:
     _head(workspace)
     for i in range(1, blocks + 1):
         with fixed_clock(T0, f"b{i}_"):
-            actions.do_append_events(workspace=workspace, run_id=RUN_ID, events=block_events(i), actor="bench")
+            actions.do_append_events(
+                workspace=workspace, run_id=RUN_ID, events=block_events(i), actor="bench"
+            )
     _tail(workspace, blocks)
     return Run.objects.by_run_id(workspace, RUN_ID).get()
 
@@ -206,7 +232,7 @@ def copy_blocks(template: Run, run: Run, first: int, last: int) -> None:
     mark = "'b' || lpad(g::text, 7, '0')"
     ts = (
         "to_char((%(t0)s::timestamptz + g * interval '600 milliseconds') AT TIME ZONE 'UTC',"
-        " 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        ' \'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\')'
     )
     special = {
         "run_id": "%(run)s",
@@ -253,7 +279,9 @@ def _replay(run: Run, after: int, log) -> None:
     t0 = time.perf_counter()
     with connection.connection.cursor(name="bigrun_replay") as cursor:
         cursor.itersize = 20_000
-        cursor.execute("SELECT seq, body FROM runs_event WHERE run_id = %s AND seq > %s ORDER BY seq", [run.pk, after])
+        cursor.execute(
+            "SELECT seq, body FROM runs_event WHERE run_id = %s AND seq > %s ORDER BY seq", [run.pk, after]
+        )
         for seq, body in cursor:
             event = loads(body)
             apply_event(state, event)
@@ -308,7 +336,11 @@ def _events(run: Run) -> list[tuple]:
 
 
 def _rollups(workspace: Workspace) -> list[tuple]:
-    fields = [f.name for f in CostRollup._meta.local_concrete_fields if f.name not in {"id", "workspace", "key_hash", "shard"}]
+    fields = [
+        f.name
+        for f in CostRollup._meta.local_concrete_fields
+        if f.name not in {"id", "workspace", "key_hash", "shard"}
+    ]
     return sorted(CostRollup.objects.filter(workspace=workspace).exclude(calls=0).values_list(*fields))
 
 
@@ -323,11 +355,18 @@ def compare(made: Run, copied: Run) -> list[str]:
         problems.append(f"run rows differ in {[k for k in a if a[k] != b[k]]}")
     if _events(made) != _events(copied):
         problems.append("events differ")
-    snaps = [list(RunSnapshot.objects.filter(run=r).order_by("seq").values_list("seq", "state")) for r in (made, copied)]
+    snaps = [
+        list(RunSnapshot.objects.filter(run=r).order_by("seq").values_list("seq", "state"))
+        for r in (made, copied)
+    ]
     if snaps[0] != snaps[1]:
         problems.append("snapshots differ")
     versions = [
-        list(ArtifactVersion.objects.filter(run=r).order_by("key", "version").values_list("key", "version", "seq", "body"))
+        list(
+            ArtifactVersion.objects.filter(run=r)
+            .order_by("key", "version")
+            .values_list("key", "version", "seq", "body")
+        )
         for r in (made, copied)
     ]
     if versions[0] != versions[1]:

@@ -6,16 +6,19 @@ DELETE of millions of rows (and one read of every ``model_io`` body for the roll
 run's lock and its rollup rows for the whole time. :func:`do_purge_run` does the same work in
 steps, each its own short transaction:
 
-1. the run leaves its workspace at once: what it recorded in the response cache and its count in
-   the run rollups go, and the row moves to the hidden ``_purging`` workspace under the id
-   ``purging-<pk>-ws<its workspace's pk>`` (no page, API or MCP read of any workspace sees it
-   any more; the deletion is announced as ``do_delete_run`` announces it);
-2. its events go ``batch`` at a time, newest first, each batch's model calls subtracted from the
-   cost rollups in the same transaction (the rollups always equal the stored events);
+1. the run leaves its workspace at once: what it recorded in the response cache, its count in
+   the run rollups and its model calls in the cost rollups go (subtracted by the run's own rollup
+   rows, ``rollups.forget_calls``: no event body is read), and the row moves to the hidden
+   ``_purging`` workspace under the id ``purging-<pk>-ws<its workspace's pk>`` (no page, API or
+   MCP read of any workspace sees it any more; the deletion is announced as ``do_delete_run``
+   announces it);
+2. its events go ``batch`` at a time, newest first, each batch one ``DELETE`` of a seq range
+   (the key's index; nothing else is read or locked);
 3. the run row goes with what is left (snapshots, versions, links), which is small.
 
 A purge interrupted after step 1 leaves a hidden run that :func:`resume_purges` (run by
-``manage.py prune_runs``) finishes. Nothing here runs on its own: ``manage.py prune_runs`` deletes
+``manage.py prune_runs``) finishes (a run hidden by an older version, whose remaining calls were
+still counted under its workspace, has them subtracted then: its own rollup rows hold them). Nothing here runs on its own: ``manage.py prune_runs`` deletes
 what an operator asks for (``--days``, or ``WORKBENCH_RUN_RETENTION_DAYS`` when set; 0 = keep).
 """
 
@@ -33,7 +36,6 @@ from runs.actions.core import lock_run
 from runs.actions.notify import RunChange, notify_on_commit
 from runs.engine.state import TERMINAL_STATUSES
 from runs.models import Event, Run, Workspace
-from runs.protocol.values import loads
 
 PURGING_SLUG = "_purging"
 PURGE_BATCH = 10_000
@@ -68,6 +70,7 @@ def do_purge_run(*, workspace: Workspace, run_id: str, batch: int = PURGE_BATCH)
         notify_on_commit(RunChange.of(run, 0, 0, status="deleted"))
         responsecache.forget_run(run)
         rollups.count_new_run(run, sign=-1)
+        rollups.forget_calls(run)
         hidden_id = f"purging-{run.pk}-ws{run.workspace_id}"  # the workspace its rollups are under
         Run.unscoped.filter(pk=run.pk).update(workspace=_purging_workspace(), run_id=hidden_id)
     report.timed(started)
@@ -78,22 +81,16 @@ def do_purge_run(*, workspace: Workspace, run_id: str, batch: int = PURGE_BATCH)
 
 
 def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
-    """Steps 2 and 3 for a run already hidden (``run`` as it was in its own workspace)."""
+    """Steps 2 and 3 for a run already hidden and subtracted from the rollups."""
     while True:
         started = time.perf_counter()
         with transaction.atomic():
-            rows = list(
-                Event.objects.filter(run_id=run.pk)
-                .order_by("-seq")
-                .values_list("seq", "type", "body")[:batch]
-            )
-            if not rows:
-                break
-            calls = [loads(body) for _, kind, body in rows if kind == "model_io"]
-            if calls:
-                rollups.count_model_calls(run, calls, sign=-1)
-            Event.objects.filter(run_id=run.pk, seq__gte=rows[-1][0]).delete()
-        report.events += len(rows)
+            rows = Event.objects.filter(run_id=run.pk)
+            lowest = list(rows.order_by("-seq").values_list("seq", flat=True)[batch - 1 : batch])
+            deleted, _ = rows.filter(seq__gte=lowest[0] if lowest else 0).delete()
+        if not deleted:
+            break
+        report.events += deleted
         report.timed(started)
     started = time.perf_counter()
     with transaction.atomic():
@@ -128,11 +125,13 @@ def do_prune_runs(
 
 
 def resume_purges(*, batch: int = PURGE_BATCH) -> PurgeReport:
-    """Finish the purges that stopped after hiding their run. Its remaining events are still
-    counted in its own workspace's rollups: that workspace's id is in the hidden id."""
+    """Finish the purges that stopped after hiding their run (its workspace's id is in the hidden
+    id: a run hidden by an older version still has its remaining calls counted there)."""
     report = PurgeReport()
     for run in Run.unscoped.filter(workspace__slug=PURGING_SLUG).order_by("pk"):
         run.workspace_id = int(run.run_id.rsplit("-ws", 1)[1])
+        with transaction.atomic():
+            rollups.forget_calls(run)  # nothing left to subtract unless an older version hid it
         _purge_rows(run, batch, report)
         report.runs += 1
     return report
