@@ -47,8 +47,8 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,9 +121,11 @@ def _size() -> int:
 BLOCKS = _size()
 DB_URL = _db_url(BLOCKS)
 CACHE = _cache_file(BLOCKS)
-TMP = Path(tempfile.mkdtemp(prefix="bench_bigrun_"))
+# the var dir (transcript files) is kept with the database: a run's transcript is part of what
+# its appends write, and a fresh var dir would make the next append catch up ten million lines
+VAR = ROOT / "var" / "bench" / f"bigrun-{BLOCKS}-var"
 os.environ["DATABASE_URL"] = DB_URL
-os.environ.setdefault("WORKBENCH_VAR_DIR", str(TMP))
+os.environ.setdefault("WORKBENCH_VAR_DIR", str(VAR))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
 os.environ.setdefault("DEBUG", "0")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
@@ -154,6 +156,11 @@ def _ensure_database(fresh: bool) -> None:
 CACHED = None if WRITER else _cached()
 if not WRITER:
     _ensure_database(fresh=CACHED is None)
+    if CACHED is None and VAR.exists():
+        import shutil
+
+        shutil.rmtree(VAR)
+VAR.mkdir(parents=True, exist_ok=True)
 
 import django  # noqa: E402
 
@@ -169,7 +176,8 @@ from django.test import Client  # noqa: E402
 from accounts.tokens import create_token  # noqa: E402
 from runs import actions  # noqa: E402
 from runs.actions.workspaces import add_member, get_or_create_workspace  # noqa: E402
-from runs.models import Run, Workspace  # noqa: E402
+from runs.engine import commands as c  # noqa: E402
+from runs.models import Event, Run, Workspace  # noqa: E402
 
 
 def log(text: str) -> None:
@@ -326,6 +334,197 @@ def measure_pages(run: Run) -> int:
     return 0
 
 
+# --- retention: batched purge vs partition drop, with a writer appending beside it -------------
+
+WRITER_WS = "bigrun-writer"
+WRITER_RUN = "run_writer"
+PART = "scratch_event_part"
+
+
+def writer_run() -> Run:
+    """The run the concurrent writer appends to (another workspace), made once."""
+    workspace = get_or_create_workspace(WRITER_WS)
+    found = Run.objects.by_run_id(workspace, WRITER_RUN).first()
+    if found is None:
+        actions.do_start_run(workspace=workspace, workflow=bd.WORKFLOW, actor="bench", run_id=WRITER_RUN)
+        found = Run.objects.by_run_id(workspace, WRITER_RUN).get()
+    return found
+
+
+def writer_main(mode: str, out: Path, stop: Path) -> int:
+    """--writer MODE OUT STOP: append batches of 10 events until STOP exists; OUT gets one line
+    per append: its start (time.perf_counter, CLOCK_MONOTONIC: comparable across processes) and
+    its latency in ms. MODE ``actions``: do_append_events on the writer run (runs_event);
+    ``part``: one INSERT of 10 rows into the scratch partitioned table (its newest partition)."""
+    run = writer_run()
+    lines = []
+    n = 0
+    while not stop.exists():
+        t0 = time.perf_counter()
+        if mode == "actions":
+            events = [
+                {"id": f"w_{os.getpid()}_{n}_{k}", "runId": WRITER_RUN, "ts": bd.stamp(datetime.now(UTC)),
+                 "type": "annotation", "text": f"writer {n}.{k}"}
+                for k in range(10)
+            ]  # fmt: skip
+            actions.do_append_events(workspace=run.workspace, run_id=WRITER_RUN, events=events, actor="bench")
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"INSERT INTO {PART} (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor,"
+                    " recorded_at, span_ref) SELECT %s, g, 'w' || g, 'annotation', '', '', '', '{}', '', now(), ''"
+                    " FROM generate_series(%s, %s) g",
+                    [run.pk, 10 * n + 1, 10 * n + 10],
+                )
+        lines.append(f"{t0:.6f} {(time.perf_counter() - t0) * 1000:.3f}")
+        n += 1
+        time.sleep(0.02)
+    out.write_text("\n".join(lines) + "\n")
+    return 0
+
+
+def _start_writer(mode: str) -> tuple[subprocess.Popen, Path, Path]:
+    writer_run()
+    out, stop = VAR / f"writer-{mode}.txt", VAR / f"writer-{mode}.stop"
+    out.unlink(missing_ok=True)
+    stop.unlink(missing_ok=True)
+    args = [sys.executable, __file__, "--blocks", str(BLOCKS), "--writer", mode, str(out), str(stop)]
+    return subprocess.Popen(args, cwd=ROOT), out, stop
+
+
+def _stop_writer(
+    proc: subprocess.Popen, out: Path, stop: Path, windows: dict[str, tuple[float, float]]
+) -> None:
+    stop.touch()
+    proc.wait(timeout=120)
+    rows = [tuple(map(float, line.split())) for line in out.read_text().split("\n") if line]
+    log(
+        f"  writer (batches of 10 events, another run): {'window':12} {'appends':>8} {'p50':>8} {'p99':>8} {'max':>8} ms"
+    )
+    for name, (lo, hi) in windows.items():
+        got = sorted(ms for t, ms in rows if lo <= t < hi or (lo <= t + ms / 1000 < hi))
+        if got:
+            p99 = got[min(len(got) - 1, round(0.99 * (len(got) - 1)))]
+            log(f"  {'':44} {name:12} {len(got):8} {statistics.median(got):8.1f} {p99:8.1f} {got[-1]:8.1f}")
+
+
+def retention(run: Run) -> int:
+    """--retention: cancel the run (its clock at its last event: it ended weeks ago) and prune it
+    with ``manage.py prune_runs --days 7 --workspace bigrun`` while the writer appends beside it."""
+    end = datetime.fromisoformat(
+        Event.objects.filter(run=run, seq=run.last_seq).values_list("ts", flat=True).get()
+    )
+    with bd.fixed_clock(end, "r"):
+        actions.do_command(
+            workspace=run.workspace, run_id=run.run_id, command=c.CancelRun(reason="done"), actor="bench"
+        )
+    events = run.last_seq + 1
+    proc, out, stop = _start_writer("actions")
+    time.sleep(10)
+    log(f"pruning {events:,} events (load {_load()})")
+    t0, c0 = time.perf_counter(), time.process_time()
+    call_command("prune_runs", days=7, workspace="bigrun")
+    t1, c1 = time.perf_counter(), time.process_time()
+    log(
+        f"  prune_runs: {t1 - t0:.1f} s wall, {c1 - c0:.1f} s CPU of this process ({events / (t1 - t0):,.0f} events/s); load {_load()}"
+    )
+    time.sleep(10)
+    _stop_writer(proc, out, stop, {"before": (0, t0), "during": (t0, t1), "after": (t1, 1e12)})
+    record_build(None)  # the run is gone: the next run of the bench builds it again
+    return 0
+
+
+def partition(run: Run) -> int:
+    """--partition: the alternative (scratch tables only): runs_event's rows of the big run in a
+    copy of runs_event partitioned by range of run_id; DETACH ... CONCURRENTLY + DROP of its
+    partition while the writer inserts into the other one; the insert cost, plain vs partitioned."""
+    big = run.pk
+    writer = writer_run()
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {PART} CASCADE")
+        cursor.execute("DROP TABLE IF EXISTS scratch_event_old")
+        cursor.execute(
+            f"CREATE TABLE {PART} (LIKE runs_event INCLUDING DEFAULTS) PARTITION BY RANGE (run_id)"
+        )
+        cursor.execute(
+            f"CREATE TABLE scratch_event_old PARTITION OF {PART} FOR VALUES FROM (MINVALUE) TO ({big + 1})"
+        )
+        cursor.execute(
+            f"CREATE TABLE scratch_event_new PARTITION OF {PART} FOR VALUES FROM ({big + 1}) TO (MAXVALUE)"
+        )
+        t0 = time.perf_counter()
+        cursor.execute(f"INSERT INTO {PART} SELECT * FROM runs_event WHERE run_id = %s", [big])
+        log(f"  {PART}: {cursor.rowcount:,} rows copied in {time.perf_counter() - t0:.0f} s")
+        cursor.execute("SET maintenance_work_mem = '1GB'")
+        t0 = time.perf_counter()
+        cursor.execute(f"ALTER TABLE {PART} ADD PRIMARY KEY (run_id, seq)")
+        cursor.execute(
+            f"ALTER TABLE {PART} ADD FOREIGN KEY (run_id) REFERENCES runs_run (id) DEFERRABLE INITIALLY DEFERRED"
+        )
+        cursor.execute(
+            "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'runs_event'::regclass"
+            " AND NOT indisprimary"
+        )
+        for (definition,) in cursor.fetchall():
+            name = definition.split(" INDEX ")[1].split(" ON ")[0]
+            cursor.execute(
+                definition.replace(f"INDEX {name} ON public.runs_event", f"INDEX part_{name} ON {PART}")
+            )
+        cursor.execute(f"ANALYZE {PART}")
+        log(
+            f"  {PART}: the same key, foreign key and indexes as runs_event made in {time.perf_counter() - t0:.0f} s"
+        )
+        cursor.execute("SELECT pg_size_pretty(pg_total_relation_size('scratch_event_old'))")
+        log(f"  the partition holding the run: {cursor.fetchone()[0]}")
+    log(f"\ninsert cost, plain runs_event vs {PART} (10 rows per INSERT, rolled back; load {_load()})")
+    insert_cost(writer.pk)
+    proc, out, stop = _start_writer("part")
+    time.sleep(10)
+    log(f"detaching and dropping the partition (load {_load()})")
+    with connection.cursor() as cursor:
+        t0 = time.perf_counter()
+        cursor.execute(f"ALTER TABLE {PART} DETACH PARTITION scratch_event_old CONCURRENTLY")
+        t1 = time.perf_counter()
+        cursor.execute("DROP TABLE scratch_event_old")
+        t2 = time.perf_counter()
+    log(
+        f"  DETACH PARTITION CONCURRENTLY {(t1 - t0) * 1000:.0f} ms, DROP TABLE {(t2 - t1) * 1000:.0f} ms; load {_load()}"
+    )
+    time.sleep(10)
+    _stop_writer(proc, out, stop, {"before": (0, t0), "during": (t0, t2), "after": (t2, 1e12)})
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {PART} CASCADE")
+    return 0
+
+
+def insert_cost(run_pk: int, rounds: int = 6, per_round: int = 300) -> None:
+    """Median ms of one INSERT of 10 rows, plain table and partitioned, rounds alternated (A B A B),
+    in one transaction rolled back at the end (nothing stays)."""
+    sql = (
+        "INSERT INTO {table} (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor, recorded_at,"
+        " span_ref) SELECT %s, g, 'ic' || g, 'model_io', '2026-11-02T00:00:00.000Z', 'work', 'c' || g,"
+        ' \'{{"type":"model_io","direction":"response","summary":"cost probe \' || g || \'"}}\', \'bench\','
+        " now(), '' FROM generate_series(%s, %s) g"
+    )
+    times: dict[str, list[float]] = {"runs_event": [], PART: []}
+    seq = 10_000_000
+    from django.db import transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        for _ in range(rounds):
+            for table in times:
+                for _ in range(per_round):
+                    t0 = time.perf_counter()
+                    cursor.execute(sql.format(table=table), [run_pk, seq + 1, seq + 10])
+                    times[table].append((time.perf_counter() - t0) * 1000)
+                    seq += 10
+        transaction.set_rollback(True)
+    for table, values in times.items():
+        log(
+            f"  {table:22} median {statistics.median(values):.3f} ms, p95 {p95(values):.3f} ms per INSERT of 10 rows"
+        )
+
+
 def main() -> int:
     if connection.vendor != "postgresql":
         log("bench_bigrun needs PostgreSQL (BENCH_BIGRUN_DB)")
@@ -342,8 +541,15 @@ def main() -> int:
             verify(run)
     if "--build-only" in sys.argv:
         return 0
+    if "--partition" in sys.argv:
+        return partition(run)
+    if "--retention" in sys.argv:
+        return retention(run)
     return measure_pages(run)
 
 
 if __name__ == "__main__":
+    if WRITER:
+        at = sys.argv.index("--writer")
+        sys.exit(writer_main(sys.argv[at + 1], Path(sys.argv[at + 2]), Path(sys.argv[at + 3])))
     sys.exit(main())
