@@ -373,6 +373,8 @@ def compare(made: Run, copied: Run) -> list[str]:
         problems.append("artifact versions differ")
     if _rollups(made.workspace) != _rollups(copied.workspace):
         problems.append("cost rollups differ")
+    if rollup_actions.stored_run_calls(made) != rollup_actions.stored_run_calls(copied):
+        problems.append("the runs' own cost rollups differ")
     exported = [export_bundle_bytes(r) for r in (made, copied)]
     if exported[0] != exported[1]:
         problems.append("exported bundles differ")
