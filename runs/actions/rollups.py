@@ -294,7 +294,7 @@ def count_model_calls(run: Run, events: Iterable[Mapping[str, Any]], *, sign: in
     responses count) to the cost rollups and to the run's own, in the caller's transaction."""
     deltas = _deltas(run, events, sign)
     _apply(run.workspace_id, deltas)
-    _apply_runs({run.pk: deltas})
+    apply_run_deltas({run.pk: deltas})
 
 
 def call_key(key: Key) -> CallKey:
@@ -307,7 +307,7 @@ def _call_key_hash(key: CallKey) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def _apply_runs(deltas_by_run: Mapping[int, Mapping[Key, list]]) -> None:
+def apply_run_deltas(deltas_by_run: Mapping[int, Mapping[Key, list]]) -> None:
     """Add each run's deltas to its RunCostRollup rows (created when missing; emptied rows go)."""
     ordered = sorted(
         (run_pk, _call_key_hash(call_key(key)), call_key(key), sums)
@@ -406,7 +406,7 @@ def count_model_calls_many(calls: Iterable[tuple[Run, Iterable[Mapping[str, Any]
                     held[i] += value
     for workspace_id, deltas in by_workspace.items():
         _apply(workspace_id, deltas)
-    _apply_runs(by_run)
+    apply_run_deltas(by_run)
 
 
 def _count_runs(workspace_id: int, counts: dict[RunKey, list[int]]) -> None:
@@ -572,7 +572,7 @@ def count_runs_calls(runs: Iterable[Run]) -> None:
     """Write the per-run rollup rows of runs that have none yet, from their stored responses (the
     migration's backfill and :func:`rebuild`)."""
     for run in runs:
-        _apply_runs({run.pk: _deltas(run, _stored_responses(run), 1)})
+        apply_run_deltas({run.pk: _deltas(run, _stored_responses(run), 1)})
 
 
 def stored_run_calls(run: Run) -> dict[CallKey, list]:
