@@ -504,8 +504,8 @@ def insert_cost(run_pk: int, rounds: int = 6, per_round: int = 300) -> None:
     in one transaction rolled back at the end (nothing stays)."""
     sql = (
         "INSERT INTO {table} (run_id, seq, event_id, type, ts, step_id, correlation_id, body, actor, recorded_at,"
-        " span_ref) SELECT %s, g, 'ic' || g, 'model_io', '2026-11-02T00:00:00.000Z', 'work', 'c' || g,"
-        ' \'{{"type":"model_io","direction":"response","summary":"cost probe \' || g || \'"}}\', \'bench\','
+        " span_ref) SELECT %s, g, 'ic' || g, 'annotation', '2026-11-02T00:00:00.000Z', 'work', 'c' || g,"
+        ' \'{{"type":"annotation","text":"cost probe \' || g || \'"}}\', \'bench\','
         " now(), '' FROM generate_series(%s, %s) g"
     )
     times: dict[str, list[float]] = {"runs_event": [], PART: []}
