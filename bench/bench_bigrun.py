@@ -434,6 +434,28 @@ def retention(run: Run) -> int:
     return 0
 
 
+def resume_retention() -> int:
+    """--retention after an interrupted purge: ``manage.py prune_runs`` finishes it (its first
+    step), timed the same way, with the writer beside it."""
+    from runs.actions.retention import PURGING_SLUG
+
+    left = Event.objects.filter(run__workspace__slug=PURGING_SLUG).count()
+    proc, out, stop = _start_writer("actions")
+    time.sleep(10)
+    log(f"finishing an interrupted purge: {left:,} events left (load {_load()})")
+    t0, c0 = time.perf_counter(), time.process_time()
+    call_command("prune_runs", days=7, workspace="bigrun")
+    t1, c1 = time.perf_counter(), time.process_time()
+    log(
+        f"  prune_runs: {t1 - t0:.1f} s wall, {c1 - c0:.1f} s CPU of this process ({left / (t1 - t0):,.0f} events/s);"
+        f" load {_load()}"
+    )
+    time.sleep(10)
+    _stop_writer(proc, out, stop, {"before": (0, t0), "during": (t0, t1), "after": (t1, 1e12)})
+    record_build(None)
+    return 0
+
+
 def partition(run: Run) -> int:
     """--partition: the alternative (scratch tables only): runs_event's rows of the big run in a
     copy of runs_event partitioned by range of run_id; DETACH ... CONCURRENTLY + DROP of its
@@ -538,6 +560,10 @@ def main() -> int:
         log(
             f"cached: {CACHED['events']:,} events (built {CACHED['built']}; BENCH_BIGRUN_REBUILD=1 builds again)"
         )
+        if "--retention" in sys.argv and not Run.objects.by_run_id(
+            Workspace.objects.get(slug="bigrun"), bd.RUN_ID
+        ):
+            return resume_retention()  # a purge was interrupted: prune_runs finishes it
         run = big_run()
         if "--verify" in sys.argv:
             verify(run)

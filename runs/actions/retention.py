@@ -13,7 +13,7 @@ steps, each its own short transaction:
    MCP read of any workspace sees it any more; the deletion is announced as ``do_delete_run``
    announces it);
 2. its events go ``batch`` at a time, newest first, each batch one ``DELETE`` of a seq range
-   (the key's index; nothing else is read or locked);
+   bounded on both sides (the key's index; nothing else is read or locked);
 3. the run row goes with what is left (snapshots, versions, links), which is small.
 
 A purge interrupted after step 1 leaves a hidden run that :func:`resume_purges` (run by
@@ -81,17 +81,21 @@ def do_purge_run(*, workspace: Workspace, run_id: str, batch: int = PURGE_BATCH)
 
 
 def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
-    """Steps 2 and 3 for a run already hidden and subtracted from the rollups."""
-    while True:
+    """Steps 2 and 3 for a run already hidden and subtracted from the rollups: its seqs deleted
+    ``batch`` at a time from the top, each DELETE bounded on both sides (the rows a previous batch
+    deleted stay in the key's index until a VACUUM: a range open at the top walked all of them
+    again, every batch, which made a ten-million-event purge quadratic)."""
+    top = Event.objects.filter(run_id=run.pk).order_by("-seq").values_list("seq", flat=True).first()
+    high = None  # the first batch also takes anything above the top it saw
+    while top is not None and top >= 1:
+        low = max(1, top - batch + 1)
         started = time.perf_counter()
         with transaction.atomic():
-            rows = Event.objects.filter(run_id=run.pk)
-            lowest = list(rows.order_by("-seq").values_list("seq", flat=True)[batch - 1 : batch])
-            deleted, _ = rows.filter(seq__gte=lowest[0] if lowest else 0).delete()
-        if not deleted:
-            break
+            rows = Event.objects.filter(run_id=run.pk, seq__gte=low)
+            deleted, _ = (rows if high is None else rows.filter(seq__lte=high)).delete()
         report.events += deleted
         report.timed(started)
+        top = high = low - 1
     started = time.perf_counter()
     with transaction.atomic():
         Run.unscoped.filter(pk=run.pk).delete()
