@@ -14,7 +14,8 @@ steps, each its own short transaction:
    announces it);
 2. its events go ``batch`` at a time, newest first, each batch one ``DELETE`` of a seq range
    bounded on both sides (the key's index; nothing else is read or locked);
-3. the run row goes with what is left (snapshots, versions, links), which is small.
+3. the run row goes with what is left (snapshots, versions, links), which is small (its events
+   are not looked for again: see :func:`_delete_run_row`).
 
 A purge interrupted after step 1 leaves a hidden run that :func:`resume_purges` (run by
 ``manage.py prune_runs``) finishes (a run hidden by an older version, whose remaining calls were
@@ -28,8 +29,9 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import transaction
+from django.db import router, transaction
 from django.db.models import Q
+from django.db.models.deletion import Collector
 
 from runs.actions import responsecache, rollups
 from runs.actions.core import lock_run
@@ -98,8 +100,22 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
         top = high = low - 1
     started = time.perf_counter()
     with transaction.atomic():
-        Run.unscoped.filter(pk=run.pk).delete()
+        _delete_run_row(run.pk)
     report.timed(started)
+
+
+def _delete_run_row(pk: int) -> None:
+    """The run row and what cascades from it, but for its events, which the batches deleted: the
+    cascade's ``DELETE ... WHERE run_id IN (pk)`` found none, after walking the index entries of
+    every deleted one (8.6 s for a ten-million-event run before a VACUUM). Nothing can have been
+    appended meanwhile: the run was renamed, under its lock, before the first batch."""
+    row = Run.unscoped.filter(pk=pk).first()
+    if row is None:
+        return
+    collector = Collector(using=router.db_for_write(Run))
+    collector.collect([row])
+    collector.fast_deletes = [q for q in collector.fast_deletes if getattr(q, "model", None) is not Event]
+    collector.delete()
 
 
 def old_runs(workspace: Workspace | None, before: datetime) -> list[tuple[Workspace, str]]:
