@@ -31,7 +31,7 @@ Modes (default: measure the pages):
   partition, and the cost of an append of 10 events into the partitioned table vs the plain one.
 
 Size: ``--blocks N`` or BENCH_BIGRUN_BLOCKS; without either, the acceptance size (100,000 blocks:
-10,000,020 events) when its build is cached, else 1,000 blocks (100,020 events) with a note of how
+10,000,010 events) when its build is cached, else 1,000 blocks (100,010 events) with a note of how
 to build the 10M run. Database BENCH_BIGRUN_DB (default
 postgres://postgres@127.0.0.1:5432/workbench_bench_bigrun, suffixed _<blocks> for sizes other
 than the acceptance one); cache record var/bench/bench_bigrun-<blocks>.json (and the database's
@@ -111,7 +111,7 @@ def _size() -> int:
     if not WRITER:
         print(
             f"bench_bigrun: the 10M-event run ({ACCEPTANCE:,} blocks) is not built; measuring {FALLBACK:,}"
-            " blocks. Build it once (about 40 min on 2 cores, ~9 GB of PostgreSQL):"
+            " blocks. Build it once (about 20 min on 2 cores, ~7 GB of PostgreSQL and 4 GB of transcript):"
             f" .venv/bin/python bench/bench_bigrun.py --blocks {ACCEPTANCE}",
             flush=True,
         )
