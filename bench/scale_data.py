@@ -260,6 +260,7 @@ def copy_runs(
     events = 0
     for start in range(0, count, chunk):
         run_parts, event_parts = [], []
+        own: dict[int, dict] = {}  # each clone's own rollup rows (RunCostRollup)
         for i in range(start, min(count, start + chunk)):
             t = i % TEMPLATES
             tpl = templates[t]
@@ -282,6 +283,7 @@ def copy_runs(
                 .replace(old_start, new_start)
             )
             per_key[(t, started.date(), pk % rollup_actions.ROLLUP_SHARDS)] += 1
+            own[pk] = clone_calls(tpl, started.date())
             events += tpl.events
         with transaction.atomic(), connection.cursor() as cursor:
             raw = cursor.cursor
@@ -289,6 +291,7 @@ def copy_runs(
                 copy.write("".join(run_parts))
             with raw.copy(f"COPY runs_event ({', '.join(EVENT_COLUMNS)}) FROM STDIN") as copy:
                 copy.write("".join(event_parts))
+            rollup_actions.apply_run_deltas(own)
         if count > chunk:
             log(f"  {workspace.slug}: {start + len(run_parts):,} runs ({time.perf_counter() - t0:.0f} s)")
     with connection.cursor() as cursor:
@@ -299,6 +302,12 @@ def copy_runs(
         costs, counts = clone_rollups(templates, per_key)
         rollup_actions.write(workspace.pk, costs, counts)
     return events
+
+
+def clone_calls(tpl: Template, day) -> dict:
+    """A clone's own rollup deltas: its template's, moved to the clone's start day (its calls are
+    stamped with it); the run-level labels of a key do not enter the per-run rows."""
+    return {(day, 0, day.isoformat(), *key[3:]): list(sums) for key, sums in tpl.costs.items()}
 
 
 def clone_rollups(templates: list[Template], per_key: Counter) -> tuple[dict, dict]:

@@ -13,6 +13,12 @@ the same transaction:
 - :func:`forget_run` from ``do_delete_run`` (and any bulk retention): the run's calls and the
   run itself are subtracted before its rows go.
 
+Each run's own calls are also kept per run (runs.models.RunCostRollup: run x call day x provider x
+model x step x currency x price source x prompt), by the same hook in the same transaction: the
+run ledger reads them instead of the run's ``model_io`` bodies, and :func:`forget_run` subtracts a
+run from the workspace's rows by its per-run rows (a ten-million-event run goes without reading
+its bodies).
+
 Forks: a fork's copied history is stored as the fork's own events, and the run ledger and the
 workspace ledger always counted every stored response of every run, so a fork's copied calls
 count again under the fork (what was spent once is shown under both runs, as before rollups).
@@ -44,7 +50,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from runs.fields import from_column, to_column
-from runs.models import CostRollup, Event, Run, RunRollup, Workspace
+from runs.models import CostRollup, Event, Run, RunCostRollup, RunRollup, Workspace
 from runs.protocol.telemetry import (
     derived_total_tokens,
     exact_amount,
@@ -87,6 +93,19 @@ _COLUMNS = ("workspace_id", "run_day", "key_hash", "shard", *_LABELS, *_INT_SUMS
 Key = tuple[date, int, str, str, str, str, str, str, str, str, str, str, str, str]
 # (run_day, workflow, workflow version, shard)
 RunKey = tuple[date, str, int, int]
+# a run's own calls: (call_day, provider, model, step, currency, pricing, pricing label, prompt)
+CallKey = tuple[str, str, str, str, str, str, str, str]
+_RUN_COST_LABELS = (
+    "call_day",
+    "provider",
+    "model",
+    "step_id",
+    "currency",
+    "pricing",
+    "pricing_label",
+    "prompt",
+)
+_RUN_COST_COLUMNS = ("run_id", "key_hash", *_RUN_COST_LABELS, *_INT_SUMS, *_TEXT_SUMS)
 
 
 def run_day(run: Run) -> date:
@@ -272,8 +291,101 @@ def _apply_read_modify_write(workspace_id: int, ordered: list) -> None:
 
 def count_model_calls(run: Run, events: Iterable[Mapping[str, Any]], *, sign: int = 1) -> None:
     """THE rollup hook of the append path: add the run's newly stored events (only ``model_io``
-    responses count) to the cost rollups, in the caller's transaction."""
-    _apply(run.workspace_id, _deltas(run, events, sign))
+    responses count) to the cost rollups and to the run's own, in the caller's transaction."""
+    deltas = _deltas(run, events, sign)
+    _apply(run.workspace_id, deltas)
+    apply_run_deltas({run.pk: deltas})
+
+
+def call_key(key: Key) -> CallKey:
+    """The labels of a workspace key that vary within one run."""
+    return (key[2], key[4], key[5], key[6], key[10], key[11], key[12], key[13])
+
+
+def _call_key_hash(key: CallKey) -> str:
+    text = json.dumps(list(key), ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def apply_run_deltas(deltas_by_run: Mapping[int, Mapping[Key, list]]) -> None:
+    """Add each run's deltas to its RunCostRollup rows (created when missing; emptied rows go)."""
+    ordered = sorted(
+        (run_pk, _call_key_hash(call_key(key)), call_key(key), sums)
+        for run_pk, deltas in deltas_by_run.items()
+        for key, sums in deltas.items()
+    )
+    if not ordered:
+        return
+    table = RunCostRollup._meta.db_table
+    if connection.vendor == "postgresql":
+        updates = [f"{c} = {table}.{c} + EXCLUDED.{c}" for c in _INT_SUMS]
+        updates += [f"{c} = ({table}.{c}::numeric + EXCLUDED.{c}::numeric)::text" for c in _TEXT_SUMS]
+    else:  # SQLite: read, add in Python (``Decimal``), write back
+        ordered = _added_to_stored(ordered)
+        updates = [f"{c} = excluded.{c}" for c in (*_INT_SUMS, *_TEXT_SUMS)]
+    placeholders = "(" + ", ".join(["%s"] * len(_RUN_COST_COLUMNS)) + ")"
+    params = [
+        value
+        for run_pk, key_hash, key, sums in ordered
+        for value in (
+            run_pk,
+            key_hash,
+            *(_spell(label) for label in key),
+            *(int(v) for v in sums[:6]),
+            *(format(v, "f") for v in sums[6:]),
+        )
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join(_RUN_COST_COLUMNS)}) VALUES {', '.join([placeholders] * len(ordered))}"
+            f" ON CONFLICT (run_id, key_hash) DO UPDATE SET {', '.join(updates)}",
+            params,
+        )
+    emptied = {run_pk for run_pk, _, _, sums in ordered if sums[0] < 0}
+    if emptied:
+        RunCostRollup.objects.filter(run_id__in=emptied, calls__lte=0).delete()
+
+
+def _added_to_stored(ordered: list) -> list:
+    held = {
+        (row["run_id"], row["key_hash"]): row
+        for row in RunCostRollup.objects.filter(
+            run_id__in={run_pk for run_pk, _, _, _ in ordered}, key_hash__in={h for _, h, _, _ in ordered}
+        ).values("run_id", "key_hash", *_INT_SUMS, *_TEXT_SUMS)
+    }
+    out = []
+    for run_pk, key_hash, key, sums in ordered:
+        old = held.get((run_pk, key_hash))
+        if old is not None:
+            sums = [int(old[c]) + v for c, v in zip(_INT_SUMS, sums[:6], strict=True)] + [
+                Decimal(old[c]) + v for c, v in zip(_TEXT_SUMS, sums[6:], strict=True)
+            ]
+        out.append((run_pk, key_hash, key, sums))
+    return out
+
+
+def run_calls(run: Run) -> list[tuple[CallKey, list]]:
+    """A run's own rollup rows: (labels, [calls, input, output, total, cached, reasoning, duration,
+    cost]), in key order."""
+    rows = RunCostRollup.objects.filter(run_id=run.pk).order_by("key_hash")
+    out = []
+    for row in rows.values_list(*_RUN_COST_LABELS, *_INT_SUMS, *_TEXT_SUMS):
+        labels = tuple(read_label(t) for t in row[: len(_RUN_COST_LABELS)])
+        sums = row[len(_RUN_COST_LABELS) :]
+        out.append((labels, [int(v) for v in sums[:6]] + [Decimal(v) for v in sums[6:]]))
+    return out
+
+
+def _run_deltas(run: Run, sign: int) -> dict[Key, list]:
+    """The run's workspace-rollup deltas from its own rows (what :func:`_deltas` of every stored
+    response gives, without reading them)."""
+    day, shard, workflow, user, tenant, plan = _run_labels(run)
+    out: dict[Key, list] = {}
+    for (call_day, provider, model, step, currency, pricing, pricing_label, prompt), sums in run_calls(run):
+        key: Key = (day, shard, call_day, workflow, provider, model, step, user, tenant, plan, currency,
+                    pricing, pricing_label, prompt)  # fmt: skip
+        out[key] = [sign * value for value in sums]
+    return out
 
 
 def count_model_calls_many(calls: Iterable[tuple[Run, Iterable[Mapping[str, Any]]]]) -> None:
@@ -281,9 +393,11 @@ def count_model_calls_many(calls: Iterable[tuple[Run, Iterable[Mapping[str, Any]
     request creates a run per trace): the deltas of every run summed per key, then ONE write per
     workspace. The rows end as they would after one :func:`count_model_calls` per run."""
     by_workspace: dict[int, dict[Key, list]] = {}
+    by_run: dict[int, dict[Key, list]] = {}
     for run, events in calls:
         merged = by_workspace.setdefault(run.workspace_id, {})
-        for key, sums in _deltas(run, events, 1).items():
+        by_run[run.pk] = _deltas(run, events, 1)
+        for key, sums in by_run[run.pk].items():
             held = merged.get(key)
             if held is None:
                 merged[key] = sums
@@ -292,6 +406,7 @@ def count_model_calls_many(calls: Iterable[tuple[Run, Iterable[Mapping[str, Any]
                     held[i] += value
     for workspace_id, deltas in by_workspace.items():
         _apply(workspace_id, deltas)
+    apply_run_deltas(by_run)
 
 
 def _count_runs(workspace_id: int, counts: dict[RunKey, list[int]]) -> None:
@@ -352,7 +467,14 @@ def forget_run(run: Run) -> None:
     """Subtract a run about to be deleted: its stored responses and the run itself."""
     # the run counter first, as when a run is made: writers take rollup rows in one order
     count_new_run(run, sign=-1)
-    count_model_calls(run, _stored_responses(run), sign=-1)
+    forget_calls(run)
+
+
+def forget_calls(run: Run) -> None:
+    """Subtract the run's stored responses from the workspace's rollups, by its own rollup rows,
+    and clear those rows (the run's events themselves may go later, in batches)."""
+    _apply(run.workspace_id, _run_deltas(run, -1))
+    RunCostRollup.objects.filter(run_id=run.pk).delete()
 
 
 def _stored_responses(run: Run) -> Iterable[dict]:
@@ -435,7 +557,26 @@ def rebuild(workspace: Workspace) -> tuple[int, int]:
         CostRollup.objects.filter(workspace=workspace).delete()
         RunRollup.objects.filter(workspace=workspace).delete()
         write(workspace.pk, costs, counts)
+        runs = Run.unscoped.filter(workspace=workspace)
+        RunCostRollup.objects.filter(run__in=runs).delete()
+        count_runs_calls(runs.only(*_RUN_COLUMNS).order_by("pk").iterator(chunk_size=2000))
     return len(costs), len(counts)
+
+
+def recompute_run_calls(run: Run) -> dict[CallKey, list]:
+    """A run's own rollup rows computed from its stored responses (calls that sum to nothing left out)."""
+    return {call_key(key): sums for key, sums in _deltas(run, _stored_responses(run), 1).items() if sums[0]}
+
+
+def count_runs_calls(runs: Iterable[Run]) -> None:
+    """Write the per-run rollup rows of runs that have none yet, from their stored responses (the
+    migration's backfill and :func:`rebuild`)."""
+    for run in runs:
+        apply_run_deltas({run.pk: _deltas(run, _stored_responses(run), 1)})
+
+
+def stored_run_calls(run: Run) -> dict[CallKey, list]:
+    return {labels: sums for labels, sums in run_calls(run) if sums[0]}
 
 
 def stored(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, list[int]]]:
@@ -460,7 +601,10 @@ def stored(workspace: Workspace) -> tuple[dict[Key, list], dict[RunKey, list[int
 def rollups_match(workspace: Workspace) -> bool:
     """Whether a workspace's rollups equal a recomputation from its events."""
     costs, counts = recompute(workspace)
-    return stored(workspace) == (
+    if stored(workspace) != (
         {k: v for k, v in costs.items() if v[0]},
         {k: v for k, v in counts.items() if any(v)},
-    )
+    ):
+        return False
+    runs = Run.objects.for_workspace(workspace).only(*_RUN_COLUMNS).iterator(chunk_size=2000)
+    return all(stored_run_calls(run) == recompute_run_calls(run) for run in runs)

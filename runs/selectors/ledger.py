@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Sum
 
 from runs.fields import from_column
-from runs.models import CostRollup, Event, Run, RunRollup, Workspace
+from runs.models import CostRollup, Event, Run, RunCostRollup, RunRollup, Workspace
 from runs.protocol.telemetry import PRICING_KEY, LedgerAccumulator, pricing_source
 from runs.protocol.values import loads
 
@@ -28,6 +28,8 @@ _LABELS = (
     "pricing_label",
     "prompt",
 )
+# a run's own rollup rows (RunCostRollup): the labels that vary within one run
+_RUN_LABELS = ("call_day", "provider", "model", "step_id", "currency", "pricing", "pricing_label", "prompt")
 _INTS = ("calls", "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
 
 
@@ -161,25 +163,54 @@ CALLS_SHOWN = 500  # the run ledger lists this many model responses one by one (
 
 
 def run_ledger_view(run: Run, *, calls_shown: int = CALLS_SHOWN) -> tuple[LedgerAccumulator, list, PricedBy]:
-    """One pass over the run's ``model_io`` events: the ledger (as ``run_ledger_data``), its first
-    ``calls_shown`` responses one by one, each with the source that priced it (``pricing_source``:
-    the workspace's prices, genai-prices and its version, a cost the caller sent, none), and the
-    calls of each provider / model per price source."""
+    """The run's ledger read from its own rollup rows (RunCostRollup, kept on the write path: one
+    row per call day x provider x model x step x currency x price source x prompt, not one per
+    call), its first ``calls_shown`` responses one by one, each with the source that priced it
+    (``pricing_source``: the workspace's prices, genai-prices and its version, a cost the caller
+    sent, none), and the calls of each provider / model per price source. Bounded by the run's
+    distinct labels and ``calls_shown``, not by its length."""
     acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
-    doc = run.run_doc
-    acc.add_run(doc)
-    calls: list[dict[str, Any]] = []
+    acc.add_run(run.run_doc)
     priced_by: PricedBy = {}
-    rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("seq", "body")
-    for seq, body in rows.iterator(chunk_size=2000):
-        event = loads(body)
-        if not acc.add_event(doc, event):
-            continue
-        source = pricing_source(event)
-        _count_source(priced_by, provider_model_key(event.get("provider"), event.get("model")), source, 1)
-        if len(calls) < calls_shown:
-            calls.append(call_row(seq, event, source))
-    return acc, calls, priced_by
+    subject = run.subject if isinstance(run.subject, dict) else {}
+    subject = {k: v for k in ("userId", "tenantId", "planId") if isinstance(v := subject.get(k), str) and v}
+    rows = RunCostRollup.objects.filter(run_id=run.pk, calls__gt=0).order_by("key_hash")
+    for row in rows.values_list(*_RUN_LABELS, *_INTS, "duration_ms", "cost"):
+        day, provider, model, step, currency, pricing, pricing_label, prompt = (
+            _label(t) for t in row[: len(_RUN_LABELS)]
+        )
+        calls, i, o, t, c, r = (int(v) for v in row[len(_RUN_LABELS) : len(_RUN_LABELS) + 6])
+        duration, cost = Decimal(row[-2]), Decimal(row[-1])
+        acc.add_aggregate(
+            {"provider": provider, "model": model, "stepId": step, "subject": subject},
+            day=day,
+            pricing=(pricing, pricing_label),
+            prompt=prompt,
+            count=calls,
+            sums=((i, o, t, c, r), duration, currency or None, cost),
+        )
+        _count_source(priced_by, provider_model_key(provider, model), (pricing, pricing_label), calls)
+    return acc, first_calls(run, calls_shown), priced_by
+
+
+def first_calls(run: Run, limit: int) -> list[dict[str, Any]]:
+    """The run's first ``limit`` model responses as the run ledger lists them."""
+    calls: list[dict[str, Any]] = []
+    last = 0
+    while len(calls) < limit:
+        rows = list(
+            Event.objects.filter(run=run, type="model_io", seq__gt=last)
+            .order_by("seq")
+            .values_list("seq", "body")[: 2 * (limit - len(calls)) + 10]
+        )
+        for seq, body in rows:
+            event = loads(body)
+            if event.get("direction") == "response" and len(calls) < limit:
+                calls.append(call_row(seq, event, pricing_source(event)))
+        if not rows:
+            break
+        last = rows[-1][0]
+    return calls
 
 
 def call_row(seq: int, event: dict[str, Any], source: tuple[str, str]) -> dict[str, Any]:

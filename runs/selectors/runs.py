@@ -28,7 +28,6 @@ from runs.models import (
     Workspace,
 )
 from runs.presenters.timeline import EventRecord, build_rows
-from runs.protocol.telemetry import LedgerAccumulator
 from runs.protocol.values import loads
 from runs.selectors.keyset import BadCursor as BadCursor  # the pages catch it from here
 from runs.selectors.keyset import newest_first
@@ -382,18 +381,6 @@ def artifact_versions_by_key(run: Run) -> dict[str, list[dict[str, Any]]]:
     for row in rows[:ARTIFACT_ROWS_LIMIT]:
         out.setdefault(row["key"], []).append(row)
     return out
-
-
-def run_ledger_data(run: Run):
-    """The run's telemetry ledger accumulator (with the pages' breakdowns: unattributed, per day)."""
-
-    acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
-    doc = run.run_doc
-    acc.add_run(doc)
-    rows = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
-    for body in rows.iterator(chunk_size=2000):
-        acc.add_event(doc, loads(body))
-    return acc
 
 
 # --- runs list, inbox, panels ------------------------------------------------------------------

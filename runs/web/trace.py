@@ -23,6 +23,7 @@ from runs.models import Run
 from runs.presenters.span_tree import Axis, SpanNode, close, end_of, first_end_after, node_of, place
 from runs.selectors.runs import has_spans
 from runs.selectors.spans import (
+    FAILED_COUNT_CAP,
     failed_count,
     failed_spans,
     had_spans_by,
@@ -83,6 +84,12 @@ def level_context(
     }
 
 
+def _failed(run: Run) -> dict[str, Any]:
+    """The failed spans' count; ``failed_over`` (the cap) when there are more than it counts."""
+    failed = failed_count(run)
+    return {"failed": failed, "failed_over": FAILED_COUNT_CAP if failed > FAILED_COUNT_CAP else None}
+
+
 def trace_context(
     run: Run, *, url_id: str | None = None, span: int | None = None, view: str = "", q: str = ""
 ) -> dict[str, Any] | None:
@@ -93,7 +100,7 @@ def trace_context(
     ctx: dict[str, Any] = {
         **_urls(url_id),
         "url_id": url_id,
-        "failed": failed_count(run),
+        **_failed(run),
         "view": view if view == "failed" else "",
         "q": q,
         "axis_ms": run_axis(run).total_ms,
@@ -193,7 +200,7 @@ def live_spans_context(run: Run, *, after: int, upto: int) -> dict[str, Any] | N
         later.append(node)
     ctx: dict[str, Any] = {"nodes": nodes, "ends": later}
     if any(n.status == "error" for n in [*nodes, *later]):
-        ctx["trace"] = {**_urls(run.run_id), "failed": failed_count(run)}
+        ctx["trace"] = {**_urls(run.run_id), **_failed(run)}
         first, _more = failed_spans(run, limit=1)
         ctx["trace"]["first_failed"] = first[0].start_seq if first and first[0].start_seq else None
     return ctx

@@ -119,3 +119,25 @@ def test_a_level_is_paged_and_reads_a_bounded_number_of_rows(
     assert rest.count('class="sn sn-') == 5 and not set(re.findall(r'id="span-(\d+)"', kids)) & set(
         re.findall(r'id="span-(\d+)"', rest)
     )
+
+
+def test_the_failed_spans_are_counted_up_to_a_cap(client, alice, run, workspace, monkeypatch):
+    """A run with more failed spans than FAILED_COUNT_CAP says "<cap>+": the count reads at most
+    cap + 1 index entries, not every failed span of a ten-million-event run."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runs.selectors import spans
+
+    _spans(run, workspace, 6, error_every=2)
+    login(client, alice)
+    monkeypatch.setattr("runs.web.trace.FAILED_COUNT_CAP", 2)
+    monkeypatch.setattr(spans.failed_count, "__kwdefaults__", {"cap": 2})
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(f"/runs/{run.run_id}/").content.decode()
+    assert '<strong id="trace-failed">2+ failed spans</strong>' in html
+    counts = [q["sql"] for q in queries if "COUNT(" in q["sql"] and "error:" in q["sql"]]
+    assert counts and all("LIMIT 3" in sql for sql in counts)
+    monkeypatch.setattr("runs.web.trace.FAILED_COUNT_CAP", 10)
+    monkeypatch.setattr(spans.failed_count, "__kwdefaults__", {"cap": 10})
+    assert "3 failed spans" in client.get(f"/runs/{run.run_id}/").content.decode()

@@ -114,7 +114,7 @@ def _queries(
         lambda: ledger_selectors.workspace_ledger_data(workspace, first=ledger[0], last=ledger[1]),
     )
     run = Run.objects.for_workspace(workspace).get(run_id=run_id)
-    capture("run ledger", lambda: runs.run_ledger_data(run))
+    capture("run ledger", lambda: ledger_selectors.run_ledger_view(run))
     capture("run page timeline", lambda: runs.timeline_page(run))
     capture("run page gates", lambda: runs.gate_history(run, limit=20))
     capture("timeline search", lambda: runs.timeline_page(run, filters=runs.TimelineFilters(q="answer")))

@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from runs.actions import rollups
 from runs.actions.bigimport import do_import_bundle_file
-from runs.actions.retention import PURGING_SLUG, _purge_rows, do_purge_run, resume_purges
+from runs.actions.retention import PURGING_SLUG, _purge_rows, _purging_workspace, do_purge_run, resume_purges
 from runs.actions.workspaces import get_or_create_workspace
-from runs.models import CostRollup, Event, Run
+from runs.models import ArtifactVersion, CostRollup, Event, Run, RunCostRollup, RunSnapshot
 from runs.selectors.runs import find_run
 from tests.api.test_import_stream import _generated
 
@@ -74,3 +74,39 @@ def test_prune_runs_only_when_asked(tmp_path, settings) -> None:
     call_command("prune_runs", "--batch", "20", stdout=StringIO())
     assert not Run.unscoped.filter(pk=run.pk).exists()
     assert rollups is not None
+
+
+def test_a_purge_reads_no_event_body_and_subtracts_by_the_runs_own_rollups(tmp_path, settings) -> None:
+    """Step 1 subtracts the run's calls by its RunCostRollup rows; the batches only delete seq
+    ranges (a ten-million-event run goes without parsing its bodies)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.WORKBENCH_SNAPSHOT_INTERVAL = 100
+    ws = get_or_create_workspace("quick")
+    run = _imported(tmp_path, ws)
+    assert RunSnapshot.objects.filter(run=run).exists()
+    assert rollups.stored_run_calls(run) == rollups.recompute_run_calls(run) != {}
+    with CaptureQueriesContext(connection) as queries:
+        do_purge_run(workspace=ws, run_id=run.run_id, batch=100)
+    assert not [q["sql"] for q in queries if "body" in q["sql"] and "runs_event" in q["sql"]]
+    # every DELETE of events is a bounded seq range: none walks the rows earlier batches deleted
+    deletes = [q["sql"] for q in queries if q["sql"].startswith('DELETE FROM "runs_event"')]
+    assert len(deletes) == 6 and all('"seq" <=' in sql or '"seq" >=' in sql for sql in deletes)
+    assert sum('"seq" <=' in sql for sql in deletes) == 5  # the first one takes anything above the top
+    assert _rollups(ws) == [] and rollups.rollups_match(ws)
+    for model in (ArtifactVersion, RunSnapshot, RunCostRollup, Event):  # the cascade still went
+        assert not model.objects.filter(run_id=run.pk).exists(), model
+
+
+def test_a_run_hidden_by_an_older_version_has_its_calls_subtracted_when_finished(tmp_path) -> None:
+    """Before per-run rollups a purge subtracted each batch's calls as it went: a run it hid keeps
+    its remaining calls under its workspace until resume_purges takes them off."""
+    ws = get_or_create_workspace("old")
+    run = _imported(tmp_path, ws)
+    rollups.count_new_run(run, sign=-1)  # what the older step 1 did: the run counter, not the calls
+    hidden = f"purging-{run.pk}-ws{ws.pk}"
+    Run.unscoped.filter(pk=run.pk).update(workspace=_purging_workspace(), run_id=hidden)
+    assert _rollups(ws) != []
+    report = resume_purges(batch=250)
+    assert report.events == 600 and _rollups(ws) == [] and rollups.rollups_match(ws)

@@ -21,7 +21,7 @@ from runs.models import CostRollup, Event, Run, RunRollup, Workspace
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.protocol.values import loads
 from runs.selectors.bundles import export_bundle_bytes
-from runs.selectors.ledger import ledger_from_rollups, workspace_ledger_data
+from runs.selectors.ledger import CALLS_SHOWN, ledger_from_rollups, run_ledger_view, workspace_ledger_data
 from runs.selectors.runs import pending_gate_count
 from tests.engine.test_properties import GATED, command
 
@@ -167,10 +167,10 @@ def _apply(workspace: Workspace, op: tuple) -> None:
                 pass
 
 
-def _scan_ledger(workspace: Workspace) -> LedgerAccumulator:
+def _scan_ledger(workspace: Workspace, runs=None) -> LedgerAccumulator:
     """The ledger before rollups: every model_io body of every run, parsed."""
     acc = LedgerAccumulator(keep_entries=False, breakdowns=True)
-    for run in Run.objects.for_workspace(workspace):
+    for run in Run.objects.for_workspace(workspace) if runs is None else runs:
         doc = run.run_doc
         for body in (
             Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("body", flat=True)
@@ -222,8 +222,16 @@ def test_rollups_equal_a_full_recomputation(ops):
     workspace = Workspace.objects.create(slug=f"roll-{next(_ids)}", name="r")
     for op in ops:
         _apply(workspace, op)
-    assert rollups.rollups_match(workspace)
+    assert rollups.rollups_match(workspace)  # the per-run rows (RunCostRollup) too
     _assert_same_ledger(ledger_from_rollups(workspace, **ALL_DAYS), _scan_ledger(workspace))
+    for run in Run.objects.for_workspace(workspace):  # the run ledger, read from the run's own rows
+        acc, calls, _ = run_ledger_view(run)
+        _assert_same_ledger(acc, _scan_ledger(workspace, [run]))
+        assert [c["seq"] for c in calls] == list(
+            Event.objects.filter(run=run, type="model_io", body__contains='"direction":"response"')
+            .order_by("seq")
+            .values_list("seq", flat=True)[:CALLS_SHOWN]
+        )
     _, run_count, _, _ = workspace_ledger_data(workspace, **ALL_DAYS)
     assert run_count == Run.objects.for_workspace(workspace).count()
     waiting = Run.objects.for_workspace(workspace).filter(status="running", pending_gates__gt=0)
@@ -287,3 +295,25 @@ def test_otlp_batch_ingest_counts_its_runs_and_calls(workspace):
     assert sum(RunRollup.objects.filter(workspace=workspace).values_list("runs", flat=True)) == 3
     do_ingest_spans(workspace=workspace, spans=a_trace(3) + a_trace(0)[:1])  # a new run, an old one again
     assert rollups.rollups_match(workspace)
+
+
+def test_the_run_ledger_reads_the_runs_rollup_rows_not_every_call(workspace):
+    """The run ledger counts every call from the run's own rollup rows: with the bodies of all but
+    the first calls gone from the event table, its totals still count them all."""
+    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, run_id="r-long")
+    spec = {"provider": "p", "model": "m", "stepId": "plan", "day": "2026-03-01",
+            "usage": {"inputTokens": 10, "outputTokens": 2}, "cost": (0.1, "USD"), "durationMs": 7,
+            "pricing": None, "prompt": None}  # fmt: skip
+    actions.do_append_events(
+        workspace=workspace, run_id="r-long", events=[_event("r-long", spec) for _ in range(30)]
+    )
+    run = Run.objects.by_run_id(workspace, "r-long").get()
+    first = Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("seq", flat=True)[2]
+    Event.objects.filter(run=run, seq__gt=first).delete()  # what a scan would need to count them
+    acc, calls, priced_by = run_ledger_view(run, calls_shown=5)
+    assert acc.totals.event_count == 30 and acc.totals.as_dict()["inputTokens"] == 300
+    assert acc.exact_cost_by_currency() == {"USD": Decimal("3.0")}
+    assert [c["seq"] for c in calls] == list(
+        Event.objects.filter(run=run, type="model_io").order_by("seq").values_list("seq", flat=True)
+    )
+    assert sum(calls for _, calls in priced_by[next(iter(priced_by))].values()) == 30
