@@ -6,7 +6,24 @@ from __future__ import annotations
 from django.db import models
 
 
-class CostRollup(models.Model):
+class CostSums(models.Model):
+    """The sums a cost rollup row keeps (CostRollup, RunCostRollup): exact, tokens in ``numeric``
+    columns, cost and duration as decimal text."""
+
+    calls = models.BigIntegerField(default=0)
+    input_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
+    output_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
+    total_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
+    cached_input_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
+    reasoning_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
+    duration_ms = models.TextField(default="0")
+    cost = models.TextField(default="0")
+
+    class Meta:
+        abstract = True
+
+
+class CostRollup(CostSums):
     """Model responses summed on the write path (runs.actions.rollups), in the same transaction as
     their events: one row per workspace x run start day (UTC) x shard x call day x workflow x
     provider x model x step x subject (user, tenant, plan) x currency x price source x prompt.
@@ -32,14 +49,6 @@ class CostRollup(models.Model):
     pricing = models.TextField(default="")  # who priced the calls (telemetry.pricing_source): key
     pricing_label = models.TextField(default="")
     prompt = models.TextField(default="")  # "name@N" of the prompt version the calls used, or ""
-    calls = models.BigIntegerField(default=0)
-    input_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    output_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    total_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    cached_input_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    reasoning_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    duration_ms = models.TextField(default="0")
-    cost = models.TextField(default="0")
 
     class Meta:
         constraints = [
@@ -70,7 +79,7 @@ class RunRollup(models.Model):
         indexes = [models.Index(fields=["workspace", "workflow_id"], name="run_rollup_ws_workflow")]
 
 
-class RunCostRollup(models.Model):
+class RunCostRollup(CostSums):
     """One run's model responses summed on the write path, in the same transaction as its events
     (runs.actions.rollups): one row per run x call day x provider x model x step x currency x price
     source x prompt, with CostRollup's sums. The run ledger (page and API) reads these rows instead
@@ -88,14 +97,6 @@ class RunCostRollup(models.Model):
     pricing = models.TextField(default="")
     pricing_label = models.TextField(default="")
     prompt = models.TextField(default="")
-    calls = models.BigIntegerField(default=0)
-    input_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    output_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    total_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    cached_input_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    reasoning_tokens = models.DecimalField(max_digits=32, decimal_places=0, default=0)
-    duration_ms = models.TextField(default="0")
-    cost = models.TextField(default="0")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "key_hash"], name="uniq_run_cost_rollup")]
