@@ -269,28 +269,44 @@ def child(shape: str, profile: bool) -> None:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
     from django.test import Client
 
     from accounts.tokens import create_token
+    from runs.actions.otlp_queue import Spool
     from runs.actions.workspaces import get_or_create_workspace
     from runs.models import Event, Run
+    from runs.telemetry.otlp_worker import stop_worker, worker_pid
 
+    queued = settings.WORKBENCH_OTLP_QUEUE
     bodies, total = build_bodies(shape)
     workspace = get_or_create_workspace("bench")
     secret = create_token(workspace=workspace, name="bench", scopes=["read", "write"]).secret
     client = Client()
     headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
-    # warm-up: one tiny request (imports, the price snapshot), on another trace
+    spool = Spool()
+
+    def drained() -> None:  # the queue's worker stored everything queued
+        while queued and spool.pending_spans():
+            time.sleep(0.002)
+
+    # warm-up: two requests on other traces (imports, the price snapshot, the queue's worker
+    # started and its rate measured)
     warm, _ = build_bodies("traces1000")
-    client.post("/v1/traces", warm[0], content_type="application/x-protobuf", secure=True, **headers)
+    for body in warm[:2]:
+        client.post("/v1/traces", body, content_type="application/x-protobuf", secure=True, **headers)
+    drained()
     Event.objects.all().delete()
     Run.unscoped.all().delete()
+    journal = Path(os.environ.get("WORKBENCH_OTLP_WORKER_JOURNAL", "/nonexistent"))
+    journal_before = len(journal.read_text().splitlines()) if journal.exists() else 0
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
     cpu = [0.0]
+    answers: list[float] = []  # wall-clock time of each 2xx
 
     def post_all() -> float:
         spent = 0.0
@@ -301,6 +317,7 @@ def child(shape: str, profile: bool) -> None:
             )
             spent += time.perf_counter() - started
             cpu[0] += time.process_time() - cpu_started
+            answers.append(time.time())
             if response.status_code != 200 or response.content:
                 raise SystemExit(f"unexpected answer {response.status_code}: {response.content[:200]!r}")
         return spent
@@ -318,14 +335,25 @@ def child(shape: str, profile: bool) -> None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
         return
+    pid = worker_pid()
+    worker_cpu = _cpu_seconds(pid) if pid else 0.0
     first = time.perf_counter()
     answered = post_all()
+    drained()
     stored = Event.objects.filter(run__workspace=workspace, type="span_started").count()
     queryable = time.perf_counter() - first
+    worker_cpu = (_cpu_seconds(pid) - worker_cpu) if pid else 0.0
     if stored != total:
         raise SystemExit(f"{stored} of {total} spans stored")
+    # The lag of each request: from its 2xx until the worker stored its spans (the worker takes
+    # the bodies in the order they were queued; one sender here, so body i is the i-th line).
+    lags = [0.0]
+    if queued and journal.exists():
+        lines = journal.read_text().splitlines()[journal_before:]
+        lags = [float(line.split()[-1]) - answer for line, answer in zip(lines, answers, strict=True)]
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     runs = Run.unscoped.filter(workspace=workspace).count()
+    stop_worker()
     worker = _worker_rate(workspace, bodies)
     print(
         json.dumps(
@@ -334,10 +362,12 @@ def child(shape: str, profile: bool) -> None:
                 "runs": runs,
                 "answered": total / answered,
                 "queryable": total / queryable,
-                "cpu": total / cpu[0],
+                "cpu": total / (cpu[0] + worker_cpu),
                 "peak_rss_mb": rss_after / 1024,
                 "growth_mb": (rss_after - rss_before) / 1024,
                 "worker": worker,
+                "queued": queued,
+                "max_lag": max(lags),
             }
         )
     )
@@ -346,7 +376,13 @@ def child(shape: str, profile: bool) -> None:
 def _one_run(shape: str, profile: bool, root: Path = ROOT) -> dict | None:
     """One measured run in a fresh process of the checkout at ``root``, on a fresh SQLite file."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3", "WORKBENCH_VAR_DIR": tmp}
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3",
+            "WORKBENCH_VAR_DIR": tmp,
+            "WORKBENCH_OTLP_WORKER_JOURNAL": f"{tmp}/journal",
+            "WORKBENCH_OTLP_QUEUE": "1" if QUEUE["on"] else "0",
+        }
         out = subprocess.run(
             [sys.executable, str(root / "bench" / "bench_otlp.py"), "--child", shape]
             + (["--profile"] if profile else []),
@@ -390,7 +426,8 @@ def queue_bound(spans: int, worker: float, window: float = 1.0) -> float:
     return float("inf") if last_answer <= 0 else spans / last_answer
 
 
-_KEYS = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb", "worker")
+_KEYS = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb", "worker", "max_lag")
+QUEUE = {"on": True}  # --no-queue: the request stores its spans before answering
 
 
 def compare(shape: str, repeat: int, other: Path) -> None:
@@ -400,14 +437,15 @@ def compare(shape: str, repeat: int, other: Path) -> None:
         pair = [(ours, ROOT), (theirs, other)]
         for results, root in pair if i % 2 == 0 else reversed(pair):
             results.append(_one_run(shape, False, root))
-    med = {key: statistics.median(r[key] for r in ours) for key in _KEYS}
-    base = {key: statistics.median(r[key] for r in theirs) for key in _KEYS}
+    med = {key: statistics.median(r.get(key, 0.0) for r in ours) for key in _KEYS}
+    base = {key: statistics.median(r.get(key, 0.0) for r in theirs) for key in _KEYS}
     print(f"{shape}: this checkout vs {other} (alternating, median of {repeat} each)")
     for key, unit in (("answered", "spans/s"), ("queryable", "spans/s"), ("cpu", "spans/CPU s"),
                       ("peak_rss_mb", "MB"), ("worker", "spans/CPU s")):  # fmt: skip
         print(
             f"  {key:<11} {med[key]:>9,.0f} vs {base[key]:>9,.0f} {unit:<12} ratio {med[key] / base[key]:.2f}x"
         )
+    print(f"  max lag     {med['max_lag']:>9.2f} vs {base['max_lag']:>9.2f} s (from a 2xx until stored)")
 
 
 def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
@@ -420,11 +458,16 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         return
     med = {key: statistics.median(r[key] for r in results) for key in _KEYS}
     first = results[0]
+    mode = "queued (a worker process stores)" if first["queued"] else "stored before answering (no queue)"
     print(
-        f"{shape}: {first['spans']} spans into {first['runs']} run(s), {BATCH}-span protobuf batches, SQLite "
-        f"(median of {len(results)})\n"
-        f"  answered   {med['answered']:>9,.0f} spans/s   (target >= {TARGETS[shape]:,})\n"
+        f"{shape}: {first['spans']} spans into {first['runs']} run(s), {BATCH}-span protobuf batches, SQLite, "
+        f"{mode} (median of {len(results)})\n"
+        f"  answered   {med['answered']:>9,.0f} spans/s   (target >= {TARGETS[shape]:,})   each run: "
+        + ", ".join(f"{r['answered']:,.0f}" for r in results)
+        + "\n"
         f"  queryable  {med['queryable']:>9,.0f} spans/s\n"
+        f"  max lag    {med['max_lag']:>9.2f} s         from a 2xx until its spans were stored (target <= 1 s); each "
+        "run: " + ", ".join(f"{r['max_lag']:.2f}" for r in results) + "\n"
         f"  cpu        {med['cpu']:>9,.0f} spans per CPU second\n"
         f"  peak RSS   {med['peak_rss_mb']:>9,.0f} MB      (+{med['growth_mb']:,.0f} MB during the run)\n"
         f"  worker     {med['worker']:>9,.0f} spans per CPU second of the ingest action alone (no HTTP, no "
@@ -468,7 +511,11 @@ def main() -> None:
     parser.add_argument("--child")
     parser.add_argument("--no-peers", action="store_true", help="do not measure Phoenix beside us")
     parser.add_argument("--compare", type=Path, help="another checkout, measured alternately with this one")
+    parser.add_argument(
+        "--no-queue", action="store_true", help="store before answering (WORKBENCH_OTLP_QUEUE=0)"
+    )
     args = parser.parse_args()
+    QUEUE["on"] = not args.no_queue
     if args.child:
         child(args.child, args.profile)
         return

@@ -60,6 +60,12 @@ from runs.notifications.tasks import schedule as schedule_deliveries  # noqa: E4
 # restart go out now (embedded profile: from this process; scaled: a task row for the workers).
 schedule_deliveries()
 
+from runs.telemetry.otlp_worker import resume_queue  # noqa: E402
+
+# Spans the OTLP queue took before a crash or a restart are stored now (embedded profile: by this
+# process's worker), not when the next OTLP request comes.
+resume_queue()
+
 application = ProtocolTypeRouter(
     {
         # One body limit for every way in (pages, REST, OTLP, MCP), before anything reads the body.

@@ -408,3 +408,13 @@ WORKBENCH_OTLP_QUIET_SECONDS = env_float("WORKBENCH_OTLP_QUIET_SECONDS", 30.0, m
 WORKBENCH_OTLP_SWEEP_INPROCESS = env_bool("WORKBENCH_OTLP_SWEEP_INPROCESS", EMBEDDED_PROFILE)
 WORKBENCH_OTLP_PENDING_LOG_SECONDS = env_int("WORKBENCH_OTLP_PENDING_LOG_SECONDS", 600, minimum=1)
 WORKBENCH_OTLP_PENDING_LOGS_MAX = env_int("WORKBENCH_OTLP_PENDING_LOGS_MAX", 20_000, minimum=0)
+# The OTLP queue (runs/actions/otlp_queue.py): /v1/traces answers once a request's spans are checked
+# and spooled, and a worker process stores them (`manage.py otlp_worker`; the embedded profile's
+# server starts its own). A span is queryable within about QUEUE_SECONDS of its answer: the receiver
+# waits for room in that window, and answers 503 + Retry-After after QUEUE_WAIT_SECONDS. Off: the
+# request stores its spans before answering (the scaled profile's default: start workers to use it).
+WORKBENCH_OTLP_QUEUE = env_bool("WORKBENCH_OTLP_QUEUE", EMBEDDED_PROFILE)
+WORKBENCH_OTLP_WORKER_INPROCESS = env_bool("WORKBENCH_OTLP_WORKER_INPROCESS", EMBEDDED_PROFILE)
+WORKBENCH_OTLP_SPOOL_DIR = Path(env_str("WORKBENCH_OTLP_SPOOL_DIR", str(VAR_DIR / "otlp-spool")))
+WORKBENCH_OTLP_QUEUE_SECONDS = env_float("WORKBENCH_OTLP_QUEUE_SECONDS", 0.7, minimum=0.05)
+WORKBENCH_OTLP_QUEUE_WAIT_SECONDS = env_float("WORKBENCH_OTLP_QUEUE_WAIT_SECONDS", 20.0, minimum=0)

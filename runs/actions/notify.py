@@ -86,6 +86,23 @@ def unregister_listener(listener: Callable[[RunChange], None]) -> None:
         _listeners.remove(listener)
 
 
+def replace_listeners(listener: Callable[[RunChange], None]) -> list[Callable[[RunChange], None]]:
+    """Make ``listener`` the only listener and return the ones it replaced (the OTLP worker of the
+    embedded profile forwards its changes to its server, whose listeners then run them)."""
+    replaced = list(_listeners)
+    _listeners[:] = [listener]
+    return replaced
+
+
+def dispatch_listeners(change: RunChange) -> None:
+    """Run the listeners (not the durable sinks) for a change another process committed."""
+    for listener in list(_listeners):
+        try:
+            listener(change)
+        except Exception:  # a broken listener must never undo or block a committed write
+            log.exception("run change listener %r failed for %s", listener, change.run_id)
+
+
 def _dispatch(change: RunChange) -> None:
     for sink in list(_durable):
         try:

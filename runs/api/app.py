@@ -131,6 +131,11 @@ def _otlp_path(signal: str, request_name: str, response_name: str, rejected: str
                         (413, "Body too large"),
                         (415, "Neither application/x-protobuf nor application/json"),
                         (429, "Too many requests"),
+                        (
+                            503,
+                            "The span queue had no room in time (WORKBENCH_OTLP_QUEUE): nothing was "
+                            "queued; retry after Retry-After seconds, as OTLP exporters do",
+                        ),
                     )
                 },
             },
@@ -144,7 +149,10 @@ OTLP_DESCRIPTIONS = {
         "OpenInference) become trace events. A span goes to the run it names (span or resource attribute "
         "`workbench.run.id`, a span of its trace naming one, header `X-Workbench-Run`); otherwise its "
         "trace becomes its own run, created on first sight and appended to by later batches. Model calls "
-        "are priced on ingest. Content-Encoding gzip is accepted."
+        "are priced on ingest. Content-Encoding gzip is accepted. With the queue (`WORKBENCH_OTLP_QUEUE`, "
+        "on in the embedded profile) a 200 means checked and durably queued: a worker process stores the "
+        "spans, each queryable within about `WORKBENCH_OTLP_QUEUE_SECONDS` (0.7 s) of its answer; "
+        "without it, stored before the answer."
     ),
     "logs": (
         "GenAI content log events (`gen_ai.user.message`, `gen_ai.choice`, ...) as the contrib "

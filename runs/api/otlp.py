@@ -21,9 +21,10 @@ from accounts.principals import principal_for_token
 from accounts.ratelimit import RateLimited, check_request
 from accounts.tokens import authenticate_token
 from runs.actions.otlp import do_ingest_logs, do_ingest_spans
+from runs.actions.otlp_queue import QueueFull, do_queue_spans
 from runs.actions.permissions import Action
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.telemetry import otlp_sweep
+from runs.telemetry import otlp_sweep, otlp_worker
 from runs.telemetry.otlp_ingest import (
     logs_from_json,
     logs_from_protobuf,
@@ -103,12 +104,26 @@ def traces(request: HttpRequest) -> HttpResponse:
         spans = spans_from_protobuf(body) if content_type == PROTOBUF else spans_from_json(body)
     except ProtocolError as exc:
         return _error(exc.code, exc.message, 400)
-    report = do_ingest_spans(
-        workspace=caller.workspace,
-        spans=spans,
-        header_run_id=request.headers.get("X-Workbench-Run") or None,
-        actor=caller.actor,
-    )
+    header_run_id = request.headers.get("X-Workbench-Run") or None
+    if settings.WORKBENCH_OTLP_QUEUE:
+        otlp_worker.ensure_worker()
+        try:
+            report = do_queue_spans(
+                workspace=caller.workspace,
+                spans=spans,
+                body=body,
+                content_type=content_type,
+                header_run_id=header_run_id,
+                actor=caller.actor,
+            )
+        except QueueFull as exc:
+            response = _error(ErrorCode.STORAGE_UNAVAILABLE, f"the span queue is full ({exc}); retry", 503)
+            response["Retry-After"] = "1"
+            return response
+    else:
+        report = do_ingest_spans(
+            workspace=caller.workspace, spans=spans, header_run_id=header_run_id, actor=caller.actor
+        )
     otlp_sweep.ensure_started()
     return _answer(*trace_response(content_type == PROTOBUF, report.rejected, report.message))
 

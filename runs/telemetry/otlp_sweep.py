@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from runs.actions.otlp import do_end_quiet_traces
+from runs.telemetry.otlp_worker import resume_queue
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -40,6 +41,10 @@ def sweep_once() -> None:
 def _loop() -> None:
     while not _stop.wait(interval()):
         sweep_once()
+        try:
+            resume_queue()  # the queue's worker died and spans wait: start another
+        except Exception:
+            log.exception("otlp: could not start the queue's worker")
 
 
 def ensure_started() -> None:

@@ -153,6 +153,12 @@ def test_recipe_runs(live, name, tmp_path: Path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     new = [r for r in client.list_runs(limit=500) if r["id"] not in before]
     if name in OTEL_RECIPES:
+        # The embedded profile queues OTLP spans (WORKBENCH_OTLP_QUEUE): its worker process stores
+        # them within about a second of the exporter's 2xx, so the run may show a moment later.
+        deadline = time.monotonic() + 15
+        while not _otel_run_stored(client, new) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            new = [r for r in client.list_runs(limit=500) if r["id"] not in before]
         _check_otel_run(client, name, new)
         return
     assert new and all(r["status"] == "completed" for r in new), new
@@ -163,6 +169,13 @@ def test_recipe_runs(live, name, tmp_path: Path):
         assert starts.count({"gates": "write", "langgraph": "draft"}[name]) == 2
     if name == "replay":
         assert "'cacheHits': 1" in proc.stdout and "'providerCalls': 0" in proc.stdout
+
+
+def _otel_run_stored(client: WorkbenchClient, new: list[dict]) -> bool:
+    if len(new) != 1:
+        return False
+    state, _ = client.get_run_state(new[0]["id"])
+    return any(e["type"] == "model_io" and e["direction"] == "response" for e in state["trace"])
 
 
 def _check_otel_run(client: WorkbenchClient, name: str, new: list[dict]) -> None:

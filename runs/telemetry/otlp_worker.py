@@ -1,0 +1,227 @@
+"""The OTLP queue's worker (see ``runs.actions.otlp_queue``): takes the oldest queued body, decodes
+it and stores its spans through ``runs.actions.otlp.do_ingest_spans``, deletes it once stored, and
+keeps its recent rate in the spool for the receivers' window.
+
+``manage.py otlp_worker`` runs one (any number may share a spool). In the embedded profile the
+server process starts its own on its first OTLP request (:func:`ensure_worker`,
+``WORKBENCH_OTLP_WORKER_INPROCESS``): a child process, so storing runs on another core than
+receiving. The child ends when its server does. Its committed changes go to the server over the
+child's standard output (one JSON line each) and the server hands them to its listeners (the
+live pages), since the embedded profile's channel layer lives in the server's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import IO
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from runs.actions.notify import RunChange, dispatch_listeners
+from runs.actions.otlp import do_ingest_spans
+from runs.actions.otlp_queue import Queued, Spool
+from runs.models import Workspace
+from runs.protocol.errors import ProtocolError
+from runs.telemetry.otlp_ingest import spans_from_json, spans_from_protobuf
+
+log = logging.getLogger(__name__)
+PROTOBUF = "application/x-protobuf"
+RECOVER_EVERY = 5.0  # seconds between looks for the claims of dead workers
+
+
+class RateMeter:
+    """The worker's drain rate: spans over seconds of storing, summed over the last few bodies (a
+    mean of times, not of rates, so a slow body weighs what it cost), written to the spool after
+    each body for the receivers' window."""
+
+    def __init__(self, spool: Spool, keep: int = 8) -> None:
+        self.spool = spool
+        self.recent: deque[tuple[int, float]] = deque(maxlen=keep)
+
+    @property
+    def rate(self) -> float | None:
+        seconds = sum(s for _n, s in self.recent)
+        return sum(n for n, _s in self.recent) / seconds if seconds > 0 else None
+
+    def add(self, spans: int, seconds: float) -> None:
+        if spans <= 0 or seconds <= 0:
+            return
+        self.recent.append((spans, seconds))
+        self.spool.write_rate(self.rate or 0.0)
+
+
+def store(item: Queued) -> None:
+    """Decode one queued body and store its spans (the engine's refusals are logged)."""
+    workspace = Workspace.objects.get(pk=item.workspace_id)
+    try:
+        spans = (
+            spans_from_protobuf(item.body) if item.content_type == PROTOBUF else spans_from_json(item.body)
+        )
+    except ProtocolError as exc:  # the receiver decoded it: only a damaged file gets here
+        log.error("otlp queue: %s no longer decodes (%s); dropped", item.path.name, exc.message)
+        return
+    report = do_ingest_spans(
+        workspace=workspace, spans=spans, header_run_id=item.header_run_id, actor=item.actor
+    )
+    if report.rejected:
+        log.warning(
+            "otlp queue: %s: %d span(s) refused after queueing: %s",
+            item.path.name,
+            report.rejected,
+            report.message,
+        )
+
+
+def run(
+    *,
+    spool: Spool | None = None,
+    stop: threading.Event | None = None,
+    parent: int | None = None,
+    once: bool = False,
+    journal: IO[str] | None = None,
+) -> int:
+    """Store queued bodies until ``stop`` is set, the ``parent`` process is gone or, with ``once``,
+    the queue is empty. Returns how many bodies were stored. ``journal``: a line per stored body
+    (its name, its span count, the seconds it took and the wall-clock time it was stored), for measuring the lag."""
+    spool = (spool or Spool()).ensure()
+    meter = RateMeter(spool)
+    spool.recover()
+    recovered_at = time.monotonic()
+    stored = 0
+    idle_since: float | None = None
+    while stop is None or not stop.is_set():
+        started = time.perf_counter()  # the claim counts in the rate too
+        item = spool.claim_next()
+        if item is None:
+            if once:
+                break
+            if parent is not None and os.getppid() != parent:
+                break
+            now = time.monotonic()
+            idle_since = idle_since or now
+            if now - recovered_at > RECOVER_EVERY:
+                spool.recover()
+                recovered_at = now
+            time.sleep(0.002 if now - idle_since < 1.0 else 0.02)
+            continue
+        idle_since = None
+        try:
+            store(item)
+        except Exception:  # a database hiccup: the body goes back, counted
+            log.exception("otlp queue: storing %s failed", item.path.name)
+            spool.give_back(item)
+            close_old_connections()
+            time.sleep(0.5)
+            continue
+        spool.done(item)
+        stored += 1
+        if journal is not None:
+            took = time.perf_counter() - started
+            journal.write(f"{item.path.name} {item.spans} {took:.6f} {time.time():.6f}\n")
+            journal.flush()
+        meter.add(item.spans, time.perf_counter() - started)
+    return stored
+
+
+# --------------------------------------------------------------------------------------------
+# The embedded profile's own worker
+
+
+_lock = threading.Lock()
+_proc: subprocess.Popen | None = None
+
+
+def forward_changes(out: IO[str]) -> Callable[[RunChange], None]:
+    """A listener writing each committed change to ``out`` as a JSON line (the worker's side)."""
+
+    def forward(change: RunChange) -> None:
+        line = json.dumps(
+            [
+                change.workspace_id,
+                change.run_id,
+                change.first_seq,
+                change.last_seq,
+                change.status,
+                change.run_pk,
+            ]
+        )
+        out.write(line + "\n")
+        out.flush()
+
+    return forward
+
+
+def _read_changes(stream: IO[str]) -> None:
+    """The server's side: each line from its worker, handed to the server's listeners."""
+    for line in stream:
+        try:
+            workspace_id, run_id, first, last, status, run_pk = json.loads(line)
+        except (ValueError, TypeError):
+            continue
+        dispatch_listeners(RunChange(workspace_id, run_id, first, last, status, run_pk))
+
+
+def ensure_worker() -> subprocess.Popen | None:
+    """Start this process's worker once (again if it died), when the settings ask for it."""
+    global _proc
+    if not (settings.WORKBENCH_OTLP_QUEUE and settings.WORKBENCH_OTLP_WORKER_INPROCESS):
+        return None
+    if _proc is not None and _proc.poll() is None:
+        return _proc
+    with _lock:
+        if _proc is None or _proc.poll() is not None:
+            forward = "InMemoryChannelLayer" in settings.CHANNEL_LAYERS["default"]["BACKEND"]
+            command = [
+                sys.executable,
+                str(settings.BASE_DIR / "manage.py"),
+                "otlp_worker",
+                "--parent",
+                str(os.getpid()),
+            ]
+            if os.environ.get("WORKBENCH_OTLP_WORKER_JOURNAL"):  # the benchmark's lag figures
+                command += ["--journal", os.environ["WORKBENCH_OTLP_WORKER_JOURNAL"]]
+            _proc = subprocess.Popen(
+                command + (["--forward-changes"] if forward else []),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=settings.BASE_DIR,
+            )
+            threading.Thread(
+                target=_read_changes, args=(_proc.stdout,), name="otlp-worker-changes", daemon=True
+            ).start()
+    return _proc
+
+
+def resume_queue() -> None:
+    """Start this process's worker when bodies wait in the spool (a server that starts after a
+    crash, a worker that died with no OTLP request since): queued spans never wait for the next
+    request to be stored."""
+    if settings.WORKBENCH_OTLP_QUEUE and settings.WORKBENCH_OTLP_WORKER_INPROCESS and Spool().pending_spans():
+        ensure_worker()
+
+
+def worker_pid() -> int | None:
+    """The pid of this process's worker, if it runs (the benchmark reads its CPU time)."""
+    return _proc.pid if _proc is not None and _proc.poll() is None else None
+
+
+def stop_worker(timeout: float = 10) -> None:
+    """Stop this process's worker (tests; the worker also ends with its server)."""
+    global _proc
+    if _proc is not None:
+        _proc.terminate()
+        try:
+            _proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _proc.kill()
+    _proc = None

@@ -1,0 +1,256 @@
+"""The OTLP queue (runs/actions/otlp_queue.py, runs/telemetry/otlp_worker.py): /v1/traces answers
+once the spans are checked and spooled, a worker stores them.
+
+Here the worker runs in the test's process (``otlp_worker.run(once=True)``, the same code the
+``otlp_worker`` command runs); tests/live/test_otlp_queue_live.py drives a real server, its own
+worker process, the SDK's exporter and a kill -9 of the worker.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from accounts.tokens import create_token
+from runs import actions
+from runs.actions import otlp_queue
+from runs.actions.notify import RunChange, register_listener, unregister_listener
+from runs.actions.otlp import do_ingest_spans
+from runs.actions.otlp_queue import Spool
+from runs.models import Event, OtelTrace, Run, Workspace
+from runs.protocol.values import loads
+from runs.telemetry import otlp_worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+T0 = 1_767_225_600_000_000_000
+
+
+@pytest.fixture
+def spool(tmp_path, settings):
+    settings.WORKBENCH_OTLP_QUEUE = True
+    settings.WORKBENCH_OTLP_WORKER_INPROCESS = False
+    settings.WORKBENCH_OTLP_SPOOL_DIR = tmp_path / "spool"
+    settings.WORKBENCH_OTLP_QUEUE_WAIT_SECONDS = 0
+    return Spool(tmp_path / "spool")
+
+
+def secret(workspace, scopes=("read", "write")) -> str:
+    return create_token(workspace=workspace, name="otel", scopes=list(scopes)).secret
+
+
+def attr(key: str, value) -> dict:
+    kind = {str: "stringValue", int: "intValue", bool: "boolValue"}[type(value)]
+    return {"key": key, "value": {kind: str(value) if kind == "intValue" else value}}
+
+
+def otlp_span(trace: int, n: int, *, parent: int | None = 0, name: str = "step", attrs=None) -> dict:
+    span = {
+        "traceId": f"{trace + 1:032x}",
+        "spanId": f"{trace * 100 + n + 1:016x}",
+        "name": name,
+        "kind": 1,
+        "startTimeUnixNano": str(T0 + n * 1_000_000),
+        "endTimeUnixNano": str(T0 + n * 1_000_000 + 500_000),
+        "attributes": [attr(k, v) for k, v in (attrs or {}).items()],
+        "status": {"code": 1},
+    }
+    if parent is not None:
+        span["parentSpanId"] = f"{trace * 100 + parent + 1:016x}"
+    return span
+
+
+CHAT = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "gpt-4o-mini",
+    "gen_ai.usage.input_tokens": 100,
+    "gen_ai.usage.output_tokens": 20,
+}
+
+
+def a_trace(trace: int) -> list[dict]:
+    return [
+        otlp_span(trace, 0, parent=None, name="request"),
+        otlp_span(trace, 1, name="chat gpt-4o-mini", attrs=CHAT),
+        otlp_span(trace, 2),
+    ]
+
+
+def body(spans: list[dict], resource: dict | None = None) -> bytes:
+    attrs = [attr(k, v) for k, v in (resource or {"service.name": "queued-app"}).items()]
+    return json.dumps(
+        {"resourceSpans": [{"resource": {"attributes": attrs}, "scopeSpans": [{"spans": spans}]}]}
+    ).encode()
+
+
+def post(client, workspace, data: bytes, token: str | None = None, **headers):
+    token = token or secret(workspace)
+    return client.post(
+        "/v1/traces", data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}", **headers
+    )
+
+
+def stored(workspace) -> list[dict]:
+    return [
+        loads(b)
+        for b in Event.objects.filter(run__workspace=workspace)
+        .order_by("run_id", "seq")
+        .values_list("body", flat=True)
+    ]
+
+
+def test_answered_when_queued_stored_by_the_worker(client, workspace, spool):
+    response = post(client, workspace, body(a_trace(0) + a_trace(1)))
+    assert response.status_code == 200 and response.json() == {}
+    assert not Event.objects.exists() and spool.pending_spans() == 6  # answered before storing
+    assert otlp_worker.run(spool=spool, once=True) == 1
+    assert spool.pending_spans() == 0 and not os.listdir(spool.ready) and not os.listdir(spool.claimed)
+    assert OtelTrace.objects.filter(workspace=workspace).count() == 2
+    runs = Run.unscoped.filter(workspace=workspace)
+    assert sorted(r.model_calls for r in runs) == [1, 1] and all(r.cost_totals for r in runs)  # priced
+    assert [e["type"] for e in stored(workspace)].count("span_started") == 6
+    assert float((spool.root / "rate").read_text()) > 0  # the worker's rate, for the window
+
+
+def test_the_queue_stores_what_storing_at_once_stores(client, workspace, spool, settings):
+    """The same request, queued in one workspace and stored at once in another: the same events."""
+    other = Workspace.objects.create(slug="direct", name="Direct")
+    data = body(a_trace(0) + a_trace(1))
+    assert post(client, workspace, data).status_code == 200
+    otlp_worker.run(spool=spool, once=True)
+    settings.WORKBENCH_OTLP_QUEUE = False
+    assert post(client, other, data).status_code == 200
+
+    def comparable(events):
+        return sorted(
+            json.dumps({k: v for k, v in e.items() if k not in ("runId", "seq")}, sort_keys=True)
+            for e in events
+        )
+
+    assert comparable(stored(workspace)) == comparable(stored(other))
+
+
+def test_a_malformed_span_is_a_partial_success_and_the_rest_is_queued(client, workspace, spool):
+    bad = otlp_span(5, 0, parent=None)
+    bad["spanId"] = "00"  # not 16 hex digits
+    response = post(client, workspace, body([*a_trace(0), bad]))
+    assert response.status_code == 200
+    assert response.json()["partialSuccess"]["rejectedSpans"] == "1"
+    assert spool.pending_spans() == 3
+    otlp_worker.run(spool=spool, once=True)
+    assert [e["type"] for e in stored(workspace)].count("span_started") == 3
+
+
+def test_a_span_naming_a_run_the_workspace_lacks_is_refused_in_the_answer(client, workspace, spool):
+    response = post(client, workspace, body(a_trace(0)), HTTP_X_WORKBENCH_RUN="run_nowhere")
+    assert response.status_code == 200
+    assert response.json()["partialSuccess"]["rejectedSpans"] == "3"
+    assert "run_nowhere" in response.json()["partialSuccess"]["errorMessage"]
+    assert spool.pending_spans() == 0 and not spool.ready.exists()  # nothing queued
+
+
+def test_spans_for_a_named_run_are_queued_and_appended(client, workspace, workflow, spool):
+    actions.do_start_run(workspace=workspace, workflow=workflow, actor="test", run_id="run_named")
+    response = post(client, workspace, body(a_trace(0)), HTTP_X_WORKBENCH_RUN="run_named")
+    assert response.status_code == 200 and response.json() == {}
+    otlp_worker.run(spool=spool, once=True)
+    run = Run.unscoped.get(workspace=workspace, run_id="run_named")
+    assert Event.objects.filter(run=run, type="span_started").count() == 3
+
+
+def test_no_room_in_the_window_answers_503_and_queues_nothing(client, workspace, spool):
+    spool.ensure().put(workspace_id=workspace.pk, body=b"{}", content_type="application/json", spans=900,
+                       header_run_id=None, actor="otlp")  # fmt: skip
+    spool.write_rate(100.0)  # 900 spans waiting at 100 spans/s: 9 s of work, far past the window
+    response = post(client, workspace, body(a_trace(0)))
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert response.json()["code"] == "STORAGE_UNAVAILABLE"
+    assert len(os.listdir(spool.ready)) == 1  # only what was there
+
+
+@pytest.mark.parametrize("scopes", [("read",), None])
+def test_a_refused_caller_queues_nothing(client, workspace, spool, scopes):
+    token = secret(workspace, scopes) if scopes else "wb_nope"
+    response = post(client, workspace, body(a_trace(0)), token=token)
+    assert response.status_code in (401, 403)
+    assert not spool.ready.exists() or not os.listdir(spool.ready)
+
+
+def test_an_undecodable_body_is_refused_whole_and_queues_nothing(client, workspace, spool):
+    response = post(client, workspace, b"{not json")
+    assert response.status_code == 400
+    assert not spool.ready.exists() or not os.listdir(spool.ready)
+
+
+def test_a_dead_workers_claim_is_stored_once(client, workspace, spool):
+    """A worker killed mid-body leaves its claim: the next worker puts it back and stores it; a body
+    stored twice (killed after its commit, before it deleted the file) is stored once."""
+    assert post(client, workspace, body(a_trace(0))).status_code == 200
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    item = spool.claim_next(pid=dead.pid)
+    assert item is not None and item.path.parent == spool.claimed
+    assert spool.claim_next() is None  # claimed: no other worker takes it
+    assert otlp_worker.run(spool=spool, once=True) == 1  # recovers the claim first
+    # the same body queued again, as if the first worker had committed and died before deleting
+    (spool.ready / "99999999999999999999-1-1.3.otlp").write_bytes(
+        b"".join([json.dumps(_head(workspace)).encode(), b"\n", body(a_trace(0))])
+    )
+    assert otlp_worker.run(spool=spool, once=True) == 1
+    assert [e["type"] for e in stored(workspace)].count("span_started") == 3
+    assert Run.unscoped.filter(workspace=workspace).count() == 1
+
+
+def _head(workspace) -> dict:
+    return {
+        "workspace": workspace.pk,
+        "run": None,
+        "actor": "otlp",
+        "contentType": "application/json",
+        "spans": 3,
+    }
+
+
+def test_a_body_that_keeps_failing_ends_in_failed_not_lost(workspace, spool, monkeypatch):
+    spool.ensure().put(workspace_id=workspace.pk, body=body(a_trace(0)), content_type="application/json", spans=3,
+                       header_run_id=None, actor="otlp")  # fmt: skip
+
+    def broken(**kwargs):
+        raise RuntimeError("database down")
+
+    monkeypatch.setattr(otlp_worker, "do_ingest_spans", broken)
+    monkeypatch.setattr(otlp_worker.time, "sleep", lambda s: None)
+    for _ in range(otlp_queue.MAX_ATTEMPTS):
+        otlp_worker.run(spool=spool, once=True)
+    assert not os.listdir(spool.ready) and len(os.listdir(spool.failed)) == 1
+    monkeypatch.setattr(otlp_worker, "do_ingest_spans", do_ingest_spans)
+    assert otlp_worker.run(spool=spool, once=True) == 0  # never retried on its own
+    assert not Event.objects.exists()
+
+
+def test_the_worker_forwards_its_changes_to_the_servers_listeners(workspace):
+    """The embedded profile's worker: its committed changes reach the server's listeners (the live
+    pages) as JSON lines on its standard output."""
+    out = io.StringIO()
+    forward = otlp_worker.forward_changes(out)
+    forward(RunChange(workspace.pk, "run_a", 1, 4, "running", 7, events=({"id": "x"},), actor="otlp"))
+    heard: list[RunChange] = []
+    register_listener(heard.append)
+    try:
+        otlp_worker._read_changes(io.StringIO(out.getvalue() + "not json\n"))
+    finally:
+        unregister_listener(heard.append)
+    assert heard == [RunChange(workspace.pk, "run_a", 1, 4, "running", 7)]
+
+
+def test_without_the_queue_nothing_is_spooled(client, workspace, spool, settings):
+    settings.WORKBENCH_OTLP_QUEUE = False
+    assert post(client, workspace, body(a_trace(0))).status_code == 200
+    assert Event.objects.filter(type="span_started").count() == 3
+    assert not spool.ready.exists()
