@@ -418,3 +418,6 @@ WORKBENCH_OTLP_WORKER_INPROCESS = env_bool("WORKBENCH_OTLP_WORKER_INPROCESS", EM
 WORKBENCH_OTLP_SPOOL_DIR = Path(env_str("WORKBENCH_OTLP_SPOOL_DIR", str(VAR_DIR / "otlp-spool")))
 WORKBENCH_OTLP_QUEUE_SECONDS = env_float("WORKBENCH_OTLP_QUEUE_SECONDS", 0.7, minimum=0.05)
 WORKBENCH_OTLP_QUEUE_WAIT_SECONDS = env_float("WORKBENCH_OTLP_QUEUE_WAIT_SECONDS", 20.0, minimum=0)
+# A worker stores bodies queued one after the other together, up to this many spans (one
+# transaction per run for all of them); 0: one body at a time.
+WORKBENCH_OTLP_WORKER_BATCH_SPANS = env_int("WORKBENCH_OTLP_WORKER_BATCH_SPANS", 1024, minimum=0)

@@ -164,19 +164,39 @@ class Spool:
 
     def claim_next(self, pid: int | None = None) -> Queued | None:
         """The oldest queued body, renamed into ``claimed/`` for this worker; None when none is."""
+        batch = self.claim_batch(0, pid)
+        return batch[0] if batch else None
+
+    def claim_batch(self, max_spans: int, pid: int | None = None) -> list[Queued]:
+        """The oldest queued body and, while they hold fewer than ``max_spans`` spans together, the
+        next ones of the same workspace, header and actor (stored in one go: one transaction per
+        run for all of them); each renamed into ``claimed/`` for this worker."""
         pid = pid or os.getpid()
         try:
             names = sorted(n for n in os.listdir(self.ready) if n.endswith(SUFFIX))
         except FileNotFoundError:
-            return None
+            return []
+        batch: list[Queued] = []
+        spans = 0
         for name in names:
+            if batch and spans + _spans_of(name) > max_spans:
+                break
             target = self.claimed / f"{name}.{pid}"
             try:
                 os.rename(self.ready / name, target)
             except FileNotFoundError:
                 continue  # another worker took it
-            return _read(target)
-        return None
+            item = _read(target)
+            if batch and (item.workspace_id, item.header_run_id, item.actor) != (
+                batch[0].workspace_id,
+                batch[0].header_run_id,
+                batch[0].actor,
+            ):
+                os.rename(target, self.ready / name)  # not this batch's: back, in its place
+                break
+            batch.append(item)
+            spans += item.spans
+        return batch
 
     def done(self, item: Queued) -> None:
         item.path.unlink(missing_ok=True)

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO
 
 from django.conf import settings
@@ -59,23 +59,30 @@ class RateMeter:
         self.spool.write_rate(self.rate or 0.0)
 
 
-def store(item: Queued) -> None:
-    """Decode one queued body and store its spans (the engine's refusals are logged)."""
-    workspace = Workspace.objects.get(pk=item.workspace_id)
-    try:
-        spans = (
-            spans_from_protobuf(item.body) if item.content_type == PROTOBUF else spans_from_json(item.body)
-        )
-    except ProtocolError as exc:  # the receiver decoded it: only a damaged file gets here
-        log.error("otlp queue: %s no longer decodes (%s); dropped", item.path.name, exc.message)
+def store(items: Sequence[Queued]) -> None:
+    """Decode queued bodies (one workspace, header and actor) and store their spans in one go (the
+    engine's refusals are logged)."""
+    first = items[0]
+    workspace = Workspace.objects.get(pk=first.workspace_id)
+    spans: list[dict] = []
+    for item in items:
+        try:
+            spans += (
+                spans_from_protobuf(item.body)
+                if item.content_type == PROTOBUF
+                else spans_from_json(item.body)
+            )
+        except ProtocolError as exc:  # the receiver decoded it: only a damaged file gets here
+            log.error("otlp queue: %s no longer decodes (%s); dropped", item.path.name, exc.message)
+    if not spans:
         return
     report = do_ingest_spans(
-        workspace=workspace, spans=spans, header_run_id=item.header_run_id, actor=item.actor
+        workspace=workspace, spans=spans, header_run_id=first.header_run_id, actor=first.actor
     )
     if report.rejected:
         log.warning(
             "otlp queue: %s: %d span(s) refused after queueing: %s",
-            item.path.name,
+            ", ".join(item.path.name for item in items),
             report.rejected,
             report.message,
         )
@@ -88,11 +95,14 @@ def run(
     parent: int | None = None,
     once: bool = False,
     journal: IO[str] | None = None,
+    batch_spans: int | None = None,
 ) -> int:
     """Store queued bodies until ``stop`` is set, the ``parent`` process is gone or, with ``once``,
-    the queue is empty. Returns how many bodies were stored. ``journal``: a line per stored body
-    (its name, its span count, the seconds it took and the wall-clock time it was stored), for measuring the lag."""
+        the queue is empty. Returns how many bodies were stored. ``batch_spans``: bodies queued one after
+    the other are stored together up to this many spans (``WORKBENCH_OTLP_WORKER_BATCH_SPANS``). ``journal``: a line per stored body
+        (its name, its span count, the seconds it took and the wall-clock time it was stored), for measuring the lag."""
     spool = (spool or Spool()).ensure()
+    batch_spans = settings.WORKBENCH_OTLP_WORKER_BATCH_SPANS if batch_spans is None else batch_spans
     meter = RateMeter(spool)
     spool.recover()
     recovered_at = time.monotonic()
@@ -100,8 +110,8 @@ def run(
     idle_since: float | None = None
     while stop is None or not stop.is_set():
         started = time.perf_counter()  # the claim counts in the rate too
-        item = spool.claim_next()
-        if item is None:
+        items = spool.claim_batch(batch_spans)
+        if not items:
             if once:
                 break
             if parent is not None and os.getppid() != parent:
@@ -115,20 +125,23 @@ def run(
             continue
         idle_since = None
         try:
-            store(item)
-        except Exception:  # a database hiccup: the body goes back, counted
-            log.exception("otlp queue: storing %s failed", item.path.name)
-            spool.give_back(item)
+            store(items)
+        except Exception:  # a database hiccup: the bodies go back, counted
+            log.exception("otlp queue: storing %s failed", ", ".join(item.path.name for item in items))
+            for item in items:
+                spool.give_back(item)
             close_old_connections()
             time.sleep(0.5)
             continue
-        spool.done(item)
-        stored += 1
+        took = time.perf_counter() - started
+        for item in items:
+            spool.done(item)
+            if journal is not None:
+                journal.write(f"{item.path.name} {item.spans} {took:.6f} {time.time():.6f}\n")
         if journal is not None:
-            took = time.perf_counter() - started
-            journal.write(f"{item.path.name} {item.spans} {took:.6f} {time.time():.6f}\n")
             journal.flush()
-        meter.add(item.spans, time.perf_counter() - started)
+        stored += len(items)
+        meter.add(sum(item.spans for item in items), took)
     return stored
 
 
