@@ -27,6 +27,10 @@ The spool is a directory (``WORKBENCH_OTLP_SPOOL_DIR``):
 * ``rate``: the worker's recent rate (spans per second), what the receiver's window is computed
   from (``DEFAULT_RATE`` until a worker wrote one).
 
+Directories are the server user's alone (0700, files 0600): bodies hold prompts and answers. A
+body is written without fsync, as SQLite commits in the embedded profile (WAL, synchronous=NORMAL):
+it survives a killed process, not a power cut.
+
 Each file: one JSON line (the workspace's key, the ``X-Workbench-Run`` header, the actor, the
 content type, the span count), then the body as it came (decompressed).
 """
@@ -89,7 +93,7 @@ class Spool:
     def ensure(self) -> Spool:
         if self.root not in _ensured or not self.tmp.is_dir():
             for folder in (self.ready, self.claimed, self.failed, self.tmp):
-                folder.mkdir(parents=True, exist_ok=True)
+                folder.mkdir(parents=True, exist_ok=True, mode=0o700)  # bodies hold prompts and answers
             _ensured.add(self.root)
         return self
 
@@ -114,7 +118,7 @@ class Spool:
             "spans": spans,
         }
         staged = self.tmp / name
-        with open(staged, "wb") as out:
+        with os.fdopen(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(json.dumps(head).encode() + b"\n")
             out.write(body)
         target = self.ready / name

@@ -63,7 +63,12 @@ def store(items: Sequence[Queued]) -> None:
     """Decode queued bodies (one workspace, header and actor) and store their spans in one go (the
     engine's refusals are logged)."""
     first = items[0]
-    workspace = Workspace.objects.get(pk=first.workspace_id)
+    workspace = Workspace.objects.filter(pk=first.workspace_id).first()
+    if workspace is None:  # deleted since: its runs are gone too
+        log.warning(
+            "otlp queue: workspace %s is gone; %d queued bodies dropped", first.workspace_id, len(items)
+        )
+        return
     spans: list[dict] = []
     for item in items:
         try:

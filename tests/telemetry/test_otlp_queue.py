@@ -254,3 +254,17 @@ def test_without_the_queue_nothing_is_spooled(client, workspace, spool, settings
     assert post(client, workspace, body(a_trace(0))).status_code == 200
     assert Event.objects.filter(type="span_started").count() == 3
     assert not spool.ready.exists()
+
+
+def test_the_spool_is_the_server_users_alone(client, workspace, spool):
+    assert post(client, workspace, body(a_trace(0))).status_code == 200
+    (queued,) = spool.ready.iterdir()
+    assert queued.stat().st_mode & 0o777 == 0o600
+    assert all((spool.root / d).stat().st_mode & 0o777 == 0o700 for d in ("ready", "claimed", "failed", "tmp"))
+
+
+def test_a_body_of_a_workspace_deleted_since_is_dropped(client, workspace, spool):
+    assert post(client, workspace, body(a_trace(0))).status_code == 200
+    Workspace.objects.filter(pk=workspace.pk).delete()
+    assert otlp_worker.run(spool=spool, once=True) == 1
+    assert spool.pending_spans() == 0 and not os.listdir(spool.failed) and not Event.objects.exists()
