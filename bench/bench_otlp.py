@@ -13,13 +13,19 @@ The spans are built with the OpenTelemetry SDK and encoded by its OTLP encoder i
 POSTed to ``/v1/traces`` through Django's test client (in process: no socket, so the figure
 leaves out the HTTP server; the view, auth, decoding, mapping, pricing and appends are all in).
 
+The embedded profile queues spans (``WORKBENCH_OTLP_QUEUE``, runs/actions/otlp_queue.py): the POST
+answers once its spans are checked and spooled, and the worker process the server starts stores
+them. ``--no-queue`` measures the other way (stored before the answer).
+
 * answered: spans / the time the POSTs took (each answered 200 with everything accepted);
-* queryable: spans / the time from the first POST until a query finds every span stored
-  (ingest is synchronous: a span is queryable when its POST returns);
+* queryable: spans / the time from the first POST until a query finds every span stored;
+* max lag: the longest time from a POST's 2xx until the worker stored its spans (the worker's
+  journal, ``WORKBENCH_OTLP_WORKER_JOURNAL``); the target is 1 s; 0 without the queue;
 * peak memory: the process's peak RSS after the run, and the growth over the set-up.
 
-* cpu: spans / the CPU seconds the process spent in the POSTs (steadier than the wall clock on
-  a shared machine; every thread of the process counts).
+* cpu: spans / the CPU seconds spent in the POSTs by this process plus, with the queue, the CPU
+  seconds of the worker process over the run (steadier than the wall clock on a shared machine;
+  every thread counts).
 * worker: spans / the CPU seconds of the ingest action alone on bodies decoded beforehand (a second
   pass in the same process): what a worker behind a queue would still spend per span, and from it
   the most a queue could answer for the burst while keeping each span queryable within 1 s of its
@@ -363,6 +369,8 @@ def child(shape: str, profile: bool) -> None:
                 "answered": total / answered,
                 "queryable": total / queryable,
                 "cpu": total / (cpu[0] + worker_cpu),
+                "receiver_cpu": total / cpu[0],
+                "queue_worker_cpu": total / worker_cpu if worker_cpu else 0.0,
                 "peak_rss_mb": rss_after / 1024,
                 "growth_mb": (rss_after - rss_before) / 1024,
                 "worker": worker,
@@ -426,7 +434,8 @@ def queue_bound(spans: int, worker: float, window: float = 1.0) -> float:
     return float("inf") if last_answer <= 0 else spans / last_answer
 
 
-_KEYS = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb", "worker", "max_lag")
+_KEYS = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb", "worker", "max_lag", "receiver_cpu",
+         "queue_worker_cpu")  # fmt: skip
 QUEUE = {"on": True}  # --no-queue: the request stores its spans before answering
 
 
@@ -456,7 +465,7 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
             results.append(result)
     if profile:
         return
-    med = {key: statistics.median(r[key] for r in results) for key in _KEYS}
+    med = {key: statistics.median(r.get(key, 0.0) for r in results) for key in _KEYS}
     first = results[0]
     mode = "queued (a worker process stores)" if first["queued"] else "stored before answering (no queue)"
     print(
@@ -468,7 +477,8 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         f"  queryable  {med['queryable']:>9,.0f} spans/s\n"
         f"  max lag    {med['max_lag']:>9.2f} s         from a 2xx until its spans were stored (target <= 1 s); each "
         "run: " + ", ".join(f"{r['max_lag']:.2f}" for r in results) + "\n"
-        f"  cpu        {med['cpu']:>9,.0f} spans per CPU second\n"
+        f"  cpu        {med['cpu']:>9,.0f} spans per CPU second (receiver {med['receiver_cpu']:,.0f}, queue's worker "
+        f"process {med['queue_worker_cpu']:,.0f})\n"
         f"  peak RSS   {med['peak_rss_mb']:>9,.0f} MB      (+{med['growth_mb']:,.0f} MB during the run)\n"
         f"  worker     {med['worker']:>9,.0f} spans per CPU second of the ingest action alone (no HTTP, no "
         f"decoding)\n"
