@@ -137,6 +137,15 @@ class Spool:
                 total += _spans_of(name)
         return total
 
+    def status(self) -> dict[str, Any]:
+        """What waits in the spool: bodies and spans queued, claimed and failed, the worker's rate."""
+        out: dict[str, Any] = {"spool": str(self.root)}
+        for key, folder in (("queued", self.ready), ("claimed", self.claimed), ("failed", self.failed)):
+            names = os.listdir(folder) if folder.is_dir() else []
+            out[key] = {"bodies": len(names), "spans": sum(_spans_of(n) for n in names)}
+        out["rate"] = self.rate() if (self.root / "rate").exists() else None
+        return out
+
     def rate(self) -> float:
         """The worker's recent rate (spans/s), read at most every 0.05 s."""
         read_at, rate = self._rate_cache

@@ -268,3 +268,13 @@ def test_a_body_of_a_workspace_deleted_since_is_dropped(client, workspace, spool
     Workspace.objects.filter(pk=workspace.pk).delete()
     assert otlp_worker.run(spool=spool, once=True) == 1
     assert spool.pending_spans() == 0 and not os.listdir(spool.failed) and not Event.objects.exists()
+
+
+def test_the_status_says_what_waits(client, workspace, spool):
+    from django.core.management import call_command
+
+    assert post(client, workspace, body(a_trace(0) + a_trace(1))).status_code == 200
+    out = io.StringIO()
+    call_command("otlp_worker", "--status", stdout=out)
+    status = json.loads(out.getvalue())
+    assert status["queued"] == {"bodies": 1, "spans": 6} and status["failed"] == {"bodies": 0, "spans": 0}
