@@ -260,7 +260,9 @@ def test_the_spool_is_the_server_users_alone(client, workspace, spool):
     assert post(client, workspace, body(a_trace(0))).status_code == 200
     (queued,) = spool.ready.iterdir()
     assert queued.stat().st_mode & 0o777 == 0o600
-    assert all((spool.root / d).stat().st_mode & 0o777 == 0o700 for d in ("ready", "claimed", "failed", "tmp"))
+    assert all(
+        (spool.root / d).stat().st_mode & 0o777 == 0o700 for d in ("ready", "claimed", "failed", "tmp")
+    )
 
 
 def test_a_body_of_a_workspace_deleted_since_is_dropped(client, workspace, spool):
