@@ -47,6 +47,7 @@ from runs.actions.core import (
     ActionError,
     Appender,
     engine_context,
+    insert_new_rows,
     load_state,
     lock_run,
     new_run_row,
@@ -190,7 +191,8 @@ def _create_runs(
     try:
         with transaction.atomic():
             save_new_runs([appender for appender, _ in prepared])
-            OtelTrace.objects.bulk_create([_trace_row(workspace, a.run, info, now) for a, info in prepared])
+            # OtelTrace.objects.bulk_create without the ORM's insert compiler (core.insert_new_rows)
+            insert_new_rows(OtelTrace, [_trace_row(workspace, a.run, info, now) for a, info in prepared])
             notify_many_on_commit(
                 [
                     RunChange.of(a.run, a.first_seq, a.seq, events=a.events, actor=actor, with_row=True)
