@@ -65,7 +65,6 @@ from runs.engine.lifecycle import new_run, with_title
 from runs.models import OtelPendingLog, OtelTrace, Run, Workspace, held_event_ids
 from runs.protocol.errors import ProtocolError
 from runs.protocol.otlp_map import (
-    MappedBatch,
     Route,
     TraceInfo,
     content_log_name,
@@ -124,16 +123,16 @@ def do_ingest_spans(
     report = IngestReport(accepted=batch.accepted_spans, rejected=batch.rejected_spans, message=batch.message)
     if not batch.events_by_run:
         return report
+    responses = []  # the model calls to price (one pass over the events)
     for run_id, events in batch.events_by_run.items():
-        batch.events_by_run[run_id] = _first_of_each(events)
-    book = price_book(workspace) if _has_model_calls(batch) else None
+        events = batch.events_by_run[run_id] = _first_of_each(events)
+        responses += [e for e in events if e["type"] == "model_io" and e.get("direction") == "response"]
+    if responses:
+        book = price_book(workspace)
+        for event in responses:
+            book.price_event(event)
     creating = {run_id: trace_id for trace_id, run_id in to_create.items()}
     now = timezone.now()
-    if book is not None:
-        for events in batch.events_by_run.values():
-            for event in events:
-                if event["type"] == "model_io" and event.get("direction") == "response":
-                    book.price_event(event)
     new = [(run_id, events) for run_id, events in batch.events_by_run.items() if run_id in creating]
     if new:
         created = _create_runs(
@@ -295,14 +294,6 @@ def _first_of_each(events: list[dict]) -> list[dict]:
             seen.add(event["id"])
             out.append(event)
     return out
-
-
-def _has_model_calls(batch: MappedBatch) -> bool:
-    return any(
-        e["type"] == "model_io" and e.get("direction") == "response"
-        for events in batch.events_by_run.values()
-        for e in events
-    )
 
 
 def _span_count(events: Sequence[dict]) -> int:
