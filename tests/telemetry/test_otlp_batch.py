@@ -180,3 +180,49 @@ def test_a_root_sent_again_with_nothing_new_still_retitles(workspace, monkeypatc
     report = do_ingest_spans(workspace=workspace, spans=spans[2:])
     assert report.rejected == 0 and Event.objects.filter(run=run_of(workspace, 0)).count() == count
     assert run_of(workspace, 0).title == "request (batch-app)"
+
+
+def _trace_row(workspace, trace: int) -> OtelTrace:
+    return OtelTrace.objects.get(workspace=workspace, trace_id=trace_id(trace))
+
+
+def test_a_later_batch_moves_its_traces_clock_in_the_runs_append(workspace):
+    """The quiet clock of a trace that already has its run (a span arrived now; its root ended)
+    is stored in the transaction of the run's append, not in a commit of its own after it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    spans = a_trace(0)
+    do_ingest_spans(workspace=workspace, spans=spans[:2])
+    before = _trace_row(workspace, 0)
+    assert (before.root_ended, before.root_status) == (False, "")
+    with CaptureQueriesContext(connection) as queries:
+        report = do_ingest_spans(workspace=workspace, spans=spans[2:])
+    after = _trace_row(workspace, 0)
+    assert report.rejected == 0
+    assert (after.root_ended, after.root_status, after.title) == (True, "ok", "request (batch-app)")
+    assert after.last_span_at > before.last_span_at
+    sql = [q["sql"] for q in queries.captured_queries]
+    touches = [i for i, q in enumerate(sql) if q.startswith('UPDATE "runs_oteltrace"')]
+    inserts = [i for i, q in enumerate(sql) if 'INSERT INTO "runs_event"' in q]
+    assert touches and inserts
+    begin = max(i for i, q in enumerate(sql[: inserts[0]]) if q.startswith("BEGIN"))
+    commit = min(i for i, q in enumerate(sql) if q == "COMMIT" and i > inserts[0])
+    assert all(begin < i < commit for i in touches)  # one transaction with the events
+
+
+def test_a_later_batch_the_run_refuses_still_moves_its_traces_clock(workspace):
+    """Spans of a trace whose run has ended are refused, and the trace's clock moves all the
+    same (a span arrived), as before the clock moved into the run's append."""
+    from runs.actions.runs import do_commands
+    from runs.engine import commands as cmd
+
+    spans = a_trace(0)
+    do_ingest_spans(workspace=workspace, spans=spans[:2])
+    before = _trace_row(workspace, 0)
+    do_commands(workspace=workspace, run_id=before.run.run_id, commands=[cmd.CompleteRun(reason="done")])
+    report = do_ingest_spans(workspace=workspace, spans=spans[2:])
+    after = _trace_row(workspace, 0)
+    assert report.rejected == 1 and report.accepted == 0
+    assert (after.root_ended, after.root_status) == (True, "ok")
+    assert after.last_span_at > before.last_span_at
