@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from runs.actions import responsecache, rollups
@@ -22,7 +22,7 @@ from runs.engine.errors import EngineError
 from runs.engine.fold import apply_event
 from runs.engine.lifecycle import run_title
 from runs.engine.state import RunState
-from runs.fields import column_value, fit, to_column
+from runs.fields import ProtocolCharField, column_value, fit, to_column
 from runs.ids import INVALID_RUN_ID, run_id_problem
 from runs.models import (
     ArtifactVersion,
@@ -449,37 +449,100 @@ def save_new_runs(appenders: list[Appender]) -> None:
 
 
 @functools.cache
+def _insert_fields(model: type) -> tuple:
+    """The columns ``model.objects.bulk_create`` writes for a row without a pk (all but the id)."""
+    return tuple(f for f in model._meta.concrete_fields if not f.primary_key and not f.generated)
+
+
 def _run_insert_fields() -> tuple:
     """The columns ``Run.objects.bulk_create`` writes for a row without a pk (all but the id)."""
-    return tuple(f for f in Run._meta.concrete_fields if not f.primary_key and not f.generated)
+    return _insert_fields(Run)
 
 
 def _insert_new_runs(runs: list[Run]) -> None:
     """``Run.objects.bulk_create(runs)`` without the ORM's insert compiler, which spent about
     0.2 ms of Python per row (a run has some thirty columns) -- the largest cost of a new run
-    in OTLP ingest after its events. Same columns, same values: each field's ``pre_save(obj,
-    add=True)`` (``created_at``/``updated_at`` set on the object, as the ORM does) then its
-    ``get_db_prep_save``, what the compiler calls. One multi-row INSERT ... RETURNING per 500
-    rows; the new ids, assigned in the order of the VALUES within the statement, are set on the
-    objects in that order (tests/storage/test_actions.py compares the rows with the ORM's)."""
-    fields = _run_insert_fields()
+    in OTLP ingest after its events (:func:`insert_new_rows`)."""
+    insert_new_rows(Run, runs)
+
+
+def insert_new_rows(model: type, objs: list) -> None:
+    """``model.objects.bulk_create(objs)`` without the ORM's insert compiler, for new rows of a
+    model with an auto id. Same columns, same values: each field's ``pre_save(obj, add=True)``
+    (``auto_now`` stamps set on the object, as the ORM does) then its ``get_db_prep_save``,
+    what the compiler calls, except where that is the identity (:func:`_value_preps`). One
+    multi-row INSERT ... RETURNING per 500 rows; the new ids, assigned in the order of the VALUES
+    within the statement, are set on the objects in that order (tests/storage/test_actions.py
+    compares the rows with the ORM's). No signals are sent (``bulk_create`` sends none either)."""
+    if not objs:
+        return
+    fields = _insert_fields(model)
+    preps = _value_preps(model, connection.vendor)
     quote = connection.ops.quote_name
-    table, pk = quote(Run._meta.db_table), quote(Run._meta.pk.column)
+    table, pk = quote(model._meta.db_table), quote(model._meta.pk.column)
     columns = ", ".join(quote(f.column) for f in fields)
     row_sql = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    for start in range(0, len(runs), _INSERT_VALUES_MAX_ROWS):
-        chunk = runs[start : start + _INSERT_VALUES_MAX_ROWS]
-        params = [f.get_db_prep_save(f.pre_save(run, True), connection) for run in chunk for f in fields]
-        values = ", ".join([row_sql] * len(chunk))
+    alias = connection.alias
+    for start in range(0, len(objs), _INSERT_VALUES_MAX_ROWS):
+        chunk = objs[start : start + _INSERT_VALUES_MAX_ROWS]
+        params: list = []
+        add = params.append
+        for obj in chunk:
+            values = obj.__dict__
+            for fld, attname, plain, none_ok, width in preps:
+                value = values[attname] if attname is not None else fld.pre_save(obj, True)
+                if plain is not None and (type(value) is plain or (value is None and none_ok)):
+                    add(value if width is None or value is None else fit(to_column(value), width))
+                else:
+                    add(fld.get_db_prep_save(value, connection))
+        values_sql = ", ".join([row_sql] * len(chunk))
         with connection.cursor() as cursor:
-            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {values} RETURNING {pk}", params)
+            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {values_sql} RETURNING {pk}", params)
             ids = sorted(row[0] for row in cursor.fetchall())
         if len(ids) != len(chunk):
-            raise RuntimeError("save_new_runs needs a database that returns the ids of inserted rows")
-        for run, new_pk in zip(chunk, ids, strict=True):
-            run.pk = new_pk
-            run._state.adding = False
-            run._state.db = connection.alias
+            raise RuntimeError("insert_new_rows needs a database that returns the ids of inserted rows")
+        for obj, new_pk in zip(chunk, ids, strict=True):
+            obj.pk = new_pk
+            obj._state.adding = False
+            obj._state.db = alias
+
+
+# Field classes whose get_db_prep_save returns a value of this type (or None, for a nullable
+# column) unchanged, on every backend: Django's own, not subclasses that may convert.
+_PLAIN_FIELDS: dict[type, type] = {
+    models.CharField: str,
+    models.TextField: str,
+    models.IntegerField: int,
+    models.BigIntegerField: int,
+    models.BooleanField: bool,
+}
+
+
+@functools.cache
+def _value_preps(model: type, vendor: str) -> tuple:
+    """Per column of :func:`_insert_fields`: ``(field, attname, plain, none_ok, width)``.
+    ``attname`` is None when the field's ``pre_save`` does more than read the attribute
+    (``auto_now`` stamps); ``plain`` is the value type that ``get_db_prep_save`` passes through
+    as it is (None: always call it), ``none_ok`` whether None passes too (a nullable column),
+    ``width`` a ProtocolCharField's on PostgreSQL (its value spelt and cut, ``column_value``).
+    A foreign key's value is its target's (an auto id: an int)."""
+    out = []
+    for fld in _insert_fields(model):
+        attname = fld.attname if type(fld).pre_save is models.Field.pre_save else None
+        kind = type(fld)
+        width = None
+        if isinstance(fld, models.ForeignKey) and type(fld.target_field) in (
+            models.AutoField,
+            models.BigAutoField,
+        ):
+            plain: type | None = int
+        elif kind is ProtocolCharField:
+            plain = str
+            width = fld.max_length if vendor == "postgresql" else None
+        else:
+            plain = _PLAIN_FIELDS.get(kind)
+        out.append((fld, attname, plain, fld.null, width))
+    return tuple(out)
 
 
 def artifact_row(run: Run, artifact: dict, seq: int | None) -> ArtifactVersion:

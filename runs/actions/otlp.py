@@ -47,6 +47,7 @@ from runs.actions.core import (
     ActionError,
     Appender,
     engine_context,
+    insert_new_rows,
     load_state,
     lock_run,
     new_run_row,
@@ -64,7 +65,6 @@ from runs.engine.lifecycle import new_run, with_title
 from runs.models import OtelPendingLog, OtelTrace, Run, Workspace, held_event_ids
 from runs.protocol.errors import ProtocolError
 from runs.protocol.otlp_map import (
-    MappedBatch,
     Route,
     TraceInfo,
     content_log_name,
@@ -123,16 +123,16 @@ def do_ingest_spans(
     report = IngestReport(accepted=batch.accepted_spans, rejected=batch.rejected_spans, message=batch.message)
     if not batch.events_by_run:
         return report
+    responses = []  # the model calls to price (one pass over the events)
     for run_id, events in batch.events_by_run.items():
-        batch.events_by_run[run_id] = _first_of_each(events)
-    book = price_book(workspace) if _has_model_calls(batch) else None
+        events = batch.events_by_run[run_id] = _first_of_each(events)
+        responses += [e for e in events if e["type"] == "model_io" and e.get("direction") == "response"]
+    if responses:
+        book = price_book(workspace)
+        for event in responses:
+            book.price_event(event)
     creating = {run_id: trace_id for trace_id, run_id in to_create.items()}
     now = timezone.now()
-    if book is not None:
-        for events in batch.events_by_run.values():
-            for event in events:
-                if event["type"] == "model_io" and event.get("direction") == "response":
-                    book.price_event(event)
     new = [(run_id, events) for run_id, events in batch.events_by_run.items() if run_id in creating]
     if new:
         created = _create_runs(
@@ -146,12 +146,24 @@ def do_ingest_spans(
         report.created += created
     retitle = _titles_due(traces, known)
     retitled: set[str] = set()  # runs whose title their append's transaction set
+    touch = _touches(traces, known, now)
+    touched: set[str] = set()  # traces whose row their run's append transaction updated
     for run_id, events in batch.events_by_run.items():
         if run_id not in creating and _append(
-            workspace, run_id, events, None, actor, report, now, title=retitle.get(run_id), retitled=retitled
+            workspace,
+            run_id,
+            events,
+            None,
+            actor,
+            report,
+            now,
+            title=retitle.get(run_id),
+            retitled=retitled,
+            touch=touch.get(run_id),
+            touched=touched,
         ):
             report.run_ids.append(run_id)  # one transaction per existing run
-    _touch_traces(workspace, traces, known, now, retitled)
+    _touch_traces(workspace, traces, known, now, retitled, touched)
     return report
 
 
@@ -190,7 +202,8 @@ def _create_runs(
     try:
         with transaction.atomic():
             save_new_runs([appender for appender, _ in prepared])
-            OtelTrace.objects.bulk_create([_trace_row(workspace, a.run, info, now) for a, info in prepared])
+            # OtelTrace.objects.bulk_create without the ORM's insert compiler (core.insert_new_rows)
+            insert_new_rows(OtelTrace, [_trace_row(workspace, a.run, info, now) for a, info in prepared])
             notify_many_on_commit(
                 [
                     RunChange.of(a.run, a.first_seq, a.seq, events=a.events, actor=actor, with_row=True)
@@ -295,14 +308,6 @@ def _first_of_each(events: list[dict]) -> list[dict]:
     return out
 
 
-def _has_model_calls(batch: MappedBatch) -> bool:
-    return any(
-        e["type"] == "model_io" and e.get("direction") == "response"
-        for events in batch.events_by_run.values()
-        for e in events
-    )
-
-
 def _span_count(events: Sequence[dict]) -> int:
     return len({e.get("correlationId") for e in events})
 
@@ -318,12 +323,16 @@ def _append(
     *,
     title: str | None = None,
     retitled: set[str] | None = None,
+    touch: list[tuple[OtelTrace, dict[str, Any]]] | None = None,
+    touched: set[str] | None = None,
 ) -> bool:
     """One transaction for the run: create it (``create``) or lock it, skip events already held
     (an exporter's retry), check and append the rest. A span the engine refuses is dropped and
     the rest tried again (at most three times); a run that is missing refuses all its spans.
     ``title``: the run's new title (its root span arrived, :func:`_titles_due`), set in the same
-    transaction (``retitled`` gets the run id when it was)."""
+    transaction (``retitled`` gets the run id when it was). ``touch``: the run's trace rows and
+    their quiet-clock changes (:func:`_touches`), stored in the same transaction too (``touched``
+    gets their trace ids once committed; :func:`_touch_traces` does the others)."""
     dropped: dict[str, str] = {}
     for _attempt in range(4):
         todo = [e for e in events if e.get("correlationId") not in dropped] if dropped else events
@@ -333,9 +342,11 @@ def _append(
                 if create is not None:
                     landed = _create_and_append(workspace, run_id, todo, create, actor, now)
                 else:
-                    landed = _lock_and_append(workspace, run_id, todo, actor, title, titled)
+                    landed = _lock_and_append(workspace, run_id, todo, actor, title, titled, touch)
             if retitled is not None:
                 retitled |= titled  # committed
+            if touch and touched is not None and create is None:
+                touched.update(row.trace_id for row, _ in touch)  # committed
             break
         except ActionError as exc:
             report.refuse(
@@ -406,8 +417,12 @@ def _lock_and_append(
     actor: str,
     title: str | None = None,
     retitled: set[str] | None = None,
+    touch: list[tuple[OtelTrace, dict[str, Any]]] | None = None,
 ) -> bool:
     run = lock_run(workspace, run_id)
+    for row, changes in touch or ():
+        # the quiet clock of the run's trace, with its spans (the title below, when it changes)
+        OtelTrace.objects.filter(pk=row.pk).update(**changes)
     ids = [e["id"] for e in events]
     held = set(held_event_ids(run, ids, limit=len(ids)))
     fresh = [e for e in events if e["id"] not in held] if held else events
@@ -421,6 +436,8 @@ def _lock_and_append(
         try:
             state.run = with_title(state.run, title)
             retitled.add(run_id)
+            for row, _changes in touch or ():
+                OtelTrace.objects.filter(pk=row.pk).update(title=title)
         except EngineError:
             pass  # left to _touch_traces (which refuses it the same way)
     first, last = appender.save(keep_rows=True)
@@ -442,24 +459,45 @@ def _titles_due(traces: dict[str, TraceInfo], known: dict[str, OtelTrace]) -> di
     return due
 
 
+def _touches(
+    traces: dict[str, TraceInfo], known: dict[str, OtelTrace], now: datetime
+) -> dict[str, list[tuple[OtelTrace, dict[str, Any]]]]:
+    """Run id -> its known traces' rows and their quiet-clock changes (a span arrived now; the
+    root's end), for the run's append to store in its transaction (:func:`_lock_and_append`)."""
+    out: dict[str, list[tuple[OtelTrace, dict[str, Any]]]] = {}
+    for trace_id, row in known.items():
+        out.setdefault(row.run.run_id, []).append((row, _clock_changes(traces.get(trace_id), now)))
+    return out
+
+
+def _clock_changes(info: TraceInfo | None, now: datetime) -> dict[str, Any]:
+    changes: dict[str, Any] = {"last_span_at": now}
+    if info is not None and info.root_span_id is not None:
+        changes["root_ended"] = True
+        changes["root_status"] = info.root_status or ""
+    return changes
+
+
 def _touch_traces(
     workspace: Workspace,
     traces: dict[str, TraceInfo],
     known: dict[str, OtelTrace],
     now: datetime,
     retitled: set[str] | None = None,
+    touched: set[str] | None = None,
 ) -> None:
     """The quiet clock of the traces that already had a run: a span arrived now; the root's end.
-    ``retitled``: runs whose new title their append already stored."""
+    ``retitled``: runs whose new title their append already stored; ``touched``: traces whose
+    clock their run's append already stored (only a title still due is left for those)."""
     for trace_id, row in known.items():
         info = traces.get(trace_id)
-        changes: dict[str, Any] = {"last_span_at": now}
+        done = touched is not None and trace_id in touched
+        changes: dict[str, Any] = {} if done else _clock_changes(info, now)
         if info is not None and info.root_span_id is not None:
-            changes["root_ended"] = True
-            changes["root_status"] = info.root_status or ""
             title = _title(info)
             if retitled and row.run.run_id in retitled:
-                changes["title"] = title
+                if not done:
+                    changes["title"] = title
             elif row.run.title == row.title and title != row.title:
                 # named from a child span before the root arrived (and nobody renamed it since)
                 try:
@@ -467,7 +505,8 @@ def _touch_traces(
                     changes["title"] = title
                 except ActionError:
                     pass
-        OtelTrace.objects.filter(pk=row.pk).update(**changes)
+        if changes:
+            OtelTrace.objects.filter(pk=row.pk).update(**changes)
 
 
 def _title(info: TraceInfo) -> str:

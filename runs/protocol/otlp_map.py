@@ -439,7 +439,9 @@ def map_spans(
         for order, (when, event) in enumerate(pairs):
             bucket.append((when, index, order, event))
     for run_id, items in grouped.items():
-        items.sort(key=lambda t: (t[0], t[1], t[2]))
+        # (time, span index, order) is unique per entry: the tuples sort without a key function
+        # and never compare their events
+        items.sort()
         batch.events_by_run[run_id] = [t[3] for t in items]
     return batch
 

@@ -85,13 +85,18 @@ def transcript_path(run) -> Path:
     return transcript_dir() / file_name(run.workspace_id, run.run_id, run.created_at)
 
 
+def _file_path(run, directory: str) -> str:
+    """:func:`transcript_path` as text, in ``directory`` (read once for many runs)."""
+    return os.path.join(directory, file_name(run.workspace_id, run.run_id, run.created_at))
+
+
 @contextmanager
-def _locked(path: Path) -> Iterator[int]:
+def _locked(path: Path | str) -> Iterator[int]:
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
     try:
         fd = os.open(path, flags, 0o600)
     except FileNotFoundError:  # the directory first (once: not a mkdir per append)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(path, flags, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -136,6 +141,14 @@ class _Writer:
         self.lines: list[bytes] = []
         self._utc: dict[str, str] = {}  # ts -> its UTC text (a span's events share their instants)
 
+    def utc_of(self, ts: Any) -> str:
+        utc_ts = self._utc.get(ts) if type(ts) is str else None
+        if utc_ts is None:
+            utc_ts = utc(ts)
+            if type(ts) is str:
+                self._utc[ts] = utc_ts
+        return utc_ts
+
     def line(
         self,
         kind: str,
@@ -148,17 +161,12 @@ class _Writer:
         child_run_id: str | None = None,
     ) -> None:
         self.seq += 1
-        utc_ts = self._utc.get(ts) if type(ts) is str else None
-        if utc_ts is None:
-            utc_ts = utc(ts)
-            if type(ts) is str:
-                self._utc[ts] = utc_ts
         self.lines.append(
             line_bytes(
                 self.seq,
                 self.run_id,
                 path,
-                utc_ts,
+                self.utc_of(ts),
                 kind,
                 payload,
                 event_seq,
@@ -188,17 +196,28 @@ def _started_payload(doc: dict, parents: list[str]) -> dict:
 def _lines_of(
     writer: _Writer, rows, ended: bool, completed: bool, redact: Callable[[dict], dict] | None = None
 ) -> tuple[int | None, bool, bool]:
-    """Write the lines of ``(seq, event, actor)`` rows; the last seq written and the end flags."""
+    """Write the lines of ``(seq, event, actor)`` rows; the last seq written and the end flags.
+    (:meth:`_Writer.line` inlined: an event's lines share its path, id and UTC instant.)"""
     seq = None
-    line = writer.line
-    for seq, event, actor in rows:
-        if redact is not None:
-            event = redact(event)
-        ts, path, event_id = event.get("ts", ""), event.get("stepId") or "", event.get("id")
-        for kind, payload in event_lines(event, actor):
-            if kind == "run.completed":
-                ended = completed = True
-            line(kind, payload, ts=ts, path=path, event_seq=seq, event_id=event_id)
+    lines, run_id, parent, utc_of = writer.lines, writer.run_id, writer.parent, writer.utc_of
+    number = writer.seq
+    try:
+        for seq, event, actor in rows:
+            if redact is not None:
+                event = redact(event)
+            ts, path, event_id = event.get("ts", ""), event.get("stepId") or "", event.get("id")
+            utc_ts = None
+            for kind, payload in event_lines(event, actor):
+                if kind == "run.completed":
+                    ended = completed = True
+                if utc_ts is None:
+                    utc_ts = utc_of(ts)
+                number += 1
+                lines.append(
+                    line_bytes(number, run_id, path, utc_ts, kind, payload, seq, event_id, None, parent)
+                )
+    finally:
+        writer.seq = number
     return seq, ended, completed
 
 
@@ -208,7 +227,14 @@ def sync_run(run, change: RunChange | None = None, *, new_files: list | None = N
     events, and starts right after the file's last one, is written from memory. ``new_files``:
     a run whose file this call starts is put there for the caller to register in the index
     (:func:`_register_many`, one index write for many) instead of registered here."""
+    started, completed, _parents = _sync(run, change, new_files, str(transcript_dir()))
+    return started, completed
 
+
+def _sync(
+    run, change: RunChange | None, new_files: list | None, directory: str
+) -> tuple[bool, bool, list[str]]:
+    """:func:`sync_run` in ``directory``; also the run's parents (read from its document)."""
     doc = run.run_doc
     parents = parent_ids(doc)
     # A run that carries a redaction policy is written as the policy lets it out (its stored
@@ -218,7 +244,7 @@ def sync_run(run, change: RunChange | None = None, *, new_files: list | None = N
     if policy is not None:
         doc = redact_run_doc(doc, policy)
     started = completed = False
-    path = transcript_path(run)
+    path = _file_path(run, directory)
     with _locked(path) as fd:
         last = _last_line(fd)
         writer = _Writer(run.run_id, parents, last)
@@ -227,7 +253,7 @@ def sync_run(run, change: RunChange | None = None, *, new_files: list | None = N
             writer.line("run.started", _started_payload(doc, parents), ts=doc.get("startedAt", ""))
             started = True
             if new_files is None:
-                _register(fd_path=path, run=run)
+                _register(run=run)
             else:
                 new_files.append(run)
         ended = last is not None and last.get("type") == "run.completed"
@@ -260,7 +286,7 @@ def sync_run(run, change: RunChange | None = None, *, new_files: list | None = N
             )
             completed = True
         _append(fd, writer.lines)
-    return started, completed
+    return started, completed, parents
 
 
 def _index_path() -> Path:
@@ -269,7 +295,7 @@ def _index_path() -> Path:
 
 def _index_entry(run) -> bytes:
     entry = {
-        "file": transcript_path(run).name,
+        "file": file_name(run.workspace_id, run.run_id, run.created_at),
         "workspace": run.workspace_id,
         "run_id": run.run_id,
         "created_at": run.created_at.isoformat() if run.created_at else None,
@@ -277,7 +303,7 @@ def _index_entry(run) -> bytes:
     return orjson.dumps(entry) + b"\n"
 
 
-def _register(*, fd_path: Path, run) -> None:
+def _register(*, run) -> None:
     with _locked(_index_path()) as fd:  # the lock: a removal rewrites the index in place
         os.write(fd, _index_entry(run))
 
@@ -356,9 +382,11 @@ def sweep_orphans() -> int:
     return _remove_entries(orphans)
 
 
-def _mark_parents(run, kind: str) -> None:
-    """Append a call_workflow line about ``run`` to each parent's file (same workspace)."""
-
+def _mark_parents(run, kind: str, parents: list[str] | None = None) -> None:
+    """Append a call_workflow line about ``run`` to each parent's file (same workspace).
+    ``parents``: the run's, when the caller has read them (none: nothing to read again)."""
+    if parents is not None and not parents:
+        return
     doc = run.run_doc
     for parent_id in parent_ids(doc):
         parent = find_run(run.workspace, parent_id)
@@ -401,11 +429,11 @@ def record_change(change: RunChange) -> None:
         )
     if run is None:
         return
-    started, completed = sync_run(run, change)
+    started, completed, parents = _sync(run, change, None, str(transcript_dir()))
     if started:
-        _mark_parents(run, "step.call_workflow.started")
+        _mark_parents(run, "step.call_workflow.started", parents)
     if completed:
-        _mark_parents(run, "step.call_workflow.completed")
+        _mark_parents(run, "step.call_workflow.completed", parents)
 
 
 def record_changes(changes) -> None:
@@ -425,16 +453,17 @@ def record_changes(changes) -> None:
             ((run.workspace_id, run.pk), run) for run in Run.unscoped.filter(pk__in=unread).only(*_ROW_FIELDS)
         )
     new_files: list = []
+    directory = str(transcript_dir())
     try:
         for change in simple:
             run = rows.get((change.workspace_id, change.run_pk))
             if run is None:
                 continue
-            started, completed = sync_run(run, change, new_files=new_files)
+            started, completed, parents = _sync(run, change, new_files, directory)
             if started:
-                _mark_parents(run, "step.call_workflow.started")
+                _mark_parents(run, "step.call_workflow.started", parents)
             if completed:
-                _mark_parents(run, "step.call_workflow.completed")
+                _mark_parents(run, "step.call_workflow.completed", parents)
     finally:
         _register_many(new_files)
 

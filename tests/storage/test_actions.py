@@ -165,3 +165,54 @@ def test_new_run_rows_insert_like_the_orm(workspace, workflow):
     assert {f.column for f in core._run_insert_fields()} == {
         f.column for f in Run._meta.concrete_fields if not f.primary_key
     }
+
+
+def test_new_trace_rows_insert_like_the_orm(workspace, workflow):
+    """core.insert_new_rows (OTLP ingest's trace rows) stores what OtelTrace.objects.bulk_create
+    stores, the values its fast path passes through as they are (text with NUL, text longer than
+    its column, booleans, foreign keys, None) and those it converts alike."""
+    from datetime import UTC, datetime
+
+    from runs.actions.core import engine_context, insert_new_rows, new_run_row, save_new_run
+    from runs.engine.lifecycle import new_run
+    from runs.models import OtelTrace, Workspace
+
+    other = Workspace.objects.create(slug="other", name="Other")
+    runs = {}
+    for ws in (workspace, other):
+        state = new_run(ctx=engine_context(), workflow=workflow, run_id="r")
+        runs[ws.pk] = new_run_row(workspace=ws, state=state, actor="otlp")
+        save_new_run(runs[ws.pk])
+
+    def rows(ws):
+        return [
+            OtelTrace(
+                workspace=ws,
+                trace_id=f"{i:032x}",
+                run=runs[ws.pk],
+                session_id=["", "s\x00nul", "é" * 250][i],
+                title=["t", "x" * 400, "‘title’\u2028"][i],
+                root_status=["", "ok", "error"][i],
+                root_ended=bool(i % 2),
+                last_span_at=datetime(2026, 1, 2, 3, 4, 5, 6000 * i, tzinfo=UTC),
+                ended=i == 2,
+            )
+            for i in range(3)
+        ]
+
+    by_orm, by_sql = rows(workspace), rows(other)
+    OtelTrace.objects.bulk_create(by_orm)
+    insert_new_rows(OtelTrace, by_sql)
+    assert list(OtelTrace.objects.filter(workspace=other).order_by("pk").values_list("pk", flat=True)) == [
+        r.pk for r in by_sql
+    ]
+    names = [
+        f.attname
+        for f in OtelTrace._meta.concrete_fields
+        if f.attname not in {"id", "workspace_id", "run_id"}
+    ]
+    for orm, sql in zip(by_orm, by_sql, strict=True):
+        assert OtelTrace.objects.values(*names).get(pk=orm.pk) == OtelTrace.objects.values(*names).get(
+            pk=sql.pk
+        )
+        assert OtelTrace.objects.get(pk=sql.pk).run_id == runs[other.pk].pk

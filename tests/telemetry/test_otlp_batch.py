@@ -180,3 +180,124 @@ def test_a_root_sent_again_with_nothing_new_still_retitles(workspace, monkeypatc
     report = do_ingest_spans(workspace=workspace, spans=spans[2:])
     assert report.rejected == 0 and Event.objects.filter(run=run_of(workspace, 0)).count() == count
     assert run_of(workspace, 0).title == "request (batch-app)"
+
+
+def _trace_row(workspace, trace: int) -> OtelTrace:
+    return OtelTrace.objects.get(workspace=workspace, trace_id=trace_id(trace))
+
+
+def test_a_later_batch_moves_its_traces_clock_in_the_runs_append(workspace):
+    """The quiet clock of a trace that already has its run (a span arrived now; its root ended)
+    is stored in the transaction of the run's append, not in a commit of its own after it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    spans = a_trace(0)
+    do_ingest_spans(workspace=workspace, spans=spans[:2])
+    before = _trace_row(workspace, 0)
+    assert (before.root_ended, before.root_status) == (False, "")
+    with CaptureQueriesContext(connection) as queries:
+        report = do_ingest_spans(workspace=workspace, spans=spans[2:])
+    after = _trace_row(workspace, 0)
+    assert report.rejected == 0
+    assert (after.root_ended, after.root_status, after.title) == (True, "ok", "request (batch-app)")
+    assert after.last_span_at > before.last_span_at
+    sql = [q["sql"] for q in queries.captured_queries]
+    touches = [i for i, q in enumerate(sql) if q.startswith('UPDATE "runs_oteltrace"')]
+    inserts = [i for i, q in enumerate(sql) if 'INSERT INTO "runs_event"' in q]
+    assert touches and inserts
+    begin = max(i for i, q in enumerate(sql[: inserts[0]]) if q.startswith("BEGIN"))
+    commit = min(i for i, q in enumerate(sql) if q == "COMMIT" and i > inserts[0])
+    assert all(begin < i < commit for i in touches)  # one transaction with the events
+
+
+def test_a_later_batch_the_run_refuses_still_moves_its_traces_clock(workspace):
+    """Spans of a trace whose run has ended are refused, and the trace's clock moves all the
+    same (a span arrived), as before the clock moved into the run's append."""
+    from runs.actions.runs import do_commands
+    from runs.engine import commands as cmd
+
+    spans = a_trace(0)
+    do_ingest_spans(workspace=workspace, spans=spans[:2])
+    before = _trace_row(workspace, 0)
+    do_commands(workspace=workspace, run_id=before.run.run_id, commands=[cmd.CompleteRun(reason="done")])
+    report = do_ingest_spans(workspace=workspace, spans=spans[2:])
+    after = _trace_row(workspace, 0)
+    assert report.rejected == 1 and report.accepted == 0
+    assert (after.root_ended, after.root_status) == (True, "ok")
+    assert after.last_span_at > before.last_span_at
+
+
+def test_runs_created_together_equal_runs_created_one_at_a_time(workspace, other_workspace, monkeypatch):
+    """The batch path (one insert of run rows, trace rows and events, one rollup write, one
+    transcript pass) stores what the one-run-at-a-time path stores: run rows, state, events,
+    trace rows, rollups (workspace and per run) and transcript bytes. Same clock and run ids
+    on both sides; the one-at-a-time side is the batch's own fallback (its insert made to fail)."""
+    from itertools import count
+
+    from django.db import IntegrityError
+
+    from runs.actions import core
+    from runs.models_rollups import CostRollup, RunCostRollup, RunRollup
+
+    monkeypatch.setattr(core, "now_iso", lambda: "2026-01-01T00:00:00.000Z")
+    spans = [s for t in range(4) for s in a_trace(t)]
+    spans += [span(4, 1, name="orphan")]  # a trace whose root is not in the request
+
+    def ingest(ws, numbers):
+        monkeypatch.setattr(otlp_actions, "new_id", lambda prefix: f"{prefix}-{next(numbers)}")
+        return do_ingest_spans(workspace=ws, spans=spans)
+
+    together = ingest(workspace, count())
+
+    def refuse(appenders):
+        raise IntegrityError("as if another request had created one of these traces' runs")
+
+    monkeypatch.setattr(otlp_actions, "save_new_runs", refuse)
+    alone = ingest(other_workspace, count())
+    assert (together.accepted, together.rejected, sorted(together.created)) == (
+        alone.accepted,
+        alone.rejected,
+        sorted(alone.created),
+    )
+
+    def stored(ws):
+        runs = {}
+        skip = {"id", "workspace_id", "created_at", "updated_at"}
+        for run in Run.unscoped.filter(workspace=ws).order_by("run_id"):
+            row = {
+                f.attname: getattr(run, f.attname) for f in Run._meta.concrete_fields if f.attname not in skip
+            }
+            events = list(
+                Event.objects.filter(run=run)
+                .order_by("seq")
+                .values_list(
+                    "seq", "event_id", "type", "ts", "step_id", "correlation_id", "body", "actor", "span_ref"
+                )
+            )
+            trace = OtelTrace.objects.filter(run=run).values(
+                "trace_id", "session_id", "title", "root_status", "root_ended", "ended"
+            )
+            calls = list(
+                RunCostRollup.objects.filter(run=run)
+                .order_by("key_hash")
+                .values("key_hash", "call_day", "provider", "model", "calls", "input_tokens", "output_tokens")
+            )
+            runs[run.run_id] = (row, events, list(trace), calls, transcript_path(run).read_bytes())
+        rollups = (
+            sorted(
+                map(str, CostRollup.objects.filter(workspace=ws).values("key_hash", "calls", "input_tokens"))
+            ),
+            sorted(
+                map(
+                    str, RunRollup.objects.filter(workspace=ws).values("workflow_id", "runs", "waiting_gates")
+                )
+            ),
+        )
+        return runs, rollups
+
+    ours, theirs = stored(workspace), stored(other_workspace)
+    assert list(ours[0]) == list(theirs[0]) and len(ours[0]) == 5
+    for run_id in ours[0]:
+        assert ours[0][run_id] == theirs[0][run_id], run_id
+    assert ours[1] == theirs[1] and ours[1][0] and ours[1][1]
