@@ -12,6 +12,7 @@ live pages), since the embedded profile's channel layer lives in the server's me
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -91,6 +92,20 @@ def store(items: Sequence[Queued]) -> None:
             report.rejected,
             report.message,
         )
+
+
+def prepare_process() -> None:
+    """A worker process's start: what storing needs loaded now (the price snapshot, the protobuf
+    runtime), then every object so far frozen out of the garbage collector's scans, and its
+    youngest generation made larger. Storing allocates many short-lived objects per span; with
+    Python's default threshold a full collection scanning all of Django lands in most batches
+    (measured: +0.55 s on a 1.2 s pass of 10,000 spans, and most of the pass-to-pass spread)."""
+    from genai_prices import data_snapshot  # noqa: F401  (loaded on first use otherwise)
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 10)
 
 
 def run(

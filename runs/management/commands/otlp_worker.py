@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand
 from runs.actions.notify import replace_listeners
 from runs.actions.otlp_queue import Spool
 from runs.telemetry.otlp_worker import forward_changes as forwarder
-from runs.telemetry.otlp_worker import run
+from runs.telemetry.otlp_worker import prepare_process, run
 
 
 class Command(BaseCommand):
@@ -50,6 +50,7 @@ class Command(BaseCommand):
             out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
             os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing else may write on the channel
             replace_listeners(forwarder(out))
+        prepare_process()
         with open(journal, "a") if journal else contextlib.nullcontext() as journal_file:
             stored = run(stop=stop, parent=parent, once=once, journal=journal_file)
         if once:
