@@ -53,6 +53,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pg_cache import admin, db_record
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -74,39 +76,13 @@ def _db_url(blocks: int) -> str:
     return BASE_DB if blocks == ACCEPTANCE else f"{BASE_DB}_{blocks}"
 
 
-def _admin(url: str):
-    from urllib.parse import urlparse
-
-    import psycopg
-
-    name = urlparse(url).path.lstrip("/")
-    return name, psycopg.connect(url.replace(f"/{name}", "/postgres", 1), autocommit=True)
-
-
-def _db_record(url: str) -> dict | None:
-    import psycopg
-
-    try:
-        name, conn = _admin(url)
-        with conn:
-            row = conn.execute(
-                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", [name]
-            ).fetchone()
-    except psycopg.Error:
-        return None
-    try:
-        return json.loads(row[0]) if row and row[0] else None
-    except ValueError:
-        return None
-
-
 def _size() -> int:
     args = sys.argv[1:]
     if "--blocks" in args:
         return int(args[args.index("--blocks") + 1].replace("_", "").replace(",", ""))
     if os.environ.get("BENCH_BIGRUN_BLOCKS"):
         return int(os.environ["BENCH_BIGRUN_BLOCKS"])
-    if _cache_file(ACCEPTANCE).exists() or _db_record(_db_url(ACCEPTANCE)):
+    if _cache_file(ACCEPTANCE).exists() or db_record(_db_url(ACCEPTANCE)):
         return ACCEPTANCE
     if not WRITER:
         print(
@@ -140,12 +116,12 @@ def _wanted() -> dict:
 def _cached() -> dict | None:
     if os.environ.get("BENCH_BIGRUN_REBUILD") == "1":
         return None
-    cached = json.loads(CACHE.read_text()) if CACHE.exists() else _db_record(DB_URL)
+    cached = json.loads(CACHE.read_text()) if CACHE.exists() else db_record(DB_URL)
     return cached if cached and {k: cached.get(k) for k in _wanted()} == _wanted() else None
 
 
 def _ensure_database(fresh: bool) -> None:
-    name, conn = _admin(DB_URL)
+    name, conn = admin(DB_URL)
     with conn:
         if fresh:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -50,6 +50,8 @@ import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from pg_cache import db_record
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -76,27 +78,6 @@ def _db_url(runs: int) -> str:
     return BASE_DB if runs == FALLBACK else f"{BASE_DB}_{runs}"
 
 
-def _db_record(url: str) -> dict | None:
-    """What the database says it holds (its COMMENT, written with the cache file): a worktree or a
-    checkout without var/bench/ still finds a built workspace instead of dropping it."""
-    from urllib.parse import urlparse
-
-    import psycopg
-
-    name = urlparse(url).path.lstrip("/")
-    try:
-        with psycopg.connect(url.replace(f"/{name}", "/postgres", 1), autocommit=True) as conn:
-            row = conn.execute(
-                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", [name]
-            ).fetchone()
-    except psycopg.Error:
-        return None
-    try:
-        return json.loads(row[0]) if row and row[0] else None
-    except ValueError:
-        return None
-
-
 def _size() -> int:
     """--runs N, else BENCH_SCALE_RUNS, else the acceptance size when it is built (cached), else
     FALLBACK with a note of how long the acceptance build takes."""
@@ -105,7 +86,7 @@ def _size() -> int:
         return int(args[args.index("--runs") + 1].replace("_", "").replace(",", ""))
     if os.environ.get("BENCH_SCALE_RUNS"):
         return int(os.environ["BENCH_SCALE_RUNS"])
-    if _cache_file(ACCEPTANCE).exists() or _db_record(_db_url(ACCEPTANCE)):
+    if _cache_file(ACCEPTANCE).exists() or db_record(_db_url(ACCEPTANCE)):
         return ACCEPTANCE
     minutes = ACCEPTANCE / 1000 * BUILD_SECONDS_PER_1K / 60
     print(
@@ -137,7 +118,7 @@ def _wanted() -> dict:
 def _cached() -> dict | None:
     if os.environ.get("BENCH_SCALE_REBUILD") == "1":
         return None
-    cached = json.loads(CACHE.read_text()) if CACHE.exists() else _db_record(DB_URL)
+    cached = json.loads(CACHE.read_text()) if CACHE.exists() else db_record(DB_URL)
     if cached is not None and not CACHE.exists():
         CACHE.parent.mkdir(parents=True, exist_ok=True)
         CACHE.write_text(json.dumps(cached))
