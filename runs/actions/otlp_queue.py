@@ -49,6 +49,7 @@ from typing import Any
 
 from django.conf import settings
 
+from runs.actions.core import engine_context
 from runs.actions.otlp import IngestReport
 from runs.models import Run, Workspace
 from runs.protocol.otlp_map import map_spans, route_spans
@@ -360,3 +361,9 @@ def do_queue_spans(
         actor=actor,
     )
     return report
+
+
+def warm_worker() -> None:
+    """What a worker process loads before its first body (so that body's lag does not pay for it):
+    the engine's compiled schemas."""
+    engine_context()
