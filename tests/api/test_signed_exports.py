@@ -254,7 +254,8 @@ def test_rotation_and_revocation_through_the_command(api, anonymous, gated):
     assert "notAfter" in next(e for e in validity["keys"] if e["kid"] == first)
     assert _verdict(before, anonymous).kid == first and _verdict(after, anonymous).kid == second
     # Revoked from a moment before the second export: it fails, the first still verifies.
-    call_command("signing_key", "revoke", second, "--at", "2000-01-01T00:00:00Z", stdout=io.StringIO())
+    # "--" first: a thumbprint may begin with "-" (base64url), which argparse would take for an option
+    call_command("signing_key", "revoke", "--at", "2000-01-01T00:00:00Z", "--", second, stdout=io.StringIO())
     refused = api.post("/api/bundles/verify", raw=canonical_bytes(after)).json()
     assert refused["ok"] is False and refused["code"] == "KEY_REVOKED"
     assert refused["signature"]["status"] == "invalid"
@@ -270,12 +271,21 @@ def test_rotation_and_revocation_through_the_command(api, anonymous, gated):
     assert "seed" not in listing.getvalue()
 
 
+def test_a_key_id_that_begins_with_a_dash_can_be_revoked(api, gated):
+    """RFC 7638 thumbprints are base64url: one in 64 begins with "-"."""
+    api.get(f"/api/runs/{gated}/bundle")
+    key = SigningKey.objects.get()
+    SigningKey.objects.filter(pk=key.pk).update(kid="-" + key.kid[1:])
+    call_command("signing_key", "revoke", "--", "-" + key.kid[1:], stdout=io.StringIO())
+    assert SigningKey.objects.get().revoked_at is not None
+
+
 def test_bad_key_commands_change_nothing(api, gated):
     api.get(f"/api/runs/{gated}/bundle")
     with pytest.raises(CommandError, match="UNKNOWN_KEY"):
         call_command("signing_key", "revoke", "nope")
     with pytest.raises(CommandError, match="INVALID_INPUT"):
-        call_command("signing_key", "revoke", SigningKey.objects.get().kid, "--at", "yesterday")
+        call_command("signing_key", "revoke", "--at", "yesterday", "--", SigningKey.objects.get().kid)
     with pytest.raises(CommandError, match="active already"):
         call_command("signing_key", "create")
     assert SigningKey.objects.get().revoked_at is None

@@ -47,7 +47,10 @@ class Command(BaseCommand):
         revoke = sub.add_parser(
             "revoke", help="revoke a key: bundles signed at or after --at fail verification"
         )
-        revoke.add_argument("kid", help="the key's id (RFC 7638 thumbprint, as `list` shows it)")
+        revoke.add_argument(
+            "kid",
+            help="the key's id (RFC 7638 thumbprint, as `list` shows it; one that begins with - after --)",
+        )
         revoke.add_argument("--at", help="ISO 8601 instant from which it is not trusted (default: now)")
         sub.add_parser("list", help="every key with its scope and validity (public data only)")
         publish = sub.add_parser(
