@@ -40,23 +40,23 @@ RECOVER_EVERY = 5.0  # seconds between looks for the claims of dead workers
 
 
 class RateMeter:
-    """The worker's drain rate: spans over seconds of storing, summed over the last few bodies (a
-    mean of times, not of rates, so a slow body weighs what it cost), written to the spool after
-    each body for the receivers' window."""
+    """The worker's drain rate for the receivers' window: the slowest of the last few batches
+    (spans over seconds of storing, the claim included), written to the spool after each batch.
+    The slowest, not the mean: when storing slows down (a busy disk, a neighbour on the core), the
+    window must not promise what the recent fast batches did."""
 
     def __init__(self, spool: Spool, keep: int = 8) -> None:
         self.spool = spool
-        self.recent: deque[tuple[int, float]] = deque(maxlen=keep)
+        self.recent: deque[float] = deque(maxlen=keep)
 
     @property
     def rate(self) -> float | None:
-        seconds = sum(s for _n, s in self.recent)
-        return sum(n for n, _s in self.recent) / seconds if seconds > 0 else None
+        return min(self.recent) if self.recent else None
 
     def add(self, spans: int, seconds: float) -> None:
         if spans <= 0 or seconds <= 0:
             return
-        self.recent.append((spans, seconds))
+        self.recent.append(spans / seconds)
         self.spool.write_rate(self.rate or 0.0)
 
 
