@@ -48,7 +48,7 @@ def _dispatch_fork(fork_pk: int) -> None:
 
 
 def _resume_forks(change) -> None:
-    if change.events and not any(e.get("type") == "human_gate_resolved" for e in change.events):
+    if not change.may_hold_decision():
         return  # the common case decided here, without importing the executor
     # Deferred: start-up cost, as above.
     from runs.execution.replay import resume_waiting_forks

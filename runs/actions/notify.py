@@ -32,6 +32,16 @@ class RunChange:
     # The run row as this commit left it, when the action holds it (OTLP ingest): the transcript
     # sink then need not read it back. Never sent on.
     row: Any = field(default=None, repr=False, compare=False)
+    # Whether a gate decision (``human_gate_resolved``) is among the events, for a change another
+    # process committed (``events`` stays behind): None when not known. Listeners that act on a
+    # decision (a fork waiting at its gate) skip a change that says False without a query.
+    decided: bool | None = field(default=None, compare=False)
+
+    def may_hold_decision(self) -> bool:
+        """Whether a ``human_gate_resolved`` event may be among this change's events."""
+        if self.events:
+            return any(event.get("type") == "human_gate_resolved" for event in self.events)
+        return self.decided is not False
 
     @classmethod
     def of(

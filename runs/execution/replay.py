@@ -542,7 +542,7 @@ def resume_waiting_forks(change: RunChange) -> None:
     code runs again from the start; everything already recorded is matched, not repeated)."""
     if change.first_seq == 0 or not change.run_pk:
         return
-    if change.events and not any(e.get("type") == "human_gate_resolved" for e in change.events):
+    if not change.may_hold_decision():
         return
     if RunFork.objects.filter(run_id=change.run_pk, status=ForkStatus.WAITING).update(
         status=ForkStatus.PENDING

@@ -186,6 +186,7 @@ def forward_changes(out: IO[str]) -> Callable[[RunChange], None]:
                 change.last_seq,
                 change.status,
                 change.run_pk,
+                change.may_hold_decision(),
             ]
         )
         out.write(line + "\n")
@@ -198,10 +199,12 @@ def _read_changes(stream: IO[str]) -> None:
     """The server's side: each line from its worker, handed to the server's listeners."""
     for line in stream:
         try:
-            workspace_id, run_id, first, last, status, run_pk = json.loads(line)
+            workspace_id, run_id, first, last, status, run_pk, decided = json.loads(line)
         except (ValueError, TypeError):
             continue
-        dispatch_listeners(RunChange(workspace_id, run_id, first, last, status, run_pk))
+        dispatch_listeners(
+            RunChange(workspace_id, run_id, first, last, status, run_pk, decided=bool(decided))
+        )
 
 
 def ensure_worker() -> subprocess.Popen | None:

@@ -15,6 +15,8 @@ import subprocess
 import sys
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.tokens import create_token
 from runs import actions
@@ -247,6 +249,24 @@ def test_the_worker_forwards_its_changes_to_the_servers_listeners(workspace):
     finally:
         unregister_listener(heard.append)
     assert heard == [RunChange(workspace.pk, "run_a", 1, 4, "running", 7)]
+    assert heard[0].decided is False and not heard[0].may_hold_decision()
+
+
+def test_a_forwarded_change_without_a_decision_costs_the_server_no_query(workspace):
+    """The server hears every change its worker commits; the waiting-fork listener used to run
+    an UPDATE for each (the events stay in the worker), contending for SQLite's write lock with
+    the worker. A change the worker says holds no decision runs no query; one that may does."""
+    out = io.StringIO()
+    forward = otlp_worker.forward_changes(out)
+    forward(RunChange(workspace.pk, "run_a", 1, 4, "running", 7, events=({"type": "span_started"},)))
+    forward(RunChange(workspace.pk, "run_b", 5, 5, "running", 8, events=({"type": "human_gate_resolved"},)))
+    quiet, decided = out.getvalue().splitlines()
+    with CaptureQueriesContext(connection) as queries:
+        otlp_worker._read_changes(io.StringIO(quiet + "\n"))
+    assert not [q for q in queries if "runs_runfork" in q["sql"]]
+    with CaptureQueriesContext(connection) as queries:
+        otlp_worker._read_changes(io.StringIO(decided + "\n"))
+    assert [q for q in queries if "runs_runfork" in q["sql"]]
 
 
 def test_without_the_queue_nothing_is_spooled(client, workspace, spool, settings):
