@@ -236,6 +236,20 @@ def _pool_options(options: dict[str, str]) -> dict | None:
     return {"min_size": min_size, "max_size": max_size, "timeout": timeout}
 
 
+# channels_redis waits for a channel's next message with a blocking pop of this many seconds
+# (``RedisChannelLayer.brpop_timeout``), while redis-py 8 gives every read a 5-second socket timeout by
+# default: an idle channel's read timed out at the moment the pop returned (redis/redis-py#4091), the
+# layer raised ``TimeoutError``, a run's live hub rejoined every ~5 s and a runs list or inbox socket
+# closed. The channel layer's connections read for this much longer than the pop.
+CHANNEL_LAYER_BLOCKING_POP_SECONDS = 5
+CHANNEL_LAYER_SOCKET_TIMEOUT = CHANNEL_LAYER_BLOCKING_POP_SECONDS + 10
+
+
+def channel_layer_hosts(url: str) -> list[dict]:
+    """``CONFIG["hosts"]`` of a ``channels_redis`` layer on ``url``, its reads outliving the blocking pop."""
+    return [{"address": url, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT}]
+
+
 def database_from_url(url: str, *, base_dir: Path) -> dict:
     """Django DATABASES['default'] from a URL: sqlite:///path or postgres://user:pw@host:port/name."""
     parsed = urlparse(url)

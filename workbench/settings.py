@@ -8,6 +8,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from workbench.env import (
+    channel_layer_hosts,
     database_from_url,
     env_bool,
     env_egress,
@@ -117,7 +118,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            "CONFIG": {"hosts": channel_layer_hosts(REDIS_URL), "capacity": 1000, "expiry": 30},
         }
     }
 else:

@@ -261,6 +261,12 @@ class Cluster:
                     redis.Redis.from_url(self.redis_url).flushdb()
                 except Exception:
                     pass
+            keep = os.environ.get("CLUSTER_KEEP_LOGS")  # a directory: the servers' logs are copied there
+            if keep:
+                os.makedirs(keep, exist_ok=True)
+                for log in self.logs:
+                    if log.exists():
+                        shutil.copy(log, Path(keep) / f"{self.tmp.name}-{log.name}")
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     # -- data and requests

@@ -8,6 +8,8 @@ import uuid
 import pytest
 from django.test import override_settings
 
+from workbench.env import channel_layer_hosts
+
 REDIS_URL = os.environ.get("REDIS_TEST_URL") or "redis://127.0.0.1:6379/0"
 REDIS_DB = int(os.environ.get("LIVE_TEST_REDIS_DB", "9"))
 ORIGIN = (b"origin", b"http://127.0.0.1")
@@ -32,7 +34,12 @@ def layer_settings(kind: str, prefix: str) -> dict:
         return {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [redis_url()], "prefix": prefix, "capacity": 1000, "expiry": 30},
+                "CONFIG": {
+                    "hosts": channel_layer_hosts(redis_url()),
+                    "prefix": prefix,
+                    "capacity": 1000,
+                    "expiry": 30,
+                },
             }
         }
     return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}

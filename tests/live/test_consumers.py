@@ -341,3 +341,34 @@ async def test_hub_rejoins_after_the_layer_connection_dies(channel_layer_kind, w
     assert seqs_in(updates) == [1, 2]
     assert metrics.snapshot()["layer_errors"] >= 1
     await comm.disconnect()
+
+
+async def test_idle_sockets_outlive_the_layers_blocking_pop(channel_layer_kind, workspace, alice, workflow):
+    """channels_redis waits for a channel's next message with a blocking pop of 5 s, and redis-py 8
+    reads with a 5 s socket timeout by default: on an idle channel the read timed out as the pop
+    returned (redis/redis-py#4091). A runs list socket closed, a run's hub rejoined (a logged error
+    and a read of the store) every ~5 s of quiet. Both stay put now, and still hear the next change."""
+    if channel_layer_kind != "redis":
+        pytest.skip("only the Redis layer blocks on a socket read")
+    from channels_redis.core import RedisChannelLayer
+
+    from runs.live.publisher import metrics
+
+    run_id = await start_run(workspace, workflow, run_id="run_idle")
+    page, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+    assert connected
+    await receive(page)
+    listing, connected, _ = await open_socket("/ws/workspace/", alice)
+    assert connected
+    await settle(page)
+    errors = metrics.snapshot()["layer_errors"]
+    await asyncio.sleep(RedisChannelLayer.brpop_timeout + 1.5)  # quiet past one blocking pop
+    assert metrics.snapshot()["layer_errors"] == errors, "the hub lost the layer while idle"
+    last = await annotate(workspace, run_id, 1, text="after the quiet")
+    assert seqs_in(await collect_until(page, last, timeout=10))[-1] == last
+    message = await receive(listing)
+    while message.get("last_seq", 0) < last:
+        message = await receive(listing)
+    assert message["type"] == "run.changed" and message["run_id"] == run_id
+    await page.disconnect()
+    await listing.disconnect()
