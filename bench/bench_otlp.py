@@ -381,30 +381,44 @@ def child(shape: str, profile: bool) -> None:
     )
 
 
+# Each run's directory (its SQLite file, its ~1,000 transcript files) is removed when the bench ends,
+# not after the run, so that a run does not follow its predecessor's clean-up: on this machine's ext4,
+# which has no journal, the inode allocator checks recently deleted inodes (perf: find_inode_bit ->
+# recently_deleted), and creating a file there cost 30-550 us of kernel time (2026-11-27) depending on
+# what had been deleted lately.
+_RUN_DIRS: list[tempfile.TemporaryDirectory] = []  # made on first use (not in the --child processes)
+
+
+def _run_dir() -> str:
+    if not _RUN_DIRS:
+        _RUN_DIRS.append(tempfile.TemporaryDirectory(prefix="bench-otlp-"))
+    return tempfile.mkdtemp(dir=_RUN_DIRS[0].name)
+
+
 def _one_run(shape: str, profile: bool, root: Path = ROOT) -> dict | None:
     """One measured run in a fresh process of the checkout at ``root``, on a fresh SQLite file."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {
-            **os.environ,
-            "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3",
-            "WORKBENCH_VAR_DIR": tmp,
-            "WORKBENCH_OTLP_WORKER_JOURNAL": f"{tmp}/journal",
-            "WORKBENCH_OTLP_QUEUE": "1" if QUEUE["on"] else "0",
-        }
-        out = subprocess.run(
-            [sys.executable, str(root / "bench" / "bench_otlp.py"), "--child", shape]
-            + (["--profile"] if profile else []),
-            env=env,
-            capture_output=not profile,
-            text=True,
-            cwd=root,
-        )
-        if profile:
-            return None
-        if out.returncode != 0:
-            print(out.stdout, out.stderr, file=sys.stderr)
-            raise SystemExit(out.returncode)
-        return json.loads(out.stdout.strip().splitlines()[-1])
+    tmp = _run_dir()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3",
+        "WORKBENCH_VAR_DIR": tmp,
+        "WORKBENCH_OTLP_WORKER_JOURNAL": f"{tmp}/journal",
+        "WORKBENCH_OTLP_QUEUE": "1" if QUEUE["on"] else "0",
+    }
+    out = subprocess.run(
+        [sys.executable, str(root / "bench" / "bench_otlp.py"), "--child", shape]
+        + (["--profile"] if profile else []),
+        env=env,
+        capture_output=not profile,
+        text=True,
+        cwd=root,
+    )
+    if profile:
+        return None
+    if out.returncode != 0:
+        print(out.stdout, out.stderr, file=sys.stderr)
+        raise SystemExit(out.returncode)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _worker_rate(workspace, bodies: list[bytes]) -> float:
