@@ -29,13 +29,18 @@ def redis_available() -> bool:
         return False
 
 
-def layer_settings(kind: str, prefix: str) -> dict:
+# A test that cuts every Redis connection of its database has a database of its own, so that it never
+# cuts the connections of the tests that run beside it (pytest-xdist) on REDIS_DB.
+REDIS_CUT_DB = int(os.environ.get("LIVE_TEST_REDIS_CUT_DB", "8"))
+
+
+def layer_settings(kind: str, prefix: str, db: int = REDIS_DB) -> dict:
     if kind == "redis":
         return {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
                 "CONFIG": {
-                    "hosts": channel_layer_hosts(redis_url()),
+                    "hosts": channel_layer_hosts(redis_url(db)),
                     "prefix": prefix,
                     "capacity": 1000,
                     "expiry": 30,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 
 import orjson
 import pytest
@@ -314,33 +315,39 @@ async def test_deleted_run_closes_the_socket(channel_layer_kind, workspace, alic
 
 
 async def test_hub_rejoins_after_the_layer_connection_dies(channel_layer_kind, workspace, alice, workflow):
-    """Redis drops our connections: the run's hub rejoins and catches up from the store."""
+    """Redis drops our connections: the run's hub rejoins and catches up from the store. (On a Redis
+    database of its own: cutting every connection of the shared one cut the tests beside it too.)"""
     if channel_layer_kind != "redis":
         pytest.skip("only the Redis layer has a connection to lose")
     import redis
 
     from runs.live.publisher import metrics
-    from tests.live.conftest import REDIS_DB, redis_url
+    from tests.live.conftest import REDIS_CUT_DB, layer_settings, redis_url
 
-    run_id = await start_run(workspace, workflow)
-    comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
-    assert connected
-    await receive(comm)
-    await settle(comm)
-    admin = redis.Redis.from_url(redis_url())
-    ours = [
-        c["id"]
-        for c in admin.client_list()
-        if int(c.get("db", -1)) == REDIS_DB and c["id"] != admin.client_id()
-    ]
-    assert ours, "the hub holds a Redis connection on the test database"
-    for client_id in ours:
-        admin.client_kill_filter(_id=client_id)
-    last = await annotate(workspace, run_id, 2, text="after the cut")
-    updates = await collect_until(comm, last, timeout=15)
-    assert seqs_in(updates) == [1, 2]
-    assert metrics.snapshot()["layer_errors"] >= 1
-    await comm.disconnect()
+    with override_settings(
+        CHANNEL_LAYERS=layer_settings("redis", f"wbcut{uuid.uuid4().hex[:8]}", REDIS_CUT_DB)
+    ):
+        run_id = await start_run(workspace, workflow)
+        comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+        assert connected
+        await receive(comm)
+        await settle(comm)
+        admin = redis.Redis.from_url(redis_url(REDIS_CUT_DB))
+        ours = [
+            c["id"]
+            for c in admin.client_list()
+            if int(c.get("db", -1)) == REDIS_CUT_DB and c["id"] != admin.client_id()
+        ]
+        assert ours, "the hub holds a Redis connection on the test database"
+        for client_id in ours:
+            admin.client_kill_filter(_id=client_id)
+        last = await annotate(workspace, run_id, 2, text="after the cut")
+        updates = await collect_until(comm, last, timeout=15)
+        assert seqs_in(updates) == [1, 2]
+        assert metrics.snapshot()["layer_errors"] >= 1
+        await comm.disconnect()
+        for key in admin.scan_iter("wbcut*"):
+            admin.delete(key)
 
 
 async def test_idle_sockets_outlive_the_layers_blocking_pop(channel_layer_kind, workspace, alice, workflow):

@@ -63,7 +63,10 @@ def export(cluster: Cluster, token: str, spans: list[ReadableSpan]) -> None:
 def worker_pids(server_pid: int) -> list[int]:
     pids = []
     for task in Path(f"/proc/{server_pid}/task").iterdir():
-        pids += [int(p) for p in (task / "children").read_text().split()]
+        try:
+            pids += [int(p) for p in (task / "children").read_text().split()]
+        except FileNotFoundError:  # a thread of the server that ended meanwhile
+            continue
     return pids
 
 

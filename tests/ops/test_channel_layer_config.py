@@ -18,6 +18,7 @@ from tests.live.conftest import redis_available, redis_url
 from workbench.env import CHANNEL_LAYER_BLOCKING_POP_SECONDS, channel_layer_hosts
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+QUIET_DB = 7  # a Redis database no test cuts or flushes (this test waits on it for 6 s)
 
 
 def test_the_layer_reads_longer_than_it_blocks():
@@ -52,7 +53,7 @@ def test_an_idle_channel_receives_after_a_quiet_blocking_pop():
 
     async def go() -> dict:
         layer = RedisChannelLayer(
-            hosts=channel_layer_hosts(redis_url()), prefix=f"wbidle{uuid.uuid4().hex[:8]}"
+            hosts=channel_layer_hosts(redis_url(QUIET_DB)), prefix=f"wbidle{uuid.uuid4().hex[:8]}"
         )
         channel = await layer.new_channel()
 
