@@ -225,11 +225,12 @@ def main() -> None:
     parser.add_argument(
         "--keep", action="store_true", help="keep the PostgreSQL database (dropped by default)"
     )
+    parser.add_argument("--skip-read", action="store_true", help="skip the streamed read alone")
     args = parser.parse_args()
     path = bundle_of(args.events)
     size = path.stat().st_size
     print(f"bundle: {args.events} events, {size / 1e6:.0f} MB")
-    read = _result([sys.executable, "-c", _READ, str(path), str(ROOT)])
+    read = None if args.skip_read else _result([sys.executable, "-c", _READ, str(path), str(ROOT)])
     if read:
         print(
             f"streamed read (parse + hash):   {read['events'] / read['seconds']:10.0f} events/s"
