@@ -3,9 +3,11 @@ process (the test process never holds the document)."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,3 +24,16 @@ def generate_bundle(path: Path, events: int) -> Path:
     ]
     subprocess.run(command, check=True, cwd=ROOT)
     return path
+
+
+def load_gen_bundle(name: str = "_bench_gen_bundle") -> ModuleType:
+    """bench/gen_bundle.py as a module (it puts the checkout on ``sys.path``: undone here)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "gen_bundle.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    saved = list(sys.path)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
+    return module

@@ -5,8 +5,6 @@ streamed import's reader (runs.protocol.stream.BundleReader) finds valid."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,23 +12,14 @@ import pytest
 
 from runs.protocol.integrity import compute_integrity
 from runs.protocol.stream import BundleReader
+from tests.bigbundle import load_gen_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "_bench_gen_bundle_stream", ROOT / "bench" / "gen_bundle.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved = list(sys.path)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
+    return load_gen_bundle("_bench_gen_bundle_stream")
 
 
 def _in_memory(gen: ModuleType, events: int, **kwargs: object) -> bytes:

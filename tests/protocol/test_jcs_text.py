@@ -11,12 +11,10 @@ number tokens written out in many forms (not only what ``json.dumps`` would writ
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import random
 import re
 import struct
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -38,7 +36,8 @@ from runs.protocol.canonical import (
 )
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.protocol.integrity import seal_bundle
-from tests.conftest import CONFORMANCE, REPO
+from tests.bigbundle import load_gen_bundle
+from tests.conftest import CONFORMANCE
 
 if not has_text_accelerator():
     pytest.skip("runs.protocol._jcs is not built (no C compiler or OpenSSL headers)", allow_module_level=True)
@@ -625,21 +624,9 @@ def test_conformance_corpus_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     assert {None, ErrorCode.INTEGRITY_MISMATCH, ErrorCode.INVALID_JSON} <= seen
 
 
-def _load_gen_bundle() -> Any:
-    spec = importlib.util.spec_from_file_location("_bench_gen_bundle", REPO / "bench" / "gen_bundle.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved = list(sys.path)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
-
-
 @pytest.fixture(scope="module")
 def big_bundle_texts() -> list[bytes]:
-    gen = _load_gen_bundle()
+    gen = load_gen_bundle()
     texts = []
     for adversarial in (False, True):
         bundle = gen.build_bundle(events=2000, adversarial=adversarial)
