@@ -41,8 +41,28 @@ def _refs(
     (run, type, span_ref, seq) index, at most a page's worth per ref."""
     if not refs:
         return []
+    limit = len(refs) * 4
+    if connection.vendor == "postgresql":
+        # One probe per ref (LATERAL; OFFSET 0 keeps each a probe): given ``span_ref IN (...)`` and
+        # ``ORDER BY seq LIMIT``, a planner without statistics of the run's rows (a run just imported)
+        # walked all its rows of the type by event_run_type and filtered the refs (394 ms on a
+        # 1M-event run, seconds at 10M). The first ``limit`` rows by seq of all refs are among the
+        # first ``limit`` of each: the same rows.
+        table = connection.ops.quote_name(Event._meta.db_table)
+        quoted = [connection.ops.quote_name(column) for column in cols]
+        columns = ", ".join(quoted)
+        sql = (
+            f"SELECT {', '.join('e.' + column for column in quoted)}"
+            f" FROM unnest(%s::text[]) AS c(ref) CROSS JOIN LATERAL (SELECT {columns} FROM {table}"
+            " WHERE run_id = %s AND type = %s AND span_ref = c.ref AND seq > %s"
+            " ORDER BY seq LIMIT %s OFFSET 0) AS e ORDER BY e.seq LIMIT %s"
+        )
+        spelt = [column_value(ref, connection, 220) for ref in dict.fromkeys(refs)]  # as stored
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [spelt, run.pk, etype, after, limit, limit])
+            return [tuple(row) for row in cursor.fetchall()]
     qs = Event.objects.filter(run=run, type=etype, span_ref__in=refs, seq__gt=after)
-    return list(qs.order_by("seq").values_list(*cols)[: len(refs) * 4])
+    return list(qs.order_by("seq").values_list(*cols)[:limit])
 
 
 def ends_of(run: Run, span_ids: list[str], *, after: int = 0) -> dict[str, list[tuple[int, dict[str, Any]]]]:
@@ -64,13 +84,24 @@ def _with_children(run: Run, nodes_ids: list[str], lo: int) -> set[str]:
     if not refs:
         return set()
     table = connection.ops.quote_name(Event._meta.db_table)
-    candidates = " UNION ALL ".join(["SELECT CAST(%s AS varchar(220)) AS ref"] * len(refs))
-    sql = (
-        f"SELECT c.ref FROM ({candidates}) c WHERE EXISTS (SELECT 1 FROM {table} e"
-        " WHERE e.run_id = %s AND e.type = 'span_started' AND e.span_ref = c.ref AND e.seq > %s)"
-    )
+    if connection.vendor == "postgresql":
+        # OFFSET 0: the EXISTS stays a probe per ref. Pulled up into a semi-join, a planner without
+        # statistics of the run's rows (a run just imported) read all its span starts (458 ms on a
+        # 1M-event run) and matched them against the refs.
+        sql = (
+            f"SELECT c.ref FROM unnest(%s::text[]) AS c(ref) WHERE EXISTS (SELECT 1 FROM {table} e"
+            " WHERE e.run_id = %s AND e.type = 'span_started' AND e.span_ref = c.ref AND e.seq > %s OFFSET 0)"
+        )
+        params: list[Any] = [refs, run.pk, lo]
+    else:
+        candidates = " UNION ALL ".join(["SELECT CAST(%s AS varchar(220)) AS ref"] * len(refs))
+        sql = (
+            f"SELECT c.ref FROM ({candidates}) c WHERE EXISTS (SELECT 1 FROM {table} e"
+            " WHERE e.run_id = %s AND e.type = 'span_started' AND e.span_ref = c.ref AND e.seq > %s)"
+        )
+        params = [*refs, run.pk, lo]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*refs, run.pk, lo])
+        cursor.execute(sql, params)
         found = [row[0] for row in cursor.fetchall()]
     return {ref[len(SPAN_PARENT) :] for ref in found if isinstance(ref, str)}
 
