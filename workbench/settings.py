@@ -240,6 +240,9 @@ WORKBENCH_REPLAY_CACHE_DAYS = env_int("WORKBENCH_REPLAY_CACHE_DAYS", 90, minimum
 WORKBENCH_RUN_RETENTION_DAYS = env_int("WORKBENCH_RUN_RETENTION_DAYS", 0, minimum=0)
 # Bundles from this size on are imported by a background job (`202` with the job from the API).
 WORKBENCH_IMPORT_ASYNC_BYTES = env_int("WORKBENCH_IMPORT_ASYNC_BYTES", 8 * 1024 * 1024, minimum=0)
+# PostgreSQL: after an import job stored this many events, it runs VACUUM (ANALYZE) on the event table
+# (0: never), so the run's pages read its rows index-only at once instead of after autovacuum.
+WORKBENCH_IMPORT_VACUUM_EVENTS = env_int("WORKBENCH_IMPORT_VACUUM_EVENTS", 100_000, minimum=0)
 PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
 PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
 PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
