@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+from runs.fields import register_search_text
 
 
 class RunsConfig(AppConfig):
@@ -10,6 +13,8 @@ class RunsConfig(AppConfig):
         from runs.actions.notify import register_durable_sink, register_fork_executor, register_listener
         from runs.live.publisher import on_run_change
         from runs.telemetry.transcript_log import record_change, record_changes
+
+        connection_created.connect(register_search_text)  # SQLite: the search's wb_search_text
 
         register_durable_sink(
             record_change, batch=record_changes

@@ -20,6 +20,7 @@ import hashlib
 import re
 from typing import Any
 
+import orjson
 from django.db import models
 from django.db.models import lookups
 
@@ -139,3 +140,84 @@ class ProtocolJSONField(models.JSONField):
     def deconstruct(self) -> tuple[Any, str, Any, Any]:
         name, _path, args, kwargs = super().deconstruct()
         return name, "django.db.models.JSONField", args, kwargs
+
+
+# --- the text a model call is searched by -------------------------------------------------------
+#
+# The runs list's text search finds a run by what its model calls asked and answered: the string
+# values of a ``model_io`` event's ``summary`` and ``payload``, never the JSON keys (``role``,
+# ``content``, ``usage``...), the envelope (ids, timestamps) or the numbers. Searching the body's
+# JSON text instead found every run with a model call for "content" or "token", and indexing all
+# of it cost every model_io insert twice the trigrams. The same extraction on both databases:
+# ``wb_search_text(body)`` is a SQL function on PostgreSQL (migration 0019, which indexes
+# ``upper(wb_search_text(body))`` with pg_trgm) and a Python function registered on each SQLite
+# connection (``register_search_text``). Values are joined by a newline; a NUL in a value is the
+# six characters ``\u0000`` (as :func:`json_text_needle` spells it); a body that does not parse (a lone
+# surrogate escape, jsonb's limits) is searched as its JSON text, as before.
+
+SEARCH_TEXT_FUNCTION = r"""
+CREATE OR REPLACE FUNCTION wb_search_text(body text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE COST 1000 AS $f$
+DECLARE doc jsonb;
+BEGIN
+  IF strpos(body, '\u0000') > 0 THEN  -- jsonb refuses NUL: keep an unescaped \u0000 as its text
+    body := regexp_replace(body, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\\\u0000', 'g');
+  END IF;
+  BEGIN
+    doc := body::jsonb;
+  EXCEPTION WHEN others THEN
+    RETURN body;
+  END;
+  RETURN concat_ws(E'\n',
+    CASE WHEN jsonb_typeof(doc -> 'summary') = 'string' THEN doc ->> 'summary' END,
+    (SELECT string_agg(v #>> '{}', E'\n')
+       FROM jsonb_path_query(doc, 'strict $.payload.** ? (@.type() == "string")', '{}', true) AS v));
+END
+$f$
+"""
+
+
+def search_text(body: str) -> str:
+    """What ``wb_search_text(body)`` returns, in Python (SQLite's function; tests)."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+    if not isinstance(doc, dict):
+        return ""
+    parts: list[str] = []
+    if isinstance(doc.get("summary"), str):
+        parts.append(doc["summary"])
+    stack = [doc.get("payload")]
+    while stack:  # not recursive: a payload may nest as deep as the protocol allows
+        value = stack.pop()
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, dict):
+            stack.extend(reversed(value.values()))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return "\n".join(parts).replace(_NUL, "\\u0000")
+
+
+def register_search_text(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """``connection_created`` receiver: SQLite connections get ``wb_search_text``."""
+    if connection.vendor == "sqlite":
+        connection.connection.create_function("wb_search_text", 1, search_text, deterministic=True)
+
+
+class SearchText(models.Func):
+    """``wb_search_text(<body>)``: the searchable text of a model call (see above)."""
+
+    function = "wb_search_text"
+    output_field = models.TextField()
+
+
+def json_body_needle(text: str) -> str | None:
+    """``text`` as the JSON text of a body that holds it in a string value spells it (quotes and
+    backslashes escaped...), or None when it cannot be spelt (a lone surrogate). A body whose text
+    lacks it cannot hold ``text`` in any value: a cheap test before :class:`SearchText`."""
+    try:
+        return orjson.dumps(text).decode()[1:-1]
+    except orjson.JSONEncodeError:
+        return None

@@ -14,8 +14,10 @@ steps, each its own short transaction:
    announces it);
 2. its events go ``batch`` at a time, newest first, each batch one ``DELETE`` of a seq range
    bounded on both sides (the key's index; nothing else is read or locked);
-3. the run row goes with what is left (snapshots, versions, links), which is small (its events
-   are not looked for again: see :func:`_delete_run_row`).
+3. its artifact and rule-set versions and projection snapshots go ``batch`` rows at a time (a
+   ten-million-event run may hold a million);
+4. the run row goes with what is left (links, its own rollup rows), which is small (its events
+   and versions are not looked for again: see :func:`_delete_run_row`).
 
 A purge interrupted after step 1 leaves a hidden run that :func:`resume_purges` (run by
 ``manage.py prune_runs``) finishes (a run hidden by an older version, whose remaining calls were
@@ -37,7 +39,7 @@ from runs.actions import responsecache, rollups
 from runs.actions.core import lock_run
 from runs.actions.notify import RunChange, notify_on_commit
 from runs.engine.state import TERMINAL_STATUSES
-from runs.models import Event, Run, Workspace
+from runs.models import ArtifactVersion, Event, RuleSetVersion, Run, RunSnapshot, Workspace
 
 PURGING_SLUG = "_purging"
 PURGE_BATCH = 10_000
@@ -83,7 +85,7 @@ def do_purge_run(*, workspace: Workspace, run_id: str, batch: int = PURGE_BATCH)
 
 
 def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
-    """Steps 2 and 3 for a run already hidden and subtracted from the rollups: its seqs deleted
+    """Steps 2 to 4 for a run already hidden and subtracted from the rollups: its seqs deleted
     ``batch`` at a time from the top, each DELETE bounded on both sides (the rows a previous batch
     deleted stay in the key's index until a VACUUM: a range open at the top walked all of them
     again, every batch, which made a ten-million-event purge quadratic)."""
@@ -98,23 +100,49 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
         report.events += deleted
         report.timed(started)
         top = high = low - 1
+    for model in _VERSIONED:
+        _purge_versions(model, run.pk, batch, report)
     started = time.perf_counter()
     with transaction.atomic():
         _delete_run_row(run.pk)
     report.timed(started)
 
 
+# What a run keeps one row of per version besides its events: as many as its events, at worst (a
+# ten-million-event run held a million artifact versions, which the run row's cascade deleted in
+# one 12.6 s transaction).
+_VERSIONED = (ArtifactVersion, RuleSetVersion, RunSnapshot)
+
+
+def _purge_versions(model, pk: int, batch: int, report: PurgeReport) -> None:
+    """``model``'s rows of the run, ``batch`` at a time, each batch its own transaction (found
+    through the run's index, unordered: a sort would read them all every time)."""
+    while True:
+        started = time.perf_counter()
+        with transaction.atomic():
+            ids = list(model.objects.filter(run_id=pk).order_by().values_list("pk", flat=True)[:batch])
+            if ids:
+                model.objects.filter(pk__in=ids).delete()
+        if not ids:
+            return
+        report.timed(started)
+        if len(ids) < batch:
+            return
+
+
 def _delete_run_row(pk: int) -> None:
-    """The run row and what cascades from it, but for its events, which the batches deleted: the
-    cascade's ``DELETE ... WHERE run_id IN (pk)`` found none, after walking the index entries of
-    every deleted one (8.6 s for a ten-million-event run before a VACUUM). Nothing can have been
-    appended meanwhile: the run was renamed, under its lock, before the first batch."""
+    """The run row and what cascades from it, but for its events and versions, which the batches
+    deleted: the cascade's ``DELETE ... WHERE run_id IN (pk)`` found none, after walking the index
+    entries of every deleted one (8.6 s for a ten-million-event run's events before a VACUUM).
+    Nothing can have been added meanwhile: the run was renamed, under its lock, before the first
+    batch."""
     row = Run.unscoped.filter(pk=pk).first()
     if row is None:
         return
     collector = Collector(using=router.db_for_write(Run))
     collector.collect([row])
-    collector.fast_deletes = [q for q in collector.fast_deletes if getattr(q, "model", None) is not Event]
+    batched = (Event, *_VERSIONED)
+    collector.fast_deletes = [q for q in collector.fast_deletes if getattr(q, "model", None) not in batched]
     collector.delete()
 
 

@@ -10,12 +10,13 @@ from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, Sum, TextField, Value
+from django.db.models import Case, Count, Q, QuerySet, Sum, TextField, Value, When
 from django.db.models.functions import Cast, StrIndex, Upper
+from django.db.models.lookups import GreaterThan
 
 from runs.engine.fold import apply_event, fold, reviewer_note
 from runs.engine.state import RunState, initial_run_doc
-from runs.fields import column_value, from_column, json_text_needle
+from runs.fields import SearchText, column_value, from_column, json_body_needle, json_text_needle
 from runs.models import (
     ArtifactVersion,
     Event,
@@ -440,21 +441,38 @@ def _tag_filter(tag: str) -> Q:
 
 def _text_match(workspace: Workspace, text: str) -> Q:
     """Runs whose id, title or workflow id holds ``text``, or whose model calls (what was asked and
-    answered) do, any case. Two sets of run ids, each found through an index (on PostgreSQL the
-    trigram indexes of migration 0012), never a walk over every run's document: at a large
-    workspace a rare word would otherwise read every run (the run document, with its subject and
-    metadata, is no longer searched)."""
+    answered: the string values of their summary and payload, ``runs.fields.SearchText``) do, any
+    case. Two sets of run ids, each found through an index (on PostgreSQL the trigram indexes of
+    migrations 0013 and 0019), never a walk over every run's document: at a large workspace a rare
+    word would otherwise read every run (the run document, with its subject and metadata, is no
+    longer searched)."""
     named = (
         Run.objects.for_workspace(workspace)
         .filter(Q(run_id__icontains=text) | Q(title__icontains=text) | Q(workflow_id__icontains=text))
         .values("pk")
     )
-    said = Event.objects.filter(
-        run__workspace=workspace, type="model_io", body__icontains=json_text_needle(text)
-    ).values("run_id")
+    calls = Event.objects.filter(run__workspace=workspace, type="model_io")
+    if connection.vendor == "postgresql":  # the indexed expression, exactly
+        said = calls.annotate(said=SearchText("body")).filter(said__icontains=json_text_needle(text))
+    else:
+        said = _saying(calls, text)
     # one IN over the union: the planner joins the (few) matching ids to the runs and sorts them,
     # instead of walking every run newest first to test each against two sets
-    return Q(pk__in=named.union(said))
+    return Q(pk__in=named.union(said.values("run_id")))
+
+
+def _saying(calls: QuerySet[Event], text: str) -> QuerySet[Event]:
+    """The model calls among ``calls`` whose searchable text holds ``text`` (any case), each body
+    tested cheaply first: one whose JSON text lacks the term's JSON spelling cannot hold it in a
+    value, and only the others are parsed (``wb_search_text``). A CASE, so every database tests
+    in that order. STRPOS, not LIKE: no index serves it, so on PostgreSQL the planner reads the
+    calls it was given through the (run, type) index instead of every match in the database."""
+    said = StrIndex(Upper(SearchText("body")), Upper(Value(json_text_needle(text))))
+    spelt = json_body_needle(text)
+    if spelt is not None:
+        cheap = GreaterThan(StrIndex(Upper("body"), Upper(Value(spelt))), 0)
+        said = Case(When(cheap, then=said), default=Value(0))
+    return calls.annotate(at=said).filter(at__gt=0)
 
 
 def runs_matching(workspace: Workspace, filters: RunListFilters) -> QuerySet[Run]:
@@ -536,14 +554,7 @@ def _probe_hits(pks: list[int], text: str) -> set[int]:
     named = Run.objects.filter(pk__in=pks).filter(
         Q(run_id__icontains=text) | Q(title__icontains=text) | Q(workflow_id__icontains=text)
     )
-    # STRPOS, not LIKE: the trigram index cannot serve it, so the planner reads these runs' model
-    # calls through the (run, type) index instead of every match of a broad term in the database
-    needle = Upper(Value(json_text_needle(text)))  # the database's UPPER, as icontains uses
-    said = (
-        Event.objects.filter(run_id__in=pks, type="model_io")
-        .annotate(at=StrIndex(Upper("body"), needle))
-        .filter(at__gt=0)
-    )
+    said = _saying(Event.objects.filter(run_id__in=pks, type="model_io"), text)
     return set(named.values_list("pk", flat=True)) | set(said.values_list("run_id", flat=True).distinct())
 
 

@@ -15,7 +15,7 @@ from runs.actions import rollups
 from runs.actions.bigimport import do_import_bundle_file
 from runs.actions.retention import PURGING_SLUG, _purge_rows, _purging_workspace, do_purge_run, resume_purges
 from runs.actions.workspaces import get_or_create_workspace
-from runs.models import ArtifactVersion, CostRollup, Event, Run, RunCostRollup, RunSnapshot
+from runs.models import ArtifactVersion, CostRollup, Event, RuleSetVersion, Run, RunCostRollup, RunSnapshot
 from runs.selectors.runs import find_run
 from tests.api.test_import_stream import _generated
 
@@ -38,9 +38,14 @@ def test_purge_deletes_in_batches_and_keeps_the_rollups_exact(tmp_path) -> None:
     other = _imported(tmp_path, get_or_create_workspace("other"))
     run = _imported(tmp_path, ws)
     kept = _rollups(get_or_create_workspace("other"))
-    report = do_purge_run(workspace=ws, run_id=run.run_id, batch=100)
-    assert report.events == 600 and report.transactions == 1 + 6 + 1
+    versions = [model.objects.filter(run_id=run.pk).count() for model in (ArtifactVersion, RuleSetVersion)]
+    assert versions[0] > 25 and versions[1] >= 1
+    report = do_purge_run(workspace=ws, run_id=run.run_id, batch=25)
+    # hide + 24 batches of events + the versions 25 at a time + the run row
+    assert report.events == 600 and report.transactions == 1 + 24 + sum(-(-n // 25) for n in versions) + 1
     assert not Run.unscoped.filter(pk=run.pk).exists() and not Event.objects.filter(run_id=run.pk).exists()
+    assert not ArtifactVersion.objects.filter(run_id=run.pk).exists()
+    assert ArtifactVersion.objects.filter(run=other).count() == versions[0]  # the other run's untouched
     assert _rollups(ws) == []  # its calls left the rollups with it
     assert _rollups(get_or_create_workspace("other")) == kept  # the other workspace's untouched
     assert Event.objects.filter(run=other).count() == 600

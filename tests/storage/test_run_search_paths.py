@@ -73,3 +73,83 @@ def test_a_broad_term_is_answered_by_the_walk_without_the_index_path(searchable,
     monkeypatch.setattr(sel, "_text_match", lambda *a: calls.append(a) or pytest.fail("index path"))
     page, cursor = sel.runs_page(searchable, sel.RunListFilters(q="answer"), limit=5)
     assert len(page) == 5 and cursor and not calls
+
+
+def _call(run_id: str, n: int, **fields) -> dict:
+    return {
+        "id": f"evt_{run_id}_{n}",
+        "runId": run_id,
+        "ts": "2026-01-01T00:00:00.000Z",
+        "type": "model_io",
+        **fields,
+    }
+
+
+@pytest.fixture
+def said(workspace, workflow):
+    """One run whose model calls say a few plain things, one that says nothing at all."""
+    actions.do_start_run(workspace=workspace, workflow=workflow, actor="t", run_id="run_said")
+    usage = {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}
+    request = {"messages": [{"role": "user", "content": 'is the weather "fine"?'}], "temperature": 0.5}
+    actions.do_append_events(
+        workspace=workspace,
+        run_id="run_said",
+        events=[
+            _call("run_said", 1, direction="request", provider="p", model="m", payload=request),
+            _call("run_said", 2, direction="response", usage=usage, summary="it is a\\b, cloudy\x00"),
+        ],
+    )
+    actions.do_start_run(workspace=workspace, workflow=workflow, actor="t", run_id="run_quiet")
+    return workspace
+
+
+@pytest.mark.parametrize(
+    "q",
+    [
+        "content",  # JSON keys: the body's, the payload's, the usage's
+        "role",
+        "tokens",
+        "direction",
+        "summary",
+        "payload",
+        "temperature",
+        "evt_run",  # the envelope: ids, run id, timestamps
+        "2026-01-01",
+        "model_io",
+        '"role":"user"',  # JSON text across keys and values
+        "0.5",  # numbers are not text
+    ],
+)
+@pytest.mark.parametrize("probe", [True, False])
+def test_a_search_never_matches_the_json_around_what_was_said(said, q, probe):
+    assert _all_pages(said, sel.RunListFilters(q=q), probe=probe) == [[]]
+
+
+@pytest.mark.parametrize(
+    "q", ["WEATHER", 'the weather "fine"?', "user", "a\\b", "cloudy\x00", "It Is"]
+)
+@pytest.mark.parametrize("probe", [True, False])
+def test_a_search_finds_what_was_asked_and_answered_as_written(said, q, probe):
+    # quotes and backslashes as typed (the body's JSON text holds them escaped), NUL, any case
+    assert _all_pages(said, sel.RunListFilters(q=q), probe=probe) == [["run_said"]]
+
+
+def test_the_database_extracts_what_python_does(db):
+    from django.db import connection
+
+    from runs.fields import search_text
+    from runs.protocol.values import dumps
+
+    bodies = [
+        dumps({"type": "model_io", "summary": "s", "payload": {"b": ["x", {"c": "y", "n": 1}], "a": "z"}}),
+        dumps({"type": "model_io", "payload": "only \x00 this", "summary": 3}),
+        dumps({"type": "model_io", "payload": {"k": "back\\u0000slash"}}),
+        dumps({"type": "model_io", "direction": "request"}),
+        '{"payload":"\\ud800 lone"}',  # neither parses it: the JSON text itself
+    ]
+    with connection.cursor() as cursor:
+        for body in bodies:
+            cursor.execute("SELECT wb_search_text(%s)", [body])
+            got = cursor.fetchone()[0]
+            # the same values (PostgreSQL's jsonb orders object members its own way)
+            assert sorted(got.split("\n")) == sorted(search_text(body).split("\n")), body
