@@ -150,7 +150,9 @@ def test_edit_artifact_invalid_then_valid(browser, server):
     assert "This field cannot be empty." in page.inner_text("#f-headline-err")
     assert page.get_attribute("#f-headline", "aria-invalid") == "true"
     # autofocus is applied at the next rendering update, not when the element appears: wait for it
-    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'f-headline'", timeout=5000)  # focus on the first error
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.id === 'f-headline'", timeout=5000
+    )  # focus on the first error
     shot(page, "artifact-invalid")
     page.fill("#f-headline", "Staff engineer")
     page.fill("#f-skills", "python\nhtmx")

@@ -204,7 +204,9 @@ def test_union_schema_artifact_is_a_form_with_plain_errors(page, server):
     assert "This field cannot be empty." in page.inner_text("#f-kind-err")
     assert "Enter a number." in page.inner_text("#f-value-err")
     # autofocus is applied at the next rendering update, not when the element appears: wait for it
-    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'f-kind'", timeout=5000)
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.id === 'f-kind'", timeout=5000
+    )
     shot(page, "artifact-union-errors")
     page.fill("#f-kind", "salary")
     page.fill("#f-value", "120000")

@@ -125,9 +125,7 @@ def test_a_search_never_matches_the_json_around_what_was_said(said, q, probe):
     assert _all_pages(said, sel.RunListFilters(q=q), probe=probe) == [[]]
 
 
-@pytest.mark.parametrize(
-    "q", ["WEATHER", 'the weather "fine"?', "user", "a\\b", "cloudy\x00", "It Is"]
-)
+@pytest.mark.parametrize("q", ["WEATHER", 'the weather "fine"?', "user", "a\\b", "cloudy\x00", "It Is"])
 @pytest.mark.parametrize("probe", [True, False])
 def test_a_search_finds_what_was_asked_and_answered_as_written(said, q, probe):
     # quotes and backslashes as typed (the body's JSON text holds them escaped), NUL, any case
