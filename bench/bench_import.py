@@ -158,16 +158,24 @@ from runs.models import Run
 run = Run.unscoped.filter(workspace__slug="bench-import").order_by("-pk").first()
 report = do_purge_run(workspace=run.workspace, run_id=run.run_id)
 print(f"RESULT events={report.events} seconds={report.seconds:.3f}"
-      f" transactions={report.transactions} longest_ms={report.longest_transaction_ms:.1f}")
+      f" transactions={report.transactions} longest_ms={report.longest_transaction_ms:.1f}"
+      f" longest_step={report.longest_step.replace(' ', '_')}")
 """
 )
 
 
-def _result(argv: list[str]) -> dict[str, float] | None:
+def _value(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text.replace("_", " ")
+
+
+def _result(argv: list[str]) -> dict | None:
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT"):
-            return {k: float(v) for k, v in (p.split("=") for p in line.split()[1:])}
+            return {k: _value(v) for k, v in (p.split("=") for p in line.split()[1:])}
     print(proc.stdout[-2000:], proc.stderr[-4000:])
     return None
 
@@ -286,6 +294,7 @@ def main() -> None:
         print(
             f"retention (do_purge_run, batches of 10,000): {purge['events']:.0f} events in {purge['seconds']:.1f} s,"
             f" {purge['transactions']:.0f} transactions, the longest {purge['longest_ms']:.0f} ms"
+            f" ({purge.get('longest_step', '?')})"
         )
 
 

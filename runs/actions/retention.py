@@ -51,12 +51,15 @@ class PurgeReport:
     events: int = 0
     transactions: int = 0
     longest_transaction_ms: float = 0.0
+    longest_step: str = ""  # which step the longest transaction was
     seconds: float = 0.0
     run_ids: list[str] = field(default_factory=list)
 
-    def timed(self, started: float) -> None:
+    def timed(self, started: float, step: str) -> None:
         self.transactions += 1
-        self.longest_transaction_ms = max(self.longest_transaction_ms, (time.perf_counter() - started) * 1000)
+        took = (time.perf_counter() - started) * 1000
+        if took > self.longest_transaction_ms:
+            self.longest_transaction_ms, self.longest_step = took, step
 
 
 def _purging_workspace() -> Workspace:
@@ -77,7 +80,7 @@ def do_purge_run(*, workspace: Workspace, run_id: str, batch: int = PURGE_BATCH)
         rollups.forget_calls(run)
         hidden_id = f"purging-{run.pk}-ws{run.workspace_id}"  # the workspace its rollups are under
         Run.unscoped.filter(pk=run.pk).update(workspace=_purging_workspace(), run_id=hidden_id)
-    report.timed(started)
+    report.timed(started, "hide the run")
     _purge_rows(run, batch, report)
     report.runs, report.run_ids = 1, [run_id]
     report.seconds = time.perf_counter() - began
@@ -98,14 +101,14 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
             rows = Event.objects.filter(run_id=run.pk, seq__gte=low)
             deleted, _ = (rows if high is None else rows.filter(seq__lte=high)).delete()
         report.events += deleted
-        report.timed(started)
+        report.timed(started, "events")
         top = high = low - 1
     for model in _VERSIONED:
         _purge_versions(model, run.pk, batch, report)
     started = time.perf_counter()
     with transaction.atomic():
         _delete_run_row(run.pk)
-    report.timed(started)
+    report.timed(started, "the run row")
 
 
 # What a run keeps one row of per version besides its events: as many as its events, at worst (a
@@ -125,7 +128,7 @@ def _purge_versions(model, pk: int, batch: int, report: PurgeReport) -> None:
                 model.objects.filter(pk__in=ids).delete()
         if not ids:
             return
-        report.timed(started)
+        report.timed(started, model._meta.model_name)
         if len(ids) < batch:
             return
 
@@ -167,7 +170,11 @@ def do_prune_runs(
         total.runs += 1
         total.events += report.events
         total.transactions += report.transactions
-        total.longest_transaction_ms = max(total.longest_transaction_ms, report.longest_transaction_ms)
+        if report.longest_transaction_ms > total.longest_transaction_ms:
+            total.longest_transaction_ms, total.longest_step = (
+                report.longest_transaction_ms,
+                report.longest_step,
+            )
         total.run_ids.append(run_id)
     return total
 

@@ -54,4 +54,5 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{report.runs} run(s), {report.events} event(s) deleted in {report.transactions} transaction(s);"
             f" the longest took {report.longest_transaction_ms:.0f} ms"
+            + (f" ({report.longest_step})" if report.longest_step else "")
         )
