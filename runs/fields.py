@@ -155,9 +155,11 @@ class ProtocolJSONField(models.JSONField):
 # six characters ``\u0000`` (as :func:`json_text_needle` spells it); a body that does not parse (a lone
 # surrogate escape, jsonb's limits) is searched as its JSON text, as before.
 
+# PARALLEL UNSAFE: its exception block is a subtransaction, which no process of a parallel query
+# (its leader included) may start ("cannot start subtransactions during a parallel operation").
 SEARCH_TEXT_FUNCTION = r"""
 CREATE OR REPLACE FUNCTION wb_search_text(body text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE COST 1000 AS $f$
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL UNSAFE COST 1000 AS $f$
 DECLARE doc jsonb;
 BEGIN
   IF strpos(body, '\u0000') > 0 THEN  -- jsonb refuses NUL: keep an unescaped \u0000 as its text

@@ -151,3 +151,23 @@ def test_the_database_extracts_what_python_does(db):
             got = cursor.fetchone()[0]
             # the same values (PostgreSQL's jsonb orders object members its own way)
             assert sorted(got.split("\n")) == sorted(search_text(body).split("\n")), body
+
+
+def test_a_search_in_a_parallel_plan_is_no_error(said):
+    """PostgreSQL: ``wb_search_text`` starts a subtransaction (its exception block), which a
+    parallel query may not: it is PARALLEL UNSAFE, so a plan that would go parallel stays serial."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("parallel plans are PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name FROM pg_settings WHERE name IN ('debug_parallel_query', 'force_parallel_mode')"
+        )
+        (setting,) = cursor.fetchone()
+        cursor.execute(f"SET LOCAL {setting} = on")
+        cursor.execute("SET LOCAL parallel_setup_cost = 0")
+        cursor.execute("SET LOCAL parallel_tuple_cost = 0")
+        cursor.execute("SET LOCAL min_parallel_table_scan_size = 0")
+    for probe in (True, False):
+        assert _all_pages(said, sel.RunListFilters(q="weather"), probe=probe) == [["run_said"]]
