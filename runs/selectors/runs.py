@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import Case, Count, Q, QuerySet, Sum, TextField, Value, When
+from django.db.models import Case, Count, F, Q, QuerySet, Sum, TextField, Value, When
 from django.db.models.functions import Cast, StrIndex, Upper
-from django.db.models.lookups import GreaterThan
+from django.db.models.lookups import GreaterThan, IContains
 
 from runs.engine.fold import apply_event, fold, reviewer_note
 from runs.engine.state import RunState, initial_run_doc
@@ -464,15 +464,23 @@ def _text_match(workspace: Workspace, text: str) -> Q:
 def _saying(calls: QuerySet[Event], text: str) -> QuerySet[Event]:
     """The model calls among ``calls`` whose searchable text holds ``text`` (any case), each body
     tested cheaply first: one whose JSON text lacks the term's JSON spelling cannot hold it in a
-    value, and only the others are parsed (``wb_search_text``). A CASE, so every database tests
-    in that order. STRPOS, not LIKE: no index serves it, so on PostgreSQL the planner reads the
-    calls it was given through the (run, type) index instead of every match in the database."""
-    said = StrIndex(Upper(SearchText("body")), Upper(Value(json_text_needle(text))))
+    value, and only the others are parsed (``wb_search_text``). Nested CASEs, so every database
+    tests in that order. PostgreSQL: STRPOS, not LIKE, which no index serves, so the planner reads
+    the calls it was given through the (run, type) index instead of every match in the database.
+    SQLite: LIKE (what its UPPER and INSTR match, ASCII case folding, without UPPER's copy of every
+    body)."""
+    exact = json_text_needle(text)
     spelt = json_body_needle(text)
-    if spelt is not None:
-        cheap = GreaterThan(StrIndex(Upper("body"), Upper(Value(spelt))), 0)
-        said = Case(When(cheap, then=said), default=Value(0))
-    return calls.annotate(at=said).filter(at__gt=0)
+    if connection.vendor == "postgresql":
+        said = GreaterThan(StrIndex(Upper(SearchText("body")), Upper(Value(exact))), 0)
+        cheap = None if spelt is None else GreaterThan(StrIndex(Upper("body"), Upper(Value(spelt))), 0)
+    else:
+        said = IContains(SearchText("body"), exact)
+        cheap = None if spelt is None else IContains(F("body"), spelt)
+    test = Case(When(said, then=Value(1)), default=Value(0))
+    if cheap is not None:
+        test = Case(When(cheap, then=test), default=Value(0))
+    return calls.annotate(at=test).filter(at__gt=0)
 
 
 def runs_matching(workspace: Workspace, filters: RunListFilters) -> QuerySet[Run]:
