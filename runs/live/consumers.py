@@ -194,6 +194,7 @@ class RunLiveConsumer(LiveConsumer):
             self.seg_index = self.hub.next_index
         self.panel_digests: dict[str, str] = {}  # what this page shows now (unknown until we send)
         self.last_ack_at = asyncio.get_running_loop().time()
+        self.window_since = self.last_ack_at  # when the oldest un-acked update went out
         self.acked = asyncio.Event()
         self.closing = False
         # Forms inside the gate panel post with this socket's own CSRF token (the cookie's secret).
@@ -272,6 +273,8 @@ class RunLiveConsumer(LiveConsumer):
         self.sent_seq = upto
         self.seg_index = next_index
         self.panel_digests = digests
+        if not self.unacked:
+            self.window_since = self.hub.loop.time()
         self.unacked.append(upto)
         if self.target_seq > self.sent_seq:  # announced rows the hub has not read yet
             self.wake.set()
@@ -406,7 +409,9 @@ class RunLiveConsumer(LiveConsumer):
             ):
                 while len(self.unacked) >= max_inflight:
                     self.acked.clear()
-                    waited = loop.time() - self.last_ack_at
+                    # how long the page has had to ack: since its last ack, or since the oldest update
+                    # it has not acked went out if that is later (a page quiet for minutes was not late)
+                    waited = loop.time() - max(self.last_ack_at, self.window_since)
                     try:
                         await asyncio.wait_for(self.acked.wait(), max(0.05, ack_timeout - waited))
                     except TimeoutError:
@@ -436,6 +441,8 @@ class RunLiveConsumer(LiveConsumer):
                 metrics.add("rows_sent", upto - self.sent_seq)
                 self.sent_seq = upto
                 self.seg_index = plan.next_index
+                if not self.unacked:
+                    self.window_since = loop.time()
                 self.unacked.append(upto)
 
     async def _updates(self, plan: Plan) -> list[RenderedUpdate]:

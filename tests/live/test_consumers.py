@@ -50,6 +50,8 @@ async def collect_until(comm, last_seq: int, *, ack: bool = True, timeout: float
     deadline = loop.time() + timeout
     while not updates or updates[-1]["last_seq"] < last_seq:
         message = await receive(comm, timeout=max(0.1, deadline - loop.time()))
+        # the server ends the page (a resync, a revoke): say why rather than fail on the close after it
+        assert message["type"] not in ("resync", "revoked", "gone"), message
         if message["type"] != "update":
             continue
         if updates:
@@ -233,14 +235,16 @@ async def test_slow_subscriber_is_dropped_and_told_to_resync(channel_layer_kind,
         await receive(slow)
         await receive(fast)
         loop = asyncio.get_running_loop()
-        fast_reader = asyncio.ensure_future(collect_until(fast, 6))  # a client that keeps up
-        started = loop.time()
+        writes_took = 0.0
+        fast_updates: list[dict] = []
         for _ in range(6):
+            started = loop.time()
             last = await annotate(workspace, run_id, 1)
-            await asyncio.sleep(0.03)
-        writes_took = loop.time() - started
+            writes_took += loop.time() - started
+            # a client that keeps up; waiting for it also makes each commit its own update (a cold
+            # first render would otherwise let the hub merge the next ones into one)
+            fast_updates += await collect_until(fast, last)
         assert last == 6
-        fast_updates = await fast_reader
         assert seqs_in(fast_updates) == list(range(1, last + 1))
         # The slow one never acked: at most 2 updates in flight, then a resync notice and close 4000.
         received = []
@@ -261,6 +265,38 @@ async def test_slow_subscriber_is_dropped_and_told_to_resync(channel_layer_kind,
         await receive(again)
         assert seqs_in(await collect_until(again, last)) == list(range(1, last + 1))
         await again.disconnect()
+
+
+async def test_a_page_quiet_for_longer_than_the_ack_timeout_is_not_dropped_when_it_acks_in_time(
+    channel_layer_kind, workspace, alice, workflow
+):
+    """The ack timeout counts from the oldest update the page has not acked, not from its last ack:
+    a page that watched a quiet run for longer than the timeout, then takes a full window and acks
+    it well within the timeout, keeps its socket (it used to get 50 ms and be dropped as slow)."""
+    from runs.live.publisher import metrics
+
+    run_id = await start_run(workspace, workflow)
+    with override_settings(
+        LIVE_MAX_INFLIGHT=1,
+        LIVE_ACK_TIMEOUT_SECONDS=1.0,
+        LIVE_COALESCE_SECONDS=0.0,
+        LIVE_MIN_UPDATE_SECONDS=0.0,
+    ):
+        comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+        assert connected
+        await receive(comm)
+        await settle(comm, quiet=0.1)
+        await asyncio.sleep(1.3)  # quiet: longer than the timeout since the page's last ack
+        drops = metrics.snapshot()["drops"]
+        first = await annotate(workspace, run_id, 1, text="one")
+        update = await receive(comm)  # the window (1) is now full: not acked yet
+        assert update["type"] == "update" and update["last_seq"] == first
+        last = await annotate(workspace, run_id, 1, text="two")  # waits for that ack
+        await asyncio.sleep(0.3)  # a page busy for a moment, well within the timeout
+        await comm.send_to(text_data=orjson.dumps({"type": "ack", "seq": first}).decode())
+        assert seqs_in(await collect_until(comm, last)) == [last]
+        assert metrics.snapshot()["drops"] == drops
+        await comm.disconnect()
 
 
 async def test_bursts_are_coalesced(channel_layer_kind, workspace, alice, workflow):
