@@ -159,7 +159,8 @@ run = Run.unscoped.filter(workspace__slug="bench-import").order_by("-pk").first(
 report = do_purge_run(workspace=run.workspace, run_id=run.run_id)
 print(f"RESULT events={report.events} seconds={report.seconds:.3f}"
       f" transactions={report.transactions} longest_ms={report.longest_transaction_ms:.1f}"
-      f" longest_step={report.longest_step.replace(' ', '_')}")
+      f" longest_step={report.longest_step.replace(' ', '_')}"
+      f" steps={','.join(f'{k.replace(' ', '_')}:{v:.0f}' for k, v in report.step_ms.items())}")
 """
 )
 
@@ -294,7 +295,7 @@ def main() -> None:
         print(
             f"retention (do_purge_run, batches of 10,000): {purge['events']:.0f} events in {purge['seconds']:.1f} s,"
             f" {purge['transactions']:.0f} transactions, the longest {purge['longest_ms']:.0f} ms"
-            f" ({purge.get('longest_step', '?')})"
+            f" ({purge.get('longest_step', '?')}; each step's longest, ms: {purge.get('steps', '?')})"
         )
 
 

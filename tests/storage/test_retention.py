@@ -115,3 +115,24 @@ def test_a_run_hidden_by_an_older_version_has_its_calls_subtracted_when_finished
     assert _rollups(ws) != []
     report = resume_purges(batch=250)
     assert report.events == 600 and _rollups(ws) == [] and rollups.rollups_match(ws)
+
+
+def test_answers_a_hidden_run_still_names_lose_the_link_in_batches(tmp_path) -> None:
+    """A run hidden before its answers were deleted (an older step 1) still has cached answers
+    naming it: they lose the link (the cascade's SET NULL) a batch at a time, before the run row's
+    transaction, and the answers themselves stay."""
+    from runs.models import CachedResponse
+
+    ws = get_or_create_workspace("cached")
+    run = _imported(tmp_path, ws)
+    cached = CachedResponse.objects.filter(run_id=run.pk).count()
+    assert cached > 3
+    rollups.count_new_run(run, sign=-1)
+    Run.unscoped.filter(pk=run.pk).update(
+        workspace=_purging_workspace(), run_id=f"purging-{run.pk}-ws{ws.pk}"
+    )
+    report = resume_purges(batch=3)
+    assert not Run.unscoped.filter(pk=run.pk).exists()
+    assert CachedResponse.objects.filter(workspace=ws, run__isnull=True).count() == cached
+    assert "cached responses" in report.step_ms
+    assert report.transactions >= -(-cached // 3) + 600 // 3  # the links and the events, 3 at a time
