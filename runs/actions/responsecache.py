@@ -310,7 +310,10 @@ def retention_boundary(now: datetime | None = None, *, days: int | None = None) 
 
 
 def retained(qs: QuerySet, now: datetime | None = None) -> QuerySet:
-    """The answers of ``qs`` that have not expired."""
+    """The answers of ``qs`` that may still be served: not expired, and not recorded by a run that
+    left their workspace (a run being purged is moved out of it at once, and its answers are then
+    deleted in batches: ``runs.actions.retention``). An answer whose run is gone (no run) stays."""
+    qs = qs.filter(Q(run__isnull=True) | Q(run__workspace_id=F("workspace_id")))
     boundary = retention_boundary(now)
     if boundary is None:
         return qs

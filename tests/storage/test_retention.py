@@ -11,11 +11,20 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from runs.actions import rollups
+from runs.actions import responsecache, rollups
 from runs.actions.bigimport import do_import_bundle_file
 from runs.actions.retention import PURGING_SLUG, _purge_rows, _purging_workspace, do_purge_run, resume_purges
 from runs.actions.workspaces import get_or_create_workspace
-from runs.models import ArtifactVersion, CostRollup, Event, RuleSetVersion, Run, RunCostRollup, RunSnapshot
+from runs.models import (
+    ArtifactVersion,
+    CachedResponse,
+    CostRollup,
+    Event,
+    RuleSetVersion,
+    Run,
+    RunCostRollup,
+    RunSnapshot,
+)
 from runs.selectors.runs import find_run
 from tests.api.test_import_stream import _generated
 
@@ -40,9 +49,11 @@ def test_purge_deletes_in_batches_and_keeps_the_rollups_exact(tmp_path) -> None:
     kept = _rollups(get_or_create_workspace("other"))
     versions = [model.objects.filter(run_id=run.pk).count() for model in (ArtifactVersion, RuleSetVersion)]
     assert versions[0] > 25 and versions[1] >= 1
+    cached = CachedResponse.objects.filter(run_id=run.pk).count()
     report = do_purge_run(workspace=ws, run_id=run.run_id, batch=25)
-    # hide + 24 batches of events + the versions 25 at a time + the run row
-    assert report.events == 600 and report.transactions == 1 + 24 + sum(-(-n // 25) for n in versions) + 1
+    # hide + 24 batches of events + the versions and the cached answers 25 at a time + the run row
+    batches = sum(-(-n // 25) for n in [*versions, cached])
+    assert report.events == 600 and report.transactions == 1 + 24 + batches + 1
     assert not Run.unscoped.filter(pk=run.pk).exists() and not Event.objects.filter(run_id=run.pk).exists()
     assert not ArtifactVersion.objects.filter(run_id=run.pk).exists()
     assert ArtifactVersion.objects.filter(run=other).count() == versions[0]  # the other run's untouched
@@ -117,22 +128,26 @@ def test_a_run_hidden_by_an_older_version_has_its_calls_subtracted_when_finished
     assert report.events == 600 and _rollups(ws) == [] and rollups.rollups_match(ws)
 
 
-def test_answers_a_hidden_run_still_names_lose_the_link_in_batches(tmp_path) -> None:
-    """A run hidden before its answers were deleted (an older step 1) still has cached answers
-    naming it: they lose the link (the cascade's SET NULL) a batch at a time, before the run row's
-    transaction, and the answers themselves stay."""
-    from runs.models import CachedResponse
-
+def test_a_purged_runs_answers_are_not_served_from_its_first_step_and_go_in_batches(
+    tmp_path, monkeypatch
+) -> None:
+    """Step 1 deletes none of the run's cached answers (a long run holds hundreds of thousands) but
+    no lookup serves them from then on; the batches delete them, and another run's stay."""
     ws = get_or_create_workspace("cached")
+    other = _imported(tmp_path, get_or_create_workspace("cached-other"))
     run = _imported(tmp_path, ws)
+    entry = CachedResponse.objects.filter(run_id=run.pk).first()
     cached = CachedResponse.objects.filter(run_id=run.pk).count()
-    assert cached > 3
-    rollups.count_new_run(run, sign=-1)
-    Run.unscoped.filter(pk=run.pk).update(
-        workspace=_purging_workspace(), run_id=f"purging-{run.pk}-ws{ws.pk}"
-    )
+    assert cached > 3 and responsecache.lookup(ws, entry.key) is not None
+    monkeypatch.setattr("runs.actions.retention._purge_rows", lambda *a, **k: None)  # dies after step 1
+    do_purge_run(workspace=ws, run_id=run.run_id)
+    assert CachedResponse.objects.filter(run_id=run.pk).count() == cached  # still there...
+    assert responsecache.lookup(ws, entry.key) is None  # ...and never served
+    assert responsecache.lookup(ws, entry.key_v1, recipe="v1") is None
+    monkeypatch.undo()
     report = resume_purges(batch=3)
-    assert not Run.unscoped.filter(pk=run.pk).exists()
-    assert CachedResponse.objects.filter(workspace=ws, run__isnull=True).count() == cached
-    assert "cached responses" in report.step_ms
-    assert report.transactions >= -(-cached // 3) + 600 // 3  # the links and the events, 3 at a time
+    assert not CachedResponse.objects.filter(run_id=run.pk).exists()
+    assert report.step_ms["cached responses"] > 0
+    assert report.transactions >= -(-cached // 3) + 600 // 3  # the answers and the events, 3 at a time
+    kept = CachedResponse.objects.filter(run=other)
+    assert kept.exists() and responsecache.lookup(other.workspace, kept.first().key) is not None
