@@ -242,7 +242,14 @@ class Event(models.Model):
 
     # The key is (run, seq): no surrogate id, and its index serves every lookup by run.
     pk = models.CompositePrimaryKey("run", "seq")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    # No foreign-key constraint in the database (the key's first column is the run): events are
+    # written by the one write path to a run it holds locked, and deleted before their run (the
+    # ORM's cascade, retention's batches). The constraint's checks were a trigger per inserted event
+    # (PostgreSQL: ~8 us a row at commit, 100,000 rows 0.54 -> 1.99 s) and, when a run row was
+    # deleted, a walk of every deleted event's index entry under the run row's lock.
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+    )
     seq = models.IntegerField()
     event_id = ProtocolCharField(max_length=200)
     type = ProtocolCharField(max_length=40)

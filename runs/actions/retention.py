@@ -19,8 +19,9 @@ steps, each its own short transaction:
    ten-million-event run may hold a million);
 4. what it recorded in the response cache goes, ``batch`` answers at a time;
 5. the run row goes with what is left (links, its own rollup rows), which is small (its events
-   and versions are not looked for again: see :func:`_delete_run_row`; the foreign keys' check
-   at commit skips the deleted rows' index entries, which step 2 passed over: :func:`_pass_over`).
+   and versions are not looked for again: see :func:`_delete_run_row`; events have no foreign-key
+   constraint to check, and the versions' and answers' checks skip the index entries of the rows
+   the batches deleted: :func:`_pass_over`).
 
 A purge interrupted after step 1 leaves a hidden run that :func:`resume_purges` (run by
 ``manage.py prune_runs``) finishes (a run hidden by an older version, whose remaining calls were
@@ -100,7 +101,6 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
     again, every batch, which made a ten-million-event purge quadratic)."""
     top = Event.objects.filter(run_id=run.pk).order_by("-seq").values_list("seq", flat=True).first()
     high = None  # the first batch also takes anything above the top it saw
-    batches = []
     while top is not None and top >= 1:
         low = max(1, top - batch + 1)
         started = time.perf_counter()
@@ -111,14 +111,11 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
             deleted, _ = rows.delete()
         report.events += deleted
         report.timed(started, "events")
-        batches.append(rows)
         top = high = low - 1
     for model in _VERSIONED:
         _purge_versions(model, run.pk, batch, report)
     _forget_cached(run.pk, batch, report)
-    for rows in batches:  # later, not right after each delete: see _pass_over
-        _pass_over(rows.order_by("seq"))
-    for model in (*_VERSIONED, CachedResponse):
+    for model in (*_VERSIONED, CachedResponse):  # (events have no foreign-key constraint: Event.run)
         _pass_over(model.objects.filter(run_id=run.pk).order_by())
     started = time.perf_counter()
     with transaction.atomic():
@@ -160,15 +157,13 @@ def _pass_over(rows) -> None:
     """Read through the index entries of rows deleted earlier, outside any write transaction (a
     read that finds nothing and locks nothing a writer waits for). A plain index scan that passes
     entries whose rows are dead to every transaction marks them dead, and later scans skip them
-    without visiting the table. The one that matters: deleting the run row checks, at commit and
-    under the run row's lock, that no event still names it (the foreign key), which otherwise
-    fetched every deleted event (~170 ms of that transaction's ~300 at 200,000 events, growing
-    with the run). Measured on PostgreSQL 15: a pass right after each batch's commit marked few
-    or none (the rows were not yet dead to every transaction as the scan judged it), one a second
-    later marked all; so the passes come after the other steps. And it must be a plain index
-    scan: an index-only one (what a bare EXISTS or a read of the key's columns gets) marks
-    nothing, hence the read of a column outside every index."""
-    list(rows.values_list("ts" if rows.model is Event else "pk", flat=True)[:1])
+    without visiting the table: deleting the run row checks, at commit and under the run row's
+    lock, that no version or cached answer still names it (their foreign keys). Measured on
+    PostgreSQL 15: a pass right after a batch's commit marked few or none (the rows were not yet
+    dead to every transaction as the scan judged it), one a second later marked all, so the
+    passes come after every batch. And it must be a plain index scan: an index-only one (what a
+    bare EXISTS or a read of the indexed columns gets) marks nothing."""
+    list(rows.values_list("pk", flat=True)[:1])
 
 
 def _forget_cached(pk: int, batch: int, report: PurgeReport) -> None:
