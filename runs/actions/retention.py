@@ -114,7 +114,9 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
         top = high = low - 1
     for model in _VERSIONED:
         _purge_versions(model, run.pk, batch, report)
-    _forget_cached(run.pk, batch, report)
+    # what it recorded in the response cache (no lookup has served it since step 1:
+    # responsecache.retained)
+    _purge_versions(CachedResponse, run.pk, batch, report, "cached responses")
     for model in (*_VERSIONED, CachedResponse):  # (events have no foreign-key constraint: Event.run)
         _pass_over(model.objects.filter(run_id=run.pk).order_by())
     started = time.perf_counter()
@@ -129,7 +131,7 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
 _VERSIONED = (ArtifactVersion, RuleSetVersion, RunSnapshot)
 
 
-def _purge_versions(model, pk: int, batch: int, report: PurgeReport) -> None:
+def _purge_versions(model, pk: int, batch: int, report: PurgeReport, step: str = "") -> None:
     """``model``'s rows of the run, ``batch`` at a time, each batch its own transaction."""
     while True:
         started = time.perf_counter()
@@ -137,7 +139,7 @@ def _purge_versions(model, pk: int, batch: int, report: PurgeReport) -> None:
             deleted = _delete_some(model, pk, batch)
         if not deleted:
             return
-        report.timed(started, model._meta.model_name)
+        report.timed(started, step or model._meta.model_name)
         if deleted < batch:
             return
 
@@ -164,20 +166,6 @@ def _pass_over(rows) -> None:
     passes come after every batch. And it must be a plain index scan: an index-only one (what a
     bare EXISTS or a read of the indexed columns gets) marks nothing."""
     list(rows.values_list("pk", flat=True)[:1])
-
-
-def _forget_cached(pk: int, batch: int, report: PurgeReport) -> None:
-    """The answers the run recorded in the response cache, ``batch`` at a time (no lookup has
-    served them since step 1: ``responsecache.retained``)."""
-    while True:
-        started = time.perf_counter()
-        with transaction.atomic():
-            deleted = _delete_some(CachedResponse, pk, batch)
-        if not deleted:
-            return
-        report.timed(started, "cached responses")
-        if deleted < batch:
-            return
 
 
 def _delete_run_row(pk: int) -> None:

@@ -55,4 +55,9 @@ class Command(BaseCommand):
             f"{report.runs} run(s), {report.events} event(s) deleted in {report.transactions} transaction(s);"
             f" the longest took {report.longest_transaction_ms:.0f} ms"
             + (f" ({report.longest_step})" if report.longest_step else "")
+            + (
+                "; each step's longest: " + ", ".join(f"{k} {v:.0f} ms" for k, v in report.step_ms.items())
+                if report.step_ms
+                else ""
+            )
         )
