@@ -231,7 +231,26 @@ def _values_insert_sql(rows: list[tuple]) -> tuple[str, list]:
     return f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([row] * len(rows)), params
 
 
-def _insert_events(rows: list[tuple]) -> None:
+def uses_copy(rows: list[tuple]) -> bool:
+    """Whether :func:`insert_events` writes ``rows`` by COPY (PostgreSQL, a large batch)."""
+    return connection.vendor == "postgresql" and len(rows) > _INSERT_VALUES_MAX_ROWS
+
+
+def event_copy_sql() -> str:
+    """The COPY statement of the event table's rows (read in the thread that owns the connection)."""
+    table, columns = _event_table_sql()
+    return f"COPY {table} ({columns}) FROM STDIN"
+
+
+def copy_event_rows(cursor: Any, sql: str, rows: list[tuple]) -> None:
+    """COPY ``rows`` on a psycopg ``cursor`` with the statement of :func:`event_copy_sql`. Touches
+    no Django connection: an import runs it in a thread of its own (runs.actions.bigimport)."""
+    with cursor.copy(sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def insert_events(rows: list[tuple]) -> None:
     """The append-only event table's fast path: on PostgreSQL one multi-row INSERT for a small
     batch (one round trip) or COPY for a large one; executemany on SQLite.
 
@@ -245,10 +264,7 @@ def _insert_events(rows: list[tuple]) -> None:
             if len(rows) <= _INSERT_VALUES_MAX_ROWS:
                 cursor.execute(*_values_insert_sql(rows))
                 return
-            table, columns = _event_table_sql()
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+            copy_event_rows(cursor.cursor, event_copy_sql(), rows)
         else:
             table, columns = _event_table_sql()
             placeholders = ", ".join(["%s"] * len(_EVENT_COLUMNS))
@@ -261,7 +277,7 @@ def _save_run_with_events(run: Run, rows: list[tuple]) -> None:
     round trips (BEGIN, lock, this, COMMIT) instead of six or seven. Same columns and conversions
     as `run.save()` (auto_now included); elsewhere, or for large batches, two statements."""
     if connection.vendor != "postgresql" or not rows or len(rows) > _INSERT_VALUES_MAX_ROWS:
-        _insert_events(rows)
+        insert_events(rows)
         run.save()
         return
     from django.db.models.sql import UpdateQuery
@@ -355,7 +371,7 @@ class Appender:
             self._flush_events()
 
     def _flush_events(self) -> None:
-        _insert_events(self.event_rows)
+        insert_events(self.event_rows)
         self.event_rows = []
 
     def _new_artifact_rows(self) -> list[ArtifactVersion]:
@@ -445,7 +461,7 @@ def save_new_runs(appenders: list[Appender]) -> None:
     rollups.count_model_calls_many(
         (a.run, (event for _, event in a.model_responses)) for a in appenders if a.model_responses
     )
-    _insert_events(rows)
+    insert_events(rows)
 
 
 @functools.cache

@@ -173,3 +173,103 @@ def test_cache_rows_by_copy_equal_bulk_create(tmp_path: Path, monkeypatch: pytes
         assert CachedResponse.objects.filter(workspace=ws).count() == len(rows[name])
     assert len(rows["copy"]) >= 50
     assert rows["copy"] == rows["orm"]
+
+
+def _postgresql() -> bool:
+    from django.db import connection
+
+    return connection.vendor == "postgresql"
+
+
+@pytest.mark.django_db
+def test_event_batches_are_copied_while_the_next_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL each batch's events go by COPY in a thread of their own, and the import reads
+    the next batch meanwhile: the stored rows are those of the in-memory import, and each COPY,
+    held open here once its rows are written, sees the import read on (or reach the file's end)."""
+    import threading
+
+    from runs.actions import bigimport
+
+    if not _postgresql():
+        pytest.skip("COPY is PostgreSQL's")
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 1 << 20)
+    monkeypatch.setattr(stream.BundleReader.__init__, "__defaults__", (1 << 20,))
+    progress = threading.Condition()
+    read = [0]  # how many trace events the import has read (the file's end: all of them)
+    overlapped = []  # per COPY: whether the import read past its rows before the COPY was let finish
+    copy_threads = set()
+    real_batch, real_finish, real_copy = (
+        bigimport._StreamImport.batch,
+        bigimport._StreamImport.finish,
+        bigimport.copy_event_rows,
+    )
+
+    def moved_to(count: int) -> None:
+        with progress:
+            read[0] = max(read[0], count)
+            progress.notify_all()
+
+    def counting_batch(self, batch, offset):
+        moved_to(batch.first + len(batch.events))
+        return real_batch(self, batch, offset)
+
+    def counting_finish(self, reader):
+        moved_to(1 << 62)
+        return real_finish(self, reader)
+
+    def slow_copy(cursor, sql, rows):
+        copy_threads.add(threading.current_thread().name)
+        real_copy(cursor, sql, rows)
+        last_seq = rows[-1][1]  # a COPY in the import's own thread would wait here in vain
+        with progress:
+            overlapped.append(progress.wait_for(lambda: read[0] > last_seq, timeout=2))
+
+    monkeypatch.setattr(bigimport._StreamImport, "batch", counting_batch)
+    monkeypatch.setattr(bigimport._StreamImport, "finish", counting_finish)
+    monkeypatch.setattr(bigimport, "copy_event_rows", slow_copy)
+    mem, streamed = both(tmp_path, _generated(6000))
+    assert isinstance(mem, dict) and streamed == mem
+    assert copy_threads == {"import-copy"}
+    assert len(overlapped) >= 3 and all(overlapped)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("failure", ["copy", "integrity"])
+def test_a_failed_import_with_a_copy_in_flight_stores_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    """A COPY that fails in its thread, or a bundle refused (its hash) while the last batch's COPY
+    is still out: the error reaches the caller, nothing is stored, no COPY thread is left, and the
+    connection serves the next query."""
+    import threading
+
+    from runs.actions import bigimport
+
+    if not _postgresql():
+        pytest.skip("COPY is PostgreSQL's")
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 1 << 20)
+    monkeypatch.setattr(stream.BundleReader.__init__, "__defaults__", (1 << 20,))
+    data = _generated(3000)
+    if failure == "copy":
+
+        def failing_copy(cursor, sql, rows):
+            raise RuntimeError("the COPY failed")
+
+        monkeypatch.setattr(bigimport, "copy_event_rows", failing_copy)
+    else:
+        data = data.replace(b'"evt_0002990"', b'"evt_X"', 1)
+    path = tmp_path / "bundle.json"
+    path.write_bytes(data)
+    ws = get_or_create_workspace("copy-fails")
+    before = (Run.unscoped.count(), Event.objects.count(), CachedResponse.objects.count())
+    if failure == "copy":
+        with pytest.raises(RuntimeError, match="the COPY failed"):
+            do_import_bundle_file(workspace=ws, path=path, actor="t")
+    else:
+        with pytest.raises(actions.ActionError) as refused:
+            do_import_bundle_file(workspace=ws, path=path, actor="t")
+        assert refused.value.code == "INTEGRITY_MISMATCH"
+    assert not [t for t in threading.enumerate() if t.name == "import-copy"]
+    assert (Run.unscoped.count(), Event.objects.count(), CachedResponse.objects.count()) == before
