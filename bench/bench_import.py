@@ -270,8 +270,10 @@ def main() -> None:
         print(
             f"  CPU per event: client {result['cpu'] / result['events'] * 1e6:.1f} us,"
             f" PostgreSQL backend {result['server'] / result['events'] * 1e6:.1f} us"
-            f" (CPU-bound rate: {result['events'] / max(result['cpu'] + result['server'], 1e-9):.0f} events/s"
-            " with client and server taking turns on one core)"
+            f" (CPU-bound rates: {result['events'] / max(result['cpu'] + result['server'], 1e-9):.0f} events/s"
+            " if they took turns on one core,"
+            f" {result['events'] / max(result['cpu'], result['server'], 1e-9):.0f} if each had a core"
+            " to itself and neither waited)"
         )
         print(
             f"peak RSS of the import:          {result['rss'] / 2**20:10.0f} MB"
