@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from runs import actions
+from runs.models import Run
 from runs.selectors import runs as sel
 
 pytestmark = pytest.mark.django_db
@@ -171,3 +172,68 @@ def test_a_search_in_a_parallel_plan_is_no_error(said):
         cursor.execute("SET LOCAL min_parallel_table_scan_size = 0")
     for probe in (True, False):
         assert _all_pages(said, sel.RunListFilters(q="weather"), probe=probe) == [["run_said"]]
+
+
+def test_the_walk_stops_at_a_runs_first_call_that_says_the_term(workspace, workflow):
+    """A run's model calls are parsed only up to the first that says the term (EXISTS), not all of
+    them: a long run whose every call says it costs the walk one parse (SQLite: the parses of
+    ``wb_search_text`` counted, the function registered again for the test)."""
+    from django.db import connection
+
+    from runs.fields import search_text
+
+    if connection.vendor != "sqlite":
+        pytest.skip("counts SQLite's calls of its Python wb_search_text")
+    run_id = "run_long_said"
+    actions.do_start_run(workspace=workspace, workflow=workflow, actor="t", run_id=run_id)
+    common = {"runId": run_id, "ts": "2026-01-01T00:00:00.000Z", "type": "model_io", "provider": "p"}
+    calls = [
+        {**common, "id": f"evt_long_{i}", "direction": "response", "summary": f"a needle, number {i}"}
+        for i in range(300)
+    ]
+    actions.do_append_events(workspace=workspace, run_id=run_id, events=calls)
+    parsed = []
+
+    def counting(body):
+        parsed.append(body)
+        return search_text(body)
+
+    connection.ensure_connection()
+    connection.connection.create_function("wb_search_text", 1, counting, deterministic=True)
+    try:
+        page, _ = sel.runs_page(workspace, sel.RunListFilters(q="NEEDLE"), cursor="", limit=4)
+    finally:
+        connection.connection.create_function("wb_search_text", 1, search_text, deterministic=True)
+    assert [run.run_id for run in page] == [run_id]
+    assert 1 <= len(parsed) <= 3, len(parsed)
+
+
+def test_the_walk_parses_no_call_for_a_term_that_is_only_a_key_name(workspace, workflow):
+    """PostgreSQL: a call whose JSON text spells the term only as a key ("content":) is refused by
+    the cheap test, not parsed by ``wb_search_text`` (this transaction's calls of the function
+    counted), and a call that says it in a value still is found."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("counts PostgreSQL's calls of wb_search_text")
+    common = {"ts": "2026-01-01T00:00:00.000Z", "type": "model_io", "provider": "p", "direction": "response"}
+    for run_id, said in (("run_keys_only", "an answer"), ("run_says_it", 'the "Content": of it')):
+        actions.do_start_run(workspace=workspace, workflow=workflow, actor="t", run_id=run_id)
+        calls = [
+            {**common, "runId": run_id, "id": f"evt_{run_id}_{i}", "payload": {"content": said, "role": "x"}}
+            for i in range(50)
+        ]
+        actions.do_append_events(workspace=workspace, run_id=run_id, events=calls)
+    pks = {r.run_id: r.pk for r in Run.objects.filter(run_id__in=["run_keys_only", "run_says_it"])}
+
+    def parses() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL track_functions = 'pl'")
+            cursor.execute("SELECT pg_stat_get_xact_function_calls('wb_search_text'::regproc)")
+            return cursor.fetchone()[0] or 0
+
+    before = parses()
+    assert sel._probe_hits([pks["run_keys_only"]], "content") == set()
+    assert parses() == before
+    assert sel._probe_hits([pks["run_keys_only"], pks["run_says_it"]], "CONTENT") == {pks["run_says_it"]}
+    assert sel._probe_hits([pks["run_keys_only"]], "role") == set()
