@@ -78,7 +78,7 @@ class _CopyInFlight:
     in its transaction, while the import reads and checks the next batch. PostgreSQL answers a
     COPY once it has stored and indexed its rows (~55 us of its CPU an event, most of it the
     indexes); the import used to wait for that before reading on. The thread touches no Django
-    connection, and nothing else uses the connection until :meth:`wait` (psycopg's connection lock
+    connection, and nothing else uses the connection until :meth:`join` (psycopg's connection lock
     would hold it back if it did)."""
 
     def __init__(self, rows: list[tuple]) -> None:
@@ -93,7 +93,7 @@ class _CopyInFlight:
     def _write(self, sql: str, rows: list[tuple]) -> None:
         try:
             copy_event_rows(self.cursor, sql, rows)
-        except BaseException as exc:  # noqa: BLE001 (raised again by wait(), in the import's thread)
+        except BaseException as exc:  # noqa: BLE001 (raised again by settle(), in the import's thread)
             self.error = exc
 
     def join(self) -> BaseException | None:
