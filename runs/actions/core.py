@@ -260,11 +260,10 @@ def insert_events(rows: list[tuple]) -> None:
     if not rows:
         return
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            if len(rows) <= _INSERT_VALUES_MAX_ROWS:
-                cursor.execute(*_values_insert_sql(rows))
-                return
+        if uses_copy(rows):
             copy_event_rows(cursor.cursor, event_copy_sql(), rows)
+        elif connection.vendor == "postgresql":
+            cursor.execute(*_values_insert_sql(rows))
         else:
             table, columns = _event_table_sql()
             placeholders = ", ".join(["%s"] * len(_EVENT_COLUMNS))

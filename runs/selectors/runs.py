@@ -466,8 +466,9 @@ def _saying(calls: QuerySet[Event], text: str) -> QuerySet[Event]:
     """The model calls among ``calls`` whose searchable text holds ``text`` (any case), each body
     tested cheaply first: one whose JSON text lacks the term's JSON spelling cannot hold it in a
     value, and only the others are parsed (``wb_search_text``). Nested CASEs, so every database
-    tests in that order. PostgreSQL: STRPOS, not LIKE, which no index serves, so the planner reads
-    the calls it was given through the (run, type) index instead of every match in the database.
+    tests in that order. PostgreSQL: a regular expression on the body (no index serves it, so the
+    planner reads the calls it was given through the (run, type) index), which also refuses a
+    spelling that is only a key's.
     SQLite: LIKE (what its UPPER and INSTR match, ASCII case folding, without UPPER's copy of every
     body)."""
     exact = json_text_needle(text)
@@ -573,8 +574,8 @@ def _probe_search(
 
 def _probe_hits(pks: list[int], text: str) -> set[int]:
     """Which of these runs hold ``text`` (any case) in their id, title, workflow id or model calls.
-    A run's model calls are tested in seq order up to the first that holds it (EXISTS), not all of
-    them: a run of a million events that says the term early costs one probe, not a million."""
+    A run's model calls are tested only until one holds it (EXISTS), not all of them: a run of a
+    million events that says the term in most calls costs a probe or two, not a million."""
     said = _saying(Event.objects.filter(run_id=OuterRef("pk"), type="model_io"), text)
     hits = Run.objects.filter(pk__in=pks).filter(
         Q(run_id__icontains=text) | Q(title__icontains=text) | Q(workflow_id__icontains=text) | Exists(said)
