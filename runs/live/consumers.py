@@ -435,15 +435,19 @@ class RunLiveConsumer(LiveConsumer):
                 text = self._compose(updates, shared)
                 if self.hub.flushing is not None:  # a broadcast's texts still going out: after them
                     await asyncio.shield(self.hub.flushing)
-                if not self._send_prepared(text):
-                    await self.send(text_data=text)
                 metrics.add("updates_sent")
                 metrics.add("rows_sent", upto - self.sent_seq)
+                # the page's state moves before the send: its ack can be read while `send` awaits, and
+                # an ack of rows not yet counted as sent would be cut to the old `sent_seq` and lost
+                # (the window then stays full until the ack timeout drops the page). The hub leaves
+                # this page alone meanwhile: `in_step` wants its sender idle.
                 self.sent_seq = upto
                 self.seg_index = plan.next_index
                 if not self.unacked:
                     self.window_since = loop.time()
                 self.unacked.append(upto)
+                if not self._send_prepared(text):
+                    await self.send(text_data=text)
 
     async def _updates(self, plan: Plan) -> list[RenderedUpdate]:
         assert self.sub is not None

@@ -299,6 +299,43 @@ async def test_a_page_quiet_for_longer_than_the_ack_timeout_is_not_dropped_when_
         await comm.disconnect()
 
 
+async def test_an_ack_read_while_its_update_is_still_being_sent_is_kept(
+    channel_layer_kind, workspace, alice, workflow, monkeypatch
+):
+    """The page's ack can be read before the sender's `send` returns (the send yields; the page is
+    quick). That ack used to be cut to the seq sent before it and lost: with a window of 1 the page
+    then got nothing more and was dropped as slow at the ack timeout, though it had acked at once."""
+    from runs.live.consumers import RunLiveConsumer
+    from runs.live.publisher import metrics
+
+    original = RunLiveConsumer.send
+
+    async def send_then_yield(self, text_data=None, bytes_data=None, close=False):
+        await original(self, text_data=text_data, bytes_data=bytes_data, close=close)
+        if text_data and '"type":"update"' in text_data:
+            await asyncio.sleep(0.2)  # the page reads the update and acks it meanwhile
+
+    monkeypatch.setattr(RunLiveConsumer, "send", send_then_yield)
+    run_id = await start_run(workspace, workflow)
+    head = await annotate(workspace, run_id, 1, text="before")  # the page catches up: its own sender
+    with override_settings(
+        LIVE_MAX_INFLIGHT=1,
+        LIVE_ACK_TIMEOUT_SECONDS=1.0,
+        LIVE_COALESCE_SECONDS=0.0,
+        LIVE_MIN_UPDATE_SECONDS=0.0,
+    ):
+        comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice, last_seq=0)
+        assert connected
+        assert (await receive(comm))["type"] == "hello"
+        drops = metrics.snapshot()["drops"]
+        caught_up = await collect_until(comm, head)  # acked as soon as read, inside the send
+        assert caught_up[-1]["last_seq"] == head
+        last = await annotate(workspace, run_id, 2, text="after")
+        assert seqs_in(await collect_until(comm, last, timeout=3.0)) == list(range(head + 1, last + 1))
+        assert metrics.snapshot()["drops"] == drops
+        await comm.disconnect()
+
+
 async def test_bursts_are_coalesced(channel_layer_kind, workspace, alice, workflow):
     from runs.live.publisher import metrics
 
