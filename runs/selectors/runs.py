@@ -270,29 +270,61 @@ def timeline_page(
 
 def _label_attempts(run: Run, rows: list) -> None:
     """``· attempt n`` on the step rows of steps that ran more than once (attempt n of a step is
-    its n-th ``step_started``). Two queries on the partial index of step starts, whatever the run's
-    length: per step on the page, how many starts it has in all and before the page (an index-only
-    count), then the starts inside the page's seq range."""
+    its n-th ``step_started``). On the partial index of step starts, and bounded by the snapshot
+    interval rather than by the run's length: the starts before the page come from the last
+    snapshot before it (`_starts_before`), those inside the page's seq range are read, and a step
+    seen once so far asks whether it starts again after the page (one probe)."""
     page = [r for r in rows if r.type in ("step_started", "step_completed") and r.step_id]
     if not page:
         return
     steps = {r.step_id for r in page}
     lo, hi = min(r.seq for r in page), max(r.seq for r in page)
     starts = Event.objects.filter(run=run, type="step_started", step_id__in=steps)
-    counts = {
-        step: (total, before)
-        for step, total, before in starts.values("step_id")
-        .annotate(total=Count("seq"), before=Count("seq", filter=Q(seq__lt=lo)))
-        .values_list("step_id", "total", "before")
-    }
+    before = _starts_before(run, starts, steps, lo)
     inside: dict[str, list[int]] = {}
     for step, seq in starts.filter(seq__gte=lo, seq__lte=hi).order_by("seq").values_list("step_id", "seq"):
         inside.setdefault(step, []).append(seq)
+    again = {
+        step
+        for step in steps
+        if before.get(step, 0) + len(inside.get(step, [])) <= 1
+        and starts.filter(step_id=step, seq__gt=hi).exists()
+    }
     for row in page:
-        total, before = counts.get(row.step_id, (0, 0))
-        if total > 1:
-            attempt = before + bisect_right(inside.get(row.step_id, []), row.seq)
+        earlier, here = before.get(row.step_id, 0), inside.get(row.step_id, [])
+        if earlier + len(here) > 1 or row.step_id in again:
+            attempt = earlier + bisect_right(here, row.seq)
             row.summary += f" · attempt {max(attempt, 1)}"
+
+
+def _starts_before(run: Run, starts: QuerySet, steps: set[str], lo: int) -> dict[str, int]:
+    """Per step, its ``step_started`` rows before seq ``lo``. The engine counts a step's starts
+    (``stepAttempts``), so the last snapshot before ``lo`` has them up to its seq, and only the
+    starts after it are counted here; but the engine skips a start of a step it does not know (an
+    ``UNKNOWN_STEP`` warning), so a snapshot whose fold met one, or that dropped warnings it could
+    not keep, is not used and the starts are counted from the run's beginning."""
+    after = 0
+    counts: dict[str, int] = {}
+    snapshot = (
+        RunSnapshot.objects.filter(run=run, seq__lt=lo).order_by("-seq").values_list("seq", "state").first()
+    )
+    if snapshot is not None:
+        state = loads(snapshot[1])
+        warnings = state.get("warnings") or []
+        if state.get("warningCount", 0) == len(warnings) and all(
+            w.get("code") != "UNKNOWN_STEP" for w in warnings
+        ):
+            after = snapshot[0]
+            counts = {step: n for step, n in state.get("stepAttempts") or [] if step in steps}
+    since = (
+        starts.filter(seq__gt=after, seq__lt=lo)
+        .values("step_id")
+        .annotate(n=Count("seq"))
+        .values_list("step_id", "n")
+    )
+    for step, n in since:
+        counts[step] = counts.get(step, 0) + n
+    return counts
 
 
 _TIMELINE_COLS = ("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")
