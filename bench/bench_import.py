@@ -14,7 +14,9 @@ the imported run's page and its timeline pages (test client, median of 7; on Pos
 imported, with the planner's statistics of the empty tables, then after an ``ANALYZE``, which
 autovacuum runs soon after such a commit), and then the retention
 purge of that run (do_purge_run: batches of 10,000 events, each its own transaction): its time
-and its longest transaction. The PostgreSQL database is dropped at the end (``--keep`` keeps it).
+and its longest transaction. The PostgreSQL database is dropped at the end (``--keep`` keeps it;
+with ``--skip-purge`` too the run stays, and ``--pages-only`` measures its pages again, with this
+checkout's code: how a change to the pages is compared on the same 10M-event run).
 Targets (issue 29): >= 50,000 events/s on PostgreSQL, peak memory under 2 GB at 10M events.
 Figures only: nothing is asserted.
 
@@ -93,8 +95,10 @@ from django.test import Client
 from runs.actions.workspaces import add_member
 from runs.models import Run
 run = Run.unscoped.filter(workspace__slug="bench-import").order_by("-pk").first()
-user = get_user_model().objects.create_user("bench-pages", password="bench-password-123")
-add_member(run.workspace, user, "owner")
+user = get_user_model().objects.filter(username="bench-pages").first()
+if user is None:  # a kept database measured again (--keep --skip-purge) has it already
+    user = get_user_model().objects.create_user("bench-pages", password="bench-password-123")
+    add_member(run.workspace, user, "owner")
 client = Client(SERVER_NAME="127.0.0.1")
 client.force_login(user)
 hx = {"HTTP_HX_REQUEST": "true"}
@@ -237,7 +241,18 @@ def main() -> None:
         "--keep", action="store_true", help="keep the PostgreSQL database (dropped by default)"
     )
     parser.add_argument("--skip-read", action="store_true", help="skip the streamed read alone")
+    parser.add_argument(
+        "--skip-purge", action="store_true", help="keep the imported run (with --keep: its pages again later)"
+    )
+    parser.add_argument(
+        "--pages-only",
+        action="store_true",
+        help="only the run page's times, on a database kept by --keep --skip-purge (this checkout's code)",
+    )
     args = parser.parse_args()
+    if args.pages_only:
+        _print_pages(_result([sys.executable, "-c", _PAGES, args.database_url, str(ROOT)]))
+        return
     path = bundle_of(args.events)
     size = path.stat().st_size
     print(f"bundle: {args.events} events, {size / 1e6:.0f} MB")
@@ -258,7 +273,11 @@ def main() -> None:
         result = _result([sys.executable, "-c", _CHILD, url, str(ROOT), str(path)])
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         pages = _result([sys.executable, "-c", _PAGES, url, str(ROOT)]) if result else None
-        purge = _result([sys.executable, "-c", _PURGE, url, str(ROOT)]) if result else None
+        purge = (
+            _result([sys.executable, "-c", _PURGE, url, str(ROOT)])
+            if result and not args.skip_purge
+            else None
+        )
         if not args.sqlite and not args.keep:
             drop_pg_database(url)
     if result:
@@ -279,25 +298,30 @@ def main() -> None:
             f"peak RSS of the import:          {result['rss'] / 2**20:10.0f} MB"
             f"  ({result['rss'] / size:.2f}x the file; target < 2 GB at 10M events)"
         )
-    if pages:
-        for phase, label in (
-            ("", "as imported"),
-            ("an_", f"after the import job's VACUUM (ANALYZE) ({pages.get('analyze_s', 0):.1f} s)"),
-        ):
-            cpus = [k for k in pages if k.endswith("_cpu") and k.startswith("an_") == bool(phase)]
-            names = [k[len(phase) :].removesuffix("_cpu") for k in cpus]
-            if not names:
-                continue
-            print(
-                f"run page {label} (median of 7, wall ms (CPU ms)): "
-                + ", ".join(f"{k} {pages[phase + k]:.1f} ({pages[phase + k + '_cpu']:.1f})" for k in names)
-                + "  (targets: open < 1,000 ms, a page < 100 ms)"
-            )
+    _print_pages(pages)
     if purge:
         print(
             f"retention (do_purge_run, batches of 10,000): {purge['events']:.0f} events in {purge['seconds']:.1f} s,"
             f" {purge['transactions']:.0f} transactions, the longest {purge['longest_ms']:.0f} ms"
             f" ({purge.get('longest_step', '?')}; each step's longest, ms: {purge.get('steps', '?')})"
+        )
+
+
+def _print_pages(pages: dict | None) -> None:
+    if not pages:
+        return
+    for phase, label in (
+        ("", "as imported"),
+        ("an_", f"after the import job's VACUUM (ANALYZE) ({pages.get('analyze_s', 0):.1f} s)"),
+    ):
+        cpus = [k for k in pages if k.endswith("_cpu") and k.startswith("an_") == bool(phase)]
+        names = [k[len(phase) :].removesuffix("_cpu") for k in cpus]
+        if not names:
+            continue
+        print(
+            f"run page {label} (median of 7, wall ms (CPU ms)): "
+            + ", ".join(f"{k} {pages[phase + k]:.1f} ({pages[phase + k + '_cpu']:.1f})" for k in names)
+            + "  (targets: open < 1,000 ms, a page < 100 ms)"
         )
 
 
