@@ -311,8 +311,10 @@ def _starts_before(run: Run, starts: QuerySet, steps: set[str], lo: int) -> dict
     if snapshot is not None:
         state = loads(snapshot[1])
         warnings = state.get("warnings") or []
-        if state.get("warningCount", 0) == len(warnings) and all(
-            w.get("code") != "UNKNOWN_STEP" for w in warnings
+        if (
+            "stepAttempts" in state  # a snapshot from before the engine counted attempts has none
+            and state.get("warningCount", 0) == len(warnings)
+            and all(w.get("code") != "UNKNOWN_STEP" for w in warnings)
         ):
             after = snapshot[0]
             counts = {step: n for step, n in state.get("stepAttempts") or [] if step in steps}

@@ -104,7 +104,7 @@ def test_every_page_agrees_with_a_count_of_the_whole_trace_when_snapshots_are_us
             assert summary.endswith(label) if label else "attempt" not in summary, (after, seq, summary)
 
 
-def _shift_snapshot(run, by: int, warnings: list | None = None):
+def _shift_snapshot(run, by: int, warnings: list | None = None, drop_attempts: bool = False):
     """The second snapshot of the run made to say `by` more starts of every step (and `warnings`)."""
     import orjson  # noqa: PLC0415 - kept beside the tests that rewrite a snapshot
 
@@ -115,6 +115,8 @@ def _shift_snapshot(run, by: int, warnings: list | None = None):
     state["stepAttempts"] = [[step, n + by] for step, n in state["stepAttempts"]]
     if warnings is not None:
         state["warnings"], state["warningCount"] = warnings, len(warnings)
+    if drop_attempts:
+        del state["stepAttempts"]
     snapshot.state = orjson.dumps(state).decode()
     snapshot.save()
     return snapshot.seq
@@ -139,6 +141,18 @@ def test_a_snapshot_whose_fold_skipped_an_unknown_step_is_not_used(workspace, se
     run = _external_run(workspace, rounds=12)
     skipped = {"seq": 3, "code": "UNKNOWN_STEP", "message": "step_started for unknown step 'x'"}
     at = _shift_snapshot(run, 3, warnings=[skipped])
+    expected = _expected(run)
+    page = _labels(run, after=at + 1, limit=4)
+    assert any("started" in s for _, s in page)
+    for seq, summary in page:
+        assert summary.endswith(expected[seq]), summary
+
+
+def test_a_snapshot_without_attempt_counts_is_not_used(workspace, settings):
+    """A snapshot written before the engine counted attempts has no ``stepAttempts``: not zero."""
+    settings.WORKBENCH_SNAPSHOT_INTERVAL = 10
+    run = _external_run(workspace, rounds=12)
+    at = _shift_snapshot(run, 0, drop_attempts=True)
     expected = _expected(run)
     page = _labels(run, after=at + 1, limit=4)
     assert any("started" in s for _, s in page)
