@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
+from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, TextField, Value, When
 from django.db.models.functions import Cast, Concat, StrIndex, Upper
@@ -271,29 +272,38 @@ def timeline_page(
 def _label_attempts(run: Run, rows: list) -> None:
     """``· attempt n`` on the step rows of steps that ran more than once (attempt n of a step is
     its n-th ``step_started``). On the partial index of step starts, and bounded by the snapshot
-    interval rather than by the run's length: the starts before the page come from the last
-    snapshot before it (`_starts_before`), those inside the page's seq range are read, and a step
-    seen once so far asks whether it starts again after the page (one probe)."""
+    interval rather than by the run's length. A run no longer than one interval: one grouped count
+    of its starts (in all, and before the page). A longer one: the starts before the page come from
+    the last snapshot before it (`_starts_before`), and a step seen once so far asks whether it
+    starts again after the page (one probe). Either way the starts inside the page's seq range are
+    read."""
     page = [r for r in rows if r.type in ("step_started", "step_completed") and r.step_id]
     if not page:
         return
     steps = {r.step_id for r in page}
     lo, hi = min(r.seq for r in page), max(r.seq for r in page)
     starts = Event.objects.filter(run=run, type="step_started", step_id__in=steps)
-    before = _starts_before(run, starts, steps, lo)
+    totals: dict[str, int] | None = None
+    if run.last_seq <= settings.WORKBENCH_SNAPSHOT_INTERVAL:
+        totals, before = {}, {}
+        for step, total, earlier in (
+            starts.values("step_id")
+            .annotate(total=Count("seq"), before=Count("seq", filter=Q(seq__lt=lo)))
+            .values_list("step_id", "total", "before")
+        ):
+            totals[step], before[step] = total, earlier
+    else:
+        before = _starts_before(run, starts, steps, lo)
     inside: dict[str, list[int]] = {}
     for step, seq in starts.filter(seq__gte=lo, seq__lte=hi).order_by("seq").values_list("step_id", "seq"):
         inside.setdefault(step, []).append(seq)
-    again = {
-        step
-        for step in steps
-        if before.get(step, 0) + len(inside.get(step, [])) <= 1
-        and starts.filter(step_id=step, seq__gt=hi).exists()
-    }
+    if totals is None:
+        totals = {step: before.get(step, 0) + len(inside.get(step, [])) for step in steps}
+        for step in [s for s, n in totals.items() if n <= 1]:
+            totals[step] += starts.filter(step_id=step, seq__gt=hi).exists()
     for row in page:
-        earlier, here = before.get(row.step_id, 0), inside.get(row.step_id, [])
-        if earlier + len(here) > 1 or row.step_id in again:
-            attempt = earlier + bisect_right(here, row.seq)
+        if totals.get(row.step_id, 0) > 1:
+            attempt = before.get(row.step_id, 0) + bisect_right(inside.get(row.step_id, []), row.seq)
             row.summary += f" · attempt {max(attempt, 1)}"
 
 
