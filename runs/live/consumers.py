@@ -358,11 +358,16 @@ class RunLiveConsumer(LiveConsumer):
             protocol.dataReceived = protocol._dataReceived
 
     def _ack(self, seq: object) -> None:
-        """Cumulative: acknowledges every update up to `seq`."""
+        """Cumulative: acknowledges every update up to `seq`. An ack that does not move `acked_seq`
+        still takes the updates it names out of the window: an update of panels only (a status
+        change, no new rows) ends at the seq the page had acked already, and its ack names that same
+        seq. Ignored, it held a slot of the window for good (with a window of 1 the page then got
+        nothing more and was dropped as slow at the ack timeout)."""
         if self.sub is None or self.closing:
             return
-        if isinstance(seq, int) and seq > self.acked_seq:
-            self.acked_seq = min(seq, self.sent_seq)
+        if isinstance(seq, int) and seq >= 0:
+            if seq > self.acked_seq:
+                self.acked_seq = min(seq, self.sent_seq)
             while self.unacked and self.unacked[0] <= self.acked_seq:
                 self.unacked.popleft()
         self.last_ack_at = asyncio.get_running_loop().time()

@@ -336,6 +336,53 @@ async def test_an_ack_read_while_its_update_is_still_being_sent_is_kept(
         await comm.disconnect()
 
 
+async def test_an_update_of_panels_only_is_acked_and_leaves_the_window(
+    channel_layer_kind, workspace, alice, workflow
+):
+    """A change with no new rows (a status change the page hears after it read the head: e.g. the
+    run's start, announced late) goes out as an update that ends at the seq the page had acked
+    already. Its ack names that same seq; it used to be ignored, so the update held a slot of the
+    window for good: with a window of 1 the page got nothing more and was dropped as slow at the
+    ack timeout (the flake of test_fanout and test_hub_broadcast under load)."""
+    from channels.layers import get_channel_layer
+
+    from runs.live.publisher import metrics, run_group
+    from runs.models import Run
+
+    run_id = await start_run(workspace, workflow)
+    head = await annotate(workspace, run_id, 1, text="before")
+    run_pk = await database_sync_to_async(lambda: Run.unscoped.get(workspace=workspace, run_id=run_id).pk)()
+    with override_settings(
+        LIVE_MAX_INFLIGHT=1,
+        LIVE_ACK_TIMEOUT_SECONDS=1.0,
+        LIVE_COALESCE_SECONDS=0.0,
+        LIVE_MIN_UPDATE_SECONDS=0.0,
+    ):
+        comm, connected, _ = await open_socket(f"/ws/runs/{run_id}/", alice)  # at the head: in step
+        assert connected
+        assert (await receive(comm))["from_seq"] == head
+        await settle(comm)
+        drops = metrics.snapshot()["drops"]
+        panels_only = {
+            "type": "run.changed",
+            "run_id": run_id,
+            "run_pk": run_pk,
+            "workspace_id": workspace.pk,
+            "first_seq": head,
+            "last_seq": head,
+            "status": "running",
+        }
+        await get_channel_layer().group_send(run_group(run_pk), panels_only)
+        update = await receive(comm)
+        assert update["type"] == "update" and update["from_seq"] == update["last_seq"] == head
+        await comm.send_to(text_data=orjson.dumps({"type": "ack", "seq": head}).decode())
+        await asyncio.sleep(0.05)
+        last = await annotate(workspace, run_id, 2, text="after")
+        assert seqs_in(await collect_until(comm, last, timeout=3.0)) == [head + 1, head + 2]
+        assert metrics.snapshot()["drops"] == drops
+        await comm.disconnect()
+
+
 async def test_bursts_are_coalesced(channel_layer_kind, workspace, alice, workflow):
     from runs.live.publisher import metrics
 
