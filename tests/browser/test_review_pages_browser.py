@@ -185,6 +185,9 @@ def test_rejected_runs_are_visible_everywhere(page, server):
     shot(page, "runs-rejected-filter")
     rows.first.locator("a").first.click()
     page.wait_for_selector("#run-status")
+    # the element can be in the DOM before the page's stylesheet has loaded (a loaded CI machine):
+    # its computed stroke is then the default "none"; what a person sees is the loaded page
+    page.wait_for_load_state("load")
     assert "rejected" in page.inner_text("#run-status")
     node = page.locator("svg .node.gate-rejected rect").first
     stroke = node.evaluate("el => getComputedStyle(el).stroke")
