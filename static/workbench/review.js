@@ -96,6 +96,15 @@
   body.addEventListener("htmx:oobAfterSwap", function () {
     window.setTimeout(restoreFocus, 0);
   });
+  // Whatever else takes the focused item out of the page (a swap whose events never reach <body>,
+  // such as one into a list replaced meanwhile; a script), focus does not stay on <body>: after
+  // any change of the page's tree, once an item has had focus, it is put back.
+  if (window.MutationObserver) {
+    new MutationObserver(function () {
+      var active = document.activeElement;
+      if (wantKey && (!active || active === body)) restoreFocus();
+    }).observe(body, { childList: true, subtree: true });
+  }
 
   document.addEventListener("focusin", function (event) {
     var it = itemOf(event.target);

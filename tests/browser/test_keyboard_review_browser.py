@@ -85,10 +85,31 @@ def focused(page) -> str:
     )
 
 
+# What a failure of the focus check needs to be understood: each focus move and htmx swap, timed.
+FOCUS_LOG = """window.__focusLog = []; const t0 = Date.now();
+  const say = (s) => window.__focusLog.push((Date.now() - t0) + " " + s);
+  const name = (e) => e && e.getAttribute ? (e.getAttribute("data-review-item") || e.tagName + "#" + e.id) : String(e);
+  document.addEventListener("focusin", (e) => say("focus " + name(e.target)), true);
+  ["htmx:afterSwap", "htmx:afterSettle", "htmx:oobAfterSwap", "htmx:afterRequest", "htmx:swapError",
+   "htmx:targetError", "htmx:responseError", "live:runs-changed"].forEach((n) =>
+    document.addEventListener(n, (e) => say(n + " " + name(e.target)), true));"""
+
+
+def focus_report(page) -> str:
+    return page.evaluate(
+        """() => JSON.stringify({
+             active: document.activeElement ? document.activeElement.outerHTML.slice(0, 200) : null,
+             items: Array.from(document.querySelectorAll("[data-review-item]")).map((e) =>
+               e.getAttribute("data-review-item") + (e.hasAttribute("data-review-done") ? " (done)" : "")),
+             log: (window.__focusLog || []).slice(-60)})"""
+    )
+
+
 def test_keyboard_only_approves_ten_gates_across_runs_with_undo(browser, server):
     from playwright.sync_api import expect
 
     page = signed_in(browser, server, viewport={"width": 1280, "height": 900})
+    page.add_init_script(FOCUS_LOG)
     page.goto(f"{server}/runs/inbox/")
     rows = page.locator("tr[data-review-item]")
     expect(rows).to_have_count(GATES + 3)
@@ -147,11 +168,17 @@ def test_keyboard_only_approves_ten_gates_across_runs_with_undo(browser, server)
     # The live inbox's refresh replaces the table (outerHTML): focus is on <body> between the swap
     # and its settle (htmx's 20 ms), then back on the row. A check that lands inside that window
     # sees <body>, so it waits for the row (a focus that never came back still fails).
-    page.wait_for_function(
-        "(key) => document.activeElement && document.activeElement.getAttribute('data-review-item') === key",
-        arg=undone_target,
-        timeout=5000,
-    )
+    # polled every 100 ms (not on animation frames, which a loaded machine may hold back); on a
+    # time-out the message carries the page's focus and swap log (FOCUS_LOG) and what has focus
+    try:
+        page.wait_for_function(
+            "(key) => document.activeElement && document.activeElement.getAttribute('data-review-item') === key",
+            arg=undone_target,
+            timeout=5000,
+            polling=100,
+        )
+    except Exception as exc:
+        raise AssertionError(f"focus did not come back to {undone_target}: {focus_report(page)}") from exc
     assert focused(page) == undone_target
     page.goto(f"{server}/runs/inbox/")
     expect(page.locator("tr[data-review-item]")).to_have_count(3)
