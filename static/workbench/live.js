@@ -12,7 +12,8 @@
 // goes to static/workbench/trace.js as a "live:spans" event.
 //
 // Pages listing runs may carry data-live-workspace on any element: on each run change the body
-// receives a "live:runs-changed" event (hx-trigger="live:runs-changed from:body" refreshes a list).
+// receives a "live:runs-changed" event (hx-trigger="live:runs-changed from:body" refreshes a list),
+// at most once a second and once more after a refresh during which runs changed (listRefresher).
 (function () {
   "use strict";
   var MAX_BACKOFF_MS = 10000;
@@ -225,8 +226,62 @@
     connect();
   }
 
+  // A list that follows the workspace refreshes at most once a second and never leaves a change
+  // out. htmx's own throttle drops what comes within its second, and a refresh asked while one is
+  // on its way is queued on a list that the answer then replaces (and drops): either way the list
+  // would keep the state of before the burst's last changes. So the changes are counted here: one
+  // refresh at a time, and a change heard during it (or within the second after it began) asks for
+  // one more refresh once it has been swapped in.
+  var REFRESH_MS = 1000;
+  var REFRESH_STUCK_MS = 15000; // an answer that never came: the next change refreshes again
+  function listRefresher() {
+    var dirty = false;
+    var busySince = 0;
+    var lastAt = -REFRESH_MS;
+    var timer = null;
+    var detail = null;
+    function live(el) {
+      return el && el.hasAttribute && el.hasAttribute("data-live-workspace"); // the list, not a row's form
+    }
+    function fire() {
+      timer = null;
+      var now = Date.now();
+      if (busySince && now - busySince < REFRESH_STUCK_MS) return; // its end fires again
+      if (now - lastAt < REFRESH_MS) {
+        timer = window.setTimeout(fire, REFRESH_MS - (now - lastAt));
+        return;
+      }
+      dirty = false;
+      busySince = 0;
+      lastAt = now;
+      document.body.dispatchEvent(new CustomEvent("live:runs-changed", { bubbles: true, detail: detail }));
+    }
+    function ended() {
+      busySince = 0;
+      if (dirty && !timer) fire();
+    }
+    document.body.addEventListener("htmx:beforeRequest", function (event) {
+      if (live(event.target)) busySince = Date.now();
+    });
+    // the list's answer swapped in (its new element), or no swap to come
+    document.body.addEventListener("htmx:afterSwap", function (event) {
+      if (live(event.target)) ended();
+    });
+    ["htmx:responseError", "htmx:sendError", "htmx:timeout", "htmx:swapError"].forEach(function (name) {
+      document.body.addEventListener(name, function (event) {
+        if (live(event.target)) ended();
+      });
+    });
+    return function changed(msg) {
+      dirty = true;
+      detail = msg;
+      if (!timer) fire();
+    };
+  }
+
   function followWorkspace() {
     var attempt = 0;
+    var changed = listRefresher();
     function connect() {
       var ws = new WebSocket(socketUrl("/ws/workspace/"));
       ws.onmessage = function (event) {
@@ -237,9 +292,7 @@
           return;
         }
         attempt = 0;
-        if (msg.type === "run.changed") {
-          document.body.dispatchEvent(new CustomEvent("live:runs-changed", { bubbles: true, detail: msg }));
-        }
+        if (msg.type === "run.changed") changed(msg);
       };
       ws.onclose = function (event) {
         if (event.code === 4403) return;

@@ -312,6 +312,60 @@ def test_header_event_count_and_live_indicator_follow_the_run(page, server, host
     assert page.console_errors == []
 
 
+def test_live_runs_list_shows_every_run_of_a_burst_though_its_refresh_was_slow(page, server, host_api):
+    """Runs that start while the list's refresh is on its way are shown once it has landed (before:
+    htmx's throttle dropped their changes and the list kept the state of the burst's start). The
+    list's refreshes are held 0.8 s in the browser, after the server rendered them."""
+    import threading
+    import time
+
+    from playwright.sync_api import expect
+
+    workflow = {"id": "wf-burst", "version": 1, "steps": [{"id": "only"}], "edges": []}
+    fetched = threading.Event()
+    refreshes = []
+
+    def slow_list(route):
+        if route.request.headers.get("hx-request") != "true":
+            return route.continue_()
+        response = route.fetch()  # rendered now, answered 0.8 s later
+        refreshes.append(time.monotonic())
+        fetched.set()
+        time.sleep(0.8)
+        route.fulfill(response=response)
+
+    def start(i: int) -> None:
+        answer = host_api.post(
+            "/api/runs", json={"workflow": workflow, "runId": f"run_burst_{i}", "title": f"Burst {i}"}
+        )
+        assert answer.status_code in (200, 201), answer.text
+
+    page.route(lambda url: urlparse(url).path == "/runs/", slow_list)
+    try:
+        page.goto(f"{server}/runs/")
+        expect(page.locator("#run-table")).to_be_visible()
+        page.wait_for_timeout(500)  # the workspace socket is open
+        start(0)
+
+        def the_rest() -> None:
+            fetched.wait(10)  # the first refresh was rendered: these start while it is on its way
+            for i in range(1, 4):
+                start(i)
+                time.sleep(0.05)
+
+        poster = threading.Thread(target=the_rest)
+        poster.start()
+        table = page.locator("#run-table")
+        expect(table).to_contain_text("Burst 0", timeout=10000)
+        poster.join(15)
+        for i in range(1, 4):
+            expect(table).to_contain_text(f"Burst {i}", timeout=10000)
+        assert len(refreshes) >= 2  # the burst's runs came by a refresh after the slow one
+    finally:
+        page.unroute_all()
+    assert page.console_errors == []
+
+
 def test_waterfall_and_inbox_on_a_phone(page, server):
     """390 px: nothing but the pages' own named scrollers is wider than the screen."""
     page.set_viewport_size({"width": 390, "height": 844})

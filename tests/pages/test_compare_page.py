@@ -140,7 +140,7 @@ def test_runs_list_selects_two_runs_without_javascript(client, alice, pair):
     refreshed = client.get("/runs/", {"run": "run_a", "q": "run"}, HTTP_HX_REQUEST="true").content.decode()
     assert 'value="run_a" form="compare-form" id="cmp-2" checked' in refreshed
     assert 'value="run_b" form="compare-form" id="cmp-1" aria-label' in refreshed
-    assert 'hx-get="/runs/?q=run" hx-include="#run-table input[name=run]:checked"' in refreshed
+    assert 'hx-get="/runs/?q=run" hx-include="#compare-form"' in refreshed
     response = client.get("/compare/", {"run": ["run_b", "run_a"]})  # newest first, as the list shows them
     assert response.status_code == 302 and response["Location"] == _url("run_a", "run_b")
     one = client.get("/compare/", {"run": ["run_a"]})
