@@ -80,11 +80,16 @@
     if (!focusItem(next)) fallback();
   }
 
-  // After any swap (a decision's answer, a live refresh) focus is never left on <body>.
+  // After any swap (a decision's answer, a live refresh) focus is never left on <body> by it: when
+  // the swap took the focused element out of the page, focus goes to the item it belonged to (or
+  // the next). Focus on <body> by the reader's own doing (nothing focused yet, a click on the
+  // page's text) stays there: a live event never pulls a reader back to the gate.
+  var lastFocused = null;
   function restoreFocus() {
     markPending();
     var active = document.activeElement;
     if (active && active !== body && document.contains(active)) return;
+    if (!lastFocused || lastFocused.isConnected) return;
     var list = items();
     var keyed = wantKey && document.querySelector('[data-review-item="' + CSS.escape(wantKey) + '"]');
     if (keyed && list.indexOf(keyed) >= 0) return focusItem(keyed);
@@ -96,17 +101,27 @@
   body.addEventListener("htmx:oobAfterSwap", function () {
     window.setTimeout(restoreFocus, 0);
   });
-  // Whatever else takes the focused item out of the page (a swap whose events never reach <body>,
-  // such as one into a list replaced meanwhile; a script), focus does not stay on <body>: after
-  // any change of the page's tree, once an item has had focus, it is put back.
+  // Whatever else takes the focused element out of the page (a swap whose events never reach
+  // <body>, such as one into a list replaced meanwhile; a script), focus does not stay on <body>.
   if (window.MutationObserver) {
     new MutationObserver(function () {
       var active = document.activeElement;
-      if (wantKey && (!active || active === body)) restoreFocus();
+      if ((!active || active === body) && lastFocused && !lastFocused.isConnected) restoreFocus();
     }).observe(body, { childList: true, subtree: true });
   }
 
+  // Focus that leaves an element still in the page went where the reader sent it (a click on the
+  // page's text, say): nothing to put back when that element is swapped away later.
+  document.addEventListener("focusout", function (event) {
+    var left = event.target;
+    if (event.relatedTarget) return;
+    window.setTimeout(function () {
+      if (left === lastFocused && left.isConnected && document.activeElement === body) lastFocused = null;
+    }, 0);
+  });
+
   document.addEventListener("focusin", function (event) {
+    lastFocused = event.target;
     var it = itemOf(event.target);
     if (it) {
       wantKey = it.getAttribute("data-review-item");
@@ -192,6 +207,10 @@
       var form = event.target;
       var button = event.submitter;
       var item = itemOf(form);
+      // htmx takes over a swapped-in form only when the swap settles (20 ms later): a submit in
+      // between (an approval sent from its undo timer, a quick key) would leave the page as a
+      // plain POST. Processed now, its htmx listener (on the form, after this one) takes it.
+      if (window.htmx && (form.hasAttribute("hx-post") || form.hasAttribute("hx-get"))) window.htmx.process(form);
       if (form.hasAttribute("data-commit-now")) return;
       if (button && button.hasAttribute("data-undo") && item && undoMs() > 0) {
         event.preventDefault();

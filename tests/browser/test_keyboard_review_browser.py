@@ -253,3 +253,33 @@ def test_phone_inbox_is_cards_and_decides_without_sideways_scroll(browser, serve
     assert page.console_errors == [], "\n".join(page.console_errors)
     support.shot(page, "keyboard-review-phone-inbox")  # last: a full-page shot trips the CSP at 390 px
     page.context.close()
+
+
+def test_an_approval_sent_while_a_live_refresh_settles_stays_in_the_page(browser, server):
+    """htmx takes over a swapped-in form only when its swap settles. An approval sent from its undo
+    timer in between went out as a plain POST and loaded the inbox anew: focus on <body> of a new
+    page (how the ten-gates test failed once in CI). Settling is held back 5 s here, so the timer
+    fires inside that window every time."""
+    from playwright.sync_api import expect
+
+    page = signed_in(browser, server, viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/runs/inbox/")
+    expect(page.locator("tr[data-review-item]").first).to_be_visible()
+    page.evaluate("() => { window.samePage = true; htmx.config.defaultSettleDelay = 5000; }")
+    # a live refresh swaps the table in; its forms are htmx's only once it settles
+    page.evaluate(
+        """() => new Promise((done) => {
+             document.body.addEventListener("htmx:afterSwap", () => done(), { once: true });
+             document.body.dispatchEvent(new CustomEvent("live:runs-changed"));
+           })"""
+    )
+    run_id = page.locator("tr[data-review-item]").first.get_attribute("data-run")
+    page.keyboard.press("j")
+    page.keyboard.press("a")
+    expect(page.locator("#undo-toast")).to_contain_text(": sent.", timeout=UNDO_MS + 3000)
+    expect(page.locator(f'tr[data-run="{run_id}"] form')).to_have_count(0)  # answered in its row
+    assert page.evaluate("() => window.samePage === true"), "the approval loaded a new page"
+    page.goto(f"{server}/runs/{run_id}/")
+    assert "approved" in page.inner_text("#gate-panel .history").lower()
+    assert page.console_errors == [], "\n".join(page.console_errors)
+    page.context.close()

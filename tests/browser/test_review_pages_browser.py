@@ -61,6 +61,11 @@ actions.do_commands(workspace=ws, run_id="run_spans", actor="pipeline", commands
     c.EndSpan(span_id="llm", status="ok", duration_ms=900),
     c.EndSpan(span_id="root", status="ok", duration_ms=1100),
 ])
+# read while live events arrive: a pending gate that must not pull the reader back to it
+actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_reading", title="Being read")
+actions.do_commands(workspace=ws, run_id="run_reading", actor="pipeline",
+                    commands=[c.BeginStep("draft"), c.CompleteStep("draft"), c.BeginStep("check")]
+                    + [c.Annotate(text=f"line {i}") for i in range(60)])
 # followed live while a host appends over REST
 actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_live_count", title="Live count")
 import os
@@ -309,6 +314,50 @@ def test_header_event_count_and_live_indicator_follow_the_run(page, server, host
     assert response.status_code == 200, response.text
     expect(indicator).to_have_attribute("data-state", "finished")
     expect(indicator).to_contain_text("Finished")
+    assert page.console_errors == []
+
+
+def test_live_events_leave_a_reader_where_they_are(page, server, host_api):
+    """Reading a run that waits at a gate, focus on the page itself (nothing focused), scrolled
+    away from the gate panel: live events neither move focus to the gate nor scroll the page to it.
+    Once the reader used a gate item, a swap that takes it away puts focus back on an item
+    (test_keyboard_review_browser), but a click elsewhere is the reader's choice and stays."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{server}/runs/run_reading/")
+    expect(page.locator("#live-indicator")).to_have_attribute("data-state", "open")
+    assert page.locator("#gate-panel [data-review-item]").count() == 1
+    page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+    page.wait_for_timeout(200)
+    scrolled = page.evaluate("() => window.scrollY")
+    assert scrolled > 0
+    assert page.evaluate("() => document.activeElement === document.body")
+    events = page.inner_text("#run-events")
+    last = int(events.split("last seq")[1].strip(" )").replace(",", ""))
+    for i in range(3):
+        assert host_api.post("/api/runs/run_reading/annotations", json={"text": f"live {i}"}).status_code == 200
+    expect(page.locator("#run-events")).not_to_have_text(events)
+    expect(page.locator("#run-events")).to_contain_text(f"(last seq {last + 3})")
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => document.activeElement === document.body"), page.evaluate(
+        "() => document.activeElement.outerHTML.slice(0, 120)"
+    )
+    assert page.evaluate("() => window.scrollY") == scrolled
+    # the reader used the gate, then clicked the page's text: the next live event leaves focus there
+    page.locator("#gate-panel [data-review-item]").focus()
+    page.locator("h1").click()  # <main tabindex=-1> takes the focus
+    assert page.evaluate("() => document.activeElement.id") == "main"
+    assert host_api.post("/api/runs/run_reading/annotations", json={"text": "live 3"}).status_code == 200
+    expect(page.locator("#run-events")).to_contain_text(f"(last seq {last + 4})")
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => document.activeElement.id") == "main"
+    # and with focus on the page itself (the reader's Escape-like blur), it stays there too
+    page.locator("#gate-panel [data-review-item]").focus()
+    page.evaluate("() => document.activeElement.blur()")
+    assert host_api.post("/api/runs/run_reading/annotations", json={"text": "live 4"}).status_code == 200
+    expect(page.locator("#run-events")).to_contain_text(f"(last seq {last + 5})")
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => document.activeElement === document.body")
     assert page.console_errors == []
 
 
