@@ -335,7 +335,9 @@ def test_live_events_leave_a_reader_where_they_are(page, server, host_api):
     events = page.inner_text("#run-events")
     last = int(events.split("last seq")[1].strip(" )").replace(",", ""))
     for i in range(3):
-        assert host_api.post("/api/runs/run_reading/annotations", json={"text": f"live {i}"}).status_code == 200
+        assert (
+            host_api.post("/api/runs/run_reading/annotations", json={"text": f"live {i}"}).status_code == 200
+        )
     expect(page.locator("#run-events")).not_to_have_text(events)
     expect(page.locator("#run-events")).to_contain_text(f"(last seq {last + 3})")
     page.wait_for_timeout(300)
