@@ -233,7 +233,7 @@
   // refresh at a time, and a change heard during it (or within the second after it began) asks for
   // one more refresh once it has been swapped in.
   var REFRESH_MS = 1000;
-  var REFRESH_STUCK_MS = 15000; // an answer that never came: the next change refreshes again
+  var REFRESH_STUCK_MS = 15000; // a refresh whose end was never heard: the next one goes anyway
   function listRefresher() {
     var dirty = false;
     var busySince = 0;
@@ -243,14 +243,15 @@
     function live(el) {
       return el && el.hasAttribute && el.hasAttribute("data-live-workspace"); // the list, not a row's form
     }
+    function later(ms) {
+      timer = window.setTimeout(fire, ms);
+    }
     function fire() {
+      if (timer) window.clearTimeout(timer);
       timer = null;
       var now = Date.now();
-      if (busySince && now - busySince < REFRESH_STUCK_MS) return; // its end fires again
-      if (now - lastAt < REFRESH_MS) {
-        timer = window.setTimeout(fire, REFRESH_MS - (now - lastAt));
-        return;
-      }
+      if (busySince && now - busySince < REFRESH_STUCK_MS) return later(REFRESH_STUCK_MS - (now - busySince));
+      if (now - lastAt < REFRESH_MS) return later(REFRESH_MS - (now - lastAt));
       dirty = false;
       busySince = 0;
       lastAt = now;
@@ -258,7 +259,7 @@
     }
     function ended() {
       busySince = 0;
-      if (dirty && !timer) fire();
+      if (dirty) fire(); // now, or when the second since the last refresh is over
     }
     document.body.addEventListener("htmx:beforeRequest", function (event) {
       if (live(event.target)) busySince = Date.now();
@@ -267,7 +268,8 @@
     document.body.addEventListener("htmx:afterSwap", function (event) {
       if (live(event.target)) ended();
     });
-    ["htmx:responseError", "htmx:sendError", "htmx:timeout", "htmx:swapError"].forEach(function (name) {
+    // (the request's own end reaches <body> only from a list still in the page: one not replaced)
+    ["htmx:afterRequest", "htmx:responseError", "htmx:sendError", "htmx:timeout", "htmx:swapError"].forEach(function (name) {
       document.body.addEventListener(name, function (event) {
         if (live(event.target)) ended();
       });
