@@ -281,11 +281,19 @@
     };
   }
 
+  // <html data-workspace-live="open|closed"> says whether the page hears the workspace's changes. A
+  // socket open again after a drop refreshes the lists once: what changed meanwhile was not heard.
   function followWorkspace() {
     var attempt = 0;
+    var opened = false;
     var changed = listRefresher();
     function connect() {
       var ws = new WebSocket(socketUrl("/ws/workspace/"));
+      ws.onopen = function () {
+        document.documentElement.setAttribute("data-workspace-live", "open");
+        if (opened) changed(null);
+        opened = true;
+      };
       ws.onmessage = function (event) {
         var msg;
         try {
@@ -297,6 +305,7 @@
         if (msg.type === "run.changed") changed(msg);
       };
       ws.onclose = function (event) {
+        document.documentElement.setAttribute("data-workspace-live", "closed");
         if (event.code === 4403) return;
         window.setTimeout(connect, backoff(attempt++));
       };

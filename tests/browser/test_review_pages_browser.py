@@ -395,7 +395,7 @@ def test_live_runs_list_shows_every_run_of_a_burst_though_its_refresh_was_slow(p
     try:
         page.goto(f"{server}/runs/")
         expect(page.locator("#run-table")).to_be_visible()
-        page.wait_for_timeout(500)  # the workspace socket is open
+        expect(page.locator("html")).to_have_attribute("data-workspace-live", "open")
         start(0)
 
         def the_rest() -> None:
@@ -412,6 +412,40 @@ def test_live_runs_list_shows_every_run_of_a_burst_though_its_refresh_was_slow(p
         for i in range(1, 4):
             expect(table).to_contain_text(f"Burst {i}", timeout=10000)
         assert len(refreshes) >= 2  # the burst's runs came by a refresh after the slow one
+    finally:
+        page.unroute_all()
+    assert page.console_errors == []
+
+
+def test_live_runs_list_catches_up_after_its_socket_dropped(page, server, host_api):
+    """A run that starts while the list's workspace socket is down (a server restart, a network
+    blip) is shown once the socket is open again: the list refreshes on the reopen, since the
+    change itself was never heard. The socket goes through Playwright, which drops it once."""
+    from playwright.sync_api import expect
+
+    sockets = []
+
+    def through(ws) -> None:
+        ws.connect_to_server()
+        sockets.append(ws)
+
+    page.route_web_socket(re.compile(r"/ws/workspace/"), through)
+    try:
+        page.goto(f"{server}/runs/")
+        html = page.locator("html")
+        expect(html).to_have_attribute("data-workspace-live", "open")
+        sockets[0].close()
+        expect(html).to_have_attribute("data-workspace-live", "closed")
+        # the page's new socket waits for this test's next Playwright call (its route runs there):
+        # the run below starts while no socket is open
+        workflow = {"id": "wf-burst", "version": 1, "steps": [{"id": "only"}], "edges": []}
+        answer = host_api.post(
+            "/api/runs", json={"workflow": workflow, "runId": "run_gap", "title": "In the gap"}
+        )
+        assert answer.status_code in (200, 201), answer.text
+        expect(html).to_have_attribute("data-workspace-live", "open", timeout=10000)
+        expect(page.locator("#run-table")).to_contain_text("In the gap")
+        assert len(sockets) == 2
     finally:
         page.unroute_all()
     assert page.console_errors == []
