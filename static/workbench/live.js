@@ -239,7 +239,6 @@
     var busySince = 0;
     var lastAt = -REFRESH_MS;
     var timer = null;
-    var detail = null;
     function live(el) {
       return el && el.hasAttribute && el.hasAttribute("data-live-workspace"); // the list, not a row's form
     }
@@ -255,7 +254,7 @@
       dirty = false;
       busySince = 0;
       lastAt = now;
-      document.body.dispatchEvent(new CustomEvent("live:runs-changed", { bubbles: true, detail: detail }));
+      document.body.dispatchEvent(new CustomEvent("live:runs-changed", { bubbles: true }));
     }
     function ended() {
       busySince = 0;
@@ -274,9 +273,8 @@
         if (live(event.target)) ended();
       });
     });
-    return function changed(msg) {
+    return function changed() {
       dirty = true;
-      detail = msg;
       if (!timer) fire();
     };
   }
@@ -291,7 +289,7 @@
       var ws = new WebSocket(socketUrl("/ws/workspace/"));
       ws.onopen = function () {
         document.documentElement.setAttribute("data-workspace-live", "open");
-        if (opened) changed(null);
+        if (opened) changed();
         opened = true;
       };
       ws.onmessage = function (event) {
@@ -302,7 +300,7 @@
           return;
         }
         attempt = 0;
-        if (msg.type === "run.changed") changed(msg);
+        if (msg.type === "run.changed") changed();
       };
       ws.onclose = function (event) {
         document.documentElement.setAttribute("data-workspace-live", "closed");
