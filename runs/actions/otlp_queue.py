@@ -52,6 +52,7 @@ from django.conf import settings
 from runs.actions.core import engine_context
 from runs.actions.otlp import IngestReport
 from runs.models import Run, Workspace
+from runs.processes import alive
 from runs.protocol.otlp_map import map_spans, route_spans
 from runs.protocol.values import new_id
 
@@ -237,7 +238,7 @@ class Spool:
             return 0
         for name in names:
             base, _, pid = name.rpartition(".")
-            if not pid.isdigit() or _alive(int(pid)):
+            if not pid.isdigit() or alive(int(pid)):
                 continue
             try:
                 os.rename(self.claimed / name, self.ready / base)
@@ -265,16 +266,6 @@ def _attempts(base: str) -> int:
     stem = base.rsplit(".", 2)[0]
     _, tilde, tries = stem.partition("~")
     return int(tries) if tilde and tries.isdigit() else 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read(path: Path) -> Queued:

@@ -30,6 +30,15 @@ Deleting a run (its ``RunChange`` with status ``deleted``) removes the run's fil
 worker's hourly retention pass) removes the files of runs that are gone some other way (a deleted
 workspace, a write that raced the deletion).
 
+Made ahead: a process that creates many files in bursts (the OTLP worker: a run per trace) keeps
+empty ones made while it was idle (:func:`keep_files_ready`, :func:`make_ready_files`) in
+``.pool/<pid>/`` inside the directory, and a new run's file is such a file linked into place
+(``link``: never over a file that exists; then the pool's name unlinked). Creating a file costs the
+file system an inode, which on this machine's ext4 took 16-340 us depending on what had been
+deleted lately; a link takes a directory entry only. A process only takes files from its own
+pool (two processes linking one file would share it); the pools of processes that are gone are
+removed by the next process that keeps one.
+
 Followers: :func:`follow` yields a file's lines as they are appended (the API's
 ``transcript.jsonl?follow=true`` and ``manage.py transcript RUN --follow`` use it). When the server
 shuts down, :func:`close_followers` ends every follow at its next poll (the stream ends cleanly;
@@ -44,6 +53,7 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -57,6 +67,7 @@ from django.conf import settings
 
 from runs.actions.notify import RunChange
 from runs.models import Event, Run
+from runs.processes import alive
 from runs.protocol.redaction import event_redactor, policy_of, redact_run_doc
 from runs.protocol.transcript import TERMINAL, event_lines, line_bytes, parent_ids, utc
 from runs.selectors.runs import find_run
@@ -88,6 +99,83 @@ def transcript_path(run) -> Path:
 def _file_path(run, directory: str) -> str:
     """:func:`transcript_path` as text, in ``directory`` (read once for many runs)."""
     return os.path.join(directory, file_name(run.workspace_id, run.run_id, run.created_at))
+
+
+class _ReadyFiles:
+    """This process's empty files made ahead (see the module's docstring)."""
+
+    def __init__(self, root: str, size: int) -> None:
+        self.root = root
+        self.folder = os.path.join(root, str(os.getpid()))
+        self.size = size
+        self.names: list[str] = []
+        self.made = 0
+
+    def make(self, limit: int) -> int:
+        """Make up to ``limit`` more files (fewer once ``size`` are ready); how many were made."""
+        if len(self.names) >= self.size:
+            return 0
+        if not self.made:
+            _remove_gone_pools(self.root)
+            shutil.rmtree(self.folder, ignore_errors=True)  # a pid used again: the old files are not ours
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        made = 0
+        while made < limit and len(self.names) < self.size:
+            self.made += 1
+            name = os.path.join(self.folder, str(self.made))
+            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            self.names.append(name)
+            made += 1
+        return made
+
+    def place(self, path: str) -> None:
+        """One ready file linked at ``path`` when nothing is there yet (else nothing happens)."""
+        if not self.names:
+            return
+        name = self.names[-1]
+        try:
+            os.link(name, path)
+        except FileExistsError:
+            return
+        except OSError:  # a file system without hard links, the pool removed meanwhile: create instead
+            self.names.clear()
+            return
+        self.names.pop()
+        os.unlink(name)
+
+
+def _remove_gone_pools(root: str) -> None:
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name.isdigit() and int(name) != os.getpid() and not alive(int(name)):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+_ready: _ReadyFiles | None = None
+
+
+def keep_files_ready(size: int) -> None:
+    """From now on this process keeps up to ``size`` empty files made ahead for new runs' files
+    (:func:`make_ready_files` makes them; nothing is made here)."""
+    global _ready
+    _ready = _ReadyFiles(str(transcript_dir() / ".pool"), size) if size > 0 else None
+
+
+def make_ready_files(limit: int = 64) -> int:
+    """Make up to ``limit`` of the files :func:`keep_files_ready` asked for (a caller with nothing
+    else to do calls it); how many were made. A failure to make them is logged once and ends it."""
+    global _ready
+    if _ready is None or not getattr(settings, "WORKBENCH_TRANSCRIPTS", True):
+        return 0
+    try:
+        return _ready.make(limit)
+    except OSError as exc:
+        log.warning("transcripts: no files made ahead (%s)", exc)
+        _ready = None
+        return 0
 
 
 @contextmanager
@@ -245,6 +333,8 @@ def _sync(
         doc = redact_run_doc(doc, policy)
     started = completed = False
     path = _file_path(run, directory)
+    if _ready is not None and change is not None and change.first_seq <= 1:
+        _ready.place(path)  # a new run: its file made ahead, when one is ready
     with _locked(path) as fd:
         last = _last_line(fd)
         writer = _Writer(run.run_id, parents, last)

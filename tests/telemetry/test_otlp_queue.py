@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 from django.db import connection
@@ -300,3 +302,44 @@ def test_the_status_says_what_waits(client, workspace, spool):
     call_command("otlp_worker", "--status", stdout=out)
     status = json.loads(out.getvalue())
     assert status["queued"] == {"bodies": 1, "spans": 6} and status["failed"] == {"bodies": 0, "spans": 0}
+
+
+def test_the_window_uses_the_slowest_of_the_last_three_batches(spool):
+    spool.ensure()
+    meter = otlp_worker.RateMeter(spool)
+    for spans, seconds in ((1000, 1.0), (4000, 1.0), (4000, 1.0), (4000, 1.0)):
+        meter.add(spans, seconds)
+    assert meter.rate == 4000 and spool.rate() == 4000  # the slow first batch is three batches ago
+    meter.add(2000, 1.0)
+    assert meter.rate == 2000  # a slowdown counts at once
+
+
+def test_an_idle_worker_makes_transcript_files_ahead_and_a_new_trace_takes_one(client, workspace, spool):
+    from runs.telemetry import transcript_log
+
+    transcript_log.keep_files_ready(8)
+    ready = transcript_log.transcript_dir() / ".pool" / str(os.getpid())
+    stop = threading.Event()
+    def work() -> None:
+        try:
+            otlp_worker.run(spool=spool, stop=stop)
+        finally:
+            connection.close()  # the thread's own
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        while (not ready.is_dir() or len(os.listdir(ready)) < 8) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        made = {os.stat(ready / name).st_ino for name in os.listdir(ready)}
+        assert len(made) == 8  # made while nothing was queued
+        assert post(client, workspace, body(a_trace(0))).status_code == 200
+        while spool.pending_spans() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        run = Run.unscoped.get(workspace=workspace)
+        assert transcript_log.transcript_path(run).stat().st_ino in made
+    finally:
+        stop.set()
+        worker.join(10)
+        transcript_log.keep_files_ready(0)
