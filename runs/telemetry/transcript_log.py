@@ -118,7 +118,8 @@ class _ReadyFiles:
         if not self.made:
             _remove_gone_pools(self.root)
             shutil.rmtree(self.folder, ignore_errors=True)  # a pid used again: the old files are not ours
-            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            for folder in (os.path.dirname(self.root), self.root, self.folder):  # each 0700, as the files'
+                os.makedirs(folder, mode=0o700, exist_ok=True)
         made = 0
         while made < limit and len(self.names) < self.size:
             self.made += 1

@@ -33,6 +33,8 @@ def _start(workspace, workflow, capture, run_id):
 
 def test_a_new_runs_file_is_one_made_ahead(workspace, workflow, ready, django_capture_on_commit_callbacks):
     assert make_ready_files(10) == 4 and make_ready_files(10) == 0  # up to the size asked for
+    for folder in (ready, ready.parent):
+        assert oct(folder.stat().st_mode & 0o777) == oct(0o700)  # what they become holds prompts
     made = {os.stat(ready / name).st_ino for name in os.listdir(ready)}
     run = _start(workspace, workflow, django_capture_on_commit_callbacks, "run_ready")
     path = transcript_path(run)
