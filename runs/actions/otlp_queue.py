@@ -52,7 +52,6 @@ from django.conf import settings
 from runs.actions.core import engine_context
 from runs.actions.otlp import IngestReport
 from runs.models import Run, Workspace
-from runs.processes import alive
 from runs.protocol.otlp_map import map_spans, route_spans
 from runs.protocol.values import new_id
 
@@ -238,7 +237,7 @@ class Spool:
             return 0
         for name in names:
             base, _, pid = name.rpartition(".")
-            if not pid.isdigit() or alive(int(pid)):
+            if not pid.isdigit() or process_alive(int(pid)):
                 continue
             try:
                 os.rename(self.claimed / name, self.ready / base)
@@ -266,6 +265,19 @@ def _attempts(base: str) -> int:
     stem = base.rsplit(".", 2)[0]
     _, tilde, tries = stem.partition("~")
     return int(tries) if tilde and tries.isdigit() else 0
+
+
+def process_alive(pid: int) -> bool:
+    """True while a process with this pid exists (one of another user's counts too): a claim, or
+    a worker's transcript files made ahead (runs.telemetry.transcript_log), is taken back once
+    its process is gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _read(path: Path) -> Queued:

@@ -66,8 +66,8 @@ import orjson
 from django.conf import settings
 
 from runs.actions.notify import RunChange
+from runs.actions.otlp_queue import process_alive
 from runs.models import Event, Run
-from runs.processes import alive
 from runs.protocol.redaction import event_redactor, policy_of, redact_run_doc
 from runs.protocol.transcript import TERMINAL, event_lines, line_bytes, parent_ids, utc
 from runs.selectors.runs import find_run
@@ -151,7 +151,7 @@ def _remove_gone_pools(root: str) -> None:
     except FileNotFoundError:
         return
     for name in names:
-        if name.isdigit() and int(name) != os.getpid() and not alive(int(name)):
+        if name.isdigit() and int(name) != os.getpid() and not process_alive(int(name)):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 

@@ -55,14 +55,18 @@ def test_a_file_that_exists_is_never_replaced(workspace, workflow, ready, django
     assert path.read_bytes() == before and len(os.listdir(ready)) == 3
 
 
-def test_a_process_that_did_not_ask_creates_its_files(workspace, workflow, django_capture_on_commit_callbacks):
+def test_a_process_that_did_not_ask_creates_its_files(
+    workspace, workflow, django_capture_on_commit_callbacks
+):
     assert make_ready_files(10) == 0
     run = _start(workspace, workflow, django_capture_on_commit_callbacks, "run_plain")
     assert transcript_path(run).is_file() and not (transcript_dir() / ".pool").exists()
 
 
 def test_files_made_by_a_process_that_is_gone_are_removed_and_a_live_ones_kept(ready):
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     pools = transcript_dir() / ".pool"
     for pid in (gone.stdout.strip(), str(os.getppid())):
         (pools / pid).mkdir(parents=True)

@@ -320,6 +320,7 @@ def test_an_idle_worker_makes_transcript_files_ahead_and_a_new_trace_takes_one(c
     transcript_log.keep_files_ready(8)
     ready = transcript_log.transcript_dir() / ".pool" / str(os.getpid())
     stop = threading.Event()
+
     def work() -> None:
         try:
             otlp_worker.run(spool=spool, stop=stop)
