@@ -28,7 +28,7 @@ from runs.actions.otlp import do_ingest_spans
 from runs.actions.otlp_queue import Spool
 from runs.models import Event, OtelTrace, Run, Workspace
 from runs.protocol.values import loads
-from runs.telemetry import otlp_worker
+from runs.telemetry import otlp_worker, transcript_log
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -315,8 +315,6 @@ def test_the_window_uses_the_slowest_of_the_last_three_batches(spool):
 
 
 def test_an_idle_worker_makes_transcript_files_ahead_and_a_new_trace_takes_one(client, workspace, spool):
-    from runs.telemetry import transcript_log
-
     transcript_log.keep_files_ready(8)
     ready = transcript_log.transcript_dir() / ".pool" / str(os.getpid())
     stop = threading.Event()
