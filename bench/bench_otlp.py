@@ -467,6 +467,7 @@ def compare(shape: str, repeat: int, other: Path) -> None:
     base = {key: statistics.median(r.get(key, 0.0) for r in theirs) for key in _KEYS}
     print(f"{shape}: this checkout vs {other} (alternating, median of {repeat} each)")
     for key, unit in (("answered", "spans/s"), ("queryable", "spans/s"), ("cpu", "spans/CPU s"),
+                      ("receiver_cpu", "spans/CPU s"), ("queue_worker_cpu", "spans/CPU s"),
                       ("peak_rss_mb", "MB"), ("worker", "spans/CPU s")):  # fmt: skip
         print(
             f"  {key:<11} {med[key]:>9,.0f} vs {base[key]:>9,.0f} {unit:<12} ratio {med[key] / base[key]:.2f}x"

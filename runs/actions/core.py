@@ -458,7 +458,8 @@ def save_new_runs(appenders: list[Appender]) -> None:
         appender.event_rows = []
     # the model calls of every run in one rollup write (what each save would have added)
     rollups.count_model_calls_many(
-        (a.run, (event for _, event in a.model_responses)) for a in appenders if a.model_responses
+        ((a.run, (event for _, event in a.model_responses)) for a in appenders if a.model_responses),
+        new_runs=True,
     )
     insert_events(rows)
 

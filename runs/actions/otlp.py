@@ -65,9 +65,11 @@ from runs.engine.lifecycle import new_run, with_title
 from runs.models import OtelPendingLog, OtelTrace, Run, Workspace, held_event_ids
 from runs.protocol.errors import ProtocolError
 from runs.protocol.otlp_map import (
+    MappedBatch,
     Route,
     TraceInfo,
     content_log_name,
+    group_mapped,
     join_content_logs,
     map_spans,
     route_spans,
@@ -113,13 +115,64 @@ def do_ingest_spans(
     """Route, map, price and append one OTLP request's spans (see the module's docstring)."""
     spans = _with_pending_logs(workspace, spans)
     routes, traces = route_spans(spans, header_run_id)
+    known, to_create, run_ids = _resolve_runs(workspace, routes)
+    batch = map_spans(spans, run_ids, validate=True, checked=True)  # route_spans checked each span
+    return _store_batch(workspace, batch, traces, known, to_create, actor)
+
+
+def do_ingest_mapped(
+    *,
+    workspace: Workspace,
+    spans: Sequence[dict],
+    mapped: Sequence[Sequence | None],
+    header_run_id: str | None = None,
+    actor: str = "otlp",
+) -> IngestReport:
+    """:func:`do_ingest_spans` for spans mapped before (the OTLP queue's receiver maps each body
+    as it checks it): ``spans`` as :func:`runs.protocol.otlp_map.route_spans` reads them (see
+    ``routing_facts``), ``mapped[i]`` span i's ``(time, event)`` pairs, validated when mapped
+    (None: refused then). Routed together, so a trace's runs are found as for the spans
+    themselves; each event gets its span's run id. Content logs waiting for these spans are not
+    joined here: the caller checks :func:`pending_logs_for` first and maps the spans itself when
+    some wait."""
+    routes, traces = route_spans(spans, header_run_id)
+    known, to_create, run_ids = _resolve_runs(workspace, routes)
+    batch = group_mapped(mapped, run_ids)
+    return _store_batch(workspace, batch, traces, known, to_create, actor)
+
+
+def pending_logs_for(workspace: Workspace, trace_ids: set[str]) -> bool:
+    """Whether content log records wait for a span of one of these traces."""
+    return bool(trace_ids) and (
+        OtelPendingLog.objects.filter(workspace=workspace).exists()
+        and OtelPendingLog.objects.filter(workspace=workspace, trace_id__in=trace_ids).exists()
+    )
+
+
+def _resolve_runs(
+    workspace: Workspace, routes: Sequence[Route | None]
+) -> tuple[dict[str, OtelTrace], dict[str, str], list[str | None]]:
+    """The traces that have their run, the runs to create (trace id -> new run id) and each
+    span's run id."""
     new_traces = {r.trace_id for r in routes if r is not None and r.run_id is None}
     known = _known_traces(workspace, new_traces)
     to_create: dict[str, str] = {}  # trace id -> run id chosen for the new run
     run_ids: list[str | None] = []
     for route in routes:
         run_ids.append(_run_id_for(route, known, to_create))
-    batch = map_spans(spans, run_ids, validate=True, checked=True)  # route_spans checked each span
+    return known, to_create, run_ids
+
+
+def _store_batch(
+    workspace: Workspace,
+    batch: MappedBatch,
+    traces: dict[str, TraceInfo],
+    known: dict[str, OtelTrace],
+    to_create: dict[str, str],
+    actor: str,
+) -> IngestReport:
+    """Price and store a mapped batch: the new runs in one transaction, then each existing run's
+    events in its own, then the traces' rows."""
     report = IngestReport(accepted=batch.accepted_spans, rejected=batch.rejected_spans, message=batch.message)
     if not batch.events_by_run:
         return report

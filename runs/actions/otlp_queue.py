@@ -32,7 +32,12 @@ body is written without fsync, as SQLite commits in the embedded profile (WAL, s
 it survives a killed process, not a power cut.
 
 Each file: one JSON line (the workspace's key, the ``X-Workbench-Run`` header, the actor, the
-content type, the span count), then the body as it came (decompressed).
+content type, the span count and ``mapped``, the length of the next part), then the spans as the
+receiver's check mapped them (JSON: each routed span's events and what routing reads of it, see
+:func:`mapped_section`), then the body as it came (decompressed). The worker stores the mapped
+part; it decodes and maps the body itself only when the mapped part is missing (a file of an
+earlier version) or content logs wait for the body's spans (they are joined onto the spans
+before mapping).
 """
 
 from __future__ import annotations
@@ -47,12 +52,13 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+import orjson
 from django.conf import settings
 
 from runs.actions.core import engine_context
 from runs.actions.otlp import IngestReport
 from runs.models import Run, Workspace
-from runs.protocol.otlp_map import map_spans, route_spans
+from runs.protocol.otlp_map import map_spans, route_spans, routing_facts, with_resources
 from runs.protocol.values import new_id
 
 log = logging.getLogger(__name__)
@@ -80,6 +86,7 @@ class Queued:
     content_type: str
     spans: int
     body: bytes
+    mapped: bytes | None = None  # the receiver's mapped section (mapped_section), when it wrote one
 
 
 class Spool:
@@ -109,18 +116,23 @@ class Spool:
         spans: int,
         header_run_id: str | None,
         actor: str,
+        mapped: bytes | None = None,
     ) -> Path:
         name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence)}.{spans}{SUFFIX}"
-        head = {
+        head: dict[str, Any] = {
             "workspace": workspace_id,
             "run": header_run_id,
             "actor": actor,
             "contentType": content_type,
             "spans": spans,
         }
+        if mapped is not None:
+            head["mapped"] = len(mapped)
         staged = self.tmp / name
         with os.fdopen(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(json.dumps(head).encode() + b"\n")
+            if mapped is not None:
+                out.write(mapped)
             out.write(body)
         target = self.ready / name
         os.replace(staged, target)
@@ -284,6 +296,10 @@ def _read(path: Path) -> Queued:
     data = path.read_bytes()
     head_line, _, body = data.partition(b"\n")
     head: dict[str, Any] = json.loads(head_line)
+    mapped = None
+    size = head.get("mapped")
+    if type(size) is int and 0 < size <= len(body):
+        mapped, body = body[:size], body[size:]
     return Queued(
         path=path,
         workspace_id=int(head["workspace"]),
@@ -292,6 +308,7 @@ def _read(path: Path) -> Queued:
         content_type=str(head["contentType"]),
         spans=int(head["spans"]),
         body=body,
+        mapped=mapped,
     )
 
 
@@ -303,6 +320,14 @@ def check_spans(workspace: Workspace, spans: Sequence[dict], header_run_id: str 
     """What :func:`runs.actions.otlp.do_ingest_spans` would accept and refuse before the engine:
     each span routed and mapped (new traces under a stand-in run id), the runs spans name looked
     up in the workspace. Writes nothing."""
+    return _check(workspace, spans, header_run_id)[0]
+
+
+def _check(
+    workspace: Workspace, spans: Sequence[dict], header_run_id: str | None
+) -> tuple[IngestReport, dict[str, Any]]:
+    """:func:`check_spans`, and what the worker needs of the spans it would store (their mapped
+    events and what routing reads of them: :func:`mapped_section`)."""
     routes, _traces = route_spans(spans, header_run_id)
     named = {r.run_id for r in routes if r is not None and r.run_id is not None}
     held = (
@@ -325,7 +350,8 @@ def check_spans(workspace: Workspace, spans: Sequence[dict], header_run_id: str 
             if route.run_id is None and route.trace_id not in stand_in:
                 stand_in[route.trace_id] = f"{_STAND_IN}{len(stand_in)}"
             run_ids.append(route.run_id or stand_in[route.trace_id])
-    batch = map_spans(kept, run_ids, validate=True, checked=True)
+    pairs: list = []
+    batch = map_spans(kept, run_ids, validate=True, checked=True, mapped=pairs)
     report = IngestReport(
         accepted=batch.accepted_spans + sum(missing.values()),
         rejected=batch.rejected_spans,
@@ -333,7 +359,11 @@ def check_spans(workspace: Workspace, spans: Sequence[dict], header_run_id: str 
     )
     for run_id, n in missing.items():
         report.refuse(n, f"no run {run_id!r} in this workspace")
-    return report
+    # the spans routing accepted (a span it refused has no run id), with their events, if mapped
+    routed = [i for i, run_id in enumerate(run_ids) if run_id is not None]
+    facts, resources = routing_facts([kept[i] for i in routed])
+    section = {"resources": resources, "spans": [[f, pairs[i]] for f, i in zip(facts, routed, strict=True)]}
+    return report, section
 
 
 def do_queue_spans(
@@ -346,9 +376,10 @@ def do_queue_spans(
     actor: str = "otlp",
     spool: Spool | None = None,
 ) -> IngestReport:
-    """Check the spans (:func:`check_spans`), wait for room in the window and queue the body.
-    Raises :class:`QueueFull` (nothing queued) when no room came in time."""
-    report = check_spans(workspace, spans, header_run_id)
+    """Check the spans (:func:`check_spans`), wait for room in the window and queue the body
+    with what the check mapped (:func:`mapped_section`). Raises :class:`QueueFull` (nothing
+    queued) when no room came in time."""
+    report, section = _check(workspace, spans, header_run_id)
     if report.accepted <= 0:
         return report
     spool = (spool or Spool()).ensure()
@@ -362,8 +393,29 @@ def do_queue_spans(
         spans=report.accepted,
         header_run_id=header_run_id,
         actor=actor,
+        mapped=_dumps(section),
     )
     return report
+
+
+def _dumps(section: dict[str, Any]) -> bytes | None:
+    try:
+        return orjson.dumps(section)
+    except (orjson.JSONEncodeError, TypeError):  # not expected (the events were checked): the
+        log.warning("otlp queue: mapped spans not serialisable; the worker maps the body")
+        return None  # worker then decodes and maps the body itself
+
+
+def mapped_section(data: bytes) -> tuple[list[dict[str, Any]], list[list | None]]:
+    """A queued body's mapped section read back: the spans as :func:`route_spans` reads them
+    (:func:`runs.protocol.otlp_map.routing_facts`, resources joined back on) and each span's
+    ``[time, event]`` pairs (None: refused by the check). The receiver wrote it from the spans
+    it checked, so the worker routes and stores them without decoding and mapping the body
+    again (the events were validated there)."""
+    doc = orjson.loads(data)
+    entries = doc["spans"]
+    spans = with_resources([entry[0] for entry in entries], doc["resources"])
+    return spans, [entry[1] for entry in entries]
 
 
 def warm_worker() -> None:

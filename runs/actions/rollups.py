@@ -307,8 +307,10 @@ def _call_key_hash(key: CallKey) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def apply_run_deltas(deltas_by_run: Mapping[int, Mapping[Key, list]]) -> None:
-    """Add each run's deltas to its RunCostRollup rows (created when missing; emptied rows go)."""
+def apply_run_deltas(deltas_by_run: Mapping[int, Mapping[Key, list]], *, new_runs: bool = False) -> None:
+    """Add each run's deltas to its RunCostRollup rows (created when missing; emptied rows go).
+    ``new_runs``: the runs were created in this transaction, so they have no rows yet (SQLite
+    then skips reading them back to add to)."""
     ordered = sorted(
         (run_pk, _call_key_hash(call_key(key)), call_key(key), sums)
         for run_pk, deltas in deltas_by_run.items()
@@ -321,7 +323,7 @@ def apply_run_deltas(deltas_by_run: Mapping[int, Mapping[Key, list]]) -> None:
         updates = [f"{c} = {table}.{c} + EXCLUDED.{c}" for c in _INT_SUMS]
         updates += [f"{c} = ({table}.{c}::numeric + EXCLUDED.{c}::numeric)::text" for c in _TEXT_SUMS]
     else:  # SQLite: read, add in Python (``Decimal``), write back
-        ordered = _added_to_stored(ordered)
+        ordered = ordered if new_runs else _added_to_stored(ordered)
         updates = [f"{c} = excluded.{c}" for c in (*_INT_SUMS, *_TEXT_SUMS)]
     placeholders = "(" + ", ".join(["%s"] * len(_RUN_COST_COLUMNS)) + ")"
     params = [
@@ -388,10 +390,13 @@ def _run_deltas(run: Run, sign: int) -> dict[Key, list]:
     return out
 
 
-def count_model_calls_many(calls: Iterable[tuple[Run, Iterable[Mapping[str, Any]]]]) -> None:
+def count_model_calls_many(
+    calls: Iterable[tuple[Run, Iterable[Mapping[str, Any]]]], *, new_runs: bool = False
+) -> None:
     """:func:`count_model_calls` for many runs at once (the batch insert of OTLP ingest, where one
     request creates a run per trace): the deltas of every run summed per key, then ONE write per
-    workspace. The rows end as they would after one :func:`count_model_calls` per run."""
+    workspace. The rows end as they would after one :func:`count_model_calls` per run.
+    ``new_runs``: every run was created in this transaction (see :func:`apply_run_deltas`)."""
     by_workspace: dict[int, dict[Key, list]] = {}
     by_run: dict[int, dict[Key, list]] = {}
     for run, events in calls:
@@ -406,7 +411,7 @@ def count_model_calls_many(calls: Iterable[tuple[Run, Iterable[Mapping[str, Any]
                     held[i] += value
     for workspace_id, deltas in by_workspace.items():
         _apply(workspace_id, deltas)
-    apply_run_deltas(by_run)
+    apply_run_deltas(by_run, new_runs=new_runs)
 
 
 def _count_runs(workspace_id: int, counts: dict[RunKey, list[int]]) -> None:

@@ -406,6 +406,7 @@ def map_spans(
     *,
     validate: bool = True,
     checked: bool = False,
+    mapped: list[list[tuple[int, dict[str, Any]]] | None] | None = None,
 ) -> MappedBatch:
     """Map a batch: span ``i`` goes to run ``run_ids[i]`` (``None``: refused, counted as such).
 
@@ -413,10 +414,16 @@ def map_spans(
     with ``validate``, the protocol's event schema); a span that fails is counted in
     ``rejected_spans`` and the others are kept. Events of each run are in time order (at equal
     times, batch order, then the span's own order).
+
+    ``mapped``, when given, gets each span's ``(time, event)`` pairs (None for a span refused),
+    in the batch's order: what :func:`group_mapped` groups again for other run ids.
     """
     batch = MappedBatch()
     grouped: dict[str, list[tuple[int, int, int, dict[str, Any]]]] = {}
+    keep = mapped.append if mapped is not None else None
     for index, (span, run_id) in enumerate(zip(spans, run_ids, strict=True)):
+        if keep is not None:
+            keep(None)  # replaced below once the span maps
         if run_id is None:
             batch.reject(index, span_problem(span) or "the span names no run")
             continue
@@ -435,15 +442,95 @@ def map_spans(
             batch.reject(index, problem)
             continue
         batch.accepted_spans += 1
+        if mapped is not None:
+            mapped[-1] = pairs
         bucket = grouped.setdefault(run_id, [])
         for order, (when, event) in enumerate(pairs):
             bucket.append((when, index, order, event))
+    _group(batch, grouped)
+    return batch
+
+
+def _group(batch: MappedBatch, grouped: dict[str, list[tuple[int, int, int, dict[str, Any]]]]) -> None:
     for run_id, items in grouped.items():
         # (time, span index, order) is unique per entry: the tuples sort without a key function
         # and never compare their events
         items.sort()
         batch.events_by_run[run_id] = [t[3] for t in items]
+
+
+def group_mapped(
+    mapped: Sequence[Sequence[Sequence[Any]] | None], run_ids: Sequence[str | None]
+) -> MappedBatch:
+    """:func:`map_spans` for spans mapped earlier (``mapped``: each span's ``(time, event)`` pairs,
+    None for a span refused then, which is skipped and not counted again): each event gets the
+    run id of its span (``event["runId"]`` set in place) and each run's events are ordered as
+    :func:`map_spans` orders them. A span whose run id is None is skipped."""
+    batch = MappedBatch()
+    grouped: dict[str, list[tuple[int, int, int, dict[str, Any]]]] = {}
+    for index, (pairs, run_id) in enumerate(zip(mapped, run_ids, strict=True)):
+        if pairs is None or run_id is None:
+            continue
+        batch.accepted_spans += 1
+        bucket = grouped.get(run_id)
+        if bucket is None:
+            bucket = grouped[run_id] = []
+        for order, (when, event) in enumerate(pairs):
+            event["runId"] = run_id
+            bucket.append((when, index, order, event))
+    _group(batch, grouped)
     return batch
+
+
+_ROUTE_FIELDS = ("traceId", "spanId", "parentSpanId", "name", "start", "end", "status")
+
+
+def routing_facts(spans: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What :func:`route_spans` reads of each span, as JSON values: ``(spans, resources)``, each
+    span a small dict (ids, parent, name, times, status, its run and session attributes) whose
+    ``"resource"`` is the index of its resource's facts in ``resources`` (service, session and
+    run attributes; one entry per resource object). :func:`with_resources` makes them spans
+    that :func:`route_spans` routes as it routes the originals. ``spans`` must have passed
+    :func:`span_problem`."""
+    resources: list[dict[str, Any]] = []
+    index_of: dict[int, int] = {}
+    out: list[dict[str, Any]] = []
+    for span in spans:
+        resource = span.get("resource") or _NO_RESOURCE
+        at = index_of.get(id(resource))  # alive as long as its spans: ids unique
+        if at is None:
+            at = index_of[id(resource)] = len(resources)
+            resources.append(_route_attributes(resource, with_service=True))
+        facts = {k: span[k] for k in _ROUTE_FIELDS if k in span}
+        status = span.get("status")
+        facts["status"] = status if status == STATUS_ERROR or status == STATUS_OK else None
+        facts["attributes"] = _route_attributes(span["attributes"])
+        facts["resource"] = at
+        out.append(facts)
+    return out, resources
+
+
+def _route_attributes(attrs: Mapping[str, Any], with_service: bool = False) -> dict[str, Any]:
+    """The run and session attributes of ``attrs`` (and ``service.name``) as routing reads them,
+    as JSON text: a run id or a service name is read only when it is text (others are left
+    out), a session as ``str`` of the first one set."""
+    out: dict[str, Any] = {}
+    for key in (*RUN_ATTRIBUTES, "service.name") if with_service else RUN_ATTRIBUTES:
+        if type(attrs.get(key)) is str:
+            out[key] = attrs[key]
+    session = first_attr(attrs, SESSION_ATTRIBUTES)
+    if session is not None:
+        out[SESSION_ATTRIBUTES[0]] = str(session)
+    return out
+
+
+def with_resources(spans: list[dict[str, Any]], resources: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The spans of :func:`routing_facts` with each ``"resource"`` index replaced, in place, by
+    its resource's facts (one dict per resource, shared by its spans, as decoded spans share
+    theirs)."""
+    for span in spans:
+        span["resource"] = resources[span["resource"]]
+    return spans
 
 
 def map_batch(

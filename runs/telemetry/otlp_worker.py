@@ -28,8 +28,8 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from runs.actions.notify import RunChange, dispatch_listeners
-from runs.actions.otlp import do_ingest_spans
-from runs.actions.otlp_queue import Queued, Spool, warm_worker
+from runs.actions.otlp import IngestReport, do_ingest_mapped, do_ingest_spans, pending_logs_for
+from runs.actions.otlp_queue import Queued, Spool, mapped_section, warm_worker
 from runs.models import Workspace
 from runs.protocol.errors import ProtocolError
 from runs.telemetry import transcript_log
@@ -67,8 +67,9 @@ class RateMeter:
 
 
 def store(items: Sequence[Queued]) -> None:
-    """Decode queued bodies (one workspace, header and actor) and store their spans in one go (the
-    engine's refusals are logged)."""
+    """Store queued bodies (one workspace, header and actor) in one go: their spans as the receiver
+    mapped them, or decoded and mapped here for a body queued without its mapped part or whose
+    traces content logs wait for (the engine's refusals are logged)."""
     first = items[0]
     workspace = Workspace.objects.filter(pk=first.workspace_id).first()
     if workspace is None:  # deleted since: its runs are gone too
@@ -76,6 +77,42 @@ def store(items: Sequence[Queued]) -> None:
             "otlp queue: workspace %s is gone; %d queued bodies dropped", first.workspace_id, len(items)
         )
         return
+    report = _store_mapped(workspace, items) if all(item.mapped for item in items) else None
+    if report is None:
+        report = _store_bodies(workspace, items)
+    if report is not None and report.rejected:
+        log.warning(
+            "otlp queue: %s: %d span(s) refused after queueing: %s",
+            ", ".join(item.path.name for item in items),
+            report.rejected,
+            report.message,
+        )
+
+
+def _store_mapped(workspace: Workspace, items: Sequence[Queued]) -> IngestReport | None:
+    """The bodies' spans as the receiver mapped them (no decoding, no mapping again); None when
+    content logs wait for one of their traces (they are joined onto the decoded spans first)."""
+    spans: list[dict] = []
+    mapped: list = []
+    for item in items:
+        try:
+            facts, pairs = mapped_section(item.mapped or b"")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):  # (orjson's errors too)
+            log.error("otlp queue: %s has a damaged mapped part; its body is mapped again", item.path.name)
+            return None
+        spans += facts
+        mapped += pairs
+    if pending_logs_for(workspace, {span["traceId"] for span in spans}):
+        return None
+    first = items[0]
+    return do_ingest_mapped(
+        workspace=workspace, spans=spans, mapped=mapped, header_run_id=first.header_run_id, actor=first.actor
+    )
+
+
+def _store_bodies(workspace: Workspace, items: Sequence[Queued]) -> IngestReport | None:
+    """The bodies decoded and stored as a request stores them."""
+    first = items[0]
     spans: list[dict] = []
     for item in items:
         try:
@@ -87,17 +124,10 @@ def store(items: Sequence[Queued]) -> None:
         except ProtocolError as exc:  # the receiver decoded it: only a damaged file gets here
             log.error("otlp queue: %s no longer decodes (%s); dropped", item.path.name, exc.message)
     if not spans:
-        return
-    report = do_ingest_spans(
+        return None
+    return do_ingest_spans(
         workspace=workspace, spans=spans, header_run_id=first.header_run_id, actor=first.actor
     )
-    if report.rejected:
-        log.warning(
-            "otlp queue: %s: %d span(s) refused after queueing: %s",
-            ", ".join(item.path.name for item in items),
-            report.rejected,
-            report.message,
-        )
 
 
 def prepare_process() -> None:

@@ -342,3 +342,105 @@ def test_an_idle_worker_makes_transcript_files_ahead_and_a_new_trace_takes_one(c
         stop.set()
         worker.join(10)
         transcript_log.keep_files_ready(0)
+
+
+def _no_decoding(monkeypatch) -> None:
+    def refused(body):
+        raise AssertionError("the worker decoded a body the receiver had mapped")
+
+    monkeypatch.setattr(otlp_worker, "spans_from_json", refused)
+    monkeypatch.setattr(otlp_worker, "spans_from_protobuf", refused)
+
+
+def test_the_worker_stores_the_receivers_mapped_spans_without_decoding_the_body(
+    client, workspace, workflow, spool, settings, monkeypatch
+):
+    """Each queued file carries the spans as the receiver's check mapped them; the worker routes
+    and stores those (one batch of several bodies here) and stores what it stores when it decodes
+    and maps the same bodies itself, for new traces, a trace split over two bodies, a root in a
+    later body naming a run (its child in an earlier one follows it), a span the mapping refused
+    and a resource-level session."""
+    other = Workspace.objects.create(slug="direct", name="Direct")
+    for ws in (workspace, other):
+        actions.do_start_run(workspace=ws, workflow=workflow, actor="test", run_id="run_named")
+    named = Run.unscoped.get(workspace=workspace, run_id="run_named")
+    split = a_trace(3)
+    tagged = [otlp_span(4, 0, parent=None, name="root", attrs={"workbench.run.id": "run_named"}),
+              otlp_span(4, 1, name="child")]  # fmt: skip
+    unmappable = otlp_span(
+        5, 0, parent=None, attrs={"gen_ai.operation.name": "chat", "gen_ai.request.model": 7}
+    )
+    requests = [
+        body(a_trace(0) + a_trace(1) + split[:1], {"service.name": "app", "session.id": "s-1"}),
+        body(split[1:] + tagged[1:] + [unmappable]),
+        body(tagged[:1] + a_trace(2)),
+    ]
+    token = secret(workspace)  # one caller: its bodies are stored together
+    answers = [post(client, workspace, data, token) for data in requests]
+    assert all(a.status_code == 200 for a in answers)
+    files = sorted(spool.ready.iterdir())
+    assert all(json.loads(f.read_bytes().partition(b"\n")[0])["mapped"] > 0 for f in files)
+    _no_decoding(monkeypatch)
+    assert otlp_worker.run(spool=spool, once=True, batch_spans=10_000) == 3
+    monkeypatch.undo()
+    # the same requests queued for the other workspace, their mapped parts taken out
+    token = secret(other)
+    assert [post(client, other, data, token).json() for data in requests] == [a.json() for a in answers]
+    for path in sorted(spool.ready.iterdir()):
+        head_line, _, rest = path.read_bytes().partition(b"\n")
+        head = json.loads(head_line)
+        path.write_bytes(json.dumps({**head, "mapped": 0}).encode() + b"\n" + rest[head["mapped"] :])
+    assert otlp_worker.run(spool=spool, once=True, batch_spans=10_000) == 3
+
+    def comparable(ws):
+        out = []
+        for run in Run.unscoped.filter(workspace=ws).order_by("run_id"):
+            events = Event.objects.filter(run=run).order_by("seq").values_list("body", flat=True)
+            trace = OtelTrace.objects.filter(run=run).values_list("trace_id", "session_id", "title").first()
+            out.append((run.run_id if run.run_id == "run_named" else "", run.title, sorted(run.tags), trace,
+                        [{k: v for k, v in loads(e).items() if k != "runId"} for e in events]))  # fmt: skip
+        return sorted(out, key=json.dumps)
+
+    assert comparable(workspace) == comparable(other)
+    assert Event.objects.filter(run=named, type="span_started").count() == 2  # the root's child followed it
+    assert OtelTrace.objects.filter(workspace=workspace).count() == 5
+
+
+def test_content_logs_waiting_for_a_queued_span_are_joined_on(client, workspace, spool, monkeypatch):
+    """Content log records kept for a span that is queued: the worker maps that batch's bodies
+    itself, with the records joined on (the mapped part cannot hold them)."""
+    spans = a_trace(0)
+    record = {
+        "timeUnixNano": str(T0),
+        "traceId": spans[1]["traceId"],
+        "spanId": spans[1]["spanId"],
+        "eventName": "gen_ai.user.message",
+        "body": {"kvlistValue": {"values": [{"key": "content", "value": {"stringValue": "canary-7"}}]}},
+    }
+    logs = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]})
+    token = secret(workspace)
+    sent = client.post(
+        "/v1/logs", logs, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    assert sent.status_code == 200
+    assert post(client, workspace, body(spans)).status_code == 200
+    assert otlp_worker.run(spool=spool, once=True) == 1
+    requests = [e for e in stored(workspace) if e["type"] == "model_io" and e["direction"] == "request"]
+    assert "canary-7" in json.dumps(requests)
+
+
+def test_a_file_queued_without_its_mapped_part_is_still_stored(workspace, spool):
+    """A body queued by an earlier version (no mapped part) or whose part is damaged: decoded and
+    mapped by the worker."""
+    spool.ensure()
+    (spool.ready / "00000000000000000001-1-1.3.otlp").write_bytes(
+        b"".join([json.dumps(_head(workspace)).encode(), b"\n", body(a_trace(0))])
+    )
+    damaged = b'{"spans": [[{"traceId": 1}]]'
+    head = {**_head(workspace), "mapped": len(damaged)}
+    (spool.ready / "00000000000000000002-1-1.3.otlp").write_bytes(
+        b"".join([json.dumps(head).encode(), b"\n", damaged, body(a_trace(1))])
+    )
+    assert otlp_worker.run(spool=spool, once=True) == 2
+    assert Run.unscoped.filter(workspace=workspace).count() == 2
+    assert [e["type"] for e in stored(workspace)].count("span_started") == 6
