@@ -50,6 +50,7 @@ from runs.actions.core import (
     insert_new_rows,
     load_state,
     lock_run,
+    new_instance,
     new_run_row,
     save_new_run,
     save_new_runs,
@@ -320,7 +321,8 @@ def _prepare_new_run(
 
 
 def _trace_row(workspace: Workspace, run: Run, info: TraceInfo, now: datetime) -> OtelTrace:
-    return OtelTrace(
+    return new_instance(
+        OtelTrace,
         workspace=workspace,
         trace_id=info.trace_id,
         run=run,

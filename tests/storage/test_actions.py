@@ -216,3 +216,47 @@ def test_new_trace_rows_insert_like_the_orm(workspace, workflow):
             pk=sql.pk
         )
         assert OtelTrace.objects.get(pk=sql.pk).run_id == runs[other.pk].pk
+
+
+def test_new_instances_are_those_of_the_models_constructor(workspace, workflow):
+    """core.new_instance (OTLP ingest's new runs and trace rows) builds what Model(**values) builds:
+    every attribute, the related objects cached, a new row's state; a model with a post_init
+    receiver, or a name it does not know, goes through the constructor itself."""
+    from datetime import UTC, datetime
+
+    from django.db.models.signals import post_init
+
+    from runs.actions.core import engine_context, new_instance, new_run_row, save_new_run
+    from runs.engine.lifecycle import new_run
+    from runs.models import OtelTrace, Run
+
+    state = new_run(ctx=engine_context(), workflow=workflow, run_id="r")
+    run = new_run_row(workspace=workspace, state=state, actor="otlp")
+    built_run = Run(run_id="r", workspace=workspace, workflow_id=run.workflow_id, workflow_version=1)
+    assert type(run) is Run and (run._state.adding, run._state.db) == (True, built_run._state.db)
+    save_new_run(run)
+    values = {"workspace": workspace, "trace_id": "1" * 32, "run": run, "title": "t",
+              "last_span_at": datetime(2026, 1, 2, tzinfo=UTC)}  # fmt: skip
+
+    def seen(obj) -> tuple:
+        data = {k: v for k, v in obj.__dict__.items() if k != "_state"}
+        return data, dict(obj._state.fields_cache), obj._state.adding, obj._state.db
+
+    made, built = new_instance(OtelTrace, **values), OtelTrace(**values)
+    assert seen(made) == seen(built) and made.run is run and made.workspace is workspace
+    fields = {"run_id": "r", "workflow_id": "w", "workflow_version": 1, "workspace": workspace}
+    assert seen(new_instance(Run, **fields)) == seen(Run(**fields))  # callable defaults (tags, costs)
+    with pytest.raises(TypeError):
+        new_instance(OtelTrace, **values, unknown=1)  # the constructor's own refusal
+
+    calls = []
+
+    def receiver(sender, instance, **kwargs):
+        calls.append(instance)
+
+    post_init.connect(receiver, sender=OtelTrace)
+    try:
+        traced = new_instance(OtelTrace, **values)
+    finally:
+        post_init.disconnect(receiver, sender=OtelTrace)
+    assert calls == [traced]
