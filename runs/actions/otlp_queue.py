@@ -401,9 +401,9 @@ def do_queue_spans(
 def _dumps(section: dict[str, Any]) -> bytes | None:
     try:
         return orjson.dumps(section)
-    except (orjson.JSONEncodeError, TypeError):  # not expected (the events were checked): the
+    except (orjson.JSONEncodeError, TypeError):  # not expected: the events were checked
         log.warning("otlp queue: mapped spans not serialisable; the worker maps the body")
-        return None  # worker then decodes and maps the body itself
+        return None  # the worker then decodes and maps the body itself
 
 
 def mapped_section(data: bytes) -> tuple[list[dict[str, Any]], list[list | None]]:
