@@ -263,8 +263,11 @@
     document.body.addEventListener("htmx:beforeRequest", function (event) {
       if (live(event.target)) busySince = Date.now();
     });
-    // the list's answer swapped in (its new element), or no swap to come
-    document.body.addEventListener("htmx:afterSwap", function (event) {
+    // the list's answer swapped in and settled (its new element), or no swap to come. Not at
+    // afterSwap: htmx hands a new element its hx-trigger only when the swap settles (20 ms later),
+    // and a refresh asked for in between reaches no list (a loaded machine's slow refresh, changes
+    // heard meanwhile: the list kept the state of before them until the next change)
+    document.body.addEventListener("htmx:afterSettle", function (event) {
       if (live(event.target)) ended();
     });
     // (the request's own end reaches <body> only from a list still in the page: one not replaced)
