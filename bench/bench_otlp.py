@@ -355,7 +355,13 @@ def child(shape: str, profile: bool) -> None:
     # the bodies in the order they were queued; one sender here, so body i is the i-th line).
     lags = [0.0]
     if queued and journal.exists():
-        lines = journal.read_text().splitlines()[journal_before:]
+        # the worker removes a stored body from the spool, then writes its line: wait for the lines
+        deadline = time.monotonic() + 10
+        while True:
+            lines = journal.read_text().splitlines()[journal_before:]
+            if len(lines) >= len(answers) or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
         lags = [float(line.split()[-1]) - answer for line, answer in zip(lines, answers, strict=True)]
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     runs = Run.unscoped.filter(workspace=workspace).count()

@@ -178,6 +178,22 @@ def test_no_room_in_the_window_answers_503_and_queues_nothing(client, workspace,
     assert len(os.listdir(spool.ready)) == 1  # only what was there
 
 
+def test_a_receiver_waiting_for_room_goes_on_once_the_worker_made_it(spool):
+    """The receiver's wait (Spool.wait_for_room) ends when the worker stores what filled the
+    window, and gives up (QueueFull) when nothing is stored within its wait."""
+    waiting = spool.ensure().put(workspace_id=1, body=b"{}", content_type="application/json", spans=900,
+                                 header_run_id=None, actor="otlp")  # fmt: skip
+    spool.write_rate(1000.0)  # 900 + 200 spans at 1,000 spans/s: 1.1 s, past a 1 s window
+    with pytest.raises(otlp_queue.QueueFull):
+        spool.wait_for_room(200, window=1.0, wait=0.05)
+    stored = threading.Timer(0.1, waiting.unlink)  # the worker stored it
+    stored.start()
+    spool.wait_for_room(200, window=1.0, wait=30)
+    stored.join()
+    assert not waiting.exists() and spool.pending_spans() == 0
+    spool.wait_for_room(2000, window=1.0, wait=0)  # nothing queued: a body always goes
+
+
 @pytest.mark.parametrize("scopes", [("read",), None])
 def test_a_refused_caller_queues_nothing(client, workspace, spool, scopes):
     token = secret(workspace, scopes) if scopes else "wb_nope"
