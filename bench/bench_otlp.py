@@ -281,6 +281,10 @@ def child(shape: str, profile: bool) -> None:
     call_command("migrate", verbosity=0)
     from django.test import Client
 
+    # workbench.asgi: what the server process loads before its first request (daphne imports it).
+    # The receiver here is the server's request path, so its start-up heap is settled as the
+    # server's is (runs/collector.py) and its queue resumed (nothing is queued yet).
+    import workbench.asgi  # noqa: F401
     from accounts.tokens import create_token
     from runs.actions.otlp_queue import Spool
     from runs.actions.workspaces import get_or_create_workspace

@@ -66,6 +66,8 @@ from runs.telemetry.otlp_worker import resume_queue  # noqa: E402
 # process's worker), not when the next OTLP request comes.
 resume_queue()
 
+from runs.collector import settle_heap  # noqa: E402
+
 application = ProtocolTypeRouter(
     {
         # One body limit for every way in (pages, REST, OTLP, MCP), before anything reads the body.
@@ -76,3 +78,8 @@ application = ProtocolTypeRouter(
         "lifespan": lifespan_app,
     }
 )
+
+# What the server loaded to serve (Django, the apps, the ASGI stack) is frozen out of the garbage
+# collector's scans, and its youngest generation made larger: an OTLP request's 15,000 short-lived
+# objects no longer set off collections, a full one walking all of Django among them (runs/collector.py).
+settle_heap()

@@ -12,7 +12,6 @@ live pages), since the embedded profile's channel layer lives in the server's me
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ from django.db import close_old_connections
 from runs.actions.notify import RunChange, dispatch_listeners
 from runs.actions.otlp import IngestReport, do_ingest_mapped, do_ingest_spans, pending_logs_for
 from runs.actions.otlp_queue import Queued, Spool, mapped_section, warm_worker
+from runs.collector import settle_heap
 from runs.models import Workspace
 from runs.protocol.errors import ProtocolError
 from runs.telemetry import transcript_log
@@ -132,19 +132,18 @@ def _store_bodies(workspace: Workspace, items: Sequence[Queued]) -> IngestReport
 
 def prepare_process() -> None:
     """A worker process's start: what storing needs loaded now (the price snapshot, the protobuf
-    runtime, the engine's schemas), then every object so far frozen out of the garbage collector's scans, and its
-    youngest generation made larger. Storing allocates many short-lived objects per span; with
-    Python's default threshold a full collection scanning all of Django lands in most batches
-    (measured: +0.55 s on a 1.2 s pass of 10,000 spans, and most of the pass-to-pass spread)."""
+    runtime, the engine's schemas), then the heap settled (``runs.collector``: every object so far
+    frozen out of the garbage collector's scans, its youngest generation made larger). Storing
+    allocates many short-lived objects per span; with Python's default threshold a full collection
+    scanning all of Django landed in most batches (measured: +0.55 s on a 1.2 s pass of 10,000
+    spans, and most of the pass-to-pass spread)."""
     from genai_prices import data_snapshot  # (loaded on first use otherwise)
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: F401
 
     data_snapshot.get_snapshot()  # the price data itself (26 ms), not in the first body's lag
     warm_worker()
     transcript_log.keep_files_ready(READY_FILES)
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(20_000, 20, 10)
+    settle_heap()
 
 
 def run(
