@@ -283,7 +283,7 @@ def child(shape: str, profile: bool) -> None:
 
     # workbench.asgi: what the server process loads before its first request (daphne imports it).
     # The receiver here is the server's request path, so its start-up heap is settled as the
-    # server's is (runs/collector.py) and its queue resumed (nothing is queued yet).
+    # server's is (runs/telemetry/gc_tuning.py) and its queue resumed (nothing is queued yet).
     import workbench.asgi  # noqa: F401
     from accounts.tokens import create_token
     from runs.actions.otlp_queue import Spool

@@ -66,7 +66,7 @@ from runs.telemetry.otlp_worker import resume_queue  # noqa: E402
 # process's worker), not when the next OTLP request comes.
 resume_queue()
 
-from runs.collector import settle_heap  # noqa: E402
+from runs.telemetry.gc_tuning import settle_heap  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -81,5 +81,5 @@ application = ProtocolTypeRouter(
 
 # What the server loaded to serve (Django, the apps, the ASGI stack) is frozen out of the garbage
 # collector's scans, and its youngest generation made larger: an OTLP request's 15,000 short-lived
-# objects no longer set off collections, a full one walking all of Django among them (runs/collector.py).
+# objects no longer set off collections, a full one walking all of Django among them (runs/telemetry/gc_tuning.py).
 settle_heap()

@@ -1,5 +1,5 @@
-"""The garbage collector of a long-running process (runs/collector.py): the start-up heap frozen,
-the youngest generation larger, and what is made later still collected."""
+"""The garbage collector of a long-running process (runs/telemetry/gc_tuning.py): the start-up
+heap frozen, the youngest generation larger, and what is made later still collected."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-from runs import collector
+from runs.telemetry import gc_tuning
 
 
 @pytest.fixture
@@ -29,15 +29,15 @@ def test_settling_freezes_the_heap_and_raises_the_youngest_threshold(restored_co
     gc.unfreeze()
     gc.set_threshold(2000, 10, 10)
     loaded = _Node()  # something the process holds when it settles
-    collector.settle_heap()
+    gc_tuning.settle_heap()
     assert gc.get_freeze_count() > 1000  # Django, the apps, this test session
     assert gc.is_tracked(loaded)
-    assert gc.get_threshold() == (collector.YOUNG_THRESHOLD, 20, 10)
+    assert gc.get_threshold() == (gc_tuning.YOUNG_THRESHOLD, 20, 10)
     assert not any(loaded is obj for obj in gc.get_objects(generation=2))  # frozen: in no generation
 
 
 def test_cyclic_garbage_made_after_settling_is_still_collected(restored_collector):
-    collector.settle_heap()
+    gc_tuning.settle_heap()
     a, b = _Node(), _Node()
     a.other, b.other = b, a  # a cycle: reference counting alone never frees it
     gone = weakref.ref(a)
@@ -52,7 +52,7 @@ def test_the_server_settles_its_heap_when_its_asgi_module_loads(restored_collect
 
     gc.set_threshold(2000, 10, 10)
     importlib.reload(workbench.asgi)  # what daphne imports to serve
-    assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD
+    assert gc.get_threshold()[0] == gc_tuning.YOUNG_THRESHOLD
 
 
 def test_the_otlp_worker_settles_its_heap_when_it_starts(restored_collector, settings, tmp_path):
@@ -64,4 +64,4 @@ def test_the_otlp_worker_settles_its_heap_when_it_starts(restored_collector, set
         otlp_worker.prepare_process()
     finally:
         transcript_log.keep_files_ready(0)
-    assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD
+    assert gc.get_threshold()[0] == gc_tuning.YOUNG_THRESHOLD

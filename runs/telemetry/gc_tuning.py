@@ -17,7 +17,9 @@ each one crossed the threshold several times, and a full collection landed in ma
 made later are collected as before; cyclic garbage is still found, at the latest after 20,000
 net allocations (a few MB) instead of 2,000.
 
-Imports only :mod:`gc`: anything may call it.
+Imports only :mod:`gc`. It sits with the OTLP worker (``runs.telemetry``), the lowest of its two
+callers; the server's ASGI module (``workbench``) is above it. (``runs/`` itself holds only
+Django's places: tests/ops/test_layers.py.)
 """
 
 from __future__ import annotations
