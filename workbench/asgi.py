@@ -81,5 +81,6 @@ application = ProtocolTypeRouter(
 
 # What the server loaded to serve (Django, the apps, the ASGI stack) is frozen out of the garbage
 # collector's scans, and its youngest generation made larger: an OTLP request's 15,000 short-lived
-# objects no longer set off collections, a full one walking all of Django among them (runs/telemetry/gc_tuning.py).
+# objects no longer set off collections, a full one walking all of Django among them
+# (runs/telemetry/gc_tuning.py).
 settle_heap()

@@ -132,9 +132,9 @@ def _store_bodies(workspace: Workspace, items: Sequence[Queued]) -> IngestReport
 
 def prepare_process() -> None:
     """A worker process's start: what storing needs loaded now (the price snapshot, the protobuf
-    runtime, the engine's schemas), then the heap settled (``runs.telemetry.gc_tuning``: every object so far
-    frozen out of the garbage collector's scans, its youngest generation made larger). Storing
-    allocates many short-lived objects per span; with Python's default threshold a full collection
+    runtime, the engine's schemas), then the heap settled (``runs.telemetry.gc_tuning``: every
+    object so far frozen out of the garbage collector's scans, its youngest generation made
+    larger). Storing allocates many short-lived objects per span; with Python's default threshold a full collection
     scanning all of Django landed in most batches (measured: +0.55 s on a 1.2 s pass of 10,000
     spans, and most of the pass-to-pass spread)."""
     from genai_prices import data_snapshot  # (loaded on first use otherwise)
