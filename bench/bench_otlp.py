@@ -45,7 +45,11 @@ Side by side with Arize Phoenix, when ``make bench-peers`` installed it in ``var
 ``/v1/traces`` over one keep-alive HTTP connection, and measures the same figures (queryable: its
 ``spans`` table holds every span; cpu: the server's CPU time, every thread, from the first POST
 until every span is stored, since it inserts after answering; peak memory: the server's VmHWM).
-Then the ratios. Phoenix is
+Its runs alternate with ours, round for round (the figures of both move with the machine: on
+2026-12-02 Phoenix answered 20,000-27,000 spans/s within one hour). Then the medians' ratios and
+each round's. The ``machine`` line says what the figures depend on besides the code: a fixed
+Python loop's time, a file's creation where the runs keep theirs, and the CPU time the
+hypervisor took during the runs. Phoenix is
 reached over real HTTP and we through Django's in-process test client, so our figures leave out
 an HTTP server's parsing (a few percent of a 512-span request). ``--no-peers`` skips Phoenix.
 """
@@ -485,14 +489,69 @@ def compare(shape: str, repeat: int, other: Path) -> None:
     print(f"  max lag     {med['max_lag']:>9.2f} vs {base['max_lag']:>9.2f} s (from a 2xx until stored)")
 
 
+def _cpu_ticks() -> tuple[int, int]:
+    """(steal, total) jiffies of the whole machine so far, from /proc/stat."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def machine_conditions() -> dict:
+    """What the figures depend on besides the code, measured now: a fixed pure-Python workload's
+    time (the core's speed as this process gets it) and the cost of creating a file where the runs
+    keep theirs (the worker creates a transcript file per new run; on this machine's ext4 it has
+    ranged from 16 us to 750 us, see docs/scaling.md)."""
+    started = time.perf_counter()
+    table: dict[int, int] = {}
+    for i in range(400_000):
+        table[i & 4095] = table.get(i & 4095, 0) + i
+    python_ms = (time.perf_counter() - started) * 1000
+    folder = tempfile.mkdtemp(dir=_run_dir())
+    started = time.perf_counter()
+    for i in range(500):
+        fd = os.open(os.path.join(folder, f"f{i}"), os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
+        os.write(fd, b"x" * 200)
+        os.close(fd)
+    create_us = (time.perf_counter() - started) / 500 * 1e6
+    return {"python_ms": python_ms, "create_us": create_us}
+
+
+def _conditions_line(before: dict, steal: tuple[int, int]) -> str:
+    steal_share = steal[0] / steal[1] if steal[1] else 0.0
+    return (
+        f"  machine    a fixed Python loop {before['python_ms']:.0f} ms, a file created in "
+        f"{before['create_us']:.0f} us, {steal_share:.1%} of the CPU time stolen by the host during the runs"
+    )
+
+
 def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
-    results = []
-    for _ in range(1 if profile else repeat):
-        result = _one_run(shape, profile)
-        if result is not None:
-            results.append(result)
+    """Our runs and, when Phoenix is installed, Phoenix's, alternately run for run (ours first in
+    even rounds, theirs first in odd ones: a shared machine's slow minutes fall on both alike);
+    medians, and each round's ratio."""
     if profile:
+        _one_run(shape, profile)
         return
+    python = phoenix_python() if peers else None
+    bodies, total = build_bodies(shape) if python else ([], 0)
+    conditions = machine_conditions()
+    steal_before = _cpu_ticks()
+    results: list[dict] = []
+    theirs: list[dict] = []
+    failure = None
+    for i in range(repeat):
+        turns = ["ours", "theirs"] if python and failure is None else ["ours"]
+        for turn in turns if i % 2 == 0 else reversed(turns):
+            if turn == "ours":
+                results.append(_one_run(shape, profile))
+                continue
+            try:
+                theirs.append(phoenix_run(python, bodies, total))
+            except (RuntimeError, OSError) as exc:
+                failure = str(exc)
+    steal_after = _cpu_ticks()
+    steal = (steal_after[0] - steal_before[0], steal_after[1] - steal_before[1])
     med = {key: statistics.median(r.get(key, 0.0) for r in results) for key in _KEYS}
     first = results[0]
     mode = "queued (a worker process stores)" if first["queued"] else "stored before answering (no queue)"
@@ -511,28 +570,25 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         f"  worker     {med['worker']:>9,.0f} spans per CPU second of the ingest action alone (no HTTP, no "
         f"decoding)\n"
         f"             behind a queue it would bound a burst of {first['spans']:,} spans to "
-        f"{queue_bound(first['spans'], med['worker']):,.0f} spans/s answered, queryable within 1 s"
+        f"{queue_bound(first['spans'], med['worker']):,.0f} spans/s answered, queryable within 1 s\n"
+        + _conditions_line(conditions, steal)
     )
-    python = phoenix_python() if peers else None
     if python is None:
         if peers:
             print("  Phoenix: not installed (make bench-peers installs it in var/peers/phoenix)")
         return
-    bodies, total = build_bodies(shape)
-    theirs = []
-    for _ in range(repeat):
-        try:
-            theirs.append(phoenix_run(python, bodies, total))
-        except (RuntimeError, OSError) as exc:
-            print(f"  Phoenix: could not be measured: {exc}")
-            return
+    if failure is not None or not theirs:
+        print(f"  Phoenix: could not be measured: {failure}")
+        return
     pk = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb")
     ph = {key: statistics.median(r[key] for r in theirs) for key in pk}
     refused = max(r["refused_posts"] for r in theirs)
     stored = min(r["stored"] for r in theirs)
     print(
-        f"  Phoenix (arize-phoenix {_phoenix_version(python)}, SQLite, over loopback HTTP, median of {len(theirs)}):\n"
-        f"    answered   {ph['answered']:>9,.0f} spans/s   ours/theirs {med['answered'] / ph['answered']:.2f}x\n"
+        f"  Phoenix (arize-phoenix {_phoenix_version(python)}, SQLite, over loopback HTTP, median of {len(theirs)}, "
+        "run alternately with ours):\n"
+        f"    answered   {ph['answered']:>9,.0f} spans/s   ours/theirs {med['answered'] / ph['answered']:.2f}x   "
+        "each round: " + ", ".join(f"{o['answered'] / t['answered']:.2f}x" for o, t in zip(results, theirs)) + "\n"
         f"    queryable  {ph['queryable']:>9,.0f} spans/s   ours/theirs {med['queryable'] / ph['queryable']:.2f}x\n"
         f"    cpu        {ph['cpu']:>9,.0f} spans per CPU second of the server, until stored   "
         f"ours/theirs {med['cpu'] / ph['cpu']:.2f}x\n"

@@ -425,3 +425,7 @@ WORKBENCH_OTLP_QUEUE_WAIT_SECONDS = env_float("WORKBENCH_OTLP_QUEUE_WAIT_SECONDS
 # A worker stores bodies queued one after the other together, up to this many spans (one
 # transaction per run for all of them); 0: one body at a time.
 WORKBENCH_OTLP_WORKER_BATCH_SPANS = env_int("WORKBENCH_OTLP_WORKER_BATCH_SPANS", 1024, minimum=0)
+# On SQLite, the worker's connection copies the WAL into the database (a checkpoint, two fsyncs)
+# only past this many pages of 4 KiB, and whenever its queue runs empty; SQLite's own default
+# (1,000 pages, about every second batch of a burst) when 0. See runs/telemetry/otlp_worker.py.
+WORKBENCH_OTLP_WORKER_CHECKPOINT_PAGES = env_int("WORKBENCH_OTLP_WORKER_CHECKPOINT_PAGES", 16384, minimum=0)

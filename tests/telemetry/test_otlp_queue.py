@@ -330,6 +330,40 @@ def test_the_window_uses_the_slowest_of_the_last_three_batches(spool):
     assert meter.rate == 2000  # a slowdown counts at once
 
 
+def test_the_worker_checkpoints_the_wal_when_its_queue_runs_empty_not_per_batch(
+    client, workspace, spool, monkeypatch, settings
+):
+    settings.WORKBENCH_OTLP_WORKER_BATCH_SPANS = 3  # one body per batch: two batches below
+    calls = []
+    monkeypatch.setattr(otlp_worker, "checkpoint_wal", lambda: calls.append(spool.pending_spans()))
+    assert otlp_worker.run(spool=spool, once=True) == 0
+    assert calls == []  # nothing stored: nothing to copy
+    for trace in (0, 1):
+        assert post(client, workspace, body(a_trace(trace))).status_code == 200
+    assert otlp_worker.run(spool=spool, once=True) == 2
+    assert calls == [0]  # once, after both batches, with the queue empty
+    assert sum(e["type"] == "span_started" for e in stored(workspace)) == 6
+
+
+def test_the_workers_connection_checkpoints_late_and_copies_the_wal_on_demand(workspace, settings):
+    settings.WORKBENCH_OTLP_WORKER_CHECKPOINT_PAGES = 4096
+    with connection.cursor() as cursor:
+        if connection.vendor != "sqlite":  # PostgreSQL has no WAL of ours to copy
+            otlp_worker._checkpoint_pages(None, connection)
+            assert otlp_worker.checkpoint_wal() is None
+            return
+        try:
+            otlp_worker._checkpoint_pages(None, connection)
+            assert cursor.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 4096
+            do_ingest_spans(workspace=workspace, spans=a_trace(0))  # a write in the WAL
+            frames, copied = otlp_worker.checkpoint_wal()
+            assert frames > 0 and copied == frames  # all of it in the database file now
+            settings.WORKBENCH_OTLP_WORKER_CHECKPOINT_PAGES = 0
+            assert otlp_worker.checkpoint_wal() is None  # SQLite's own schedule
+        finally:
+            cursor.execute("PRAGMA wal_autocheckpoint=1000")
+
+
 def test_an_idle_worker_makes_transcript_files_ahead_and_a_new_trace_takes_one(client, workspace, spool):
     transcript_log.keep_files_ready(8)
     ready = transcript_log.transcript_dir() / ".pool" / str(os.getpid())
