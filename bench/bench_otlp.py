@@ -580,6 +580,7 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
     if failure is not None or not theirs:
         print(f"  Phoenix: could not be measured: {failure}")
         return
+    rounds = list(zip(results, theirs, strict=True))  # round i: our run i and theirs
     pk = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb")
     ph = {key: statistics.median(r[key] for r in theirs) for key in pk}
     refused = max(r["refused_posts"] for r in theirs)
@@ -588,7 +589,7 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         f"  Phoenix (arize-phoenix {_phoenix_version(python)}, SQLite, over loopback HTTP, median of {len(theirs)}, "
         "run alternately with ours):\n"
         f"    answered   {ph['answered']:>9,.0f} spans/s   ours/theirs {med['answered'] / ph['answered']:.2f}x   "
-        "each round: " + ", ".join(f"{o['answered'] / t['answered']:.2f}x" for o, t in zip(results, theirs)) + "\n"
+        "each round: " + ", ".join(f"{o['answered'] / t['answered']:.2f}x" for o, t in rounds) + "\n"
         f"    queryable  {ph['queryable']:>9,.0f} spans/s   ours/theirs {med['queryable'] / ph['queryable']:.2f}x\n"
         f"    cpu        {ph['cpu']:>9,.0f} spans per CPU second of the server, until stored   "
         f"ours/theirs {med['cpu'] / ph['cpu']:.2f}x\n"
