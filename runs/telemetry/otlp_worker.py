@@ -172,7 +172,7 @@ def prepare_process() -> None:
     warm_worker()
     transcript_log.keep_files_ready(READY_FILES)
     connection_created.connect(_checkpoint_pages, dispatch_uid="otlp_worker_checkpoint_pages")
-    if connection.connection is not None:  # opened already (by warm_worker): set it on this one too
+    if connection.connection is not None:  # opened before the signal was connected: set it here too
         _checkpoint_pages(None, connection)
     settle_heap()
 
