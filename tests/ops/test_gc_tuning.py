@@ -56,6 +56,8 @@ def test_the_server_settles_its_heap_when_its_asgi_module_loads(restored_collect
 
 
 def test_the_otlp_worker_settles_its_heap_when_it_starts(restored_collector, settings, tmp_path):
+    from django.db.backends.signals import connection_created
+
     from runs.telemetry import otlp_worker, transcript_log
 
     settings.WORKBENCH_TRANSCRIPT_DIR = str(tmp_path / "transcripts")
@@ -64,4 +66,6 @@ def test_the_otlp_worker_settles_its_heap_when_it_starts(restored_collector, set
         otlp_worker.prepare_process()
     finally:
         transcript_log.keep_files_ready(0)
+        # the worker's WAL schedule is for a worker process, not the rest of this test process
+        connection_created.disconnect(dispatch_uid="otlp_worker_checkpoint_pages")
     assert gc.get_threshold()[0] == gc_tuning.YOUNG_THRESHOLD
