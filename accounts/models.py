@@ -110,3 +110,21 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["workspace", "key"], name="uniq_idempotency_key")]
+
+
+class SpentAuthorizationCode(models.Model):
+    """An OAuth authorization code already exchanged, kept as its SHA-256 with the tokens it gave.
+
+    django-oauth-toolkit deletes a grant when its code is exchanged, so a second exchange only
+    finds nothing (``invalid_grant``). OAuth 2.1 (section 4.1.3) asks more: a code presented twice
+    was stolen or leaked, and the tokens already issued from it are revoked
+    (:meth:`accounts.oauth.WorkspaceOAuth2Validator.validate_code`). Ids, not foreign keys: the
+    tokens are deleted as they are revoked or refreshed; the refresh chain is followed from
+    ``refresh_token_id``.
+    """
+
+    code_sha256 = models.CharField(max_length=64, unique=True)
+    client_id = models.CharField(max_length=100)
+    access_token_id = models.BigIntegerField(null=True)
+    refresh_token_id = models.BigIntegerField(null=True)
+    spent_at = models.DateTimeField(default=timezone.now, db_index=True)

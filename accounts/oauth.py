@@ -14,20 +14,24 @@ Only the authorization-code grant (PKCE S256) and refresh are accepted, for ever
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from oauth2_provider.models import get_access_token_model, revoke_access_token
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model, revoke_access_token
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.common import Request as OAuthRequest
 from oauthlib.oauth2.rfc6749 import errors as oauth2_errors
 
-from accounts.models import Scope
+from accounts.models import Scope, SpentAuthorizationCode
 from accounts.principals import Principal
 from runs.actions.permissions import ROLE_SCOPES
 from runs.models import Membership, Role, Workspace
+
+log = logging.getLogger("workbench.oauth")
 
 WORKSPACE_SCOPE = "workspace:"
 _WORKSPACE_SCOPE_RE = re.compile(r"^workspace:([1-9][0-9]{0,17})$")
@@ -108,7 +112,76 @@ class WorkspaceOAuth2Validator(OAuth2Validator):
             bound = [s for s in original if s.startswith(WORKSPACE_SCOPE)]
             request.scopes = scopes + bound
             token["scope"] = " ".join(request.scopes)
-        return super().save_bearer_token(token, request, *args, **kwargs)
+        saved = super().save_bearer_token(token, request, *args, **kwargs)
+        if request.grant_type == "authorization_code" and getattr(request, "code", None):
+            _remember_spent_code(request.code, request.client_id, token)
+        return saved
+
+    def validate_code(self, client_id, code, client, request, *args, **kwargs) -> bool:
+        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+            return True
+        # A code exchanged before and presented again: revoke what it gave (OAuth 2.1 4.1.3).
+        revoke_tokens_of_spent_code(code, client_id)
+        return False
+
+
+def _code_hash(code: str) -> str:
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+def _remember_spent_code(code: str, client_id: str, token: dict) -> None:
+    access = (
+        get_access_token_model()
+        .objects.filter(token_checksum=hashlib.sha256(token["access_token"].encode("utf-8")).hexdigest())
+        .first()
+    )
+    refresh = (
+        get_refresh_token_model().objects.filter(access_token=access).only("pk").first()
+        if access is not None
+        else None
+    )
+    SpentAuthorizationCode.objects.update_or_create(
+        code_sha256=_code_hash(code),
+        defaults={
+            "client_id": client_id or "",
+            "access_token_id": access.pk if access is not None else None,
+            "refresh_token_id": refresh.pk if refresh is not None else None,
+        },
+    )
+
+
+def revoke_tokens_of_spent_code(code: str, client_id: str) -> int:
+    """Revoke every token issued from ``code`` (if it was exchanged before, by ``client_id``):
+    its access token and, along the refresh chain, each token refreshed from it. The number of
+    access tokens revoked."""
+    spent = SpentAuthorizationCode.objects.filter(code_sha256=_code_hash(code), client_id=client_id).first()
+    if spent is None:
+        return 0
+    access_model, refresh_model = get_access_token_model(), get_refresh_token_model()
+    revoked = 0
+    first = access_model.objects.filter(pk=spent.access_token_id).first() if spent.access_token_id else None
+    if first is not None:
+        revoke_access_token(first)
+        revoked += 1
+    refresh_id = spent.refresh_token_id
+    seen: set[int] = set()
+    while refresh_id is not None and refresh_id not in seen:
+        seen.add(refresh_id)
+        refresh = refresh_model.objects.filter(pk=refresh_id).first()
+        if refresh is not None and refresh.revoked is None:
+            refresh.revoke()
+        successor = access_model.objects.filter(source_refresh_token_id=refresh_id).first()
+        if successor is None:
+            break
+        following = refresh_model.objects.filter(access_token=successor).only("pk").first()
+        revoke_access_token(successor)
+        revoked += 1
+        refresh_id = following.pk if following is not None else None
+    if revoked:
+        log.warning(
+            "authorization code of client %s presented again: %d token(s) revoked", client_id, revoked
+        )
+    return revoked
 
 
 def principal_for_access_token(raw: str, resource: str) -> Principal | None:

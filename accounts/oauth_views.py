@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+import json
+from urllib.parse import urlsplit
+
 from django import forms
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -31,7 +34,7 @@ from oauth2_provider.views import (
 
 from accounts import ratelimit
 from accounts.models import Scope
-from accounts.oauth import OAUTH_SCOPES, workspace_scope
+from accounts.oauth import OAUTH_SCOPES, plaintext_redirect_is_loopback, workspace_scope
 from runs.actions.permissions import ROLE_SCOPES
 from runs.models import Membership, Role
 
@@ -91,9 +94,44 @@ def _throttled(view, bucket: str):
     return wrapped
 
 
+def _loopback_http_only(view):
+    """Registration (RFC 7591) and its updates (RFC 7592) refuse a plain-http redirect URI that
+    is not a loopback callback, when the client registers: the authorization endpoint refuses it
+    anyway, and a client should learn that before a person is sent to a page that cannot end."""
+
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.method in ("POST", "PUT"):
+            try:
+                body = json.loads(request.body or b"{}")
+            except ValueError:
+                body = None  # the library answers a body it cannot read
+            uris = body.get("redirect_uris") if isinstance(body, dict) else None
+            if isinstance(uris, list):
+                refused = [u for u in uris if isinstance(u, str) and not plaintext_redirect_is_loopback(u)]
+                if refused:
+                    return JsonResponse(
+                        {
+                            "error": "invalid_redirect_uri",
+                            "code": "INVALID_INPUT",
+                            "error_description": (
+                                f"{refused[0]} uses plain http on a host that is not loopback: "
+                                "use https, or http://127.0.0.1, http://[::1] or http://localhost"
+                            ),
+                        },
+                        status=400,
+                    )
+        return view(request, *args, **kwargs)
+
+    wrapped.csrf_exempt = getattr(view, "csrf_exempt", False)
+    wrapped.__wrapped__ = view
+    return wrapped
+
+
 token = _throttled(TokenView.as_view(), "token")
-register = _throttled(DynamicClientRegistrationView.as_view(), "register")
-register_management = _throttled(DynamicClientRegistrationManagementView.as_view(), "register")
+register = _throttled(_loopback_http_only(DynamicClientRegistrationView.as_view()), "register")
+register_management = _throttled(
+    _loopback_http_only(DynamicClientRegistrationManagementView.as_view()), "register"
+)
 revoke_token = _throttled(RevokeTokenView.as_view(), "revoke")
 server_metadata = OAuthServerMetadataView.as_view()
 resource_metadata = ProtectedResourceMetadata.as_view()
@@ -202,6 +240,35 @@ class ConsentView(AuthorizationView):
     def form_invalid(self, form):
         return self.render_to_response(self.get_context_data(form=form), status=400)
 
+    def render_to_response(self, context, **response_kwargs):
+        """The consent page's CSP lets its form lead to the client's registered callback.
+
+        Browsers apply ``form-action`` to the redirects that follow a form's submission, so the
+        site-wide ``form-action 'self'`` blocked the answer's redirect to the client: a real
+        browser could not finish the sign-in. The one origin added is the redirect URI the
+        library validated against the client's registration (``oauth2_data``), and only here.
+        """
+        response = super().render_to_response(context, **response_kwargs)
+        target = _callback_source(getattr(self, "oauth2_data", {}).get("redirect_uri"))
+        if target is not None:
+            policy = dict(settings.SECURE_CSP)
+            policy["form-action"] = [*policy.get("form-action", []), target]
+            response._csp_config = policy  # what django.views.decorators.csp.csp_override sets
+        return response
+
     def create_authorization_response(self, request, scopes, credentials, allow):
         credentials = {**credentials, "workbench_consent": True}  # see WorkspaceOAuth2Validator
         return super().create_authorization_response(request, scopes, credentials, allow)
+
+
+def _callback_source(redirect_uri: object) -> str | None:
+    """The CSP source of a registered redirect URI: its origin, or ``scheme:`` for an app's own
+    scheme (``cursor://callback``)."""
+    if not isinstance(redirect_uri, str) or not redirect_uri:
+        return None
+    parts = urlsplit(redirect_uri)
+    if not parts.scheme:
+        return None
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
+    return f"{parts.scheme}:"

@@ -71,8 +71,10 @@ from runs.protocol.otlp_map import (
     TraceInfo,
     content_log_name,
     group_mapped,
+    inherited_runs,
     join_content_logs,
     map_spans,
+    reroute_unknown,
     route_spans,
 )
 from runs.protocol.values import dumps, loads, new_id
@@ -155,6 +157,12 @@ def _resolve_runs(
 ) -> tuple[dict[str, OtelTrace], dict[str, str], list[str | None]]:
     """The traces that have their run, the runs to create (trace id -> new run id) and each
     span's run id."""
+    inherited = inherited_runs(routes)
+    if inherited:
+        held = set(
+            Run.objects.filter(workspace=workspace, run_id__in=inherited).values_list("run_id", flat=True)
+        )
+        routes = reroute_unknown(routes, held)
     new_traces = {r.trace_id for r in routes if r is not None and r.run_id is None}
     known = _known_traces(workspace, new_traces)
     to_create: dict[str, str] = {}  # trace id -> run id chosen for the new run

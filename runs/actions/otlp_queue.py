@@ -58,7 +58,7 @@ from django.conf import settings
 from runs.actions.core import engine_context
 from runs.actions.otlp import IngestReport
 from runs.models import Run, Workspace
-from runs.protocol.otlp_map import map_spans, route_spans, routing_facts, with_resources
+from runs.protocol.otlp_map import map_spans, reroute_unknown, route_spans, routing_facts, with_resources
 from runs.protocol.values import new_id
 
 log = logging.getLogger(__name__)
@@ -338,6 +338,7 @@ def _check(
         if named
         else set()
     )
+    routes = reroute_unknown(routes, held)  # a span inheriting an unknown run goes to its trace's own
     stand_in: dict[str, str] = {}  # trace id -> a run id for the check (the worker picks the real one)
     kept: list[dict] = []
     run_ids: list[str | None] = []

@@ -378,6 +378,25 @@ def _route(
     return Route(None, "new", trace_id)
 
 
+def inherited_runs(routes: Sequence[Route | None]) -> set[str]:
+    """The runs spans were routed to only because another span of their trace named them."""
+    return {r.run_id for r in routes if r is not None and r.source == "trace" and r.run_id is not None}
+
+
+def reroute_unknown(routes: Sequence[Route | None], held: set[str]) -> list[Route | None]:
+    """``routes`` with each span that inherited an unknown run (``held``: the inherited runs the
+    workspace has) sent to its trace's own run instead. Only a span that names an unknown run
+    itself (or through its resource or the request's header, which speak for every span they
+    cover) is refused: one span naming a run that does not exist no longer takes its trace's
+    other spans with it."""
+    return [
+        Route(None, "new", r.trace_id)
+        if r is not None and r.source == "trace" and r.run_id is not None and r.run_id not in held
+        else r
+        for r in routes
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # Mapping a batch
 

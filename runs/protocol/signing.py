@@ -693,6 +693,42 @@ def _verify_one(
     return verdict
 
 
+def check_subjects_without_keys(bundle: Mapping[str, Any]) -> Verdict | None:
+    """What can be checked of the embedded envelopes with no key set: that each statement's
+    subject is this bundle (its sha256 equals ``integrity.sha256``). Needs no key: a bundle edited
+    and re-hashed keeps an envelope whose subject names the old digest. ``None`` when every
+    readable statement names this bundle (the signatures themselves stay unchecked); a
+    ``SUBJECT_DIGEST_MISMATCH`` verdict otherwise. An envelope that cannot be read without a key
+    (not base64, not JSON) is left to the keyed check."""
+    declared = declared_integrity(dict(bundle))
+    if declared is None:
+        return None
+    for envelope in attestations_of(bundle):
+        if not isinstance(envelope, Mapping):
+            continue
+        try:
+            statement = json.loads(_b64(envelope.get("payload"), "payload"))
+        except (_Refused, ValueError, UnicodeDecodeError):
+            continue
+        subjects = statement.get("subject") if isinstance(statement, dict) else None
+        if not isinstance(subjects, list):
+            continue
+        for subject in subjects:
+            digest = subject.get("digest") if isinstance(subject, dict) else None
+            signed_digest = digest.get("sha256") if isinstance(digest, dict) else None
+            if signed_digest != declared:
+                return Verdict(
+                    ok=False,
+                    status="invalid",
+                    code=VerdictCode.SUBJECT_DIGEST_MISMATCH,
+                    message=(
+                        f"the attestation's subject is sha256 {signed_digest} but the bundle's integrity "
+                        f"is {declared}: the content changed after it was signed"
+                    ),
+                )
+    return None
+
+
 def verify_attestations(
     bundle: Mapping[str, Any],
     jwks: Mapping[str, Any] | KeySet,

@@ -112,12 +112,19 @@ def load_signing(
 
 
 def _signature_json(result: CheckResult) -> dict[str, Any]:
-    """The ``signature`` member when no key set was given: nothing was verified."""
+    """The ``signature`` member when no key set was given: the signature is not verified, but
+    an attestation whose subject digest is not this bundle's hash is refused (no key needed)."""
     integrity = result.bundle.get("integrity") if result.bundle else None
     if isinstance(integrity, dict) and integrity.get("attestations"):
+        # Deferred: signing imports cryptography; only a bundle with an attestation pays for it.
+        from runs.protocol.signing import check_subjects_without_keys
+
+        refused = check_subjects_without_keys(result.bundle or {})
+        if refused is not None:
+            return refused.to_json()
         return {
             "status": "unverified",
-            "message": "the bundle carries an attestation; give --keys to verify it",
+            "message": "signature not checked (no keys); give --keys to verify it",
         }
     return {"status": "unsigned"}
 
@@ -150,7 +157,10 @@ def check_line(
     if not result.ok or result.bundle is None:
         return line
     if signing is None:
-        line["signature"] = _signature_json(result)
+        signature = _signature_json(result)
+        line["signature"] = signature
+        if signature["status"] == "invalid":
+            line.update(ok=False, code=signature["code"], message=signature["message"])
         return line
     # Deferred: cryptography only when a signature is checked (see above).
     from runs.protocol.signing import verify_attestations
@@ -191,7 +201,7 @@ def format_line(line: dict[str, Any], *, as_json: bool) -> str:
     status = "ok" if line["ok"] else f"FAILED {line['code']}"
     text = f"{line['file']}: {status} (integrity {line['integrity']}) {line['message'] or ''}".rstrip()
     if (line.get("signature") or {}).get("status") == "unverified":
-        text += "; carries an attestation, not verified (no --keys)"
+        text += "; signature not checked (no keys)"
     return text
 
 

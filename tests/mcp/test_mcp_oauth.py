@@ -405,3 +405,113 @@ def test_no_token_without_a_person_consenting(server):
         assert answer.status_code in (400, 401), (grant["grant_type"], answer.status_code, answer.text)
         assert "access_token" not in answer.text
     assert _count_tokens(server) == 0
+
+
+def _code_for(server, client_id: str) -> tuple[str, str]:
+    """A fresh authorization code (alice consents over HTTP) and its PKCE verifier."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    url = _authorize_url(server, client_id, code_challenge=challenge)
+    with browser(server) as http:
+        page = http.get(url)
+        fields = {**hidden_fields(page.text), "workspace": "acme", "grant": ["read"], "allow": "on"}
+        answer = http.post(url, data=fields)
+    assert answer.status_code == 302, answer.text[:300]
+    return parse_qs(urlparse(answer.headers["location"]).query)["code"][0], verifier
+
+
+def _exchange(server, client_id: str, code: str, verifier: str) -> httpx.Response:
+    return httpx.post(
+        server["base"] + "/oauth/token/",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT,
+            "client_id": client_id,
+            "code_verifier": verifier,
+        },
+        timeout=30,
+    )
+
+
+def _list_runs_status(server, access_token: str) -> int:
+    return httpx.post(
+        server["url"],
+        headers={
+            "Authorization": f"Bearer {access_token}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "list_runs", "arguments": {}},
+        },
+        timeout=30,
+    ).status_code
+
+
+def test_a_replayed_code_revokes_the_tokens_it_gave(server):
+    """OAuth 2.1 4.1.3: a code exchanged twice was leaked; the second exchange is refused and
+    every token the first gave (the refreshed one too) stops working (issue 54)."""
+    client_id = _register(server)
+    code, verifier = _code_for(server, client_id)
+    first = _exchange(server, client_id, code, verifier)
+    assert first.status_code == 200, first.text
+    tokens = first.json()
+    assert _list_runs_status(server, tokens["access_token"]) == 200
+    refreshed = httpx.post(
+        server["base"] + "/oauth/token/",
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": tokens["refresh_token"],
+            "client_id": client_id,
+        },
+        timeout=30,
+    )
+    assert refreshed.status_code == 200, refreshed.text
+    renewed = refreshed.json()
+    assert _list_runs_status(server, renewed["access_token"]) == 200
+
+    replay = _exchange(server, client_id, code, verifier)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert _list_runs_status(server, renewed["access_token"]) == 401
+    again = httpx.post(
+        server["base"] + "/oauth/token/",
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": renewed["refresh_token"],
+            "client_id": client_id,
+        },
+        timeout=30,
+    )
+    assert again.status_code == 400
+
+    # another client's code, never replayed, keeps its token
+    other = _register(server)
+    code2, verifier2 = _code_for(server, other)
+    kept = _exchange(server, other, code2, verifier2).json()
+    assert _list_runs_status(server, kept["access_token"]) == 200
+
+
+def test_registration_refuses_plain_http_off_loopback(server):
+    for uri in ("http://evil.example/callback", "http://10.0.0.5/cb"):
+        answer = httpx.post(
+            server["base"] + "/oauth/register/",
+            json={
+                "client_name": "raw client",
+                "redirect_uris": [REDIRECT, uri],
+                "token_endpoint_auth_method": "none",
+            },
+            timeout=30,
+        )
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == "invalid_redirect_uri" and uri in answer.json()["error_description"]
+    for uri in ("https://host.example/cb", "http://localhost:3000/cb", "http://[::1]:9/cb"):
+        answer = httpx.post(
+            server["base"] + "/oauth/register/",
+            json={"client_name": "raw client", "redirect_uris": [uri], "token_endpoint_auth_method": "none"},
+            timeout=30,
+        )
+        assert answer.status_code == 201, (uri, answer.text)

@@ -47,9 +47,7 @@ def test_unsigned_bundle_never_reads_signed(capsys):
     assert status == 0
     lines = out.splitlines()
     assert lines[0] == f"{path}: ok (integrity valid)"
-    assert "signed by" not in lines[1] and lines[1].endswith(
-        "carries an attestation, not verified (no --keys)"
-    )
+    assert "signed by" not in lines[1] and lines[1].endswith("signature not checked (no keys)")
 
 
 def test_json_fields(capsys):
@@ -105,6 +103,25 @@ def test_exit_status_per_failure(capsys, tmp_path):
         str(tmp_path / "forged.json"),
     )
     assert status == 6
+
+
+def test_edited_and_rehashed_bundle_fails_without_keys(capsys, tmp_path):
+    """No key is needed to see that the attestation's subject is another content (issue 54)."""
+    forged = json.loads((VECTORS / "plain.json").read_text())
+    forged["trace"][1]["decision"] = "rejected"
+    forged["integrity"]["sha256"] = compute_integrity(forged)
+    path = tmp_path / "forged.json"
+    path.write_bytes(canonical_bytes(forged))
+    status, out = _run(capsys, str(path))
+    assert status == SIGNATURE_EXIT["SUBJECT_DIGEST_MISMATCH"] == 7, out
+    assert out.startswith(f"{path}: FAILED SUBJECT_DIGEST_MISMATCH") and "ok" not in out.split(":")[1]
+    status, out = _run(capsys, "--json", str(path))
+    line = json.loads(out)
+    assert (status, line["ok"], line["code"]) == (7, False, "SUBJECT_DIGEST_MISMATCH")
+    assert line["signature"]["status"] == "invalid"
+    # the untouched bundle: its signature is not checked, and the line says so
+    status, out = _run(capsys, str(VECTORS / "plain.json"))
+    assert status == 0 and out.rstrip().endswith("signature not checked (no keys)")
 
 
 def test_detached_envelope_and_usage(capsys, tmp_path):

@@ -120,6 +120,17 @@ def test_a_span_the_engine_refuses_is_refused_alone(workspace, monkeypatch):
     assert [e["type"] for e in bodies(run_of(workspace, 1))].count("span_started") == 3
 
 
+def test_a_span_naming_an_unknown_run_is_refused_alone(workspace):
+    """One span of a trace names a run the workspace lacks: that span is refused, and its trace's
+    other spans (which would follow the run it names) go to the trace's own run (issue 54)."""
+    spans = a_trace(0)
+    spans[0] = {**spans[0], "attributes": {**spans[0]["attributes"], "workbench.run.id": "run_nowhere"}}
+    report = do_ingest_spans(workspace=workspace, spans=spans)
+    assert (report.accepted, report.rejected) == (2, 1), report.message
+    assert "run_nowhere" in report.message
+    assert [e["type"] for e in bodies(run_of(workspace, 0))].count("span_started") == 2
+
+
 def test_a_trace_whose_run_appeared_meanwhile_is_appended_to(workspace, monkeypatch):
     """Another request created the trace's run between our lookup and our insert: the batch rolls
     back and each run goes one at a time, the late trace onto the run that exists."""

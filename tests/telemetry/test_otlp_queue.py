@@ -159,6 +159,17 @@ def test_a_span_naming_a_run_the_workspace_lacks_is_refused_in_the_answer(client
     assert spool.pending_spans() == 0 and not spool.ready.exists()  # nothing queued
 
 
+def test_one_span_naming_an_unknown_run_is_refused_alone(client, workspace, spool):
+    spans = a_trace(0)
+    spans[1]["attributes"].append(attr("workbench.run.id", "run_nowhere"))
+    response = post(client, workspace, body(spans))
+    assert response.status_code == 200
+    assert response.json()["partialSuccess"]["rejectedSpans"] == "1"
+    assert spool.pending_spans() == 2
+    otlp_worker.run(spool=spool, once=True)
+    assert [e["type"] for e in stored(workspace)].count("span_started") == 2
+
+
 def test_spans_for_a_named_run_are_queued_and_appended(client, workspace, workflow, spool):
     actions.do_start_run(workspace=workspace, workflow=workflow, actor="test", run_id="run_named")
     response = post(client, workspace, body(a_trace(0)), HTTP_X_WORKBENCH_RUN="run_named")
