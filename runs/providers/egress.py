@@ -143,7 +143,34 @@ def check_url(url: str) -> tuple[str, str, int]:
         raise EgressRefused(URL_NOT_ALLOWED, "the base URL has no host")
     if parts.fragment:
         raise EgressRefused(URL_NOT_ALLOWED, "the base URL may not have a #fragment")
+    means = legacy_ipv4(host)
+    if means is not None:
+        raise EgressRefused(
+            URL_NOT_ALLOWED,
+            f"the host {host!r} is an IPv4 address written in an octal, hexadecimal or shortened form "
+            f"(the system reads it as {means}): write the address as {means}",
+        )
     return scheme, host, port or (443 if scheme == "https" else 80)
+
+
+_NUMERIC_HOST = frozenset("0123456789abcdefxABCDEFX.")
+
+
+def legacy_ipv4(host: str) -> str | None:
+    """The IPv4 address a host name means to the system's resolver when it is a numeric form
+    that is not the standard dotted quad (``0177.0.0.1``, ``0x7f.1``, ``2130706433``), or None.
+
+    ``ipaddress`` refuses such forms, so they passed as host names, and ``getaddrinfo`` (like
+    ``inet_aton``) then reads them as the address they spell: a destination nobody could see
+    when the URL was saved."""
+    if not host or not set(host) <= _NUMERIC_HOST or not any(ch.isdigit() for ch in host):
+        return None
+    try:
+        packed = socket.inet_aton(host)
+    except OSError:
+        return None
+    means = socket.inet_ntoa(packed)
+    return None if means == host else means
 
 
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")

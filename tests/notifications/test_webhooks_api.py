@@ -74,6 +74,17 @@ def test_private_address_refused_without_allowance(settings, workspace):
     assert response.status_code == 400 and response.json()["code"] == "ADDRESS_NOT_ALLOWED"
 
 
+@pytest.mark.parametrize("host", ["0177.0.0.1", "0x7f.0.0.1", "2130706433", "127.1", "0x7f000001"])
+def test_numeric_spellings_of_an_address_are_refused_when_saved(settings, workspace, host):
+    """``http://0177.0.0.1/`` was saved, and every delivery then failed with an internal error:
+    the resolver reads it as 127.0.0.1 (issue 54). Refused at once, in words, with the address."""
+    settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8"]  # even where loopback would be allowed
+    response = _client(workspace).post("/api/webhooks", {"url": f"http://{host}/x", "events": ["gate.requested"]})
+    assert response.status_code == 400 and response.json()["code"] == "URL_NOT_ALLOWED", response.content
+    assert "127.0.0.1" in response.json()["error"]
+    assert Webhook.objects.count() == 0
+
+
 @pytest.mark.parametrize("scopes", [("read",), ("read", "write", "review")])
 def test_tokens_without_manage_are_refused(workspace, scopes):
     api = _client(workspace, scopes)

@@ -336,3 +336,23 @@ def test_the_guarded_session_reaches_an_allowed_collector_by_the_checked_address
     )
     assert response.status_code == 200
     assert collector.received[0].headers["host"].startswith("collector.internal.test:")
+
+
+@pytest.mark.parametrize(
+    ("host", "means"),
+    [("0177.0.0.1", "127.0.0.1"), ("0xa.1", "10.0.0.1"), ("3232235521", "192.168.0.1"), ("010.0.0.1", "8.0.0.1")],
+)
+def test_legacy_numeric_hosts_are_named_for_what_they_mean(host, means):
+    from runs.providers import egress
+
+    assert egress.legacy_ipv4(host) == means
+    with pytest.raises(egress.EgressRefused) as refused:
+        egress.check_url(f"https://{host}/v1")
+    assert refused.value.code == "URL_NOT_ALLOWED" and means in refused.value.message
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "api.openai.com", "cafe.be", "1e100.net", "abc", "8.8.8.8"])
+def test_ordinary_hosts_are_not_legacy_numbers(host):
+    from runs.providers import egress
+
+    assert egress.legacy_ipv4(host) is None
