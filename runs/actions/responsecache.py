@@ -393,6 +393,8 @@ def chunk_fields(entry: CachedResponse) -> list[dict[str, Any]]:
 def as_json(entry: CachedResponse) -> dict[str, Any]:
     """What the cache lookup endpoint answers."""
     stored = loads(entry.response)
+    if not isinstance(stored, dict):  # a row not written by record(): answered as it is, never a 500
+        stored = {"response": stored}
     return {
         "key": entry.key,
         "keyV1": entry.key_v1,
@@ -400,8 +402,8 @@ def as_json(entry: CachedResponse) -> dict[str, Any]:
         "model": entry.model,
         "sourceRunId": entry.source_run_id,
         "request": loads(entry.request),
-        "response": stored["response"],
-        "chunks": stored["chunks"],
+        "response": stored.get("response"),
+        "chunks": stored.get("chunks") or [],
         "hits": entry.hits,
         "createdAt": entry.created_at.isoformat(),
     }

@@ -180,3 +180,19 @@ def test_cache_lookup_is_per_workspace(api, outsider, source):
     assert api.get(f"/api/cache/{entry.key_v1}", recipe="v1").status_code == 200
     assert outsider.get(f"/api/cache/{entry.key}").status_code == 404
     assert api.get("/api/cache/nothex").status_code == 400
+
+
+@pytest.mark.django_db
+def test_cache_lookup_of_a_row_of_another_shape_answers_not_500(api, source):
+    """A row not written by the recorder (an import of another tool's cache, a fixture) is
+    answered as it is stored, never with a 500 (issue 54)."""
+    from runs.models import CachedResponse
+
+    entry = CachedResponse.objects.get()
+    CachedResponse.objects.filter(pk=entry.pk).update(response='{"text": "raw"}')
+    found = api.get(f"/api/cache/{entry.key}")
+    assert found.status_code == 200, found.content
+    assert found.json()["response"] is None and found.json()["chunks"] == []
+    CachedResponse.objects.filter(pk=entry.pk).update(response='["a list"]')
+    found = api.get(f"/api/cache/{entry.key}")
+    assert found.status_code == 200 and found.json()["response"] == ["a list"]

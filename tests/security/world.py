@@ -152,7 +152,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         provider="anthropic",
         model="claude-test",
         request=f'{{"q": "{CANARY}"}}',
-        response=f'{{"text": "{CANARY}", "chunks": []}}',
+        response=f'{{"response": {{"text": "{CANARY}"}}, "chunks": []}}',  # the shape record() writes
         response_digest="0" * 64,
     )
     Invitation.objects.create(
