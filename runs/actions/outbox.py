@@ -320,6 +320,19 @@ def watch(workspace: Workspace, run: Run, state: RunState) -> Watcher | None:
     )
 
 
+def record_new_run(workspace: Workspace, run: Run, state: RunState, *, actor: str = "") -> int:
+    """The outbox rows of a run that starts out waiting: a gate implied when the run is created
+    (a ``PAUSE_BEFORE`` first step, a fork made at an undecided gate) is requested like one that
+    starts waiting during an append. Called in the transaction that creates the run."""
+    found = listeners(workspace.pk)
+    if found is None or not state.pending_gates():
+        return 0
+    run.workspace = workspace
+    return Watcher(run=run, found=found, status=state.status, gates=frozenset()).record(
+        [], state, actor=actor
+    )
+
+
 def write_messages(
     run: Run | None, interest: Interest, messages: Sequence[Message], *, workspace=None
 ) -> int:

@@ -80,6 +80,7 @@ def do_start_run(
     with transaction.atomic():
         run = new_run_row(workspace=workspace, state=state, actor=actor)
         save_new_run(run)
+        outbox.record_new_run(workspace, run, state, actor=actor)  # a gate waiting from the start
         notify_on_commit(RunChange.of(run, 0, 0))
     return run
 
@@ -217,6 +218,7 @@ def do_fork_from_state(
             appender.append(event)
         first, last = appender.save()
         update_projection(child, child_state)
+        outbox.record_new_run(workspace, child, child_state, actor=actor)
         notify_on_commit(RunChange.of(child, first, last))
     return child
 

@@ -175,3 +175,35 @@ def test_a_replay_divergence_note_is_run_diverged(workspace, started_run, receiv
     )
     (row,) = Delivery.objects.filter(webhook=hook)
     assert row.event_type == "run.diverged" and json.loads(row.payload)["data"]["run"]["id"] == "run_n1"
+
+
+def test_a_gate_waiting_from_the_start_of_a_run_is_requested(workspace, workflow, alice, receiver):
+    """A run whose first step is PAUSE_BEFORE waits from its first moment: hooks, Slack and the
+    deciders' e-mail hear gate.requested as for a gate that starts waiting later (issue 49)."""
+    workflow["steps"][0]["gatePolicy"] = "PAUSE_BEFORE"
+    hook = make_hook(workspace, receiver.url).webhook
+    slack = make_hook(workspace, receiver.url, kind="slack").webhook
+    alice.email = "alice@example.com"
+    alice.save()
+    do_set_notification_preferences(
+        user=alice, workspace=workspace, gates_to_decide=True, runs_i_started=False
+    )
+    actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_first", actor="user:alice")
+    assert _types(webhook=hook) == ["gate.requested"]
+    assert _types(webhook=slack) == ["gate.requested"]
+    assert _types(channel="email") == ["gate.requested"]
+    gate = json.loads(Delivery.objects.get(webhook=hook).payload)["data"]["gate"]
+    assert (gate["stepId"], gate["gate"]) == ("parse", "PAUSE_BEFORE")
+    # asking for the gate the policy implied is the same gate: nothing more
+    actions.do_command(
+        workspace=workspace, run_id="run_first", command=c.RequestGate(step_id="parse", gate="PAUSE_BEFORE")
+    )
+    assert _types(webhook=hook) == ["gate.requested"]
+    # a run that does not wait at its start says nothing at its start
+    actions.do_start_run(
+        workspace=workspace,
+        workflow=dict(workflow, steps=[{"id": "parse", "gatePolicy": "AUTO"}], edges=[]),
+        run_id="run_auto",
+        actor="user:alice",
+    )
+    assert Delivery.objects.filter(payload__contains="run_auto").count() == 0

@@ -79,7 +79,9 @@ def test_numeric_spellings_of_an_address_are_refused_when_saved(settings, worksp
     """``http://0177.0.0.1/`` was saved, and every delivery then failed with an internal error:
     the resolver reads it as 127.0.0.1 (issue 54). Refused at once, in words, with the address."""
     settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8"]  # even where loopback would be allowed
-    response = _client(workspace).post("/api/webhooks", {"url": f"http://{host}/x", "events": ["gate.requested"]})
+    response = _client(workspace).post(
+        "/api/webhooks", {"url": f"http://{host}/x", "events": ["gate.requested"]}
+    )
     assert response.status_code == 400 and response.json()["code"] == "URL_NOT_ALLOWED", response.content
     assert "127.0.0.1" in response.json()["error"]
     assert Webhook.objects.count() == 0
