@@ -72,8 +72,20 @@ def new_message_id() -> str:
     return "msg_" + secrets.token_hex(13)  # 30 characters, the webhook-id of every attempt
 
 
+_seen_origin: str | None = None  # the origin this process was last reached at (when unset)
+
+
+def remember_origin(origin: str) -> None:
+    """The origin a request reached this server at (its Host checked against ALLOWED_HOSTS by
+    then): the links of notifications use it when ``WORKBENCH_SITE_URL`` is not set, so a server
+    on another port or host than 127.0.0.1:8000 links to itself (runs.web.origin)."""
+    global _seen_origin
+    _seen_origin = origin.rstrip("/")
+
+
 def site_url() -> str:
-    return (getattr(settings, "WORKBENCH_SITE_URL", "") or "http://127.0.0.1:8000").rstrip("/")
+    configured = getattr(settings, "WORKBENCH_SITE_URL", "")
+    return (configured or _seen_origin or "http://127.0.0.1:8000").rstrip("/")
 
 
 def run_links(run_id: str) -> dict[str, str]:

@@ -78,7 +78,9 @@ def slack_message(message: dict[str, Any]) -> dict[str, Any]:
                 "elements": [{"type": "button", "text": {"type": "plain_text", "text": label}, "url": link}],
             }
         )
-    fallback = f"{headline}: {_title(message.get('data') or {})}".rstrip(": ")
+    # The fallback text (notifications, screen readers) is mrkdwn too: a title holding
+    # "<!channel>" or "<https://x|y>" must read as text, never ping or link.
+    fallback = _slack_escape(f"{headline}: {_title(message.get('data') or {})}".rstrip(": "))
     return {"text": fallback, "blocks": blocks}
 
 
@@ -91,4 +93,13 @@ def email_message(message: dict[str, Any], *, site_name: str = "Workbench") -> t
     if link:
         body += ["", f"{label}: {link}"]
     body += ["", "You get this because of your notification choices; change them on your settings page."]
-    return subject.replace("\n", " ")[:200], "\n".join(body) + "\n"
+    return _one_line(subject)[:200], "\n".join(body) + "\n"
+
+
+def _one_line(text: str) -> str:
+    """A header value on one line: every character Python's e-mail package reads as a line break
+    (U+2028 and U+2029 among them, which ``str.splitlines`` honours) and every other control
+    character becomes a space. A U+2028 in a run title made every gate e-mail of that run fail."""
+    return "".join(
+        " " if (ch.isspace() and ch != " ") or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 else ch for ch in text
+    )
