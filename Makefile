@@ -12,7 +12,7 @@ WITH_SERVICES := $(PY) scripts/services.py run --
 # manage.py start compiles the project's sources again (about 0.3 s).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup run test test-sqlite test-postgres test-browser lint bench bench-peers services services-down chromium clean
+.PHONY: setup docs run test test-sqlite test-postgres test-browser lint bench bench-peers services services-down chromium clean
 
 # Idempotent: (re)installs only when the packaging or the C canonicalizer changed since the
 # last install. The editable install compiles runs/protocol/_jcs.c in place (optional: without
@@ -24,7 +24,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	$(PY) -m pip install -q -c constraints.txt -e ./sdk/python
+	$(MAKE) --no-print-directory docs
 	@touch $@
+
+# The docs site (mkdocs.yml, pages in docs/) into workbench/docs_site/, which the server serves at
+# /docs/. --strict: any broken link or anchor, or a page missing from the nav, fails the build.
+docs:
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # `make run HOST=0.0.0.0 PORT=8123`: the embedded profile with DEBUG on (local development only).
 HOST ?= 127.0.0.1
@@ -56,6 +62,7 @@ lint: setup
 	set -o pipefail; $(BIN)/radon cc -n E -s runs playground evals review accounts workbench --exclude "runs/protocol/canonical.py,*/migrations/*" | (! grep .)
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py makemigrations --check --dry-run
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py check --fail-level WARNING
+	$(MAKE) --no-print-directory docs
 
 services: setup
 	@$(PY) scripts/services.py up

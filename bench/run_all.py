@@ -39,7 +39,11 @@ def machine() -> str:
 def run(script: Path) -> tuple[int, float, str]:
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, str(script)], cwd=HERE.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [sys.executable, str(script)],
+        cwd=HERE.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines = []
     assert proc.stdout is not None

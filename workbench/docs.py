@@ -73,11 +73,14 @@ def page(request: HttpRequest, path: str = "") -> HttpResponse:
         raise Http404("The documentation site is not built: run `make setup` (or `mkdocs build`).")
     if path == CSP_MANIFEST:
         raise Http404("not a page of the site")
+    target = (root / path).resolve()
+    if not target.is_relative_to(root.resolve()):  # nothing outside the site, not even whether it exists
+        raise Http404("not a page of the site")
     if path == "" or path.endswith("/"):
         path += "index.html"
-    elif (root / path).is_dir() and (root / path / "index.html").is_file():
+    elif target.is_dir() and (target / "index.html").is_file():
         return HttpResponseRedirect(request.path + "/")
-    response = serve(request, path, document_root=str(root))  # safe_join: nothing outside root
+    response = serve(request, path, document_root=str(root))
     response._csp_config = docs_csp()  # type: ignore[attr-defined]  # read by Django's CSP middleware
     response["Cache-Control"] = "public, max-age=300"
     return response
