@@ -3,6 +3,8 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
+# The built docs site (make docs), served at /docs/.
+DOCS_SITE := workbench/docs_site/index.html
 # PostgreSQL and Redis: the machine's own (127.0.0.1:5432 and :6379) when they answer, else servers
 # that scripts/services.py provisions under var/services/ on free ports and stops afterwards. It
 # hands the command PG_URL, REDIS_TEST_URL & co. (WORKBENCH_SERVICES=self forces the fallback).
@@ -12,12 +14,12 @@ WITH_SERVICES := $(PY) scripts/services.py run --
 # manage.py start compiles the project's sources again (about 0.3 s).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup run test test-sqlite test-postgres test-browser lint bench bench-peers services services-down chromium clean
+.PHONY: setup docs run test test-sqlite test-postgres test-browser lint bench bench-peers services services-down chromium clean
 
 # Idempotent: (re)installs only when the packaging or the C canonicalizer changed since the
 # last install. The editable install compiles runs/protocol/_jcs.c in place (optional: without
 # a C compiler the pure-Python path is used; `make test` insists on it, see lint).
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(DOCS_SITE)
 
 $(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c sdk/python/pyproject.toml
 	@test -x $(PY) || $$(scripts/find_python.sh) -m venv $(VENV)
@@ -25,6 +27,15 @@ $(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	$(PY) -m pip install -q -c constraints.txt -e ./sdk/python
 	@touch $@
+
+# The docs site (mkdocs.yml, pages in docs/) into workbench/docs_site/, which the server serves at
+# /docs/ (`make setup` rebuilds it when a page changed). --strict: any broken link or anchor, or a
+# page missing from the nav, fails the build.
+$(DOCS_SITE): $(VENV)/.installed mkdocs.yml scripts/mkdocs_csp.py $(shell find docs -type f 2>/dev/null)
+	$(MAKE) --no-print-directory docs
+
+docs:
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # `make run HOST=0.0.0.0 PORT=8123`: the embedded profile with DEBUG on (local development only).
 HOST ?= 127.0.0.1
@@ -56,6 +67,7 @@ lint: setup
 	set -o pipefail; $(BIN)/radon cc -n E -s runs playground evals review accounts workbench --exclude "runs/protocol/canonical.py,*/migrations/*" | (! grep .)
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py makemigrations --check --dry-run
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py check --fail-level WARNING
+	$(MAKE) --no-print-directory docs
 
 services: setup
 	@$(PY) scripts/services.py up

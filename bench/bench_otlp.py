@@ -502,7 +502,7 @@ def machine_conditions() -> dict:
     """What the figures depend on besides the code, measured now: a fixed pure-Python workload's
     time (the core's speed as this process gets it) and the cost of creating a file where the runs
     keep theirs (the worker creates a transcript file per new run; on this machine's ext4 it has
-    ranged from 16 us to 750 us, see docs/scaling.md)."""
+    ranged from 16 us to 750 us, see docs/notes/scaling-diary.md)."""
     started = time.perf_counter()
     table: dict[int, int] = {}
     for i in range(400_000):

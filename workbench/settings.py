@@ -207,6 +207,8 @@ SECURE_CSP = {
 }
 
 # Workbench knobs.
+# The documentation site (mkdocs.yml), built by `make setup` and the wheel's build step, served at /docs/.
+WORKBENCH_DOCS_DIR = Path(env_str("WORKBENCH_DOCS_DIR") or Path(__file__).resolve().parent / "docs_site")
 WORKBENCH_SNAPSHOT_INTERVAL = env_int("WORKBENCH_SNAPSHOT_INTERVAL", 1000, minimum=10)
 # GET /api/runs/{id}/gates/wait: a decision taken in this process wakes the waiting request at
 # once; decisions taken in another server process (the scaled profile) are seen by a database look

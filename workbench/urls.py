@@ -6,7 +6,7 @@ import review.api
 from accounts.login import ThrottledLoginView
 from runs.api import otlp
 from runs.api.app import api
-from workbench import discovery
+from workbench import discovery, docs
 
 evals.api.register(api)  # datasets and experiments join the one REST API before its URLs are built
 api.add_router("/review", review.api.router)  # annotation queues, likewise
@@ -17,6 +17,8 @@ urlpatterns = [
     path("v1/traces", otlp.traces, name="otlp_traces"),
     path("v1/logs", otlp.logs, name="otlp_logs"),
     path("admin/", admin.site.urls),
+    path("docs/", docs.page, name="docs"),  # the documentation site (mkdocs.yml), public and read-only
+    path("docs/<path:path>", docs.page, name="docs_file"),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("runs.api.urls")),

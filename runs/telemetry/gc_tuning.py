@@ -10,7 +10,7 @@ each one crossed the threshold several times, and a full collection landed in ma
 - measured in ``bench/bench_otlp.py`` (1,000 traces x 10 spans, 20 requests), 62-65
   collections took 0.17-0.20 s of the receiver's ~0.65 s, one full collection 0.15-0.17 s of it;
 - with this tuning, no collection ran during the burst and the receiver went from 12,659-15,946
-  to 22,642 spans per CPU second (docs/scaling.md, "The receiver's garbage collector").
+  to 22,642 spans per CPU second (docs/notes/scaling-diary.md, "The receiver's garbage collector").
 
 ``gc.freeze()`` moves every object that exists now to a generation no collection scans (what
 ``gc.freeze`` is for: a process's start-up heap, as pre-fork servers do before forking). Objects

@@ -1,4 +1,4 @@
-"""Production settings (DEBUG off) as the README configures them: `check --deploy` finds nothing,
+"""Production settings (DEBUG off) as docs/operators/security.md configures them: `check --deploy` finds nothing,
 HTTPS is enforced (redirect, HSTS) and honoured behind a proxy, weak secret keys are refused."""
 
 from __future__ import annotations

@@ -73,6 +73,8 @@ ROUTE_CLASSES: dict[str, str] = {
     "api/^(?P<path>.*)$": "public",  # unknown API paths: a JSON 404 for anyone
     "runs:home": "public",  # a redirect to the run list
     "runs:demo": "public",  # the read-only public demo run
+    "docs": "public",  # the documentation site (workbench/docs.py): static files, GET/HEAD only
+    "docs_file": "public",  # one file of it (`path` is a file of the built site, not a workspace object)
     "admin/": "staff",  # (prefix) Django's admin site
     # OAuth for MCP hosts (accounts.oauth_urls): metadata documents, and endpoints that
     # authenticate OAuth clients themselves (open registration, token, revocation).
