@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from runs.engine.artifacts import patch_digest, patched_version, write_digest
-from runs.engine.state import AFTER_POLICIES, APPROVED, PENDING, RunState, gate_slot
+from runs.engine.state import AFTER_POLICIES, APPROVED, PENDING, RunState, gate_slot, routes_rejections
 from runs.protocol.errors import ProtocolError
 
 CHECKPOINT_CORRELATION_PREFIX = "checkpoint:"
@@ -136,6 +136,12 @@ def _step_completed(state: RunState, event: dict[str, Any]) -> None:
     sid = _known_step(state, event)
     if sid is None:
         return
+    rejected = state.rejections.get(sid)
+    if rejected and routes_rejections(state.run):  # the node received the rejection and reacted
+        for slot in [s for s in rejected if s.startswith("CHECKPOINT:")]:
+            del rejected[slot]
+        if not rejected:
+            del state.rejections[sid]
     if event.get("ok"):
         state.step_status[sid] = "completed"
         if state.policy(sid) in AFTER_POLICIES:

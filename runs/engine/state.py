@@ -24,7 +24,12 @@ an agent loop, ``@observe``) orchestrate themselves, and the record follows them
   rejection and reacted to it), but while a rejection stands nothing moves past it: the only
   steps that may start are the rejected step itself (a retry) and new attempts of steps that are
   not downstream of it (a revise); a first attempt of any step, or a step downstream of the
-  rejected one, is refused until the rejected step's next attempt (or a fork).
+  rejected one, is refused until the rejected step's next attempt (or a fork);
+- a run whose pipeline routes its rejections itself (``run.metadata["workbench.rejections"] ==
+  "routed"``: a LangGraph graph, where the node that asked receives the rejection and the graph's
+  edges decide what runs next, e.g. reject -> archive) closes a checkpoint's rejection when the
+  rejected step's attempt ends: the node received it and reacted, and the next ``step_started``
+  is the graph's routing of that reaction. The rejection stays in the trace (and in bundles).
 """
 
 from __future__ import annotations
@@ -43,6 +48,20 @@ PENDING = "pending"
 DRIVER_METADATA_KEY = "workbench.driver"
 EXTERNAL_DRIVER = "external"
 MAX_STEP_ID_LENGTH = 200
+
+
+REJECTIONS_METADATA_KEY = "workbench.rejections"
+ROUTED_REJECTIONS = "routed"
+
+
+def routes_rejections(run: dict[str, Any]) -> bool:
+    """An external run whose pipeline routes a rejection itself (see the module doc)."""
+    metadata = run.get("metadata")
+    return (
+        is_external_run(run)
+        and isinstance(metadata, dict)
+        and metadata.get(REJECTIONS_METADATA_KEY) == ROUTED_REJECTIONS
+    )
 
 
 def is_external_run(run: dict[str, Any]) -> bool:

@@ -234,6 +234,7 @@ class Article(TypedDict, total=False):
     draft: str
     feedback: str
     published: bool
+    legal: str
 
 
 def article_graph():
@@ -359,3 +360,102 @@ def test_a_replay_through_the_sdk_counts_its_cache_hits(client, fakes):
     assert len(gpt_fake.requests) == calls_before  # served from /api/cache, no provider call
     report = client.determinism(replay.run_id)
     assert report["cacheHits"] == 2 and report["providerCalls"] == 0
+
+
+def routed_graph(parallel: bool = False):
+    """review -> publish when approved, -> archive when rejected (no loop back); with ``parallel``
+    two reviews run side by side and both lead to publish."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    def draft(state: Article) -> Article:
+        return {"draft": f"A piece on {state['topic']}"}
+
+    def review(state: Article) -> Article:
+        decision = interrupt({"question": "Publish this draft?", "draft": state["draft"]})
+        return {"feedback": decision["note"] if decision["decision"] == "rejected" else ""}
+
+    def legal(state: Article) -> Article:
+        decision = interrupt({"question": "Legal ok?"})
+        return {"legal": decision["decision"]}
+
+    def publish(state: Article) -> Article:
+        return {"published": True}
+
+    def archive(state: Article) -> Article:
+        return {"published": False}
+
+    builder = StateGraph(Article)
+    builder.add_node("draft", draft)
+    builder.add_node("review", review)
+    builder.add_node("publish", publish)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "review")
+    if parallel:
+        builder.add_node("legal", legal)
+        builder.add_edge("draft", "legal")
+        builder.add_edge(["review", "legal"], "publish")
+    else:
+        builder.add_node("archive", archive)
+        builder.add_conditional_edges(
+            "review", lambda s: "archive" if s.get("feedback") else "publish", ["archive", "publish"]
+        )
+        builder.add_edge("archive", END)
+    builder.add_edge("publish", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def test_langgraph_a_rejection_routed_to_another_node_runs_it(client):
+    """reject -> archive: the node the graph routes to runs and the run completes, as the same
+    graph does without the wrapper (issue 54: it failed with a 409 inside the graph)."""
+    from workbench_sdk.langgraph import WorkbenchGraph
+
+    graph = WorkbenchGraph(routed_graph(), workflow_id="articles", gate_timeout=60)
+    thread = reviewer(client, [("rejected", "not for us")], [])
+    result = graph.invoke({"topic": "eels"})
+    thread.join(10)
+    assert result["published"] is False
+    state, _ = client.get_run_state(graph.last_run.run_id)
+    assert state["run"]["status"] == "completed"
+    starts = [e["stepId"] for e in state["trace"] if e["type"] == "step_started"]
+    assert starts == ["draft", "review", "archive"]
+
+
+def test_langgraph_parallel_branches_one_rejected_still_publish(client):
+    """Two interrupts side by side (review and legal), one rejected: the graph goes on to publish
+    as it routes, and the record shows both decisions."""
+    from workbench_sdk.langgraph import WorkbenchGraph
+
+    graph = WorkbenchGraph(routed_graph(parallel=True), workflow_id="articles-par", gate_timeout=60)
+    run_box: list[str] = []
+
+    def decide_both():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not run_box:
+            if graph.last_run is not None:
+                run_box.append(graph.last_run.run_id)
+            time.sleep(0.05)
+        run_id = run_box[0]
+        decided: set[str] = set()
+        while time.monotonic() < deadline and len(decided) < 2:
+            state, _ = client.get_run_state(run_id)
+            closed = {e["stepId"] for e in state["trace"] if e["type"] == "human_gate_resolved"}
+            for e in state["trace"]:
+                if e["type"] == "human_gate_requested" and e["stepId"] not in closed | decided:
+                    verdict = "rejected" if e["stepId"] == "legal" else "approved"
+                    decide(client, run_id, e["stepId"], e["stepId"], verdict, "checked")
+                    decided.add(e["stepId"])
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=decide_both, daemon=True)
+    thread.start()
+    result = graph.invoke({"topic": "eels"})
+    thread.join(10)
+    assert result["published"] is True and result["legal"] == "rejected"
+    state, _ = client.get_run_state(graph.last_run.run_id)
+    assert state["run"]["status"] == "completed"
+    decisions = sorted(
+        (e["stepId"], e["decision"]) for e in state["trace"] if e["type"] == "human_gate_resolved"
+    )
+    assert decisions == [("legal", "rejected"), ("review", "approved")]

@@ -18,6 +18,11 @@ its edges that do not close a cycle, so a loop back to an earlier node stays a D
   ``{"decision", "note", "edits", "by", "at", "payload"}`` (``payload``: as the reviewer edited
   it, else the interrupt's value).
 
+A rejection is the node's to handle: the graph's own edges decide what runs next (back into a
+loop, on to another node, or on beside a parallel branch), so the run is marked as one that routes
+its rejections (``metadata["workbench.rejections"] = "routed"``) and the server lets the graph move
+on once the node that received the rejection ends.
+
 LangGraph runs an interrupted node again from its start when it resumes: that re-run is the same
 attempt (no second ``step_started``), so recording is idempotent. The wait is in-process (a long
 poll on the server); the graph needs a checkpointer, as for any ``interrupt()``.
@@ -205,7 +210,14 @@ class WorkbenchGraph:
         prices = self.prices if self.prices is not None else default_prices(client)
         workflow = workflow_of(self.graph, self.workflow_id)
         run = RemoteRun.start(
-            client, workflow=workflow, title=self.title or workflow["title"], tags=self.tags, prices=prices
+            client,
+            workflow=workflow,
+            title=self.title or workflow["title"],
+            tags=self.tags,
+            prices=prices,
+            # the graph routes a rejection itself (reject -> archive, one of parallel branches
+            # rejected): the node that asked receives it, and its attempt's end closes it
+            metadata={"workbench.rejections": "routed"},
         )
         self.sessions[run.run_id] = _Session()
         self.last_run = run
