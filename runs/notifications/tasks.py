@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from django.db import transaction
 from django.tasks import task
 
-from runs.notifications.delivery import deliver_due
+from runs.notifications.delivery import deliver_due, wake
 
 log = logging.getLogger("workbench.notify")
 
@@ -37,3 +38,5 @@ def schedule(run_after: datetime | None = None) -> None:
         job.enqueue()
     except Exception:  # the outbox row is committed either way; the next look finds it
         log.exception("could not enqueue the notification task")
+    if run_after is None:  # a sender of this process busy with slow receivers looks at once
+        transaction.on_commit(wake)
