@@ -428,12 +428,13 @@ def _breaker_after(hook: Webhook, outcome: Outcome, now: datetime) -> None:
         return
     opened = hook.breaker_failed(outcome.error or "failed", now=now)
     hook.save(update_fields=BREAKER_FIELDS)
-    if opened:
-        until = hook.backoff_until
-        # the hook's waiting deliveries wait for the cooldown (not an attempt of theirs: none counts)
+    until = hook.backoff_until
+    if until is not None and until > now:
+        # open: the hook's waiting deliveries (this one too) wait for the cooldown, no attempt spent
         Delivery.objects.filter(
             webhook=hook, status=DeliveryStatus.PENDING, next_attempt_at__lt=until
         ).filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now)).update(next_attempt_at=until)
+    if opened:
         schedule_deliveries(until)
 
 

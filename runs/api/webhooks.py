@@ -46,6 +46,17 @@ class WebhookIn(Schema):
     description: str | None = Field(default=None, max_length=200)
 
 
+class BreakerOut(Schema):
+    state: str = Field(
+        description="closed (deliveries go out), open (the receiver kept failing: its deliveries wait until "
+        "backedOffUntil, none is failed for it) or half-open (one delivery probes the receiver; a success closes it)."
+    )
+    consecutiveFailures: int = Field(description="Failed attempts in a row, any delivery of the hook.")
+    failingSince: str | None
+    backedOffUntil: str | None = Field(description="When an open breaker lets one delivery probe.")
+    lastError: str
+
+
 class WebhookOut(Schema):
     id: str
     url: str
@@ -54,6 +65,7 @@ class WebhookOut(Schema):
     enabled: bool
     disabledReason: str
     createdAt: str
+    breaker: BreakerOut
 
 
 class WebhookCreated(WebhookOut):
@@ -82,6 +94,13 @@ def _hook_json(hook: Webhook) -> dict:
         "enabled": hook.enabled,
         "disabledReason": hook.disabled_reason,
         "createdAt": hook.created_at.isoformat(),
+        "breaker": {
+            "state": hook.breaker_state(),
+            "consecutiveFailures": hook.consecutive_failures,
+            "failingSince": hook.failing_since.isoformat() if hook.failing_since else None,
+            "backedOffUntil": hook.backoff_until.isoformat() if hook.backoff_until else None,
+            "lastError": hook.last_failure,
+        },
     }
 
 
