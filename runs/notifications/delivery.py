@@ -255,6 +255,7 @@ def deliver_due(*, limit: int | None = None, max_seconds: float = MAX_SECONDS) -
     flying: dict[int, _InFlight] = {}
     made = 0
     claim_until = time.monotonic() + max_seconds
+    http_client()  # made once per process (its TLS context takes a while): not on an attempt's time
     _wakers.add(results)
     try:
         while True:
