@@ -104,8 +104,11 @@ def _hook_json(hook: Webhook) -> dict:
     }
 
 
-def _delivery_json(delivery: Delivery) -> dict:
+def _delivery_json(delivery: Delivery, hook: Webhook | None = None) -> dict:
     pending = delivery.status == "pending"
+    next_at = delivery.next_attempt_at
+    if pending and hook is not None and hook.backed_off and hook.backoff_until > next_at:
+        next_at = hook.backoff_until  # its hook is backed off: nothing goes before then
     return {
         "id": delivery.public_id,
         "eventType": delivery.event_type,
@@ -113,7 +116,7 @@ def _delivery_json(delivery: Delivery) -> dict:
         "attempts": delivery.attempts,
         "createdAt": delivery.created_at.isoformat(),
         "lastAttemptAt": delivery.last_attempt_at.isoformat() if delivery.last_attempt_at else None,
-        "nextAttemptAt": delivery.next_attempt_at.isoformat() if pending else None,
+        "nextAttemptAt": next_at.isoformat() if pending else None,
         "responseStatus": delivery.response_status,
         "responseExcerpt": delivery.response_excerpt,
         "error": delivery.error,
@@ -183,7 +186,7 @@ def list_deliveries(request: HttpRequest, response: HttpResponse, webhook_id: st
         raise ApiError(ErrorCode.INVALID_INPUT, "cursor: not a cursor this list gave") from None
     if next_cursor:
         response["Link"] = f'<{request.path}?cursor={quote(next_cursor)}>; rel="next"'
-    return [_delivery_json(d) for d in page]
+    return [_delivery_json(d, hook) for d in page]
 
 
 @router.post(
