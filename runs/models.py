@@ -9,10 +9,13 @@ on PostgreSQL too.
 
 from __future__ import annotations
 
+import random
 import re
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from runs.fields import ProtocolCharField, ProtocolJSONField
 from runs.protocol.values import loads
@@ -496,6 +499,11 @@ class OtelPendingLog(models.Model):
 # Notifications: webhooks of a workspace, each person's choices, and the outbox of deliveries.
 
 
+BREAKER_CLOSED = "closed"
+BREAKER_OPEN = "open"
+BREAKER_HALF_OPEN = "half-open"
+
+
 class WebhookKind(models.TextChoices):
     WEBHOOK = "webhook", "Webhook (Standard Webhooks, signed)"
     SLACK = "slack", "Slack incoming webhook"
@@ -523,6 +531,15 @@ class Webhook(models.Model):
     disabled_at = models.DateTimeField(null=True, blank=True)
     created_by = ProtocolCharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The circuit breaker: failed attempts in a row (any delivery of the hook), since when, and
+    # why the last one failed. ``backoff_until`` set: open until then (its deliveries wait, none
+    # is failed for it), half-open once it has passed (one delivery probes); None: closed.
+    # ``backoffs``: openings in a row, each cooldown twice the one before.
+    consecutive_failures = models.IntegerField(default=0)
+    failing_since = models.DateTimeField(null=True, blank=True)
+    last_failure = models.CharField(max_length=500, blank=True)
+    backoff_until = models.DateTimeField(null=True, blank=True)
+    backoffs = models.IntegerField(default=0)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -533,6 +550,52 @@ class Webhook(models.Model):
 
     def wants(self, event_type: str) -> bool:
         return self.enabled and event_type in self.events
+
+    def breaker_state(self, now: datetime | None = None) -> str:
+        """closed, open (deliveries wait until ``backoff_until``) or half-open (one probes)."""
+        if self.backoff_until is None:
+            return BREAKER_CLOSED
+        return BREAKER_OPEN if self.backoff_until > (now or timezone.now()) else BREAKER_HALF_OPEN
+
+    @property
+    def backed_off(self) -> bool:
+        return self.breaker_state() == BREAKER_OPEN
+
+    def breaker_succeeded(self) -> None:
+        """A delivery got through: the breaker closes and the streak is forgotten."""
+        self.consecutive_failures, self.failing_since, self.last_failure = 0, None, ""
+        self.backoff_until, self.backoffs = None, 0
+
+    def breaker_failed(
+        self,
+        error: str,
+        *,
+        now: datetime | None = None,
+        threshold: int | None = None,
+        cooldown: float | None = None,
+        max_cooldown: float | None = None,
+        jitter: float = 0.1,
+    ) -> bool:
+        """Count a failed attempt; True when the breaker opens (or opens again) because of it.
+
+        Closed: it opens at the ``threshold``-th failure in a row. Half-open: the probe failed, it
+        opens again for twice as long. Open: an attempt that was already under way failed too;
+        the cooldown stays as it is."""
+        now = now or timezone.now()
+        threshold = threshold or settings.WORKBENCH_NOTIFY_BREAKER_FAILURES
+        self.consecutive_failures += 1
+        self.failing_since = self.failing_since or now
+        self.last_failure = error[:500]
+        state = self.breaker_state(now)
+        if state == BREAKER_OPEN or (state == BREAKER_CLOSED and self.consecutive_failures < threshold):
+            return False
+        self.backoffs += 1
+        base = cooldown if cooldown is not None else settings.WORKBENCH_NOTIFY_BREAKER_COOLDOWN
+        cap = max_cooldown if max_cooldown is not None else settings.WORKBENCH_NOTIFY_BREAKER_MAX_COOLDOWN
+        seconds = min(base * 2 ** min(self.backoffs - 1, 30), cap)
+        seconds *= 1 + random.uniform(-jitter, jitter)
+        self.backoff_until = now + timedelta(seconds=seconds)
+        return True
 
 
 class NotificationPreference(models.Model):
@@ -596,6 +659,10 @@ class Delivery(models.Model):
     response_status = models.IntegerField(null=True, blank=True)
     response_excerpt = models.CharField(max_length=500, blank=True)
     error = models.CharField(max_length=500, blank=True)
+    # Set while a worker holds the delivery (its attempt is in flight), cleared when the outcome is
+    # recorded; a worker killed mid-delivery leaves it set until it passes. What the per-hook and
+    # per-host limits count.
+    lease_until = models.DateTimeField(null=True, blank=True)
 
     objects = DeliveryQuerySet.as_manager()
 
@@ -604,6 +671,11 @@ class Delivery(models.Model):
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
             models.Index(fields=["webhook", "-created_at", "-id"], name="delivery_hook_recent"),
+            models.Index(
+                fields=["lease_until"],
+                name="delivery_in_flight",
+                condition=models.Q(lease_until__isnull=False),
+            ),
         ]
 
 

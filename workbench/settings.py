@@ -258,11 +258,25 @@ PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
 # PLAYGROUND_EGRESS_ALLOW is the older name of the same setting, still read as an alias.
 EMBEDDED_PROFILE = DATABASES["default"]["ENGINE"].endswith("sqlite3") and not REDIS_URL
 WORKBENCH_EGRESS_ALLOW = env_egress("WORKBENCH_EGRESS_ALLOW", "PLAYGROUND_EGRESS_ALLOW", [])
-# Explicit timeouts of one delivery attempt (seconds), and how long a claimed delivery stays
-# with its worker: a worker killed mid-delivery leaves it due again after this lease.
-WORKBENCH_NOTIFY_CONNECT_TIMEOUT = env_int("WORKBENCH_NOTIFY_CONNECT_TIMEOUT", 5, minimum=1)
-WORKBENCH_NOTIFY_READ_TIMEOUT = env_int("WORKBENCH_NOTIFY_READ_TIMEOUT", 15, minimum=1)
+# Notification deliveries (runs.notifications.delivery). Timeouts of one attempt in seconds: the
+# connect and read timeouts, and a hard deadline on the whole attempt (a receiver trickling bytes
+# is cut off there). How long a claimed delivery stays with its worker (a worker killed
+# mid-delivery leaves it due again after this lease; longer than the deadline). Attempts in
+# flight at once per task, and at most per hook and per receiving host (across all workers).
+# Circuit breaker per hook: open after this many consecutive failures, for a cooldown that doubles
+# with each opening up to the maximum; then one delivery probes (half-open), a success closes it.
+WORKBENCH_NOTIFY_CONNECT_TIMEOUT = env_float("WORKBENCH_NOTIFY_CONNECT_TIMEOUT", 3, minimum=0.1)
+WORKBENCH_NOTIFY_READ_TIMEOUT = env_float("WORKBENCH_NOTIFY_READ_TIMEOUT", 10, minimum=0.1)
+WORKBENCH_NOTIFY_DEADLINE = env_float("WORKBENCH_NOTIFY_DEADLINE", 15, minimum=0.5)
 WORKBENCH_NOTIFY_LEASE_SECONDS = env_int("WORKBENCH_NOTIFY_LEASE_SECONDS", 60, minimum=1)
+if WORKBENCH_NOTIFY_LEASE_SECONDS < WORKBENCH_NOTIFY_DEADLINE + 5:
+    raise ValueError("WORKBENCH_NOTIFY_LEASE_SECONDS must exceed WORKBENCH_NOTIFY_DEADLINE by 5 s at least")
+WORKBENCH_NOTIFY_CONCURRENCY = env_int("WORKBENCH_NOTIFY_CONCURRENCY", 16, minimum=1)
+WORKBENCH_NOTIFY_PER_HOOK = env_int("WORKBENCH_NOTIFY_PER_HOOK", 2, minimum=1)
+WORKBENCH_NOTIFY_PER_HOST = env_int("WORKBENCH_NOTIFY_PER_HOST", 8, minimum=1)
+WORKBENCH_NOTIFY_BREAKER_FAILURES = env_int("WORKBENCH_NOTIFY_BREAKER_FAILURES", 5, minimum=1)
+WORKBENCH_NOTIFY_BREAKER_COOLDOWN = env_float("WORKBENCH_NOTIFY_BREAKER_COOLDOWN", 30, minimum=0.1)
+WORKBENCH_NOTIFY_BREAKER_MAX_COOLDOWN = env_float("WORKBENCH_NOTIFY_BREAKER_MAX_COOLDOWN", 3600, minimum=0.1)
 # Background work goes through Django's tasks framework (django.tasks). "inprocess" (embedded: a
 # thread of the server process runs the tasks; nothing extra to start), "database"
 # (django-tasks-db: task rows in the database, run by `manage.py notify_worker` / `db_worker`

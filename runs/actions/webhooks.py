@@ -16,12 +16,15 @@ from __future__ import annotations
 import base64
 import ipaddress
 import secrets
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from runs.actions.core import ActionError
@@ -178,10 +181,11 @@ def do_set_webhook_enabled(*, workspace: Workspace, webhook_id: str, enabled: bo
         hook.enabled = bool(enabled)
         if hook.enabled:
             hook.disabled_reason, hook.disabled_at = "", None
+            hook.breaker_succeeded()  # a fresh start: the owner says the receiver is fixed
         else:
             hook.disabled_reason, hook.disabled_at = "disabled by an owner", timezone.now()
             _cancel_pending(hook, "the webhook was disabled")
-        hook.save(update_fields=["enabled", "disabled_reason", "disabled_at"])
+        hook.save(update_fields=["enabled", "disabled_reason", "disabled_at", *BREAKER_FIELDS])
     return hook
 
 
@@ -216,6 +220,7 @@ def do_retry_delivery(*, workspace: Workspace, webhook_id: str, delivery_id: obj
         delivery.next_attempt_at = timezone.now()
         delivery.error = ""
         delivery.save(update_fields=["status", "attempts", "next_attempt_at", "error"])
+        _end_backoff(hook)
         schedule_deliveries()
     return delivery
 
@@ -244,6 +249,7 @@ def do_send_test_event(*, workspace: Workspace, webhook_id: str, actor: str = ""
             payload=body,
             next_attempt_at=timezone.now(),
         )
+        _end_backoff(hook)
         schedule_deliveries()
     return delivery
 
@@ -266,30 +272,104 @@ def do_set_notification_preferences(
 # The sender's bookkeeping
 
 
-def claim_due(*, limit: int = 20, lease_seconds: int | None = None) -> list[Delivery]:
+CLAIM_LOCK = 0x77625F6E6F7469  # pg_advisory_xact_lock key: claimers take turns (PostgreSQL)
+EMAIL = "email"  # the destination of e-mails: the SMTP server, one host
+
+
+def _host(url: str) -> str:
+    parts = urlsplit(url)
+    return (parts.netloc.rsplit("@", 1)[-1] or parts.path).lower()
+
+
+def _destinations(pairs) -> tuple[Counter, Counter]:
+    """How many deliveries are in flight per hook (None: e-mail) and per host."""
+    per_hook: Counter = Counter()
+    per_host: Counter = Counter()
+    for webhook_id, url in pairs:
+        per_hook[webhook_id] += 1
+        per_host[_host(url) if webhook_id is not None else EMAIL] += 1
+    return per_hook, per_host
+
+
+def claim_due(
+    *,
+    limit: int = 20,
+    lease_seconds: int | None = None,
+    per_hook: int | None = None,
+    per_host: int | None = None,
+) -> list[Delivery]:
     """Take up to ``limit`` due deliveries for this worker. Each is leased: until the lease runs
     out no other worker takes it, and if this one dies mid-delivery it is due again then (with
     the same webhook-id). A follow-up look at the outbox is scheduled for that moment in the
-    same transaction."""
+    same transaction.
+
+    Across every worker, at most ``per_hook`` deliveries of one hook (one while its breaker is
+    half-open, none while it is open) and ``per_host`` to one receiving host (e-mails: to the
+    SMTP server) are in flight at once; within those limits the oldest due come first, each hook
+    taking its turn (a hook with a thousand due rows does not hold up the next hook's one)."""
     lease = timedelta(seconds=lease_seconds or settings.WORKBENCH_NOTIFY_LEASE_SECONDS)
+    per_hook = per_hook or settings.WORKBENCH_NOTIFY_PER_HOOK
+    per_host = per_host or settings.WORKBENCH_NOTIFY_PER_HOST
     now = timezone.now()
     with transaction.atomic():
-        query = Delivery.objects.due(now).order_by("next_attempt_at", "id")
-        if connection.features.has_select_for_update_skip_locked:
-            query = query.select_for_update(skip_locked=True, of=("self",))
+        if connection.vendor == "postgresql":
+            # the limits count what is in flight: two claimers counting at once would both see room
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CLAIM_LOCK])
         # SQLite: the transaction holds the write lock from BEGIN (transaction_mode IMMEDIATE),
         # so claimers take turns and never see each other's half-claimed rows.
-        rows = list(query.select_related("webhook", "recipient", "workspace")[:limit])
+        hooks_busy, hosts_busy = _destinations(
+            Delivery.objects.filter(status=DeliveryStatus.PENDING, lease_until__gt=now).values_list(
+                "webhook_id", "webhook__url"
+            )
+        )
+        full = [h for h, n in hooks_busy.items() if h is not None and n >= per_hook]
+        ranked = (
+            Delivery.objects.due(now)
+            .filter(
+                Q(webhook__isnull=True)
+                | Q(webhook__backoff_until__isnull=True)
+                | Q(webhook__backoff_until__lte=now)
+            )
+            .exclude(webhook_id__in=full)
+            .annotate(
+                turn=Window(
+                    RowNumber(),
+                    partition_by=[F("webhook_id")],
+                    order_by=[F("next_attempt_at").asc(), F("id").asc()],
+                )
+            )
+            .filter(turn__lte=max(per_hook, per_host))
+            .order_by("next_attempt_at", "id")
+            .values_list("pk", "webhook_id", "webhook__url", "webhook__backoff_until")
+        )
+        chosen: list[int] = []
+        for pk, webhook_id, url, backoff_until in ranked[: limit * 4 + len(hooks_busy) * per_host]:
+            host = _host(url) if webhook_id is not None else EMAIL
+            hook_cap = per_host if webhook_id is None else (1 if backoff_until is not None else per_hook)
+            if hooks_busy[webhook_id] >= hook_cap or hosts_busy[host] >= per_host:
+                continue
+            hooks_busy[webhook_id] += 1
+            hosts_busy[host] += 1
+            chosen.append(pk)
+            if len(chosen) >= limit:
+                break
+        if not chosen:
+            return []
+        query = Delivery.objects.due(now).filter(pk__in=chosen).order_by("next_attempt_at", "id")
+        if connection.features.has_select_for_update_skip_locked:
+            query = query.select_for_update(skip_locked=True, of=("self",))
+        rows = list(query.select_related("webhook", "recipient", "workspace"))
         if not rows:
             return []
         until = now + lease
         Delivery.objects.filter(pk__in=[r.pk for r in rows]).update(
-            next_attempt_at=until, attempts=F("attempts") + 1, last_attempt_at=now
+            next_attempt_at=until, lease_until=until, attempts=F("attempts") + 1, last_attempt_at=now
         )
         schedule_deliveries(until)
     for row in rows:
         row.attempts += 1
-        row.next_attempt_at, row.last_attempt_at = until, now
+        row.next_attempt_at, row.lease_until, row.last_attempt_at = until, until, now
     return rows
 
 
@@ -305,13 +385,20 @@ class Outcome:
 
 
 def record_attempt(delivery: Delivery, outcome: Outcome) -> None:
-    """Store what one attempt gave; disable the hook (and tell its owners) when asked to."""
+    """Store what one attempt gave, and what it says of its hook: a success closes the hook's
+    breaker, a failure counts towards opening it (the hook's other deliveries then wait until
+    the cooldown ends; none is failed for it). Disable the hook (and tell its owners) when asked.
+    Only the worker that holds the lease records (a retry pressed meanwhile starts afresh)."""
     now = timezone.now()
     with transaction.atomic():
+        hook = None
+        if delivery.webhook_id is not None:  # the hook first, then the row (do_retry_delivery's order)
+            hook = Webhook.objects.select_for_update().filter(pk=delivery.webhook_id).first()
         fields = {
             "response_status": outcome.response_status,
             "response_excerpt": outcome.excerpt[:500],
             "error": outcome.error[:500],
+            "lease_until": None,
         }
         if outcome.delivered:
             fields |= {"status": DeliveryStatus.DELIVERED, "delivered_at": now}
@@ -319,13 +406,45 @@ def record_attempt(delivery: Delivery, outcome: Outcome) -> None:
             fields |= {"status": DeliveryStatus.CANCELLED}
         elif outcome.retry_at is not None and not outcome.disable_hook:
             fields |= {"status": DeliveryStatus.PENDING, "next_attempt_at": outcome.retry_at}
-            schedule_deliveries(outcome.retry_at)
         else:
             fields |= {"status": DeliveryStatus.FAILED}
-        # only the worker that holds the lease records (a retry pressed meanwhile starts afresh)
-        Delivery.objects.filter(pk=delivery.pk, attempts=delivery.attempts).update(**fields)
-        if outcome.disable_hook and delivery.webhook_id is not None:
-            _disable(delivery.webhook_id, outcome.disable_hook)
+        mine = Delivery.objects.filter(pk=delivery.pk, attempts=delivery.attempts).update(**fields)
+        if mine and fields["status"] == DeliveryStatus.PENDING and outcome.retry_at is not None:
+            schedule_deliveries(outcome.retry_at)
+        if hook is not None and hook.enabled and mine and not outcome.cancelled and not outcome.disable_hook:
+            _breaker_after(hook, outcome, now)
+        if outcome.disable_hook and hook is not None:
+            _disable(hook, outcome.disable_hook)
+
+
+BREAKER_FIELDS = ["consecutive_failures", "failing_since", "last_failure", "backoff_until", "backoffs"]
+
+
+def _breaker_after(hook: Webhook, outcome: Outcome, now: datetime) -> None:
+    if outcome.delivered:
+        if hook.consecutive_failures or hook.backoff_until is not None:
+            hook.breaker_succeeded()
+            hook.save(update_fields=BREAKER_FIELDS)
+        return
+    opened = hook.breaker_failed(outcome.error or "failed", now=now)
+    hook.save(update_fields=BREAKER_FIELDS)
+    until = hook.backoff_until
+    if until is not None and until > now:
+        # open: the hook's waiting deliveries (this one too) wait for the cooldown, no attempt spent
+        Delivery.objects.filter(
+            webhook=hook, status=DeliveryStatus.PENDING, next_attempt_at__lt=until
+        ).filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now)).update(next_attempt_at=until)
+    if opened:
+        schedule_deliveries(until)
+
+
+def _end_backoff(hook: Webhook) -> None:
+    """An owner asked for a delivery now (a retry, a test event): an open breaker turns half-open,
+    so that delivery is the probe (the others still wait for the cooldown)."""
+    now = timezone.now()
+    if hook.backoff_until is not None and hook.backoff_until > now:
+        hook.backoff_until = now
+        hook.save(update_fields=["backoff_until"])
 
 
 def _cancel_pending(hook: Webhook, why: str) -> None:
@@ -334,9 +453,9 @@ def _cancel_pending(hook: Webhook, why: str) -> None:
     )
 
 
-def _disable(webhook_pk: int, reason: str) -> None:
-    hook = Webhook.objects.select_for_update().filter(pk=webhook_pk).first()
-    if hook is None or not hook.enabled:
+def _disable(hook: Webhook, reason: str) -> None:
+    """(The caller holds the hook's row lock.)"""
+    if not hook.enabled:
         return
     hook.enabled = False
     hook.disabled_reason = reason[:500]

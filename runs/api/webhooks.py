@@ -46,6 +46,17 @@ class WebhookIn(Schema):
     description: str | None = Field(default=None, max_length=200)
 
 
+class BreakerOut(Schema):
+    state: str = Field(
+        description="closed (deliveries go out), open (the receiver kept failing: its deliveries wait until "
+        "backedOffUntil, none is failed for it) or half-open (one delivery probes the receiver; a success closes it)."
+    )
+    consecutiveFailures: int = Field(description="Failed attempts in a row, any delivery of the hook.")
+    failingSince: str | None
+    backedOffUntil: str | None = Field(description="When an open breaker lets one delivery probe.")
+    lastError: str
+
+
 class WebhookOut(Schema):
     id: str
     url: str
@@ -54,6 +65,7 @@ class WebhookOut(Schema):
     enabled: bool
     disabledReason: str
     createdAt: str
+    breaker: BreakerOut
 
 
 class WebhookCreated(WebhookOut):
@@ -82,11 +94,21 @@ def _hook_json(hook: Webhook) -> dict:
         "enabled": hook.enabled,
         "disabledReason": hook.disabled_reason,
         "createdAt": hook.created_at.isoformat(),
+        "breaker": {
+            "state": hook.breaker_state(),
+            "consecutiveFailures": hook.consecutive_failures,
+            "failingSince": hook.failing_since.isoformat() if hook.failing_since else None,
+            "backedOffUntil": hook.backoff_until.isoformat() if hook.backoff_until else None,
+            "lastError": hook.last_failure,
+        },
     }
 
 
-def _delivery_json(delivery: Delivery) -> dict:
+def _delivery_json(delivery: Delivery, hook: Webhook | None = None) -> dict:
     pending = delivery.status == "pending"
+    next_at = delivery.next_attempt_at
+    if pending and hook is not None and hook.backed_off and hook.backoff_until > next_at:
+        next_at = hook.backoff_until  # its hook is backed off: nothing goes before then
     return {
         "id": delivery.public_id,
         "eventType": delivery.event_type,
@@ -94,7 +116,7 @@ def _delivery_json(delivery: Delivery) -> dict:
         "attempts": delivery.attempts,
         "createdAt": delivery.created_at.isoformat(),
         "lastAttemptAt": delivery.last_attempt_at.isoformat() if delivery.last_attempt_at else None,
-        "nextAttemptAt": delivery.next_attempt_at.isoformat() if pending else None,
+        "nextAttemptAt": next_at.isoformat() if pending else None,
         "responseStatus": delivery.response_status,
         "responseExcerpt": delivery.response_excerpt,
         "error": delivery.error,
@@ -164,7 +186,7 @@ def list_deliveries(request: HttpRequest, response: HttpResponse, webhook_id: st
         raise ApiError(ErrorCode.INVALID_INPUT, "cursor: not a cursor this list gave") from None
     if next_cursor:
         response["Link"] = f'<{request.path}?cursor={quote(next_cursor)}>; rel="next"'
-    return [_delivery_json(d) for d in page]
+    return [_delivery_json(d, hook) for d in page]
 
 
 @router.post(

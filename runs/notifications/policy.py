@@ -11,6 +11,7 @@ from email.utils import parsedate_to_datetime
 # 5 h, 10 h, 14 h, 20 h and 24 h later; about three days and two hours in all, ten attempts.
 SCHEDULE: tuple[int, ...] = (0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400)
 MAX_ATTEMPTS = len(SCHEDULE)
+GIVE_UP_AFTER = sum(SCHEDULE)  # a hook failing for this long without one success is given up on
 SLOW_DOWN = frozenset({429, 502, 504})  # the receiver is overloaded: wait one step longer
 RETRY_AFTER_CAP = 86400  # a Retry-After beyond a day is read as a day
 JITTER = 0.1  # +-10 %, so many failed deliveries do not come back at the same instant
@@ -32,6 +33,13 @@ def retry_delay(
     if retry_after is not None:
         delay = max(delay, min(retry_after, RETRY_AFTER_CAP))
     return delay * (1 + (rng or random).uniform(-JITTER, JITTER))
+
+
+def given_up(failing_for: float) -> bool:
+    """Whether a hook that has failed for ``failing_for`` seconds without a success is given up on
+    (the same span as one delivery's whole schedule: with the hook's breaker open its deliveries
+    wait rather than spend their attempts, so the hook's streak is what runs out)."""
+    return failing_for >= GIVE_UP_AFTER
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:

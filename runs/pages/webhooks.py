@@ -83,6 +83,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
     recent = recent_deliveries_by_hook(hooks)
     for hook in hooks:
         hook.recent = recent[hook.pk]
+        hook.state = hook.breaker_state()
     response = render(
         request,
         "runs/webhooks.html",

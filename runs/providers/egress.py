@@ -325,12 +325,24 @@ class GuardedTransport(httpx2.HTTPTransport):
     """httpx2's transport with the connection pool built on :class:`GuardedBackend`; no proxy
     from the environment (``trust_env`` off), so the checked address is the one connected to."""
 
-    def __init__(self, allow: Sequence[str], *, stop: Stop | None = None, tap: BodyTap | None = None) -> None:
+    def __init__(
+        self,
+        allow: Sequence[str],
+        *,
+        stop: Stop | None = None,
+        tap: BodyTap | None = None,
+        inner: httpcore2.NetworkBackend | None = None,
+        limits: httpx2.Limits | None = None,
+    ) -> None:
+        """``inner``: the network backend that connects to a checked address (httpcore's sync
+        one unless given); ``limits``: the pool's (10 connections, 5 kept alive unless given)."""
         super().__init__(trust_env=False)
         self.stop = stop
         self.tap = tap
         ssl_context = httpx2.create_ssl_context(trust_env=False)
-        limits = httpx2.Limits(max_connections=10, max_keepalive_connections=5, keepalive_expiry=5.0)
+        limits = limits or httpx2.Limits(
+            max_connections=10, max_keepalive_connections=5, keepalive_expiry=5.0
+        )
         # HTTPTransport keeps its pool in ``_pool`` and sends every request through it; the pool
         # is rebuilt with the guarded network backend (tests/playground/test_egress.py checks it).
         self._pool.close()
@@ -339,7 +351,7 @@ class GuardedTransport(httpx2.HTTPTransport):
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=GuardedBackend(allow, stop=stop),
+            network_backend=GuardedBackend(allow, inner, stop=stop),
         )
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:

@@ -28,7 +28,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _due_now():
+    """Time passes: every pending delivery is due, every hook's breaker cooldown is over."""
     Delivery.objects.filter(status="pending").update(next_attempt_at=timezone.now())
+    Webhook.objects.filter(backoff_until__isnull=False).update(backoff_until=timezone.now())
 
 
 def test_signed_delivery_verifies_with_standardwebhooks(workspace, started_run, receiver):

@@ -49,6 +49,7 @@ def _env(tmp: Path) -> dict[str, str]:
         "WORKBENCH_EGRESS_ALLOW": "127.0.0.0/8",
         "WORKBENCH_NOTIFY_LEASE_SECONDS": str(LEASE),
         "WORKBENCH_NOTIFY_READ_TIMEOUT": "60",
+        "WORKBENCH_NOTIFY_DEADLINE": "5",  # the lease outlasts it
     }
     env.pop("REDIS_URL", None)
     return env
