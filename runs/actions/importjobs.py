@@ -153,9 +153,11 @@ def run_import_job(job_pk: int, *, task_id: str = "") -> ImportJob:
         **({"task_id": task_id} if task_id else {}),
     )  # fmt: skip
     job = ImportJob.objects.select_related("workspace").get(pk=job_pk)
-    if not claimed:
-        return job
     path = import_dir() / job.file
+    if not claimed:
+        if job.status in (ImportJobStatus.SUCCEEDED, ImportJobStatus.FAILED):
+            path.unlink(missing_ok=True)  # ended by an attempt killed before it deleted the file
+        return job
     if job.attempts > MAX_ATTEMPTS:
         fail_job(
             job,

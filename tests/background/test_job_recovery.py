@@ -84,3 +84,14 @@ def test_a_job_and_its_task_row_commit_or_roll_back_together(db_tasks, workspace
         job = do_create_import_job(workspace=workspace, data=_generated(5))
         transaction.set_rollback(True)
     assert not ImportJob.objects.exists() and not DBTaskResult.objects.filter(id=job.task_id).exists()
+
+
+def test_a_job_that_ended_before_its_worker_died_only_loses_its_file(db_tasks, workspace):
+    job = do_create_import_job(workspace=workspace, data=_generated(10))
+    _die_while_running(job)
+    ImportJob.objects.filter(pk=job.pk).update(status="succeeded")  # committed, then killed
+    recover_expired()
+    run_until_idle(queues=["default"], limit=5)
+    job.refresh_from_db()
+    assert job.status == "succeeded" and not (import_dir() / job.file).exists()
+    assert not Run.unscoped.filter(workspace=workspace).exists()  # not imported a second time
