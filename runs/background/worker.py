@@ -29,6 +29,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import close_old_connections, connection
+from django.tasks import task
 from django.utils import timezone
 from django.utils.crypto import get_random_string
 from django_tasks_db.compat import TaskResultStatus
@@ -90,6 +91,12 @@ def recover_expired(now=None) -> int:
     if released:
         log.warning("released %d task(s) of worker(s) whose lease expired", released)
     return released
+
+
+@task()
+def ping() -> str:
+    """Does nothing (the latency benchmark's probe). Idempotent: it changes nothing."""
+    return "pong"
 
 
 class _Loop(LibraryWorker):
@@ -167,7 +174,10 @@ class Worker:
         connection.close()
 
     # -- running
-    def _thread_main(self, loop: _Loop) -> None:
+    def _thread_main(self, loop: _Loop, index: int) -> None:
+        # staggered: idle threads poll one after the other, not together (a new task waits about
+        # interval / threads, not interval / 2)
+        time.sleep(index * loop.interval / len(self.loops))
         try:
             loop.run()
         except Exception:
@@ -184,7 +194,7 @@ class Worker:
         lease.start()
         self.threads = [lease]
         for index, loop in enumerate(self.loops):
-            thread = threading.Thread(target=self._thread_main, args=(loop,), name=f"worker-{index}", daemon=True)
+            thread = threading.Thread(target=self._thread_main, args=(loop, index), name=f"worker-{index}", daemon=True)
             thread.start()
             self.threads.append(thread)
         log.info("worker %s: %d thread(s) on %s", self.worker_id, len(self.loops), ",".join(self.queues))
