@@ -146,7 +146,9 @@ def latency() -> None:
     waits = sorted(order[f"c{2 * n}"] - committed[n] for n in range(len(committed)) if f"c{2 * n}" in order)
     p50 = statistics.median(waits)
     p99 = waits[min(len(waits) - 1, int(len(waits) * 0.99))]
-    print(f"commit -> receiver, gate.requested, embedded (task row + worker, 4 threads), {len(waits)} messages:")
+    print(
+        f"commit -> receiver, gate.requested, embedded (task row + worker, 4 threads), {len(waits)} messages:"
+    )
     print(f"  p50 {p50 * 1e3:.1f} ms, p99 {p99 * 1e3:.1f} ms, max {waits[-1] * 1e3:.1f} ms")
 
 

@@ -55,7 +55,9 @@ def measure(path: Path, *, postgres: bool, old_limit: bool) -> dict:
     env: dict[str, str] = {}  # the job runs in a `manage.py worker` process beside the server
     if old_limit:
         env["WORKBENCH_MAX_BODY_BYTES"] = str(8 * 1024**3)
-    with Cluster(database="postgres" if postgres else "sqlite", servers=1, workers=1, extra_env=env) as cluster:
+    with Cluster(
+        database="postgres" if postgres else "sqlite", servers=1, workers=1, extra_env=env
+    ) as cluster:
         seed = cluster.seed(workflow=LINEAR_WORKFLOW)
         pid = cluster.procs[0].pid
         auth = {"Authorization": f"Bearer {seed['token']}"}

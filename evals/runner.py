@@ -86,7 +86,9 @@ def run_experiment(experiment_pk: int, *, workers: int | None = None, task_id: s
     if task_id:
         claim |= Q(status=ExperimentStatus.RUNNING, task_id=task_id)
     claimed = Experiment.objects.filter(claim, pk=experiment_pk).update(
-        status=ExperimentStatus.RUNNING, attempts=F("attempts") + 1, **({"task_id": task_id} if task_id else {})
+        status=ExperimentStatus.RUNNING,
+        attempts=F("attempts") + 1,
+        **({"task_id": task_id} if task_id else {}),
     )
     experiment = Experiment.objects.select_related("workspace", "dataset").get(pk=experiment_pk)
     if task_id and not claimed:

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evals', '0001_datasets_and_experiments'),
+        ("evals", "0001_datasets_and_experiments"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='experiment',
-            name='attempts',
+            model_name="experiment",
+            name="attempts",
             field=models.IntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='experiment',
-            name='task_id',
+            model_name="experiment",
+            name="task_id",
             field=models.CharField(blank=True, max_length=64),
         ),
     ]

@@ -177,7 +177,10 @@ def run_import_job(job_pk: int, *, task_id: str = "") -> ImportJob:
                 )  # fmt: skip
             except NotStreamable:  # an older protocol version: the in-memory path migrates it
                 run = do_import_bundle(
-                    workspace=job.workspace, data=path.read_bytes(), actor=job.created_by, as_new_id=job.as_new_id
+                    workspace=job.workspace,
+                    data=path.read_bytes(),
+                    actor=job.created_by,
+                    as_new_id=job.as_new_id,
                 )
             fields = {"status": ImportJobStatus.SUCCEEDED, "run_id": run.run_id, "events": run.last_seq}
             ImportJob.objects.filter(pk=job.pk).update(

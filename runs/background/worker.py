@@ -194,7 +194,9 @@ class Worker:
         lease.start()
         self.threads = [lease]
         for index, loop in enumerate(self.loops):
-            thread = threading.Thread(target=self._thread_main, args=(loop, index), name=f"worker-{index}", daemon=True)
+            thread = threading.Thread(
+                target=self._thread_main, args=(loop, index), name=f"worker-{index}", daemon=True
+            )
             thread.start()
             self.threads.append(thread)
         log.info("worker %s: %d thread(s) on %s", self.worker_id, len(self.loops), ",".join(self.queues))
@@ -238,7 +240,9 @@ class Worker:
         while not signals and self.busy():
             time.sleep(0.2)
         if signals:
-            log.info("worker %s: stopping (waiting up to %.0f s for running tasks)", self.worker_id, self.grace)
+            log.info(
+                "worker %s: stopping (waiting up to %.0f s for running tasks)", self.worker_id, self.grace
+            )
         deadline = time.monotonic() + self.grace
         while self.busy() and len(signals) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)

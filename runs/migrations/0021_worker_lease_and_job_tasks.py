@@ -4,35 +4,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0020_event_run_no_db_constraint'),
+        ("runs", "0020_event_run_no_db_constraint"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WorkerLease',
+            name="WorkerLease",
             fields=[
-                ('worker_id', models.CharField(max_length=64, primary_key=True, serialize=False)),
-                ('hostname', models.CharField(blank=True, max_length=200)),
-                ('pid', models.IntegerField(default=0)),
-                ('queues', models.CharField(blank=True, max_length=400)),
-                ('threads', models.IntegerField(default=1)),
-                ('started_at', models.DateTimeField(auto_now_add=True)),
-                ('heartbeat_at', models.DateTimeField(db_index=True)),
+                ("worker_id", models.CharField(max_length=64, primary_key=True, serialize=False)),
+                ("hostname", models.CharField(blank=True, max_length=200)),
+                ("pid", models.IntegerField(default=0)),
+                ("queues", models.CharField(blank=True, max_length=400)),
+                ("threads", models.IntegerField(default=1)),
+                ("started_at", models.DateTimeField(auto_now_add=True)),
+                ("heartbeat_at", models.DateTimeField(db_index=True)),
             ],
             options={
-                'ordering': ['started_at'],
+                "ordering": ["started_at"],
             },
         ),
         migrations.AddField(
-            model_name='importjob',
-            name='attempts',
+            model_name="importjob",
+            name="attempts",
             field=models.IntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='importjob',
-            name='task_id',
+            model_name="importjob",
+            name="task_id",
             field=models.CharField(blank=True, max_length=64),
         ),
     ]

@@ -107,7 +107,9 @@ def test_a_periodic_run_enqueues_its_next_run(db_tasks, settings):
     periodic.ensure_scheduled()
     before = timezone.now()
     run_until_idle(queues=["default"], limit=20)
-    outbox = DBTaskResult.objects.filter(task_path=periodic.periodic.module_path, args_kwargs__args__0="outbox")
+    outbox = DBTaskResult.objects.filter(
+        task_path=periodic.periodic.module_path, args_kwargs__args__0="outbox"
+    )
     assert outbox.filter(status="SUCCESSFUL").count() == 1
     following = outbox.get(status="READY")
     assert following.run_after >= before + timedelta(seconds=29)

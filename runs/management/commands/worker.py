@@ -28,9 +28,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--queues", default=",".join(DEFAULT_QUEUES), help="comma-separated queues (default: %(default)s)"
         )
-        parser.add_argument("--interval", type=float, default=0.5, help="seconds between polls of an idle thread")
+        parser.add_argument(
+            "--interval", type=float, default=0.5, help="seconds between polls of an idle thread"
+        )
         parser.add_argument("--grace", type=float, default=30.0, help="seconds running tasks get on SIGTERM")
-        parser.add_argument("--batch", action="store_true", help="run what is ready in this thread, then exit")
+        parser.add_argument(
+            "--batch", action="store_true", help="run what is ready in this thread, then exit"
+        )
 
     def handle(self, *args, **options) -> None:
         queues = [q.strip() for q in options["queues"].split(",") if q.strip()]
