@@ -12,7 +12,7 @@ class EvalsConfig(AppConfig):
 
         register_tool_module("evals.mcp")
 
-        from runs.background.periodic import register
+        from runs.background.periodic import register  # AppConfig.ready, as above
 
         # experiments whose task row is gone end failed with the reason (`manage.py worker`)
         register("experiments", "evals.runner.recover_experiments", 30)
