@@ -44,10 +44,17 @@ def free_port() -> int:
 
 @contextmanager
 def serve_app(
-    tmp: Path, *, setup_code: str, extra_env: dict[str, str] | None = None, keep_stdout: bool = False
+    tmp: Path,
+    *,
+    setup_code: str,
+    extra_env: dict[str, str] | None = None,
+    keep_stdout: bool = False,
+    workers: int = 0,
 ) -> Iterator[str]:
     """A fresh SQLite database in `tmp`, migrated and seeded by `setup_code`, served by daphne
-    (with `keep_stdout`, its standard output, the console e-mails among it, in tmp/stdout.log)."""
+    (with `keep_stdout`, its standard output, the console e-mails among it, in tmp/stdout.log),
+    and `workers` `manage.py worker` processes (the task backend then is the database's; their
+    standard output goes to the same file)."""
     require_chromium()
     env = {
         **os.environ,
@@ -59,6 +66,7 @@ def serve_app(
         "PYTHONPATH": str(REPO),
         # approvals are sent at once unless a test measures the undo (test_keyboard_review_browser)
         "WORKBENCH_APPROVE_UNDO_MS": "0",
+        **({"WORKBENCH_TASKS_BACKEND": "database"} if workers else {}),
         **(extra_env or {}),
     }
     env.pop("REDIS_URL", None)
@@ -81,6 +89,16 @@ def serve_app(
             stdout=out if keep_stdout else subprocess.DEVNULL,
             stderr=log,
         )
+        helpers = [
+            subprocess.Popen(
+                [python, "manage.py", "worker", "--threads", "2"],
+                cwd=REPO,
+                env={**env, "PYTHONUNBUFFERED": "1"},
+                stdout=out if keep_stdout else subprocess.DEVNULL,
+                stderr=log,
+            )
+            for _ in range(workers)
+        ]
     try:
         deadline = time.time() + 30
         while True:
@@ -93,11 +111,13 @@ def serve_app(
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for child in (proc, *helpers):
+            child.terminate()
+        for child in (proc, *helpers):
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
 
 
 SHOTS = REPO / "test-results" / "screenshots"
