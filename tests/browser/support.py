@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -40,6 +41,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _leases(database: Path) -> int:
+    with sqlite3.connect(database) as db:
+        return db.execute("SELECT count(*) FROM runs_workerlease").fetchone()[0]
 
 
 @contextmanager
@@ -109,6 +115,10 @@ def serve_app(
                 if time.time() > deadline or proc.poll() is not None:
                     pytest.fail(f"daphne did not start: {(tmp / 'daphne.log').read_text()[-2000:]}")
                 time.sleep(0.2)
+        while workers and _leases(tmp / "db.sqlite3") < workers:  # the workers are claiming tasks
+            if time.time() > deadline or any(h.poll() is not None for h in helpers):
+                pytest.fail(f"the worker did not start: {(tmp / 'daphne.log').read_text()[-2000:]}")
+            time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
         for child in (proc, *helpers):

@@ -78,6 +78,7 @@ def test_a_waiting_gate_reaches_hook_slack_and_mail_and_the_log_retries(tmp_path
                 base_url=base, headers={"Authorization": f"Bearer {seed['token']}"}, timeout=30
             )
 
+            assert host.get("/api/runs").status_code == 200  # a first request warms the server up
             started = time.time()
             response = host.post(
                 "/api/runs/run_notify/events",

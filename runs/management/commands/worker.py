@@ -49,12 +49,12 @@ class Command(BaseCommand):
             ran = run_until_idle(queues=queues)
             self.stdout.write(f"{ran} task(s) run")
             return
-        if not logging.getLogger("workbench").handlers and options["verbosity"] >= 1:
+        log = logging.getLogger("workbench.worker")
+        if not log.handlers and options["verbosity"] >= 1:  # its own lines (the tasks' are Django's LOGGING)
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-            for name in ("workbench", "django_tasks_db", "django.tasks"):
-                logging.getLogger(name).addHandler(handler)
-                logging.getLogger(name).setLevel(logging.INFO)
+            log.addHandler(handler)
+            log.setLevel(logging.INFO)
         worker = Worker(
             queues=queues, threads=options["threads"], interval=options["interval"], grace=options["grace"]
         )
