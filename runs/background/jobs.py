@@ -21,6 +21,8 @@ from runs.telemetry.otlp_sweep import sweep_once
 
 log = logging.getLogger("workbench.periodic")
 
+PERIODIC_TASK = "runs.background.periodic.periodic"
+
 
 def look_at_outbox() -> None:
     """One look at the notification outbox on its queue: deliveries whose task was lost go out."""
@@ -47,5 +49,8 @@ def retention() -> None:
     if settings.WORKBENCH_REPLAY_CACHE_DAYS:
         responsecache.prune()
     transcript_log.sweep_orphans()
-    horizon = timezone.now() - timedelta(days=settings.WORKBENCH_TASK_RESULT_DAYS)
-    DBTaskResult.objects.finished().filter(finished_at__lt=horizon).delete()
+    now = timezone.now()
+    finished = DBTaskResult.objects.finished()
+    finished.filter(finished_at__lt=now - timedelta(days=settings.WORKBENCH_TASK_RESULT_DAYS)).delete()
+    # the periodic runs themselves (one every few seconds for the OTLP sweep): an hour is enough
+    finished.filter(task_path=PERIODIC_TASK, finished_at__lt=now - timedelta(hours=1)).delete()

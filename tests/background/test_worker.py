@@ -115,3 +115,21 @@ def test_a_periodic_run_enqueues_its_next_run(db_tasks, settings):
     assert following.run_after >= before + timedelta(seconds=29)
     # and the look it made is a notifications task
     assert DBTaskResult.objects.filter(task_path="runs.notifications.tasks.deliver_notifications").exists()
+
+
+def test_retention_deletes_old_finished_task_rows_and_keeps_the_rest(db_tasks, settings):
+    from runs.background.jobs import retention
+
+    settings.WORKBENCH_RUN_RETENTION_DAYS = 0
+    old = touch.enqueue("old").id
+    recent = touch.enqueue("recent").id
+    waiting = touch.enqueue("waiting").id
+    run_until_idle(queues=["default"], limit=2)
+    DBTaskResult.objects.filter(id=old).update(finished_at=timezone.now() - timedelta(days=8))
+    DBTaskResult.objects.filter(id=waiting).update(status="READY", finished_at=None)
+    retention()
+    assert set(DBTaskResult.objects.values_list("id", flat=True)) >= {
+        DBTaskResult.objects.get(id=recent).id,
+        DBTaskResult.objects.get(id=waiting).id,
+    }
+    assert not DBTaskResult.objects.filter(id=old).exists()

@@ -50,7 +50,9 @@ class Command(BaseCommand):
             self.stdout.write(f"{ran} task(s) run")
             return
         log = logging.getLogger("workbench.worker")
-        if not log.handlers and options["verbosity"] >= 1:  # its own lines (the tasks' are Django's LOGGING)
+        if (
+            not log.hasHandlers() and options["verbosity"] >= 1
+        ):  # its own lines (the tasks' are Django's LOGGING)
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
             log.addHandler(handler)
