@@ -4,11 +4,10 @@
 path schedules it (``runs.actions.notify.schedule_deliveries``, registered in
 ``RunsConfig.ready``) inside the transaction that wrote outbox rows, and again, deferred, for
 each retry and for the end of each lease (so a worker killed mid-delivery is followed by a
-task that finds the row due again), and the workers look at the outbox every 30 s as well
-(``runs.background.jobs``). django-tasks-db's task rows and ``manage.py worker`` processes run it
-in every profile. Idempotent: the outbox rows, not the task rows, are the record of what must be
-sent, and each is claimed with a lease before an attempt; a task that is lost or runs twice loses
-or doubles nothing.
+task that finds the row due again). Which backend runs it is a setting
+(``WORKBENCH_TASKS_BACKEND``): a thread of the server process in the embedded profile,
+django-tasks-db's task rows and workers in the scaled one. The outbox rows, not the task rows,
+are the record of what must be sent: a task that is lost or runs twice loses or doubles nothing.
 """
 
 from __future__ import annotations
@@ -27,10 +26,7 @@ QUEUE = "notifications"
 
 @task(queue_name=QUEUE)
 def deliver_notifications() -> int:
-    """Send every delivery that is due; returns the number of attempts made.
-
-    Idempotent: each due outbox row is claimed (with a lease) before its attempt, so two runs of
-    this task at once send each row once, and a run with nothing due does nothing."""
+    """Send every delivery that is due; returns the number of attempts made."""
     return deliver_due()
 
 
