@@ -274,7 +274,6 @@ def child(shape: str, profile: bool) -> None:
     """One measured run in this fresh process (DATABASE_URL points at a new SQLite file)."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
-    os.environ["WORKBENCH_OTLP_SWEEP_INPROCESS"] = "0"
     os.environ["WORKBENCH_RATE_LIMIT_PER_MINUTE"] = "100000000"
     import django
 

@@ -9,7 +9,7 @@ event), posted with ``Content-Length`` from the file in 64 KB pieces (httpx stre
 holds none of it) to ``POST /api/bundles``. Prints the server's resident memory (``VmRSS`` and
 the high-water mark ``VmHWM`` from /proc/<pid>/status) after start-up and a first request, after
 the ``202`` (the body received by daphne and copied to var/imports), and when the background job
-(a thread of the server: ``WORKBENCH_TASKS_BACKEND=inprocess``) has stored every event; the upload's and the import's
+(a ``manage.py worker`` process beside the server) has stored every event; the upload's and the import's
 times. ``WORKBENCH_MAX_BODY_BYTES`` stays at 25 MiB: the bundle passes on its own limit
 (``WORKBENCH_MAX_BUNDLE_BYTES``). With ``--old-limit`` the body limit is raised to 8 GiB instead,
 for a checkout from before the bundle limit existed (the comparison figures). Figures only.
@@ -52,11 +52,12 @@ def _chunks(path: Path, size: int = 64 * 1024):
 
 def measure(path: Path, *, postgres: bool, old_limit: bool) -> dict:
     size = path.stat().st_size
-    # the job runs in the server in both cases (PostgreSQL would otherwise leave it to db_worker)
-    env = {"WORKBENCH_TASKS_BACKEND": "inprocess"}
+    env: dict[str, str] = {}  # the job runs in a `manage.py worker` process beside the server
     if old_limit:
         env["WORKBENCH_MAX_BODY_BYTES"] = str(8 * 1024**3)
-    with Cluster(database="postgres" if postgres else "sqlite", servers=1, extra_env=env) as cluster:
+    with Cluster(
+        database="postgres" if postgres else "sqlite", servers=1, workers=1, extra_env=env
+    ) as cluster:
         seed = cluster.seed(workflow=LINEAR_WORKFLOW)
         pid = cluster.procs[0].pid
         auth = {"Authorization": f"Bearer {seed['token']}"}

@@ -11,3 +11,8 @@ class EvalsConfig(AppConfig):
         from runs.mcp import register_tool_module
 
         register_tool_module("evals.mcp")
+
+        from runs.background.periodic import register  # AppConfig.ready, as above
+
+        # experiments whose task row is gone end failed with the reason (`manage.py worker`)
+        register("experiments", "evals.runner.recover_experiments", 30)

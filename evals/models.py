@@ -90,6 +90,10 @@ class Experiment(models.Model):
     created_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The django-tasks-db task row running it (a re-run of that row after its worker died takes
+    # it over; any other row finds it taken) and how many times one was started.
+    task_id = models.CharField(max_length=64, blank=True)
+    attempts = models.IntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -10,7 +10,13 @@ let the replay executor re-execute it, then measure and score it.
   item is reported ``waiting`` (unscored) instead of being approved by the experiment.
 
 Items run with bounded concurrency (``WORKBENCH_EXPERIMENT_CONCURRENCY`` threads, each its own
-database connection); the whole experiment runs as one ``django.tasks`` task (:func:`enqueue`).
+database connection); the whole experiment runs as one ``django.tasks`` task (:func:`enqueue`),
+its row written in the transaction that created the experiment (or right after it).
+
+A task whose worker died is run again by the same task row once the worker's lease expires: the
+items the dead attempt left ``running`` end ``failed`` with the reason, the pending ones run. After
+``MAX_ATTEMPTS`` starts, or when its task row is gone (:func:`recover_experiments`, a periodic task
+of the workers), the experiment ends ``failed`` with the reason in words.
 """
 
 from __future__ import annotations
@@ -18,12 +24,17 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
-from django.tasks import task
+from django.db import close_old_connections, connection
+from django.db.models import F, Q
+from django.tasks import TaskContext, task
+from django.utils import timezone
+from django_tasks_db.compat import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
 from evals import actions, selectors
 from evals.actions.experiments import affected_step, money, output_text, prompt_overlay
@@ -46,29 +57,53 @@ def concurrency() -> int:
     return max(1, int(getattr(settings, "WORKBENCH_EXPERIMENT_CONCURRENCY", 2)))
 
 
-@task()
-def run_experiment_task(experiment_pk: int) -> str:
-    return run_experiment(experiment_pk).status
+MAX_ATTEMPTS = 3
+WORKER_LOST = "WORKER_LOST"
+
+
+@task(takes_context=True)
+def run_experiment_task(context: TaskContext, experiment_pk: int) -> str:
+    """Run one experiment.
+
+    Idempotent: the experiment is claimed by this task row (``Experiment.task_id``) with a
+    conditional update, so another row for it finds it taken and does nothing; a re-run of this
+    row after its worker died takes it over and runs only the items still ``pending`` (each item
+    is recorded once, with its fork), the ones the dead attempt left ``running`` end ``failed``."""
+    return run_experiment(experiment_pk, task_id=str(context.task_result.id)).status
 
 
 def enqueue(experiment: Experiment) -> None:
-    """After the commit, hand the experiment to the task backend."""
-
-    def _go() -> None:
-        try:
-            run_experiment_task.enqueue(experiment.pk)
-        except Exception:  # the rows are committed: `manage.py experiment run` picks it up
-            log.exception("could not enqueue experiment %s", experiment.public_id)
-
-    transaction.on_commit(_go)
+    """Hand the experiment to the workers: a task row in the caller's transaction (or at once)."""
+    result = run_experiment_task.enqueue(experiment.pk)
+    Experiment.objects.filter(pk=experiment.pk).update(task_id=str(result.id))
+    experiment.task_id = str(result.id)
 
 
-def run_experiment(experiment_pk: int, *, workers: int | None = None) -> Experiment:
-    """Run the pending items of an experiment and finish it (scores and summary)."""
-    Experiment.objects.filter(pk=experiment_pk, status=ExperimentStatus.PENDING).update(
-        status=ExperimentStatus.RUNNING
+def run_experiment(experiment_pk: int, *, workers: int | None = None, task_id: str = "") -> Experiment:
+    """Run the pending items of an experiment and finish it (scores and summary). With a
+    ``task_id`` (the task), only a pending experiment or one running under that same task row."""
+    claim = Q(status=ExperimentStatus.PENDING)
+    if task_id:
+        claim |= Q(status=ExperimentStatus.RUNNING, task_id=task_id)
+    claimed = Experiment.objects.filter(claim, pk=experiment_pk).update(
+        status=ExperimentStatus.RUNNING,
+        attempts=F("attempts") + 1,
+        **({"task_id": task_id} if task_id else {}),
     )
     experiment = Experiment.objects.select_related("workspace", "dataset").get(pk=experiment_pk)
+    if task_id and not claimed:
+        return experiment
+    if experiment.attempts > 1:  # a re-run: what the dead attempt was doing is not done twice
+        for row in experiment.items.filter(status=ItemStatus.RUNNING):
+            actions.do_record_item(
+                row, status=ItemStatus.FAILED,
+                error=f"{WORKER_LOST}: the worker running this item stopped; run the experiment again to retry it",
+            )  # fmt: skip
+    if experiment.attempts > MAX_ATTEMPTS:
+        return actions.do_finish_experiment(
+            experiment,
+            error=f"{WORKER_LOST}: the experiment was started {MAX_ATTEMPTS} times and its worker stopped each time",
+        )
     pending = list(experiment.items.filter(status=ItemStatus.PENDING).order_by("item_key"))
     workers = workers or concurrency()
     error = ""
@@ -246,3 +281,37 @@ def first_divergence(fork: RunFork, source: Run, run: Run) -> int | None:
         if not same_event(a, b):
             return fork.history + offset + 1
     return None
+
+
+def recover_experiments(*, grace_seconds: float = 60) -> int:
+    """Experiments pending or running whose task row is gone or finished: end them ``failed`` with
+    the reason (a periodic task of the workers). Idempotent: an ended experiment is not touched
+    again. Returns how many were ended."""
+    horizon = timezone.now() - timedelta(seconds=grace_seconds)
+    open_ = list(
+        Experiment.objects.filter(
+            status__in=[ExperimentStatus.PENDING, ExperimentStatus.RUNNING], created_at__lt=horizon
+        ).exclude(task_id="")
+    )
+    if not open_:
+        return 0
+    alive = {
+        str(pk)
+        for pk in DBTaskResult.objects.filter(
+            id__in=[e.task_id for e in open_], status__in=[TaskResultStatus.READY, TaskResultStatus.RUNNING]
+        ).values_list("id", flat=True)
+    }
+    ended = 0
+    for experiment in open_:
+        if experiment.task_id in alive:
+            continue
+        for row in experiment.items.filter(status__in=[ItemStatus.PENDING, ItemStatus.RUNNING]):
+            actions.do_record_item(
+                row, status=ItemStatus.FAILED,
+                error=f"{WORKER_LOST}: the experiment's worker stopped before this item finished",
+            )  # fmt: skip
+        actions.do_finish_experiment(
+            experiment, error=f"{WORKER_LOST}: the worker running the experiment stopped before it finished"
+        )
+        ended += 1
+    return ended

@@ -31,6 +31,13 @@ class RunsConfig(AppConfig):
 
         connect_access_signals()  # membership / user changes -> open sockets re-check access
 
+        from runs.background.periodic import register  # periodic work, run by `manage.py worker`
+
+        register("outbox", "runs.background.jobs.look_at_outbox", 30)
+        register("otlp-quiet", "runs.background.jobs.end_quiet_traces", "runs.telemetry.otlp_sweep.interval")
+        register("import-jobs", "runs.background.jobs.recover_jobs", 30)
+        register("retention", "runs.background.jobs.retention", 3600)
+
         from django.conf import settings
 
         from runs.engine import programs  # here: settings are read at ready time, not import time

@@ -814,3 +814,4 @@ class PromotionRequest(models.Model):
 
 from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)
 from runs.models_rollups import CostRollup, RunCostRollup, RunRollup  # noqa: E402,F401
+from runs.models_workers import WorkerLease  # noqa: E402,F401

@@ -35,6 +35,10 @@ class ImportJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The django-tasks-db task row importing it (a re-run of the same row after its worker died
+    # may take the job over; any other row finds it taken) and how many times one was started.
+    task_id = models.CharField(max_length=64, blank=True)
+    attempts = models.IntegerField(default=0)
 
     class Meta:
         app_label = "runs"

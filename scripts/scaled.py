@@ -3,7 +3,7 @@
 the playground worker behind one port.
 
     .venv/bin/python scripts/scaled.py [--host 127.0.0.1] [--port 8000] [--web 2] [--workers 1]
-                                       [--notify-workers 1] [--no-demo]
+                                       [--task-workers 2] [--threads 4] [--no-demo]
 
 What it does, in order:
 1. PostgreSQL and Redis through scripts/services.py: the machine's own when they answer, else
@@ -12,9 +12,9 @@ What it does, in order:
    created if missing).
 2. `manage.py migrate`, then `manage.py demo_data` (unless --no-demo; it prints the admin login).
 3. `--web` daphne processes on free loopback ports, `--workers` `manage.py playground_worker`
-   processes (PLAYGROUND_EXECUTOR=worker) and `--notify-workers` `manage.py notify_worker`
-   processes (notification deliveries through django-tasks-db, WORKBENCH_TASKS_BACKEND=database),
-   restarted if they die.
+   processes (PLAYGROUND_EXECUTOR=worker) and `--task-workers` `manage.py worker --threads N`
+   processes (every background task: imports, experiments, deliveries, the periodic sweeps; task
+   rows of django-tasks-db), restarted if they die.
 4. A small TCP proxy on HOST:PORT that hands each connection (HTTP or websocket) to the web process
    with the fewest open connections, skipping one that refuses connections.
 
@@ -195,12 +195,13 @@ def main() -> int:
     parser.add_argument("--web", type=int, default=2, help="daphne processes (default 2)")
     parser.add_argument("--workers", type=int, default=1, help="playground worker processes (default 1)")
     parser.add_argument(
-        "--notify-workers", type=int, default=1, help="notification delivery workers (default 1)"
+        "--task-workers", type=int, default=2, help="`manage.py worker` processes (default 2)"
     )
+    parser.add_argument("--threads", type=int, default=4, help="tasks at once per task worker (default 4)")
     parser.add_argument("--no-demo", action="store_true", help="do not load the demo workspace")
     args = parser.parse_args()
-    if args.web < 1 or args.workers < 0 or args.notify_workers < 0:
-        parser.error("--web must be >= 1, --workers and --notify-workers >= 0")
+    if args.web < 1 or args.workers < 0 or args.task_workers < 0 or args.threads < 1:
+        parser.error("--web and --threads must be >= 1, --workers and --task-workers >= 0")
 
     state = services.up()
     logs = services.VAR / "scaled"
@@ -238,9 +239,9 @@ def main() -> int:
         for i in range(args.workers):
             argv = [*manage, "playground_worker"]
             children.append(Child(f"playground worker {i + 1}", argv, env, logs / f"worker-{i + 1}.log"))
-        for i in range(args.notify_workers):
-            argv = [*manage, "notify_worker"]
-            children.append(Child(f"notify worker {i + 1}", argv, env, logs / f"notify-{i + 1}.log"))
+        for i in range(args.task_workers):
+            argv = [*manage, "worker", "--threads", str(args.threads)]
+            children.append(Child(f"task worker {i + 1}", argv, env, logs / f"tasks-{i + 1}.log"))
         for child in children:
             child.start()
         for port in ports:
@@ -248,7 +249,7 @@ def main() -> int:
                 raise SystemExit(f"scaled: the web process on port {port} did not start (see {logs})")
         say(
             f"{args.web} web process(es) on {', '.join(map(str, ports))}, {args.workers} playground "
-            f"worker(s), {args.notify_workers} notify worker(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
+            f"worker(s), {args.task_workers} task worker(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
         )
         say(f"serving {url} (Ctrl-C stops everything)")
 

@@ -11,8 +11,6 @@ os.environ.setdefault("WORKBENCH_TASKS_BACKEND", "dummy")
 
 from workbench.settings import *  # noqa: E402,F403
 
-# The OTLP quiet-period check runs in a thread of the server process: tests start it themselves.
-WORKBENCH_OTLP_SWEEP_INPROCESS = False
 # The OTLP queue's worker is a process of its own: tests that want the queue turn it on themselves.
 WORKBENCH_OTLP_QUEUE = False
 WORKBENCH_OTLP_WORKER_INPROCESS = False

@@ -54,11 +54,8 @@ install_daphne_body_limit()  # daphne reads whole bodies before calling the app:
 install_daphne_request_limits()  # long URLs and large headers: 414 and 431, not a dropped connection
 install_daphne_graceful_shutdown()  # SIGTERM: follow streams end, websockets close 1001, exit in seconds
 
-from runs.notifications.tasks import schedule as schedule_deliveries  # noqa: E402
-
-# One look at the notification outbox when a server starts: deliveries left due by a crash or a
-# restart go out now (embedded profile: from this process; scaled: a task row for the workers).
-schedule_deliveries()
+# Background work (deliveries, imports, experiments, sweeps) is `manage.py worker`'s: the workers
+# look at the outbox when they start and every 30 s, so a server start schedules nothing.
 
 from runs.telemetry.otlp_worker import resume_queue  # noqa: E402
 

@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "review",
     "accounts",
     "evals",
-    "django_tasks_db",  # django.tasks' database backend: the scaled profile's task rows
+    "django_tasks_db",  # django.tasks' database backend: task rows, run by `manage.py worker`
     "oauth2_provider",
 ]
 
@@ -277,24 +277,31 @@ WORKBENCH_NOTIFY_PER_HOST = env_int("WORKBENCH_NOTIFY_PER_HOST", 8, minimum=1)
 WORKBENCH_NOTIFY_BREAKER_FAILURES = env_int("WORKBENCH_NOTIFY_BREAKER_FAILURES", 5, minimum=1)
 WORKBENCH_NOTIFY_BREAKER_COOLDOWN = env_float("WORKBENCH_NOTIFY_BREAKER_COOLDOWN", 30, minimum=0.1)
 WORKBENCH_NOTIFY_BREAKER_MAX_COOLDOWN = env_float("WORKBENCH_NOTIFY_BREAKER_MAX_COOLDOWN", 3600, minimum=0.1)
-# Background work goes through Django's tasks framework (django.tasks). "inprocess" (embedded: a
-# thread of the server process runs the tasks; nothing extra to start), "database"
-# (django-tasks-db: task rows in the database, run by `manage.py notify_worker` / `db_worker`
-# processes, any number), "dummy" (nothing runs them; the test suite calls them itself).
-WORKBENCH_TASKS_BACKEND = env_str("WORKBENCH_TASKS_BACKEND", "inprocess" if EMBEDDED_PROFILE else "database")
+# Background work goes through Django's tasks framework (django.tasks) on django-tasks-db: a task
+# is a row in this database, written in the transaction of the request that asked for it, and run
+# by `manage.py worker` processes (any number, each with --threads N; runs/background/worker.py).
+# "database" in every profile; "dummy" records tasks without running them (the test suite runs
+# them itself). A worker whose heartbeat is older than WORKBENCH_WORKER_LEASE_SECONDS has lost its
+# lease: the tasks it was running are put back to READY and run again.
+WORKBENCH_TASKS_BACKEND = env_str("WORKBENCH_TASKS_BACKEND", "database")
 _TASK_BACKENDS = {
-    "inprocess": "runs.notifications.inprocess.InProcessBackend",
     "database": "django_tasks_db.DatabaseBackend",
     "dummy": "django.tasks.backends.dummy.DummyBackend",
 }
 if WORKBENCH_TASKS_BACKEND not in _TASK_BACKENDS:
-    raise ValueError("WORKBENCH_TASKS_BACKEND must be inprocess, database or dummy")
+    raise ValueError(
+        "WORKBENCH_TASKS_BACKEND must be database or dummy (the in-process runner is gone: "
+        "run `manage.py worker` beside the server)"
+    )
 TASKS = {
     "default": {
         "BACKEND": _TASK_BACKENDS[WORKBENCH_TASKS_BACKEND],
         "QUEUES": ["default", "notifications"],
     }
 }
+WORKBENCH_WORKER_LEASE_SECONDS = env_float("WORKBENCH_WORKER_LEASE_SECONDS", 30.0, minimum=1)
+# Finished task rows are deleted after this many days (a periodic task of the workers).
+WORKBENCH_TASK_RESULT_DAYS = env_int("WORKBENCH_TASK_RESULT_DAYS", 7, minimum=1)
 # E-mail (gate and run notifications, disabled-webhook notices) through Django's mailers: the
 # console in development (`make run` prints them), SMTP otherwise; see docs/deployment.md.
 EMAIL_BACKEND_NAME = env_str("WORKBENCH_EMAIL", "console" if DEBUG else "smtp")
@@ -422,11 +429,10 @@ if WORKBENCH_OTEL_SEMCONV not in ("reference", "current"):
     raise ValueError("WORKBENCH_OTEL_SEMCONV must be reference or current")
 
 # OTLP ingest (runs/actions/otlp.py): a run created for a trace ends when its root span has ended
-# and no span of the trace arrived for this many seconds (manage.py otlp_sweep; in the embedded
-# profile also a periodic check in the server process). Content log records wait this long for
+# and no span of the trace arrived for this many seconds (a periodic task of the workers; by hand:
+# manage.py otlp_sweep). Content log records wait this long for
 # their span, at most this many per workspace.
 WORKBENCH_OTLP_QUIET_SECONDS = env_float("WORKBENCH_OTLP_QUIET_SECONDS", 30.0, minimum=0)
-WORKBENCH_OTLP_SWEEP_INPROCESS = env_bool("WORKBENCH_OTLP_SWEEP_INPROCESS", EMBEDDED_PROFILE)
 WORKBENCH_OTLP_PENDING_LOG_SECONDS = env_int("WORKBENCH_OTLP_PENDING_LOG_SECONDS", 600, minimum=1)
 WORKBENCH_OTLP_PENDING_LOGS_MAX = env_int("WORKBENCH_OTLP_PENDING_LOGS_MAX", 20_000, minimum=0)
 # The OTLP queue (runs/actions/otlp_queue.py): /v1/traces answers once a request's spans are checked

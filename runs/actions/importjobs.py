@@ -1,7 +1,8 @@
 """Large bundle imports as background jobs (Django's tasks framework), with progress.
 
-:func:`do_create_import_job` keeps the bundle in ``var/imports`` and enqueues ``import_bundle_task``
-after the commit; the task (:func:`run_import_job`) imports it with the streamed path
+:func:`do_create_import_job` keeps the bundle in ``var/imports`` (0600 files in a 0700 folder) and
+enqueues ``import_bundle_task`` in the same transaction (the task row is django-tasks-db's: the
+job and its task are committed together, or neither is); the task (:func:`run_import_job`) imports it with the streamed path
 (:func:`runs.actions.bigimport.do_import_bundle_file`: bounded memory, COPY on PostgreSQL, one
 transaction) and records the outcome on the :class:`~runs.models.ImportJob` row. Progress (events
 stored, bytes read) is written by a thread of its own, on its own database connection, at most
@@ -10,18 +11,26 @@ for it. On SQLite (one writer at a time) progress is written only when the job e
 
 A failed job stored nothing (the import's transaction rolled back) and says why with the code
 the synchronous import would answer. The bundle file is removed when the job ends either way.
+A job whose worker died is taken over by the same task row when the worker's lease expires
+(``runs.background.worker``); after ``MAX_ATTEMPTS`` starts, or when its task row is gone
+(:func:`recover_import_jobs`, a periodic task), it ends ``failed`` with the reason in words.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
-from django.tasks import task
+from django.db.models import F, Q
+from django.tasks import TaskContext, task
 from django.utils import timezone
+from django_tasks_db.compat import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
 from runs.actions.bigimport import NotStreamable, do_import_bundle_file
 from runs.actions.bundles import do_import_bundle
@@ -33,10 +42,22 @@ from runs.protocol.values import new_id
 log = logging.getLogger("workbench.imports")
 
 
+MAX_ATTEMPTS = 3
+WORKER_LOST = "WORKER_LOST"
+
+
 def import_dir() -> Path:
+    """``var/imports``: uploads and bundles waiting for their job, readable by this user only."""
     path = Path(settings.VAR_DIR) / "imports"
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o777 != 0o700:
+        path.chmod(0o700)
     return path
+
+
+def open_private(path: Path):
+    """Open ``path`` for writing as a new 0600 file (whatever the umask)."""
+    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
 
 
 def async_threshold() -> int:
@@ -53,30 +74,39 @@ def do_create_import_job(
     target = import_dir() / f"{job_id}.json"
     if path is not None:
         Path(path).replace(target)
+        target.chmod(0o600)
     else:
-        target.write_bytes(data or b"")
-    job = ImportJob.objects.create(
-        job_id=job_id,
-        workspace=workspace,
-        file=target.name,
-        size=target.stat().st_size,
-        as_new_id=as_new_id,
-        created_by=actor[:200],
-    )
-    transaction.on_commit(lambda: _enqueue(job.pk))
+        with open_private(target) as out:
+            out.write(data or b"")
+    try:
+        with transaction.atomic():
+            job = ImportJob.objects.create(
+                job_id=job_id,
+                workspace=workspace,
+                file=target.name,
+                size=target.stat().st_size,
+                as_new_id=as_new_id,
+                created_by=actor[:200],
+            )
+            result = import_bundle_task.enqueue(job.pk)  # a row in this transaction
+            job.task_id = str(result.id)
+            job.save(update_fields=["task_id"])
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
     return job
 
 
-def _enqueue(job_pk: int) -> None:
-    try:
-        import_bundle_task.enqueue(job_pk)
-    except Exception:  # the job row stays queued: `manage.py bundle jobs --run` picks it up
-        log.exception("could not enqueue import job %s", job_pk)
+@task(takes_context=True)
+def import_bundle_task(context: TaskContext, job_pk: int) -> str:
+    """Import one bundle job.
 
-
-@task()
-def import_bundle_task(job_pk: int) -> str:
-    return run_import_job(job_pk).status
+    Idempotent: the job is claimed by this task row (``ImportJob.task_id``) with a conditional
+    update, so another row for the same job finds it taken and does nothing; a re-run of this row
+    after its worker died takes it over (the dead attempt's transaction rolled back: nothing was
+    stored); the run and the job's ``succeeded`` are committed in one transaction, so a job is
+    never imported twice."""
+    return run_import_job(job_pk, task_id=str(context.task_result.id)).status
 
 
 class _ProgressWriter:
@@ -112,28 +142,50 @@ class _ProgressWriter:
             self.thread.join()
 
 
-def run_import_job(job_pk: int) -> ImportJob:
-    """Import a queued job's bundle (the task's body; a job that is not queued is left alone)."""
-    claimed = ImportJob.objects.filter(pk=job_pk, status=ImportJobStatus.QUEUED).update(
-        status=ImportJobStatus.RUNNING, started_at=timezone.now()
-    )
+def run_import_job(job_pk: int, *, task_id: str = "") -> ImportJob:
+    """Import a queued job's bundle (the task's body; a job that is not queued is left alone,
+    unless it is running under this same task row: a re-run after its worker died)."""
+    claim = Q(status=ImportJobStatus.QUEUED)
+    if task_id:
+        claim |= Q(status=ImportJobStatus.RUNNING, task_id=task_id)
+    claimed = ImportJob.objects.filter(claim, pk=job_pk).update(
+        status=ImportJobStatus.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1,
+        **({"task_id": task_id} if task_id else {}),
+    )  # fmt: skip
     job = ImportJob.objects.select_related("workspace").get(pk=job_pk)
-    if not claimed:
-        return job
     path = import_dir() / job.file
+    if not claimed:
+        if job.status in (ImportJobStatus.SUCCEEDED, ImportJobStatus.FAILED):
+            path.unlink(missing_ok=True)  # ended by an attempt killed before it deleted the file
+        return job
+    if job.attempts > MAX_ATTEMPTS:
+        fail_job(
+            job,
+            f"the import was started {MAX_ATTEMPTS} times and its worker stopped each time "
+            "(killed, or out of memory); nothing was stored",
+        )
+        job.refresh_from_db()
+        return job
     progress = _ProgressWriter(job.pk)
     fields: dict[str, object] = {}
     try:
-        try:
-            run = do_import_bundle_file(
-                workspace=job.workspace, path=path, actor=job.created_by, as_new_id=job.as_new_id,
-                progress=progress,
-            )  # fmt: skip
-        except NotStreamable:  # an older protocol version: the in-memory path migrates it
-            run = do_import_bundle(
-                workspace=job.workspace, data=path.read_bytes(), actor=job.created_by, as_new_id=job.as_new_id
+        with transaction.atomic():  # the run and the job's outcome: committed together
+            try:
+                run = do_import_bundle_file(
+                    workspace=job.workspace, path=path, actor=job.created_by, as_new_id=job.as_new_id,
+                    progress=progress,
+                )  # fmt: skip
+            except NotStreamable:  # an older protocol version: the in-memory path migrates it
+                run = do_import_bundle(
+                    workspace=job.workspace,
+                    data=path.read_bytes(),
+                    actor=job.created_by,
+                    as_new_id=job.as_new_id,
+                )
+            fields = {"status": ImportJobStatus.SUCCEEDED, "run_id": run.run_id, "events": run.last_seq}
+            ImportJob.objects.filter(pk=job.pk).update(
+                **fields, bytes_read=job.size, finished_at=timezone.now()
             )
-        fields = {"status": ImportJobStatus.SUCCEEDED, "run_id": run.run_id, "events": run.last_seq}
     except ActionError as exc:
         fields = {
             "status": ImportJobStatus.FAILED,
@@ -156,12 +208,17 @@ def run_import_job(job_pk: int) -> ImportJob:
     finally:
         progress.stop()
         path.unlink(missing_ok=True)
-        succeeded = fields.get("status") == ImportJobStatus.SUCCEEDED
-        if not succeeded:
+        if fields.get("status") != ImportJobStatus.SUCCEEDED:
+            if not fields:  # interrupted (the worker stops): the next attempt, or recovery, ends it
+                fields = {
+                    "status": ImportJobStatus.FAILED,
+                    "error_code": WORKER_LOST,
+                    "error_message": "the import was interrupted (its worker stopped); nothing was stored",
+                }
             fields["events"] = 0  # the transaction rolled back: nothing is stored
-        fields["bytes_read"] = job.size if succeeded else (progress.latest or (0, 0))[1]
-        fields["finished_at"] = timezone.now()
-        ImportJob.objects.filter(pk=job.pk).update(**fields)
+            fields["bytes_read"] = (progress.latest or (0, 0))[1]
+            fields["finished_at"] = timezone.now()
+            ImportJob.objects.filter(pk=job.pk).update(**fields)
     if fields.get("status") == ImportJobStatus.SUCCEEDED:
         settle_events_table(int(fields.get("events") or 0))
     job.refresh_from_db()
@@ -184,3 +241,48 @@ def settle_events_table(events: int) -> bool:
         log.warning("VACUUM after an import of %d events failed", events, exc_info=True)
         return False
     return True
+
+
+def fail_job(job: ImportJob, reason: str) -> bool:
+    """End a job that is not done ``failed`` with ``reason``, and delete its bundle file."""
+    ended = ImportJob.objects.filter(
+        pk=job.pk, status__in=[ImportJobStatus.QUEUED, ImportJobStatus.RUNNING]
+    ).update(
+        status=ImportJobStatus.FAILED, error_code=WORKER_LOST, error_message=reason[:2000], events=0,
+        finished_at=timezone.now(),
+    )  # fmt: skip
+    (import_dir() / job.file).unlink(missing_ok=True)
+    return bool(ended)
+
+
+def recover_import_jobs(*, grace_seconds: float = 60) -> int:
+    """Jobs whose task row is gone or finished while the job is not: end them ``failed`` with the
+    reason (the periodic ``jobs`` task). A job younger than ``grace_seconds`` is left alone.
+    Idempotent: a job already ended is not touched again. Returns the jobs ended."""
+    horizon = timezone.now() - timedelta(seconds=grace_seconds)
+    jobs = list(
+        ImportJob.objects.filter(
+            status__in=[ImportJobStatus.QUEUED, ImportJobStatus.RUNNING], created_at__lt=horizon
+        )
+    )
+    if not jobs:
+        return 0
+    alive = {
+        str(pk)
+        for pk in DBTaskResult.objects.filter(
+            id__in=[job.task_id for job in jobs if job.task_id],
+            status__in=[TaskResultStatus.READY, TaskResultStatus.RUNNING],
+        ).values_list("id", flat=True)
+    }
+    ended = 0
+    for job in jobs:
+        if job.task_id in alive:
+            continue
+        reason = (
+            "the import's task was lost before it ran (queued before an upgrade, or its task row was "
+            "deleted); upload the bundle again"
+            if job.status == ImportJobStatus.QUEUED
+            else "the worker running the import stopped before it finished; nothing was stored"
+        )
+        ended += fail_job(job, reason)
+    return ended

@@ -24,7 +24,7 @@ from runs.actions.otlp import do_ingest_logs, do_ingest_spans
 from runs.actions.otlp_queue import QueueFull, do_queue_spans
 from runs.actions.permissions import Action
 from runs.protocol.errors import ErrorCode, ProtocolError
-from runs.telemetry import otlp_sweep, otlp_worker
+from runs.telemetry import otlp_worker
 from runs.telemetry.otlp_ingest import (
     logs_from_json,
     logs_from_protobuf,
@@ -124,7 +124,6 @@ def traces(request: HttpRequest) -> HttpResponse:
         report = do_ingest_spans(
             workspace=caller.workspace, spans=spans, header_run_id=header_run_id, actor=caller.actor
         )
-    otlp_sweep.ensure_started()
     return _answer(*trace_response(content_type == PROTOBUF, report.rejected, report.message))
 
 

@@ -6,7 +6,6 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,7 +14,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
-from runs.actions.importjobs import async_threshold, do_create_import_job
+from runs.actions.importjobs import async_threshold, do_create_import_job, import_dir, open_private
 from runs.actions.permissions import Action
 from runs.models import ImportJob
 from runs.protocol.bundle import check_bundle, check_bundle_file
@@ -31,9 +30,7 @@ from runs.web.uploads import bundle_limit, purge_stale_uploads
 
 
 def _import_dir() -> Path:
-    path = Path(settings.VAR_DIR) / "imports"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return import_dir()
 
 
 IMPORT_SESSION_KEY = "workbench_imports"
@@ -162,7 +159,7 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     token = secrets.token_urlsafe(16)
     name = f"{token}.json"
     path = _import_dir() / name
-    with path.open("wb") as out:
+    with open_private(path) as out:
         for chunk in upload.chunks():
             out.write(chunk)
     if upload.size >= async_threshold():

@@ -21,7 +21,7 @@ from pathlib import Path
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest
 
-from runs.actions.importjobs import import_dir
+from runs.actions.importjobs import import_dir, open_private
 from runs.protocol.values import new_id
 from runs.web.uploads import declared_length, request_limit
 
@@ -58,7 +58,7 @@ def spool_body(request: HttpRequest) -> SpooledBody:
     digest = hashlib.sha256()
     size = 0
     try:
-        with path.open("wb") as out:
+        with open_private(path) as out:
             while chunk := request.read(CHUNK):
                 size += len(chunk)
                 if size > limit:

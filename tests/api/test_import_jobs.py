@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.tasks import default_task_backend
 
 from runs.actions.importjobs import run_import_job
 from runs.models import Event, ImportJob, Run
@@ -19,18 +20,18 @@ def _post(api, data: bytes, **params):
     return api.send("POST", "/api/bundles" + (f"?{query}" if query else ""), raw=data)
 
 
-def test_a_bundle_over_the_threshold_is_a_job_the_client_polls(
-    api, settings, django_capture_on_commit_callbacks
-):
+def test_a_bundle_over_the_threshold_is_a_job_the_client_polls(api, settings):
     settings.WORKBENCH_IMPORT_ASYNC_BYTES = 1000
     data = _generated(200)
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = _post(api, data)
+    default_task_backend.clear()
+    response = _post(api, data)
     assert response.status_code == 202, response.content
     body = response.json()
     assert body["status"] == "queued" and body["size"] == len(data) and body["runId"] is None
     assert response["Location"] == body["url"] == f"/api/bundles/jobs/{body['job']}"
-    assert callbacks  # the task is enqueued after the commit
+    job = ImportJob.objects.get(job_id=body["job"])
+    # the task was enqueued with the job (in its transaction), and names it
+    assert [(r.id, r.args) for r in default_task_backend.results] == [(job.task_id, [job.pk])]
     assert not Run.unscoped.filter(run_id="run_bench-0001").exists()  # nothing yet: nobody ran it
     run_import_job(ImportJob.objects.get(job_id=body["job"]).pk)
     polled = api.get(body["url"]).json()

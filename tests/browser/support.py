@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -42,12 +43,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _leases(database: Path) -> int:
+    with sqlite3.connect(database) as db:
+        return db.execute("SELECT count(*) FROM runs_workerlease").fetchone()[0]
+
+
 @contextmanager
 def serve_app(
-    tmp: Path, *, setup_code: str, extra_env: dict[str, str] | None = None, keep_stdout: bool = False
+    tmp: Path,
+    *,
+    setup_code: str,
+    extra_env: dict[str, str] | None = None,
+    keep_stdout: bool = False,
+    workers: int = 0,
 ) -> Iterator[str]:
     """A fresh SQLite database in `tmp`, migrated and seeded by `setup_code`, served by daphne
-    (with `keep_stdout`, its standard output, the console e-mails among it, in tmp/stdout.log)."""
+    (with `keep_stdout`, its standard output, the console e-mails among it, in tmp/stdout.log),
+    and `workers` `manage.py worker` processes (the task backend then is the database's; their
+    standard output goes to the same file)."""
     require_chromium()
     env = {
         **os.environ,
@@ -59,6 +72,7 @@ def serve_app(
         "PYTHONPATH": str(REPO),
         # approvals are sent at once unless a test measures the undo (test_keyboard_review_browser)
         "WORKBENCH_APPROVE_UNDO_MS": "0",
+        **({"WORKBENCH_TASKS_BACKEND": "database"} if workers else {}),
         **(extra_env or {}),
     }
     env.pop("REDIS_URL", None)
@@ -81,6 +95,16 @@ def serve_app(
             stdout=out if keep_stdout else subprocess.DEVNULL,
             stderr=log,
         )
+        helpers = [
+            subprocess.Popen(
+                [python, "manage.py", "worker", "--threads", "2"],
+                cwd=REPO,
+                env={**env, "PYTHONUNBUFFERED": "1"},
+                stdout=out if keep_stdout else subprocess.DEVNULL,
+                stderr=log,
+            )
+            for _ in range(workers)
+        ]
     try:
         deadline = time.time() + 30
         while True:
@@ -91,13 +115,19 @@ def serve_app(
                 if time.time() > deadline or proc.poll() is not None:
                     pytest.fail(f"daphne did not start: {(tmp / 'daphne.log').read_text()[-2000:]}")
                 time.sleep(0.2)
+        while workers and _leases(tmp / "db.sqlite3") < workers:  # the workers are claiming tasks
+            if time.time() > deadline or any(h.poll() is not None for h in helpers):
+                pytest.fail(f"the worker did not start: {(tmp / 'daphne.log').read_text()[-2000:]}")
+            time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for child in (proc, *helpers):
+            child.terminate()
+        for child in (proc, *helpers):
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
 
 
 SHOTS = REPO / "test-results" / "screenshots"

@@ -70,15 +70,15 @@ def test_a_waiting_gate_reaches_hook_slack_and_mail_and_the_log_retries(tmp_path
         env = {
             "WORKBENCH_EGRESS_ALLOW": "127.0.0.0/8",
             "WORKBENCH_SITE_URL": "http://wb.test",
-            "WORKBENCH_TASKS_BACKEND": "inprocess",  # the embedded default (the suite itself says dummy)
             "WORKBENCH_EMAIL": "console",
         }
-        with serve_app(tmp_path, setup_code=setup, extra_env=env, keep_stdout=True) as base:
+        with serve_app(tmp_path, setup_code=setup, extra_env=env, keep_stdout=True, workers=1) as base:
             seed = json.loads(out.read_text())
             host = httpx.Client(
                 base_url=base, headers={"Authorization": f"Bearer {seed['token']}"}, timeout=30
             )
 
+            assert host.get("/api/runs").status_code == 200  # a first request warms the server up
             started = time.time()
             response = host.post(
                 "/api/runs/run_notify/events",

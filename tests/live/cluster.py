@@ -75,12 +75,15 @@ class Cluster:
         database: str = "postgres",
         redis_db: int | None = None,
         servers: int = 1,
+        workers: int = 0,
         extra_env: dict[str, str] | None = None,
         launcher: Path | None = None,
     ) -> None:
         self.database = database
         self.redis_db = redis_db
         self.n_servers = servers
+        self.n_workers = workers
+        self.workers: list[subprocess.Popen] = []  # `manage.py worker` processes
         self.extra_env = extra_env or {}
         self.launcher = launcher  # a script taking PORT CONTROL_DIR instead of the daphne CLI
         self.tmp = Path(tempfile.mkdtemp(prefix="wb-live-"))
@@ -110,6 +113,7 @@ class Cluster:
             SECRET_KEY="live-cluster-" + self.db_name,
             DEBUG="1",
             PYTHONPATH=str(ROOT),
+            WORKBENCH_TASKS_BACKEND="database",  # the suite's settings say dummy; a cluster runs tasks
         )
         if self.redis_url:
             env["REDIS_URL"] = self.redis_url
@@ -123,6 +127,8 @@ class Cluster:
             self.manage("migrate", "--noinput", "-v", "0")
             for i in range(self.n_servers):
                 self.start_server(i)
+            for _ in range(self.n_workers):
+                self.start_worker()
         except BaseException:
             self.close()
             raise
@@ -215,6 +221,22 @@ class Cluster:
                 proc.kill()
                 proc.wait(timeout=5)
 
+    def start_worker(self, *args: str) -> subprocess.Popen:
+        """Start one `manage.py worker` process (its log beside the servers')."""
+        log = self.tmp / f"worker-{len(self.workers)}.log"
+        handle = log.open("ab")
+        self.handles.append(handle)
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "worker", *args],
+            cwd=ROOT,
+            env=self.env(),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+        self.workers.append(proc)
+        self.logs.append(log)
+        return proc
+
     def restart_server(self, index: int) -> None:
         """Stop server `index` and start it again on the same port (clients see their socket drop)."""
         self.stop_server(index)
@@ -238,6 +260,8 @@ class Cluster:
         return self.tmp / f"control-{index}"
 
     def close(self) -> None:
+        self.procs.extend(self.workers)
+        self.workers.clear()
         for proc in self.procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

@@ -39,9 +39,8 @@ def server(tmp_path_factory):
 
     bundle = tmp_path_factory.mktemp("big") / "big.json"
     generate_bundle(bundle, EVENTS)
-    # default limits (25 MiB, 8 GiB for bundle imports); the job runs in the server (tests/settings.py
-    # sets the dummy task backend, which the server would inherit)
-    with Cluster(database="sqlite", servers=1, extra_env={"WORKBENCH_TASKS_BACKEND": "inprocess"}) as cluster:
+    # default limits (25 MiB, 8 GiB for bundle imports); the job runs in a worker process
+    with Cluster(database="sqlite", servers=1, workers=1) as cluster:
         seed = cluster.seed(workflow=LINEAR_WORKFLOW)
         yield cluster, seed, bundle
 

@@ -1,6 +1,6 @@
 """The sender runs through django.tasks: the task row of django-tasks-db commits (or rolls back)
-with the outbox rows, its own worker command sends them, and the embedded profile's in-process
-backend delivers from a thread of the process right after the commit."""
+with the outbox rows, and the worker (`manage.py worker`'s loop, run here in this thread) sends
+them."""
 
 from __future__ import annotations
 
@@ -28,8 +28,6 @@ def task_backend(path: str):
     try:
         yield task_backends["default"]
     finally:
-        if hasattr(task_backends["default"], "forget_scheduled"):
-            task_backends["default"].forget_scheduled()
         task_backends["default"] = old
 
 
@@ -72,12 +70,16 @@ def test_notify_worker_once(workspace, started_run, receiver):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_in_process_backend_delivers_after_the_commit(workspace, started_run, receiver):
-    with task_backend("runs.notifications.inprocess.InProcessBackend"):
+def test_the_worker_delivers_what_the_commit_enqueued(workspace, started_run, receiver):
+    from runs.background.worker import run_until_idle
+
+    with task_backend("django_tasks_db.DatabaseBackend"):
         make_hook(workspace, receiver.url)
         with transaction.atomic():
             bring_review_gate(workspace)
-            transaction.set_rollback(True)  # rolled back: nothing is handed to the thread
+            transaction.set_rollback(True)  # rolled back: no task row, nothing to send
+        assert run_until_idle() == 0 and receiver.hits == []
         bring_review_gate(workspace)
-        hits = receiver.wait_for(1, timeout=5)
+        assert run_until_idle() >= 1
+    hits = receiver.wait_for(1, timeout=5)
     assert len(hits) == 1 and hits[0].json["type"] == "gate.requested"

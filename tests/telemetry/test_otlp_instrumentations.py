@@ -27,10 +27,10 @@ from opentelemetry.trace import Status, StatusCode
 
 from accounts.tokens import create_token
 from runs.actions.otlp import do_end_quiet_traces
+from runs.background import periodic
 from runs.models import Event, OtelTrace
 from runs.protocol.values import loads
 from runs.selectors.runs import get_run
-from runs.telemetry import otlp_sweep
 from tests.fakes.openai_api import FakeOpenAI
 
 openai_v2 = pytest.importorskip("opentelemetry.instrumentation.openai_v2")
@@ -237,23 +237,21 @@ def test_a_run_without_its_root_is_never_ended(otlp, openai_fake, workspace):
     assert get_run(workspace, run.run_id).status == "running"
 
 
-def test_the_in_process_check_ends_a_quiet_run(otlp, openai_fake, workspace, settings):
+def test_the_workers_periodic_sweep_ends_a_quiet_run(otlp, openai_fake, workspace, settings):
     settings.WORKBENCH_OTLP_QUIET_SECONDS = 0.3
-    settings.WORKBENCH_OTLP_SWEEP_INPROCESS = True
     tracer_provider, _logs = otlp
-    try:
-        tracer = tracer_provider.get_tracer("app")
-        with tracer.start_as_current_span("nightly job") as root:
-            with tracer.start_as_current_span("step"):
-                pass
-            trace_id = format(root.get_span_context().trace_id, "032x")
-        run = trace_run(workspace, trace_id)
-        deadline = time.monotonic() + 10
-        while get_run(workspace, run.run_id).status == "running" and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert get_run(workspace, run.run_id).status == "completed"
-    finally:
-        otlp_sweep.stop()
+    tracer = tracer_provider.get_tracer("app")
+    with tracer.start_as_current_span("nightly job") as root:
+        with tracer.start_as_current_span("step"):
+            pass
+        trace_id = format(root.get_span_context().trace_id, "032x")
+    run = trace_run(workspace, trace_id)
+    sweep = periodic.JOBS["otlp-quiet"]  # what `manage.py worker` runs every third of the period
+    assert sweep.interval() == 0.2
+    time.sleep(0.4)
+    assert sweep.run() == 1
+    assert get_run(workspace, run.run_id).status == "completed"
+    assert sweep.run() == 0  # idempotent: ended once
 
 
 def test_a_batch_with_one_malformed_span_is_a_partial_success(live_server, workspace):
