@@ -24,7 +24,6 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 
-from playground import execute
 from playground.live import execution_key
 from playground.models import Execution
 from playground.presenters import message_context, state_with_context
@@ -81,7 +80,6 @@ class ExecutionConsumer(AsyncJsonWebsocketConsumer):
         ex = Execution.objects.select_related("model").filter(pk=self.execution_id).first()
         if ex is None:
             return None
-        ex = execute.heal(ex)
         out = {"status": ex.status, "text": ex.partial_text, "thinking": ex.partial_thinking}
         if ex.is_finished:
             out["state"] = state_with_context(ex)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The scaled profile on one machine, in one command: PostgreSQL, Redis, N daphne processes and
-the playground worker behind one port.
+the task workers behind one port.
 
     .venv/bin/python scripts/scaled.py [--host 127.0.0.1] [--port 8000] [--web 2] [--workers 1]
                                        [--notify-workers 1] [--no-demo]
@@ -11,8 +11,9 @@ What it does, in order:
    from the environment win (database `workbench` and Redis db 0 otherwise; the database is
    created if missing).
 2. `manage.py migrate`, then `manage.py demo_data` (unless --no-demo; it prints the admin login).
-3. `--web` daphne processes on free loopback ports, `--workers` `manage.py playground_worker`
-   processes (PLAYGROUND_EXECUTOR=worker) and `--notify-workers` `manage.py notify_worker`
+3. `--web` daphne processes on free loopback ports, `--workers` `manage.py db_worker` processes
+   (django.tasks on the default queue: playground executions, forks, imports, experiments) and
+   `--notify-workers` `manage.py notify_worker`
    processes (notification deliveries through django-tasks-db, WORKBENCH_TASKS_BACKEND=database),
    restarted if they die.
 4. A small TCP proxy on HOST:PORT that hands each connection (HTTP or websocket) to the web process
@@ -193,7 +194,7 @@ def main() -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--web", type=int, default=2, help="daphne processes (default 2)")
-    parser.add_argument("--workers", type=int, default=1, help="playground worker processes (default 1)")
+    parser.add_argument("--workers", type=int, default=1, help="task worker processes (default 1)")
     parser.add_argument(
         "--notify-workers", type=int, default=1, help="notification delivery workers (default 1)"
     )
@@ -212,7 +213,6 @@ def main() -> int:
         env.setdefault("DATABASE_URL", urls["PG_URL"] + "?conn_max_age=60")
         env.setdefault("REDIS_URL", urls["REDIS_TEST_URL"])
         env.setdefault("DEBUG", "0")
-        env.setdefault("PLAYGROUND_EXECUTOR", "worker")
         env.setdefault("WORKBENCH_TASKS_BACKEND", "database")
         env.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
         if args.host in LOOPBACK:
@@ -236,8 +236,8 @@ def main() -> int:
             argv = [daphne, "-b", "127.0.0.1", "-p", str(port), "workbench.asgi:application"]
             children.append(Child(f"web {i + 1} (:{port})", argv, env, logs / f"web-{i + 1}.log"))
         for i in range(args.workers):
-            argv = [*manage, "playground_worker"]
-            children.append(Child(f"playground worker {i + 1}", argv, env, logs / f"worker-{i + 1}.log"))
+            argv = [*manage, "db_worker", "--queue-name", "default"]
+            children.append(Child(f"task worker {i + 1}", argv, env, logs / f"worker-{i + 1}.log"))
         for i in range(args.notify_workers):
             argv = [*manage, "notify_worker"]
             children.append(Child(f"notify worker {i + 1}", argv, env, logs / f"notify-{i + 1}.log"))
@@ -247,7 +247,7 @@ def main() -> int:
             if not wait_http(port):
                 raise SystemExit(f"scaled: the web process on port {port} did not start (see {logs})")
         say(
-            f"{args.web} web process(es) on {', '.join(map(str, ports))}, {args.workers} playground "
+            f"{args.web} web process(es) on {', '.join(map(str, ports))}, {args.workers} task "
             f"worker(s), {args.notify_workers} notify worker(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
         )
         say(f"serving {url} (Ctrl-C stops everything)")
