@@ -36,6 +36,11 @@ SAFETY_SECONDS = 5.0
 log = logging.getLogger(__name__)
 
 
+
+def load_execution(execution_id: uuid.UUID | str) -> Execution | None:
+    """One read of the execution's row (the socket reads it once per announced change)."""
+    return Execution.objects.select_related("model").filter(pk=execution_id).first()
+
 class ExecutionConsumer(AsyncJsonWebsocketConsumer):
     # No channel of its own: the execution's hub holds the one subscription of this process.
     channel_layer_alias = "__live_pages_use_the_run_hub__"
@@ -77,7 +82,7 @@ class ExecutionConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def _snapshot(self) -> dict | None:
-        ex = Execution.objects.select_related("model").filter(pk=self.execution_id).first()
+        ex = load_execution(self.execution_id)
         if ex is None:
             return None
         out = {"status": ex.status, "text": ex.partial_text, "thinking": ex.partial_thinking}

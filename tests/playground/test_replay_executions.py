@@ -19,8 +19,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def worker_runs_forks(settings):
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # each test runs the worker step itself
+def worker_runs_forks(settings, stored_tasks):
+    """Fork tasks are only recorded: each test runs the fork's work itself."""
 
 
 @pytest.fixture

@@ -239,10 +239,9 @@ def _submit(workspace, user, entry, prompt: str = PROMPT) -> Execution:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("model", MODELS)
 def test_stop_before_the_first_byte_cancels_the_request_and_the_sdk_retries(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model
+    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model, stored_tasks
 ):
     """The SDK would time out after 1 s and retry twice; after Stop, no request reaches the fake."""
-    settings.PLAYGROUND_EXECUTOR = "worker"  # nothing dispatched: this test runs the worker itself
     fake = _fake(model, anthropic_fake, openai_fake)
     provider = fake_models["anthropic" if model == "sonnet" else "openai"]
     provider.timeout_seconds, provider.max_retries = 1.0, 2
@@ -270,9 +269,8 @@ def test_stop_before_the_first_byte_cancels_the_request_and_the_sdk_retries(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("model", MODELS)
 def test_stop_mid_stream_sends_nothing_more(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model
+    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model, stored_tasks
 ):
-    settings.PLAYGROUND_EXECUTOR = "worker"
     fake = _fake(model, anthropic_fake, openai_fake)
     provider = fake_models["anthropic" if model == "sonnet" else "openai"]
     provider.max_retries = 2
@@ -293,11 +291,10 @@ def test_stop_mid_stream_sends_nothing_more(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("model", MODELS)
 def test_an_answer_that_arrives_after_stop_is_billed_on_the_cancelled_execution(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, monkeypatch, model
+    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, monkeypatch, model, stored_tasks
 ):
     """The whole answer arrived before the Stop took effect (the race a real provider wins):
     the tokens are billed, so the cancelled execution and its run's ledger show them."""
-    settings.PLAYGROUND_EXECUTOR = "worker"
     entry = fake_models[model]
     entry.input_price, entry.output_price = Decimal("3"), Decimal("15")
     entry.save()
