@@ -36,10 +36,10 @@ SAFETY_SECONDS = 5.0
 log = logging.getLogger(__name__)
 
 
-
 def load_execution(execution_id: uuid.UUID | str) -> Execution | None:
     """One read of the execution's row (the socket reads it once per announced change)."""
     return Execution.objects.select_related("model").filter(pk=execution_id).first()
+
 
 class ExecutionConsumer(AsyncJsonWebsocketConsumer):
     # No channel of its own: the execution's hub holds the one subscription of this process.
