@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+os.environ["WORKBENCH_TASKS_BACKEND"] = "dummy"  # the experiment runner runs the forks itself
 import bench_pages  # noqa: E402,F401  (sets up Django on its own temporary database)
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -95,7 +96,6 @@ class Pipeline:
 def main() -> int:
     call_command("migrate", verbosity=0)
     settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8"]
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # the experiment runner runs the forks itself
     workspace = get_or_create_workspace("bench-experiment")
     with FakeAnthropic() as fake:
         programs.register(WORKFLOW["id"], Pipeline(fake.url))

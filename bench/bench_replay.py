@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+os.environ["WORKBENCH_TASKS_BACKEND"] = "dummy"  # the bench runs the forks' work itself
 import bench_pages  # noqa: E402,F401  (sets up Django on its own temporary database)
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -124,7 +125,6 @@ def prune_expired() -> None:
 def main() -> int:
     call_command("migrate", verbosity=0)
     settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8"]
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # the bench runs the worker step itself
     with FakeAnthropic() as fake:
         replay_from_cache(fake)
     prune_expired()

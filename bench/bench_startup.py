@@ -31,7 +31,7 @@ COMMANDS = [
     ("migrate (nothing to do)", ["migrate", "--noinput"]),
     ("tokens --help", ["tokens", "--help"]),
     ("transcript --help", ["transcript", "--help"]),
-    ("playground_worker --help", ["playground_worker", "--help"]),
+    ("db_worker --help", ["db_worker", "--help"]),
     ("check (loads every URL)", ["check"]),
 ]
 

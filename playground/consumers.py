@@ -24,7 +24,6 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 
-from playground import execute
 from playground.live import execution_key
 from playground.models import Execution
 from playground.presenters import message_context, state_with_context
@@ -35,6 +34,11 @@ from runs.web.wire import wire_json
 
 SAFETY_SECONDS = 5.0
 log = logging.getLogger(__name__)
+
+
+def load_execution(execution_id: uuid.UUID | str) -> Execution | None:
+    """One read of the execution's row (the socket reads it once per announced change)."""
+    return Execution.objects.select_related("model").filter(pk=execution_id).first()
 
 
 class ExecutionConsumer(AsyncJsonWebsocketConsumer):
@@ -78,10 +82,9 @@ class ExecutionConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def _snapshot(self) -> dict | None:
-        ex = Execution.objects.select_related("model").filter(pk=self.execution_id).first()
+        ex = load_execution(self.execution_id)
         if ex is None:
             return None
-        ex = execute.heal(ex)
         out = {"status": ex.status, "text": ex.partial_text, "thinking": ex.partial_thinking}
         if ex.is_finished:
             out["state"] = state_with_context(ex)

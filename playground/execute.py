@@ -1,24 +1,27 @@
-"""Executions: a send runs off the request path and is recorded as a run of the playground workflow.
+"""Executions: a send runs off the request path, as a ``django.tasks`` task, and is recorded as a
+run of the playground workflow.
 
-Lifecycle: ``submit`` stores a *pending* execution; after commit it is dispatched. A worker
-*claims* it (a conditional update, so two workers never run the same one), marks it
-*processing*, and keeps a heartbeat while the provider streams. It ends *completed*, *failed*
-(with a code in words and a message for people), *incomplete* (``STREAM_CUT``: the stream
-ended without its final event; what arrived is shown and joins the conversation only if the
-tester adopts it), or *cancelled* when someone presses Stop: ``cancel`` marks it at once and
-sets the call's :class:`~runs.providers.Stop` (in this process at once, in another through the
-runner's stop watch), which shuts the call's connection and refuses the SDK's retries, so no
-request reaches the provider after Stop. The worker then ends the run; an answer that had
-already arrived is recorded with its usage and cost on the cancelled execution and in the run's
-ledger (a provider bills it). ``recover_stale`` fails executions whose worker
-stopped beating (a crash, a restart) with ``EXECUTION_INTERRUPTED``, so nothing stays in
-processing; pending ones left behind by a restart are simply dispatched again.
+Lifecycle: ``submit`` stores a *pending* execution and, once the surrounding transaction commits,
+enqueues :func:`execution_task` (a task row with the database backend; ``manage.py worker``
+processes run it, any number of them). The task *claims* the execution (a conditional update
+naming its task row, so two tasks never run the same one), marks it *processing*, and streams.
+It ends *completed*, *failed* (with a code in words and a message for people), *incomplete*
+(``STREAM_CUT``: the stream ended without its final event; what arrived is shown and joins the
+conversation only if the tester adopts it), or *cancelled* when someone presses Stop.
 
-Executors (setting ``PLAYGROUND_EXECUTOR``):
-- ``inprocess`` (embedded profile, default): a thread pool in the web process.
-- ``worker`` (scaled profile): the web process only stores; ``manage.py playground_worker``
-  processes (several workers may run; claims keep them apart).
-- ``immediate``: processed synchronously after commit (tests, scripts).
+Stop: ``cancel`` marks the row at once. The call's :class:`~runs.providers.Stop` is set in this
+process at once when the call runs here, and in any other process by the task's stop watch (one
+look at the row every ``STOP_WATCH_SECONDS`` while the call runs) and by the streaming loop, which
+finds the row no longer processing at its next flush. A set Stop shuts the call's connection and
+refuses the SDK's retries, so no request reaches the provider after Stop. The task then ends the
+run; an answer that had already arrived is recorded with its usage and cost on the cancelled
+execution and in the run's ledger (a provider bills it).
+
+Idempotency: a worker that dies mid-task loses its lease and the same task row runs again. It
+finds the execution processing under its own claim: if its run was never started, no request
+left, and the call is made now (resumed); otherwise the request may have reached the provider,
+so it is never sent again: the execution and its run end ``failed`` with
+``EXECUTION_INTERRUPTED`` and a reason in words.
 
 Run recording: :mod:`playground.recording` (all through runs.actions).
 """
@@ -26,18 +29,16 @@ Run recording: :mod:`playground.recording` (all through runs.actions).
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import OperationalError, close_old_connections, connection, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.db.models import F
+from django.tasks import TaskContext, task
 from django.utils import timezone
 
 from playground import live, operations
@@ -67,20 +68,8 @@ from runs.selectors.prices import price_book
 log = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.12
-STOP_WATCH_SECONDS = 0.25  # how often a runner looks for Stops pressed in another process
+STOP_WATCH_SECONDS = 0.25  # how often a running call looks for a Stop pressed in another process
 FLUSH_CHARS = 400
-
-
-def executor_mode() -> str:
-    return getattr(settings, "PLAYGROUND_EXECUTOR", "inprocess")
-
-
-def stale_after() -> timedelta:
-    return timedelta(seconds=float(getattr(settings, "PLAYGROUND_STALE_SECONDS", 30)))
-
-
-def heartbeat_seconds() -> float:
-    return float(getattr(settings, "PLAYGROUND_HEARTBEAT_SECONDS", 5))
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,8 +109,7 @@ def submit(
         output_tool=composition.output_tool or "",
         cache_keys=list(composition.cache_keys),
     )
-    execution_id = execution.pk
-    transaction.on_commit(lambda: dispatch(execution_id))
+    enqueue_on_commit(execution.pk)
     return execution
 
 
@@ -146,18 +134,43 @@ def resubmit(previous: Execution, *, user: Any) -> Execution:
         output_tool=previous.output_tool,
         cache_keys=previous.cache_keys,
     )
-    execution_id = execution.pk
-    transaction.on_commit(lambda: dispatch(execution_id))
+    enqueue_on_commit(execution.pk)
     return execution
 
 
-def dispatch(execution_id: uuid.UUID) -> None:
-    mode = executor_mode()
-    if mode == "immediate":
-        process(execution_id, worker_id=f"immediate-{os.getpid()}")
-    elif mode == "inprocess":
-        in_process_runner().submit(execution_id)
-    # "worker": a playground_worker process picks it up
+NOT_QUEUED = "EXECUTION_NOT_QUEUED"
+
+
+def enqueue_on_commit(execution_id: uuid.UUID) -> None:
+    """Once the transaction that stored the execution commits, enqueue its task."""
+    transaction.on_commit(partial(_enqueue, str(execution_id)))
+
+
+def _enqueue(execution_id: str) -> None:
+    try:
+        execution_task.enqueue(execution_id)
+    except Exception as exc:  # the task backend refused: say so instead of leaving it pending
+        log.exception("playground: execution %s not queued", execution_id)
+        message = f"The execution could not be queued for a worker ({type(exc).__name__}). Send it again."
+        if Execution.objects.filter(pk=execution_id, status=ExecutionStatus.PENDING).update(
+            status=ExecutionStatus.FAILED,
+            error_code=NOT_QUEUED,
+            error_message=message,
+            finished_at=timezone.now(),
+        ):
+            live.notify_on_commit(uuid.UUID(execution_id), ExecutionStatus.FAILED)
+
+
+@task(takes_context=True)
+def execution_task(context: TaskContext, execution_id: str) -> str:
+    """Run one playground execution (see the module's notes on idempotency): the claim names this
+    task row, so a second row for the same execution does nothing and a re-run of this row after its
+    worker died resumes the execution or ends it failed, never calling the provider twice."""
+    return process(uuid.UUID(execution_id), claim_name(context))
+
+
+def claim_name(context: TaskContext) -> str:
+    return f"task:{context.task_result.id}"[:100]
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,15 +360,59 @@ def _finish(execution_id: uuid.UUID, worker_id: str, **fields: Any) -> bool:
     return finished
 
 
-def process(execution_id: uuid.UUID, worker_id: str) -> None:
-    """Claim and run one execution to its end (no-op if another worker has it)."""
-    if not claim(execution_id, worker_id):
-        return
+def process(execution_id: uuid.UUID, worker_id: str) -> str:
+    """Claim and run one execution to its end; returns its status. Nothing is done when another
+    claim holds it or it has ended. Held by this very claim (``worker_id``: the task row), it is a
+    re-run after the worker died: resumed when no request can have left, else ended failed."""
+    if not claim(execution_id, worker_id) and not _resumable(execution_id, worker_id):
+        return _status(execution_id)
     stop = _hold_stop(execution_id)
     try:
-        _process(execution_id, worker_id, stop)
+        with StopWatch(execution_id, stop):
+            _process(execution_id, worker_id, stop)
     finally:
         _drop_stop(execution_id)
+    return _status(execution_id)
+
+
+def _status(execution_id: uuid.UUID) -> str:
+    return Execution.objects.filter(pk=execution_id).values_list("status", flat=True).first() or ""
+
+
+class StopWatch:
+    """While a call runs, one look at its row every ``STOP_WATCH_SECONDS``: a Stop pressed in
+    another process (the row says cancelled) sets the call's Stop, which shuts its connection at
+    once, even while it waits for a first byte or between the SDK's retries."""
+
+    def __init__(self, execution_id: uuid.UUID, stop: providers.Stop) -> None:
+        self.execution_id = execution_id
+        self.stop = stop
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name=f"stop-watch-{execution_id}", daemon=True)
+
+    def __enter__(self) -> StopWatch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _loop(self) -> None:
+        try:
+            while not self.done.wait(STOP_WATCH_SECONDS):
+                try:
+                    stopped = Execution.objects.filter(
+                        pk=self.execution_id, status=ExecutionStatus.CANCELLED
+                    ).exists()
+                except DatabaseError as exc:  # a busy database only delays the next look
+                    log.info("playground: stop watch of %s: %s", self.execution_id, exc)
+                    continue
+                if stopped:
+                    self.stop.set()
+                    return
+        finally:
+            connection.close()
 
 
 def _process(execution_id: uuid.UUID, worker_id: str, stop: providers.Stop) -> None:
@@ -378,8 +435,9 @@ def _process(execution_id: uuid.UUID, worker_id: str, stop: providers.Stop) -> N
         except KeyUnreadable as exc:
             raise ProviderError("NO_PROVIDER", str(exc)) from None
         secrets = tuple(s for s in (provider_settings.api_key,) if s)
-        run_id = recorder.start(wire, secrets)
-        Execution.objects.filter(pk=ex.pk).update(run_id=run_id, currency=ex.currency)
+        with transaction.atomic():  # the run and the execution's link to it commit together
+            run_id = recorder.start(wire, secrets)
+            Execution.objects.filter(pk=ex.pk).update(run_id=run_id, currency=ex.currency)
         ex.run_id = run_id
         if not Execution.objects.filter(pk=ex.pk, status=ExecutionStatus.PROCESSING).exists():
             raise Cancelled()  # stopped before its run existed: cancel the run just started
@@ -514,163 +572,60 @@ def _fail(
 
 
 # --------------------------------------------------------------------------------------------
-# Recovery
+# A task run again after its worker died
 
 
 INTERRUPTED = "EXECUTION_INTERRUPTED"
 INTERRUPTED_MESSAGE = (
-    "The worker running this execution stopped (crash or restart) before it finished. Send it again."
+    "The worker running this execution stopped (crash or restart) while the provider was answering. "
+    "It is not sent again by itself (the provider may have received it): send it again."
 )
 
 
-def recover_stale(*, now: Any = None, execution_ids: list | None = None) -> list[uuid.UUID]:
-    """Fail every processing execution whose heartbeat is older than the stale limit."""
-    now = now or timezone.now()
-    qs = Execution.objects.filter(status=ExecutionStatus.PROCESSING, heartbeat_at__lt=now - stale_after())
-    if execution_ids is not None:
-        qs = qs.filter(pk__in=execution_ids)
-    recovered = []
-    for ex in qs.select_related("workspace"):
-        updated = Execution.objects.filter(
-            pk=ex.pk, status=ExecutionStatus.PROCESSING, heartbeat_at=ex.heartbeat_at
-        ).update(
-            status=ExecutionStatus.FAILED,
-            error_code=INTERRUPTED,
-            error_message=INTERRUPTED_MESSAGE,
-            finished_at=now,
-            response_text=ex.partial_text,
-        )
-        if not updated:
-            continue
-        live.notify_on_commit(ex.pk, ExecutionStatus.FAILED)
-        recovered.append(ex.pk)
-        if ex.run_id:
-            try:
-                do_commands(
-                    workspace=ex.workspace,
-                    run_id=ex.run_id,
-                    commands=[
-                        cmd.RecordError(message=INTERRUPTED_MESSAGE, code=INTERRUPTED, step_id=STEP),
-                        cmd.FailRun(reason=INTERRUPTED_MESSAGE, code=INTERRUPTED),
-                    ],
-                    actor="playground",
-                )
-            except ActionError as exc:
-                log.warning("playground: interrupted run %s not updated: %s", ex.run_id, exc)
-    return recovered
-
-
-def heal(execution: Execution) -> Execution:
-    """Readers call this: a stale processing execution is failed on the spot."""
-    if execution.status == ExecutionStatus.PROCESSING and recover_stale(execution_ids=[execution.pk]):
-        execution.refresh_from_db()
-    return execution
-
-
-# --------------------------------------------------------------------------------------------
-# Runners
-
-
-def new_worker_id(prefix: str) -> str:
-    return f"{prefix}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-
-
-class Runner:
-    """A thread pool that processes executions, with a heartbeat for the ones it holds."""
-
-    def __init__(self, *, workers: int = 4, prefix: str = "inprocess") -> None:
-        self.worker_id = new_worker_id(prefix)
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="playground")
-        self.in_flight: set[uuid.UUID] = set()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._beat = threading.Thread(target=self._heartbeat_loop, name="playground-heartbeat", daemon=True)
-        self._beat.start()
-        self._watch = threading.Thread(
-            target=self._stop_watch_loop, name="playground-stop-watch", daemon=True
-        )
-        self._watch.start()
-
-    def submit(self, execution_id: uuid.UUID) -> bool:
-        with self._lock:
-            if execution_id in self.in_flight:
-                return False
-            self.in_flight.add(execution_id)
-        self.pool.submit(self._run, execution_id)
+def _resumable(execution_id: uuid.UUID, worker_id: str) -> bool:
+    """The execution is processing under ``worker_id``: this task ran before and its worker died.
+    True (resume) when its run was never started: the run is started, with the request recorded,
+    before the request is sent, in one transaction with the execution's link to it. Otherwise
+    the execution and its run end failed with the reason, and False."""
+    ex = (
+        Execution.objects.select_related("workspace")
+        .filter(pk=execution_id, status=ExecutionStatus.PROCESSING, worker_id=worker_id)
+        .first()
+    )
+    if ex is None:
+        return False
+    if not ex.run_id:
+        log.info("playground: execution %s resumed (its worker stopped before the call)", ex.pk)
         return True
+    interrupt(ex)
+    return False
 
-    def _run(self, execution_id: uuid.UUID) -> None:
-        close_old_connections()
+
+def interrupt(ex: Execution) -> bool:
+    """End a processing execution failed with ``EXECUTION_INTERRUPTED``, and its run."""
+    updated = Execution.objects.filter(
+        pk=ex.pk, status=ExecutionStatus.PROCESSING, worker_id=ex.worker_id
+    ).update(
+        status=ExecutionStatus.FAILED,
+        error_code=INTERRUPTED,
+        error_message=INTERRUPTED_MESSAGE,
+        finished_at=timezone.now(),
+        response_text=F("partial_text"),
+    )
+    if not updated:
+        return False
+    live.notify_on_commit(ex.pk, ExecutionStatus.FAILED)
+    if ex.run_id:
         try:
-            process(execution_id, self.worker_id)
-        except Exception:
-            log.exception("playground: execution %s", execution_id)
-        finally:
-            with self._lock:
-                self.in_flight.discard(execution_id)
-            connection.close()
-
-    def beat(self) -> None:
-        Execution.objects.filter(worker_id=self.worker_id, status=ExecutionStatus.PROCESSING).update(
-            heartbeat_at=timezone.now()
-        )
-
-    def _heartbeat_loop(self) -> None:
-        last_recovery = 0.0
-        while not self._stop.wait(heartbeat_seconds()):
-            try:
-                close_old_connections()
-                self.beat()
-                if time.monotonic() - last_recovery > stale_after().total_seconds():
-                    recover_stale()
-                    last_recovery = time.monotonic()
-            except Exception:
-                log.exception("playground heartbeat")
-            finally:
-                connection.close()
-
-    def stop_cancelled(self) -> int:
-        """Set the Stop of calls held here that were stopped elsewhere (another process)."""
-        with self._lock:
-            held = list(self.in_flight)
-        if not held:
-            return 0
-        cancelled = Execution.objects.filter(pk__in=held, status=ExecutionStatus.CANCELLED)
-        return sum(signal_stop(pk) for pk in cancelled.values_list("pk", flat=True))
-
-    def _stop_watch_loop(self) -> None:
-        while not self._stop.wait(STOP_WATCH_SECONDS):
-            try:
-                if self.in_flight:
-                    close_old_connections()
-                    self.stop_cancelled()
-            except Exception:
-                log.exception("playground stop watch")
-
-    def pick_up_pending(self, limit: int = 50) -> int:
-        """Dispatch pending executions (left by a restart, or stored for a worker)."""
-        ids = list(
-            Execution.objects.filter(status=ExecutionStatus.PENDING)
-            .order_by("created_at")
-            .values_list("pk", flat=True)[:limit]
-        )
-        return sum(1 for pk in ids if self.submit(pk))
-
-    def shutdown(self, wait: bool = True) -> None:
-        self._stop.set()
-        self.pool.shutdown(wait=wait)
-
-
-_runner: Runner | None = None
-_runner_lock = threading.Lock()
-
-
-def in_process_runner() -> Runner:
-    """The web process's runner, started on first use; it first heals what a restart left."""
-    global _runner
-    with _runner_lock:
-        if _runner is None:
-            _runner = Runner(workers=int(getattr(settings, "PLAYGROUND_WORKERS", 4)))
-            recover_stale()
-            _runner.pick_up_pending()
-        return _runner
+            do_commands(
+                workspace=ex.workspace,
+                run_id=ex.run_id,
+                commands=[
+                    cmd.RecordError(message=INTERRUPTED_MESSAGE, code=INTERRUPTED, step_id=STEP),
+                    cmd.FailRun(reason=INTERRUPTED_MESSAGE, code=INTERRUPTED),
+                ],
+                actor="playground",
+            )
+        except ActionError as exc:  # the run had ended (its answer was recorded before the crash)
+            log.warning("playground: interrupted run %s not updated: %s", ex.run_id, exc)
+    return True

@@ -453,7 +453,7 @@ def _get_execution(request: HttpRequest, execution_id: uuid.UUID) -> Execution:
     ex = Execution.objects.for_workspace(workspace).select_related("model").filter(pk=execution_id).first()
     if ex is None:
         raise Http404("no such execution")
-    return execute.heal(ex)
+    return ex
 
 
 @login_required

@@ -417,6 +417,11 @@ class RunFork(models.Model):
     divergence = ProtocolJSONField(null=True, blank=True)  # {sourceSeq, replaySeq, kind, original, replay}
     cache_hits = models.IntegerField(default=0)
     provider_calls = models.IntegerField(default=0)
+    # The django.tasks task row re-executing it (its claim), and how many times one started it
+    # since it was last pending: a worker that dies mid-replay leaves it running under that row,
+    # which runs again and resumes it (runs.execution.replay.run_fork).
+    task_id = models.CharField(max_length=64, blank=True)
+    attempts = models.IntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

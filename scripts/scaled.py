@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The scaled profile on one machine, in one command: PostgreSQL, Redis, N daphne processes and
-the playground worker behind one port.
+task workers behind one port.
 
-    .venv/bin/python scripts/scaled.py [--host 127.0.0.1] [--port 8000] [--web 2] [--workers 1]
+    .venv/bin/python scripts/scaled.py [--host 127.0.0.1] [--port 8000] [--web 2]
                                        [--task-workers 2] [--threads 4] [--no-demo]
 
 What it does, in order:
@@ -11,10 +11,10 @@ What it does, in order:
    from the environment win (database `workbench` and Redis db 0 otherwise; the database is
    created if missing).
 2. `manage.py migrate`, then `manage.py demo_data` (unless --no-demo; it prints the admin login).
-3. `--web` daphne processes on free loopback ports, `--workers` `manage.py playground_worker`
-   processes (PLAYGROUND_EXECUTOR=worker) and `--task-workers` `manage.py worker --threads N`
-   processes (every background task: imports, experiments, deliveries, the periodic sweeps; task
-   rows of django-tasks-db), restarted if they die.
+3. `--web` daphne processes on free loopback ports and `--task-workers` `manage.py worker
+   --threads N` processes (every background task: playground calls, replays and forks, imports,
+   experiments, deliveries, the periodic sweeps; task rows of django-tasks-db), restarted if
+   they die.
 4. A small TCP proxy on HOST:PORT that hands each connection (HTTP or websocket) to the web process
    with the fewest open connections, skipping one that refuses connections.
 
@@ -193,15 +193,14 @@ def main() -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--web", type=int, default=2, help="daphne processes (default 2)")
-    parser.add_argument("--workers", type=int, default=1, help="playground worker processes (default 1)")
     parser.add_argument(
         "--task-workers", type=int, default=2, help="`manage.py worker` processes (default 2)"
     )
     parser.add_argument("--threads", type=int, default=4, help="tasks at once per task worker (default 4)")
     parser.add_argument("--no-demo", action="store_true", help="do not load the demo workspace")
     args = parser.parse_args()
-    if args.web < 1 or args.workers < 0 or args.task_workers < 0 or args.threads < 1:
-        parser.error("--web and --threads must be >= 1, --workers and --task-workers >= 0")
+    if args.web < 1 or args.task_workers < 0 or args.threads < 1:
+        parser.error("--web and --threads must be >= 1, --task-workers >= 0")
 
     state = services.up()
     logs = services.VAR / "scaled"
@@ -213,7 +212,6 @@ def main() -> int:
         env.setdefault("DATABASE_URL", urls["PG_URL"] + "?conn_max_age=60")
         env.setdefault("REDIS_URL", urls["REDIS_TEST_URL"])
         env.setdefault("DEBUG", "0")
-        env.setdefault("PLAYGROUND_EXECUTOR", "worker")
         env.setdefault("WORKBENCH_TASKS_BACKEND", "database")
         env.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
         if args.host in LOOPBACK:
@@ -236,9 +234,6 @@ def main() -> int:
         for i, port in enumerate(ports):
             argv = [daphne, "-b", "127.0.0.1", "-p", str(port), "workbench.asgi:application"]
             children.append(Child(f"web {i + 1} (:{port})", argv, env, logs / f"web-{i + 1}.log"))
-        for i in range(args.workers):
-            argv = [*manage, "playground_worker"]
-            children.append(Child(f"playground worker {i + 1}", argv, env, logs / f"worker-{i + 1}.log"))
         for i in range(args.task_workers):
             argv = [*manage, "worker", "--threads", str(args.threads)]
             children.append(Child(f"task worker {i + 1}", argv, env, logs / f"tasks-{i + 1}.log"))
@@ -248,8 +243,8 @@ def main() -> int:
             if not wait_http(port):
                 raise SystemExit(f"scaled: the web process on port {port} did not start (see {logs})")
         say(
-            f"{args.web} web process(es) on {', '.join(map(str, ports))}, {args.workers} playground "
-            f"worker(s), {args.task_workers} task worker(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
+            f"{args.web} web process(es) on {', '.join(map(str, ports))}, "
+            f"{args.task_workers} task worker(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
         )
         say(f"serving {url} (Ctrl-C stops everything)")
 

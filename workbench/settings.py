@@ -219,16 +219,8 @@ WORKBENCH_TRANSCRIPTS = env_bool("WORKBENCH_TRANSCRIPTS", True)
 WORKBENCH_TRANSCRIPT_DIR = Path(env_str("WORKBENCH_TRANSCRIPT_DIR", str(VAR_DIR / "transcripts")))
 WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 
-# Playground model calls: "inprocess" (embedded: threads in the web process), "worker" (scaled:
-# `manage.py playground_worker`), "immediate" (synchronous after commit; tests and scripts).
-PLAYGROUND_EXECUTOR = env_str("PLAYGROUND_EXECUTOR", "inprocess")
-if PLAYGROUND_EXECUTOR not in ("inprocess", "worker", "immediate"):
-    raise ValueError("PLAYGROUND_EXECUTOR must be inprocess, worker or immediate")
-# Forks re-executed by the workbench: "inprocess" (a thread after commit), "worker"
-# (`manage.py replay_worker`), "immediate" (synchronously after commit; tests and scripts).
-WORKBENCH_REPLAY_EXECUTOR = env_str("WORKBENCH_REPLAY_EXECUTOR", "inprocess")
-if WORKBENCH_REPLAY_EXECUTOR not in ("inprocess", "worker", "immediate"):
-    raise ValueError("WORKBENCH_REPLAY_EXECUTOR must be inprocess, worker or immediate")
+# Playground executions and forks re-executed by the workbench are django.tasks tasks
+# (playground.execute.execution_task, runs.execution.replay.fork_task), run by the task workers.
 # Modules that register step code (runs.engine.programs) in every process, comma-separated.
 WORKBENCH_PROGRAM_MODULES = [
     m.strip() for m in env_str("WORKBENCH_PROGRAM_MODULES", "runs.demo.job_search").split(",") if m.strip()
@@ -236,7 +228,7 @@ WORKBENCH_PROGRAM_MODULES = [
 # Retention of the response cache (seed 002's invocation log): a cached model answer expires this
 # many days after it was recorded or last used by a replay (0 = never); expired answers no longer
 # answer replays (a replay that needs one is refused, 410 REPLAY_DATA_EXPIRED) and are deleted
-# by `manage.py prune_replay_data` and, hourly, by `manage.py replay_worker`.
+# by `manage.py prune_replay_data` (and by the workers' retention pass).
 WORKBENCH_REPLAY_CACHE_DAYS = env_int("WORKBENCH_REPLAY_CACHE_DAYS", 90, minimum=0)
 # Runs that ended this many days ago are deleted by `manage.py prune_runs` (in bounded batches,
 # runs.actions.retention); 0 keeps every run.
@@ -246,9 +238,6 @@ WORKBENCH_IMPORT_ASYNC_BYTES = env_int("WORKBENCH_IMPORT_ASYNC_BYTES", 8 * 1024 
 # PostgreSQL: after an import job stored this many events, it runs VACUUM (ANALYZE) on the event table
 # (0: never), so the run's pages read its rows index-only at once instead of after autovacuum.
 WORKBENCH_IMPORT_VACUUM_EVENTS = env_int("WORKBENCH_IMPORT_VACUUM_EVENTS", 100_000, minimum=0)
-PLAYGROUND_WORKERS = env_int("PLAYGROUND_WORKERS", 4, minimum=1)
-PLAYGROUND_HEARTBEAT_SECONDS = env_int("PLAYGROUND_HEARTBEAT_SECONDS", 5, minimum=1)
-PLAYGROUND_STALE_SECONDS = env_int("PLAYGROUND_STALE_SECONDS", 30, minimum=3)
 # Outbound requests (runs.providers.egress: playground providers, OTLP export, webhooks later)
 # go to public addresses only, plus what the operator allows here: comma-separated networks, each
 # optionally with one port (10.0.0.0/8, 127.0.0.1:11434, [::1]:11434). This allowance applies to

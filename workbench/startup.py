@@ -2,7 +2,7 @@
 
 `manage.py` names the command before Django starts. Commands that serve requests or exist to
 check the project (`check`, `runserver`, `test`, `testserver`) keep Django's URL checks; every
-other command (migrate, bundle, tokens, demo_data, playground_worker, shell ...) skips them,
+other command (migrate, bundle, tokens, demo_data, worker, shell ...) skips them,
 because those checks import the whole URL tree (the REST API with django-ninja and pydantic,
 every view) only to look at it: about a second of start-up for nothing. `make lint` runs
 `manage.py check`, and every page test resolves URLs, so a broken URLconf is still caught.

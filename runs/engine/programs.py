@@ -1,10 +1,10 @@
-"""Step code the workbench can execute itself, by workflow id (what the replay worker runs).
+"""Step code the workbench can execute itself, by workflow id (what a fork's task runs).
 
 A *program* is a callable ``program(session)`` that drives one run of its workflow through a
 :class:`runs.execution.replay.ProgramSession` (the session API plus model calls through the provider
 layer and gate decisions). Hosts register theirs through the host API
 (``Workbench.register_workflow``); modules listed in ``WORKBENCH_PROGRAM_MODULES`` are imported
-at startup (and by ``manage.py replay_worker``) so that they register in every process.
+on the first lookup in every process (the server's, a task worker's) so that they register there.
 
 A program may carry ``program.check_fork(*, workspace, source, mode, overlay)``: called before a
 fork of its workflow is written, it raises ``runs.actions.ActionError`` to refuse one it could

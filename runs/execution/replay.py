@@ -17,21 +17,22 @@ provider request). From ``fromSeq`` on, commands append for real:
 * branch: model calls go to the provider (new invocations), gate decisions come from the
   overlay's ``gateDecisions`` (else the source's), ``configurable`` reaches the program.
 
-Executors (setting ``WORKBENCH_REPLAY_EXECUTOR``): ``inprocess`` (a thread after commit),
-``worker`` (``manage.py replay_worker``), ``immediate`` (synchronously after commit).
+A pending fork runs as a ``django.tasks`` task (:func:`fork_task`), enqueued once the fork is
+committed (and again when a reviewer's decision resumes a fork waiting at a gate); ``manage.py
+worker`` processes run it. Idempotent: the fork is claimed by its task row; when a worker dies
+mid-replay the same row runs again and re-executes the program from the start against everything
+the fork already recorded, which is matched, not appended (no event twice), and model calls inside
+it take their recorded answers (no second provider call). A fork whose worker died
+``MAX_ATTEMPTS`` times ends failed with the reason in words.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable
 from typing import Any, Protocol
 
-from django.conf import settings
-from django.db import close_old_connections, connection
-from django.db.models import F
+from django.db.models import F, Q
+from django.tasks import TaskContext, task
 from django.utils import timezone
 
 from runs import actions
@@ -486,14 +487,40 @@ def _fail_run(fork: RunFork, code: str, message: str) -> None:
         log.info("replay %s: failure not recorded: %s", fork.run.run_id, exc)
 
 
-def run_fork(fork_pk: int) -> RunFork | None:
-    """Claim a pending fork and re-execute it with its workflow's program."""
-    now = timezone.now()
-    if not RunFork.objects.filter(pk=fork_pk, status=ForkStatus.PENDING).update(
-        status=ForkStatus.RUNNING, started_at=now
+MAX_ATTEMPTS = 3
+WORKER_LOST = "WORKER_LOST"
+NOT_QUEUED = "NOT_QUEUED"
+
+
+@task(takes_context=True)
+def fork_task(context: TaskContext, fork_pk: int) -> str:
+    """Re-execute one fork (see the module's notes on idempotency)."""
+    fork = run_fork(fork_pk, task_id=str(context.task_result.id))
+    return fork.status if fork is not None else "not claimed"
+
+
+def run_fork(fork_pk: int, *, task_id: str = "") -> RunFork | None:
+    """Claim a pending fork and re-execute it with its workflow's program. With ``task_id`` (the
+    task), also a fork running under that same task row: its worker died, it resumes."""
+    claim = Q(status=ForkStatus.PENDING)
+    if task_id:
+        claim |= Q(status=ForkStatus.RUNNING, task_id=task_id)
+    if not RunFork.objects.filter(claim, pk=fork_pk).update(
+        status=ForkStatus.RUNNING, started_at=timezone.now(), task_id=task_id, attempts=F("attempts") + 1
     ):
         return None
     fork = RunFork.objects.select_related("run", "run__workspace", "source").get(pk=fork_pk)
+    if fork.attempts > MAX_ATTEMPTS:
+        message = f"the worker re-executing this fork stopped {MAX_ATTEMPTS} times before it finished"
+        _fail_run(fork, WORKER_LOST, message)
+        RunFork.objects.filter(pk=fork_pk).update(
+            status=ForkStatus.FAILED,
+            error_code=WORKER_LOST,
+            error_message=message,
+            finished_at=timezone.now(),
+        )
+        fork.refresh_from_db()
+        return fork
     program = programs.get(fork.run.workflow_id)
     if program is None:
         RunFork.objects.filter(pk=fork_pk).update(status=ForkStatus.EXTERNAL)
@@ -521,7 +548,9 @@ def run_fork(fork_pk: int) -> RunFork | None:
     )
     if waiting is not None and not _gate_still_waiting(fork, waiting):
         # A reviewer decided while the step code was still on its way to the gate: go on.
-        if RunFork.objects.filter(pk=fork_pk, status=ForkStatus.WAITING).update(status=ForkStatus.PENDING):
+        if RunFork.objects.filter(pk=fork_pk, status=ForkStatus.WAITING).update(
+            status=ForkStatus.PENDING, attempts=0
+        ):
             dispatch(fork_pk)
     fork.refresh_from_db()
     return fork
@@ -545,65 +574,23 @@ def resume_waiting_forks(change: RunChange) -> None:
     if not change.may_hold_decision():
         return
     if RunFork.objects.filter(run_id=change.run_pk, status=ForkStatus.WAITING).update(
-        status=ForkStatus.PENDING
+        status=ForkStatus.PENDING, attempts=0
     ):
         fork_pk = RunFork.objects.filter(run_id=change.run_pk).values_list("pk", flat=True).first()
         if fork_pk is not None:
             dispatch(fork_pk)
 
 
-def executor_mode() -> str:
-    return getattr(settings, "WORKBENCH_REPLAY_EXECUTOR", "inprocess")
-
-
-def _run_in_thread(fork_pk: int) -> None:
-    close_old_connections()
-    try:
-        run_fork(fork_pk)
-    except Exception:
-        log.exception("replay %s", fork_pk)
-    finally:
-        connection.close()
-
-
 def dispatch(fork_pk: int) -> None:
-    mode = executor_mode()
-    if mode == "immediate":
-        run_fork(fork_pk)
-    elif mode == "inprocess":
-        threading.Thread(
-            target=_run_in_thread, args=(fork_pk,), name=f"replay-{fork_pk}", daemon=True
-        ).start()
-    # "worker": manage.py replay_worker picks it up
-
-
-PRUNE_EVERY_SECONDS = 3600.0
-
-
-def work(*, once: bool = False, poll: float = 1.0, retention: Callable[[], object] | None = None) -> int:
-    """The replay worker's loop: run pending forks oldest first. Returns how many it ran.
-    Expired cached responses are pruned when it starts and then hourly, and ``retention`` (the
-    caller's further clean-up, e.g. transcripts of deleted runs) is called with them."""
-
-    ran = 0
-    pruned_at: float | None = None
-    while True:
-        if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY_SECONDS:
-            pruned_at = time.monotonic()
-            for slug, count in responsecache.prune().items():
-                log.info("replay worker: %d expired cached response(s) of %s deleted", count, slug)
-            if retention is not None:
-                retention()
-        ids = list(
-            RunFork.objects.filter(status=ForkStatus.PENDING)
-            .order_by("created_at")
-            .values_list("pk", flat=True)[:20]
-        )
-        for pk in ids:
-            if run_fork(pk) is not None:
-                ran += 1
-        if once:
-            return ran
-        if not ids:
-            time.sleep(poll)
-        close_old_connections()
+    """Enqueue the fork's task (called once the fork's pending state is committed)."""
+    try:
+        fork_task.enqueue(fork_pk)
+    except Exception as exc:  # the task backend refused: the fork says so instead of staying pending
+        log.exception("replay %s not queued", fork_pk)
+        message = f"the fork could not be queued for a worker ({type(exc).__name__}); fork the run again"
+        if RunFork.objects.filter(pk=fork_pk, status=ForkStatus.PENDING).update(
+            status=ForkStatus.FAILED, error_code=NOT_QUEUED, error_message=message, finished_at=timezone.now()
+        ):
+            _fail_run(
+                RunFork.objects.select_related("run", "run__workspace").get(pk=fork_pk), NOT_QUEUED, message
+            )

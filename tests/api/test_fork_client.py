@@ -1,5 +1,5 @@
 """A host pipeline in another process replays through workbench_sdk.client (live server on loopback),
-and the `fork` / `replay_worker` commands."""
+and the `fork` command with a task worker running the fork it queued."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ import io
 import orjson
 import pytest
 from django.core.management import call_command
+from django_tasks_db.models import DBTaskResult
 from workbench_sdk.client import WorkbenchClient, make_event
+
+from runs.models import RunFork
+from tests.task_backends import DATABASE, task_backend
 
 REQUEST = {"model": "claude-haiku-4-5", "max_tokens": 32, "messages": [{"role": "user", "content": "Hi"}]}
 ANSWER = {
@@ -90,7 +94,6 @@ def test_fork_command(transactional_db, workspace, settings):
     from runs.execution.host import Workbench
     from runs.execution.replay import run_program
 
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"
     source = run_program(
         Workbench(workspace=workspace), workflow=JOB_SEARCH_WORKFLOW, program=job_search_program
     )
@@ -99,13 +102,16 @@ def test_fork_command(transactional_db, workspace, settings):
     result = orjson.loads(out.getvalue())
     assert result["status"] == "completed" and result["determinism"]["score"] == 1.0
     out = io.StringIO()
-    call_command(
-        "fork", source.run_id, "--workspace", "acme", "--mode", "branch", "--from-seq", "5", stdout=out
-    )
-    assert orjson.loads(out.getvalue())["status"] == "pending"
-    out = io.StringIO()
-    call_command("replay_worker", "--once", stdout=out)
-    assert out.getvalue().startswith("1 fork")
+    with task_backend(DATABASE):  # the fork's task is a row; a worker process runs it
+        call_command(
+            "fork", source.run_id, "--workspace", "acme", "--mode", "branch", "--from-seq", "5", stdout=out
+        )
+        branch = orjson.loads(out.getvalue())
+        assert branch["status"] == "pending"
+        assert DBTaskResult.objects.filter(task_path="runs.execution.replay.fork_task").count() == 1
+        call_command("db_worker", batch=True, reload=False, startup_delay=False, verbosity=0)
+    assert RunFork.objects.get(run__run_id=branch["runId"]).status == "completed"
+    assert DBTaskResult.objects.get(task_path="runs.execution.replay.fork_task").status == "SUCCESSFUL"
     out = io.StringIO()
     call_command("fork", "report", result["runId"], "--workspace", "acme", stdout=out)
     assert orjson.loads(out.getvalue())["score"] == 1.0

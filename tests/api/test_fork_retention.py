@@ -101,14 +101,6 @@ def test_prune_deletes_expired_answers_per_workspace(api, outsider, source, work
         call_command("prune_replay_data", "--workspace", "nope", stdout=StringIO())
 
 
-def test_the_replay_worker_prunes(source):
-    from runs.execution.replay import work
-
-    age(31)
-    work(once=True)
-    assert not CachedResponse.objects.exists()
-
-
 def test_deleting_a_run_deletes_the_answers_it_recorded(api, source, workspace):
     key = CachedResponse.objects.get(run__run_id=source).key
     assert api.get(f"/api/cache/{key}").status_code == 200

@@ -23,7 +23,7 @@ def pending_execution(transactional_db, django_user_model, settings):
     from runs.models import Workspace
     from tests.fakes.anthropic_api import FakeAnthropic
 
-    settings.PLAYGROUND_EXECUTOR = "worker"  # stored only: the test runs the worker
+    # stored only (the suite's task backend runs nothing): the test runs the task's work itself
     settings.WORKBENCH_EGRESS_ALLOW = LOOPBACK  # the fake listens on 127.0.0.1
     with FakeAnthropic() as fake:
         fake.chunk_delay = 0.02
@@ -52,17 +52,17 @@ async def test_socket_is_woken_by_commits_through_the_layer(
 ):
     from django.db import close_old_connections
 
-    from playground import execute
+    from playground import consumers, execute
 
     user, execution_id = pending_execution
     reads = []
-    original = execute.heal
+    original = consumers.load_execution
 
-    def counted(ex):  # every read of the row by the socket goes through heal
+    def counted(pk):  # every read of the row by the socket
         reads.append(1)
-        return original(ex)
+        return original(pk)
 
-    monkeypatch.setattr(execute, "heal", counted)
+    monkeypatch.setattr(consumers, "load_execution", counted)
     comm, connected, _ = await open_socket(f"/ws/playground/executions/{execution_id}/", user)
     assert connected
     assert await comm.receive_json_from(timeout=5) == {"type": "status", "status": "pending"}

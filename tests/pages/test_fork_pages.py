@@ -11,7 +11,6 @@ from tests.pages.conftest import login
 
 @pytest.mark.django_db
 def test_timeline_links_and_owner_forks(client, alice, run, settings):
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"
     login(client, alice)
     page = client.get(f"/runs/{run.run_id}/events/1/detail/", HTTP_HX_REQUEST="true").content.decode()
     assert f"/runs/{run.run_id}/fork/?mode=replay&amp;seq=1" in page

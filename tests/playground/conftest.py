@@ -10,6 +10,7 @@ from django.apps import apps
 
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.openai_api import FakeOpenAI
+from tests.task_backends import DUMMY, IMMEDIATE, task_backend
 
 LOOPBACK = ["127.0.0.0/8", "::1/128"]
 
@@ -41,6 +42,21 @@ def global_defaults(request):
 
 
 @pytest.fixture
+def immediate_tasks():
+    """Tasks (playground executions, forks) run as soon as they are enqueued, after the commit that
+    stored their rows: what a worker with a free thread does at once."""
+    with task_backend(IMMEDIATE) as backend:
+        yield backend
+
+
+@pytest.fixture
+def stored_tasks(immediate_tasks):
+    """Tasks are only recorded (the dummy backend's ``results``): the test runs their work itself."""
+    with task_backend(DUMMY) as backend:
+        yield backend
+
+
+@pytest.fixture
 def anthropic_fake():
     with FakeAnthropic() as fake:
         yield fake
@@ -53,11 +69,10 @@ def openai_fake():
 
 
 @pytest.fixture
-def fake_models(db, workspace, anthropic_fake, openai_fake, settings):
+def fake_models(db, workspace, anthropic_fake, openai_fake, settings, immediate_tasks):
     """A workspace with its own Anthropic and OpenAI-compatible providers pointing at the fakes."""
     from playground.models import ModelEntry, ProviderConfig
 
-    settings.PLAYGROUND_EXECUTOR = "immediate"
     anth = ProviderConfig(
         workspace=workspace,
         name="Fake Anthropic",

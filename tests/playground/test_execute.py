@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.utils import timezone
+from django.tasks import TaskContext
 
 from playground import compose as c
 from playground import execute, operations
@@ -205,112 +204,88 @@ def test_missing_key_fails_with_no_provider(
     assert ex.run_id == ""
 
 
-def test_a_claimed_execution_is_not_run_twice(
-    workspace, alice, fake_models, anthropic_fake, settings, django_capture_on_commit_callbacks
-):
-    settings.PLAYGROUND_EXECUTOR = "worker"
-    entry = fake_models["sonnet"]
-    with django_capture_on_commit_callbacks(execute=True):
-        ex = execute.submit(
-            workspace=workspace,
-            user=alice,
-            entry=entry,
-            composition=c.compose(c.Session(prompt="hi"), entry.spec()),
-        )
-    assert Execution.objects.get(pk=ex.pk).status == "pending"  # the web process only stores
-    execute.process(ex.pk, "worker-a")
-    execute.process(ex.pk, "worker-b")
-    assert len(anthropic_fake.requests) == 1
-    assert Execution.objects.get(pk=ex.pk).worker_id == "worker-a"
-
-
-def test_crash_recovery_fails_a_stale_processing_execution_and_its_run(
-    workspace, alice, fake_models, settings
-):
-    settings.PLAYGROUND_EXECUTOR = "worker"
-    entry = fake_models["sonnet"]
-    ex = execute.submit(
+def _submit(workspace, user, entry, prompt="hi"):
+    return execute.submit(
         workspace=workspace,
-        user=alice,
+        user=user,
         entry=entry,
-        composition=c.compose(c.Session(prompt="hi"), entry.spec()),
+        composition=c.compose(c.Session(prompt=prompt), entry.spec()),
     )
-    # A worker claims it, starts the run, then dies without finishing.
-    assert execute.claim(ex.pk, "dead-worker")
+
+
+def _run_task(task_result, execution_id) -> str:
+    """What a worker does with the task row: call the task with its context."""
+    return execute.execution_task.call(TaskContext(task_result=task_result), str(execution_id))
+
+
+def test_the_task_is_enqueued_on_commit_and_a_second_task_row_does_nothing(
+    workspace, alice, fake_models, anthropic_fake, stored_tasks, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        ex = _submit(workspace, alice, fake_models["sonnet"])
+    assert stored_tasks.results == []  # nothing before the commit
+    for callback in callbacks:
+        callback()
+    assert Execution.objects.get(pk=ex.pk).status == "pending"  # the web process only stores
+    (first,) = stored_tasks.results
+    assert first.task.module_path == "playground.execute.execution_task" and first.args == [str(ex.pk)]
+    second = execute.execution_task.enqueue(str(ex.pk))  # e.g. enqueued twice by mistake
+    assert _run_task(first, ex.pk) == "completed"
+    assert _run_task(second, ex.pk) == "completed"  # claimed by the first row: nothing done
+    assert len(anthropic_fake.requests) == 1
+    assert Execution.objects.get(pk=ex.pk).worker_id == f"task:{first.id}"
+
+
+def test_a_task_run_again_after_its_worker_died_mid_call_never_calls_the_provider_again(
+    workspace, alice, fake_models, anthropic_fake, stored_tasks
+):
+    ex = _submit(workspace, alice, fake_models["sonnet"])
+    result = execute.execution_task.enqueue(str(ex.pk))
+    claim = f"task:{result.id}"
+    # The worker claimed it, started the run (the request is recorded), then died mid-stream.
+    assert execute.claim(ex.pk, claim)
     ex.refresh_from_db()
-    recorder = execute.RunRecorder(ex)
-    run_id = recorder.start({"model": "m"}, ())
+    run_id = execute.RunRecorder(ex).start({"model": "m"}, ())
     Execution.objects.filter(pk=ex.pk).update(run_id=run_id, partial_text="half an ans")
-    assert execute.recover_stale() == []  # still fresh
-    later = timezone.now() + timedelta(seconds=settings.PLAYGROUND_STALE_SECONDS + 1)
-    assert execute.recover_stale(now=later) == [ex.pk]
+    # Its lease expired: the same task row runs again.
+    assert _run_task(result, ex.pk) == "failed"
     ex.refresh_from_db()
-    assert (
-        ex.status == "failed"
-        and ex.error_code == "EXECUTION_INTERRUPTED"
-        and ex.response_text == "half an ans"
-    )
+    assert ex.error_code == "EXECUTION_INTERRUPTED" and ex.response_text == "half an ans"
+    assert "not sent again" in ex.error_message
+    assert anthropic_fake.requests == []  # the request may have reached the provider: not sent twice
     run = Run.objects.get(run_id=run_id)
     assert run.status == "failed"
-    assert execute.recover_stale(now=later) == []
-    # the dead worker waking up cannot overwrite the recovered state
-    assert not execute._finish(ex.pk, "dead-worker", status="completed")
+    events = Event.objects.filter(run=run).count()
+    assert _run_task(result, ex.pk) == "failed"  # once more: nothing changes
+    assert Event.objects.filter(run=run).count() == events
+    # the dead worker waking up cannot overwrite the ended state
+    assert not execute._finish(ex.pk, claim, status="completed")
 
 
-def test_heal_on_read_and_heartbeat_keeps_a_live_execution(workspace, alice, fake_models, settings):
-    settings.PLAYGROUND_EXECUTOR = "worker"
-    entry = fake_models["sonnet"]
-    ex = execute.submit(
-        workspace=workspace,
-        user=alice,
-        entry=entry,
-        composition=c.compose(c.Session(prompt="hi"), entry.spec()),
-    )
-    runner = execute.Runner(workers=1, prefix="test")
-    try:
-        assert execute.claim(ex.pk, runner.worker_id)
-        old = timezone.now() - timedelta(seconds=settings.PLAYGROUND_STALE_SECONDS + 5)
-        Execution.objects.filter(pk=ex.pk).update(heartbeat_at=old)
-        runner.beat()  # the worker is alive: its heartbeat refreshes the row
-        assert execute.heal(Execution.objects.get(pk=ex.pk)).status == "processing"
-        Execution.objects.filter(pk=ex.pk).update(heartbeat_at=old)
-        assert execute.heal(Execution.objects.get(pk=ex.pk)).status == "failed"
-    finally:
-        runner.shutdown()
-
-
-@pytest.mark.django_db(transaction=True)
-def test_worker_command_processes_pending_executions(
-    transactional_db, workspace, alice, settings, anthropic_fake
+def test_a_task_run_again_before_its_run_started_resumes_the_call(
+    workspace, alice, fake_models, anthropic_fake, stored_tasks
 ):
-    from django.core.management import call_command
+    ex = _submit(workspace, alice, fake_models["sonnet"], "resume me")
+    result = execute.execution_task.enqueue(str(ex.pk))
+    assert execute.claim(ex.pk, f"task:{result.id}")  # claimed, then the worker died at once
+    assert _run_task(result, ex.pk) == "completed"
+    ex.refresh_from_db()
+    assert ex.response_text == "Echo: resume me" and len(anthropic_fake.requests) == 1
+    assert Run.objects.get(run_id=ex.run_id).status == "completed"
+    # another claim (a second task row) neither resumes nor fails it
+    other = execute.execution_task.enqueue(str(ex.pk))
+    assert _run_task(other, ex.pk) == "completed" and len(anthropic_fake.requests) == 1
 
-    from playground.models import ProviderConfig
 
-    settings.PLAYGROUND_EXECUTOR = "worker"
-    provider = ProviderConfig(
-        workspace=workspace, name="F", kind="anthropic", base_url=anthropic_fake.url, max_retries=0
-    )
-    provider.set_api_key("test-anthropic-key")
-    provider.save()
-    entry = ModelEntry.objects.create(
-        workspace=workspace, provider=provider, model_id="claude-sonnet-4-6", display_name="S"
-    )
-    ids = [
-        execute.submit(
-            workspace=workspace,
-            user=alice,
-            entry=entry,
-            composition=c.compose(c.Session(prompt=f"q{i}"), entry.spec()),
-        ).pk
-        for i in range(3)
-    ]
-    assert set(Execution.objects.values_list("status", flat=True)) == {"pending"}
-    from django.db import connection
+def test_a_refused_enqueue_fails_the_execution_in_words(
+    workspace, alice, fake_models, stored_tasks, monkeypatch, django_capture_on_commit_callbacks
+):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("queue unavailable")
 
-    # SQLite's shared in-memory test database locks whole tables: one thread there, two on PostgreSQL
-    concurrency = "1" if connection.vendor == "sqlite" else "2"
-    call_command("playground_worker", "--once", "--concurrency", concurrency)
-    done = Execution.objects.filter(pk__in=ids)
-    assert {e.status for e in done} == {"completed"}
-    assert sorted(e.response_text for e in done) == ["Echo: q0", "Echo: q1", "Echo: q2"]
+    monkeypatch.setattr(stored_tasks, "enqueue", refuse)
+    with django_capture_on_commit_callbacks(execute=True):
+        ex = _submit(workspace, alice, fake_models["sonnet"])
+    ex.refresh_from_db()
+    assert ex.status == "failed" and ex.error_code == "EXECUTION_NOT_QUEUED"
+    assert "could not be queued" in ex.error_message

@@ -18,11 +18,6 @@ from tests.playground.test_execute import send
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def worker_runs_forks(settings):
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # each test runs the worker step itself
-
-
 @pytest.fixture
 def sent(workspace, alice, fake_models, django_capture_on_commit_callbacks):
     """``sent(model, session)``: alice's completed playground execution of ``session``."""

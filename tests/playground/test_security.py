@@ -43,8 +43,7 @@ def sent_headers(fake) -> str:
 
 
 @pytest.fixture
-def attacker(client, django_user_model, settings):
-    settings.PLAYGROUND_EXECUTOR = "immediate"
+def attacker(client, django_user_model, settings, immediate_tasks):
     user = django_user_model.objects.create_user(username="mallory", password="mallory-password-123")
     client.force_login(user)
     client.get("/playground/")  # the personal workspace is made on first visit
@@ -90,11 +89,17 @@ def test_storage_refuses_a_workspace_provider_reading_the_environment(workspace)
 
 
 def test_operator_key_goes_only_to_the_endpoints_the_operator_listed(
-    client, alice, workspace, anthropic_fake, monkeypatch, settings, django_capture_on_commit_callbacks
+    client,
+    alice,
+    workspace,
+    anthropic_fake,
+    monkeypatch,
+    settings,
+    django_capture_on_commit_callbacks,
+    immediate_tasks,
 ):
     """Even a global provider whose base URL was changed does not carry the operator's key
     anywhere but the listed endpoints."""
-    settings.PLAYGROUND_EXECUTOR = "immediate"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
     provider = ProviderConfig.objects.get(workspace__isnull=True, name="Anthropic")
     assert provider.key_source == "operator key" and provider.missing() is None

@@ -33,9 +33,8 @@ def _wait_for(predicate, seconds: float = 10.0) -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("model", ["sonnet", "local"])
 def test_stop_drops_the_provider_stream_and_records_a_cancelled_execution(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model
+    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model, stored_tasks
 ):
-    settings.PLAYGROUND_EXECUTOR = "worker"  # nothing dispatched: this test runs the worker itself
     fake = anthropic_fake if model == "sonnet" else openai_fake
     fake.chunk_delay = 0.05  # 150 words: about 7.5 s if nobody stops it
     ex = _submit(workspace, alice, fake_models[model], LONG)
@@ -61,9 +60,8 @@ def test_stop_drops_the_provider_stream_and_records_a_cancelled_execution(
 
 @pytest.mark.django_db(transaction=True)
 def test_stop_of_a_pending_execution_means_it_never_runs(
-    workspace, alice, fake_models, anthropic_fake, settings
+    workspace, alice, fake_models, anthropic_fake, settings, stored_tasks
 ):
-    settings.PLAYGROUND_EXECUTOR = "worker"
     ex = _submit(workspace, alice, fake_models["sonnet"], "never sent")
     assert execute.cancel(ex, actor="user:alice")
     execute.process(ex.pk, "late-worker")

@@ -16,6 +16,7 @@ import time
 from decimal import Decimal
 
 import pytest
+from django.tasks import TaskContext
 
 from playground import compose as c
 from playground import execute
@@ -239,10 +240,9 @@ def _submit(workspace, user, entry, prompt: str = PROMPT) -> Execution:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("model", MODELS)
 def test_stop_before_the_first_byte_cancels_the_request_and_the_sdk_retries(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model
+    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model, stored_tasks
 ):
     """The SDK would time out after 1 s and retry twice; after Stop, no request reaches the fake."""
-    settings.PLAYGROUND_EXECUTOR = "worker"  # nothing dispatched: this test runs the worker itself
     fake = _fake(model, anthropic_fake, openai_fake)
     provider = fake_models["anthropic" if model == "sonnet" else "openai"]
     provider.timeout_seconds, provider.max_retries = 1.0, 2
@@ -270,9 +270,8 @@ def test_stop_before_the_first_byte_cancels_the_request_and_the_sdk_retries(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("model", MODELS)
 def test_stop_mid_stream_sends_nothing_more(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model
+    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, model, stored_tasks
 ):
-    settings.PLAYGROUND_EXECUTOR = "worker"
     fake = _fake(model, anthropic_fake, openai_fake)
     provider = fake_models["anthropic" if model == "sonnet" else "openai"]
     provider.max_retries = 2
@@ -293,11 +292,10 @@ def test_stop_mid_stream_sends_nothing_more(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("model", MODELS)
 def test_an_answer_that_arrives_after_stop_is_billed_on_the_cancelled_execution(
-    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, monkeypatch, model
+    workspace, alice, fake_models, anthropic_fake, openai_fake, settings, monkeypatch, model, stored_tasks
 ):
     """The whole answer arrived before the Stop took effect (the race a real provider wins):
     the tokens are billed, so the cancelled execution and its run's ledger show them."""
-    settings.PLAYGROUND_EXECUTOR = "worker"
     entry = fake_models[model]
     entry.input_price, entry.output_price = Decimal("3"), Decimal("15")
     entry.save()
@@ -330,3 +328,33 @@ def test_an_answer_that_arrives_after_stop_is_billed_on_the_cancelled_execution(
     assert Decimal(run.cost_totals["USD"]) == pytest.approx(ex.cost, rel=Decimal("1e-6"))
     types = list(Event.objects.filter(run=run).order_by("seq").values_list("type", flat=True))
     assert types[-1] == "run_status_changed" and types.count("model_io") >= 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stop_pressed_in_another_process_stops_a_call_waiting_for_its_first_byte(
+    workspace, alice, fake_models, anthropic_fake, monkeypatch, stored_tasks
+):
+    """The call runs in a worker process: Stop there is only the row saying cancelled. The task's
+    stop watch sees it and shuts the connection; the SDK's retries never reach the fake."""
+    provider = fake_models["anthropic"]
+    provider.timeout_seconds, provider.max_retries = 1.0, 2
+    provider.save()
+    anthropic_fake.script({"misbehave": "slow", "delay": 2.5})  # silent: no chunk to flush between
+    ex = _submit(workspace, alice, fake_models["sonnet"])
+    (queued,) = stored_tasks.results
+    worker = threading.Thread(
+        target=execute.execution_task.call, args=(TaskContext(task_result=queued), str(ex.pk))
+    )
+    worker.start()
+    _wait_for(lambda: len(anthropic_fake.server.received) == 1)
+    # No in-process fast path: the Stop is pressed "elsewhere" and only its row tells.
+    monkeypatch.setattr(execute, "signal_stop", lambda execution_id: False)
+    assert execute.cancel(Execution.objects.get(pk=ex.pk), actor="user:alice") is True
+    stopped_at = time.monotonic()
+    worker.join(timeout=execute.STOP_WATCH_SECONDS + 2)
+    assert not worker.is_alive(), "the call went on after Stop was pressed in another process"
+    time.sleep(3.5)  # past the timeout and the SDK's back-off: a retry would have arrived by now
+    assert after_stop(anthropic_fake.server.received, stopped_at) == []
+    assert len(anthropic_fake.server.received) == 1
+    ex.refresh_from_db()
+    assert ex.status == "cancelled" and Run.objects.get(run_id=ex.run_id).status == "cancelled"

@@ -285,12 +285,11 @@ async def test_websocket_streams_an_execution_to_its_end(alice_async_setup):
 
 
 @pytest.fixture
-def alice_async_setup(transactional_db, django_user_model, settings, anthropic_fake):
+def alice_async_setup(transactional_db, django_user_model, settings, anthropic_fake, immediate_tasks):
     from playground import execute
     from runs.actions.workspaces import add_member
     from runs.models import Workspace
 
-    settings.PLAYGROUND_EXECUTOR = "immediate"
     ws = Workspace.objects.create(slug="ws-live", name="Live")
     other_ws = Workspace.objects.create(slug="ws-other", name="Other")
     user = django_user_model.objects.create_user(username="liz", password="pw-123456789")

@@ -20,7 +20,6 @@ from tests.replay.test_replay import WORKFLOW, Pipeline, bodies
 @pytest.fixture
 def pipeline(fake_anthropic, settings):
     settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8", "::1/128"]
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # the test runs the worker itself
     program = Pipeline(fake_anthropic.url)
     programs.register(WORKFLOW["id"], program)
     yield program

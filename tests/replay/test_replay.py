@@ -77,7 +77,6 @@ def fake():
 @pytest.fixture
 def pipeline(fake, settings):
     settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8", "::1/128"]  # the fake listens on loopback
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"  # the test runs the worker step itself
     program = Pipeline(fake.url)
     programs.register(WORKFLOW["id"], program)
     yield program
@@ -228,7 +227,6 @@ def test_demo_pipeline_replays_deterministically(workspace, settings):
     from runs.demo.job_search import JOB_SEARCH_WORKFLOW, job_search_program
     from runs.execution.replay import run_program
 
-    settings.WORKBENCH_REPLAY_EXECUTOR = "worker"
     wb = Workbench(workspace=workspace, actor="pipeline:job-search")
     source = run_program(wb, workflow=JOB_SEARCH_WORKFLOW, program=job_search_program).run
     fork = replay(workspace, source, mode="replay", from_seq=12)

@@ -160,7 +160,7 @@ FUZZ = settings(  # per route: the file stays well under a minute on a busy 2-co
 def world(workspace, other_workspace, alice, vera, charlie, workflow, settings):
     from playground.models import ModelEntry, ProviderConfig
 
-    settings.PLAYGROUND_EXECUTOR = "worker"  # sends are stored, never executed here
+    # sends are stored, never executed here (the suite's task backend runs nothing)
     settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8"]
     settings.PLAYGROUND_SEND_RATE_PER_MINUTE = 0
     built = build_world(workspace, other_workspace, alice, vera, charlie, workflow)

@@ -22,6 +22,7 @@ from playground.models import Execution, ModelEntry, ProviderConfig
 from runs.providers import ProviderError, call, egress
 from tests.fakes.loopback import LoopbackServer, Reply
 from tests.fakes.openai_api import FakeOpenAI
+from tests.task_backends import IMMEDIATE, task_backend
 
 # -- addresses ---------------------------------------------------------------------------------
 
@@ -82,10 +83,11 @@ def test_the_allowance_is_the_operator_setting_plus_loopback_for_the_operator_wh
 
 @pytest.fixture
 def embedded(settings):
-    """The default profile, with no operator allowance."""
+    """The default profile, with no operator allowance; playground executions run at once."""
     settings.EMBEDDED_PROFILE = True
     settings.WORKBENCH_EGRESS_ALLOW = []
-    settings.PLAYGROUND_EXECUTOR = "immediate"
+    with task_backend(IMMEDIATE):
+        yield
 
 
 @pytest.fixture

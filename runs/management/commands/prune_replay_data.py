@@ -4,8 +4,8 @@ model responses (the replay cache), workspace by workspace.
 An answer expires ``WORKBENCH_REPLAY_CACHE_DAYS`` days (``--days`` overrides) after it was
 recorded or last used by a replay. Expired answers already no longer answer replays; this
 reclaims their rows. It also removes the live transcripts (var/transcripts/) of runs that no
-longer exist (a deleted workspace, a write that raced a deletion). ``manage.py replay_worker``
-does the same hourly.
+longer exist (a deleted workspace, a write that raced a deletion). The task workers' retention
+pass does the same hourly.
 """
 
 from __future__ import annotations
