@@ -55,7 +55,7 @@ def serve_app(
     setup_code: str,
     extra_env: dict[str, str] | None = None,
     keep_stdout: bool = False,
-    workers: int = 0,
+    workers: int = 1,
 ) -> Iterator[str]:
     """A fresh SQLite database in `tmp`, migrated and seeded by `setup_code`, served by daphne
     (with `keep_stdout`, its standard output, the console e-mails among it, in tmp/stdout.log),

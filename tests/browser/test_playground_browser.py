@@ -49,7 +49,6 @@ def server(tmp_path_factory, fake):
         tmp,
         setup_code=SETUP.format(url=fake.url),
         extra_env={
-            "PLAYGROUND_EXECUTOR": "inprocess",
             # the fake provider listens on loopback: the operator allowance the server needs for it
             "PLAYGROUND_EGRESS_ALLOW": "127.0.0.0/8",
         },

@@ -52,7 +52,7 @@ def server(tmp_path_factory, fakes):
         tmp,
         setup_code=SETUP.format(anthropic=anthropic.url, openai=openai.url),
         # the fakes listen on loopback: the operator allows it for the workspace providers
-        extra_env={"PLAYGROUND_EXECUTOR": "inprocess", "WORKBENCH_EGRESS_ALLOW": "127.0.0.0/8"},
+        extra_env={"WORKBENCH_EGRESS_ALLOW": "127.0.0.0/8"},
     ) as url:
         yield url
 

@@ -87,7 +87,7 @@ def env(tmp_path_factory, fake):
     with support.serve_app(
         tmp,
         setup_code=setup,
-        extra_env={"PLAYGROUND_EXECUTOR": "inprocess", "PLAYGROUND_EGRESS_ALLOW": "127.0.0.0/8"},
+        extra_env={"PLAYGROUND_EGRESS_ALLOW": "127.0.0.0/8"},
     ) as url:
         yield url, token_file.read_text().strip()
 
