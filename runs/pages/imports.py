@@ -22,6 +22,7 @@ from runs.protocol.bundle import check_bundle, check_bundle_file
 from runs.selectors.runs import find_run
 from runs.selectors.signing import bundle_signature
 from runs.web.request import (
+    HtmxHttpRequest,
     actor_for,
     current_workspace,
     may,
@@ -205,7 +206,7 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def import_job(request: HttpRequest, job_id: str) -> HttpResponse:
+def import_job(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
     """A background import's progress and outcome (the section polls itself while the job runs)."""
     require_action(request, Action.VIEW_RUN)
     workspace = current_workspace(request)
