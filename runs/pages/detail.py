@@ -162,8 +162,7 @@ def timeline(request: HtmxHttpRequest, access: RunAccess) -> HttpResponse:
         response["HX-Push-Url"] = f"{ctx['detail_url']}?{query.urlencode()}#timeline"
         return response
     # Without htmx: the detail page at that window (keeps links working with JS off).
-    query = request.GET.urlencode()
-    return redirect(f"{ctx['detail_url']}?{query}#timeline")
+    return redirect(f"{ctx['detail_url']}?{request.GET.urlencode()}#timeline")
 
 
 @run_page

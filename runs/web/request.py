@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 from django_htmx.middleware import HtmxDetails
@@ -37,6 +38,12 @@ class HtmxHttpRequest(HttpRequest):
     views that answer both full pages and fragments take this type to read ``request.htmx``."""
 
     htmx: HtmxDetails
+
+
+class AuthenticatedHttpRequest(HttpRequest):
+    """A request to a ``@login_required`` view: its user is signed in (django-stubs' recipe)."""
+
+    user: User
 
 
 def current_membership(request: HttpRequest) -> Membership | None:
