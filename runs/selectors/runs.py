@@ -687,16 +687,17 @@ def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
     """The latest gate requests and resolutions of a run, newest first, bodies parsed as ``data``."""
     # One query per type so each is a backwards range scan of the (run, type, seq) index; an IN over
     # both types makes SQLite walk the whole trace by (run, seq) instead.
-    history: list[dict[str, Any]] = sorted(
+    rows = sorted(
         (
-            dict(row)
+            row
             for etype in ("human_gate_requested", "human_gate_resolved")
             for row in Event.objects.filter(run=run, type=etype)
             .order_by("-seq")
             .values("seq", "type", "ts", "step_id", "correlation_id", "actor", "body")[:limit]
         ),
-        key=lambda row: -int(row["seq"]),
+        key=lambda row: -row["seq"],
     )[:limit]
+    history: list[dict[str, Any]] = [dict(row) for row in rows]
     for item in history:
         item["data"] = loads(item.pop("body"))
         # the named checkpoint an event of this engine is about (it sets correlationId for them);
