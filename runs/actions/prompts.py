@@ -188,7 +188,7 @@ def do_save_prompt_version(
                 raise ActionError("PROMPT_TYPE_MISMATCH", f"{name} is a {prompt.type} prompt", "type")
             elif tag_list is not None and tag_list != prompt.tags:
                 prompt.tags = tag_list
-                prompt.save(update_fields=["tags", "updated_at"])
+                prompt.save(update_fields=["tags"])  # Prompt has no updated_at: naming it raised
             checked = check_body(prompt.type, body)
             last = prompt.versions.aggregate(n=Max("number"))["n"] or 0
             version = PromptVersion.objects.create(
