@@ -308,7 +308,7 @@ def record_attempt(delivery: Delivery, outcome: Outcome) -> None:
     """Store what one attempt gave; disable the hook (and tell its owners) when asked to."""
     now = timezone.now()
     with transaction.atomic():
-        fields = {
+        fields: dict[str, object] = {
             "response_status": outcome.response_status,
             "response_excerpt": outcome.excerpt[:500],
             "error": outcome.error[:500],
