@@ -57,6 +57,8 @@ def _excerpt(response: httpx2.Response) -> str:
 
 def _secrets(delivery: Delivery) -> list[str]:
     hook = delivery.webhook
+    if hook is None:  # an e-mail delivery: nothing to sign
+        return []
     out = [hook.secret]
     if hook.previous_secret and hook.previous_secret_until and hook.previous_secret_until > timezone.now():
         out.append(hook.previous_secret)
@@ -126,13 +128,14 @@ def _may_receive(delivery: Delivery) -> bool:
 
 
 def _mail(delivery: Delivery) -> Outcome:
-    if not _may_receive(delivery):
+    recipient = delivery.recipient
+    if recipient is None or not _may_receive(delivery):
         return Outcome(False, error="the recipient may no longer receive it", cancelled=True)
     subject, text = messages.email_message(
         loads(delivery.payload), site_name=getattr(settings, "WORKBENCH_SITE_NAME", "Workbench")
     )
     try:
-        send_mail(subject, text, settings.DEFAULT_FROM_EMAIL, [delivery.recipient.email])
+        send_mail(subject, text, settings.DEFAULT_FROM_EMAIL, [recipient.email])
     except Exception as exc:  # SMTP down, refused, timed out: try again later
         return _failure(delivery, status=None, error=f"{type(exc).__name__}: {exc}")
     return Outcome(True)
