@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django import forms
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -72,6 +74,7 @@ class ProtectedResourceMetadata(OAuthProtectedResourceMetadataView):
 
 
 def _throttled(view, bucket: str):
+    @wraps(view)  # keeps the view's csrf_exempt (the OAuth endpoints take no cookies), sets __wrapped__
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if request.method in ("POST", "PUT", "DELETE"):
             limit = int(getattr(settings, "WORKBENCH_OAUTH_REQUESTS_PER_ADDRESS", 60))
@@ -86,8 +89,6 @@ def _throttled(view, bucket: str):
                 return response
         return view(request, *args, **kwargs)
 
-    wrapped.csrf_exempt = getattr(view, "csrf_exempt", False)  # the OAuth endpoints take no cookies
-    wrapped.__wrapped__ = view
     return wrapped
 
 

@@ -139,7 +139,9 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
     if latest is None:
         raise Http404("no such artifact")
     schema = schema_registry().get(latest["typeId"])
-    form = build_form(schema, latest.get("data")) if "data" in latest and post.get("editor") == "form" else None
+    form = (
+        build_form(schema, latest.get("data")) if "data" in latest and post.get("editor") == "form" else None
+    )
     use_form = form is not None
     errors: list[dict[str, str]] = []
     text = post.get("data", "")
