@@ -29,7 +29,7 @@ class _Runner:
     """One daemon thread running due tasks in order of their time (then of their arrival)."""
 
     def __init__(self) -> None:
-        self.heap: list[tuple[float, int, object]] = []
+        self.heap: list[tuple[float, int, TaskResult]] = []
         self.counter = itertools.count()
         self.wake = threading.Condition()
         self.thread: threading.Thread | None = None
