@@ -62,7 +62,7 @@ def _require(scopes: frozenset[str], action: Action, what: str) -> None:
 
 
 def _printable(text: str) -> bool:
-    return not any(ord(ch) < 0x20 and ch not in "\n\t\r" or 0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+    return not any((ord(ch) < 0x20 and ch not in "\n\t\r") or 0xD800 <= ord(ch) <= 0xDFFF for ch in text)
 
 
 def check_name(name: object) -> str:

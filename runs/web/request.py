@@ -48,7 +48,7 @@ class AuthenticatedHttpRequest(HttpRequest):
 
 def current_membership(request: HttpRequest) -> Membership | None:
     """The membership of the signed-in user in the workspace chosen in the session (cached per request)."""
-    cached: Membership | None | bool = getattr(request, "_workbench_membership", False)
+    cached: Membership | bool | None = getattr(request, "_workbench_membership", False)
     if cached is not False:
         return cached if isinstance(cached, Membership) else None
     membership: Membership | None = None
