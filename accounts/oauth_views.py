@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+from functools import wraps
 from urllib.parse import urlsplit
 
 from django import forms
@@ -75,6 +76,7 @@ class ProtectedResourceMetadata(OAuthProtectedResourceMetadataView):
 
 
 def _throttled(view, bucket: str):
+    @wraps(view)  # keeps the view's csrf_exempt (the OAuth endpoints take no cookies), sets __wrapped__
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if request.method in ("POST", "PUT", "DELETE"):
             limit = int(getattr(settings, "WORKBENCH_OAUTH_REQUESTS_PER_ADDRESS", 60))
@@ -89,8 +91,6 @@ def _throttled(view, bucket: str):
                 return response
         return view(request, *args, **kwargs)
 
-    wrapped.csrf_exempt = getattr(view, "csrf_exempt", False)  # the OAuth endpoints take no cookies
-    wrapped.__wrapped__ = view
     return wrapped
 
 

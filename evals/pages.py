@@ -60,7 +60,8 @@ def dataset_detail(request: HttpRequest, dataset_id: str) -> HttpResponse:
         try:
             upload = request.FILES.get("file")
             if upload is not None:
-                kind = "text/csv" if upload.name.lower().endswith(".csv") else (upload.content_type or "")
+                is_csv = (upload.name or "").lower().endswith(".csv")
+                kind = "text/csv" if is_csv else (upload.content_type or "")
                 items = actions.items_from_upload(upload.read(), kind)
             else:
                 items = actions.items_from_gates(workspace, request.POST.get("step_id", ""))

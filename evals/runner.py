@@ -204,7 +204,7 @@ def _item_of(experiment: Experiment, row: ExperimentItem) -> dict[str, Any]:
     return {}
 
 
-STATUS = {
+STATUS: dict[str, ItemStatus] = {  # fork status (a TextChoices value) -> item status
     ForkStatus.COMPLETED: ItemStatus.COMPLETED,
     ForkStatus.WAITING: ItemStatus.WAITING,
     ForkStatus.FAILED: ItemStatus.FAILED,

@@ -69,7 +69,8 @@ def validate_base_url(url: str) -> str:
     url = url.strip()
     if not url:
         return ""
-    if len(url) > ProviderConfig._meta.get_field("base_url").max_length:
+    limit = ProviderConfig._meta.get_field("base_url").max_length
+    if limit is not None and len(url) > limit:
         raise SettingsError(egress.URL_NOT_ALLOWED, "the base URL is too long", "base_url")
     allow = egress.settings_allowance(settings, operator=False)  # a workspace owner typed it
     try:

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -77,7 +78,8 @@ class ExecutionConsumer(AsyncJsonWebsocketConsumer):
     def _visible(self, user_id: int) -> bool:
         ex = Execution.objects.filter(pk=self.execution_id).values("workspace_id").first()
         return (
-            bool(ex) and Membership.objects.filter(user_id=user_id, workspace_id=ex["workspace_id"]).exists()
+            ex is not None
+            and Membership.objects.filter(user_id=user_id, workspace_id=ex["workspace_id"]).exists()
         )
 
     @database_sync_to_async
@@ -85,7 +87,7 @@ class ExecutionConsumer(AsyncJsonWebsocketConsumer):
         ex = load_execution(self.execution_id)
         if ex is None:
             return None
-        out = {"status": ex.status, "text": ex.partial_text, "thinking": ex.partial_thinking}
+        out: dict[str, Any] = {"status": ex.status, "text": ex.partial_text, "thinking": ex.partial_thinking}
         if ex.is_finished:
             out["state"] = state_with_context(ex)
             out["html"] = render_to_string("playground/_assistant.html", message_context(ex))

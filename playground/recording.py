@@ -20,7 +20,7 @@ from runs.providers.base import ProviderResult
 from runs.providers.redact import redact
 from runs.selectors.prompts import PROMPT_KEY
 
-WORKFLOW = {
+WORKFLOW: dict[str, Any] = {
     "id": "playground",
     "version": 1,
     "title": "Playground",

@@ -66,7 +66,8 @@ class PlannedCall:
 
 def execution_of(workspace: Any, run_doc: dict) -> Execution:
     """The execution a playground run (or a fork of one) records; PlanError when it is gone."""
-    metadata = run_doc.get("metadata") if isinstance(run_doc.get("metadata"), dict) else {}
+    metadata = run_doc.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     execution_id = (metadata.get("playground") or {}).get("executionId")
     execution = None
     if isinstance(execution_id, str):

@@ -122,8 +122,8 @@ def _members(workspace: Workspace, reviewers: list[Any]) -> list[Any]:
 def do_create_queue(
     *,
     workspace: Workspace,
-    name: str,
-    score_configs: list[Any],
+    name: object,  # request input: checked here
+    score_configs: object,
     instructions: str = "",
     reviews_per_item: int = 1,
     reservation_seconds: int = 600,
@@ -211,7 +211,7 @@ def item_target(raw: Any, index: int) -> tuple[str, str, int, str]:
     return raw["runId"], kind, seq, step_id
 
 
-def do_add_items(*, queue: Queue, items: list[Any], actor: str = "") -> AddedItems:
+def do_add_items(*, queue: Queue, items: object, actor: str = "") -> AddedItems:
     """Adds runs, events or steps of the queue's workspace; one already in the queue is counted, not
     added twice. An unknown run (or another workspace's) refuses the whole call."""
     if not isinstance(items, list) or not 1 <= len(items) <= ITEMS_MAX:
@@ -263,7 +263,7 @@ def do_claim_next(*, queue: Queue, user: Any, now: datetime | None = None) -> It
     now = now or timezone.now()
     until = now + timedelta(seconds=queue.reservation_seconds)
     user_pk = getattr(user, "pk", None)
-    if queue.reviewers.exists() and not queue.reviewers.filter(pk=user_pk).exists():
+    if queue.reviewers.exists() and (user_pk is None or not queue.reviewers.filter(pk=user_pk).exists()):
         return None  # the queue is assigned to named reviewers: nothing in it is for anyone else
     with transaction.atomic():
         take_write_lock(queue)
@@ -388,7 +388,7 @@ def do_submit_review(
     *,
     item: Item,
     user: Any,
-    answers: dict[str, Any],
+    answers: object,  # request input: checked here
     comment: str = "",
     actor: str = "",
     now: datetime | None = None,

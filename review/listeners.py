@@ -42,12 +42,13 @@ def may_match(change: RunChange) -> bool:
 
 
 def add_by_rules(change: RunChange) -> None:
-    if not may_match(change):
+    workspace_id = change.workspace_id
+    if workspace_id is None or not may_match(change):
         return
-    queues = list(Queue.objects.filter(workspace_id=change.workspace_id).exclude(rules={}))
+    queues = list(Queue.objects.filter(workspace_id=workspace_id).exclude(rules={}))
     if not queues:
         return
-    run = Run.unscoped.filter(pk=change.run_pk, workspace_id=change.workspace_id).first()
+    run = Run.unscoped.filter(pk=change.run_pk, workspace_id=workspace_id).first()
     if run is None:
         return
     facts = facts_of(run, change)

@@ -87,8 +87,9 @@ def agreement_by_config(queue: Queue) -> list[dict[str, Any]]:
             "item_id", "reviewer_name", "value", "string_value"
         ):
             ratings[item_id][reviewer] = label or value
-        level = "interval" if config.data_type == DataType.NUMERIC else "nominal"
-        result = agreement(dict(ratings), level=level)
+        result = agreement(
+            dict(ratings), level="interval" if config.data_type == DataType.NUMERIC else "nominal"
+        )
         out.append({"config": config.name, "dataType": config.data_type, "agreement": result})
     return out
 

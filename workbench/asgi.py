@@ -6,6 +6,7 @@ same process. Its session manager is started by the ASGI lifespan when the serve
 """
 
 import os
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
 
@@ -22,11 +23,17 @@ from runs.web.request_limits import install_daphne_request_limits  # noqa: E402
 from runs.web.uploads import BodyLimitASGI, install_daphne_body_limit  # noqa: E402
 from workbench.routing import websocket_urlpatterns  # noqa: E402
 
+if TYPE_CHECKING:
+    from runs.mcp.asgi import McpEndpoint
+
+mcp_endpoint: "McpEndpoint | None" = None  # None: the MCP extra is not installed (/api/mcp is unknown)
 try:
-    from runs.mcp.asgi import endpoint as mcp_endpoint  # noqa: E402
+    from runs.mcp.asgi import endpoint as _mcp_endpoint  # noqa: E402
     from runs.mcp.asgi import is_mcp_path  # noqa: E402
-except ImportError:  # the MCP extra is not installed: /api/mcp is an unknown API path
-    mcp_endpoint = None
+
+    mcp_endpoint = _mcp_endpoint
+except ImportError:
+    pass
 
 
 async def http_app(scope, receive, send):

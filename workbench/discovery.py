@@ -147,7 +147,7 @@ def build_llms_txt(request: HttpRequest) -> str:
         "## Docs",
         "",
     ]
-    optional = []
+    optional: list[str] = []
     for title, name, note in links:
         path = _path(name)
         if path is None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import secrets
+from importlib.util import find_spec
 from pathlib import Path
+from typing import overload
 from urllib.parse import parse_qs, unquote, urlparse
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -19,6 +21,10 @@ class EnvError(ValueError):
     pass
 
 
+@overload
+def env_str(name: str, default: str) -> str: ...
+@overload
+def env_str(name: str, default: None = None) -> str | None: ...
 def env_str(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 
@@ -304,3 +310,11 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
             settings["OPTIONS"] = {"pool": pool}
         return settings
     raise EnvError(f"DATABASE_URL scheme {scheme!r} is not supported (use sqlite:/// or postgres://)")
+
+
+def package_dir(name: str) -> Path:
+    """The directory of installed package ``name``, found without importing it."""
+    spec = find_spec(name)
+    if spec is None or spec.origin is None:
+        raise EnvError(f"the package {name!r} is not installed")
+    return Path(spec.origin).parent

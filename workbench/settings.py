@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from importlib.util import find_spec
 from pathlib import Path
 
 from workbench.env import (
@@ -19,6 +18,7 @@ from workbench.env import (
     env_proxy_header,
     env_secret_key,
     env_str,
+    package_dir,
     private_sqlite_file,
 )
 
@@ -142,7 +142,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 # django-ninja's Swagger UI files serve /api/docs (no CDN; templates/ninja/swagger.html). Found
 # without importing django-ninja, which is not an installed app: management commands start faster.
-STATICFILES_DIRS = [BASE_DIR / "static", Path(find_spec("ninja").origin).parent / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static", package_dir("ninja") / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG

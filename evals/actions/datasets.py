@@ -204,7 +204,7 @@ def do_add_items(*, dataset: Dataset, items: list[Any], actor: str = "") -> tupl
         return len(fresh), revision
 
 
-def do_delete_items(*, dataset: Dataset, item_ids: list[Any], actor: str = "") -> tuple[int, int]:
+def do_delete_items(*, dataset: Dataset, item_ids: object, actor: str = "") -> tuple[int, int]:
     """Append a ``delete`` for each item that exists; the items stay readable at older revisions."""
     if not isinstance(item_ids, list) or not all(isinstance(i, str) for i in item_ids):
         raise invalid("itemIds must be a list of item ids", "itemIds")

@@ -4,7 +4,7 @@ here; ``rescore`` scores the stored outputs again without running anything."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -95,7 +95,7 @@ def resolve_as_of(dataset: Dataset, as_of: Any) -> int:
     if when is None:
         raise invalid("asOf is a revision number or an ISO 8601 time", "asOf")
     if timezone.is_naive(when):
-        when = timezone.make_aware(when, timezone.UTC)
+        when = timezone.make_aware(when, UTC)
     return selectors.revision_at(dataset, when)
 
 
@@ -106,12 +106,13 @@ def affected_step(workflow_id: str, change: dict[str, Any], from_step_id: str) -
         return from_step_id
     program = programs.get(workflow_id)
     declared = getattr(program, "configurable_steps", None) or {}
-    steps = [declared.get(key) for key in change.get("configurable", {})]
+    steps: list[str | None] = [declared.get(key) for key in change.get("configurable", {})]
     if change.get("prompt"):  # the step that uses the prompt (``program.prompt_steps``: name -> step id)
         steps.append((getattr(program, "prompt_steps", None) or {}).get(change["prompt"]["name"]))
-    if steps and all(steps):
-        order = list(dict.fromkeys(getattr(program, "step_order", None) or steps))
-        return min(steps, key=lambda s: order.index(s) if s in order else len(order))
+    named = [step for step in steps if step]
+    if steps and len(named) == len(steps):  # every change names its step
+        order = list(dict.fromkeys(getattr(program, "step_order", None) or named))
+        return min(named, key=lambda s: order.index(s) if s in order else len(order))
     return ""
 
 

@@ -81,7 +81,7 @@ def _system(session: Session, output_tool: str | None, thinking: bool, keys: lis
     system: Any = None
     system_text = session.system_prompt.strip()
     if session.send_system_prompt and system_text:
-        block = {"type": "text", "text": session.system_prompt}
+        block: dict[str, Any] = {"type": "text", "text": session.system_prompt}
         key = fingerprint(block)
         if session.create_cache or key in session.cached:
             block["cache_control"] = dict(EPHEMERAL)

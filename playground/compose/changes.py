@@ -170,10 +170,17 @@ def with_overrides(session: Session, column: Any) -> Session:
         session = replace(session, advanced=set_max_tokens(session.advanced, value))
     for name, low, high in (("temperature", 0.0, 1.0), ("top_p", 0.0, 1.0)):
         if name in given:
-            value = as_number(given[name], name)
-            if not low <= value <= high:
+            number = as_number(given[name], name)
+            if not low <= number <= high:
                 raise ComposeError("compare", f"{name} must be between {low:g} and {high:g}")
-            session = replace(session, advanced=replace(session.advanced, **{name: Override(True, value)}))
+            override = Override(True, number)
+            advanced = session.advanced
+            advanced = (
+                replace(advanced, temperature=override)
+                if name == "temperature"
+                else replace(advanced, top_p=override)
+            )
+            session = replace(session, advanced=advanced)
     if "top_k" in given:
         value = as_int(given["top_k"], "top_k")
         if value < 0:

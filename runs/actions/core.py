@@ -145,7 +145,7 @@ def new_instance(model: type[models.Model], /, **values: Any) -> Any:
 
 
 @functools.cache
-def _instance_defaults(model: type) -> tuple[dict[str, Any], tuple, dict[str, str]]:
+def _instance_defaults(model: type[models.Model]) -> tuple[dict[str, Any], tuple, dict[str, str]]:
     """Per concrete field of ``model``: its default by attribute name (a callable default in
     ``factories``), and each foreign key's name -> attribute name."""
     plain: dict[str, Any] = {}
@@ -213,12 +213,30 @@ def save_new_run(run: Run) -> None:
         for i, parent in enumerate(_parents_of(run.run_doc))
     )
     if connection.vendor == "postgresql" and to_column(run.workflow_id) != fit(
-        to_column(run.workflow_id), Run._meta.get_field("workflow_id").max_length
+        to_column(run.workflow_id), _WORKFLOW_ID_WIDTH
     ):
         # a workflow id longer than its column: hold it as a run read back holds it (the rollups
         # file this run's calls under the same label whichever way the run was loaded)
         run.refresh_from_db(fields=["workflow_id"])
     rollups.count_new_run(run)
+
+
+def _char_width(model: type[models.Model], name: str) -> int:
+    """The ``max_length`` of a character column of ``model``."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field) or field.max_length is None:
+        raise TypeError(f"{model.__name__}.{name} has no max_length")
+    return field.max_length
+
+
+_WORKFLOW_ID_WIDTH = _char_width(Run, "workflow_id")
+
+
+def _column_of(field: models.Field) -> str:
+    """A concrete field's column (Django types it optional: a field without one has no column)."""
+    if field.column is None:
+        raise TypeError(f"{field} has no column")
+    return field.column
 
 
 _EVENT_COLUMNS = (
@@ -338,7 +356,7 @@ def _save_run_with_events(run: Run, rows: list[tuple]) -> None:
     fields = [f for f in Run._meta.local_concrete_fields if not f.primary_key]
     query = UpdateQuery(Run)
     query.add_update_fields([(f, None, f.pre_save(run, False)) for f in fields])
-    query.add_filter("pk", run.pk)
+    query.add_q(models.Q(pk=run.pk))
     update_sql, update_params = query.get_compiler(connection.alias).as_sql()
     insert_sql, insert_params = _values_insert_sql(rows)
     with connection.cursor() as cursor:
@@ -519,7 +537,7 @@ def save_new_runs(appenders: list[Appender]) -> None:
 
 
 @functools.cache
-def _insert_fields(model: type) -> tuple:
+def _insert_fields(model: type[models.Model]) -> tuple:
     """The columns ``model.objects.bulk_create`` writes for a row without a pk (all but the id)."""
     return tuple(f for f in model._meta.concrete_fields if not f.primary_key and not f.generated)
 
@@ -536,7 +554,7 @@ def _insert_new_runs(runs: list[Run]) -> None:
     insert_new_rows(Run, runs)
 
 
-def insert_new_rows(model: type, objs: list) -> None:
+def insert_new_rows(model: type[models.Model], objs: list) -> None:
     """``model.objects.bulk_create(objs)`` without the ORM's insert compiler, for new rows of a
     model with an auto id. Same columns, same values: each field's ``pre_save(obj, add=True)``
     (``auto_now`` stamps set on the object, as the ORM does) then its ``get_db_prep_save``,
@@ -549,7 +567,7 @@ def insert_new_rows(model: type, objs: list) -> None:
     fields = _insert_fields(model)
     preps = _value_preps(model, connection.vendor)
     quote = connection.ops.quote_name
-    table, pk = quote(model._meta.db_table), quote(model._meta.pk.column)
+    table, pk = quote(model._meta.db_table), quote(_column_of(model._meta.pk))
     columns = ", ".join(quote(f.column) for f in fields)
     row_sql = "(" + ", ".join(["%s"] * len(fields)) + ")"
     alias = connection.alias

@@ -164,9 +164,9 @@ def do_fork_with_history(
     *,
     workspace: Workspace,
     source_run_id: str,
-    mode: str,
-    from_seq: int | None = None,
-    overlay: dict | None = None,
+    mode: object,  # request input: checked by check_fork_request
+    from_seq: object = None,
+    overlay: object = None,
     actor: str = "",
     new_run_id: str | None = None,
     executable: bool | None = None,

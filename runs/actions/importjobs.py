@@ -220,7 +220,7 @@ def run_import_job(job_pk: int, *, task_id: str = "") -> ImportJob:
             fields["finished_at"] = timezone.now()
             ImportJob.objects.filter(pk=job.pk).update(**fields)
     if fields.get("status") == ImportJobStatus.SUCCEEDED:
-        settle_events_table(int(fields.get("events") or 0))
+        settle_events_table(n if isinstance(n := fields.get("events"), int) else 0)
     job.refresh_from_db()
     return job
 

@@ -294,7 +294,7 @@ def _prepare_new_run(
     """A new run's row and state with ``events`` applied (nothing stored yet), or None when the
     engine refuses the run's spans as a whole. A refused span is dropped and the rest tried
     again from the start (the state is new: nothing to undo), at most three spans per run."""
-    dropped: dict[str, str] = {}
+    dropped: dict[str | None, str] = {}  # correlation id (None: the spans without one) -> why
     for _attempt in range(4):
         todo = [e for e in events if e.get("correlationId") not in dropped] if dropped else events
         try:
@@ -396,7 +396,7 @@ def _append(
     transaction (``retitled`` gets the run id when it was). ``touch``: the run's trace rows and
     their quiet-clock changes (:func:`_touches`), stored in the same transaction too (``touched``
     gets their trace ids once committed; :func:`_touch_traces` does the others)."""
-    dropped: dict[str, str] = {}
+    dropped: dict[str | None, str] = {}  # correlation id (None: the spans without one) -> why
     for _attempt in range(4):
         todo = [e for e in events if e.get("correlationId") not in dropped] if dropped else events
         titled: set[str] = set()

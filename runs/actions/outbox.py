@@ -257,12 +257,13 @@ class Watcher:
         if not candidates:
             return 0
         interest = interest_of(self.run.workspace_id, self.found)
-        wanted = [m for m in candidates if interest.wants(m.event_type, run=self.run)]
-        return write_messages(self.run, interest, wanted)
+        messages = [m for m in candidates if interest.wants(m.event_type, run=self.run)]
+        return write_messages(self.run, interest, messages)
 
     def _messages(self, events: Sequence[dict], state: RunState, actor: str) -> Iterable[Message]:
         run = self.run
-        run_data = {"id": run.run_id, "title": _clip(run.title, 300), **run_links(run.run_id)}
+        links = run_links(run.run_id)
+        run_data = {"id": run.run_id, "title": _clip(run.title, 300), **links}
         base = {"workspace": run.workspace.slug}
         for gate in state.pending_gates():
             if _gate_key(gate) in self.gates:
@@ -278,7 +279,7 @@ class Watcher:
                         "checkpoint": gate.get("checkpoint"),
                         "reason": _clip(gate.get("reason")),
                         "requestedAt": gate.get("requestedAt"),
-                        "url": run_data["url"] + "#gate-panel",
+                        "url": links["url"] + "#gate-panel",
                         "mayDecide": _deciders(),
                     },
                 },
@@ -297,7 +298,7 @@ class Watcher:
                             "decision": event.get("decision"),
                             "decidedBy": actor or None,
                             "eventId": event.get("id"),
-                            "url": run_data["url"] + "#gate-panel",
+                            "url": links["url"] + "#gate-panel",
                         },
                     },
                 )

@@ -62,7 +62,7 @@ def _require(scopes: frozenset[str], action: Action, what: str) -> None:
 
 
 def _printable(text: str) -> bool:
-    return not any(ord(ch) < 0x20 and ch not in "\n\t\r" or 0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+    return not any((ord(ch) < 0x20 and ch not in "\n\t\r") or 0xD800 <= ord(ch) <= 0xDFFF for ch in text)
 
 
 def check_name(name: object) -> str:
@@ -188,7 +188,7 @@ def do_save_prompt_version(
                 raise ActionError("PROMPT_TYPE_MISMATCH", f"{name} is a {prompt.type} prompt", "type")
             elif tag_list is not None and tag_list != prompt.tags:
                 prompt.tags = tag_list
-                prompt.save(update_fields=["tags", "updated_at"])
+                prompt.save(update_fields=["tags"])  # Prompt has no updated_at: naming it raised
             checked = check_body(prompt.type, body)
             last = prompt.versions.aggregate(n=Max("number"))["n"] or 0
             version = PromptVersion.objects.create(

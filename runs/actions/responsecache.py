@@ -100,7 +100,7 @@ def _search_batch(
             continue
         indexes = by_correlation.get(correlation, [])
         chunks: list[dict] = []
-        outcome = None
+        outcome: tuple[tuple[int, dict] | None, list[dict]] | None = None
         for index in reversed(indexes[: bisect_left(indexes, position)]):
             event = recent[index]
             direction = event.get("direction")
@@ -211,7 +211,10 @@ def fill_from_responses(
     if recent:
         decided, undecided, plain_first = _search_batch(recent, recent_first, responses)
         if undecided:
-            correlations = {seq: response.get("correlationId") for seq, response in responses}
+            # the undecided responses are those with a correlation id
+            correlations = {
+                seq: response["correlationId"] for seq, response in responses if response.get("correlationId")
+            }
             wanted = {seq: (correlations[seq], chunks) for seq, chunks in undecided.items()}
             decided.update(_search_stored(run, recent_first, wanted))
         if plain_first:  # a response without correlation id first in the batch: the event before it
@@ -281,11 +284,11 @@ def _copy_rows(rows: list[CachedResponse]) -> None:
     """``bulk_create(rows, ignore_conflicts=True)`` by COPY into a temporary table, then one
     ``INSERT ... ON CONFLICT DO NOTHING`` (COPY itself cannot skip a conflict). The values go
     through each field's own conversion (``get_db_prep_save``), as bulk_create's do."""
-    fields = [CachedResponse._meta.get_field(name) for name in _COPY_FIELDS]
+    fields = [f for f in CachedResponse._meta.concrete_fields if f.name in _COPY_FIELDS]
     now = timezone.now()
     qn = connection.ops.quote_name
     table = qn(CachedResponse._meta.db_table)
-    columns = ", ".join(qn(f.column) for f in fields)
+    columns = ", ".join(qn(f.column) for f in fields if f.column)  # concrete: each has a column
     with connection.cursor() as cursor:
         cursor.execute(
             f"CREATE TEMPORARY TABLE IF NOT EXISTS wb_cached_copy AS SELECT {columns} FROM {table}"

@@ -117,8 +117,8 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
     # what it recorded in the response cache (no lookup has served it since step 1:
     # responsecache.retained)
     _purge_versions(CachedResponse, run.pk, batch, report, "cached responses")
-    for model in (*_VERSIONED, CachedResponse):  # (events have no foreign-key constraint: Event.run)
-        _pass_over(model.objects.filter(run_id=run.pk).order_by())
+    for rows_model in (*_VERSIONED, CachedResponse):  # (events have no foreign-key constraint: Event.run)
+        _pass_over(rows_model.objects.filter(run_id=run.pk).order_by())
     started = time.perf_counter()
     with transaction.atomic():
         _delete_run_row(run.pk)

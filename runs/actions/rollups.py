@@ -45,13 +45,14 @@ import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, transaction
 
 from runs.fields import from_column, to_column
 from runs.models import CostRollup, Event, Run, RunCostRollup, RunRollup, Workspace
 from runs.protocol.telemetry import (
+    Number,
     derived_total_tokens,
     exact_amount,
     normalize_currency,
@@ -136,7 +137,7 @@ def response_sums(event: Mapping[str, Any]) -> tuple[tuple[str, ...], list]:
     and its sums [1, input, output, total, cached, reasoning, duration, cost], exactly as the
     ledger reads them (runs.protocol.telemetry.ledger_entry)."""
     usage = event.get("usage")
-    tokens = [0, 0, 0, 0, 0]
+    tokens: list[Number] = [0, 0, 0, 0, 0]  # JSON numbers, summed as the ledger does
     if isinstance(usage, Mapping):
         tokens = [
             usage.get("inputTokens") or 0,
@@ -326,17 +327,15 @@ def apply_run_deltas(deltas_by_run: Mapping[int, Mapping[Key, list]], *, new_run
         ordered = ordered if new_runs else _added_to_stored(ordered)
         updates = [f"{c} = excluded.{c}" for c in (*_INT_SUMS, *_TEXT_SUMS)]
     placeholders = "(" + ", ".join(["%s"] * len(_RUN_COST_COLUMNS)) + ")"
-    params = [
-        value
-        for run_pk, key_hash, key, sums in ordered
-        for value in (
+    params: list[int | str] = []
+    for run_pk, key_hash, key, sums in ordered:
+        params += [
             run_pk,
             key_hash,
             *(_spell(label) for label in key),
             *(int(v) for v in sums[:6]),
             *(format(v, "f") for v in sums[6:]),
-        )
-    ]
+        ]
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} ({', '.join(_RUN_COST_COLUMNS)}) VALUES {', '.join([placeholders] * len(ordered))}"
@@ -370,9 +369,9 @@ def run_calls(run: Run) -> list[tuple[CallKey, list]]:
     """A run's own rollup rows: (labels, [calls, input, output, total, cached, reasoning, duration,
     cost]), in key order."""
     rows = RunCostRollup.objects.filter(run_id=run.pk).order_by("key_hash")
-    out = []
+    out: list[tuple[CallKey, list]] = []
     for row in rows.values_list(*_RUN_COST_LABELS, *_INT_SUMS, *_TEXT_SUMS):
-        labels = tuple(read_label(t) for t in row[: len(_RUN_COST_LABELS)])
+        labels = cast(CallKey, tuple(read_label(t) for t in row[: len(_RUN_COST_LABELS)]))
         sums = row[len(_RUN_COST_LABELS) :]
         out.append((labels, [int(v) for v in sums[:6]] + [Decimal(v) for v in sums[6:]]))
     return out

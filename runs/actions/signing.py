@@ -193,13 +193,13 @@ def _instance_key(now: datetime) -> tuple[Ed25519PrivateKey, SigningKey]:
         return key, row
     with transaction.atomic():
         row = _active(None)
-        key = _private_key(row) if row is not None else None
-        if row is None or key is None:
+        stored = _private_key(row) if row is not None else None
+        if row is None or stored is None:
             if row is not None:  # its seed is gone (another host's key dir): start a new key
                 _retire(None, now)
             row = _create(None, now)
-            key = _loaded[row.kid]
-    return key, row
+            stored = _loaded[row.kid]
+    return stored, row
 
 
 def signer_for(workspace: Workspace) -> tuple[Ed25519PrivateKey, SigningKey]:

@@ -326,7 +326,7 @@ def _integrity(request, exc: IntegrityError):
 
 @api.exception_handler(Exception)
 def _unexpected(request, exc: Exception):
-    logger.exception("unhandled API error on %s %s", request.method, request.path, exc_info=exc)
+    logger.error("unhandled API error on %s %s", request.method, request.path, exc_info=exc)
     return error_response(request, errors.INTERNAL_ERROR, "internal error", 500)
 
 

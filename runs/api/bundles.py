@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from ninja.responses import Status
@@ -205,7 +207,7 @@ def verify_bundle(request: HttpRequest, query: Query[VerifyQuery]):
     require(request, Action.VERIFY_BUNDLE)
     result = check_bundle(_body(request))
     integrity = result.integrity
-    out = {
+    out: dict[str, Any] = {
         "ok": bool(result.ok),
         "code": result.code,
         "integrity": None if integrity is None else str(getattr(integrity, "value", integrity)),

@@ -118,12 +118,13 @@ def resolve_gate(request: HttpRequest, run_id: str, payload: ResolveGateIn):
 )
 def write_artifact(request: HttpRequest, run_id: str, payload: WriteArtifactIn):
     caller = require(request, Action.EDIT_ARTIFACT)
-    options = {}
-    if payload.idempotencyKey is not None:
-        options["idempotency_key"] = payload.idempotencyKey
-    if payload.stepId is not None:
-        options["step_id"] = payload.stepId
-    command = cmd.WriteArtifact(key=payload.artifactKey, type_id=payload.typeId, data=payload.data, **options)
+    command = cmd.WriteArtifact(
+        key=payload.artifactKey,
+        type_id=payload.typeId,
+        data=payload.data,
+        idempotency_key=payload.idempotencyKey,
+        step_id=payload.stepId,
+    )
     return append_result(
         actions.do_command(workspace=caller.workspace, run_id=run_id, command=command, actor=caller.actor)
     )
@@ -136,7 +137,7 @@ def write_artifact(request: HttpRequest, run_id: str, payload: WriteArtifactIn):
 )
 def patch_artifact(request: HttpRequest, run_id: str, artifact_key: str, payload: PatchArtifactIn):
     caller = require(request, Action.EDIT_ARTIFACT)
-    options = {}
+    options: dict[str, str] = {}
     if payload.idempotencyKey is not None:
         options["idempotency_key"] = payload.idempotencyKey
     if payload.stepId is not None:

@@ -127,23 +127,23 @@ def _look(request: HttpRequest, run_id: str, query: WaitQuery) -> tuple[int, dic
     """(the run's pk, the answer so far): decided, closed, or pending."""
     caller = require(request, Action.VIEW_RUN)
     run = get_run(caller.workspace, run_id)
-    missing = [name for name in ("stepId", "gate", "afterSeq") if getattr(query, name) in (None, "")]
-    if missing:
+    step_id, gate, after_seq = query.stepId, query.gate, query.afterSeq
+    if not step_id or gate is None or after_seq is None:
+        given = {"stepId": step_id, "gate": gate, "afterSeq": after_seq}
+        missing = [name for name, value in given.items() if value in (None, "")]
         raise ApiError(ErrorCode.INVALID_INPUT, f"missing query parameter(s): {', '.join(missing)}")
-    if query.checkpoint is not None and query.gate != "CHECKPOINT":
+    if query.checkpoint is not None and gate != "CHECKPOINT":
         raise ApiError(ErrorCode.INVALID_INPUT, "only CHECKPOINT gates are named")
-    if query.afterSeq > run.last_seq:
-        raise ApiError(ErrorCode.INVALID_INPUT, f"afterSeq {query.afterSeq} is beyond the run's last seq")
+    if after_seq > run.last_seq:
+        raise ApiError(ErrorCode.INVALID_INPUT, f"afterSeq {after_seq} is beyond the run's last seq")
     base = {
         "runId": run.run_id,
-        "stepId": query.stepId,
-        "gate": query.gate,
+        "stepId": step_id,
+        "gate": gate,
         "checkpoint": query.checkpoint,
-        "afterSeq": query.afterSeq,
+        "afterSeq": after_seq,
     }
-    decided = gate_decision(
-        run, step_id=query.stepId, gate=query.gate, checkpoint=query.checkpoint, after_seq=query.afterSeq
-    )
+    decided = gate_decision(run, step_id=step_id, gate=gate, checkpoint=query.checkpoint, after_seq=after_seq)
     if decided is not None:
         return run.pk, {**base, "status": "decided", **decided}
     if run.is_finished:

@@ -18,7 +18,7 @@ GatePolicy = Literal["AUTO", "PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT"]
 Gate = Literal["PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT"]
 Decision = Literal["approved", "rejected", "edited"]
 RunStatus = Literal["running", "completed", "failed", "cancelled"]
-EventType = Literal[EVENT_TYPES]  # the protocol's own list (runs.protocol.validate)
+EventType = Literal[EVENT_TYPES]  # type: ignore[valid-type]  # the protocol's own list (runs.protocol.validate): a tuple mypy cannot read as values
 
 
 class ProtocolObject(Schema):

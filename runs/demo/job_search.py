@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from runs.engine import programs
 from runs.execution.host import Workbench
 from runs.execution.replay import run_program
@@ -12,7 +14,7 @@ from runs.selectors.runs import find_run, runs_of
 DEMO_RUN_ID = "run_demo_jobsearch"
 DEMO_FORK_RUN_ID = "run_demo_jobsearch_retry"  # the fork of the rejected run
 
-JOB_SEARCH_WORKFLOW = {
+JOB_SEARCH_WORKFLOW: dict[str, Any] = {
     "id": "job-search",
     "version": 3,
     "title": "Job search: profile, postings, scores, applications",

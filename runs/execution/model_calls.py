@@ -54,7 +54,8 @@ def usage_from_protocol(usage: dict | None) -> Usage | None:
 def result_from_recorded(kind: str, response: dict[str, Any]) -> ProviderResult:
     """Rebuild a ProviderResult from a recorded ``model_io`` response (its ``payload`` is the
     provider's final response object, as the adapters record it)."""
-    raw = response.get("payload") if isinstance(response.get("payload"), dict) else {}
+    raw = response.get("payload")
+    raw = raw if isinstance(raw, dict) else {}
     usage = usage_from_protocol(response.get("usage"))
     model = response.get("model") or raw.get("model") or ""
     if kind == "openai":
@@ -205,13 +206,18 @@ def call(
         entry = responsecache.lookup(workspace, keys["v2"], prefer_run=prefer_run)
         if entry is not None:
             responsecache.record_hit(entry)
-            response = responsecache.response_fields(entry)
-            chunks = responsecache.chunk_fields(entry)
-            result = result_from_recorded(settings.kind, response)
-            for kind, text in stream_deltas(chunks) or result_deltas(result):
+            recorded_response = responsecache.response_fields(entry)
+            recorded_chunks = responsecache.chunk_fields(entry)
+            replayed = result_from_recorded(settings.kind, recorded_response)
+            for kind, text in stream_deltas(recorded_chunks) or result_deltas(replayed):
                 sink(kind, text)
             return CallRecord(
-                result=result, hit=True, request=recorded, response=response, chunks=chunks, keys=keys
+                result=replayed,
+                hit=True,
+                request=recorded,
+                response=recorded_response,
+                chunks=recorded_chunks,
+                keys=keys,
             )
     started = time.monotonic()
     pieces = DeltaPieces(sink)

@@ -45,7 +45,8 @@ class ProgramPrompt:
 def from_overlay(name: str, doc: Any) -> ProgramPrompt | None:
     if not isinstance(doc, dict) or type(doc.get("version")) is not int:
         return None
-    config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    config = doc.get("config")
+    config = config if isinstance(config, dict) else {}
     return ProgramPrompt(name, doc["version"], str(doc.get("type") or "text"), doc.get("body"), config)
 
 

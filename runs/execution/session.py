@@ -137,7 +137,7 @@ class RunSession:
     def complete(self, **kw: Any):
         return self.execute(cmd.CompleteRun(), **kw)
 
-    def fail(self, reason: str | None = None, **kw: Any):
+    def fail(self, reason: str, **kw: Any):  # the engine refuses a failure without a reason
         return self.execute(cmd.FailRun(reason=reason), **kw)
 
     def cancel(self, reason: str | None = None, **kw: Any):

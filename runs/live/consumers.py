@@ -70,6 +70,7 @@ from runs.live.fanout import (  # noqa: F401  (hub_for, close_render_connection:
 )
 from runs.live.fragments import CSRF_PLACEHOLDER, RenderedUpdate
 from runs.live.publisher import access_group, metrics, publisher, workspace_group
+from runs.live.spawn import Tasks, cancel_all, spawn
 from runs.live.transport import backlog, send_now
 from runs.models import Membership, Run
 from runs.web.request import SESSION_KEY
@@ -164,6 +165,7 @@ class RunLiveConsumer(LiveConsumer):
             await self.close(code=CLOSE_FORBIDDEN)  # before accept: the handshake is refused (403)
             return
         self.sub = sub
+        self.background: Tasks = set()  # this page's sender and the like (runs.live.spawn)
         publisher.attach_loop(asyncio.get_running_loop())
         self.target_seq = 0
         self.seg_index = -1  # the hub segment this page follows (-1: not at a segment boundary)
@@ -204,7 +206,7 @@ class RunLiveConsumer(LiveConsumer):
         if self.wire is not None:
             self._take_acks_from(self.wire[1])
         await self._send_json({"type": "hello", "run_id": run_id, "last_seq": head, "from_seq": client_seq})
-        self.sender = asyncio.ensure_future(self._sender())
+        self.sender = spawn(self.background, self._sender(), what=f"the sender of a page of run {run_id}")
         if self.target_seq > self.sent_seq:
             self.wake.set()
 
@@ -227,17 +229,13 @@ class RunLiveConsumer(LiveConsumer):
         if self.wire is not None:
             vars(self.wire[1]).pop("onMessage", None)  # daphne's own handlers again
             vars(self.wire[1]).pop("dataReceived", None)
-        sender = getattr(self, "sender", None)
-        if sender is not None:
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
+        await cancel_all(self.background)  # the sender, a "gone" still closing (failures were logged)
         await self.hub.remove(self)
 
     # -- from the hub: O(1), never renders or waits
     def on_change(self, message: dict) -> None:
         if message.get("status") == "deleted":
-            asyncio.ensure_future(self._gone())
+            spawn(self.background, self._gone(), what="closing the page of a deleted run")
             return
         first, last = int(message.get("first_seq") or 0), int(message.get("last_seq") or 0)
         if first and first > self.target_seq + 1:

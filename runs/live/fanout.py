@@ -57,6 +57,7 @@ from runs.live.fragments import (
     render_fragments,
 )
 from runs.live.publisher import access_group, metrics, run_group
+from runs.live.spawn import Tasks, cancel_all, spawn
 from runs.models import Membership, Run
 from runs.web.wire import wire_json
 
@@ -228,6 +229,7 @@ class RunHub:
         self.read_seq: int | None = None  # every row up to here is in the ring or before it
         self.read_lock = asyncio.Lock()
         self.deliveries: set[asyncio.Future] = set()
+        self.background: Tasks = set()  # access re-checks (runs.live.spawn: held, failures logged)
         # messages composed for pages in step: (segment indexes, panel digests) -> the JSON text
         self.composed: OrderedDict[tuple, str] = OrderedDict()
         self.prepared: dict[int, list] = {}  # id(text) -> [text, autobahn PreparedMessage | None]
@@ -245,7 +247,7 @@ class RunHub:
     async def add(self, consumer, layer) -> None:
         self.subscribers.add(consumer)
         if self.pump is None:
-            self.pump = asyncio.ensure_future(self._pump(layer))
+            self.pump = spawn(self.background, self._pump(layer), what=f"the hub of run #{self.run_pk}")
         await self.ready.wait()  # joined the group: nothing committed from now on is missed
 
     async def remove(self, consumer) -> None:
@@ -254,9 +256,7 @@ class RunHub:
             _hubs.pop((id(self.loop), self.run_pk), None)
             for delivery in list(self.deliveries):  # nobody left to read for
                 delivery.cancel()
-            self.pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.pump
+            await cancel_all(self.background)  # the pump and any access re-check
 
     def remember(self, key: tuple, text: str) -> None:
         self.composed[key] = text
@@ -345,7 +345,9 @@ class RunHub:
                 while True:
                     message = await layer.receive(self.channel)
                     if message.get("type") == "access.changed":
-                        asyncio.ensure_future(self.recheck())
+                        spawn(
+                            self.background, self.recheck(), what=f"an access re-check of run #{self.run_pk}"
+                        )
                         continue
                     if message.get("type") != "run.changed":
                         continue
@@ -408,6 +410,8 @@ class RunHub:
 
     def _delivered(self, delivery: asyncio.Future) -> None:
         self.deliveries.discard(delivery)
+        if not delivery.cancelled() and delivery.exception() is not None:
+            log.error("live: a delivery of run #%s failed", self.run_pk, exc_info=delivery.exception())
         if self.delivering is delivery:
             self.delivering = None
         if self.pending is not None and self.subscribers and not delivery.cancelled():

@@ -26,6 +26,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.conf import settings
 
@@ -298,7 +299,7 @@ def _user_changed(sender, instance, **kwargs) -> None:
         Membership.objects.filter(user_id=instance.pk).values_list("workspace_id", flat=True)
     )
     for workspace_id in workspace_ids:
-        transaction.on_commit(lambda w=workspace_id: publisher.submit_access_change(w))
+        transaction.on_commit(partial(publisher.submit_access_change, workspace_id))
 
 
 def connect_access_signals() -> None:

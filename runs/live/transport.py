@@ -19,22 +19,37 @@ except ImportError:  # pragma: no cover  (daphne, hence Twisted, is a dependency
     _TCPConnection = None  # type: ignore[assignment,misc]
 
 
+# Twisted has no public API for what a transport still buffers: `FileDescriptor` keeps it in
+# `dataBuffer`, `offset` and `_tempDataLen`, and `_writeDisconnected` says a half-close happened.
+# They are read here and nowhere else, each with a fallback: a transport without them (another
+# kind, or a Twisted release that renamed them) reports nothing buffered to `backlog` and always
+# takes the public path, `transport.write`, in `send_now`. tests/live/test_transport_send_now.py
+# runs against the installed Twisted, so a rename shows there as a lost fast path, not a crash.
+
+
+def _buffered(transport) -> int | None:
+    """Bytes Twisted still holds for `transport`, or None when it does not keep them where this
+    module reads them."""
+    try:
+        return len(transport.dataBuffer) - transport.offset + transport._tempDataLen
+    except (AttributeError, TypeError):
+        return None
+
+
 def backlog(transport) -> int:
-    """Bytes the transport still holds (0: everything written went to the kernel)."""
-    return len(transport.dataBuffer) - transport.offset + transport._tempDataLen
+    """Bytes the transport still holds (0: everything written went to the kernel, or unknown)."""
+    return _buffered(transport) or 0
 
 
 def can_send_now(transport) -> bool:
-    return (
-        _TCPConnection is not None
-        and isinstance(transport, _TCPConnection)
-        and not transport.TLS
-        and transport.connected
-        and not transport.disconnecting
-        and not transport._writeDisconnected
-        and not transport._tempDataLen
-        and transport.offset == len(transport.dataBuffer)
-    )
+    """A plain TCP connection, open, with nothing buffered: a send now keeps the frames in order."""
+    if _TCPConnection is None or not isinstance(transport, _TCPConnection):
+        return False
+    if transport.TLS or not transport.connected or transport.disconnecting:
+        return False
+    if getattr(transport, "_writeDisconnected", True):  # unknown: take the public path
+        return False
+    return _buffered(transport) == 0
 
 
 def send_now(transport, data: bytes) -> bool:

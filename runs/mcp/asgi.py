@@ -26,11 +26,17 @@ import json
 import logging
 import re
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from runs.web.wire import rewire, wire_json
+
+if TYPE_CHECKING:  # the MCP SDK and Twisted are imported when used (optional, costly)
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
 
 logger = logging.getLogger("workbench.mcp")
 
@@ -63,7 +69,7 @@ def _json_error(status: int, code: int, message: str, data: dict | None = None) 
     return wire_json({"jsonrpc": "2.0", "id": None, "error": error})
 
 
-async def _send_json(send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _send_json(send, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     await send(
         {
             "type": "http.response.start",
@@ -222,8 +228,8 @@ class McpEndpoint:
     """One per process: the SDK app, its session manager's lifetime, and the auth/rate-limit gate."""
 
     def __init__(self) -> None:
-        self._app = None
-        self._manager = None
+        self._app: Starlette | None = None
+        self._manager: StreamableHTTPSessionManager | None = None
         self._task: asyncio.Task | None = None
         self._stop: asyncio.Event | None = None
         self._started: asyncio.Event | None = None
@@ -299,7 +305,8 @@ class McpEndpoint:
         def before_shutdown():
             return defer.Deferred.fromFuture(asyncio.ensure_future(self.stop()))
 
-        reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)
+        # Twisted declares zope interface methods without `self` (read right by mypy-zope only)
+        reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)  # type: ignore[arg-type]
         self._reactor_hooked = True
 
     # -- requests ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ runs.actions. A run of another workspace is reported exactly like a missing one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -67,7 +68,7 @@ def _run(principal: Principal, run_id: str) -> Run:
         raise Refused(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}") from None
 
 
-def _write(fn, **kwargs) -> actions.AppendResult | Run:
+def _write[T](fn: Callable[..., T], **kwargs: Any) -> T:
     try:
         return fn(**kwargs)
     except actions.ActionError as exc:

@@ -331,17 +331,17 @@ def build_server() -> WorkbenchMCPServer:
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=ops.MAX_LIST, description="How many, newest first.")] = 100,
         status: Literal["running", "completed", "failed", "cancelled"] | None = None,
-    ) -> RunList:
+    ) -> Annotated[CallToolResult, RunList]:
         """List the runs of your workspace, newest first."""
         return await _forward(ctx, ops.list_runs, RunList, locals())
 
     @mcp.tool(title="Get a run", annotations=READ_ONLY)
-    async def get_run(ctx: Context, runId: RunId) -> RunDetail:
+    async def get_run(ctx: Context, runId: RunId) -> Annotated[CallToolResult, RunDetail]:
         """A run's document, status, step status, open gates, artifacts and totals."""
         return await _forward(ctx, ops.get_run_detail, RunDetail, locals())
 
     @mcp.tool(title="Verify a run's integrity", annotations=READ_ONLY)
-    async def verify_run_integrity(ctx: Context, runId: RunId) -> IntegrityResult:
+    async def verify_run_integrity(ctx: Context, runId: RunId) -> Annotated[CallToolResult, IntegrityResult]:
         """Export the run as a signed bundle and verify its integrity hash (canonical JSON + SHA-256) as any
         verifier would, then its Ed25519 signature against this instance's published keys."""
         return await _forward(ctx, ops.verify_run_integrity, IntegrityResult, locals())
@@ -353,7 +353,7 @@ def build_server() -> WorkbenchMCPServer:
             dict[str, Any] | str,
             Field(description="A RunBundle: its JSON text exactly as received (hashed as is), or an object."),
         ],
-    ) -> ValidationResult:
+    ) -> Annotated[CallToolResult, ValidationResult]:
         """Check a bundle (schema, structure, integrity hash, then its signature against this instance's
         keys) without storing it; failures carry an error code."""
         return await _forward(ctx, ops.validate_run_bundle, ValidationResult, locals())
@@ -366,7 +366,7 @@ def build_server() -> WorkbenchMCPServer:
             str | None, Field(max_length=40, description="production when neither is given.")
         ] = None,
         version: Annotated[int | None, Field(ge=1, lt=2**31)] = None,
-    ) -> PromptVersionResult:
+    ) -> Annotated[CallToolResult, PromptVersionResult]:
         """A prompt version by label (production, staging, latest ...) or by number: what pipelines run."""
         return await _forward(ctx, ops.get_prompt, PromptVersionResult, locals())
 
@@ -380,7 +380,7 @@ def build_server() -> WorkbenchMCPServer:
         subject: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         tags: list[str] | None = None,
-    ) -> WriteResult:
+    ) -> Annotated[CallToolResult, WriteResult]:
         """Start a run of a workflow in your workspace (needs the write scope)."""
         return await _forward(ctx, ops.start_run, WriteResult, locals())
 
@@ -393,7 +393,7 @@ def build_server() -> WorkbenchMCPServer:
         decision: Literal["approved", "rejected"],
         note: Annotated[str | None, Field(max_length=10_000)] = None,
         checkpoint: OptionalName = None,
-    ) -> WriteResult:
+    ) -> Annotated[CallToolResult, WriteResult]:
         """Approve or reject a gate of a run (needs the review scope)."""
         return await _forward(ctx, ops.resolve_gate, WriteResult, locals())
 
@@ -408,12 +408,14 @@ def build_server() -> WorkbenchMCPServer:
         data: Annotated[Any, Field(description="The artifact's JSON value (validated against its schema).")],
         stepId: StepId | None = None,
         idempotencyKey: OptionalName = None,
-    ) -> WriteResult:
+    ) -> Annotated[CallToolResult, WriteResult]:
         """Write a new version of an artifact (needs the write or review scope)."""
         return await _forward(ctx, ops.write_artifact, WriteResult, locals())
 
     @mcp.tool(title="Export a signed bundle", annotations=READ_ONLY)
-    async def export_bundle(ctx: Context, runId: RunId, redact: Redaction = None) -> ExportedBundle:
+    async def export_bundle(
+        ctx: Context, runId: RunId, redact: Redaction = None
+    ) -> Annotated[CallToolResult, ExportedBundle]:
         """The run as a RunBundle: canonical JSON with engine snapshot, integrity hash (integrity.sha256) and
         this instance's Ed25519 signature (integrity.attestations) naming your token as the exporter."""
         data, bundle = await _call(ctx, ops.export_bundle, run_id=runId, redact=redact)
@@ -456,7 +458,7 @@ def build_server() -> WorkbenchMCPServer:
             Field(description="A branch's run options overlay (tags, configurable, gateDecisions)."),
         ] = None,
         newRunId: OptionalName = None,
-    ) -> ForkResult:
+    ) -> Annotated[CallToolResult, ForkResult]:
         """Fork a run: replay it, branch it with an overlay, or copy its latest state (needs write)."""
         return await _forward(ctx, ops.fork_run, ForkResult, locals())
 
@@ -485,7 +487,7 @@ def build_server() -> WorkbenchMCPServer:
                 "(default: the server's WORKBENCH_MCP_DECISION_WAIT_SECONDS; 0 answers at once).",
             ),
         ] = None,
-    ) -> Decision | InputRequiredResult:
+    ) -> Annotated[CallToolResult, Decision] | InputRequiredResult:
         """Request a reviewer's decision at a gate and wait for it; a reviewer decides in the browser.
 
         The call is held open until the reviewer decides (or the wait runs out: ``waitSeconds``).

@@ -17,17 +17,18 @@ SERVER_DESCRIPTION = (
     "write artifacts, export bundles, and ask a human reviewer for a decision."
 )
 
-try:  # the revisions the installed SDK can speak (newest last)
+SDK_PROTOCOL_VERSIONS: tuple[str, ...] = ()  # the revisions the installed SDK can speak
+try:
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    SDK_PROTOCOL_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 except ImportError:  # pragma: no cover - the MCP extra is not installed
-    HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS = (), ()
+    pass
 
 # Served here: the stateless 2026-07-28 core and the two handshake revisions before it. The SDK
 # also answers 2024-11-05 and 2025-03-26 clients; they are not advertised (not tested here).
 ADVERTISED = ("2025-06-18", "2025-11-25", "2026-07-28")
-MCP_PROTOCOL_VERSIONS: tuple[str, ...] = tuple(
-    v for v in ADVERTISED if v in (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
-)
+MCP_PROTOCOL_VERSIONS: tuple[str, ...] = tuple(v for v in ADVERTISED if v in SDK_PROTOCOL_VERSIONS)
 
 
 def server_version() -> str:

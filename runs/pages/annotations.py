@@ -1,7 +1,5 @@
 """All annotations of a run, paged and cut to a bounded length; any one of them whole as text."""
 
-from __future__ import annotations
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse

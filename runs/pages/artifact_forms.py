@@ -53,7 +53,7 @@ def _plain(err) -> str:
         return "This field is required."
     if v == "type":
         types = val if isinstance(val, list) else [val]
-        return "Enter " + " or ".join(TYPE_WORDS.get(t, t) for t in types) + "."
+        return "Enter " + " or ".join(TYPE_WORDS.get(str(t), str(t)) for t in types) + "."
     if v == "minLength":
         return "This field cannot be empty." if val == 1 else f"Enter at least {val} characters."
     if v == "maxLength":

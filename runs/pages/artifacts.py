@@ -80,13 +80,13 @@ def artifact_context(
                 "This schema's top level is neither an object with named fields nor a list of such "
                 "objects, so it is edited as JSON."
             )
-    use_form = form is not None and editor != "json"
+    shown = form if editor != "json" else None  # the form, unless the JSON editor was asked for
     other_errors = errors
-    if use_form:
+    if shown is not None:
         if post is not None:
-            fill_from_post(form, post)
-        other_errors = attach_errors(form, errors)
-    json_fields = [f for f in form.walk() if f.kind == "json"] if use_form else []
+            fill_from_post(shown, post)
+        other_errors = attach_errors(shown, errors)
+    json_fields = [f for f in shown.walk() if f.kind == "json"] if shown is not None else []
     return {
         "run": run,
         "url_id": access.url_id,
@@ -97,7 +97,7 @@ def artifact_context(
         "latest": latest,
         "versions": versions.get(key, []) if key else [],
         "schema": schema,
-        "form": form if use_form else None,
+        "form": shown,
         "form_available": form is not None,
         "form_note": form_note,
         "json_fields": json_fields,
@@ -139,19 +139,21 @@ def _save_artifact(request: HttpRequest, access: RunAccess) -> HttpResponse:
     if latest is None:
         raise Http404("no such artifact")
     schema = schema_registry().get(latest["typeId"])
-    form = build_form(schema, latest.get("data")) if "data" in latest else None
-    use_form = form is not None and post.get("editor") == "form"
+    form = (
+        build_form(schema, latest.get("data")) if "data" in latest and post.get("editor") == "form" else None
+    )
+    use_form = form is not None
     errors: list[dict[str, str]] = []
     text = post.get("data", "")
     data: Any = None
-    if use_form:
+    if form is not None:
         data, errors = parse_form(form, post, latest.get("data"))
         text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
     else:
         data, problem = parse_json_field(text)
         if problem:
             errors.append({"path": "/", "field": "", "message": problem})
-    if use_form:
+    if form is not None:
         # every problem at once: what could not be read, then the schema's view of the rest
         unreadable = {e["path"] for e in errors}
         errors += [e for e in form_schema_errors(form, schema, data) if e["path"] not in unreadable]

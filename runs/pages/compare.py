@@ -18,7 +18,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs.selectors.compare import BadCursor, Cursor, summary_is_cheap
 from runs.web.partials import compare_context, compare_summary_context, compare_url
-from runs.web.request import get_run_for_user
+from runs.web.request import HtmxHttpRequest, get_run_for_user
 
 
 def _refuse(request: HttpRequest, message: str) -> HttpResponse:
@@ -29,7 +29,7 @@ def _refuse(request: HttpRequest, message: str) -> HttpResponse:
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def compare_runs(request: HttpRequest) -> HttpResponse:
+def compare_runs(request: HtmxHttpRequest) -> HttpResponse:
     picked = [v for v in request.GET.getlist("run") if v]
     if picked or "run" in request.GET:
         if len(picked) != 2:

@@ -41,6 +41,7 @@ from runs.web.partials import (
     waterfall_context,
 )
 from runs.web.request import (
+    HtmxHttpRequest,
     actor_for,
 )
 from runs.web.trace import level_context, list_context, span_detail_context, trace_context
@@ -141,7 +142,7 @@ def run_detail(request: HttpRequest, access: RunAccess) -> HttpResponse:
 @run_page
 @require_GET
 @vary_on_headers("HX-Request")
-def timeline(request: HttpRequest, access: RunAccess) -> HttpResponse:
+def timeline(request: HtmxHttpRequest, access: RunAccess) -> HttpResponse:
     after, before = _timeline_window(request)
     limit = int_param(request.GET, "limit", TIMELINE_PAGE, minimum=1) or TIMELINE_PAGE
     ctx = timeline_context(
@@ -161,14 +162,13 @@ def timeline(request: HttpRequest, access: RunAccess) -> HttpResponse:
         response["HX-Push-Url"] = f"{ctx['detail_url']}?{query.urlencode()}#timeline"
         return response
     # Without htmx: the detail page at that window (keeps links working with JS off).
-    query = request.GET.urlencode()
-    return redirect(f"{ctx['detail_url']}?{query}#timeline")
+    return redirect(f"{ctx['detail_url']}?{request.GET.urlencode()}#timeline")
 
 
 @run_page
 @require_GET
 @vary_on_headers("HX-Request")
-def event_detail(request: HttpRequest, access: RunAccess, seq: int) -> HttpResponse:
+def event_detail(request: HtmxHttpRequest, access: RunAccess, seq: int) -> HttpResponse:
     """An opened timeline row: the event's JSON, its state link and its actions (htmx); without
     htmx, the run page opened at that event."""
     if not request.htmx:
@@ -187,7 +187,7 @@ def _detail_url(url_id: str) -> str:
 @run_page
 @require_GET
 @vary_on_headers("HX-Request")
-def span_tree(request: HttpRequest, access: RunAccess) -> HttpResponse:
+def span_tree(request: HtmxHttpRequest, access: RunAccess) -> HttpResponse:
     """One page of the trace view's tree (htmx): the children of the span started at ``?span=``
     (the roots without it) from ``?after=``, or flat, the failed spans (``?view=failed``) or a
     text search (``?q=``). Without htmx, the run page with that view."""
@@ -213,7 +213,7 @@ def span_tree(request: HttpRequest, access: RunAccess) -> HttpResponse:
 @run_page
 @require_GET
 @vary_on_headers("HX-Request")
-def span_detail(request: HttpRequest, access: RunAccess, seq: int) -> HttpResponse:
+def span_detail(request: HtmxHttpRequest, access: RunAccess, seq: int) -> HttpResponse:
     """The trace view's detail pane for the span started at ``seq`` (htmx); without htmx, the
     run page with that span selected."""
     if not request.htmx:
@@ -227,7 +227,7 @@ def span_detail(request: HttpRequest, access: RunAccess, seq: int) -> HttpRespon
 @run_page
 @require_GET
 @vary_on_headers("HX-Request")
-def spans(request: HttpRequest, access: RunAccess) -> HttpResponse:
+def spans(request: HtmxHttpRequest, access: RunAccess) -> HttpResponse:
     """One window of the span waterfall (htmx); without htmx, the run page at that window."""
     after = int_param(request.GET, "after", 0) or 0
     if not request.htmx:
@@ -315,7 +315,7 @@ def event_state_context(run: Run, seq: int, *, url_id: str | None = None) -> dic
 @run_page
 @require_GET
 @vary_on_headers("HX-Request")
-def event_state(request: HttpRequest, access: RunAccess, seq: int) -> HttpResponse:
+def event_state(request: HtmxHttpRequest, access: RunAccess, seq: int) -> HttpResponse:
     ctx = event_state_context(access.run, seq, url_id=access.url_id)
     if request.htmx:
         return render(request, "runs/event_state.html#state_diff", ctx)

@@ -26,6 +26,7 @@ from runs.web.partials import (
     graph_context,
 )
 from runs.web.request import (
+    HtmxHttpRequest,
     actor_for,
 )
 
@@ -88,7 +89,7 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
 
 
 @run_write(Action.RESOLVE_GATE)
-def resolve_gate(request: HttpRequest, run: Run) -> HttpResponse:
+def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     post = request.POST
     error = decide_gate(request, run)
     decision, step_id, gate = post.get("decision", ""), post.get("step_id", ""), post.get("gate", "")

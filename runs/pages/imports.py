@@ -21,6 +21,7 @@ from runs.protocol.bundle import check_bundle, check_bundle_file
 from runs.selectors.runs import find_run
 from runs.selectors.signing import bundle_signature
 from runs.web.request import (
+    HtmxHttpRequest,
     actor_for,
     current_workspace,
     may,
@@ -145,15 +146,16 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Imported run {run.run_id}.")
         return redirect("runs:detail", run.run_id)
     upload = request.FILES.get("bundle")
-    if upload is not None and upload.size > bundle_limit():
+    if upload is None:
+        ctx["upload_error"] = "Choose a bundle file (.json) to upload."
+        return render(request, "runs/import.html", ctx, status=422)
+    size = upload.size or 0  # Django sets it for every uploaded file
+    if size > bundle_limit():
         ctx["upload_error"] = (
             f"PAYLOAD_TOO_LARGE: the upload exceeds the server's limit of {bundle_limit()} bytes "
             "for a bundle (WORKBENCH_MAX_BUNDLE_BYTES), the same for the API and this page."
         )
         return render(request, "runs/import.html", ctx, status=413)
-    if upload is None:
-        ctx["upload_error"] = "Choose a bundle file (.json) to upload."
-        return render(request, "runs/import.html", ctx, status=422)
     # The upload is on disk already (a temporary file beyond FILE_UPLOAD_MAX_MEMORY_SIZE): it is
     # copied in chunks to where it waits for the confirmation, then checked from there.
     token = secrets.token_urlsafe(16)
@@ -162,7 +164,7 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
     with open_private(path) as out:
         for chunk in upload.chunks():
             out.write(chunk)
-    if upload.size >= async_threshold():
+    if size >= async_threshold():
         # too large to check as one document here (its peak memory is ~6x the file): the job
         # that imports it checks it streamed, and stores nothing if any check fails
         pending[token] = name
@@ -202,7 +204,7 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def import_job(request: HttpRequest, job_id: str) -> HttpResponse:
+def import_job(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
     """A background import's progress and outcome (the section polls itself while the job runs)."""
     require_action(request, Action.VIEW_RUN)
     workspace = current_workspace(request)

@@ -24,6 +24,7 @@ from runs.selectors.runs import (
     runs_waiting_for_review,
 )
 from runs.web.request import (
+    HtmxHttpRequest,
     current_workspace,
     may,
 )
@@ -52,7 +53,7 @@ def inbox_row_context(
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def review_inbox(request: HttpRequest) -> HttpResponse:
+def review_inbox(request: HtmxHttpRequest) -> HttpResponse:
     """Every pending gate across the workspace's runs (the reviewer's inbox)."""
     workspace = current_workspace(request)
     cursor = request.GET.get("cursor", "")

@@ -35,7 +35,7 @@ LEDGER_ROLLUPS = [
 def _in_step_order(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
     """Step rows in workflow order; steps no workflow declares follow, as the ledger sorts them."""
     rank = {step: i for i, step in enumerate(order)}
-    return sorted(rows, key=lambda r: rank.get(r.get("label"), len(rank)))
+    return sorted(rows, key=lambda r: rank.get(r.get("label") or "", len(rank)))
 
 
 def _main_currency(exact: dict[str, Decimal]) -> str:

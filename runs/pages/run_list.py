@@ -19,7 +19,7 @@ from runs.selectors.runs import (
     waiting_steps,
     workflow_ids,
 )
-from runs.web.request import current_workspace, switch_workspace
+from runs.web.request import HtmxHttpRequest, current_workspace, switch_workspace
 
 RUNS_PER_PAGE = 50
 MATCH_COUNT_CAP = 10_000
@@ -28,7 +28,7 @@ MATCH_COUNT_CAP = 10_000
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     filters = RunListFilters.from_query(request.GET)
     cursor = request.GET.get("cursor", "")

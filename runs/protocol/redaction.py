@@ -149,7 +149,7 @@ class _Redactor:
                         "context",
                         "subject",
                         "tags",
-                    )  # fmt: skip
+                    )
                 },
                 "metadata": CONTENT,
                 "workflowSnapshot": self.nested("workflow"),

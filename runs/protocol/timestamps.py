@@ -19,6 +19,8 @@ _PARTS = re.compile(
     re.ASCII,
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EARLIEST = datetime(1, 1, 1, tzinfo=UTC)  # datetime.min and .max, in UTC
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:
@@ -100,4 +102,4 @@ def to_datetime(value: str | None) -> datetime | None:
     try:
         return _EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
-        return (datetime.min if ms < 0 else datetime.max).replace(tzinfo=UTC)
+        return _EARLIEST if ms < 0 else _LATEST

@@ -86,9 +86,11 @@ class Shown:
 
 def _header(item: object, index: int, limit: int) -> Shown:
     item = item if isinstance(item, dict) else {}
-    raw = item.get("text") if isinstance(item.get("text"), str) else ""
+    raw = item.get("text")
+    raw = raw if isinstance(raw, str) else ""
     text, cut = clip(raw, limit)
-    at = item.get("at") if isinstance(item.get("at"), str) else ""
+    at = item.get("at")
+    at = at if isinstance(at, str) else ""
     return Shown(text=text, cut=cut, length=len(raw), at=at[:40], index=index)
 
 

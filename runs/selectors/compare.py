@@ -215,23 +215,25 @@ def _diff_patched_versions(run_a: Run, run_b: Run, rows: list[CompareRow]) -> No
     """Changed ``artifact_patch`` rows: the versions the patches made, diffed path by path (the
     patches themselves say little side by side). One query per run for the whole page."""
     patched = [
-        r for r in rows if r.kind == CHANGED and r.a and r.b and r.a.type == r.b.type == "artifact_patch"
+        (r, r.a, r.b)
+        for r in rows
+        if r.kind == CHANGED and r.a and r.b and r.a.type == r.b.type == "artifact_patch"
     ]
     if not patched:
         return
-    found = {}
+    found: dict[tuple[str, str, Any], Any] = {}
     for run, side in ((run_a, "a"), (run_b, "b")):
         wanted = Q()
-        for r in patched:
-            body = getattr(r, side).body
-            wanted |= Q(key=str(body.get("artifactKey")), version=body.get("toVersion"))
+        for _, a, b in patched:
+            patch = (a if side == "a" else b).body
+            wanted |= Q(key=str(patch.get("artifactKey")), version=patch.get("toVersion"))
         for key, version, body in ArtifactVersion.objects.filter(wanted, run=run).values_list(
             "key", "version", "body"
         ):
             found[(side, key, version)] = loads(body).get("data")
-    for r in patched:
-        ka = ("a", str(r.a.body.get("artifactKey")), r.a.body.get("toVersion"))
-        kb = ("b", str(r.b.body.get("artifactKey")), r.b.body.get("toVersion"))
+    for r, a, b in patched:
+        ka = ("a", str(a.body.get("artifactKey")), a.body.get("toVersion"))
+        kb = ("b", str(b.body.get("artifactKey")), b.body.get("toVersion"))
         if ka in found and kb in found:
             r.json_diff = diff_values(found[ka], found[kb], limit=JSON_DIFF_LIMIT)
             r.json_diff_of = f"{ka[1]} v{ka[2]} → v{kb[2]}"
@@ -336,7 +338,7 @@ def model_usage(run: Run) -> dict[str, Any]:
     if found is not None:
         return found
     doc = run.run_doc
-    totals, by_step = Totals(), {}
+    totals, by_step = Totals(), dict[str, Totals]()
     exact: dict[str, Decimal] = {}
     # Bodies are compact JSON (runs.models.dumps): a response's holds this text, so the database
     # skips requests and stream chunks (a payload quoting it only costs a parse: checked below).
@@ -354,9 +356,10 @@ def model_usage(run: Run) -> dict[str, Any]:
         totals.add(delta)
         if entry.get("stepId"):
             by_step.setdefault(entry["stepId"], Totals()).add(delta)
-        if "cost" in entry:
+        amount = number(entry["cost"]["amount"]) if "cost" in entry else None
+        if amount is not None:  # the ledger entry's amount is a JSON number (None otherwise)
             currency = entry["cost"]["currency"]
-            exact[currency] = exact.get(currency, Decimal(0)) + number(entry["cost"]["amount"])
+            exact[currency] = exact.get(currency, Decimal(0)) + amount
     found = {
         "totals": totals.as_dict(),
         "by_step": {step: t.as_dict() for step, t in by_step.items()},

@@ -11,7 +11,7 @@ gets its listeners), so ``runs`` never imports it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -75,7 +75,9 @@ def _row_json(price: Price, source: str, provider: str | None) -> dict[str, Any]
     return row
 
 
-def effective_prices(workspace: Workspace, *, models: list[tuple[str | None, str]] = ()) -> dict[str, Any]:
+def effective_prices(
+    workspace: Workspace, *, models: Sequence[tuple[str | None, str]] = ()
+) -> dict[str, Any]:
     """``GET /api/prices``: ``{"prices": {model: row}, ...}`` with the workspace's rows (its own
     first, then genai-prices for the catalogue's models and any ``models`` asked for, then the
     catalogue's own prices); each row says its ``source``. Prices per million tokens, as text."""
@@ -84,14 +86,15 @@ def effective_prices(workspace: Workspace, *, models: list[tuple[str | None, str
     for key, price in book.own.items():
         if isinstance(key, tuple):
             out.setdefault(key[1], _row_json(price, SOURCE_WORKSPACE, key[0]))
-    wanted = [key for key in book.catalogue if isinstance(key, tuple)] + list(models)
+    wanted: list[tuple[str | None, str]] = [key for key in book.catalogue if isinstance(key, tuple)]
+    wanted += models
     for provider, model in wanted:
         if model in out:
             continue
         row = genai_table_row(provider, model)
         if row is not None:
             out[model] = row
-        elif (provider, model) in book.catalogue:
+        elif provider is not None and (provider, model) in book.catalogue:
             out[model] = _row_json(book.catalogue[(provider, model)], SOURCE_CATALOGUE, provider)
     return {"prices": out, "unit": "per million tokens"}
 
@@ -101,14 +104,17 @@ def price_row(book: PriceBook, provider: str | None, model: str | None) -> dict[
     with its ``source``): the workspace's own price, else genai-prices, else the catalogue."""
     if not model:
         return None
-    for table, source in ((book.own, SOURCE_WORKSPACE), (None, None), (book.catalogue, SOURCE_CATALOGUE)):
-        if table is None:
-            row = genai_table_row(provider, model)
-            if row is not None:
-                return row
-            continue
-        price = table.get((provider, model)) if provider else None
-        price = price if price is not None else table.get(model)
-        if price is not None:
-            return _row_json(price, source, provider)
-    return None
+    own = _priced(book.own, provider, model)
+    if own is not None:
+        return _row_json(own, SOURCE_WORKSPACE, provider)
+    row = genai_table_row(provider, model)
+    if row is not None:
+        return row
+    listed = _priced(book.catalogue, provider, model)
+    return _row_json(listed, SOURCE_CATALOGUE, provider) if listed is not None else None
+
+
+def _priced(table: dict[tuple[str, str] | str, Price], provider: str | None, model: str) -> Price | None:
+    """A table's price of ``model`` from ``provider``, else of the model by its name alone."""
+    price = table.get((provider, model)) if provider else None
+    return price if price is not None else table.get(model)

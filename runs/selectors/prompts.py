@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, Max, Prefetch, QuerySet
 
@@ -33,10 +33,18 @@ from runs.protocol.values import loads
 
 MAX_COST_EVENTS = 5000
 
+if TYPE_CHECKING:  # django-stubs' helper (a dev dependency): annotated model instances
+    from django_stubs_ext import WithAnnotations
+
 DEFAULT_LABEL = "production"
 
 
-def prompts_of(workspace: Workspace) -> QuerySet[Prompt]:
+class PromptCounts(TypedDict):
+    version_count: int
+    last_number: int | None
+
+
+def prompts_of(workspace: Workspace) -> QuerySet[WithAnnotations[Prompt, PromptCounts]]:
     return (
         Prompt.objects.filter(workspace=workspace)
         .annotate(version_count=Count("versions", distinct=True), last_number=Max("versions__number"))

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, TextField, Value, When
 from django.db.models.functions import Cast, Concat, StrIndex, Upper
-from django.db.models.lookups import GreaterThan, IContains, Regex
+from django.db.models.lookups import GreaterThan, IContains, Lookup, Regex
 
 from runs.engine.fold import apply_event, fold, reviewer_note
 from runs.engine.state import RunState, initial_run_doc
@@ -425,7 +425,7 @@ def artifact_versions_by_key(run: Run) -> dict[str, list[dict[str, Any]]]:
     )
     out: dict[str, list[dict[str, Any]]] = {}
     for row in rows[:ARTIFACT_ROWS_LIMIT]:
-        out.setdefault(row["key"], []).append(row)
+        out.setdefault(row["key"], []).append(dict(row))
     return out
 
 
@@ -497,6 +497,7 @@ def _text_match(workspace: Workspace, text: str) -> Q:
         .values("pk")
     )
     calls = Event.objects.filter(run__workspace=workspace, type="model_io")
+    said: QuerySet[Event]
     if connection.vendor == "postgresql":  # the indexed expression, exactly
         said = calls.annotate(said=SearchText("body")).filter(said__icontains=json_text_needle(text))
     else:
@@ -517,6 +518,8 @@ def _saying(calls: QuerySet[Event], text: str) -> QuerySet[Event]:
     body)."""
     exact = json_text_needle(text)
     spelt = json_body_needle(text)
+    said: Lookup
+    cheap: Lookup | None
     if connection.vendor == "postgresql":
         said = GreaterThan(StrIndex(Upper(SearchText("body")), Upper(Value(exact))), 0)
         # The spelling anywhere but right before '":' (the end of a key: a body's JSON is compact,
@@ -684,7 +687,7 @@ def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
     """The latest gate requests and resolutions of a run, newest first, bodies parsed as ``data``."""
     # One query per type so each is a backwards range scan of the (run, type, seq) index; an IN over
     # both types makes SQLite walk the whole trace by (run, seq) instead.
-    history = sorted(
+    rows = sorted(
         (
             row
             for etype in ("human_gate_requested", "human_gate_resolved")
@@ -694,6 +697,7 @@ def gate_history(run: Run, *, limit: int) -> list[dict[str, Any]]:
         ),
         key=lambda row: -row["seq"],
     )[:limit]
+    history: list[dict[str, Any]] = [dict(row) for row in rows]
     for item in history:
         item["data"] = loads(item.pop("body"))
         # the named checkpoint an event of this engine is about (it sets correlationId for them);

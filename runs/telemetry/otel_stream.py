@@ -87,10 +87,16 @@ class ContinuousExporter:
     # -- after commit (any thread) ----------------------------------------------------------
 
     def on_change(self, change: RunChange) -> None:
-        if self._closed or change.status not in FINAL_STATUSES or change.last_seq == 0:
+        workspace_id = change.workspace_id  # None: a playground execution, exported by no workspace
+        if (
+            self._closed
+            or change.status not in FINAL_STATUSES
+            or change.last_seq == 0
+            or workspace_id is None
+        ):
             return
         try:
-            self._runs.put_nowait((change.workspace_id, change.run_id))
+            self._runs.put_nowait((workspace_id, change.run_id))
             self.counters.queued += 1
         except queue.Full:
             self.counters.dropped += 1

@@ -353,14 +353,14 @@ def _sync(
             _, ended, completed = _lines_of(writer, rows, ended, completed, redact)
         else:
             while True:
-                rows = list(
+                stored = list(
                     Event.objects.filter(run=run, seq__gt=after)
                     .order_by("seq")
                     .values_list("seq", "body", "actor")[:_CHUNK]
                 )
                 seq, ended, completed = _lines_of(
                     writer,
-                    ((seq, orjson.loads(body), actor) for seq, body, actor in rows),
+                    ((seq, orjson.loads(body), actor) for seq, body, actor in stored),
                     ended,
                     completed,
                     redact,
@@ -368,7 +368,7 @@ def _sync(
                 after = seq if seq is not None else after
                 _append(fd, writer.lines)
                 writer.lines = []
-                if len(rows) < _CHUNK:
+                if len(stored) < _CHUNK:
                     break
         if not ended and run.status in TERMINAL:
             # e.g. an imported run that ends without a status event: its document says how it ended
@@ -514,7 +514,7 @@ def record_change(change: RunChange) -> None:
         return
 
     run = change.row
-    if run is None:
+    if run is None and change.workspace_id is not None:
         run = (
             Run.unscoped.filter(workspace_id=change.workspace_id, pk=change.run_pk).only(*_ROW_FIELDS).first()
         )

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
+from django_htmx.middleware import HtmxDetails
 
 from runs.actions.permissions import Action, minimum_role, role_allows
 from runs.actions.workspaces import PUBLIC_DEMO_WORKSPACE, personal_workspace
@@ -31,11 +33,24 @@ DEMO_WORKSPACE = PUBLIC_DEMO_WORKSPACE
 DEMO_RUN_ID = "run_demo_jobsearch"
 
 
+class HtmxHttpRequest(HttpRequest):
+    """A request that went through django-htmx's middleware (installed for every view): the
+    views that answer both full pages and fragments take this type to read ``request.htmx``."""
+
+    htmx: HtmxDetails
+
+
+class AuthenticatedHttpRequest(HttpRequest):
+    """A request to a ``@login_required`` view: its user is signed in (django-stubs' recipe)."""
+
+    user: User
+
+
 def current_membership(request: HttpRequest) -> Membership | None:
     """The membership of the signed-in user in the workspace chosen in the session (cached per request)."""
-    cached = getattr(request, "_workbench_membership", False)
+    cached: Membership | bool | None = getattr(request, "_workbench_membership", False)
     if cached is not False:
-        return cached
+        return cached if isinstance(cached, Membership) else None
     membership: Membership | None = None
     user = request.user
     if user.is_authenticated:
@@ -95,8 +110,11 @@ def require_action(request: HttpRequest, action: Action | str) -> Membership:
 
 def switch_workspace(request: HttpRequest, slug: str) -> Workspace:
     """Choose the session's workspace among the user's own memberships only (404 otherwise)."""
+    user = request.user
     membership = (
-        Membership.objects.select_related("workspace").filter(user=request.user).in_workspace(slug).first()
+        Membership.objects.select_related("workspace").filter(user=user).in_workspace(slug).first()
+        if user.is_authenticated
+        else None
     )
     if membership is None:
         raise Http404("no such workspace")

@@ -122,7 +122,8 @@ def install_daphne_request_limits() -> bool:
             lose_write()
             from twisted.internet import reactor  # the running reactor (daphne installed it)
 
-            reactor.callLater(5, transport.loseConnection)
+            # Twisted declares zope interface methods without `self` (read right by mypy-zope only)
+            reactor.callLater(5, transport.loseConnection)  # type: ignore[arg-type]
         else:  # pragma: no cover - TCP transports have it
             transport.loseConnection()
 
@@ -152,8 +153,13 @@ def install_daphne_request_limits() -> bool:
     HTTPChannel.MAX_LENGTH = MAX_LINE_BYTES
     # Twisted's own total (request line and headers) sits above ours, so ours answers first.
     HTTPChannel.totalHeadersSize = MAX_LINE_BYTES + MAX_HEADER_BYTES + 4096
-    HTTPChannel.lineLengthExceeded = limited_line_length_exceeded
-    HTTPChannel.lineReceived = limited_line_received
-    HTTPChannel.headerReceived = limited_header_received
-    HTTPChannel._workbench_request_limits = True
+    # A patch of the class on purpose (daphne builds the channels): setattr says so to mypy.
+    patches = {
+        "lineLengthExceeded": limited_line_length_exceeded,
+        "lineReceived": limited_line_received,
+        "headerReceived": limited_header_received,
+        "_workbench_request_limits": True,
+    }
+    for name, value in patches.items():
+        setattr(HTTPChannel, name, value)
     return True

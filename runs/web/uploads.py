@@ -375,7 +375,7 @@ class BodyLimitUploadHandler(FileUploadHandler):
 
     def _refuse(self) -> None:
         if self.request is not None:
-            self.request.body_too_large = True
+            self.request.body_too_large = True  # type: ignore[attr-defined]  # a marker read with getattr
         raise StopUpload(connection_reset=True)
 
     def receive_data_chunk(self, raw_data, start):

@@ -107,7 +107,7 @@ def test_queued_spans_survive_a_killed_worker_and_a_killed_server():
         token = cluster.seed(workflow=LINEAR_WORKFLOW)["token"]
 
         # 1. Queued and stored by the worker the server started for itself.
-        export(cluster, token, spans_of(range(0, 20)))
+        export(cluster, token, spans_of(range(20)))
         server = cluster.procs[0]
         (worker,) = worker_pids(server.pid)
         assert wait_stored(cluster, 200) == {"spans": 200, "distinct": 200, "traces": 20}

@@ -110,3 +110,15 @@ def test_a_send_error_is_left_to_twisted(pair):
     assert send_now(transport, b"z") is False  # EPIPE: buffered; Twisted's doWrite loses the connection
     assert reactor.writers == [transport]
     assert transport.doWrite() is not None  # CONNECTION_LOST, as Twisted reports it
+
+
+def test_a_twisted_without_the_buffer_attributes_falls_back_to_the_public_path(pair, monkeypatch):
+    """The buffer attributes are Twisted's internals: if a release renames one, frames still go
+    out (through transport.write, in order) and nothing raises."""
+    transport, theirs, reactor = pair
+    monkeypatch.delattr(transport, "_tempDataLen")
+    assert backlog(transport) == 0
+    written: list[bytes] = []
+    monkeypatch.setattr(transport, "write", written.append, raising=False)
+    assert send_now(transport, b"frame") is False
+    assert written == [b"frame"] and read_all(theirs) == b""

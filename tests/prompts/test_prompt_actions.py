@@ -43,6 +43,13 @@ def test_every_save_is_a_new_immutable_version_and_latest_follows(workspace, bob
     assert diff["summary"] == {"added": 6, "removed": 1}  # a line changed; [config] and its 4 lines are new
 
 
+def test_a_later_save_with_other_tags_retags_the_prompt(workspace, bob):
+    _save(workspace, bob, tags=["support"])
+    v2 = _save(workspace, bob, text="Hi {{name}}", tags=["support", "v2"])
+    assert v2.number == 2
+    assert sel.get_prompt(workspace, "support/greeting").tags == ["support", "v2"]
+
+
 def test_chat_prompts_and_bad_input_are_refused_with_a_code(workspace, bob):
     body = [{"role": "system", "content": "Be {{tone}}"}, {"role": "user", "content": "{{q}}"}]
     v = do_save_prompt_version(workspace, name="chat one", type="chat", body=body, scopes=TESTER, user=bob)

@@ -122,7 +122,7 @@ def build() -> dict:
                 "app.notes": {"inner": plant("span_started.attributes.app.notes")},
             },
             hostExtra=plant("span_started.unknown key"),
-        ),  # fmt: skip
+        ),
         _event(2, "step_started", "draft", hostExtra=plant("step_started.unknown key")),
         _event(
             3,
@@ -134,7 +134,7 @@ def build() -> dict:
             model="gpt-canary",
             summary=plant("model_io(request).summary"),
             payload={"messages": [{"role": "user", "content": plant("model_io(request).payload")}]},
-        ),  # fmt: skip
+        ),
         _event(
             4,
             "model_io",
@@ -145,7 +145,7 @@ def build() -> dict:
             model="gpt-canary",
             summary=plant("model_io(stream_chunk).summary"),
             payload={"delta": plant("model_io(stream_chunk).payload")},
-        ),  # fmt: skip
+        ),
         _event(
             5,
             "model_io",
@@ -163,7 +163,7 @@ def build() -> dict:
                     {"message": {"role": "assistant", "content": plant("model_io(response).payload")}}
                 ]
             },
-        ),  # fmt: skip
+        ),
         _event(
             6,
             "tool_call",
@@ -171,7 +171,7 @@ def build() -> dict:
             name="search",
             args={"query": plant("tool_call.args")},
             result={"hits": [plant("tool_call.result")]},
-        ),  # fmt: skip
+        ),
         _event(
             7,
             "artifact_written",
@@ -188,7 +188,7 @@ def build() -> dict:
             patch=[
                 {"op": "add", "path": "/extra", "value": plant("artifact_patch.patch[0].value")},
             ],
-        ),  # fmt: skip
+        ),
         _event(9, "rule_changed", ruleSetId="rs-canary", snapshot=_rule_set("rule_changed.snapshot")),
         _event(10, "policy_changed", "review", policy="CHECKPOINT"),
         _event(11, "annotation", "draft", text=plant("annotation.text"), tags=["note"]),
@@ -228,7 +228,7 @@ def build() -> dict:
                 "app.result": plant("span_ended.attributes.app.result"),
             },
             error={"message": plant("span_ended.error.message"), "code": "E_SPAN"},
-        ),  # fmt: skip
+        ),
         _event(19, "run_forked", parentRunId="run_canary_parent", forkedFromStepId="draft"),
         _event(20, "run_status_changed", status="failed", reason=plant("run_status_changed.reason")),
     ]

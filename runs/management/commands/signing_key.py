@@ -90,7 +90,7 @@ class Command(BaseCommand):
             self.stdout.write("no signing keys yet (the first export creates the instance key)")
         for row in rows:
             v = validity[row.kid]
-            scope = f"workspace {row.workspace.slug}" if row.workspace_id else "instance"
+            scope = f"workspace {row.workspace.slug}" if row.workspace is not None else "instance"
             state = "revoked" if "revokedAt" in v else ("retired" if "notAfter" in v else "active")
             parts = [f"{row.kid}  {scope}  {state}  source={row.source}  notBefore={v.get('notBefore')}"]
             parts += [f"{m}={v[m]}" for m in ("notAfter", "revokedAt") if m in v]
