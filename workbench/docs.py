@@ -57,7 +57,7 @@ def docs_csp() -> dict[str, list[str]]:
     return _csp_for(manifest, mtime)
 
 
-def _csp_for_missing() -> dict[str, list[str]]:
+def _csp_for_missing() -> dict[str, list[Any]]:
     return {key: [CSP.SELF] for key in ("default-src", "script-src", "style-src")} | {
         "frame-ancestors": [CSP.NONE],
         "object-src": [CSP.NONE],
@@ -80,7 +80,7 @@ def page(request: HttpRequest, path: str = "") -> HttpResponse:
         path += "index.html"
     elif target.is_dir() and (target / "index.html").is_file():
         return HttpResponseRedirect(request.path + "/")
-    response = serve(request, path, document_root=str(root))
-    response._csp_config = docs_csp()  # type: ignore[attr-defined]  # read by Django's CSP middleware
+    response: Any = serve(request, path, document_root=str(root))  # a FileResponse
+    response._csp_config = docs_csp()  # read by Django's CSP middleware (csp_override's attribute)
     response["Cache-Control"] = "public, max-age=300"
     return response

@@ -394,7 +394,7 @@ def record_attempt(delivery: Delivery, outcome: Outcome) -> None:
         hook = None
         if delivery.webhook_id is not None:  # the hook first, then the row (do_retry_delivery's order)
             hook = Webhook.objects.select_for_update().filter(pk=delivery.webhook_id).first()
-        fields = {
+        fields: dict[str, object] = {
             "response_status": outcome.response_status,
             "response_excerpt": outcome.excerpt[:500],
             "error": outcome.error[:500],

@@ -107,8 +107,9 @@ def _hook_json(hook: Webhook) -> dict:
 def _delivery_json(delivery: Delivery, hook: Webhook | None = None) -> dict:
     pending = delivery.status == "pending"
     next_at = delivery.next_attempt_at
-    if pending and hook is not None and hook.backed_off and hook.backoff_until > next_at:
-        next_at = hook.backoff_until  # its hook is backed off: nothing goes before then
+    until = hook.backoff_until if hook is not None and hook.backed_off else None
+    if pending and until is not None and (next_at is None or until > next_at):
+        next_at = until  # its hook is backed off: nothing goes before then
     return {
         "id": delivery.public_id,
         "eventType": delivery.event_type,

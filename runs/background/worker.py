@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -53,11 +54,11 @@ def new_worker_id() -> str:
     return f"{host}-{os.getpid()}-{get_random_string(8)}"[-64:]
 
 
-def running_under(worker_ids: set[str] | None = None, *, exclude: set[str] | None = None) -> list[str]:
+def running_under(worker_ids: set[str] | None = None, *, exclude: set[str] | None = None) -> list[Any]:
     """Ids of the task rows RUNNING whose last claim is by one of ``worker_ids`` (or by none of
     ``exclude``). Few rows are RUNNING at a time; their claims are read here, not in SQL (the
     last item of a JSON list is not portable between SQLite and PostgreSQL)."""
-    ids = []
+    ids: list[Any] = []  # the rows' primary keys (UUIDs)
     for pk, claims in DBTaskResult.objects.running().values_list("id", "worker_ids"):
         last = claims[-1] if claims else ""
         if (worker_ids is not None and last in worker_ids) or (exclude is not None and last not in exclude):

@@ -100,6 +100,8 @@ def _excerpt(response: httpx2.Response) -> str:
 
 def _secrets(delivery: Delivery) -> list[str]:
     hook = delivery.webhook
+    if hook is None:  # an e-mail delivery: nothing to sign
+        return []
     out = [hook.secret]
     if hook.previous_secret and hook.previous_secret_until and hook.previous_secret_until > timezone.now():
         out.append(hook.previous_secret)
@@ -205,7 +207,10 @@ def prepare(delivery: Delivery) -> Outcome | Work:
         subject, text = messages.email_message(
             loads(delivery.payload), site_name=getattr(settings, "WORKBENCH_SITE_NAME", "Workbench")
         )
-        return partial(_mail, delivery, subject, text, delivery.recipient.email)
+        recipient = delivery.recipient
+        if recipient is None:  # _may_receive checked it; for the type checker
+            return Outcome(False, error="the recipient is gone", cancelled=True)
+        return partial(_mail, delivery, subject, text, recipient.email)
     hook = delivery.webhook
     if hook is None or not hook.enabled:
         return Outcome(False, error="the webhook is disabled", cancelled=True)
@@ -280,7 +285,9 @@ def deliver_due(*, limit: int | None = None, max_seconds: float = MAX_SECONDS) -
     return made
 
 
-def _collect(results: queue.SimpleQueue, flying: dict[int, _InFlight], budget: float) -> None:
+def _collect(
+    results: queue.SimpleQueue[tuple[_InFlight, Outcome] | None], flying: dict[int, _InFlight], budget: float
+) -> None:
     """Wait for an attempt to end (or a wake-up, or the poll), record what ended, give up on the
     attempts past their deadline and grace."""
     soonest = min(item.give_up_at for item in flying.values())

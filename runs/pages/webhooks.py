@@ -24,7 +24,7 @@ from runs.actions.webhooks import (
 )
 from runs.models import Membership, WebhookKind
 from runs.selectors.webhooks import preferences_of, recent_deliveries_by_hook, webhooks_of
-from runs.web.request import actor_for, require_action
+from runs.web.request import AuthenticatedHttpRequest, actor_for, require_action
 
 
 def _apply(request: HttpRequest, workspace) -> tuple[str, object | None]:
@@ -82,8 +82,8 @@ def webhooks(request: HttpRequest) -> HttpResponse:
     hooks = webhooks_of(workspace)
     recent = recent_deliveries_by_hook(hooks)
     for hook in hooks:
-        hook.recent = recent[hook.pk]
-        hook.state = hook.breaker_state()
+        hook.recent = recent[hook.pk]  # type: ignore[attr-defined]  # read by the template only
+        hook.state = hook.breaker_state()  # type: ignore[attr-defined]  # read by the template only
     response = render(
         request,
         "runs/webhooks.html",
@@ -104,7 +104,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def notifications(request: HttpRequest) -> HttpResponse:
+def notifications(request: AuthenticatedHttpRequest) -> HttpResponse:
     memberships = list(
         Membership.objects.filter(user=request.user).select_related("workspace").order_by("workspace__name")
     )

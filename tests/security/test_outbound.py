@@ -342,7 +342,12 @@ def test_the_guarded_session_reaches_an_allowed_collector_by_the_checked_address
 
 @pytest.mark.parametrize(
     ("host", "means"),
-    [("0177.0.0.1", "127.0.0.1"), ("0xa.1", "10.0.0.1"), ("3232235521", "192.168.0.1"), ("010.0.0.1", "8.0.0.1")],
+    [
+        ("0177.0.0.1", "127.0.0.1"),
+        ("0xa.1", "10.0.0.1"),
+        ("3232235521", "192.168.0.1"),
+        ("010.0.0.1", "8.0.0.1"),
+    ],
 )
 def test_legacy_numeric_hosts_are_named_for_what_they_mean(host, means):
     from runs.providers import egress
