@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime
 from html import escape as _stdlib_escape
@@ -282,6 +283,14 @@ def compare_url(a: Any, b: Any, **params: Any) -> str:
     """``{% compare_url source_id fork_id %}``: the shareable compare page of two runs."""
 
     return build(str(a), str(b), **{k: str(v) for k, v in params.items()})
+
+
+@register.filter
+def gate_key(gate: Any) -> str:
+    """A pending gate's stable DOM key (step, gate, checkpoint): its fields keep their ids when other
+    gates come and go, so a live morph (static/workbench/morph.js) keeps what was typed in each."""
+    parts = [str(gate.get(k) or "") for k in ("stepId", "gate", "checkpoint")] if isinstance(gate, dict) else [str(gate)]
+    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=5).hexdigest()
 
 
 @register.simple_tag
