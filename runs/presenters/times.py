@@ -33,6 +33,11 @@ def moment(value: object) -> datetime | None:
     return None
 
 
+def _round(x: float) -> int:
+    """Half up, as JavaScript's Math.round (shell.js): 2.5 -> 3 (Python's round gives 2)."""
+    return int(x + 0.5)
+
+
 def relative(value: datetime, now: datetime) -> str:
     """Words for how long ago (or how far ahead) ``value`` is from ``now``."""
     seconds = (now - value).total_seconds()
@@ -40,13 +45,13 @@ def relative(value: datetime, now: datetime) -> str:
     seconds = abs(seconds)
     if seconds < JUST_NOW_SECONDS:
         return "just now"
-    minutes = round(seconds / 60)
+    minutes = _round(seconds / 60)
     if minutes < 60:
         words = f"{max(1, minutes)} min"
     elif seconds < 36 * 3600:
-        words = f"{round(seconds / 3600)} h"
+        words = f"{_round(seconds / 3600)} h"
     elif seconds < DATE_AFTER_DAYS * 86400:
-        days = round(seconds / 86400)
+        days = _round(seconds / 86400)
         words = f"{days} day{'s' if days != 1 else ''}"
     else:
         return value.strftime("%Y-%m-%d")
