@@ -132,6 +132,8 @@
   var options = [];
   var asked = 0;
   var timer = null;
+  var shownFor = null; // the text whose runs the list shows
+  var goWhenShown = false; // Enter came before the list caught up with the text
 
   // The pages: every link of the sidebar, with its group ("Review › Queues").
   function pages() {
@@ -194,6 +196,8 @@
   }
 
   function search() {
+    window.clearTimeout(timer);
+    timer = null;
     var text = input.value.trim();
     var needle = text.toLowerCase();
     var found = pages().filter(function (p) {
@@ -210,9 +214,20 @@
         var runs = (data.runs || []).map(function (r) {
           return { label: r.title, hint: "Run " + r.id + " · " + r.status + (r.started ? " · " + r.started : ""), url: r.url };
         });
-        render(found.concat(runs));
+        shown(text, found.concat(runs));
       })
-      .catch(function () {});
+      .catch(function () {
+        if (mine === asked) shown(text, found);
+      });
+  }
+
+  function shown(text, items) {
+    render(items);
+    shownFor = text;
+    if (goWhenShown) {
+      goWhenShown = false;
+      go(active);
+    }
   }
 
   function show() {
@@ -220,6 +235,8 @@
     opener = document.activeElement;
     if (PHONE.matches) root.classList.remove("sidebar-open");
     dialog.showModal();
+    goWhenShown = false;
+    shownFor = null;
     input.value = "";
     input.focus();
     search();
@@ -237,7 +254,11 @@
       select((active + step + options.length) % options.length);
     } else if (event.key === "Enter") {
       event.preventDefault();
-      go(active);
+      if (shownFor === input.value.trim()) go(active);
+      else {
+        goWhenShown = true; // the list is behind the text: open the first result once it is there
+        search();
+      }
     }
   });
   dialog.addEventListener("close", function () {

@@ -113,7 +113,7 @@ def test_sidebar_groups_at_1280_and_menu_button_at_390(browser, server):
     page.goto(f"{server}/runs/")
     sidebar = page.locator("#sidebar")
     expect(sidebar).to_be_visible()
-    assert [h.strip() for h in sidebar.locator("h2.nav-group").all_inner_texts()] == [
+    assert [h.strip() for h in sidebar.locator("h2.nav-group").all_text_contents()] == [
         "Observe",
         "Review",
         "Build",
@@ -202,6 +202,7 @@ def test_ctrl_k_goes_to_a_run_by_title_or_id_and_to_pages(browser, server, waiti
     options = page.locator("#goto-results [role=option]")
     expect(options.filter(has_text="run_demo_nightly_batch")).to_have_count(1)
     expect(page.locator("#goto-q")).to_have_attribute("aria-activedescendant", re.compile("goto-opt-"))
+    expect(page.locator('#goto-results [aria-selected="true"]')).to_contain_text("run_demo_nightly_batch")
     page.keyboard.press("Enter")
     page.wait_for_url(f"{server}/runs/run_demo_nightly_batch/")
     # a run by a word of its title (the waiting run's own title)
@@ -237,7 +238,7 @@ def test_waiting_gate_is_in_view_without_scrolling(browser, server, waiting, vie
     # the actions menu: closed at first, opens from the keyboard, holds the exports and cancel
     menu = page.locator("details#run-actions")
     assert menu.get_attribute("open") is None
-    menu.locator("summary").focus()
+    menu.locator("summary.button").focus()
     page.keyboard.press("Enter")
     assert menu.get_attribute("open") is not None
     assert menu.locator("a", has_text="Export signed bundle").is_visible()
