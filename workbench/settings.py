@@ -190,7 +190,8 @@ from django.utils.csp import CSP  # noqa: E402
 # rendered without a request, like the CSRF failure and 500 pages, have no nonce to give it).
 # The design tokens (static/workbench/tokens.css) come first: every stylesheet reads them.
 WORKBENCH_CRITICAL_CSS = "".join(
-    (BASE_DIR / "static" / "workbench" / name).read_text(encoding="utf-8") for name in ("tokens.css", "critical.css")
+    (BASE_DIR / "static" / "workbench" / name).read_text(encoding="utf-8")
+    for name in ("tokens.css", "critical.css")
 )
 WORKBENCH_CRITICAL_CSS_SOURCE = (
     f"'sha256-{base64.b64encode(hashlib.sha256(WORKBENCH_CRITICAL_CSS.encode()).digest()).decode()}'"

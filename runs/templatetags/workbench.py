@@ -319,7 +319,11 @@ def url_if_exists(name: str, *args: Any) -> str:
 def gate_key(gate: Any) -> str:
     """A pending gate's stable DOM key (step, gate, checkpoint): its fields keep their ids when other
     gates come and go, so a live morph (static/workbench/morph.js) keeps what was typed in each."""
-    parts = [str(gate.get(k) or "") for k in ("stepId", "gate", "checkpoint")] if isinstance(gate, dict) else [str(gate)]
+    parts = (
+        [str(gate.get(k) or "") for k in ("stepId", "gate", "checkpoint")]
+        if isinstance(gate, dict)
+        else [str(gate)]
+    )
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=5).hexdigest()
 
 

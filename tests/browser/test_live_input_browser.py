@@ -22,8 +22,21 @@ pytestmark = pytest.mark.browser
 
 def gate_requested(api: httpx.Client, run_id: str) -> None:
     events = [
-        {"id": f"evt_{run_id}_1", "runId": run_id, "ts": "2026-01-01T00:00:01.000Z", "type": "step_started", "stepId": "parse"},
-        {"id": f"evt_{run_id}_2", "runId": run_id, "ts": "2026-01-01T00:00:02.000Z", "type": "step_completed", "stepId": "parse", "ok": True},
+        {
+            "id": f"evt_{run_id}_1",
+            "runId": run_id,
+            "ts": "2026-01-01T00:00:01.000Z",
+            "type": "step_started",
+            "stepId": "parse",
+        },
+        {
+            "id": f"evt_{run_id}_2",
+            "runId": run_id,
+            "ts": "2026-01-01T00:00:02.000Z",
+            "type": "step_completed",
+            "stepId": "parse",
+            "ok": True,
+        },
         {
             "id": f"evt_{run_id}_3",
             "runId": run_id,

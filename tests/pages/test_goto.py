@@ -15,7 +15,9 @@ def test_runs_by_id_or_title_of_the_current_workspace_only(client, bob, charlie,
     make_run("run_gamma_foreign", ws=other_workspace, metadata={TITLE_KEY: "Quarterly secrets"})
     login(client, bob)
     found = client.get("/goto/", {"q": "quarterly"}).json()["runs"]
-    assert [(r["id"], r["title"], r["url"]) for r in found] == [("run_alpha", "Quarterly report", "/runs/run_alpha/")]
+    assert [(r["id"], r["title"], r["url"]) for r in found] == [
+        ("run_alpha", "Quarterly report", "/runs/run_alpha/")
+    ]
     assert found[0]["status"] == "running" and found[0]["started"]
     assert [r["id"] for r in client.get("/goto/", {"q": "BETA"}).json()["runs"]] == ["run_beta"]
     newest = [r["id"] for r in client.get("/goto/").json()["runs"]]

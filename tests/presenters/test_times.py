@@ -54,6 +54,8 @@ def test_when_filter_writes_a_time_element():
     from runs.templatetags.workbench import when
 
     html = str(when("2026-12-04T03:25:01.250Z"))
-    assert html.startswith('<time datetime="2026-12-04T03:25:01.250Z" title="2026-12-04 03:25:01.250 UTC" data-rel>')
+    assert html.startswith(
+        '<time datetime="2026-12-04T03:25:01.250Z" title="2026-12-04 03:25:01.250 UTC" data-rel>'
+    )
     assert when("<b>not a time</b>") == "<b>not a time</b>"  # plain text: the template escapes it
     assert when(None) == ""
