@@ -216,7 +216,7 @@ def test_ctrl_k_goes_to_a_run_by_title_or_id_and_to_pages(browser, server, waiti
     page.close()
     # another workspace's runs are not offered
     other = signed_in(browser, server, viewport=DESKTOP)
-    other.goto(f"{server}/runs/")
+    other.goto(f"{server}/runs/inbox/")
     other.select_option("#ws-select", "side")
     other.wait_for_url(f"{server}/runs/")
     found = other.evaluate("async () => (await (await fetch('/goto/?q=run_demo')).json()).runs")
