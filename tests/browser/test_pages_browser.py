@@ -180,7 +180,7 @@ def test_import_a_bundle(browser, server):
     if page.locator("#run-status").count() == 0:
         pytest.fail(page.inner_text("main"))
     assert "/runs/run_to_import/" in page.url
-    assert "imported" in page.inner_text(".run-header")
+    assert "imported" in page.inner_text(".run-facts").lower()  # the run's details panel
     assert page.console_errors == []
 
 
