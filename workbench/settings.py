@@ -189,7 +189,11 @@ from django.utils.csp import CSP  # noqa: E402
 # The page frame's CSS, inlined in every page's <head> (runs.templatetags.workbench.critical_css) so
 # pages are in their colours, light or dark, from the first paint; allowed by its hash (pages
 # rendered without a request, like the CSRF failure and 500 pages, have no nonce to give it).
-WORKBENCH_CRITICAL_CSS = (BASE_DIR / "static" / "workbench" / "critical.css").read_text(encoding="utf-8")
+# The design tokens (static/workbench/tokens.css) come first: every stylesheet reads them.
+WORKBENCH_CRITICAL_CSS = "".join(
+    (BASE_DIR / "static" / "workbench" / name).read_text(encoding="utf-8")
+    for name in ("tokens.css", "critical.css")
+)
 WORKBENCH_CRITICAL_CSS_SOURCE = (
     f"'sha256-{base64.b64encode(hashlib.sha256(WORKBENCH_CRITICAL_CSS.encode()).digest()).decode()}'"
 )

@@ -630,6 +630,17 @@ def _probe_hits(pks: list[int], text: str) -> set[int]:
     return set(hits.values_list("pk", flat=True))
 
 
+def runs_to_go_to(workspace: Workspace, text: str, *, limit: int) -> list[Run]:
+    """The go-to dialog's runs (Ctrl-K): the newest whose id or title holds ``text`` (any case; on
+    PostgreSQL through the trigram indexes of run id and title), or the newest runs when ``text``
+    is empty. Only this workspace's runs."""
+    qs = runs_of(workspace).only("run_id", "title", "workflow_id", "status", "started_at")
+    text = text.strip()
+    if text:
+        qs = qs.filter(Q(run_id__icontains=text) | Q(title__icontains=text))
+    return list(qs.order_by("-started_at", "-id")[:limit])
+
+
 def keyset_page(qs: QuerySet[Run], *, cursor: str, limit: int, fields=()) -> tuple[list[Run], str]:
     """One page of runs newest first ((started_at, pk) descending, the order of the run indexes)
     after ``cursor`` ("<started_at ISO>|<pk>" of the previous page's last run), and the next cursor."""

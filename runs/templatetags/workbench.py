@@ -7,11 +7,13 @@
 - Numbers, one layer (runs.presenters.numbers): ``{{ n|thousands }}``/``whole`` (counts, tokens),
   ``{{ ms|ms }}`` (humanised, exact ms in a title), ``{{ ms|millis }}``, ``{{ seconds|duration }}``,
   ``{{ run|run_duration }}``, ``{{ cost_totals|money }}``, ``{{ amount|amount:currency }}``.
+- Moments: ``{{ moment|when }}`` (a ``<time>``, "3 min ago" with the exact moment on hover).
 - ``{% critical_css %}``: the page frame's CSS inline in ``<head>`` (styled before the first paint).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime
 from html import escape as _stdlib_escape
@@ -20,9 +22,12 @@ from typing import Any
 import orjson
 from django import template
 from django.conf import settings
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from runs.presenters import numbers
+from runs.presenters import numbers, times
 from runs.web.partials import compare_url as build
 
 register = template.Library()
@@ -282,6 +287,44 @@ def compare_url(a: Any, b: Any, **params: Any) -> str:
     """``{% compare_url source_id fork_id %}``: the shareable compare page of two runs."""
 
     return build(str(a), str(b), **{k: str(v) for k, v in params.items()})
+
+
+@register.filter
+def when(value: Any) -> SafeString | str:
+    """``{{ moment|when }}``: one way to show a moment on every page, a ``<time>`` that says how long
+    ago ("3 min ago", runs.presenters.times) with the exact moment on hover; static/workbench/shell.js
+    keeps the words fresh while the page stays open. Not a moment: the value as text."""
+    at = times.moment(value)
+    if at is None:
+        return "" if value in (None, "") else str(value)
+    return format_html(
+        '<time datetime="{}" title="{}" data-rel>{}</time>',
+        times.iso(at),
+        times.absolute(at),
+        times.relative(at, timezone.now()),
+    )
+
+
+@register.simple_tag
+def url_if_exists(name: str, *args: Any) -> str:
+    """``{% url_if_exists "app:name" as url %}``: the URL, or "" when no such route exists (a page
+    another part of the project may add, such as the dashboard)."""
+    try:
+        return reverse(name, args=args or None)
+    except NoReverseMatch:
+        return ""
+
+
+@register.filter
+def gate_key(gate: Any) -> str:
+    """A pending gate's stable DOM key (step, gate, checkpoint): its fields keep their ids when other
+    gates come and go, so a live morph (static/workbench/morph.js) keeps what was typed in each."""
+    parts = (
+        [str(gate.get(k) or "") for k in ("stepId", "gate", "checkpoint")]
+        if isinstance(gate, dict)
+        else [str(gate)]
+    )
+    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=5).hexdigest()
 
 
 @register.simple_tag

@@ -104,7 +104,7 @@ def test_sign_in_open_run_approve_gate_and_see_it_progress(browser, server):
     assert "pending" not in page.locator("#run-status").inner_text()
     shot(page, "run-detail-approved")
     # the inbox is empty now
-    page.click("nav >> text=Review inbox")
+    page.click("#sidebar >> text=Inbox")
     assert "Nothing waits for review" in page.inner_text("main")
     assert page.console_errors == []
 
@@ -169,7 +169,7 @@ def test_edit_artifact_invalid_then_valid(browser, server):
 
 def test_import_a_bundle(browser, server):
     page = _page(browser, server, user="olga")  # importing is an owner's action (runs/actions/permissions.py)
-    page.click("nav >> text=Import")
+    page.click("#sidebar >> text=Import")
     page.set_input_files("#bundle-file", str(server["bundle"]))
     page.click("text=Verify")
     page.wait_for_selector("#check-result")
@@ -180,7 +180,7 @@ def test_import_a_bundle(browser, server):
     if page.locator("#run-status").count() == 0:
         pytest.fail(page.inner_text("main"))
     assert "/runs/run_to_import/" in page.url
-    assert "imported" in page.inner_text(".run-header")
+    assert "imported" in page.inner_text(".run-facts").lower()  # the run's details panel
     assert page.console_errors == []
 
 

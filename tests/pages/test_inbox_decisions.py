@@ -169,7 +169,7 @@ def test_next_gate_goes_to_the_next_waiting_run_then_back_to_the_inbox(client, b
     page = client.get("/runs/run_a/").content.decode()
     assert 'href="/runs/inbox/next/?after=run_a" id="next-gate-link"' in page
     # the pending gate's summary is the first stop after the skip link
-    assert page.index('id="review-gate-link"') < page.index('class="site-header"')
+    assert page.index('id="review-gate-link"') < page.index('class="site-header topbar"')
     _decide(client, "approved", run_id="run_a")
     _decide(client, "approved", run_id="run_b")
     assert client.get("/runs/inbox/next/?after=run_b")["Location"] == "/runs/inbox/"
