@@ -741,4 +741,10 @@ class PromotionRequest(models.Model):
 
 
 from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)
-from runs.models_rollups import CostRollup, RunCostRollup, RunRollup  # noqa: E402,F401
+from runs.models_rollups import (  # noqa: E402,F401
+    CostRollup,
+    MetricRollup,
+    RunCostRollup,
+    RunMetricRollup,
+    RunRollup,
+)

@@ -347,6 +347,9 @@ def _save_run_with_events(run: Run, rows: list[tuple]) -> None:
             raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run.run_id!r}")
 
 
+GATE_EVENTS = ("human_gate_requested", "human_gate_resolved")
+
+
 class Appender:
     """Applies events to a run's state one by one and collects the rows they produce.
 
@@ -388,6 +391,7 @@ class Appender:
         self.ruleset_rows: list[RuleSetVersion] = []
         self.snapshot_rows: list[RunSnapshot] = []
         self.model_responses: list[tuple[int, dict]] = []  # (seq, model_io response) for the cache
+        self.gate_events: list[tuple[dict, str]] = []  # (gate request or decision, actor): the dashboard
 
     def append(self, event: dict) -> None:
         apply_event(self.state, event)
@@ -403,6 +407,8 @@ class Appender:
         )
         if event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
+        elif event["type"] in GATE_EVENTS:
+            self.gate_events.append((event, self.actor))
         if self.derive_versions:
             kind = event["type"]
             if kind == "artifact_written":
@@ -462,6 +468,8 @@ class Appender:
                 )
             if count_calls:
                 rollups.count_model_calls(self.run, (event for _, event in self.model_responses))
+        if count_calls and (self.model_responses or self.gate_events):
+            rollups.count_metrics(self.run, (event for _, event in self.model_responses), self.gate_events)
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
 
@@ -514,6 +522,11 @@ def save_new_runs(appenders: list[Appender]) -> None:
     rollups.count_model_calls_many(
         ((a.run, (event for _, event in a.model_responses)) for a in appenders if a.model_responses),
         new_runs=True,
+    )
+    rollups.count_metrics_many(
+        (a.run, (event for _, event in a.model_responses), a.gate_events)
+        for a in appenders
+        if a.model_responses or a.gate_events
     )
     insert_events(rows)
 
@@ -629,10 +642,10 @@ def artifact_row(run: Run, artifact: dict, seq: int | None) -> ArtifactVersion:
 def set_projection(run: Run, state: RunState) -> None:
     """Put the projection of ``state`` on the run row (saved by the caller, in this transaction), and
     keep the workspace's count of waiting gates (a rollup) in step with it."""
-    waiting_before = rollups.waiting_gates(run)
+    before = rollups.run_marks(run)
     for name, value in projection_fields(state).items():
         setattr(run, name, value)
-    rollups.count_waiting_gates(run, waiting_before)
+    rollups.count_run_change(run, before)
 
 
 def update_projection(run: Run, state: RunState, *, event_rows: list[tuple] | None = None) -> None:
