@@ -347,9 +347,6 @@ def _save_run_with_events(run: Run, rows: list[tuple]) -> None:
             raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run.run_id!r}")
 
 
-GATE_EVENTS = ("human_gate_requested", "human_gate_resolved")
-
-
 class Appender:
     """Applies events to a run's state one by one and collects the rows they produce.
 
@@ -407,7 +404,7 @@ class Appender:
         )
         if event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
-        elif event["type"] in GATE_EVENTS:
+        elif event["type"] in rollups.GATE_EVENTS:
             self.gate_events.append((event, self.actor))
         if self.derive_versions:
             kind = event["type"]

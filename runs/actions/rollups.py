@@ -469,6 +469,9 @@ def run_counters(run: Run) -> list[int]:
     return [1, waiting_gates(run), *(int(run.status == status) for status in _STATUS_COLUMNS)]
 
 
+# what the gate metrics read of a run's events (the Appender collects them as it appends)
+GATE_EVENTS = ("human_gate_requested", "human_gate_resolved", "step_completed")
+
 # (kind, label, reviewer, decision, bucket): a MetricRollup row's key below its run's labels
 MetricKey = tuple[str, str, str, str, int]
 
@@ -560,38 +563,68 @@ def _ts(text: Any) -> datetime | None:
 
 
 def gate_metrics(
-    run: Run, events: Iterable[tuple[Mapping[str, Any], str]], sign: int = 1
+    run: Run, events: Iterable[tuple[Mapping[str, Any], str]], sign: int = 1, *, lookup: bool = True
 ) -> dict[MetricKey, int]:
     """Gate decisions (``human_gate_resolved``, with who recorded them) by step, reviewer and
-    decision, and the time from the step's latest request before each to the decision. Requests
-    not among ``events`` are read from the run's stored events (one index probe per step)."""
+    decision, and each decision's time to decision: from when the gate became decidable to the
+    decision. A gate became decidable at the latest of its request (``human_gate_requested``) and,
+    for a gate implied by the step's policy, the step's completion (PAUSE_AFTER) or the run's last
+    step completion or decision (PAUSE_BEFORE, CHECKPOINT). ``events`` are the batch's gate
+    requests, decisions and step completions in order; what came before them is read from the
+    run's stored events (two index probes per decision whose start is not in the batch), unless
+    ``lookup`` is False (``events`` are then all the run's: a recomputation)."""
     out: dict[MetricKey, int] = {}
-    requested: dict[str, Any] = {}
+    requested: dict[str, datetime] = {}
+    completed: dict[str, datetime] = {}
+    progress: datetime | None = None
     for event, actor in events:
         kind = event.get("type")
         step = event.get("stepId") or ""
+        moment = _ts(event.get("ts"))
         if kind == "human_gate_requested":
-            requested[step] = event.get("ts")
+            if moment is not None:
+                requested[step] = moment
+            continue
+        if kind == "step_completed":
+            if moment is not None:
+                completed[step] = progress = moment
             continue
         if kind != "human_gate_resolved":
             continue
         key: MetricKey = ("decision", step, actor, str(event.get("decision") or ""), 0)
         out[key] = out.get(key, 0) + sign
-        asked = _ts(requested[step] if step in requested else _stored_request_ts(run, step, event))
-        decided = _ts(event.get("ts"))
-        if asked is not None and decided is not None:
-            ms = max(0.0, (decided - asked).total_seconds() * 1000)
+        after = event.get("gate") == "PAUSE_AFTER"
+        implied = completed.get(step) if after else progress
+        starts = [t for t in (requested.get(step), implied) if t is not None]
+        if implied is None and lookup:
+            starts += _stored_starts(run, step, after=after)
+        if moment is not None and starts:
+            ms = max(0.0, (moment - max(starts)).total_seconds() * 1000)
             latency: MetricKey = ("decision_latency", step, "", "", bucket_of(ms))
             out[latency] = out.get(latency, 0) + sign
         requested.pop(step, None)
+        if moment is not None:
+            progress = moment
     return out
 
 
-def _stored_request_ts(run: Run, step: str, event: Mapping[str, Any]) -> str | None:
+def _stored_starts(run: Run, step: str, *, after: bool) -> list[datetime]:
+    """When a gate of ``step`` may have become decidable, from the run's stored events: its latest
+    request, and the step's completion (``after``) or the run's latest completion or decision."""
     if run.pk is None:
-        return None
-    rows = Event.objects.filter(run_id=run.pk, step_id=_spell(step), type="human_gate_requested")
-    return rows.order_by("-seq").values_list("ts", flat=True).first()
+        return []
+    rows = Event.objects.filter(run_id=run.pk)
+    found = [
+        rows.filter(step_id=_spell(step), type="human_gate_requested").order_by("-seq").values_list("ts", flat=True).first()
+    ]
+    if after:
+        found.append(
+            rows.filter(step_id=_spell(step), type="step_completed").order_by("-seq").values_list("ts", flat=True).first()
+        )
+    else:
+        for kind in ("step_completed", "human_gate_resolved"):
+            found.append(rows.filter(type=kind).order_by("-seq").values_list("ts", flat=True).first())
+    return [t for t in (_ts(text) for text in found) if t is not None]
 
 
 def _metric_hash(workflow: str, shard: int, key: MetricKey) -> str:
@@ -694,7 +727,7 @@ def run_metrics(run: Run) -> dict[MetricKey, int]:
 def recompute_run_metrics(run: Run) -> dict[MetricKey, int]:
     """A run's own metric rows computed from its stored events."""
     rows = (
-        Event.objects.filter(run_id=run.pk, type__in=("model_io", "human_gate_requested", "human_gate_resolved"))
+        Event.objects.filter(run_id=run.pk, type__in=("model_io", *GATE_EVENTS))
         .order_by("seq")
         .values_list("type", "body", "actor")
     )
@@ -705,7 +738,7 @@ def recompute_run_metrics(run: Run) -> dict[MetricKey, int]:
         else:
             gates.append((loads(body), read_label(actor)))
     out = model_metrics(responses)
-    for key, n in gate_metrics(run, gates).items():
+    for key, n in gate_metrics(run, gates, lookup=False).items():
         out[key] = out.get(key, 0) + n
     return {k: v for k, v in out.items() if v}
 
