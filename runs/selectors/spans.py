@@ -253,3 +253,56 @@ def spans_between(
 def had_spans_by(run: Run, seq: int) -> bool:
     """Whether a span started at or before ``seq`` (one probe of the (run, type, seq) index)."""
     return Event.objects.filter(run=run, type="span_started", seq__lte=seq).exists()
+
+
+SPAN_EVENTS_PAGE = 300  # events read inside one span for its detail pane
+
+
+def span_events(run: Run, node: SpanNode, *, limit: int = SPAN_EVENTS_PAGE) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """The events inside a span, for its detail pane: those after its start and before its end
+    (open: after its start) that carry the start's correlation id when it has one (a span ingested
+    from OTLP: its events interleave with other spans'; the (run, correlation_id, seq) index),
+    else all of that seq range (the primary key's range). At most ``limit``, in seq order, and
+    whether more were left. A child span's events are in the range too: the presenter
+    (runs.presenters.span_detail) leaves them to the child."""
+    rows = Event.objects.filter(run=run, seq__gt=node.start_seq)
+    if node.end_seq is not None:
+        rows = rows.filter(seq__lt=node.end_seq)
+    correlation = (
+        Event.objects.filter(run=run, seq=node.start_seq).values_list("correlation_id", flat=True).first() or ""
+    )
+    if correlation:
+        rows = rows.filter(correlation_id=correlation)
+    raw = list(rows.order_by("seq").values_list("seq", "body")[: limit + 1])
+    return [(seq, loads(body)) for seq, body in raw[:limit]], len(raw) > limit
+
+
+ANCESTORS_MAX = 64  # levels walked up from a selected span
+
+
+def span_start(run: Run, span_id: str, *, before: int) -> SpanNode | None:
+    """The span ``span_id`` started last before seq ``before`` (looked for among the
+    START_LOOKBACK seqs before it), closed by its end; None when not found."""
+    needle = orjson.dumps({"spanId": span_id}).decode()[1:-1]
+    row = (
+        Event.objects.filter(
+            run=run, type="span_started", seq__lt=before, seq__gte=before - START_LOOKBACK, body__contains=needle
+        )
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    return None if row is None else span_at(run, row)
+
+
+def span_ancestors(run: Run, node: SpanNode) -> list[SpanNode]:
+    """The spans above ``node``, the root first (as far as they are found)."""
+    out: list[SpanNode] = []
+    current = node
+    while current.parent_id and len(out) < ANCESTORS_MAX:
+        parent = span_start(run, current.parent_id, before=current.start_seq)
+        if parent is None:
+            break
+        out.append(parent)
+        current = parent
+    return out[::-1]
