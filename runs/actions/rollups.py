@@ -615,11 +615,17 @@ def _stored_starts(run: Run, step: str, *, after: bool) -> list[datetime]:
         return []
     rows = Event.objects.filter(run_id=run.pk)
     found = [
-        rows.filter(step_id=_spell(step), type="human_gate_requested").order_by("-seq").values_list("ts", flat=True).first()
+        rows.filter(step_id=_spell(step), type="human_gate_requested")
+        .order_by("-seq")
+        .values_list("ts", flat=True)
+        .first()
     ]
     if after:
         found.append(
-            rows.filter(step_id=_spell(step), type="step_completed").order_by("-seq").values_list("ts", flat=True).first()
+            rows.filter(step_id=_spell(step), type="step_completed")
+            .order_by("-seq")
+            .values_list("ts", flat=True)
+            .first()
         )
     else:
         for kind in ("step_completed", "human_gate_resolved"):
@@ -701,7 +707,9 @@ def count_metrics(run: Run, responses: Iterable[Mapping[str, Any]], gates: list[
         _apply_metrics({run.pk: (run, deltas)})
 
 
-def count_metrics_many(items: Iterable[tuple[Run, Iterable[Mapping[str, Any]], list[tuple[dict, str]]]]) -> None:
+def count_metrics_many(
+    items: Iterable[tuple[Run, Iterable[Mapping[str, Any]], list[tuple[dict, str]]]],
+) -> None:
     """:func:`count_metrics` for many new runs at once (OTLP's batch insert): one write per table."""
     by_run: dict[int, tuple[Run, Mapping[MetricKey, int]]] = {}
     for run, responses, gates in items:
@@ -756,11 +764,21 @@ def stored_metrics(workspace: Workspace) -> dict[tuple, int]:
     """A workspace's metric rows: {(run day, workflow, shard, kind, label, reviewer, decision,
     bucket): count}, rows that count nothing left out."""
     return {
-        (day, read_label(workflow), shard, kind, read_label(label), read_label(reviewer),
-         read_label(decision), bucket): count  # fmt: skip
+        (
+            day,
+            read_label(workflow),
+            shard,
+            kind,
+            read_label(label),
+            read_label(reviewer),
+            read_label(decision),
+            bucket,
+        ): count  # fmt: skip
         for day, workflow, shard, kind, label, reviewer, decision, bucket, count in MetricRollup.objects.filter(
             workspace=workspace
-        ).values_list("run_day", "workflow_id", "shard", "kind", "label", "reviewer", "decision", "bucket", "count")
+        ).values_list(
+            "run_day", "workflow_id", "shard", "kind", "label", "reviewer", "decision", "bucket", "count"
+        )
         if count
     }
 
@@ -794,7 +812,9 @@ def rebuild_metrics(workspace: Workspace) -> int:
     runs = {run.pk: run for run in Run.objects.for_workspace(workspace).only(*_RUN_COLUMNS)}
     by_run = {pk: (runs[pk], deltas) for pk, deltas in own.items()}
     _apply_metrics(by_run)
-    durations = {pk: (run, {metric: 1}) for pk, run in runs.items() if (metric := _run_metric(run)) is not None}
+    durations = {
+        pk: (run, {metric: 1}) for pk, run in runs.items() if (metric := _run_metric(run)) is not None
+    }
     _apply_metrics(durations, own=False)
     return len(computed)
 

@@ -106,7 +106,9 @@ def _day_axis(chart: Chart, days: list[date]) -> tuple[float, float]:
     plot_w = chart.width - LEFT - RIGHT
     slot = plot_w / max(1, len(days))
     every = max(1, -(-len(days) // 8))
-    chart.x_ticks = [(LEFT + i * slot + slot / 2, d.isoformat()[5:]) for i, d in enumerate(days) if i % every == 0]
+    chart.x_ticks = [
+        (LEFT + i * slot + slot / 2, d.isoformat()[5:]) for i, d in enumerate(days) if i % every == 0
+    ]
     return slot, max(1.0, slot * 0.75)
 
 
@@ -184,7 +186,9 @@ def line_chart(
                 continue
             x, y = round(LEFT + di * slot + slot / 2, 2), _y(value, top)
             points.append(f"{x},{y}")
-            chart.marks.append(Mark(x=x, y=y, w=0, h=0, series=si, text=f"{d.isoformat()} · {name}: {fmt(value)}"))
+            chart.marks.append(
+                Mark(x=x, y=y, w=0, h=0, series=si, text=f"{d.isoformat()} · {name}: {fmt(value)}")
+            )
         if len(points) > 1:
             chart.lines.append(Line(series=si, points=" ".join(points)))
     chart.tables.append(
@@ -219,7 +223,9 @@ def horizontal_bars(
     chart.base = chart.height - BOTTOM
     left = 160
     plot_w = chart.width - left - RIGHT - 60
-    sums = [sum(v for _, v in parts) if stacked else max((v for _, v in parts), default=0) for _, parts in rows]
+    sums = [
+        sum(v for _, v in parts) if stacked else max((v for _, v in parts), default=0) for _, parts in rows
+    ]
     top = _nice_max(max(sums, default=0))
     chart.x_ticks = [(left + plot_w * f, fmt(top * f)) for f in (0, 0.5, 1)]
     chart.legend = [(i, name) for i, name in enumerate(names)]
@@ -233,8 +239,14 @@ def horizontal_bars(
             bar_y = y if stacked else y + si * ROW_H
             if value or not stacked:  # a zero side by side shows as a stub (its value on hover)
                 chart.marks.append(
-                    Mark(x=round(x, 2), y=bar_y + 2, w=max(1.0, w), h=ROW_H - 4, series=si,
-                         text=f"{label} · {name}: {fmt(value)}")  # fmt: skip
+                    Mark(
+                        x=round(x, 2),
+                        y=bar_y + 2,
+                        w=max(1.0, w),
+                        h=ROW_H - 4,
+                        series=si,
+                        text=f"{label} · {name}: {fmt(value)}",
+                    )  # fmt: skip
                 )
             if stacked:
                 x += w
@@ -301,15 +313,27 @@ def _latency_over_time(
         per_label.setdefault(label, []).append(buckets)
     merged_days = {d: histogram.merge(hs) for d, hs in per_day.items()}
     series = [
-        (f"p{q}", {d: histogram.percentile(merged_days[d], q) for d in days if d in merged_days}) for q in PERCENTILES
+        (f"p{q}", {d: histogram.percentile(merged_days[d], q) for d in days if d in merged_days})
+        for q in PERCENTILES
     ]
     chart = line_chart(key, title, days, series, _ms)
     labels = {label: histogram.merge(hs) for label, hs in per_label.items()}
     chart.tables.append(_percentile_table(f"{title}: per {what} over the period", what.capitalize(), labels))
-    detail = Table(caption=f"{title}: per {what} and day", columns=[what.capitalize(), "Day (UTC)", "Count", "p50", "p95", "p99"], rows=[])
+    detail = Table(
+        caption=f"{title}: per {what} and day",
+        columns=[what.capitalize(), "Day (UTC)", "Count", "p50", "p95", "p99"],
+        rows=[],
+    )
     for (d, label), buckets in sorted(by_day_label.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         ps = histogram.percentiles(buckets, PERCENTILES)
-        detail.rows.append([label or "(none)", d.isoformat(), _count(histogram.total(buckets)), *(_ms(ps[q]) for q in PERCENTILES)])
+        detail.rows.append(
+            [
+                label or "(none)",
+                d.isoformat(),
+                _count(histogram.total(buckets)),
+                *(_ms(ps[q]) for q in PERCENTILES),
+            ]
+        )
     chart.tables.append(detail)
     return chart
 
@@ -329,13 +353,17 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
     charts: list[Chart] = []
 
     by_status = {s: {d: float(c.get(s, 0)) for d, c in data.runs_by_day.items()} for s in STATUSES}
-    charts.append(stacked_bars("runs", "Runs per day by status", days, [(s, by_status[s]) for s in STATUSES], _count))
+    charts.append(
+        stacked_bars("runs", "Runs per day by status", days, [(s, by_status[s]) for s in STATUSES], _count)
+    )
 
     rates: dict[date, float | None] = {}
     for d, c in data.runs_by_day.items():
         finished = c["completed"] + c["failed"] + c["cancelled"]
         rates[d] = 100 * c["failed"] / finished if finished else None
-    charts.append(line_chart("errors", "Error rate (failed / finished runs)", days, [("error rate", rates)], _percent))
+    charts.append(
+        line_chart("errors", "Error rate (failed / finished runs)", days, [("error rate", rates)], _percent)
+    )
 
     charts.append(_latency_over_time("run-latency", "Run duration", days, data.run_latency, "workflow"))
     charts.append(_latency_over_time("model-latency", "Model latency", days, data.model_latency, "model"))
@@ -345,7 +373,10 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
         value = histogram.percentile(buckets, 95)
         if value is not None:
             p95_by_model.setdefault(model, {})[d] = value
-    counts = {m: float(sum(histogram.total(b) for (_, mm), b in data.model_latency.items() if mm == m)) for m in p95_by_model}
+    counts = {
+        m: float(sum(histogram.total(b) for (_, mm), b in data.model_latency.items() if mm == m))
+        for m in p95_by_model
+    }
     charts.append(
         line_chart(
             "model-p95",
@@ -402,8 +433,12 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
             caption="Decisions by gate",
             columns=["Gate", "Decisions", "Rejected", "Rejection rate"],
             rows=[
-                [gate, _count(sum(o.values())), _count(o.get("rejected", 0)),
-                 _percent(100 * o.get("rejected", 0) / sum(o.values()))]  # fmt: skip
+                [
+                    gate,
+                    _count(sum(o.values())),
+                    _count(o.get("rejected", 0)),
+                    _percent(100 * o.get("rejected", 0) / sum(o.values())),
+                ]  # fmt: skip
                 for gate, o in sorted(per_gate.items())
             ],
         )

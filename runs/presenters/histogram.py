@@ -71,7 +71,9 @@ def percentile(histogram: Mapping[int, int], q: float) -> float | None:
     return bucket_bounds(max(histogram))[1]  # pragma: no cover - rank <= n always lands above
 
 
-def percentiles(histogram: Mapping[int, int], qs: Iterable[float] = (50, 95, 99)) -> dict[float, float | None]:
+def percentiles(
+    histogram: Mapping[int, int], qs: Iterable[float] = (50, 95, 99)
+) -> dict[float, float | None]:
     return {q: percentile(histogram, q) for q in qs}
 
 

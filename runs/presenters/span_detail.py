@@ -83,7 +83,9 @@ class SpanContents:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT:,} more characters)"
+    return (
+        text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT:,} more characters)"
+    )
 
 
 def _text(value: Any) -> str:
@@ -118,11 +120,17 @@ def _parts_of_blocks(blocks: list[dict[str, Any]]) -> list[Part]:
             parts.append(Part("thinking", _clip(str(block.get("text") or ""))))
         elif kind == "tool_use":
             parts.append(
-                Part("tool_call", _text(block.get("tool_input")), str(block.get("tool_name") or "tool"),
-                     str(block.get("tool_id") or ""))  # fmt: skip
+                Part(
+                    "tool_call",
+                    _text(block.get("tool_input")),
+                    str(block.get("tool_name") or "tool"),
+                    str(block.get("tool_id") or ""),
+                )  # fmt: skip
             )
         elif kind == "tool_result":
-            parts.append(Part("tool_result", _text(block.get("tool_content")), "", str(block.get("tool_id") or "")))
+            parts.append(
+                Part("tool_result", _text(block.get("tool_content")), "", str(block.get("tool_id") or ""))
+            )
     return parts
 
 
@@ -141,7 +149,14 @@ def _semconv_parts(parts: Any) -> list[Part]:
         elif kind == "reasoning":
             out.append(Part("thinking", _text(part.get("content"))))
         elif kind == "tool_call":
-            out.append(Part("tool_call", _text(part.get("arguments")), str(part.get("name") or "tool"), str(part.get("id") or "")))
+            out.append(
+                Part(
+                    "tool_call",
+                    _text(part.get("arguments")),
+                    str(part.get("name") or "tool"),
+                    str(part.get("id") or ""),
+                )
+            )
         elif kind == "tool_call_response":
             result = part.get("response", part.get("result"))
             out.append(Part("tool_result", _text(result), "", str(part.get("id") or "")))
@@ -164,12 +179,21 @@ def _chat_message(message: dict[str, Any]) -> Message:
     role = str(message.get("role") or "user")
     content = message.get("content")
     if role == "tool":
-        return Message(role, [Part("tool_result", _text(content), "", str(message.get("tool_call_id") or ""))])
+        return Message(
+            role, [Part("tool_result", _text(content), "", str(message.get("tool_call_id") or ""))]
+        )
     parts = _parts_of_blocks(content_blocks(content, ""))
     for call in message.get("tool_calls") or []:
         if isinstance(call, dict):
             function = call.get("function") if isinstance(call.get("function"), dict) else {}
-            parts.append(Part("tool_call", _text(function.get("arguments")), str(function.get("name") or "tool"), str(call.get("id") or "")))
+            parts.append(
+                Part(
+                    "tool_call",
+                    _text(function.get("arguments")),
+                    str(function.get("name") or "tool"),
+                    str(call.get("id") or ""),
+                )
+            )
     return Message(role, parts)
 
 
@@ -184,7 +208,9 @@ def input_messages(payload: Any) -> list[Message]:
     if isinstance(system, str):
         out.append(Message("system", [Part("text", _clip(system))]))
     elif isinstance(system, list):
-        parts = _semconv_parts(system) if any(isinstance(p, dict) and "content" in p for p in system) else None
+        parts = (
+            _semconv_parts(system) if any(isinstance(p, dict) and "content" in p for p in system) else None
+        )
         out.append(Message("system", parts or _parts_of_blocks(content_blocks(system, ""))))
     if "inputMessages" in payload:
         return out + _semconv_messages(payload["inputMessages"])
@@ -246,7 +272,9 @@ def error_of(event: dict[str, Any]) -> str:
 def _label(event: dict[str, Any]) -> str:
     kind = str(event.get("type") or "")
     if kind == "model_io":
-        return f"model {event.get('direction') or ''} · {event.get('model') or event.get('provider') or ''}".strip(" ·")
+        return f"model {event.get('direction') or ''} · {event.get('model') or event.get('provider') or ''}".strip(
+            " ·"
+        )
     if kind == "tool_call":
         return f"tool call · {event.get('name') or ''}"
     if kind == "error":
@@ -301,7 +329,9 @@ def contents(events: list[tuple[int, dict[str, Any]]], *, truncated: bool = Fals
                         costs[currency] = costs.get(currency, 0) + held
         elif kind == "tool_call":
             result = _text(event["result"]) if "result" in event else None
-            out.tools.append(ToolCall(seq, str(event.get("name") or "tool"), _text(event.get("args")), result))
+            out.tools.append(
+                ToolCall(seq, str(event.get("name") or "tool"), _text(event.get("args")), result)
+            )
         elif kind == "error":
             out.errors.append((seq, error_of(event)))
         elif kind == "step_completed" and isinstance(event.get("error"), dict):
@@ -310,7 +340,9 @@ def contents(events: list[tuple[int, dict[str, Any]]], *, truncated: bool = Fals
     return out
 
 
-def attribute_rows(attributes: Any, *, prefix: str = "", limit: int = MAX_ATTRIBUTES) -> list[tuple[str, str]]:
+def attribute_rows(
+    attributes: Any, *, prefix: str = "", limit: int = MAX_ATTRIBUTES
+) -> list[tuple[str, str]]:
     """Attributes as (dotted key, value text) rows, nested objects flattened, at most ``limit``."""
     rows: list[tuple[str, str]] = []
 

@@ -119,12 +119,19 @@ def dashboard_data(workspace: Workspace, filters: DashboardFilters) -> Dashboard
         data.decisions[key] = data.decisions.get(key, 0) + row["n"]
 
     data.workflows = sorted(
-        {_read(w) for w in RunRollup.objects.filter(workspace=workspace).values_list("workflow_id", flat=True).distinct()}
+        {
+            _read(w)
+            for w in RunRollup.objects.filter(workspace=workspace)
+            .values_list("workflow_id", flat=True)
+            .distinct()
+        }
     )
     data.models = sorted(
         {
             _read(m)
-            for m in CostRollup.objects.filter(workspace=workspace, **days).values_list("model", flat=True).distinct()
+            for m in CostRollup.objects.filter(workspace=workspace, **days)
+            .values_list("model", flat=True)
+            .distinct()
         }
         - {""}
     )

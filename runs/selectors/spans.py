@@ -17,6 +17,7 @@ from django.db import connection
 from runs.fields import column_value, json_text_needle
 from runs.models import SPAN_END, SPAN_FAILED, SPAN_PARENT, Event, Run
 from runs.presenters.span_tree import Axis, Level, SpanNode, build_level, close, first_end_after, node_of
+from runs.presenters.waterfall import parse_ts
 from runs.protocol.values import loads
 
 LEVEL_PAGE = 100  # children of one span per page
@@ -258,7 +259,9 @@ def had_spans_by(run: Run, seq: int) -> bool:
 SPAN_EVENTS_PAGE = 300  # events read inside one span for its detail pane
 
 
-def span_events(run: Run, node: SpanNode, *, limit: int = SPAN_EVENTS_PAGE) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+def span_events(
+    run: Run, node: SpanNode, *, limit: int = SPAN_EVENTS_PAGE
+) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
     """The events inside a span, for its detail pane: those after its start and before its end
     (open: after its start) that carry the start's correlation id when it has one (a span ingested
     from OTLP: its events interleave with other spans'; the (run, correlation_id, seq) index),
@@ -269,7 +272,8 @@ def span_events(run: Run, node: SpanNode, *, limit: int = SPAN_EVENTS_PAGE) -> t
     if node.end_seq is not None:
         rows = rows.filter(seq__lt=node.end_seq)
     correlation = (
-        Event.objects.filter(run=run, seq=node.start_seq).values_list("correlation_id", flat=True).first() or ""
+        Event.objects.filter(run=run, seq=node.start_seq).values_list("correlation_id", flat=True).first()
+        or ""
     )
     if correlation:
         rows = rows.filter(correlation_id=correlation)
@@ -286,7 +290,11 @@ def span_start(run: Run, span_id: str, *, before: int) -> SpanNode | None:
     needle = orjson.dumps({"spanId": span_id}).decode()[1:-1]
     row = (
         Event.objects.filter(
-            run=run, type="span_started", seq__lt=before, seq__gte=before - START_LOOKBACK, body__contains=needle
+            run=run,
+            type="span_started",
+            seq__lt=before,
+            seq__gte=before - START_LOOKBACK,
+            body__contains=needle,
         )
         .order_by("-seq")
         .values_list("seq", flat=True)
@@ -306,3 +314,35 @@ def span_ancestors(run: Run, node: SpanNode) -> list[SpanNode]:
         out.append(parent)
         current = parent
     return out[::-1]
+
+
+def span_extent(run: Run, *, tail: int = 50) -> tuple[str, str] | None:
+    """The run's spans' own time extent (start ts, end ts): the first span's start and the latest
+    end among the last ``tail`` span ends and the last start (three bounded probes of the
+    (run, type, seq) index). None: no span."""
+    first = (
+        Event.objects.filter(run=run, type="span_started")
+        .order_by("seq")
+        .values_list("ts", flat=True)
+        .first()
+    )
+    if first is None:
+        return None
+    last_start = (
+        Event.objects.filter(run=run, type="span_started").order_by("-seq").values_list("ts", flat=True)[0]
+    )
+    ends = (
+        Event.objects.filter(run=run, type="span_ended")
+        .order_by("-seq")
+        .values_list("body", flat=True)[:tail]
+    )
+    best = parse_ts(last_start)
+    for body in ends:
+        data = loads(body)
+        instant = parse_ts(data.get("ts"))
+        if instant is not None and (best is None or instant > best):
+            best = instant
+    start = parse_ts(first)
+    if start is None or best is None or best < start:
+        return None
+    return start.isoformat(), best.isoformat()

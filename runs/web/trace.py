@@ -32,6 +32,7 @@ from runs.selectors.spans import (
     span_ancestors,
     span_at,
     span_events,
+    span_extent,
     span_level,
     spans_between,
 )
@@ -47,6 +48,12 @@ def _urls(url_id: str) -> dict[str, str]:
 
 
 def run_axis(run: Run) -> Axis:
+    """The roots' time axis: the spans' own extent (not the run's end: a trace ingested from OTLP
+    ends 30 s after its last span, and back-dated spans lie long before the run's start); the
+    run's own times for a run without spans."""
+    extent = span_extent(run)
+    if extent is not None:
+        return Axis.of(*extent)
     end = run.ended_at or timezone.now()
     return Axis.of(run.started_at.isoformat(), end.isoformat())
 

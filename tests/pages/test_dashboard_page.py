@@ -52,7 +52,9 @@ def test_every_chart_of_the_demo_workspace_is_drawn(client, alice, demo):
     ]
     assert "data-chart-empty" not in html
     # every mark has its value on hover and takes keyboard focus
-    marks = re.findall(r'<g class="mark" tabindex="0" role="img" aria-label="([^"]+)"><title>([^<]+)</title>', html)
+    marks = re.findall(
+        r'<g class="mark" tabindex="0" role="img" aria-label="([^"]+)"><title>([^<]+)</title>', html
+    )
     assert marks and all(label == title for label, title in marks)
     assert html.count("(data table)") >= 10
     assert str(len(demo)) in re.search(r"Runs<span class=\"value\">([^<]+)<", html).group(1)
@@ -63,11 +65,15 @@ def test_filters_narrow_the_numbers_and_stay_in_the_url(client, alice, demo):
     params = _range(demo)
     everything = client.get(reverse("runs:dashboard"), params).content.decode()
     assert 'value="job-search"' in everything or "job" in everything
-    models = re.findall(r'<option value="([^"]+)">', everything.split('id="d-model"')[1].split("</select>")[0])
+    models = re.findall(
+        r'<option value="([^"]+)">', everything.split('id="d-model"')[1].split("</select>")[0]
+    )
     assert models
     one = client.get(reverse("runs:dashboard"), {**params, "model": models[0]}).content.decode()
     assert f'<option value="{models[0]}" selected>' in one
-    nothing = client.get(reverse("runs:dashboard"), {**params, "workflow": "no-such-workflow"}).content.decode()
+    nothing = client.get(
+        reverse("runs:dashboard"), {**params, "workflow": "no-such-workflow"}
+    ).content.decode()
     assert re.search(r"Runs<span class=\"value\">0<", nothing)
     assert nothing.count("data-chart-empty") == 10
 

@@ -22,7 +22,9 @@ def batch(workspace):
 
 def _start_of(run, span_id: str) -> int:
     needle = f'"spanId":"{span_id}"'
-    return Event.objects.filter(run=run, type="span_started", body__contains=needle).values_list("seq", flat=True)[0]
+    return Event.objects.filter(run=run, type="span_started", body__contains=needle).values_list(
+        "seq", flat=True
+    )[0]
 
 
 def _pane(client, run, seq) -> str:
@@ -50,9 +52,15 @@ def test_a_model_span_shows_input_output_tokens_cost_and_latency(client, alice, 
     call = pane[pane.index('class="sn-call"') :]
     assert "claude-haiku-4-5" in call and "anthropic" in call
     # the request as a conversation: the system prompt, then the user's message
-    assert re.search(r'msg-system"><span class="msg-role">system</span><pre class="msg-text">You score job postings', call)
-    assert re.search(r'msg-user"><span class="msg-role">user</span><pre class="msg-text">Score posting #1: ', call)
-    assert re.search(r'msg-assistant"><span class="msg-role">assistant</span><pre class="msg-text">scored posting #1', call)
+    assert re.search(
+        r'msg-system"><span class="msg-role">system</span><pre class="msg-text">You score job postings', call
+    )
+    assert re.search(
+        r'msg-user"><span class="msg-role">user</span><pre class="msg-text">Score posting #1: ', call
+    )
+    assert re.search(
+        r'msg-assistant"><span class="msg-role">assistant</span><pre class="msg-text">scored posting #1', call
+    )
     tokens = re.search(r"<dt>Tokens</dt><dd>([^<]+)</dd>", call).group(1)
     assert tokens.startswith("1,040 (in 913, out 127, cached 600)")
     assert re.search(r"<dt>Cost</dt><dd><span title=\"USD [0-9.]+\">USD 0\.00", call)

@@ -19,8 +19,14 @@ def _data(**overrides):
             D3: {"running": 0, "completed": 1, "failed": 1, "cancelled": 0},
         },
         "run_latency": {(D1, "wf"): {histogram.bucket_of(1000): 4}, (D3, "wf"): {histogram.bucket_of(10): 2}},
-        "model_latency": {(D1, "m-a"): {histogram.bucket_of(200): 5}, (D2, "m-b"): {histogram.bucket_of(900): 1}},
-        "usage_by_model": {(D1, "m-a"): [5, 1000, {"USD": Decimal("0.50")}], (D2, "m-b"): [1, 10, {"USD": Decimal("0.01")}]},
+        "model_latency": {
+            (D1, "m-a"): {histogram.bucket_of(200): 5},
+            (D2, "m-b"): {histogram.bucket_of(900): 1},
+        },
+        "usage_by_model": {
+            (D1, "m-a"): [5, 1000, {"USD": Decimal("0.50")}],
+            (D2, "m-b"): [1, 10, {"USD": Decimal("0.01")}],
+        },
         "waiting_gates": 2,
         "decision_latency": {"review": {histogram.bucket_of(60_000): 3}},
         "decisions": {("review", "user:alice", "approved"): 2, ("review", "user:bob", "rejected"): 1},
@@ -86,7 +92,9 @@ def test_gate_charts_rejection_rate_and_reviewers():
 
 
 def test_nothing_recorded_gives_empty_charts_not_errors():
-    empty = _data(runs_by_day={}, run_latency={}, model_latency={}, usage_by_model={}, decision_latency={}, decisions={})
+    empty = _data(
+        runs_by_day={}, run_latency={}, model_latency={}, usage_by_model={}, decision_latency={}, decisions={}
+    )
     view = dashboard.build(empty, first=D1, last=D3)
     assert all(chart.empty for chart in view["charts"])
     assert view["totals"]["error_rate"] == "–"
@@ -95,6 +103,8 @@ def test_nothing_recorded_gives_empty_charts_not_errors():
 def test_many_models_fold_into_other_and_long_ranges_keep_the_newest_days():
     usage = {(D1, f"m{i}"): [1, 10 + i, {}] for i in range(9)}
     tokens = _chart(dashboard.build(_data(usage_by_model=usage), first=D1, last=D3), "tokens")
-    assert [name for _, name in tokens.legend][-1] == "other" and len(tokens.legend) == dashboard.MAX_SERIES + 1
+    assert [name for _, name in tokens.legend][-1] == "other" and len(
+        tokens.legend
+    ) == dashboard.MAX_SERIES + 1
     days = dashboard.calendar(date(2025, 1, 1), date(2026, 1, 1))
     assert len(days) == dashboard.MAX_DAYS and days[-1] == date(2026, 1, 1)
