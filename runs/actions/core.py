@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, connection, models, router, transaction
@@ -107,7 +108,17 @@ def projection_fields(state: RunState) -> dict[str, Any]:
         "model_calls": state.model_calls,
         "total_tokens": state.tokens.get("totalTokens", 0),
         "cost_totals": dict(state.cost),
+        "duration_ms": _duration_ms(run),
+        "cost_amount": max((float(Decimal(v)) for v in state.cost.values()), default=0.0),
     }
+
+
+def _duration_ms(run: dict[str, Any]) -> int:
+    """A run document's duration in whole ms, -1 without an end (the runs list's sort key)."""
+    start, end = parse_ts(run.get("startedAt")), parse_ts(run.get("endedAt"))
+    if start is None or end is None or run.get("status") == "running":
+        return -1
+    return max(0, round((end - start).total_seconds() * 1000))
 
 
 def new_instance(model: type[models.Model], /, **values: Any) -> Any:
@@ -347,6 +358,17 @@ def _save_run_with_events(run: Run, rows: list[tuple]) -> None:
             raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run.run_id!r}")
 
 
+def is_error_event(event: dict) -> bool:
+    """Whether an event is one of the errors the runs list counts: an ``error`` event, a failed
+    span's end, a failed step's completion."""
+    kind = event["type"]
+    if kind == "error":
+        return True
+    if kind == "span_ended":
+        return event.get("status") == "error" or bool(event.get("error"))
+    return kind == "step_completed" and event.get("ok") is False
+
+
 class Appender:
     """Applies events to a run's state one by one and collects the rows they produce.
 
@@ -402,6 +424,8 @@ class Appender:
         self.event_rows.append(
             _event_row(self.run_pk, seq, event, self.actor_column, self.recorded_at, self.postgres)
         )
+        if is_error_event(event):
+            self.run.error_count += 1
         if event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
         elif event["type"] in rollups.GATE_EVENTS:
