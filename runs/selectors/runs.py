@@ -640,7 +640,7 @@ def sorted_page(qs: QuerySet[Run], sort: str, *, cursor: str, limit: int) -> tup
         else:
             qs = qs.filter(**{f"{column}__lte": value}).filter(Q(**{f"{column}__lt": value}) | Q(pk__lt=after_pk))
     order = (column, "pk") if ascending else (f"-{column}", "-pk")
-    rows = list(qs.order_by(*order).only(*RUN_LIST_FIELDS)[: limit + 1])
+    rows = list(qs.order_by(*order).only(*RUN_LIST_FIELDS, column)[: limit + 1])
     if len(rows) <= limit:
         return rows, ""
     rows = rows[:limit]
