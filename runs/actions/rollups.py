@@ -987,3 +987,14 @@ def rebuild_run_counters(workspace: Workspace) -> None:
             held[i] += value
     RunRollup.objects.filter(workspace=workspace).delete()
     _count_runs(workspace.pk, counts)
+
+
+def count_cloned_metrics(
+    metrics: Mapping[Any, tuple[Run, Mapping[MetricKey, int]]],
+    latencies: Mapping[Any, tuple[Run, Mapping[MetricKey, int]]],
+) -> None:
+    """The dashboard metrics of runs written by a bulk copy of other runs' rows (bench/scale_data:
+    each clone holds its template's events and duration): ``metrics`` their own rows and the
+    workspace's, ``latencies`` their durations' buckets (the workspace's only)."""
+    _apply_metrics(metrics)
+    _apply_metrics(latencies, own=False)
