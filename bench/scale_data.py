@@ -201,7 +201,9 @@ def make_templates(workspace: Workspace) -> list[Template]:
         costs, counts = rollup_actions.recompute_runs([run])
         metrics = rollup_actions.recompute_run_metrics(run)
         latency = rollup_actions.run_marks(run)[1]
-        out.append(Template(run, run_text, events_text, events_text.count("\n"), costs, counts, metrics, latency))
+        out.append(
+            Template(run, run_text, events_text, events_text.count("\n"), costs, counts, metrics, latency)
+        )
     return out
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, models, router, transaction

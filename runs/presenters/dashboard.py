@@ -94,11 +94,11 @@ def _nice_max(value: float) -> float:
     """A round axis top at or above ``value`` (1, 2, 2.5, 5 x 10^n)."""
     if value <= 0:
         return 1.0
-    magnitude = 10 ** math.floor(math.log10(value))
+    magnitude = 10.0 ** math.floor(math.log10(value))
     for step in (1, 2, 2.5, 5, 10):
         if step * magnitude >= value * (1 - 1e-12):
-            return step * magnitude
-    return 10 * magnitude  # pragma: no cover
+            return float(step * magnitude)
+    return float(10 * magnitude)  # pragma: no cover
 
 
 def _day_axis(chart: Chart, days: list[date]) -> tuple[float, float]:
@@ -350,8 +350,15 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
     """The dashboard's view data: ``charts`` (every chart, in page order), ``waiting_gates`` and
     ``totals`` (runs, finished, failed, error rate, calls, tokens, cost by currency)."""
     days = calendar(first, last)
-    charts: list[Chart] = []
+    return {
+        "charts": [*_run_charts(data, days), *_model_charts(data, days), *_gate_charts(data)],
+        "waiting_gates": data.waiting_gates,
+        "totals": _totals(data),
+    }
 
+
+def _run_charts(data: Any, days: list[date]) -> list[Chart]:
+    charts: list[Chart] = []
     by_status = {s: {d: float(c.get(s, 0)) for d, c in data.runs_by_day.items()} for s in STATUSES}
     charts.append(
         stacked_bars("runs", "Runs per day by status", days, [(s, by_status[s]) for s in STATUSES], _count)
@@ -366,9 +373,13 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
     )
 
     charts.append(_latency_over_time("run-latency", "Run duration", days, data.run_latency, "workflow"))
-    charts.append(_latency_over_time("model-latency", "Model latency", days, data.model_latency, "model"))
+    return charts
 
-    p95_by_model: dict[str, dict[date, float]] = {}
+
+def _model_charts(data: Any, days: list[date]) -> list[Chart]:
+    charts = [_latency_over_time("model-latency", "Model latency", days, data.model_latency, "model")]
+
+    p95_by_model: dict[str, dict[date, float | None]] = {}
     for (d, model), buckets in data.model_latency.items():
         value = histogram.percentile(buckets, 95)
         if value is not None:
@@ -407,6 +418,11 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
         )
     )
     charts.append(stacked_bars("tokens", "Tokens by model", days, _fold_others(tokens_by_model), _count))
+    return charts
+
+
+def _gate_charts(data: Any) -> list[Chart]:
+    charts: list[Chart] = []
 
     gates = sorted(data.decision_latency)
     decision_rows = []
@@ -418,8 +434,8 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
     per_gate: dict[str, dict[str, int]] = {}
     per_reviewer: dict[str, dict[str, int]] = {}
     for (gate, reviewer, decision), n in data.decisions.items():
-        held = per_gate.setdefault(gate, {})
-        held[decision] = held.get(decision, 0) + n
+        outcome = per_gate.setdefault(gate, {})
+        outcome[decision] = outcome.get(decision, 0) + n
         mine = per_reviewer.setdefault(reviewer or "(unknown)", {})
         mine[decision] = mine.get(decision, 0) + n
     rejection_rows = [
@@ -450,6 +466,10 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
         for reviewer, outcome in sorted(per_reviewer.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
     ]
     charts.append(horizontal_bars("reviewers", "Decisions by reviewer", reviewer_rows, _count, stacked=True))
+    return charts
+
+
+def _totals(data: Any) -> dict[str, Any]:
 
     runs = sum(sum(c.values()) for c in data.runs_by_day.values())
     failed = sum(c["failed"] for c in data.runs_by_day.values())
@@ -463,20 +483,16 @@ def build(data: Any, *, first: date, last: date) -> dict[str, Any]:
     all_runs = histogram.merge(data.run_latency.values())
     all_decisions = histogram.merge(data.decision_latency.values())
     return {
-        "charts": charts,
-        "waiting_gates": data.waiting_gates,
-        "totals": {
-            "runs": _count(runs),
-            "finished": _count(finished),
-            "failed": _count(failed),
-            "error_rate": _percent(100 * failed / finished if finished else None),
-            "run_p50": _ms(histogram.percentile(all_runs, 50)),
-            "run_p95": _ms(histogram.percentile(all_runs, 95)),
-            "decision_p50": _ms(histogram.percentile(all_decisions, 50)),
-            "decision_p95": _ms(histogram.percentile(all_decisions, 95)),
-            "decisions": _count(sum(data.decisions.values())),
-            "calls": _count(calls),
-            "tokens": _count(tokens),
-            "cost": ", ".join(numbers.money(v, cur) + f" {cur}" for cur, v in sorted(cost.items())) or "–",
-        },
+        "runs": _count(runs),
+        "finished": _count(finished),
+        "failed": _count(failed),
+        "error_rate": _percent(100 * failed / finished if finished else None),
+        "run_p50": _ms(histogram.percentile(all_runs, 50)),
+        "run_p95": _ms(histogram.percentile(all_runs, 95)),
+        "decision_p50": _ms(histogram.percentile(all_decisions, 50)),
+        "decision_p95": _ms(histogram.percentile(all_decisions, 95)),
+        "decisions": _count(sum(data.decisions.values())),
+        "calls": _count(calls),
+        "tokens": _count(tokens),
+        "cost": ", ".join(numbers.money(v, cur) + f" {cur}" for cur, v in sorted(cost.items())) or "–",
     }

@@ -65,8 +65,8 @@ def percentile(histogram: Mapping[int, int], q: float) -> float | None:
             low, high = bucket_bounds(bucket)
             fraction = (rank - seen - 0.5) / count
             if bucket == 0:
-                return high * fraction
-            return low * (high / low) ** fraction
+                return float(high * fraction)
+            return float(low * (high / low) ** fraction)
         seen += count
     return bucket_bounds(max(histogram))[1]  # pragma: no cover - rank <= n always lands above
 

@@ -185,7 +185,7 @@ def _chat_message(message: dict[str, Any]) -> Message:
     parts = _parts_of_blocks(content_blocks(content, ""))
     for call in message.get("tool_calls") or []:
         if isinstance(call, dict):
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
             parts.append(
                 Part(
                     "tool_call",
@@ -245,7 +245,7 @@ def _apply_response(call: ModelCall, seq: int, event: dict[str, Any]) -> None:
     call.output = output_messages(event.get("payload"))
     if not call.output and isinstance(event.get("summary"), str):
         call.output = [Message("assistant", [Part("text", _clip(event["summary"]))])]
-    usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+    usage: dict[str, Any] = event["usage"] if isinstance(event.get("usage"), dict) else {}
     call.input_tokens, call.output_tokens = _int(usage.get("inputTokens")), _int(usage.get("outputTokens"))
     call.cached_tokens = _int(usage.get("cachedInputTokens"))
     total = _int(usage.get("totalTokens"))
@@ -315,8 +315,10 @@ def contents(events: list[tuple[int, dict[str, Any]]], *, truncated: bool = Fals
                 out.calls.append(call)
                 open_calls[key] = call
             elif direction == "response":
-                call = open_calls.pop(key, None)
-                if call is None:
+                found = open_calls.pop(key, None)
+                if found is not None:
+                    call = found
+                else:
                     call = ModelCall()
                     out.calls.append(call)
                 _apply_response(call, seq, event)

@@ -174,7 +174,7 @@ def _nest(every: list[SpanRow]) -> list[SpanRow]:
     if any(row.parent_id and row.parent_id in by_id for row in every):
         _break_cycles(roots, every)
 
-    def when(row: SpanRow) -> tuple:
+    def when(row: SpanRow) -> tuple[bool, datetime, int]:
         return (row._start is None, row._start or datetime.min, row.start_seq)
 
     for row in every:

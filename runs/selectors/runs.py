@@ -468,7 +468,9 @@ def sort_problem(text: str) -> str | None:
     """Why ``?sort=`` is not one the runs list offers (None: it is, or it is empty)."""
     if not text or text.removeprefix("-") in RUN_SORTS:
         return None
-    return f"INVALID_SORT: sort by one of {', '.join(RUN_SORTS)} (“-” first for ascending), not “{text[:40]}”."
+    return (
+        f"INVALID_SORT: sort by one of {', '.join(RUN_SORTS)} (“-” first for ascending), not “{text[:40]}”."
+    )
 
 
 @dataclass
@@ -636,9 +638,13 @@ def sorted_page(qs: QuerySet[Run], sort: str, *, cursor: str, limit: int) -> tup
         except ValueError:
             raise BadCursor(cursor[:40]) from None
         if ascending:
-            qs = qs.filter(**{f"{column}__gte": value}).filter(Q(**{f"{column}__gt": value}) | Q(pk__gt=after_pk))
+            qs = qs.filter(**{f"{column}__gte": value}).filter(
+                Q(**{f"{column}__gt": value}) | Q(pk__gt=after_pk)
+            )
         else:
-            qs = qs.filter(**{f"{column}__lte": value}).filter(Q(**{f"{column}__lt": value}) | Q(pk__lt=after_pk))
+            qs = qs.filter(**{f"{column}__lte": value}).filter(
+                Q(**{f"{column}__lt": value}) | Q(pk__lt=after_pk)
+            )
     order = (column, "pk") if ascending else (f"-{column}", "-pk")
     rows = list(qs.order_by(*order).only(*RUN_LIST_FIELDS, column)[: limit + 1])
     if len(rows) <= limit:

@@ -40,7 +40,9 @@ def browser():
 def test_every_dashboard_chart_is_drawn_on_the_demo_data(browser, server, dark):
     from playwright.sync_api import expect
 
-    page = support.new_page(browser, viewport={"width": 1280, "height": 900}, color_scheme="dark" if dark else "light")
+    page = support.new_page(
+        browser, viewport={"width": 1280, "height": 900}, color_scheme="dark" if dark else "light"
+    )
     support.sign_in(page, server, "rita")
     page.goto(f"{server}/dashboard/")
     for key in CHARTS:
@@ -55,7 +57,9 @@ def test_every_dashboard_chart_is_drawn_on_the_demo_data(browser, server, dark):
     mark.focus()
     expect(mark).to_be_focused()
     # readable colours in either scheme: the bars take the series colour, not black
-    fill = page.evaluate("""() => getComputedStyle(document.querySelector('[data-chart="runs"] svg g.mark rect')).fill""")
+    fill = page.evaluate(
+        """() => getComputedStyle(document.querySelector('[data-chart="runs"] svg g.mark rect')).fill"""
+    )
     assert fill not in ("rgb(0, 0, 0)", "none", "")
     mode = "dark" if dark else "light"
     assert _serious(page, f"dashboard {mode}") == []
@@ -79,7 +83,9 @@ def test_span_detail_shows_the_429_and_a_model_calls_input_output_tokens_and_cos
     detail = page.locator("#span-detail")
     expect(detail.locator(".sn-error")).to_contain_text("[RATE_LIMITED] 429 rate limited on posting #250")
     # the tree opened down to the selected span
-    expect(page.locator("#span-tree [role=treeitem][aria-selected=true] .sn-name").first).to_have_text("score posting #250")
+    expect(page.locator("#span-tree [role=treeitem][aria-selected=true] .sn-name").first).to_have_text(
+        "score posting #250"
+    )
     support.shot(page, "span-detail-error")
     item = page.locator('#span-tree [role=treeitem] > .sn-line:has(.sn-name:text-is("score posting #1"))')
     item.click()

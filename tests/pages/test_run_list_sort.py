@@ -22,10 +22,18 @@ def many(workspace):
     for i in range(23):
         rows.append(
             Run(
-                workspace=workspace, run_id=f"r{i:02d}", workflow_id="wf" if i % 2 else "other", status="completed",
-                started_at=base + timedelta(minutes=i), ended_at=base + timedelta(minutes=i, seconds=(i * 7) % 11),
-                duration_ms=((i * 7) % 11) * 1000, cost_amount=(i % 5) * 0.5, total_tokens=(i * 13) % 17,
-                error_count=i % 3, doc="{}", state="{}",
+                workspace=workspace,
+                run_id=f"r{i:02d}",
+                workflow_id="wf" if i % 2 else "other",
+                status="completed",
+                started_at=base + timedelta(minutes=i),
+                ended_at=base + timedelta(minutes=i, seconds=(i * 7) % 11),
+                duration_ms=((i * 7) % 11) * 1000,
+                cost_amount=(i % 5) * 0.5,
+                total_tokens=(i * 13) % 17,
+                error_count=i % 3,
+                doc="{}",
+                state="{}",
             )  # fmt: skip
         )
     Run.objects.bulk_create(rows)
@@ -77,8 +85,16 @@ def test_headers_link_the_sorts_with_aria_sort(client, alice, many):
 def test_the_next_page_link_keeps_the_sort(client, alice, workspace):
     base = datetime(2026, 3, 1, tzinfo=UTC)
     Run.objects.bulk_create(
-        Run(workspace=workspace, run_id=f"p{i}", workflow_id="wf", status="completed", started_at=base,
-            total_tokens=i, doc="{}", state="{}")  # fmt: skip
+        Run(
+            workspace=workspace,
+            run_id=f"p{i}",
+            workflow_id="wf",
+            status="completed",
+            started_at=base,
+            total_tokens=i,
+            doc="{}",
+            state="{}",
+        )  # fmt: skip
         for i in range(60)
     )
     client.force_login(alice)

@@ -80,7 +80,7 @@ def test_the_tree_opens_to_the_selected_span(client, alice, batch):
     assert re.search(rf'id="span-{score}"[^>]*aria-expanded="true"', tree)
     selected = re.search(rf'id="span-{seq}"[^>]*aria-level="2"[^>]*aria-selected="true"', tree)
     assert selected, "the selected span is shown, selected, under its opened parent"
-    assert 'tabindex="0" data-seq="%d"' % seq in tree
+    assert f'tabindex="0" data-seq="{seq}"' in tree
     assert "score posting #1500" in page[page.index('id="span-detail"') :]
 
 
