@@ -286,20 +286,17 @@ ANCESTORS_MAX = 64  # levels walked up from a selected span
 
 def span_start(run: Run, span_id: str, *, before: int) -> SpanNode | None:
     """The span ``span_id`` started last before seq ``before`` (looked for among the
-    START_LOOKBACK seqs before it), closed by its end; None when not found."""
+    START_LOOKBACK seqs before it, then from the run's start: the first such span), closed by its
+    end; None when not found."""
     needle = orjson.dumps({"spanId": span_id}).decode()[1:-1]
+    starts = Event.objects.filter(run=run, type="span_started", seq__lt=before, body__contains=needle)
     row = (
-        Event.objects.filter(
-            run=run,
-            type="span_started",
-            seq__lt=before,
-            seq__gte=before - START_LOOKBACK,
-            body__contains=needle,
-        )
-        .order_by("-seq")
-        .values_list("seq", flat=True)
-        .first()
+        starts.filter(seq__gte=before - START_LOOKBACK).order_by("-seq").values_list("seq", flat=True).first()
     )
+    if row is None and before > START_LOOKBACK:
+        # a parent far before (a root whose children run long): from the run's start, where
+        # roots begin (the scan stops at the first match)
+        row = starts.order_by("seq").values_list("seq", flat=True).first()
     return None if row is None else span_at(run, row)
 
 
