@@ -1,5 +1,6 @@
-"""A workspace at scale on PostgreSQL: server time of the runs list, a filtered search, the inbox, the
-workspace ledger (30 days), a run's ledger and a run page, in a workspace of BENCH_SCALE_RUNS runs
+"""A workspace at scale on PostgreSQL: server time of the runs list (newest first and by cost), a
+filtered search, the inbox, the workspace ledger and the dashboard (30 days), a run's ledger and a
+run page, in a workspace of BENCH_SCALE_RUNS runs
 (about 12 events each: the start, a step, 5 priced model calls of request + response, a gate
 request or a cancel for half of them) next to one of 1,000 runs built the same way; median and p95
 of each, and the ratio big / small.
@@ -61,7 +62,7 @@ SMALL = 1000
 DAYS = int(os.environ.get("BENCH_SCALE_DAYS", "90"))
 REPEAT = int(os.environ.get("BENCH_SCALE_REPEAT", "15"))
 TEMPLATES = 8  # scale_data.TEMPLATES
-RECIPE = 5  # bump when the build changes: a cached workspace of another recipe is built again
+RECIPE = 6  # bump when the build changes: a cached workspace of another recipe is built again
 BASE_DB = os.environ.get("BENCH_SCALE_DB", "postgres://postgres@127.0.0.1:5432/workbench_bench_scale")
 # seconds per 1,000 runs of a build on the shared 2-core machine (measured 2026-11-26 at 1M, load
 # 11-17: COPY without the secondary indexes 0.73 s, the B-tree indexes made again 0.25 s, the
@@ -240,6 +241,8 @@ def _pages(workspace: Workspace) -> dict[str, str]:
         "rare-word search": "/runs/?q=zebra+invoice",
         "inbox": "/runs/inbox/",
         "workspace ledger (30 days)": f"/ledger/?from={first}&to={last}",
+        "dashboard (30 days)": f"/dashboard/?from={first}&to={last}",
+        "runs list by cost": "/runs/?sort=cost",
         "run ledger": f"/runs/{run.run_id}/ledger/",
         "run page": f"/runs/{run.run_id}/",
     }

@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from unittest import mock
@@ -168,6 +168,8 @@ class Template:
     events: int
     costs: dict
     counts: dict
+    metrics: dict = field(default_factory=dict)  # its own dashboard metrics (RunMetricRollup)
+    latency: tuple | None = None  # its duration's bucket (MetricRollup run_latency), when ended
 
 
 def make_templates(workspace: Workspace) -> list[Template]:
@@ -197,7 +199,11 @@ def make_templates(workspace: Workspace) -> list[Template]:
                 events_text = b"".join(bytes(b) for b in copy).decode()
         assert stamp(TEMPLATE_START) in run_text
         costs, counts = rollup_actions.recompute_runs([run])
-        out.append(Template(run, run_text, events_text, events_text.count("\n"), costs, counts))
+        metrics = rollup_actions.recompute_run_metrics(run)
+        latency = rollup_actions.run_marks(run)[1]
+        out.append(
+            Template(run, run_text, events_text, events_text.count("\n"), costs, counts, metrics, latency)
+        )
     return out
 
 
@@ -261,6 +267,8 @@ def copy_runs(
     for start in range(0, count, chunk):
         run_parts, event_parts = [], []
         own: dict[int, dict] = {}  # each clone's own rollup rows (RunCostRollup)
+        metrics: dict[int, tuple] = {}  # each clone's dashboard metrics, and its duration's bucket
+        latencies: dict[int, tuple] = {}
         for i in range(start, min(count, start + chunk)):
             t = i % TEMPLATES
             tpl = templates[t]
@@ -284,6 +292,12 @@ def copy_runs(
             )
             per_key[(t, started.date(), pk % rollup_actions.ROLLUP_SHARDS)] += 1
             own[pk] = clone_calls(tpl, started.date())
+            clone = Run(pk=pk, workspace_id=workspace.pk, started_at=started, workflow_id=tpl.run.workflow_id,
+                        subject=tpl.run.subject)  # fmt: skip
+            if tpl.metrics:
+                metrics[pk] = (clone, tpl.metrics)
+            if tpl.latency is not None:
+                latencies[pk] = (clone, {tpl.latency: 1})
             events += tpl.events
         with transaction.atomic(), connection.cursor() as cursor:
             raw = cursor.cursor
@@ -292,6 +306,7 @@ def copy_runs(
             with raw.copy(f"COPY runs_event ({', '.join(EVENT_COLUMNS)}) FROM STDIN") as copy:
                 copy.write("".join(event_parts))
             rollup_actions.apply_run_deltas(own)
+            rollup_actions.count_cloned_metrics(metrics, latencies)
         if count > chunk:
             log(f"  {workspace.slug}: {start + len(run_parts):,} runs ({time.perf_counter() - t0:.0f} s)")
     with connection.cursor() as cursor:
@@ -323,8 +338,8 @@ def clone_rollups(templates: list[Template], per_key: Counter) -> tuple[dict, di
             held = costs.setdefault(moved, [0] * 6 + [Decimal(0)] * 2)
             for k, value in enumerate(sums):
                 held[k] += value * n
-        for (_, workflow, version, _shard), (runs, gates) in tpl.counts.items():
-            held = counts.setdefault((day, workflow, version, shard), [0, 0])
-            held[0] += runs * n
-            held[1] += gates * n
+        for (_, workflow, version, _shard), vector in tpl.counts.items():
+            held = counts.setdefault((day, workflow, version, shard), [0] * len(vector))
+            for k, value in enumerate(vector):
+                held[k] += value * n
     return costs, counts

@@ -178,6 +178,12 @@ class Run(models.Model):
     model_calls = models.IntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
     cost_totals = ProtocolJSONField(default=dict, blank=True)  # currency -> decimal string
+    # The runs list's sort keys (projection): duration in ms (-1 while running or without an end),
+    # the cost in the run's main currency (its largest total), and the errors recorded (error
+    # events, failed spans, failed steps; counted as they are appended)
+    duration_ms = models.BigIntegerField(default=-1, db_default=-1)
+    cost_amount = models.FloatField(default=0.0, db_default=0.0)
+    error_count = models.IntegerField(default=0, db_default=0)
     created_by = ProtocolCharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -202,6 +208,11 @@ class Run(models.Model):
                 condition=models.Q(rejected_gates__gt=0),
                 name="run_ws_rejected",
             ),
+            # the runs list sorted by a column: a keyset page per sort, both directions
+            models.Index(fields=["workspace", "-duration_ms", "-id"], name="run_ws_duration"),
+            models.Index(fields=["workspace", "-cost_amount", "-id"], name="run_ws_cost"),
+            models.Index(fields=["workspace", "-total_tokens", "-id"], name="run_ws_tokens"),
+            models.Index(fields=["workspace", "-error_count", "-id"], name="run_ws_errors"),
             # the inbox and the navigation's pending-gate count
             models.Index(
                 fields=["workspace", "-started_at", "-id"],
@@ -818,5 +829,11 @@ class PromotionRequest(models.Model):
 
 
 from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)
-from runs.models_rollups import CostRollup, RunCostRollup, RunRollup  # noqa: E402,F401
+from runs.models_rollups import (  # noqa: E402,F401
+    CostRollup,
+    MetricRollup,
+    RunCostRollup,
+    RunMetricRollup,
+    RunRollup,
+)
 from runs.models_workers import WorkerLease  # noqa: E402,F401

@@ -68,6 +68,10 @@ class RunRollup(models.Model):
     runs = models.BigIntegerField(default=0)
     # gates waiting for a decision on these runs (pending gates of running runs): the inbox count
     waiting_gates = models.BigIntegerField(default=0)
+    # these runs by their status now (running ones are ``runs`` minus the three): the dashboard
+    completed = models.BigIntegerField(default=0)
+    failed = models.BigIntegerField(default=0)
+    cancelled = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -100,3 +104,55 @@ class RunCostRollup(CostSums):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "key_hash"], name="uniq_run_cost_rollup")]
+
+
+class MetricRollup(models.Model):
+    """The dashboard's counts, kept on the write path (runs.actions.rollups) in the same transaction
+    as the events and run rows they come from: one row per workspace x run start day (UTC) x
+    workflow x shard x key, where the key is a ``kind`` and its labels:
+
+    - ``run_latency``: finished runs by the bucket of their duration (``bucket``, see
+      runs.presenters.histogram), ``label`` their status;
+    - ``model_latency``: model responses by the bucket of their ``durationMs``, ``label`` the model;
+    - ``decision_latency``: gate decisions by the bucket of the time from the gate's request to the
+      decision, ``label`` the gate's step;
+    - ``decision``: gate decisions, ``label`` the step, ``reviewer`` who decided, ``decision`` what
+      (``bucket`` 0).
+
+    Percentiles come from merged buckets, never from the events. ``key_hash`` is the SHA-256 of
+    the key (labels spelled as CostRollup's)."""
+
+    workspace = models.ForeignKey("runs.Workspace", on_delete=models.CASCADE, related_name="+")
+    run_day = models.DateField()
+    key_hash = models.CharField(max_length=64)
+    workflow_id = models.TextField(default="")
+    shard = models.SmallIntegerField(default=0)
+    kind = models.CharField(max_length=20)
+    label = models.TextField(default="")
+    reviewer = models.TextField(default="")
+    decision = models.TextField(default="")
+    bucket = models.SmallIntegerField(default=0)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "run_day", "key_hash"], name="uniq_metric_rollup")
+        ]
+        indexes = [models.Index(fields=["workspace", "kind", "run_day"], name="metric_rollup_ws_kind_day")]
+
+
+class RunMetricRollup(models.Model):
+    """One run's share of MetricRollup (its model latencies and gate decisions; a run's own
+    duration is its row's): what a deleted run subtracts without reading its events."""
+
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="+")
+    key_hash = models.CharField(max_length=64)
+    kind = models.CharField(max_length=20)
+    label = models.TextField(default="")
+    reviewer = models.TextField(default="")
+    decision = models.TextField(default="")
+    bucket = models.SmallIntegerField(default=0)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key_hash"], name="uniq_run_metric_rollup")]

@@ -119,6 +119,7 @@ class _StreamAppender(Appender):
         rows, self.event_rows = self.event_rows, []
         snapshots, self.snapshot_rows = self.snapshot_rows, []
         responses, self.model_responses = self.model_responses, []
+        gates, self.gate_events = self.gate_events, []
         events, first = self.events, self.first_seq
 
         def after_rows() -> None:
@@ -127,6 +128,8 @@ class _StreamAppender(Appender):
             if responses:
                 responsecache.fill_from_responses(self.run, responses, recent=events, recent_first=first)
                 rollups.count_model_calls(self.run, (event for _, event in responses))
+            if responses or gates:
+                rollups.count_metrics(self.run, (event for _, event in responses), gates)
 
         if uses_copy(rows):
             self._in_flight = (_CopyInFlight(rows), after_rows)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -107,7 +108,17 @@ def projection_fields(state: RunState) -> dict[str, Any]:
         "model_calls": state.model_calls,
         "total_tokens": state.tokens.get("totalTokens", 0),
         "cost_totals": dict(state.cost),
+        "duration_ms": _duration_ms(run),
+        "cost_amount": max((float(Decimal(v)) for v in state.cost.values()), default=0.0),
     }
+
+
+def _duration_ms(run: dict[str, Any]) -> int:
+    """A run document's duration in whole ms, -1 without an end (the runs list's sort key)."""
+    start, end = parse_ts(run.get("startedAt")), parse_ts(run.get("endedAt"))
+    if start is None or end is None or run.get("status") == "running":
+        return -1
+    return max(0, round((end - start).total_seconds() * 1000))
 
 
 def new_instance(model: type[models.Model], /, **values: Any) -> Any:
@@ -365,6 +376,17 @@ def _save_run_with_events(run: Run, rows: list[tuple]) -> None:
             raise ActionError(ErrorCode.UNKNOWN_RUN, f"no run {run.run_id!r}")
 
 
+def is_error_event(event: dict) -> bool:
+    """Whether an event is one of the errors the runs list counts: an ``error`` event, a failed
+    span's end, a failed step's completion."""
+    kind = event["type"]
+    if kind == "error":
+        return True
+    if kind == "span_ended":
+        return event.get("status") == "error" or bool(event.get("error"))
+    return kind == "step_completed" and event.get("ok") is False
+
+
 class Appender:
     """Applies events to a run's state one by one and collects the rows they produce.
 
@@ -406,6 +428,7 @@ class Appender:
         self.ruleset_rows: list[RuleSetVersion] = []
         self.snapshot_rows: list[RunSnapshot] = []
         self.model_responses: list[tuple[int, dict]] = []  # (seq, model_io response) for the cache
+        self.gate_events: list[tuple[dict, str]] = []  # (gate request or decision, actor): the dashboard
 
     def append(self, event: dict) -> None:
         apply_event(self.state, event)
@@ -419,8 +442,12 @@ class Appender:
         self.event_rows.append(
             _event_row(self.run_pk, seq, event, self.actor_column, self.recorded_at, self.postgres)
         )
+        if is_error_event(event):
+            self.run.error_count += 1
         if event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
+        elif event["type"] in rollups.GATE_EVENTS:
+            self.gate_events.append((event, self.actor))
         if self.derive_versions:
             kind = event["type"]
             if kind == "artifact_written":
@@ -480,6 +507,8 @@ class Appender:
                 )
             if count_calls:
                 rollups.count_model_calls(self.run, (event for _, event in self.model_responses))
+        if count_calls and (self.model_responses or self.gate_events):
+            rollups.count_metrics(self.run, (event for _, event in self.model_responses), self.gate_events)
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
 
@@ -532,6 +561,11 @@ def save_new_runs(appenders: list[Appender]) -> None:
     rollups.count_model_calls_many(
         ((a.run, (event for _, event in a.model_responses)) for a in appenders if a.model_responses),
         new_runs=True,
+    )
+    rollups.count_metrics_many(
+        (a.run, (event for _, event in a.model_responses), a.gate_events)
+        for a in appenders
+        if a.model_responses or a.gate_events
     )
     insert_events(rows)
 
@@ -647,10 +681,10 @@ def artifact_row(run: Run, artifact: dict, seq: int | None) -> ArtifactVersion:
 def set_projection(run: Run, state: RunState) -> None:
     """Put the projection of ``state`` on the run row (saved by the caller, in this transaction), and
     keep the workspace's count of waiting gates (a rollup) in step with it."""
-    waiting_before = rollups.waiting_gates(run)
+    before = rollups.run_marks(run)
     for name, value in projection_fields(state).items():
         setattr(run, name, value)
-    rollups.count_waiting_gates(run, waiting_before)
+    rollups.count_run_change(run, before)
 
 
 def update_projection(run: Run, state: RunState, *, event_rows: list[tuple] | None = None) -> None:

@@ -11,11 +11,14 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs.models import RunStatus
 from runs.selectors.runs import (
+    DEFAULT_SORT,
     REJECTED_FILTER,
+    RUN_SORTS,
     BadCursor,
     RunListFilters,
     runs_matching,
     runs_page,
+    sort_problem,
     waiting_steps,
     workflow_ids,
 )
@@ -30,12 +33,15 @@ MATCH_COUNT_CAP = 10_000
 @vary_on_headers("HX-Request")
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
+    problem = sort_problem(request.GET.get("sort", "").strip())
+    if problem:
+        return HttpResponseBadRequest(problem)
     filters = RunListFilters.from_query(request.GET)
     cursor = request.GET.get("cursor", "")
     try:
         runs, next_cursor = runs_page(workspace, filters, cursor=cursor, limit=RUNS_PER_PAGE)
     except BadCursor:
-        return HttpResponseBadRequest("bad cursor")
+        return HttpResponseBadRequest("INVALID_INPUT: bad cursor")
     waiting = waiting_steps(runs)
     # "Add all N runs matching this filter": counted only when the filter spans several pages, up to
     # MATCH_COUNT_CAP (an index range each); a text search over several pages is not counted (its
@@ -58,9 +64,25 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
         # runs ticked for comparison: a live refresh of the table sends them, and keeps them ticked
         "matching_count": matching_count,
         "compare_picked": set(request.GET.getlist("run")),
+        "sort": filters.sort if filters.sort != DEFAULT_SORT else "",
+        "sorts": sort_headers(filters.sort),
     }
     template = "runs/run_list.html#run_table" if request.htmx else "runs/run_list.html"
     return render(request, template, context)
+
+
+def sort_headers(current: str) -> dict[str, dict[str, str]]:
+    """Per sortable column: the ``sort`` its header links to (the other direction when it is the
+    current one, else largest / newest first) and its ``aria-sort`` ("" when not sorted by it)."""
+    out = {}
+    for key in RUN_SORTS:
+        if current == key:
+            out[key] = {"sort": f"-{key}", "aria": "descending"}
+        elif current == f"-{key}":
+            out[key] = {"sort": key, "aria": "ascending"}
+        else:
+            out[key] = {"sort": key, "aria": ""}
+    return out
 
 
 @login_required

@@ -57,6 +57,10 @@ class SpanNode:
     x_pct: float = 0.0
     w_pct: float = MIN_BAR_PCT
     attributes: dict[str, Any] = field(default_factory=dict)
+    # the trace view opened to a selected span: the path's nodes carry their loaded children
+    # (a level context) and the selected one says so
+    children_level: dict[str, Any] | None = None
+    selected: bool = False
 
 
 @dataclass

@@ -101,7 +101,7 @@ def build_waterfall(
         key=lambda item: item[0],
     )
     open_spans: dict[str, SpanRow] = {}
-    rows: list[SpanRow] = []
+    every: list[SpanRow] = []
     latest: datetime | None = parse_ts(run_end_ts)
     for seq, is_end, body in events:
         ts = parse_ts(body.get("ts"))
@@ -111,14 +111,18 @@ def build_waterfall(
         if not isinstance(span_id, str):
             continue
         if not is_end:
-            _open_row(seq, body, span_id, ts, open_spans, rows)
+            open_spans[span_id] = _new_row(seq, body, span_id, ts)
+            every.append(open_spans[span_id])
             continue
         row = open_spans.pop(span_id, None)
         if row is not None:  # else the end of a span that started before this window (or never)
             _close_row(row, seq, body, ts)
+    rows = _nest(every)
     flat: list[SpanRow] = []
     _flatten(rows, 0, flat)
-    t0, total = _time_axis(flat, latest)
+    # the axis spans the spans themselves: the run's end (for a trace ingested from OTLP, its last
+    # span plus the quiet period) only counts while a span is still open and runs to it
+    t0, total = _time_axis(flat, latest if any(r.end_seq is None for r in flat) else None)
     for row in flat:
         if row._start is not None and t0 is not None:
             _place(row, row._start, t0, total, latest)
@@ -130,17 +134,10 @@ def build_waterfall(
     )
 
 
-def _open_row(
-    seq: int,
-    body: dict[str, Any],
-    span_id: str,
-    ts: datetime | None,
-    open_spans: dict[str, SpanRow],
-    rows: list[SpanRow],
-) -> None:
-    """A ``span_started``: a new open row under its parent when that is open, else a root."""
+def _new_row(seq: int, body: dict[str, Any], span_id: str, ts: datetime | None) -> SpanRow:
+    """A ``span_started``: a new open row (placed under its parent by :func:`_nest`)."""
     parent_id = body.get("parentSpanId")
-    row = SpanRow(
+    return SpanRow(
         span_id=span_id,
         name=str(body.get("name") or span_id),
         kind=str(body.get("kind") or ""),
@@ -149,9 +146,67 @@ def _open_row(
         start_seq=seq,
         _start=ts,
     )
-    parent = open_spans.get(row.parent_id) if row.parent_id else None
-    (parent.children if parent is not None else rows).append(row)
-    open_spans[span_id] = row
+
+
+def _covers(parent: SpanRow, child: SpanRow) -> bool:
+    if parent._start is None or child._start is None:
+        return parent.start_seq < child.start_seq
+    return parent._start <= child._start and (parent._end is None or child._start <= parent._end)
+
+
+def _nest(every: list[SpanRow]) -> list[SpanRow]:
+    """Rows under their parents, whatever order their events arrived in (a trace's root span is
+    exported, so stored, after its children): a child goes under the instance of its parent's id
+    whose time covers its start (else the one started last before it by seq, else the first).
+    Children and roots by start time, then seq. Returns the roots (a parent outside the window
+    makes a span a root of this window)."""
+    by_id: dict[str, list[SpanRow]] = {}
+    for row in every:
+        by_id.setdefault(row.span_id, []).append(row)
+    roots: list[SpanRow] = []
+    for row in every:
+        candidates = [p for p in by_id.get(row.parent_id, ()) if p is not row] if row.parent_id else []
+        parent = next((p for p in candidates if _covers(p, row)), None)
+        if parent is None and candidates:
+            before = [p for p in candidates if p.start_seq < row.start_seq]
+            parent = before[-1] if before else candidates[0]
+        (parent.children if parent is not None else roots).append(row)
+    if any(row.parent_id and row.parent_id in by_id for row in every):
+        _break_cycles(roots, every)
+
+    def when(row: SpanRow) -> tuple[bool, datetime, int]:
+        return (row._start is None, row._start or datetime.min, row.start_seq)
+
+    for row in every:
+        row.children.sort(key=when)
+    roots.sort(key=when)
+    return roots
+
+
+def _break_cycles(roots: list[SpanRow], every: list[SpanRow]) -> None:
+    """Spans that name each other as parents (a malformed trace) are reachable from no root: the
+    first of each such loop becomes a root (its own children stay under it)."""
+    reached: set[int] = set()
+    stack = list(roots)
+    while stack:
+        row = stack.pop()
+        if id(row) in reached:
+            continue
+        reached.add(id(row))
+        stack.extend(row.children)
+    for row in every:
+        if id(row) in reached:
+            continue
+        for other in every:
+            if any(child is row for child in other.children):
+                other.children = [child for child in other.children if child is not row]
+        roots.append(row)
+        stack = [row]
+        while stack:
+            item = stack.pop()
+            if id(item) not in reached:
+                reached.add(id(item))
+                stack.extend(item.children)
 
 
 def _close_row(row: SpanRow, seq: int, body: dict[str, Any], ts: datetime | None) -> None:

@@ -526,3 +526,9 @@ def output_text(event: dict[str, Any]) -> str | None:
     _kind, body = _model_lines(event, "agent_emitted")[0]
     texts = [b["text"] for b in body["blocks"] if isinstance(b.get("text"), str)]
     return "\n".join(texts) if texts else None
+
+
+# The payload readers, for other pure readers of model calls (the trace view's span detail,
+# runs.presenters.span_detail): typed content blocks of a message's content and of a response.
+content_blocks = _content_blocks
+response_blocks = _response_blocks

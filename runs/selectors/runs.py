@@ -7,6 +7,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -447,7 +448,29 @@ RUN_LIST_FIELDS = (
     "model_calls",
     "total_tokens",
     "cost_totals",
+    "duration_ms",
+    "error_count",
 )
+
+# The runs list's sorts (``?sort=<key>``, newest / largest first; ``?sort=-<key>`` the other way):
+# each a keyset page over its own (workspace, -column, -id) index.
+RUN_SORTS = {
+    "started": "started_at",
+    "duration": "duration_ms",
+    "cost": "cost_amount",
+    "tokens": "total_tokens",
+    "errors": "error_count",
+}
+DEFAULT_SORT = "started"
+
+
+def sort_problem(text: str) -> str | None:
+    """Why ``?sort=`` is not one the runs list offers (None: it is, or it is empty)."""
+    if not text or text.removeprefix("-") in RUN_SORTS:
+        return None
+    return (
+        f"INVALID_SORT: sort by one of {', '.join(RUN_SORTS)} (“-” first for ascending), not “{text[:40]}”."
+    )
 
 
 @dataclass
@@ -457,15 +480,22 @@ class RunListFilters:
     tag: str = ""
     q: str = ""
     prompt: str = ""  # name@version: runs with a model call made with that prompt version
+    sort: str = DEFAULT_SORT  # a RUN_SORTS key, "-" first for the ascending order
 
     @classmethod
     def from_query(cls, params) -> RunListFilters:
+        """The filters of a query string (a sort the list does not offer: the default one; the runs
+        list refuses it first, see :func:`sort_problem`)."""
+        sort = params.get("sort", "").strip()
+        if not sort or sort_problem(sort):
+            sort = DEFAULT_SORT
         return cls(
             status=params.get("status", "").strip(),
             workflow=params.get("workflow", "").strip(),
             tag=params.get("tag", "").strip(),
             q=params.get("q", "").strip()[:200],
             prompt=params.get("prompt", "").strip()[:220],
+            sort=sort,
         )
 
 
@@ -579,11 +609,53 @@ def runs_page(
     index: a broad term fills the page after a few hundred runs, whatever the workspace's size.
     A term too rare to fill the page there is answered by the trigram indexes instead
     (``runs_matching``), whose cost grows with the matches, not the runs."""
+    if filters.sort != DEFAULT_SORT:
+        return sorted_page(runs_matching(workspace, filters), filters.sort, cursor=cursor, limit=limit)
     if filters.q:
         found = _probe_search(workspace, filters, cursor=cursor, limit=limit)
         if found is not None:
             return found
     return keyset_page(runs_matching(workspace, filters), cursor=cursor, limit=limit, fields=RUN_LIST_FIELDS)
+
+
+def _cursor_value(column: str, text: str) -> Any:
+    if column == "started_at":
+        return datetime.fromisoformat(text)
+    if column == "cost_amount":
+        value = float(text)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(text)
+        return value
+    return int(text)
+
+
+def sorted_page(qs: QuerySet[Run], sort: str, *, cursor: str, limit: int) -> tuple[list[Run], str]:
+    """One keyset page of runs by a RUN_SORTS column (largest first; ``-key`` smallest first),
+    ties by pk, after ``cursor`` ("<value>|<pk>" of the previous page's last run)."""
+    ascending = sort.startswith("-")
+    column = RUN_SORTS[sort.removeprefix("-")]
+    if cursor:
+        try:
+            value_text, pk_text = cursor.rsplit("|", 1)
+            value, after_pk = _cursor_value(column, value_text), int(pk_text)
+        except ValueError:
+            raise BadCursor(cursor[:40]) from None
+        if ascending:
+            qs = qs.filter(**{f"{column}__gte": value}).filter(
+                Q(**{f"{column}__gt": value}) | Q(pk__gt=after_pk)
+            )
+        else:
+            qs = qs.filter(**{f"{column}__lte": value}).filter(
+                Q(**{f"{column}__lt": value}) | Q(pk__lt=after_pk)
+            )
+    order = (column, "pk") if ascending else (f"-{column}", "-pk")
+    rows = list(qs.order_by(*order).only(*RUN_LIST_FIELDS, column)[: limit + 1])
+    if len(rows) <= limit:
+        return rows, ""
+    rows = rows[:limit]
+    last = getattr(rows[-1], column)
+    text = last.isoformat() if isinstance(last, datetime) else repr(last)
+    return rows, f"{text}|{rows[-1].pk}"
 
 
 SEARCH_PROBE_RUNS = 3000  # newest filtered runs a text search may test one by one

@@ -17,6 +17,7 @@ from django.db import connection
 from runs.fields import column_value, json_text_needle
 from runs.models import SPAN_END, SPAN_FAILED, SPAN_PARENT, Event, Run
 from runs.presenters.span_tree import Axis, Level, SpanNode, build_level, close, first_end_after, node_of
+from runs.presenters.waterfall import parse_ts
 from runs.protocol.values import loads
 
 LEVEL_PAGE = 100  # children of one span per page
@@ -253,3 +254,92 @@ def spans_between(
 def had_spans_by(run: Run, seq: int) -> bool:
     """Whether a span started at or before ``seq`` (one probe of the (run, type, seq) index)."""
     return Event.objects.filter(run=run, type="span_started", seq__lte=seq).exists()
+
+
+SPAN_EVENTS_PAGE = 300  # events read inside one span for its detail pane
+
+
+def span_events(
+    run: Run, node: SpanNode, *, limit: int = SPAN_EVENTS_PAGE
+) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """The events inside a span, for its detail pane: those after its start and before its end
+    (open: after its start) that carry the start's correlation id when it has one (a span ingested
+    from OTLP: its events interleave with other spans'; the (run, correlation_id, seq) index),
+    else all of that seq range (the primary key's range). At most ``limit``, in seq order, and
+    whether more were left. A child span's events are in the range too: the presenter
+    (runs.presenters.span_detail) leaves them to the child."""
+    rows = Event.objects.filter(run=run, seq__gt=node.start_seq)
+    if node.end_seq is not None:
+        rows = rows.filter(seq__lt=node.end_seq)
+    correlation = (
+        Event.objects.filter(run=run, seq=node.start_seq).values_list("correlation_id", flat=True).first()
+        or ""
+    )
+    if correlation:
+        rows = rows.filter(correlation_id=correlation)
+    raw = list(rows.order_by("seq").values_list("seq", "body")[: limit + 1])
+    return [(seq, loads(body)) for seq, body in raw[:limit]], len(raw) > limit
+
+
+ANCESTORS_MAX = 64  # levels walked up from a selected span
+
+
+def span_start(run: Run, span_id: str, *, before: int) -> SpanNode | None:
+    """The span ``span_id`` started last before seq ``before`` (looked for among the
+    START_LOOKBACK seqs before it, then from the run's start: the first such span), closed by its
+    end; None when not found."""
+    needle = orjson.dumps({"spanId": span_id}).decode()[1:-1]
+    starts = Event.objects.filter(run=run, type="span_started", seq__lt=before, body__contains=needle)
+    row = (
+        starts.filter(seq__gte=before - START_LOOKBACK).order_by("-seq").values_list("seq", flat=True).first()
+    )
+    if row is None and before > START_LOOKBACK:
+        # a parent far before (a root whose children run long): from the run's start, where
+        # roots begin (the scan stops at the first match)
+        row = starts.order_by("seq").values_list("seq", flat=True).first()
+    return None if row is None else span_at(run, row)
+
+
+def span_ancestors(run: Run, node: SpanNode) -> list[SpanNode]:
+    """The spans above ``node``, the root first (as far as they are found)."""
+    out: list[SpanNode] = []
+    current = node
+    while current.parent_id and len(out) < ANCESTORS_MAX:
+        parent = span_start(run, current.parent_id, before=current.start_seq)
+        if parent is None:
+            break
+        out.append(parent)
+        current = parent
+    return out[::-1]
+
+
+def span_extent(run: Run, *, tail: int = 50) -> tuple[str, str] | None:
+    """The run's spans' own time extent (start ts, end ts): the first span's start and the latest
+    end among the last ``tail`` span ends and the last start (three bounded probes of the
+    (run, type, seq) index). None: no span."""
+    first = (
+        Event.objects.filter(run=run, type="span_started")
+        .order_by("seq")
+        .values_list("ts", flat=True)
+        .first()
+    )
+    if first is None:
+        return None
+    last_start = (
+        Event.objects.filter(run=run, type="span_started").order_by("-seq").values_list("ts", flat=True)[0]
+    )
+    ends = (
+        Event.objects.filter(run=run, type="span_ended")
+        .order_by("-seq")
+        .values_list("body", flat=True)[:tail]
+    )
+    best = parse_ts(last_start)
+    for body in ends:
+        data = loads(body)
+        instant = parse_ts(data.get("ts"))
+        if instant is not None and (best is None or instant > best):
+            best = instant
+    start = parse_ts(first)
+    if start is None or best is None or best < start:
+        return None
+    return start.isoformat(), best.isoformat()

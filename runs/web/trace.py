@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.models import Run
+from runs.presenters.span_detail import attribute_rows, contents
 from runs.presenters.span_tree import Axis, SpanNode, close, end_of, first_end_after, node_of, place
 from runs.selectors.runs import has_spans
 from runs.selectors.spans import (
@@ -28,7 +29,10 @@ from runs.selectors.spans import (
     failed_spans,
     had_spans_by,
     search_spans,
+    span_ancestors,
     span_at,
+    span_events,
+    span_extent,
     span_level,
     spans_between,
 )
@@ -44,6 +48,12 @@ def _urls(url_id: str) -> dict[str, str]:
 
 
 def run_axis(run: Run) -> Axis:
+    """The roots' time axis: the spans' own extent (not the run's end: a trace ingested from OTLP
+    ends 30 s after its last span, and back-dated spans lie long before the run's start); the
+    run's own times for a run without spans."""
+    extent = span_extent(run)
+    if extent is not None:
+        return Axis.of(*extent)
     end = run.ended_at or timezone.now()
     return Axis.of(run.started_at.isoformat(), end.isoformat())
 
@@ -112,8 +122,37 @@ def trace_context(
         ctx["list"] = list_context(run, url_id=url_id, view=ctx["view"], q=q)
     else:
         ctx["roots"] = level_context(run, url_id=url_id)
+        node = span_at(run, span) if span else None
+        if node is not None:
+            _open_to(run, ctx["roots"], [*span_ancestors(run, node), node], url_id=url_id)
     ctx["selected"] = span_detail_context(run, span, url_id=url_id) if span else None
     return ctx
+
+
+def _open_to(run: Run, level: dict[str, Any] | None, path: list[SpanNode], *, url_id: str) -> None:
+    """Open the tree along ``path`` (a root first, the selected span last): each span of the path
+    shown in its level (put first when its level's page does not hold it), its children loaded
+    under it, the last one selected."""
+    for i, wanted in enumerate(path):
+        if level is None:
+            return
+        nodes: list[SpanNode] = level["nodes"]
+        found = next((n for n in nodes if n.start_seq == wanted.start_seq), None)
+        if found is None:
+            if i == 0:
+                place(wanted, run_axis(run))
+            else:
+                place(wanted, span_axis(path[i - 1]))
+            wanted.has_children = wanted.has_children or i < len(path) - 1
+            nodes.insert(0, wanted)
+            found = wanted
+        if i == len(path) - 1:
+            found.selected = True
+            return
+        found.has_children = True
+        found.children_level = level = level_context(
+            run, url_id=url_id, span=found.start_seq, depth=int(level.get("depth", 1)) + 1
+        )
 
 
 def list_context(
@@ -150,10 +189,16 @@ def span_detail_context(run: Run, seq: int, *, url_id: str | None = None) -> dic
         run, parent=node.span_id, lo=node.start_seq, hi=node.end_seq, axis=span_axis(node), limit=50
     )
     detail = urls["detail_url"]
+    events, more_events = span_events(run, node)
+    inside = contents(events, truncated=more_events)
     return {
         **urls,
         "url_id": url_id,
         "span": node,
+        # the span's own error, else the first error inside it (an error event, a failed step)
+        "error": node.error or (inside.errors[0][1] if inside.errors else ""),
+        "contents": inside,
+        "attributes": attribute_rows(node.attributes),
         "children": children.level.nodes,
         "more_children": children.next_after is not None,
         "start_link": f"{detail}?at={node.start_seq}#seq-{node.start_seq}",

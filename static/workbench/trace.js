@@ -157,8 +157,9 @@
       focusItem(item);
       select(item);
     } else {
-      setUrl(seq);
-      window.htmx.ajax("GET", spanBase + seq + "/", { target: pane, swap: "innerHTML" });
+      // not shown (its level is closed): the page opens the tree down to it
+      window.location.assign(jump.href);
+      return;
     }
     pane.focus();
   });

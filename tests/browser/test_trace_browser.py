@@ -151,6 +151,9 @@ def test_span_tree_at_10k_spans_opens_fast_jumps_to_errors_and_walks_by_keyboard
         f"\n{SPANS:,} spans: first visible span {first_span * 1000:.0f} ms, jump to first error {jump * 1000:.0f} ms"
     )
     assert re.search(r"[?&]span=\d+", page.url)  # the selected span is in the URL
+    # the tree opened down to the selected span
+    expect(page.locator("#span-tree [role=treeitem][aria-selected=true]")).to_contain_text("error")
+    page.goto(f"{server}/runs/run_big/#trace")
     # keyboard: the root is focusable; → opens it (its children load), ↓ moves in, Enter selects
     root = page.locator("#span-tree > [role=treeitem]").first
     root.focus()
@@ -296,6 +299,10 @@ def test_span_tree_at_100k_spans_opens_fast_and_jumps_to_the_first_error(browser
         f"\n{HUGE_SPANS:,} spans: first visible span {first_span * 1000:.0f} ms, jump to first error {jump * 1000:.0f} ms"
     )
     assert re.search(r"[?&]span=\d+", page.url)
+    selected = page.locator("#span-tree [role=treeitem][aria-selected=true]")
+    expect(selected).to_contain_text("score posting #")
+    expect(selected).to_have_attribute("aria-level", "2")  # under its root, opened
+    page.goto(f"{server}/runs/run_huge/#trace")
     # the root's 99,999 children come a page at a time (the slowest of the page first)
     root = page.locator("#span-tree > [role=treeitem]").first
     root.locator(":scope > .sn-line").click()

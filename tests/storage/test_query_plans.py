@@ -106,6 +106,16 @@ def _queries(
             name + " (next page)",
             lambda filters=filters: runs.runs_page(workspace, filters, cursor=cursor, limit=50),
         )
+    for sort in [*runs.RUN_SORTS, *(f"-{key}" for key in runs.RUN_SORTS)]:
+        if sort == runs.DEFAULT_SORT:
+            continue
+        filters = f(sort=sort)
+        _, sorted_cursor = runs.runs_page(workspace, filters, limit=50)
+        capture(f"sorted by {sort}", lambda filters=filters: runs.runs_page(workspace, filters, limit=50))
+        capture(
+            f"sorted by {sort} (next page)",
+            lambda filters=filters, c=sorted_cursor: runs.runs_page(workspace, filters, cursor=c, limit=50),
+        )
     capture("inbox", lambda: runs.inbox_page(workspace, limit=200))
     capture("pending gate count", lambda: runs.pending_gate_count(workspace))
     capture("workflow menu", lambda: runs.workflow_ids(workspace))
@@ -136,6 +146,11 @@ def sequential_scans(queries: list[tuple[str, list[str]]]) -> list[str]:
                 plan = "\n".join(row[0] for row in cursor.fetchall())
                 if SEQ_SCAN.search(plan):
                     bad.append(f"{name}: {sql}\n{plan}")
+                elif name.startswith("sorted by") and name.endswith("(next page)"):
+                    sort = name.split()[2]
+                    bound = f"{runs.RUN_SORTS[sort.lstrip('-')]} {'>=' if sort.startswith('-') else '<='}"
+                    if bound not in plan:
+                        bad.append(f"{name}: the cursor must bound the index range\n{sql}\n{plan}")
                 elif name.endswith("(next page)") and "search" not in name and "started_at <=" not in plan:
                     bad.append(f"{name}: the cursor must bound the index range\n{sql}\n{plan}")
     return bad
