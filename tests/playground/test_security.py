@@ -154,7 +154,7 @@ def test_a_stored_key_is_encrypted_and_never_shown_again(client, alice, workspac
 REFUSED_URLS = {
     "http://127.0.0.1:11434/v1": "ADDRESS_NOT_ALLOWED",
     "http://localhost:8080/v1": "ADDRESS_NOT_ALLOWED",  # a name resolving to loopback
-    "http://2130706433/v1": "ADDRESS_NOT_ALLOWED",  # 127.0.0.1 written as one number
+    "http://2130706433/v1": "URL_NOT_ALLOWED",  # 127.0.0.1 written as one number: named as such
     "http://10.1.2.3/v1": "ADDRESS_NOT_ALLOWED",
     "http://192.168.0.10/v1": "ADDRESS_NOT_ALLOWED",
     "http://169.254.169.254/latest/meta-data": "ADDRESS_NOT_ALLOWED",
