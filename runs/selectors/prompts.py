@@ -137,7 +137,7 @@ def version_diff(old: PromptVersion | None, new: PromptVersion) -> dict[str, Any
 def pending_promotions(workspace: Workspace, *, limit: int = 100) -> list[PromotionRequest]:
     return list(
         PromotionRequest.objects.filter(workspace=workspace, status=PromotionStatus.PENDING)
-        .select_related("prompt", "from_version", "to_version", "requested_by")
+        .select_related("workspace", "prompt", "from_version", "to_version", "requested_by")
         .order_by("requested_at", "pk")[:limit]
     )
 
