@@ -302,8 +302,9 @@ def unpriced_reason(event: dict[str, Any], table: PriceTable | None, fallback: P
     model = event.get("model")
     if not isinstance(model, str) or not model:
         return "the call names no model"
-    usage_doc = event.get("usage") if isinstance(event.get("usage"), dict) else {}
-    payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+    found_usage, found_payload = event.get("usage"), event.get("payload")
+    usage_doc: dict[str, Any] = found_usage if isinstance(found_usage, dict) else {}
+    payload: dict[str, Any] = found_payload if isinstance(found_payload, dict) else {}
     cache_write = payload.get("cacheCreationInputTokens")
     usage = usage_of(usage_doc, cache_write if type(cache_write) is int else 0)
     provider = event.get("provider") if isinstance(event.get("provider"), str) else None

@@ -808,6 +808,8 @@ def find_by_short_id(workspace: Workspace, short: str) -> str | None:
     if not SHORT_RUN_ID.fullmatch(short):
         return None
     found = list(
-        runs_of(workspace).filter(run_id__regex=rf"^[^_]*_{re.escape(short)}").values_list("run_id", flat=True)[:2]
+        runs_of(workspace)
+        .filter(run_id__regex=rf"^[^_]*_{re.escape(short)}")
+        .values_list("run_id", flat=True)[:2]
     )
     return found[0] if len(found) == 1 else None
