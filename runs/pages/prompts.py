@@ -50,7 +50,7 @@ def promotion_item(request: PromotionRequest, user: Any = None) -> dict[str, Any
         "self_requested": user is not None and request.requested_by_id == getattr(user, "pk", None),
         # what stands against approving (its experiment failed on every item): an override is asked
         "concerns": promotion_concerns(request.workspace, request),
-        "diff": sel.version_diff(request.from_version, request.to_version),
+        "diff": sel.promotion_diff(request.from_version, request.to_version),
         "url": reverse("runs:prompt_detail", args=[request.prompt.name]),
         "experiment_url": (
             f"{reverse('evals:experiment_summary', args=[ref])}?{asked}"
