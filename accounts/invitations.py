@@ -20,6 +20,7 @@ from runs.actions.workspaces import (
     do_decline_invitation,
     invitations_for,
 )
+from runs.web.request import switch_workspace
 
 SESSION_KEY = "pending_invitations"
 
@@ -52,11 +53,14 @@ def _answer(request: HttpRequest, invitation_id: int, accept: bool) -> HttpRespo
         raise Http404("no such invitation") from None
     remember_count(request, len(invitations_for(request.user)))
     if accept:
+        # the person lands in the workspace they joined (the session's workspace switches to it)
+        switch_workspace(request, membership.workspace.slug)
         messages.success(
-            request, f"You joined {membership.workspace.name} as {membership.role}. Switch to it in the menu."
+            request,
+            f"You joined {membership.workspace.name} as {membership.role}; you are working in it now.",
         )
-    else:
-        messages.success(request, f"You declined the invitation to {invitation.workspace.name}.")
+        return redirect("runs:list")
+    messages.success(request, f"You declined the invitation to {invitation.workspace.name}.")
     return redirect("accounts:invitations")
 
 

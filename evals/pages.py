@@ -122,6 +122,7 @@ def experiment_compare(request: HttpRequest, experiment_id: str) -> HttpResponse
         "with_ids": ",".join(e.public_id for e in compared),
         "page_url": reverse("evals:experiment", args=[candidate.public_id]),
         "calibration": presenters.calibration(list(items[candidate.pk].values()), expected),
+        "change_rows": presenters.change_rows(candidate.change),
         "nav_active": "datasets",
     }
     return render(request, "evals/compare.html", ctx)
@@ -148,6 +149,8 @@ def experiment_summary(request: HttpRequest, experiment_id: str) -> HttpResponse
         "url": reverse("evals:experiment", args=[experiment.public_id]),
         "regressions": regressions[:MAX_SUMMARY_REGRESSIONS],
         "more_regressions": max(0, len(regressions) - MAX_SUMMARY_REGRESSIONS),
+        # every item failed: the fragment says so and why, never "completed on 6 items"
+        "failed_all": selectors.failed_experiment_concern(workspace, experiment.public_id),
         **presenters.prompt_match(experiment.change or {}, request.GET.get("prompt", "")[:220]),
     }
     return render(request, "evals/_experiment_summary.html", ctx)

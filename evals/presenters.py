@@ -138,3 +138,27 @@ def prompt_match(change: dict[str, Any], asked: str) -> dict[str, Any]:
         "tested_prompt": f"{ref['name']} version {ref['version']}" if ref else "",
         "prompt_mismatch": bool(asked) and tested != asked,
     }
+
+
+def change_rows(change: Any) -> list[dict[str, str]]:
+    """An experiment's change as rows a page shows (never a Python dict): the prompt version it
+    tests, then each configurable key with its value as compact JSON. ``[]``: a replay."""
+    if not isinstance(change, dict) or not change:
+        return []
+    rows = []
+    ref = change.get("prompt") if isinstance(change.get("prompt"), dict) else None
+    if ref:
+        rows.append({"key": "prompt", "value": f"{ref.get('name', '?')} version {ref.get('version', '?')}"})
+    configurable = change.get("configurable")
+    if isinstance(configurable, dict):
+        for key in sorted(configurable):
+            rows.append({"key": str(key), "value": _compact(configurable[key])})
+    for key in sorted(k for k in change if k not in ("prompt", "configurable")):
+        rows.append({"key": str(key), "value": _compact(change[key])})
+    return rows
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))

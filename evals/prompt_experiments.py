@@ -37,7 +37,7 @@ def new_prompt_experiment(request: HttpRequest) -> HttpResponse:
         try:
             experiment = _create(request, workspace, version.prompt.name, version.number)
         except ActionError as exc:
-            error = exc.message
+            error = f"{exc.code}: {exc.message}"
         else:
             enqueue(experiment)
             messages.success(
@@ -67,6 +67,19 @@ def _create(request: HttpRequest, workspace, name: str, number: int):
         dataset = selectors.get_dataset(workspace, request.POST.get("dataset", "")[:200])
     except selectors.EvalNotFound:
         raise ActionError("INVALID_INPUT", "choose a dataset of this workspace", "dataset") from None
+    runnable, total, missing = selectors.unrunnable_workflows(workspace, dataset)
+    if runnable == 0:
+        because = (
+            f"workflow {', '.join(missing)} has no step code in this workbench (its host replays it)"
+            if missing
+            else "its items have no source run here"
+        )
+        raise ActionError(
+            "NOT_EXECUTABLE",
+            f"the prompt cannot run on dataset {dataset.name}: none of its {total} items can, {because}. "
+            "Choose a dataset recorded from a workflow the workbench runs",
+            "dataset",
+        )
     baseline = None
     if request.POST.get("baseline"):
         try:

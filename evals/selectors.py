@@ -8,8 +8,10 @@ from typing import Any
 
 from django.db.models import Max, QuerySet
 
-from evals.models import Dataset, DatasetItemRevision, Experiment, ExperimentItem, ItemOp
+from evals.models import Dataset, DatasetItemRevision, Experiment, ExperimentItem, ItemOp, ItemStatus
+from runs.engine import programs
 from runs.models import Event, ForkMode, Run, RunFork, Workspace
+from runs.presenters.errors import split
 from runs.protocol.values import loads
 from runs.selectors.runs import RunListFilters, find_run, runs_matching, runs_of, start_doc, state_at
 
@@ -192,3 +194,39 @@ def run_ids_matching(workspace: Workspace, filters: RunListFilters, *, limit: in
 
 def count_matching(workspace: Workspace, filters: RunListFilters) -> int:
     return runs_matching(workspace, filters).count()
+
+
+def failed_experiment_concern(workspace: Workspace, ref: str) -> str:
+    """A prompt promotion's check (registered in EvalsConfig.ready): the experiment ``ref`` names
+    failed on every one of its items, so it tested nothing. The sentence says how many items and
+    the first reason, e.g. "Experiment tone failed on all 6 items: NOT_EXECUTABLE (...)."."""
+    if not ref.startswith("exp_") or "\x00" in ref:
+        return ""
+    experiment = experiments_of(workspace).filter(public_id=ref).first()
+    if experiment is None:
+        return ""
+    items = list(experiment.items.values_list("status", "error"))
+    if not items or any(status != ItemStatus.FAILED for status, _ in items):
+        return ""
+    code, words = split(next((error for _, error in items if error), "") or experiment.error)
+    because = f": {words[:1].lower()}{words[1:].rstrip('.')}" if words else ""
+    because += f" ({code})" if code else ""
+    n = len(items)
+    return f"Experiment {experiment.name} failed on {'all ' if n > 1 else 'its '}{n} item{'s' if n != 1 else ''}{because}."
+
+
+def unrunnable_workflows(workspace: Workspace, dataset: Dataset) -> tuple[int, int, list[str]]:
+    """Whether an experiment can run the dataset's items here: (items with a source run whose
+    workflow has step code in this workbench, all items, the workflows without step code). A
+    host-replayed workflow's fork waits for its host: every such item would fail NOT_EXECUTABLE."""
+    items = items_at(dataset, dataset.revision)
+    run_ids = {(item.get("source") or {}).get("runId") for item in items} - {None}
+    workflows = dict(runs_of(workspace).filter(run_id__in=run_ids).values_list("run_id", "workflow_id"))
+    missing = sorted({w for w in workflows.values() if programs.get(w) is None})
+    runnable = sum(
+        1
+        for item in items
+        if (workflow := workflows.get((item.get("source") or {}).get("runId"))) is not None
+        and workflow not in missing
+    )
+    return runnable, len(items), missing

@@ -43,7 +43,7 @@ from runs.engine.divergence import (
     score,
 )
 from runs.engine.errors import EngineError
-from runs.engine.lifecycle import new_run
+from runs.engine.lifecycle import TITLE_KEY, TITLE_MAX, new_run, run_title
 from runs.models import CachedResponse, Event, ForkMode, ForkStatus, Run, RunFork, Workspace
 from runs.protocol.canonical import canonical_str
 from runs.protocol.errors import ErrorCode, ProtocolError
@@ -200,6 +200,10 @@ def do_fork_with_history(
         if overlay:
             fork_info["overlay"] = overlay
         metadata[FORK_METADATA_KEY] = fork_info
+        # a fork gets its own title, so the lists tell it from its source
+        suffix = f" ({mode} from #{from_seq})" if from_seq else f" ({mode})"
+        base = source.title or run_title(start)
+        metadata[TITLE_KEY] = (base[: TITLE_MAX - len(suffix)] + suffix).strip()
         tags = list(
             dict.fromkeys([*(start.get("tags") or []), "fork", f"fork:{mode}", *overlay.get("tags", [])])
         )

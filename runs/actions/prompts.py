@@ -15,6 +15,7 @@ the permission table itself, so the playground, pages, REST and MCP refuse alike
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,26 @@ from runs.models import (
 from runs.protocol.values import dumps
 
 LATEST = "latest"
+
+# What stands against approving a promotion, from apps that sit above runs (evals registers one:
+# "the attached experiment failed on every item"). A check takes the workspace and the request's
+# experiment reference and answers a sentence, or "" when it has nothing against it.
+PromotionCheck = Callable[[Workspace, str], str]
+PROMOTION_CHECKS: list[PromotionCheck] = []
+
+
+def register_promotion_check(check: PromotionCheck) -> None:
+    """An app's AppConfig.ready adds a check (runs never imports the apps above it)."""
+    if check not in PROMOTION_CHECKS:
+        PROMOTION_CHECKS.append(check)
+
+
+def promotion_concerns(workspace: Workspace, request: PromotionRequest) -> list[str]:
+    """Why approving ``request`` needs an explicit override (empty: nothing against it)."""
+    ref = request.experiment_ref or ""
+    return [concern for check in PROMOTION_CHECKS if (concern := check(workspace, ref))]
+
+
 NAME = re.compile(r"[\w][\w .-]{0,99}(?:/[\w][\w .-]{0,99})*")
 LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 ROLES = ("system", "user", "assistant")
@@ -280,8 +301,11 @@ def do_decide_promotion(
     scopes: frozenset[str],
     user: Any = None,
     note: object = "",
+    override: bool = False,
 ) -> PromotionRequest:
-    """Approve (the label moves) or reject (it stays) a pending promotion request."""
+    """Approve (the label moves) or reject (it stays) a pending promotion request. An approval
+    against a concern (:func:`promotion_concerns`: its experiment failed on every item) is refused
+    with EXPERIMENT_FAILED unless ``override`` says the approver saw it and approves anyway."""
     if type(request_id) is not int:
         raise ActionError("NOT_FOUND", "no such promotion request", "request")
     note_text = _note(note)
@@ -299,7 +323,18 @@ def do_decide_promotion(
         if request.status != PromotionStatus.PENDING:
             raise ActionError("ALREADY_DECIDED", f"this request was already {request.status}", "request")
         if approve and user is not None and request.requested_by_id == user.pk:
-            raise ActionError("SELF_APPROVAL", "someone else approves a promotion you asked for", "request")
+            raise ActionError(
+                "SELF_APPROVAL",
+                "you asked for this promotion, so someone else has to approve it (you may reject it "
+                "to withdraw it)",
+                "request",
+            )
+        if approve and not override and (concerns := promotion_concerns(workspace, request)):
+            raise ActionError(
+                "EXPERIMENT_FAILED",
+                " ".join(concerns) + " Approve with the override to move the label anyway",
+                "request",
+            )
         request.status = PromotionStatus.APPROVED if approve else PromotionStatus.REJECTED
         request.decided_by = user
         request.decided_at = timezone.now()

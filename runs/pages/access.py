@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import wraps
+from urllib.parse import quote
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
+from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from runs.actions.permissions import Action
 from runs.models import Run
+from runs.selectors.runs import find_by_short_id
 from runs.web.request import (
+    current_workspace,
     get_demo_run,
     get_run_for_user,
     may,
@@ -54,7 +58,15 @@ def run_page(view):
     def wrapper(request: HttpRequest, run_id: str, *args, **kwargs):
         if run_id != "demo" and not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
-        return view(request, run_access(request, run_id), *args, **kwargs)
+        try:
+            access = run_access(request, run_id)
+        except Http404:
+            # the short id the lists show (``3f2a9c1e``) resolves to its run's page
+            full = find_by_short_id(current_workspace(request), run_id) if request.method == "GET" else None
+            if full is None:
+                raise
+            return redirect(request.get_full_path().replace(f"/{run_id}/", f"/{quote(full, safe='')}/", 1))
+        return view(request, access, *args, **kwargs)
 
     return wrapper
 

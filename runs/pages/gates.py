@@ -125,6 +125,12 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
             can_review=True,
             error=error,
             error_at=(step_id, gate, "edit" if decision == "edited" else ""),
+            # a refused edit keeps what the person typed
+            typed=(
+                {"edit_key": post.get("edit_key", ""), "edit_data": post.get("edit_data", "")}
+                if error and decision == "edited"
+                else None
+            ),
         )
         ctx["oob_parts"] = True
         ctx.update({"layout": graph_context(run, state)["layout"]})

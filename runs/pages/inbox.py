@@ -78,7 +78,7 @@ def review_inbox(request: HtmxHttpRequest) -> HttpResponse:
             "nav_active": "inbox",
             "can_review": can_review,
             # prompt promotion requests: gates of their own (templates/runs/_promotion_requests.html)
-            "promotions": [promotion_item(r) for r in pending_promotions(workspace)],
+            "promotions": [promotion_item(r, request.user) for r in pending_promotions(workspace)],
             "can_decide_promotions": may(request, Action.DECIDE_PROMOTION),
         },
     )

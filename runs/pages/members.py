@@ -24,6 +24,7 @@ from runs.actions.workspaces import (
 )
 from runs.models import Invitation, Membership, Role
 from runs.selectors.keyset import BadCursor, by_name
+from runs.web.refusals import refusal
 from runs.web.request import require_action
 
 MEMBERS_PER_PAGE = 100  # a keyset page by username (after=<the previous page's last username>)
@@ -69,7 +70,7 @@ def members(request: HttpRequest) -> HttpResponse:
         try:
             messages.success(request, _apply(request, request.POST.get("op", "")))
         except MembershipError as exc:
-            messages.error(request, f"{exc.code}: {exc.message}")
+            messages.error(request, refusal(exc))
         return redirect("runs:members")
     after = request.GET.get("after", "")
     try:

@@ -21,11 +21,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from runs.actions import ActionError
 from runs.actions.permissions import ROLE_SCOPES, Action
-from runs.actions.prompts import do_decide_promotion, do_move_label, do_protect_label
+from runs.actions.prompts import do_decide_promotion, do_move_label, do_protect_label, promotion_concerns
 from runs.models import Membership, PromotionRequest
 from runs.pages.params import int_param
 from runs.presenters.prompts import render_version
 from runs.selectors import prompts as sel
+from runs.web.refusals import refusal
 from runs.web.request import current_workspace, may, require_action
 
 
@@ -37,7 +38,7 @@ def _scopes(membership: Membership | None) -> frozenset[str]:
 EXPERIMENT_REF = re.compile(r"exp_[0-9a-f-]{36}")
 
 
-def promotion_item(request: PromotionRequest) -> dict[str, Any]:
+def promotion_item(request: PromotionRequest, user: Any = None) -> dict[str, Any]:
     """One promotion request as the inbox shows it: the versions, their diff, who asked, and the
     experiment attached to it (its summary is a fragment of the evals pages, fetched by URL name so
     runs never imports evals; that page answers 404 for another workspace's experiment)."""
@@ -45,7 +46,11 @@ def promotion_item(request: PromotionRequest) -> dict[str, Any]:
     asked = urlencode({"prompt": f"{request.prompt.name}@{request.to_version.number}"})
     return {
         "request": request,
-        "diff": sel.version_diff(request.from_version, request.to_version),
+        # separation of duties: whoever asked is not offered Approve (the action refuses it too)
+        "self_requested": user is not None and request.requested_by_id == getattr(user, "pk", None),
+        # what stands against approving (its experiment failed on every item): an override is asked
+        "concerns": promotion_concerns(request.workspace, request),
+        "diff": sel.promotion_diff(request.from_version, request.to_version),
         "url": reverse("runs:prompt_detail", args=[request.prompt.name]),
         "experiment_url": (
             f"{reverse('evals:experiment_summary', args=[ref])}?{asked}"
@@ -76,7 +81,7 @@ def prompt_list(request: HttpRequest) -> HttpResponse:
                 user=request.user,
             )
         except ActionError as exc:
-            messages.error(request, f"{exc.code}: {exc.message}")
+            messages.error(request, refusal(exc))
             status = 400
         else:
             messages.success(request, f"{label} is {'now' if op == 'protect' else 'no longer'} protected.")
@@ -116,7 +121,7 @@ def prompt_detail(request: HttpRequest, prompt_name: str) -> HttpResponse:
                 user=request.user,
             )
         except ActionError as exc:
-            messages.error(request, f"{exc.code}: {exc.message}")
+            messages.error(request, refusal(exc))
             status = 400
         else:
             if move.request is not None:
@@ -176,9 +181,10 @@ def decide_promotion(request: HttpRequest, promotion_id: int) -> HttpResponse:
             note=request.POST.get("note", ""),
             scopes=_scopes(membership),
             user=request.user,
+            override=request.POST.get("override") == "1",
         )
     except ActionError as exc:
-        messages.error(request, f"{exc.code}: {exc.message}")
+        messages.error(request, refusal(exc))
     else:
         verb = "moved to" if decided.status == "approved" else "stays off"
         messages.success(

@@ -24,6 +24,7 @@ from runs.actions.webhooks import (
 )
 from runs.models import Membership, WebhookKind
 from runs.selectors.webhooks import preferences_of, recent_deliveries_by_hook, webhooks_of
+from runs.web.refusals import refusal
 from runs.web.request import AuthenticatedHttpRequest, actor_for, require_action
 
 
@@ -72,7 +73,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
         try:
             message, shown = _apply(request, workspace)
         except ActionError as exc:
-            messages.error(request, f"{exc.code}: {exc.message}")
+            messages.error(request, refusal(exc))
             status = 400
         else:
             if shown is None:

@@ -375,13 +375,29 @@ class MetricRow:
     delta: Delta | None = None
 
 
-def _cost_rows(label: str, cost_a: dict[str, Any], cost_b: dict[str, Any]) -> list[MetricRow]:
+NOT_PRICED = "— (its model calls are not priced)"
+STILL_RUNNING = "— (still running)"
+
+
+def _side_cost(costs: dict[str, Any], cur: str, calls: Any) -> str:
+    """One run's cost in ``cur``, never an empty cell: its amount; 0 when it truly spent nothing
+    in it (no model call, or its calls were priced in another currency); else why it is unknown."""
+    if cur in costs:
+        return numbers.money(costs[cur], cur)
+    if costs or not (number(calls) or 0):
+        return "0"
+    return NOT_PRICED
+
+
+def _cost_rows(
+    label: str, cost_a: dict[str, Any], cost_b: dict[str, Any], calls_a: Any = None, calls_b: Any = None
+) -> list[MetricRow]:
     currencies = list(dict.fromkeys([*cost_a, *cost_b]))
     return [
         MetricRow(
             f"{label} ({cur})",
-            numbers.money(cost_a[cur], cur) if cur in cost_a else "",
-            numbers.money(cost_b[cur], cur) if cur in cost_b else "",
+            _side_cost(cost_a, cur, calls_a),
+            _side_cost(cost_b, cur, calls_b),
             delta(cost_a.get(cur, 0), cost_b.get(cur, 0), cur),
         )
         for cur in currencies
@@ -411,7 +427,7 @@ def total_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[MetricRow]:
     ]
     for key, label in TOKEN_FIELDS:
         rows.append(MetricRow(label, count(ta[key]), count(tb[key]), delta(ta[key], tb[key])))
-    rows += _cost_rows("Cost", sa["exact_cost"], sb["exact_cost"])
+    rows += _cost_rows("Cost", sa["exact_cost"], sb["exact_cost"], ta["eventCount"], tb["eventCount"])
     rows.append(
         MetricRow(
             "Model latency (ms)",
@@ -426,8 +442,8 @@ def total_rows(sa: dict[str, Any], sb: dict[str, Any]) -> list[MetricRow]:
     rows.append(
         MetricRow(
             "Wall time (s)",
-            "" if wa is None else _plain(number(wa) or Decimal(0)),
-            "" if wb is None else _plain(number(wb) or Decimal(0)),
+            STILL_RUNNING if wa is None else _plain(number(wa) or Decimal(0)),
+            STILL_RUNNING if wb is None else _plain(number(wb) or Decimal(0)),
             delta(wa, wb) if wa is not None and wb is not None else None,
         )
     )

@@ -91,3 +91,35 @@ def diff_summary(rows: list[dict[str, str]]) -> dict[str, int]:
         "added": sum(1 for r in rows if r["kind"] == "added"),
         "removed": sum(1 for r in rows if r["kind"] == "removed"),
     }
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested objects as dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); other values as they are."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key in sorted(value, key=str):
+            out.update(_flat(value[key], f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value} if prefix else {}
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def config_changes(old: Any, new: Any) -> list[dict[str, str]]:
+    """What changed between two configs, key by key (dotted paths): ``added``, ``removed`` or
+    ``changed`` with the values before and after; keys that stayed the same are left out."""
+    before = _flat(old if isinstance(old, dict) else {})
+    after = _flat(new if isinstance(new, dict) else {})
+    rows = []
+    for key in sorted(before.keys() | after.keys()):
+        if key not in before:
+            rows.append({"key": key, "kind": "added", "old": "", "new": _shown(after[key])})
+        elif key not in after:
+            rows.append({"key": key, "kind": "removed", "old": _shown(before[key]), "new": ""})
+        elif before[key] != after[key]:
+            rows.append(
+                {"key": key, "kind": "changed", "old": _shown(before[key]), "new": _shown(after[key])}
+            )
+    return rows

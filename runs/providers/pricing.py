@@ -277,6 +277,12 @@ def price_event(
         at=at,
     )
     if priced is None:
+        # the cost stays unknown: say why ("no cache-read price for <model>"), never a bare unknown
+        why = {PRICING_KEY: {"source": "unpriced", "why": unpriced_reason(event, table, fallback)}}
+        if payload is None:
+            event["payload"] = why
+        elif isinstance(payload, dict):
+            event["payload"] = {**payload, **why}
         return None
     event["cost"] = priced.protocol_cost()
     if payload is None:
@@ -284,3 +290,34 @@ def price_event(
     elif isinstance(payload, dict):
         event["payload"] = {**payload, PRICING_KEY: priced.note()}
     return priced
+
+
+RATE_WORDS = {"input": "input", "output": "output", "cache_read": "cache-read", "cache_write": "cache-write"}
+
+
+def unpriced_reason(event: dict[str, Any], table: PriceTable | None, fallback: PriceTable | None) -> str:
+    """Why a ``model_io`` response got no cost, in words: "no cache-read price for claude-x" (a
+    price row that lacks a rate the call needs), "no price for claude-x" (no source knows the
+    model), "the call names no model"."""
+    model = event.get("model")
+    if not isinstance(model, str) or not model:
+        return "the call names no model"
+    found_usage, found_payload = event.get("usage"), event.get("payload")
+    usage_doc: dict[str, Any] = found_usage if isinstance(found_usage, dict) else {}
+    payload: dict[str, Any] = found_payload if isinstance(found_payload, dict) else {}
+    cache_write = payload.get("cacheCreationInputTokens")
+    usage = usage_of(usage_doc, cache_write if type(cache_write) is int else 0)
+    provider = event.get("provider") if isinstance(event.get("provider"), str) else None
+    row = table_row(table, provider, model) or table_row(fallback, provider, model)
+    if row is None:
+        return f"no price for {model} (neither the workspace's prices nor genai-prices know it)"
+    needed = (
+        (usage.uncached_input_tokens, "input"),
+        (usage.output_tokens, "output"),
+        (usage.cache_read_tokens, "cache_read"),
+        (usage.cache_write_tokens, "cache_write"),
+    )
+    missing = [RATE_WORDS[name] for tokens, name in needed if tokens and getattr(row, name) is None]
+    if missing:
+        return f"no {' or '.join(missing)} price for {model}"
+    return f"no price for {model}"

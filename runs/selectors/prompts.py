@@ -25,7 +25,7 @@ from runs.models import (
     Run,
     Workspace,
 )
-from runs.presenters.prompts import diff_lines, diff_summary, render_version, variables
+from runs.presenters.prompts import config_changes, diff_lines, diff_summary, render_version, variables
 
 # PROMPT_KEY: where a model_io response payload names its prompt (workbench_sdk.prompt_context)
 from runs.protocol.telemetry import PROMPT_KEY
@@ -142,10 +142,25 @@ def version_diff(old: PromptVersion | None, new: PromptVersion) -> dict[str, Any
     }
 
 
+def promotion_diff(old: PromptVersion | None, new: PromptVersion) -> dict[str, Any]:
+    """What a promotion changes, for its card: the message lines that differ (without the lines
+    both versions share) and the config key by key (added, removed, changed; never the whole
+    config as a JSON diff)."""
+    before = render_version(old.body_json, {}) if old else []
+    rows = [row for row in diff_lines(before, render_version(new.body_json, {})) if row["kind"] != "same"]
+    return {
+        "old": old.number if old else None,
+        "new": new.number,
+        "rows": rows,
+        "summary": diff_summary(rows),
+        "config": config_changes(old.config_json if old else {}, new.config_json),
+    }
+
+
 def pending_promotions(workspace: Workspace, *, limit: int = 100) -> list[PromotionRequest]:
     return list(
         PromotionRequest.objects.filter(workspace=workspace, status=PromotionStatus.PENDING)
-        .select_related("prompt", "from_version", "to_version", "requested_by")
+        .select_related("workspace", "prompt", "from_version", "to_version", "requested_by")
         .order_by("requested_at", "pk")[:limit]
     )
 

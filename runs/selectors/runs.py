@@ -883,3 +883,20 @@ def span_window(run: Run, *, after: int = 0, limit: int | None = None) -> SpanWi
             )
             ends_to = horizon if horizon < run.last_seq else None
     return SpanWindow(started, ended, started[-1][0] if more else None, after, ends_to)
+
+
+SHORT_RUN_ID = re.compile(r"[A-Za-z0-9][\w.-]{3,63}")
+
+
+def find_by_short_id(workspace: Workspace, short: str) -> str | None:
+    """The full id of the one run of this workspace whose id the short form ``short`` stands for
+    (the list's ``3f2a9c1e`` for ``run_3f2a9c1e-...``: the id's part after its first ``_``
+    starts with it); None when no run or several do."""
+    if not SHORT_RUN_ID.fullmatch(short):
+        return None
+    found = list(
+        runs_of(workspace)
+        .filter(run_id__regex=rf"^[^_]*_{re.escape(short)}")
+        .values_list("run_id", flat=True)[:2]
+    )
+    return found[0] if len(found) == 1 else None

@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from runs.presenters import numbers, times
+from runs.presenters import errors, numbers, times
 from runs.web.partials import compare_url as build
 
 register = template.Library()
@@ -332,3 +332,12 @@ def critical_css() -> SafeString:
     """The page frame's CSS as an inline ``<style>`` (static/workbench/critical.css, a file of the
     project, never user data); the CSP allows it by its hash (settings.WORKBENCH_CRITICAL_CSS_SOURCE)."""
     return mark_safe(f"<style>{settings.WORKBENCH_CRITICAL_CSS}</style>")  # noqa: S308 - our own file
+
+
+@register.filter
+def error_words(error: Any) -> SafeString:
+    """A stored error (``"NOT_EXECUTABLE: the workbench has ..."``) as a sentence with its code as a
+    small tag: ``The workbench has ... <code class="error-code">NOT_EXECUTABLE</code>``."""
+    code, words = errors.split(error)
+    tag = f' <code class="error-code">{escape(code)}</code>' if code else ""
+    return mark_safe(f"{escape(words)}{tag}")

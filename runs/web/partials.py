@@ -85,9 +85,12 @@ def gate_panel_context(
     error: str = "",
     error_at: tuple[str, str, str] = ("", "", ""),
     oob: bool = False,
+    typed: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """`error_at` (step, gate, field) places `error` next to that gate's field ("edit": the artifact
-    edit); without a field it is said at the top of the panel."""
+    edit); without a field it is said at the top of the panel. Each gate's edit starts from the
+    current version of the artifact it asks about (``editKey``, ``editText``); after a refusal,
+    ``typed`` ({"edit_key", "edit_data"} as posted) is what that gate's edit shows again."""
     history = gate_history(run, limit=HISTORY_LIMIT)
     pending = state.pending_gates()
     for gate in pending:  # what the host asked the reviewer to look at (escaped by the template)
@@ -98,6 +101,12 @@ def gate_panel_context(
         if artifact is not None and "data" in artifact:
             gate["payload"] = json.dumps(artifact["data"], indent=2, ensure_ascii=False)[:PAYLOAD_CHARS]
             gate["payloadKey"] = artifact["artifactKey"]
+            # "Approve with edits" starts from the current version, not an empty box
+            gate["editKey"] = artifact["artifactKey"]
+            gate["editText"] = json.dumps(artifact["data"], indent=2, ensure_ascii=False)
+        if typed is not None and (gate["stepId"], gate["gate"]) == error_at[:2]:
+            gate["editKey"] = typed.get("edit_key", "")
+            gate["editText"] = typed.get("edit_data", "")
     return {
         "run": run,
         "url_id": url_id or run.run_id,

@@ -53,9 +53,30 @@ def test_an_owner_starts_an_experiment_of_a_version(
         viewer.post(URL, {"prompt": "support/draft@2", "dataset": gate_dataset.public_id}).status_code == 403
     )
     refused = tester.post(URL, {"prompt": "support/draft@2", "dataset": "ds_nope"})
-    assert refused.status_code == 400 and "choose a dataset" in refused.content.decode()
+    assert refused.status_code == 400 and "Choose a dataset of this workspace." in refused.content.decode()
     for bad in ("support/draft@9", "support/draft", "nope@1", "a\x00@1", ""):
         assert tester.get(URL, {"prompt": bad}).status_code == 404
     outsider = _client(charlie)
     assert outsider.get(URL, {"prompt": "support/draft@2"}).status_code == 404
     assert Experiment.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_dataset_the_prompt_cannot_run_on_is_refused(
+    alice, workspace, two_versions, gate_dataset, pipeline
+):
+    """Items recorded from a workflow without step code here would all fail NOT_EXECUTABLE: the form
+    says so with words and creates nothing."""
+    from runs.engine import programs
+    from tests.evals.pipeline import WORKFLOW
+
+    programs.unregister(WORKFLOW["id"])
+    try:
+        refused = _client(alice).post(URL, {"prompt": "support/draft@2", "dataset": gate_dataset.public_id})
+    finally:
+        programs.register(WORKFLOW["id"], pipeline)
+    html = refused.content.decode()
+    assert refused.status_code == 400 and Experiment.objects.count() == 0
+    assert "The prompt cannot run on dataset draft gate: none of its 3 items can" in html
+    assert f"workflow {WORKFLOW['id']} has no step code in this workbench" in html
+    assert '<code class="error-code">NOT_EXECUTABLE</code>' in html

@@ -362,3 +362,25 @@ def test_a_fork_from_state_is_aligned_from_its_marker(client, alice, pair, works
     # asking for the page from seq 0 never aligns the carried history with A's events
     whole = client.get(_url("run_a", "run_state_fork", pos="0.0")).content.decode()
     assert ">changed<" not in whole and "B #1</a>" in whole
+
+
+@pytest.mark.django_db
+def test_totals_leave_no_empty_cell(client, alice, pair, workspace, workflow):
+    """A run whose model call nobody priced, still running: its cost and wall time say why they are
+    missing ("—" with the reason), never an empty cell; a delta that cannot be taken reads "—"."""
+    _start(workspace, workflow, "run_c")
+    model = {"provider": "anthropic", "model": "claude-haiku", "step_id": "parse"}
+    for command in (
+        c.BeginStep(step_id="parse"),
+        c.LogModelIO(direction="response", usage={"inputTokens": 10, "outputTokens": 5}, **model),
+    ):
+        actions.do_command(workspace=workspace, run_id="run_c", command=command, actor="user:alice")
+    login(client, alice)
+    page = client.get(_url("run_a", "run_c")).content.decode()
+    totals = page[page.index('class="cmp-summary cmp-totals"') :]
+    totals = totals[: totals.index("</table>")]
+    cells = re.findall(r'<td class="num[^"]*">([^<]*)</td>', totals)
+    assert cells and all(cell.strip() for cell in cells), cells
+    assert "— (its model calls are not priced)" in totals
+    if "Wall time" in totals:
+        assert "— (still running)" in totals

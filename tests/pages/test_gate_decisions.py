@@ -151,3 +151,38 @@ def test_ledger_numbers_have_separators_and_no_internal_names(client, alice, mak
     html = client.get(f"/runs/{run.run_id}/ledger/").content.decode()
     assert "1,234,687" in html and "8,941" in html  # 120 + 1,234,567 input; 40 + 8,901 output
     assert "summarizeModelTelemetry" not in html
+
+
+def test_approve_with_edits_starts_from_the_current_version_and_keeps_a_refused_input(client, bob, workspace):
+    from runs import actions
+    from runs.engine import commands as c
+    from runs.models import Run
+
+    _checkpoint_run(workspace, "run_edit_prefill")
+    data = {"subject": "Your order", "tone": "warm"}
+    actions.do_command(
+        workspace=workspace,
+        run_id="run_edit_prefill",
+        command=c.WriteArtifact(key="gate:check:CHECKPOINT", type_id="json", data=data),
+        actor="pipeline",
+    )
+    login(client, bob)
+    page = client.get("/runs/run_edit_prefill/").content.decode()
+    assert '<option value="gate:check:CHECKPOINT" selected>' in page
+    box = re.search(r'<textarea id="ed-1" name="edit_data"[^>]*>([^<]*)</textarea>', page)
+    assert box and "&quot;subject&quot;: &quot;Your order&quot;" in box.group(1)  # not an empty box
+    typed = '{"subject": "Your order", "tone": cold}'  # not JSON: refused
+    refused = client.post(
+        "/runs/run_edit_prefill/gates/resolve/",
+        {
+            "step_id": "check",
+            "gate": "CHECKPOINT",
+            "decision": "edited",
+            "edit_key": "gate:check:CHECKPOINT",
+            "edit_data": typed,
+        },
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    assert 'aria-invalid="true"' in refused
+    assert "{&quot;subject&quot;: &quot;Your order&quot;, &quot;tone&quot;: cold}</textarea>" in refused
+    assert Run.objects.get(run_id="run_edit_prefill").pending_gates == 1

@@ -160,7 +160,10 @@ def test_roles_and_removal_still_work_for_members(client, alice, bob, workspace)
 def test_bad_input_is_a_clear_error_and_changes_nothing(client, alice, workspace, data):
     response = login(client, alice).post("/members/", data)
     shown = _flash(client, response)
-    assert shown and all(re.match(r"[A-Z_]+: ", m) for m in shown), shown  # CODE: message
+    # a sentence, the code as a small tag (never "CODE: message")
+    assert shown and all(
+        re.fullmatch(r'[A-Z].*\. <code class="error-code">[A-Z_]+</code>', m) for m in shown
+    ), shown
     assert not Invitation.objects.exists()
 
 
@@ -206,3 +209,22 @@ def test_anonymous_visitors_are_sent_to_sign_in(client, alice, workspace):
     assert client.post(f"/workspace/invitations/{invitation.pk}/accept/").status_code == 302
     invitation.refresh_from_db()
     assert invitation.status == InvitationStatus.PENDING
+
+
+def test_accepting_lands_in_the_workspace_joined(client, alice, dave, workspace, django_user_model):
+    """Someone who already works in a workspace of their own lands in the one they joined."""
+    from runs.actions.workspaces import personal_workspace
+    from runs.web.request import SESSION_KEY
+
+    _invite(login(client, alice), "dave")
+    invitation = _invitation_for(workspace, "dave")
+    dave_client = login(Client(), dave)
+    own = personal_workspace(dave)
+    dave_client.post("/workspace/switch/", {"workspace": own.slug})
+    assert dave_client.session[SESSION_KEY] == own.slug
+    accepted = dave_client.post(f"/workspace/invitations/{invitation.pk}/accept/")
+    assert accepted.status_code == 302 and accepted["Location"] == "/runs/"
+    assert dave_client.session[SESSION_KEY] == workspace.slug
+    page = dave_client.get("/runs/")
+    assert page.wsgi_request._workbench_membership.workspace == workspace
+    assert "you are working in it now" in " ".join(str(m) for m in page.context["messages"])

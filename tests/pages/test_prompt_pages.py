@@ -3,6 +3,8 @@ in the inbox), protecting labels (owners), deciding a promotion from the inbox; 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from runs.actions.permissions import ROLE_SCOPES
@@ -120,3 +122,28 @@ def test_the_navigation_counts_pending_promotions(client, alice, bob, vera, char
     for request in sel.pending_promotions(workspace):
         client.post(f"/promotions/{request.pk}/decide/", {"decision": "rejected"})
     assert PROMOTIONS_BADGE not in client.get("/runs/inbox/").content.decode()
+
+
+def test_the_promotion_card_shows_only_what_changed(client, alice, bob, workspace):
+    from runs.actions.prompts import do_move_label
+
+    config = {"model": "claude-haiku-4-5", "temperature": 0.2, "max_tokens": 800, "stop": ["\n\n"]}
+    config.update({f"extra_{i}": i for i in range(30)})  # a config of many keys, most unchanged
+    changed = {**config, "temperature": 0.7, "top_p": 0.9}
+    del changed["stop"]
+    reviewer = ROLE_SCOPES["reviewer"]
+    for cfg in (config, changed):
+        do_save_prompt_version(
+            workspace, name="cfg", body="Same words {{x}}", config=cfg, scopes=reviewer, user=bob
+        )
+    do_move_label(workspace, name="cfg", label="production", version=1, scopes=reviewer, user=bob)
+    do_protect_label(workspace, label="production", protected=True, scopes=ROLE_SCOPES["owner"], user=alice)
+    do_move_label(workspace, name="cfg", label="production", version=2, scopes=reviewer, user=bob)
+    login(client, alice)
+    html = client.get("/runs/inbox/").content.decode()
+    card = html[html.index('class="promotion"') :]
+    card = card[: card.index("</article>")]
+    assert "The messages are the same." in card and "extra_" not in card and "max_tokens" not in card
+    rows = re.findall(r'<th scope="row" class="mono">([^<]+)</th><td>(\w+)</td>', card)
+    assert rows == [("stop", "removed"), ("temperature", "changed"), ("top_p", "added")]
+    assert '<td class="mono">0.2</td><td class="mono">0.7</td>' in card
