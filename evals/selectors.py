@@ -223,10 +223,10 @@ def unrunnable_workflows(workspace: Workspace, dataset: Dataset) -> tuple[int, i
     run_ids = {(item.get("source") or {}).get("runId") for item in items} - {None}
     workflows = dict(runs_of(workspace).filter(run_id__in=run_ids).values_list("run_id", "workflow_id"))
     missing = sorted({w for w in workflows.values() if programs.get(w) is None})
-    runnable = sum(
-        1
-        for item in items
-        if (workflow := workflows.get((item.get("source") or {}).get("runId"))) is not None
-        and workflow not in missing
-    )
+    runnable = 0
+    for item in items:
+        run_id = (item.get("source") or {}).get("runId")
+        workflow = workflows.get(run_id) if isinstance(run_id, str) else None
+        if workflow is not None and workflow not in missing:
+            runnable += 1
     return runnable, len(items), missing

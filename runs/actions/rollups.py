@@ -437,7 +437,7 @@ def _count_runs(workspace_id: int, counts: dict[RunKey, list[int]]) -> None:
         " workflow_version, shard) DO UPDATE SET "
         + ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in sums)
     )
-    rows = [
+    rows: list[Any] = [
         (workspace_id, day, _spell(workflow), version, shard, *_padded(vector))
         for (day, workflow, version, shard), vector in sorted(counts.items())
         if any(vector)
@@ -659,8 +659,8 @@ def _apply_metrics(by_run: Mapping[Any, tuple[Run, Mapping[MetricKey, int]]], *,
                 mine[1] += count
     if merged:
         table = MetricRollup._meta.db_table
-        columns = ("workspace_id", "run_day", "key_hash", "workflow_id", "shard", "kind", "label",
-                   "reviewer", "decision", "bucket", "count")  # fmt: skip
+        columns: tuple[str, ...] = ("workspace_id", "run_day", "key_hash", "workflow_id", "shard", "kind",
+                                    "label", "reviewer", "decision", "bucket", "count")  # fmt: skip
         rows = [
             (ws, day, key_hash, _spell(workflow), shard, key[0], *(_spell(t) for t in key[1:4]), key[4], n)
             for (ws, day, key_hash), (workflow, shard, key, n) in sorted(merged.items())
@@ -673,7 +673,16 @@ def _apply_metrics(by_run: Mapping[Any, tuple[Run, Mapping[MetricKey, int]]], *,
                 ).delete()
     if own_rows:
         table = RunMetricRollup._meta.db_table
-        columns = ("run_id", "key_hash", "kind", "label", "reviewer", "decision", "bucket", "count")
+        columns = (
+            "run_id",
+            "key_hash",
+            "kind",
+            "label",
+            "reviewer",
+            "decision",
+            "bucket",
+            "count",
+        )
         rows = [
             (run_pk, key_hash, key[0], *(_spell(t) for t in key[1:4]), key[4], n)
             for (run_pk, key_hash), (key, n) in sorted(own_rows.items())
@@ -772,7 +781,7 @@ def stored_metrics(workspace: Workspace) -> dict[tuple, int]:
             read_label(reviewer),
             read_label(decision),
             bucket,
-        ): count  # fmt: skip
+        ): count
         for day, workflow, shard, kind, label, reviewer, decision, bucket, count in MetricRollup.objects.filter(
             workspace=workspace
         ).values_list(

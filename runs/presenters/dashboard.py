@@ -246,7 +246,7 @@ def horizontal_bars(
                         h=ROW_H - 4,
                         series=si,
                         text=f"{label} · {name}: {fmt(value)}",
-                    )  # fmt: skip
+                    )
                 )
             if stacked:
                 x += w
@@ -266,7 +266,7 @@ def _ms(value: float | None) -> str:
 
 
 def _count(value: float) -> str:
-    return numbers.count(int(round(value)))
+    return numbers.count(round(value))
 
 
 def _percent(value: float | None) -> str:
@@ -454,7 +454,7 @@ def _gate_charts(data: Any) -> list[Chart]:
                     _count(sum(o.values())),
                     _count(o.get("rejected", 0)),
                     _percent(100 * o.get("rejected", 0) / sum(o.values())),
-                ]  # fmt: skip
+                ]
                 for gate, o in sorted(per_gate.items())
             ],
         )

@@ -125,7 +125,7 @@ def _parts_of_blocks(blocks: list[dict[str, Any]]) -> list[Part]:
                     _text(block.get("tool_input")),
                     str(block.get("tool_name") or "tool"),
                     str(block.get("tool_id") or ""),
-                )  # fmt: skip
+                )
             )
         elif kind == "tool_result":
             parts.append(

@@ -175,7 +175,7 @@ def _nest(every: list[SpanRow]) -> list[SpanRow]:
         _break_cycles(roots, every)
 
     def when(row: SpanRow) -> tuple[bool, datetime, int]:
-        return (row._start is None, row._start or datetime.min, row.start_seq)
+        return (row._start is None, row._start or datetime.min, row.start_seq)  # noqa: DTZ901  (min only beside other unstarted rows)
 
     for row in every:
         row.children.sort(key=when)

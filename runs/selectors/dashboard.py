@@ -68,6 +68,8 @@ def dashboard_data(workspace: Workspace, filters: DashboardFilters) -> Dashboard
         metrics = metrics.filter(workflow_id=_spell(filters.workflow))
         costs = costs.filter(workflow_id=_spell(filters.workflow))
 
+    row: Any  # the rows of several differently shaped queries below
+    held: Any
     for row in counters.values("run_day").annotate(
         runs=Sum("runs"), completed=Sum("completed"), failed=Sum("failed"), cancelled=Sum("cancelled")
     ):

@@ -34,7 +34,7 @@ def many(workspace):
                 error_count=i % 3,
                 doc="{}",
                 state="{}",
-            )  # fmt: skip
+            )
         )
     Run.objects.bulk_create(rows)
     return rows
@@ -94,7 +94,7 @@ def test_the_next_page_link_keeps_the_sort(client, alice, workspace):
             total_tokens=i,
             doc="{}",
             state="{}",
-        )  # fmt: skip
+        )
         for i in range(60)
     )
     client.force_login(alice)
