@@ -26,7 +26,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt setup.py runs/protocol/_jcs.c
 	$(PY) -m pip install -q -c constraints.txt -e ./sdk/python
 	@touch $@
 
-# `make run HOST=0.0.0.0 PORT=8123`: the embedded profile with DEBUG on (local development only).
+# `make run HOST=0.0.0.0 PORT=8123`: the embedded profile with DEBUG on (local development only),
+# through the `workbench` command (workbench/cli.py): serve = daphne + one task worker.
 HOST ?= 127.0.0.1
 PORT ?= 8000
 URL_HOST = $(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(if $(findstring :,$(HOST)),[$(HOST)],$(HOST)))
@@ -38,10 +39,10 @@ run:
 	stage() { s=$${EPOCHREALTIME/./}; echo "==> $$1 ..."; shift; "$$@"; e=$${EPOCHREALTIME/./}; \
 	  echo "==> done in $$(secs $$(( e - s ))) ($$(secs $$(( e - t0 ))) since make run started)"; }; \
 	stage "1/4 install (make setup; only when the packaging changed)" $(MAKE) --no-print-directory setup; \
-	stage "2/4 migrate the database" env $(RUN_ENV) $(PY) manage.py migrate --noinput; \
-	stage "3/4 demo data" env $(RUN_ENV) $(PY) manage.py demo_data --url http://$(URL_HOST):$(PORT)/; \
+	stage "2/4 migrate the database" env $(RUN_ENV) $(BIN)/workbench migrate --noinput; \
+	stage "3/4 demo data" env $(RUN_ENV) $(BIN)/workbench demo --url http://$(URL_HOST):$(PORT)/; \
 	echo "==> 4/4 serving http://$(URL_HOST):$(PORT)/ (Ctrl-C stops it), $$(secs $$(( $${EPOCHREALTIME/./} - t0 ))) after make run started"; \
-	env $(RUN_ENV) $(BIN)/daphne -b $(HOST) -p $(PORT) workbench.asgi:application
+	env $(RUN_ENV) $(BIN)/workbench serve --host $(HOST) --port $(PORT)
 
 # mypy --strict on the pure packages and the host SDK (config: pyproject.toml [tool.mypy]; the
 # Django side's django-stubs run is in mypy-django.ini, not here yet).
