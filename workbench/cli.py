@@ -203,7 +203,6 @@ def manage(argv: Sequence[str]) -> int:
 
     configure_for_command(["workbench", *argv])
     from django.core.management import execute_from_command_line
-
     from django.db import DatabaseError
 
     try:
