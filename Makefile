@@ -70,11 +70,22 @@ services-down: setup
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 XDIST = -n $(TEST_WORKERS) --dist worksteal
 
+# Which tests run where (markers set by what a test does: tests/conftest.py, tests/markers.py):
+# - test-sqlite runs every test but the browser ones on SQLite (the embedded profile's database).
+# - test-postgres runs on PostgreSQL only the tests whose behaviour differs by database (marker
+#   db_differs): SQL written per vendor (append statements, rollups, search and keyset paths,
+#   query plans, JSON fields, NUL bytes, bulk imports, retention), row locks and SKIP LOCKED claims
+#   (OTLP queue, import jobs, outbox, review queues, forks, datasets, tokens, invitations) under
+#   concurrent writers, connection pools and replicas; and any test module naming PostgreSQL or a
+#   vendor. The table with each reason is DB_DIFFERS in tests/markers.py: a test of new SQL or of
+#   locking goes there (or names the vendor), so that it keeps running on both databases.
+# - slow marks tests that start a process, themselves or through a fixture (found by reading their
+#   code): `pytest -m "not slow and not browser"` is the inner loop; make test runs them all.
 test-sqlite: setup
 	DATABASE_URL= $(BIN)/pytest -m "not browser" -p no:randomly $(XDIST)
 
 test-postgres: setup
-	$(WITH_SERVICES) sh -c 'DATABASE_URL="$$PG_URL" $(BIN)/pytest -m "not browser" $(XDIST)'
+	$(WITH_SERVICES) sh -c 'DATABASE_URL="$$PG_URL" $(BIN)/pytest -m "db_differs and not browser" $(XDIST)'
 
 chromium:
 	@scripts/ensure_chromium.sh
@@ -84,7 +95,13 @@ chromium:
 test-browser: setup chromium
 	DATABASE_URL= $(BIN)/pytest -m browser tests/browser -n $(TEST_WORKERS) --dist loadfile
 
-test: setup lint test-sqlite test-postgres test-browser
+# Each phase prints its time when it ends, and all of them at the end (scripts/phase.sh).
+TEST_PHASES := lint test-sqlite test-postgres test-browser
+test: setup
+	@mkdir -p var; phases=$(CURDIR)/var/test-phases.txt; : > $$phases; status=0; \
+	for phase in $(TEST_PHASES); do \
+	  PHASES_FILE=$$phases scripts/phase.sh $$phase $(MAKE) --no-print-directory $$phase || { status=$$?; break; }; \
+	done; echo "==> make test phases:"; cat $$phases; exit $$status
 
 bench: setup
 	$(WITH_SERVICES) $(PY) bench/run_all.py
