@@ -137,3 +137,42 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if differs_by_database(item, rel):
             item.add_marker(pytest.mark.db_differs)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_use_migrations,
+    django_db_keepdb,
+    django_db_createdb,
+    django_db_modify_db_settings,
+):
+    """pytest-django's, except that each worker's database is copied from a migrated template
+    (tests/testdb.py) instead of migrated anew, when that applies."""
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _disable_migrations, _get_databases_for_setup
+
+    from tests import testdb
+
+    verbosity = request.config.option.verbose
+    aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
+    keepdb = django_db_keepdb and not django_db_createdb
+    if not django_db_use_migrations:
+        _disable_migrations()
+    with django_db_blocker.unblock():
+        if django_db_use_migrations and not keepdb and testdb.usable(aliases):
+            db_cfg = testdb.setup_from_template(verbosity=verbosity, serialized_aliases=serialized_aliases)
+        else:
+            db_cfg = setup_databases(
+                verbosity=verbosity,
+                interactive=False,
+                aliases=aliases,
+                serialized_aliases=serialized_aliases,
+                keepdb=keepdb,
+            )
+    yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            teardown_databases(db_cfg, verbosity=verbosity)

@@ -186,7 +186,11 @@ def _code_starts_process(obj: object) -> bool:
                     return True
             except TypeError:  # unhashable
                 continue
-            if called is not obj and (inspect.isfunction(called) or inspect.isclass(called)) and _ours(called):
+            if (
+                called is not obj
+                and (inspect.isfunction(called) or inspect.isclass(called))
+                and _ours(called)
+            ):
                 followed.append(called)
     return any(_follow(called) for called in followed)
 
@@ -211,7 +215,7 @@ def starts_process(item) -> bool:
     if function is not None and _follow(function):
         return True
     info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+    for defs in info.name2fixturedefs.values() if info is not None else ():
         for fixturedef in defs:
             func = fixturedef.func
             if _ours(func) and _follow(func):
