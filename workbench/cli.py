@@ -149,7 +149,9 @@ def serve(options: argparse.Namespace) -> int:
     host = f"[{options.host}]" if ":" in options.host and not options.host.startswith("[") else options.host
     shown = "127.0.0.1" if options.host in {"0.0.0.0", "::"} else host
     _say(f"data in {settings.VAR_DIR} (WORKBENCH_HOME={settings.HOME_DIR})")
-    _say(f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}: {settings.DATABASES['default']['NAME']}")
+    _say(
+        f"database {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}: {settings.DATABASES['default']['NAME']}"
+    )
     children: list[tuple[str, subprocess.Popen]] = []
     daphne = [sys.executable, "-m", "daphne", "-b", options.host.strip("[]"), "-p", str(options.port)]
     children.append(("daphne", subprocess.Popen([*daphne, "workbench.asgi:application"], env=env)))
