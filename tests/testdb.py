@@ -22,8 +22,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import shutil
+import sqlite3
+import subprocess
+import sys
 import tempfile
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from importlib import import_module
 from pathlib import Path
 
@@ -135,3 +138,32 @@ def _postgres(connection, template: str, verbosity: int, serialized_aliases) -> 
             cursor.execute(f"DROP DATABASE IF EXISTS {quote(stale)} WITH (FORCE)")
         cursor.execute(f"CREATE DATABASE {quote(template)} TEMPLATE {quote(test_name)}")
     return old
+
+
+def copy_migrated_sqlite(dest: Path, env: dict[str, str]) -> None:
+    """``dest``: a SQLite database with every migration applied, for a server a test starts (the
+    browser tests' daphne): copied from a template that ``manage.py migrate`` made once, in the
+    environment ``env`` (var/test-migrated-<hash>.sqlite3)."""
+    var = REPO / "var"
+    template = var / f"test-migrated-{migrations_key()}.sqlite3"
+    with _locked(var / "test-migrated.lock"):
+        if not template.is_file():
+            partial = template.with_suffix(".partial")
+            for path in _sqlite_files(str(partial)):
+                path.unlink(missing_ok=True)
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate", "-v0"],
+                cwd=REPO,
+                env={**env, "DATABASE_URL": f"sqlite:///{partial}"},
+                check=True,
+            )
+            with closing(sqlite3.connect(partial)) as db:  # the WAL into the main file
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            for stale in var.glob("test-migrated-*.sqlite3"):
+                stale.unlink(missing_ok=True)
+            partial.replace(template)
+            for path in _sqlite_files(str(partial))[1:]:
+                path.unlink(missing_ok=True)
+    for path in _sqlite_files(str(dest)):
+        path.unlink(missing_ok=True)
+    shutil.copyfile(template, dest)
