@@ -37,7 +37,8 @@ $(DOCS_SITE): $(VENV)/.installed mkdocs.yml scripts/mkdocs_csp.py $(shell find d
 docs:
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-# `make run HOST=0.0.0.0 PORT=8123`: the embedded profile with DEBUG on (local development only).
+# `make run HOST=0.0.0.0 PORT=8123`: the embedded profile with DEBUG on (local development only),
+# through the `workbench` command (workbench/cli.py): serve = daphne + one task worker.
 HOST ?= 127.0.0.1
 PORT ?= 8000
 URL_HOST = $(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(if $(findstring :,$(HOST)),[$(HOST)],$(HOST)))
@@ -49,10 +50,10 @@ run:
 	stage() { s=$${EPOCHREALTIME/./}; echo "==> $$1 ..."; shift; "$$@"; e=$${EPOCHREALTIME/./}; \
 	  echo "==> done in $$(secs $$(( e - s ))) ($$(secs $$(( e - t0 ))) since make run started)"; }; \
 	stage "1/4 install (make setup; only when the packaging changed)" $(MAKE) --no-print-directory setup; \
-	stage "2/4 migrate the database" env $(RUN_ENV) $(PY) manage.py migrate --noinput; \
-	stage "3/4 demo data" env $(RUN_ENV) $(PY) manage.py demo_data --url http://$(URL_HOST):$(PORT)/; \
+	stage "2/4 migrate the database" env $(RUN_ENV) $(BIN)/workbench migrate --noinput; \
+	stage "3/4 demo data" env $(RUN_ENV) $(BIN)/workbench demo --url http://$(URL_HOST):$(PORT)/; \
 	echo "==> 4/4 serving http://$(URL_HOST):$(PORT)/ (Ctrl-C stops it), $$(secs $$(( $${EPOCHREALTIME/./} - t0 ))) after make run started"; \
-	env $(RUN_ENV) $(BIN)/daphne -b $(HOST) -p $(PORT) workbench.asgi:application
+	env $(RUN_ENV) $(BIN)/workbench serve --host $(HOST) --port $(PORT)
 
 # mypy --strict on the pure packages and the host SDK (config: pyproject.toml [tool.mypy]; the
 # Django side's django-stubs run is in mypy-django.ini, not here yet).
@@ -82,11 +83,22 @@ services-down: setup
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 XDIST = -n $(TEST_WORKERS) --dist worksteal
 
+# Which tests run where (markers set by what a test does: tests/conftest.py, tests/markers.py):
+# - test-sqlite runs every test but the browser ones on SQLite (the embedded profile's database).
+# - test-postgres runs on PostgreSQL only the tests whose behaviour differs by database (marker
+#   db_differs): SQL written per vendor (append statements, rollups, search and keyset paths,
+#   query plans, JSON fields, NUL bytes, bulk imports, retention), row locks and SKIP LOCKED claims
+#   (OTLP queue, import jobs, outbox, review queues, forks, datasets, tokens, invitations) under
+#   concurrent writers, connection pools and replicas; and any test module naming PostgreSQL or a
+#   vendor. The table with each reason is DB_DIFFERS in tests/markers.py: a test of new SQL or of
+#   locking goes there (or names the vendor), so that it keeps running on both databases.
+# - slow marks tests that start a process, themselves or through a fixture (found by reading their
+#   code): `pytest -m "not slow and not browser"` is the inner loop; make test runs them all.
 test-sqlite: setup
 	DATABASE_URL= $(BIN)/pytest -m "not browser" -p no:randomly $(XDIST)
 
 test-postgres: setup
-	$(WITH_SERVICES) sh -c 'DATABASE_URL="$$PG_URL" $(BIN)/pytest -m "not browser" $(XDIST)'
+	$(WITH_SERVICES) sh -c 'DATABASE_URL="$$PG_URL" $(BIN)/pytest -m "db_differs and not browser" $(XDIST)'
 
 chromium:
 	@scripts/ensure_chromium.sh
@@ -96,7 +108,13 @@ chromium:
 test-browser: setup chromium
 	DATABASE_URL= $(BIN)/pytest -m browser tests/browser -n $(TEST_WORKERS) --dist loadfile
 
-test: setup lint test-sqlite test-postgres test-browser
+# Each phase prints its time when it ends, and all of them at the end (scripts/phase.sh).
+TEST_PHASES := lint test-sqlite test-postgres test-browser
+test: setup
+	@mkdir -p var; phases=$(CURDIR)/var/test-phases.txt; : > $$phases; status=0; \
+	for phase in $(TEST_PHASES); do \
+	  PHASES_FILE=$$phases scripts/phase.sh $$phase $(MAKE) --no-print-directory $$phase || { status=$$?; break; }; \
+	done; echo "==> make test phases:"; cat $$phases; exit $$status
 
 bench: setup
 	$(WITH_SERVICES) $(PY) bench/run_all.py

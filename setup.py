@@ -1,29 +1,47 @@
-"""Build hooks: the one compiled module (the RFC 8785 canonicalizer ``runs.protocol._jcs``) and the
-docs site (``mkdocs.yml`` built into ``workbench/docs_site/`` of the wheel, served at /docs/).
+"""Build hooks: the one compiled module (the RFC 8785 canonicalizer ``runs.protocol._jcs``), the
+templates and static files inside the wheel, and the docs site (``mkdocs.yml`` built into
+``workbench/docs_site/`` of the wheel, served at /docs/).
 
-Everything else is in pyproject.toml. The extension is optional: where it cannot be
-built (no C compiler or no OpenSSL headers), installation goes on and ``runs.protocol.canonical`` uses its
-pure-Python path, which gives the same bytes.
+Everything else is in pyproject.toml.
+
+- ``runs.protocol._jcs``, the RFC 8785 canonicalizer in C, is optional: where it cannot be built
+  (no C compiler or no OpenSSL headers), installation goes on and ``runs.protocol.canonical`` uses
+  its pure-Python path, which gives the same bytes.
+- ``templates/`` and ``static/`` live at the repository's root (where a checkout serves them);
+  a wheel carries them inside the ``workbench`` package, as ``workbench/templates`` and
+  ``workbench/static``, where ``workbench.settings`` (RESOURCE_DIR) finds them once installed.
+  An editable install leaves them where they are.
 """
 
 import os
+import shutil
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parent
+RESOURCES = ("templates", "static")
 
 
-class build_py_with_docs(build_py):
-    """Builds the docs site (mkdocs build --strict) into the wheel's workbench/docs_site/. Editable
-    installs skip it: `make setup` builds the site in place (`make docs`). A source tree without
-    mkdocs.yml (an sdist) ships whatever site its package data holds."""
+class build_py_with_resources(build_py):
+    """Copies templates/ and static/ into the wheel's workbench/ package, and builds the docs site
+    (mkdocs build --strict) into workbench/docs_site/. Editable installs skip both: the settings
+    read templates and static from the checkout, and `make setup` builds the site in place."""
 
     def run(self) -> None:
         super().run()
-        config = HERE / "mkdocs.yml"
-        if self.editable_mode or not config.exists():
+        if getattr(self, "editable_mode", False):
+            return
+        for name in RESOURCES:
+            source = ROOT / name
+            if not source.is_dir():  # an sdist without them (MANIFEST.in grafts both)
+                raise SystemExit(f"setup.py: {source} is missing: the wheel would serve no pages")
+            target = Path(self.build_lib) / "workbench" / name
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+        config = ROOT / "mkdocs.yml"
+        if not config.exists():  # an sdist ships whatever site its package data holds
             return
         os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
         from mkdocs.commands.build import build
@@ -34,7 +52,7 @@ class build_py_with_docs(build_py):
 
 
 setup(
-    cmdclass={"build_py": build_py_with_docs},
+    cmdclass={"build_py": build_py_with_resources},
     ext_modules=[
         Extension(
             "runs.protocol._jcs",

@@ -115,34 +115,64 @@ def _private_signing_keys(settings, tmp_path_factory):
     settings.WORKBENCH_SIGNING_KEY = ""
 
 
-# Test files that start processes (daphne, the CLI, node, a worker killed with -9): the inner loop
-# `pytest -m "not slow and not browser"` leaves them out; `make test` runs them all.
-SLOW_FILES = {
-    "tests/api/test_ratelimit_shared.py",
-    "tests/api/test_run_id_urls.py",
-    "tests/live/test_ingress_live.py",
-    "tests/live/test_big_bundle_live.py",
-    "tests/live/test_multiprocess.py",
-    "tests/mcp/test_endpoint_loops.py",
-    "tests/mcp/test_mcp_server.py",
-    "tests/ops/test_body_limit.py",
-    "tests/ops/test_request_limits.py",
-    "tests/ops/test_daphne_shutdown.py",
-    "tests/ops/test_deploy.py",
-    "tests/ops/test_startup.py",
-    "tests/protocol/test_signing.py",
-    "tests/protocol/test_verify_cli.py",
-    "tests/security/test_kill9_durability.py",
-    "tests/storage/test_verify_cli.py",
-    "tests/ops/test_sdk_standalone.py",
-    "tests/notifications/test_kill9_delivery.py",
-    "tests/browser/test_notifications_browser.py",
+# What marks a test by what it does (pytest_collection_modifyitems below):
+#
+# slow        the test, or a fixture it uses, starts a process (daphne, the CLI, node, a worker killed
+#             with -9): found by reading their code (tests/markers.py), through the test helpers they
+#             call (tests/live/cluster.py's Cluster, tests/browser/support.py ...). The inner loop
+#             `pytest -m "not slow and not browser"` leaves them out; `make test` runs them all.
+# db_differs  its behaviour differs by database: `make test-postgres` runs these on PostgreSQL (and
+#             `make test-sqlite` every test on SQLite). The table is tests/markers.py DB_DIFFERS.
+SLOW_WITHOUT_PROCESS = {
     "tests/browser/test_trace_browser.py",  # builds a run of 10,000 spans through the actions
 }
 
 
 def pytest_collection_modifyitems(config, items):
+    from tests.markers import differs_by_database, starts_process
+
     for item in items:
         rel = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
-        if rel in SLOW_FILES:
+        if rel in SLOW_WITHOUT_PROCESS or starts_process(item):
             item.add_marker(pytest.mark.slow)
+        if differs_by_database(item, rel):
+            item.add_marker(pytest.mark.db_differs)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_use_migrations,
+    django_db_keepdb,
+    django_db_createdb,
+    django_db_modify_db_settings,
+):
+    """pytest-django's, except that each worker's database is copied from a migrated template
+    (tests/testdb.py) instead of migrated anew, when that applies."""
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _disable_migrations, _get_databases_for_setup
+
+    from tests import testdb
+
+    verbosity = request.config.option.verbose
+    aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
+    keepdb = django_db_keepdb and not django_db_createdb
+    if not django_db_use_migrations:
+        _disable_migrations()
+    with django_db_blocker.unblock():
+        if django_db_use_migrations and not keepdb and testdb.usable(aliases):
+            db_cfg = testdb.setup_from_template(verbosity=verbosity, serialized_aliases=serialized_aliases)
+        else:
+            db_cfg = setup_databases(
+                verbosity=verbosity,
+                interactive=False,
+                aliases=aliases,
+                serialized_aliases=serialized_aliases,
+                keepdb=keepdb,
+            )
+    yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            teardown_databases(db_cfg, verbosity=verbosity)

@@ -22,8 +22,18 @@ from workbench.env import (
     private_sqlite_file,
 )
 
+# The code: the repository in a checkout, site-packages in an installed wheel.
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("WORKBENCH_VAR_DIR", str(BASE_DIR / "var")))
+# Templates and static files: the repository's templates/ and static/ in a checkout; an installed
+# wheel carries them inside this package (setup.py copies them to workbench/templates, workbench/static).
+_PACKAGED_RESOURCES = Path(__file__).resolve().parent
+RESOURCE_DIR = _PACKAGED_RESOURCES if (_PACKAGED_RESOURCES / "templates").is_dir() else BASE_DIR
+# The server's data (var/: the SQLite database, the secret key, signing keys, spools): under
+# WORKBENCH_HOME; by default the checkout itself (var/ beside manage.py) or, for an installed wheel,
+# the directory the command runs in (./var, as `workbench serve` prints).
+_CHECKOUT = (BASE_DIR / "manage.py").is_file()
+HOME_DIR = Path(env_str("WORKBENCH_HOME", str(BASE_DIR if _CHECKOUT else Path.cwd()))).resolve()
+VAR_DIR = Path(env_str("WORKBENCH_VAR_DIR", str(HOME_DIR / "var")))
 
 # Off unless asked for: `make run` (local development) and the test suite (tests/settings.py) turn it on.
 DEBUG = env_bool("DEBUG", False)
@@ -81,7 +91,7 @@ WSGI_APPLICATION = None
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [RESOURCE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -96,7 +106,7 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": database_from_url(env_str("DATABASE_URL") or "sqlite:///var/db.sqlite3", base_dir=BASE_DIR)
+    "default": database_from_url(env_str("DATABASE_URL") or "sqlite:///var/db.sqlite3", base_dir=HOME_DIR)
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     private_sqlite_file(DATABASES["default"]["NAME"])  # 0600, and so its -wal and -shm files
@@ -105,7 +115,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
 REPLICA_PIN_SECONDS = env_float("REPLICA_PIN_SECONDS", 5.0, minimum=0.0)
 if DATABASE_REPLICA_URL:
-    DATABASES["replica"] = database_from_url(DATABASE_REPLICA_URL, base_dir=BASE_DIR)
+    DATABASES["replica"] = database_from_url(DATABASE_REPLICA_URL, base_dir=HOME_DIR)
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests: the same database under two aliases
     DATABASE_ROUTERS = ["workbench.replica.ReplicaRouter"]
     MIDDLEWARE.insert(
@@ -142,7 +152,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 # django-ninja's Swagger UI files serve /api/docs (no CDN; templates/ninja/swagger.html). Found
 # without importing django-ninja, which is not an installed app: management commands start faster.
-STATICFILES_DIRS = [BASE_DIR / "static", package_dir("ninja") / "static"]
+STATICFILES_DIRS = [RESOURCE_DIR / "static", package_dir("ninja") / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
@@ -169,8 +179,9 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
-SESSION_COOKIE_SECURE = not DEBUG
-CSRF_COOKIE_SECURE = not DEBUG
+# `workbench serve` on a loopback address turns both off (plain HTTP on this machine only).
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 # HTTPS (production, DEBUG off): plain-HTTP requests are redirected and browsers told to stay on
 # HTTPS (HSTS, one year, subdomains, preload list). Behind a TLS-terminating proxy, name the header
 # it sets (SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto) so proxied HTTPS requests count as secure;
@@ -191,7 +202,7 @@ from django.utils.csp import CSP  # noqa: E402
 # rendered without a request, like the CSRF failure and 500 pages, have no nonce to give it).
 # The design tokens (static/workbench/tokens.css) come first: every stylesheet reads them.
 WORKBENCH_CRITICAL_CSS = "".join(
-    (BASE_DIR / "static" / "workbench" / name).read_text(encoding="utf-8")
+    (RESOURCE_DIR / "static" / "workbench" / name).read_text(encoding="utf-8")
     for name in ("tokens.css", "critical.css")
 )
 WORKBENCH_CRITICAL_CSS_SOURCE = (

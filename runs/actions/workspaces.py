@@ -186,6 +186,28 @@ def get_or_create_workspace(slug: str, *, name: str | None = None) -> Workspace:
     return workspace
 
 
+_WORKSPACE_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def do_create_workspace(*, slug: str, name: str | None = None) -> Workspace:
+    """A new workspace (``workbench createworkspace``). Refused, and nothing created, for a slug
+    that is not one (``INVALID_SLUG``: lower-case letters, digits, ``-`` and ``_``, 1-64, as URLs
+    spell it) or that exists already (``WORKSPACE_EXISTS``)."""
+    if not isinstance(slug, str) or not _WORKSPACE_SLUG.fullmatch(slug):
+        raise MembershipError(
+            "INVALID_SLUG",
+            f"{slug!r} is no workspace slug: 1-64 lower-case letters, digits, '-' or '_', "
+            "starting with a letter or digit",
+        )
+    display = (name or slug).strip()
+    if not display or len(display) > 200 or _CONTROL.search(display):
+        raise MembershipError("INVALID_INPUT", "a workspace name has 1-200 printable characters")
+    with transaction.atomic():
+        if Workspace.objects.filter(slug=slug).exists():
+            raise MembershipError("WORKSPACE_EXISTS", f"a workspace {slug!r} exists already")
+        return Workspace.objects.create(slug=slug, name=display)
+
+
 def add_member(workspace: Workspace, user, role: str = Role.VIEWER) -> Membership:
     membership, created = Membership.objects.get_or_create(
         workspace=workspace, user=user, defaults={"role": role}

@@ -297,7 +297,9 @@ def ensure_worker() -> subprocess.Popen | None:
             forward = "InMemoryChannelLayer" in settings.CHANNEL_LAYERS["default"]["BACKEND"]
             command = [
                 sys.executable,
-                str(settings.BASE_DIR / "manage.py"),
+                "-m",
+                "workbench",  # the `workbench` command: there is no manage.py in an installed wheel
+                "manage",
                 "otlp_worker",
                 "--parent",
                 str(os.getpid()),
@@ -309,7 +311,7 @@ def ensure_worker() -> subprocess.Popen | None:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 text=True,
-                cwd=settings.BASE_DIR,
+                cwd=settings.HOME_DIR,
             )
             threading.Thread(
                 target=_read_changes, args=(_proc.stdout,), name="otlp-worker-changes", daemon=True

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.testdb import copy_migrated_sqlite
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 # Playwright's own browser download cannot work here; these flags keep Chromium off the network.
@@ -77,7 +79,7 @@ def serve_app(
     }
     env.pop("REDIS_URL", None)
     python = sys.executable
-    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    copy_migrated_sqlite(tmp / "db.sqlite3", env)  # migrated once per run, copied for each server
     subprocess.run([python, "-c", setup_code], cwd=REPO, env=env, check=True)
     port = free_port()
     with open(tmp / "daphne.log", "w") as log, open(tmp / "stdout.log", "w") as out:
