@@ -14,7 +14,6 @@ import asyncio
 import threading
 from urllib.parse import parse_qs, urlparse
 
-import httpx
 import pytest
 
 from tests.browser.support import launch, require_chromium
@@ -26,7 +25,13 @@ pytest.importorskip("oauth2_provider")
 
 from mcp.client.auth import AuthorizationCodeResult  # noqa: E402
 
-from tests.mcp.test_mcp_oauth import REDIRECT, MemoryStorage, oauth_client, provider  # noqa: E402
+from tests.mcp.test_mcp_oauth import (  # noqa: E402
+    REDIRECT,
+    MemoryStorage,
+    list_runs_with,
+    oauth_client,
+    provider,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -131,19 +136,5 @@ def test_consent_clicked_in_chromium_signs_the_host_in(server):
         page.wait_for_load_state()
         assert page.locator('form[action^="/workspace/tokens/oauth/"]').count() == 0
         browser.close()
-    refused = httpx.post(
-        server["url"],
-        headers={
-            "Authorization": f"Bearer {token.access_token}",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-        },
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "list_runs", "arguments": {}},
-        },
-        timeout=30,
-    )
+    refused = list_runs_with(server, token.access_token)
     assert refused.status_code == 401

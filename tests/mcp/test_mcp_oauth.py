@@ -146,6 +146,25 @@ def oauth_client(server, auth: OAuthClientProvider, mode: str) -> Client:
     return Client(streamable_http_client(server["url"], http_client=http), mode=mode)
 
 
+def list_runs_with(server, access_token: str) -> httpx.Response:
+    """A raw MCP tools/call of list_runs with this bearer token (no SDK: the status is read)."""
+    return httpx.post(
+        server["url"],
+        headers={
+            "Authorization": f"Bearer {access_token}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "list_runs", "arguments": {}},
+        },
+        timeout=30,
+    )
+
+
 def error_text(result) -> str:
     assert result.is_error, result
     return " ".join(getattr(block, "text", "") for block in result.content)
@@ -243,21 +262,7 @@ def test_an_mcp_host_signs_in_with_oauth_and_is_bound_to_one_workspace(server):
             "Test MCP host"
             not in http.get("/workspace/tokens/").text.split("oauth-heading")[1].split("</section>")[0]
         )
-    refused = httpx.post(
-        server["url"],
-        headers={
-            "Authorization": f"Bearer {token.access_token}",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-        },
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "list_runs", "arguments": {}},
-        },
-        timeout=30,
-    )
+    refused = list_runs_with(server, token.access_token)
     assert refused.status_code == 401
     assert 'error="invalid_token"' in refused.headers["www-authenticate"]
     renewed = httpx.post(
@@ -435,21 +440,7 @@ def _exchange(server, client_id: str, code: str, verifier: str) -> httpx.Respons
 
 
 def _list_runs_status(server, access_token: str) -> int:
-    return httpx.post(
-        server["url"],
-        headers={
-            "Authorization": f"Bearer {access_token}",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-        },
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "list_runs", "arguments": {}},
-        },
-        timeout=30,
-    ).status_code
+    return list_runs_with(server, access_token).status_code
 
 
 def test_a_replayed_code_revokes_the_tokens_it_gave(server):
