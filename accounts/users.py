@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import Field
 
 from runs.actions.workspaces import add_member
 from runs.models import Role, Workspace
@@ -28,8 +29,9 @@ class AccountError(Exception):
 def _checked_username(username: str) -> str:
     model = get_user_model()
     field = model._meta.get_field(model.USERNAME_FIELD)
+    assert isinstance(field, Field)  # the username is a concrete field, never a relation
     try:
-        return field.clean(username, None)
+        return str(field.clean(username, None))
     except ValidationError as error:
         raise AccountError("INVALID_USERNAME", " ".join(error.messages)) from None
 
