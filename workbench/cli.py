@@ -97,6 +97,7 @@ def _env_for(options: argparse.Namespace) -> dict[str, str]:
 
 def _setup_django(argv0: str) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+    # Deferred: importing startup imports Django, which must follow the settings choice above.
     from workbench.startup import configure_for_command
 
     configure_for_command(["workbench", argv0])
@@ -197,10 +198,12 @@ def _supervise(children: list[tuple[str, subprocess.Popen]]) -> int:
 
 def manage(argv: Sequence[str]) -> int:
     """A Django management command in this process, as manage.py runs it."""
+    # Deferred: the protocol-only fast path runs before Django is imported at all.
     from runs.protocol.verify_cli import fast_path
 
     fast_path(["workbench", *argv])
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+    # Deferred: Django is set up only once the settings module is chosen (the line above).
     from workbench.startup import configure_for_command
 
     configure_for_command(["workbench", *argv])
@@ -225,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in PASSTHROUGH:
         return manage([PASSTHROUGH[args[0]], *args[1:]])
     if args and args[0] == "verify":
+        # Deferred: verify needs neither Django nor settings; importing it here keeps the others fast.
         from runs.protocol.verify_cli import main as verify_main
 
         return verify_main(args[1:])

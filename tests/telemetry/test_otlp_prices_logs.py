@@ -98,7 +98,9 @@ def test_a_model_nobody_prices_stays_without_cost(client, workspace):
         "/v1/traces", chat_body("house-model-7"), content_type="application/json", **bearer(workspace)
     )
     [_request, response] = response_of(workspace)
-    assert "cost" not in response and "workbench.pricing" not in response["payload"]
+    assert "cost" not in response
+    assert response["payload"]["workbench.pricing"]["source"] == "unpriced"
+    assert "house-model-7" in response["payload"]["workbench.pricing"]["why"]
 
 
 @pytest.mark.django_db
