@@ -37,7 +37,7 @@ from unittest import mock
 from django.db import connection, transaction
 
 from runs import actions
-from runs.actions import core
+from runs.actions import core, rollup_labels, rollup_metrics
 from runs.actions import rollups as rollup_actions
 from runs.engine import commands as c
 from runs.models import Event, Run, Workspace
@@ -199,7 +199,7 @@ def make_templates(workspace: Workspace) -> list[Template]:
                 events_text = b"".join(bytes(b) for b in copy).decode()
         assert stamp(TEMPLATE_START) in run_text
         costs, counts = rollup_actions.recompute_runs([run])
-        metrics = rollup_actions.recompute_run_metrics(run)
+        metrics = rollup_metrics.recompute_run_metrics(run)
         latency = rollup_actions.run_marks(run)[1]
         out.append(
             Template(run, run_text, events_text, events_text.count("\n"), costs, counts, metrics, latency)
@@ -290,7 +290,7 @@ def copy_runs(
                 .replace(old_id, new_id)
                 .replace(old_start, new_start)
             )
-            per_key[(t, started.date(), pk % rollup_actions.ROLLUP_SHARDS)] += 1
+            per_key[(t, started.date(), pk % rollup_labels.ROLLUP_SHARDS)] += 1
             own[pk] = clone_calls(tpl, started.date())
             clone = Run(pk=pk, workspace_id=workspace.pk, started_at=started, workflow_id=tpl.run.workflow_id,
                         subject=tpl.run.subject)  # fmt: skip
@@ -306,7 +306,7 @@ def copy_runs(
             with raw.copy(f"COPY runs_event ({', '.join(EVENT_COLUMNS)}) FROM STDIN") as copy:
                 copy.write("".join(event_parts))
             rollup_actions.apply_run_deltas(own)
-            rollup_actions.count_cloned_metrics(metrics, latencies)
+            rollup_metrics.count_cloned_metrics(metrics, latencies)
         if count > chunk:
             log(f"  {workspace.slug}: {start + len(run_parts):,} runs ({time.perf_counter() - t0:.0f} s)")
     with connection.cursor() as cursor:

@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 from django.db import connection, transaction
 
-from runs.actions import responsecache, rollups
+from runs.actions import responsecache, rollup_metrics, rollups
 from runs.actions.bundles import import_verdict
 from runs.actions.core import (
     ActionError,
@@ -129,7 +129,7 @@ class _StreamAppender(Appender):
                 responsecache.fill_from_responses(self.run, responses, recent=events, recent_first=first)
                 rollups.count_model_calls(self.run, (event for _, event in responses))
             if responses or gates:
-                rollups.count_metrics(self.run, (event for _, event in responses), gates)
+                rollup_metrics.count_metrics(self.run, (event for _, event in responses), gates)
 
         if uses_copy(rows):
             self._in_flight = (_CopyInFlight(rows), after_rows)

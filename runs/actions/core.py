@@ -18,7 +18,7 @@ from django.db.models import signals
 from django.db.models.base import ModelState
 from django.utils import timezone
 
-from runs.actions import responsecache, rollups
+from runs.actions import responsecache, rollup_metrics, rollups
 from runs.actions.workspaces import READ_ONLY, is_read_only
 from runs.engine.commands import Context
 from runs.engine.errors import EngineError
@@ -446,7 +446,7 @@ class Appender:
             self.run.error_count += 1
         if event["type"] == "model_io" and event.get("direction") == "response":
             self.model_responses.append((seq, event))
-        elif event["type"] in rollups.GATE_EVENTS:
+        elif event["type"] in rollup_metrics.GATE_EVENTS:
             self.gate_events.append((event, self.actor))
         if self.derive_versions:
             kind = event["type"]
@@ -508,7 +508,9 @@ class Appender:
             if count_calls:
                 rollups.count_model_calls(self.run, (event for _, event in self.model_responses))
         if count_calls and (self.model_responses or self.gate_events):
-            rollups.count_metrics(self.run, (event for _, event in self.model_responses), self.gate_events)
+            rollup_metrics.count_metrics(
+                self.run, (event for _, event in self.model_responses), self.gate_events
+            )
         self.run.last_seq = self.seq
         return self.first_seq, self.seq
 
@@ -562,7 +564,7 @@ def save_new_runs(appenders: list[Appender]) -> None:
         ((a.run, (event for _, event in a.model_responses)) for a in appenders if a.model_responses),
         new_runs=True,
     )
-    rollups.count_metrics_many(
+    rollup_metrics.count_metrics_many(
         (a.run, (event for _, event in a.model_responses), a.gate_events)
         for a in appenders
         if a.model_responses or a.gate_events

@@ -8,12 +8,12 @@ def backfill(apps, schema_editor):
     """The dashboard's counters of the stored runs: their status in the run counters, their
     durations, model latencies and gate decisions (the write path keeps them from now on)."""
     # Imported here: the arithmetic is the write path's own; a fresh database has no run to read.
-    from runs.actions import rollups
+    from runs.actions import rollup_metrics, rollups
     from runs.models import Workspace
 
     for workspace in Workspace.objects.filter(runs__isnull=False).distinct().order_by("pk"):
         rollups.rebuild_run_counters(workspace)
-        rollups.rebuild_metrics(workspace)
+        rollup_metrics.rebuild_metrics(workspace)
 
 
 class Migration(migrations.Migration):
