@@ -13,7 +13,8 @@ from runs.engine import programs
 from runs.models import Event, ForkMode, Run, RunFork, Workspace
 from runs.presenters.errors import split
 from runs.protocol.values import loads
-from runs.selectors.runs import RunListFilters, find_run, runs_matching, runs_of, start_doc, state_at
+from runs.selectors.run_list import RunListFilters, runs_matching
+from runs.selectors.runs import find_run, runs_of, start_doc, state_at
 
 DATASET_NOT_FOUND = "DATASET_NOT_FOUND"
 EXPERIMENT_NOT_FOUND = "EXPERIMENT_NOT_FOUND"

@@ -30,7 +30,8 @@ from review.selectors import (
 )
 from runs.actions import ActionError
 from runs.actions.permissions import Action
-from runs.selectors.runs import RunListFilters, TimelineFilters, runs_page
+from runs.selectors.run_list import RunListFilters, runs_page
+from runs.selectors.runs import TimelineFilters
 from runs.web.partials import timeline_context
 from runs.web.request import actor_for, current_workspace, get_run_for_user, may, require_action
 

@@ -17,10 +17,8 @@ from runs.pages.access import run_write
 from runs.pages.artifact_forms import schema_errors, schema_registry
 from runs.pages.inbox import inbox_row_context
 from runs.pages.params import parse_json_field
-from runs.selectors.runs import (
-    pending_gate_count,
-    run_state,
-)
+from runs.selectors.run_list import pending_gate_count
+from runs.selectors.runs import run_state
 from runs.web.partials import (
     gate_panel_context,
     graph_context,

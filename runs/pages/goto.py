@@ -9,7 +9,7 @@ from django.utils.timezone import now as timezone_now
 from django.views.decorators.http import require_GET
 
 from runs.presenters import times
-from runs.selectors.runs import runs_to_go_to
+from runs.selectors.run_list import runs_to_go_to
 from runs.web.request import current_workspace
 
 GOTO_LIMIT = 8

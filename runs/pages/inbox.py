@@ -17,12 +17,8 @@ from runs.models import Run
 from runs.pages.prompts import promotion_item
 from runs.protocol.timestamps import to_datetime
 from runs.selectors.prompts import pending_promotions
-from runs.selectors.runs import (
-    BadCursor,
-    inbox_page,
-    run_state,
-    runs_waiting_for_review,
-)
+from runs.selectors.run_list import inbox_page, runs_waiting_for_review
+from runs.selectors.runs import BadCursor, run_state
 from runs.web.request import (
     HtmxHttpRequest,
     current_workspace,

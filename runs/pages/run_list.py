@@ -10,11 +10,10 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from runs.models import RunStatus
-from runs.selectors.runs import (
+from runs.selectors.run_list import (
     DEFAULT_SORT,
     REJECTED_FILTER,
     RUN_SORTS,
-    BadCursor,
     RunListFilters,
     runs_matching,
     runs_page,
@@ -22,6 +21,7 @@ from runs.selectors.runs import (
     waiting_steps,
     workflow_ids,
 )
+from runs.selectors.runs import BadCursor
 from runs.web.request import HtmxHttpRequest, current_workspace, switch_workspace
 
 RUNS_PER_PAGE = 50

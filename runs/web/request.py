@@ -22,7 +22,8 @@ from runs.actions.permissions import Action, minimum_role, role_allows
 from runs.actions.workspaces import PUBLIC_DEMO_WORKSPACE, personal_workspace
 from runs.models import Membership, Run, Workspace
 from runs.selectors.prompts import pending_promotion_count
-from runs.selectors.runs import RunNotFound, get_run, pending_gate_count
+from runs.selectors.run_list import pending_gate_count
+from runs.selectors.runs import RunNotFound, get_run
 
 SESSION_KEY = "workbench_workspace"
 # The public demo (`/runs/demo`, no sign-in) is a read-only snapshot: a copy of the demo run in a

@@ -16,7 +16,7 @@ from runs.actions.prompts import do_move_label, do_save_prompt_version
 from runs.execution.host import Workbench
 from runs.models import Event
 from runs.selectors.prompts import cost_by_version, find_version
-from runs.selectors.runs import RunListFilters, runs_page
+from runs.selectors.run_list import RunListFilters, runs_page
 from tests.evals.pipeline import WORKFLOW
 
 OWNER = ROLE_SCOPES["owner"]

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from runs.models import Run
-from runs.selectors import runs as run_selectors
+from runs.selectors import run_list as run_selectors
 
 pytestmark = pytest.mark.django_db
 

@@ -75,7 +75,7 @@ def test_a_send_from_an_opened_version_records_it_on_its_model_call(
 ):
     from playground.models import Execution
     from runs.models import Event
-    from runs.selectors.runs import RunListFilters, runs_page
+    from runs.selectors.run_list import RunListFilters, runs_page
 
     client.force_login(bob)
     sonnet = fake_models["sonnet"].pk

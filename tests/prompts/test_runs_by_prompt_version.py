@@ -9,7 +9,7 @@ from workbench_sdk.traced import Tracer
 
 from runs import actions
 from runs.selectors.prompts import cost_by_version, runs_using_version
-from runs.selectors.runs import RunListFilters, runs_page
+from runs.selectors.run_list import RunListFilters, runs_page
 
 
 class Collect:

@@ -13,7 +13,7 @@ from runs.engine import commands as c
 from runs.engine import programs
 from runs.execution.replay import ProgramSession, run_fork
 from runs.models import Event, ForkStatus, Run
-from runs.selectors.runs import runs_waiting_for_review
+from runs.selectors.run_list import runs_waiting_for_review
 from tests.replay.test_replay import WORKFLOW, Pipeline, bodies
 
 

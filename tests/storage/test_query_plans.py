@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from runs.models import Run, Workspace
 from runs.selectors import ledger as ledger_selectors
-from runs.selectors import runs
+from runs.selectors import run_list, runs
 
 pytestmark = pytest.mark.django_db
 
@@ -89,8 +89,8 @@ def _queries(
             fn()
         out.append((name, [q["sql"] for q in ctx.captured_queries]))
 
-    f = runs.RunListFilters
-    _, cursor = runs.runs_page(workspace, f(), limit=50)
+    f = run_list.RunListFilters
+    _, cursor = run_list.runs_page(workspace, f(), limit=50)
     for name, filters in [
         ("runs list", f()),
         ("status filter", f(status="completed")),
@@ -101,24 +101,26 @@ def _queries(
         ("broad text search", f(q=words[1])),
         ("filtered search", f(status="failed", workflow=workflow, q=words[2])),
     ]:
-        capture(name, lambda filters=filters: runs.runs_page(workspace, filters, limit=50))
+        capture(name, lambda filters=filters: run_list.runs_page(workspace, filters, limit=50))
         capture(
             name + " (next page)",
-            lambda filters=filters: runs.runs_page(workspace, filters, cursor=cursor, limit=50),
+            lambda filters=filters: run_list.runs_page(workspace, filters, cursor=cursor, limit=50),
         )
-    for sort in [*runs.RUN_SORTS, *(f"-{key}" for key in runs.RUN_SORTS)]:
-        if sort == runs.DEFAULT_SORT:
+    for sort in [*run_list.RUN_SORTS, *(f"-{key}" for key in run_list.RUN_SORTS)]:
+        if sort == run_list.DEFAULT_SORT:
             continue
         filters = f(sort=sort)
-        _, sorted_cursor = runs.runs_page(workspace, filters, limit=50)
-        capture(f"sorted by {sort}", lambda filters=filters: runs.runs_page(workspace, filters, limit=50))
+        _, sorted_cursor = run_list.runs_page(workspace, filters, limit=50)
+        capture(f"sorted by {sort}", lambda filters=filters: run_list.runs_page(workspace, filters, limit=50))
         capture(
             f"sorted by {sort} (next page)",
-            lambda filters=filters, c=sorted_cursor: runs.runs_page(workspace, filters, cursor=c, limit=50),
+            lambda filters=filters, c=sorted_cursor: run_list.runs_page(
+                workspace, filters, cursor=c, limit=50
+            ),
         )
-    capture("inbox", lambda: runs.inbox_page(workspace, limit=200))
-    capture("pending gate count", lambda: runs.pending_gate_count(workspace))
-    capture("workflow menu", lambda: runs.workflow_ids(workspace))
+    capture("inbox", lambda: run_list.inbox_page(workspace, limit=200))
+    capture("pending gate count", lambda: run_list.pending_gate_count(workspace))
+    capture("workflow menu", lambda: run_list.workflow_ids(workspace))
     capture(
         "workspace ledger",
         lambda: ledger_selectors.workspace_ledger_data(workspace, first=ledger[0], last=ledger[1]),
@@ -148,7 +150,7 @@ def sequential_scans(queries: list[tuple[str, list[str]]]) -> list[str]:
                     bad.append(f"{name}: {sql}\n{plan}")
                 elif name.startswith("sorted by") and name.endswith("(next page)"):
                     sort = name.split()[2]
-                    bound = f"{runs.RUN_SORTS[sort.lstrip('-')]} {'>=' if sort.startswith('-') else '<='}"
+                    bound = f"{run_list.RUN_SORTS[sort.lstrip('-')]} {'>=' if sort.startswith('-') else '<='}"
                     if bound not in plan:
                         bad.append(f"{name}: the cursor must bound the index range\n{sql}\n{plan}")
                 elif name.endswith("(next page)") and "search" not in name and "started_at <=" not in plan:

@@ -22,7 +22,7 @@ from runs.protocol.telemetry import LedgerAccumulator
 from runs.protocol.values import loads
 from runs.selectors.bundles import export_bundle_bytes
 from runs.selectors.ledger import CALLS_SHOWN, ledger_from_rollups, run_ledger_view, workspace_ledger_data
-from runs.selectors.runs import pending_gate_count
+from runs.selectors.run_list import pending_gate_count
 from tests.engine.test_properties import GATED, command
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The runs list's text search has two paths (runs.selectors.runs.runs_page): a bounded keyset walk
+"""The runs list's text search has two paths (runs.selectors.run_list.runs_page): a bounded keyset walk
 of the newest filtered runs, and the trigram-indexed set of matches for a term too rare to fill a
 page there. Both must list exactly the same runs, in the same order, page after page, for broad
 and rare terms, any case, with filters, on SQLite and PostgreSQL."""
@@ -9,7 +9,7 @@ import pytest
 
 from runs import actions
 from runs.models import Run
-from runs.selectors import runs as sel
+from runs.selectors import run_list as sel
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from runs.actions.workspaces import get_or_create_workspace
 from runs.models import Event, Run
 from runs.protocol.canonical import canonical_bytes, sha256_hex
 from runs.protocol.values import loads
-from runs.selectors import runs as run_selectors
+from runs.selectors import run_list as run_selectors
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
