@@ -109,6 +109,7 @@ def gate_panel_context(
         mine = typed is not None and at_error
         if mine:
             gate["editKey"] = typed.get("edit_key", "")
+            gate["typedNote"] = typed.get("note", "")  # a refused decision keeps its note too
         gate["edit"] = gate_edit(state, gate["editKey"], prefix=f"g{slot}-", post=typed if mine else None)
         gate["editText"] = gate["edit"].text if gate["edit"] is not None else ""
         if mine and typed.get("edit_editor") != FORM:
