@@ -71,7 +71,9 @@ def test_the_gate_edit_is_the_schema_form_prefilled_from_the_current_version(cli
 def test_approve_with_edits_records_the_change_as_a_patch(client, bob, profile_run):
     login(client, bob)
     resp = client.post(
-        "/runs/run_profile/gates/resolve/", _form(**{"/headline": "Staff engineer", "note": "sharper"}), headers=HX
+        "/runs/run_profile/gates/resolve/",
+        _form(**{"/headline": "Staff engineer", "note": "sharper"}),
+        headers=HX,
     )
     assert resp.status_code == 200
     profile_run.refresh_from_db()
@@ -80,20 +82,29 @@ def test_approve_with_edits_records_the_change_as_a_patch(client, bob, profile_r
     assert state.artifacts["profile"]["data"] == {**PROFILE, "headline": "Staff engineer"}
     events = [e.data for e in profile_run.events.order_by("seq")]
     patch = next(e for e in events if e["type"] == "artifact_patch")
-    assert patch["fromVersion"] == 1 and {"op": "replace", "path": "/headline", "value": "Staff engineer"} in patch["patch"]
+    assert (
+        patch["fromVersion"] == 1
+        and {"op": "replace", "path": "/headline", "value": "Staff engineer"} in patch["patch"]
+    )
     decided = next(e for e in events if e["type"] == "human_gate_resolved")
     assert decided["decision"] == "edited" and decided["note"] == "sharper"
     assert profile_run.pending_gates == 0
 
 
-def test_an_invalid_value_is_refused_in_words_next_to_its_field_and_nothing_is_recorded(client, bob, profile_run):
+def test_an_invalid_value_is_refused_in_words_next_to_its_field_and_nothing_is_recorded(
+    client, bob, profile_run
+):
     login(client, bob)
     before = profile_run.last_seq
     html = client.post(
-        "/runs/run_profile/gates/resolve/", _form(**{"/yearsOfExperience": "-3", "/headline": "Lead"}), headers=HX
+        "/runs/run_profile/gates/resolve/",
+        _form(**{"/yearsOfExperience": "-3", "/headline": "Lead"}),
+        headers=HX,
     ).content.decode()
     assert "Enter a value of at least 0." in html
-    assert re.search(r'id="g1-f-yearsOfExperience" name="/yearsOfExperience" value="-3" aria-invalid="true"', html)
+    assert re.search(
+        r'id="g1-f-yearsOfExperience" name="/yearsOfExperience" value="-3" aria-invalid="true"', html
+    )
     assert 'value="Lead"' in html  # what was typed stays
     assert "<details data-edit open>" in html
     profile_run.refresh_from_db()
@@ -114,7 +125,10 @@ def test_the_check_while_typing_uses_the_same_validator_and_records_nothing(clie
     assert resp.status_code == 200
     html = resp.content.decode()
     assert "This field cannot be empty." in html and "autofocus" not in html
-    assert client.post("/runs/run_profile/gates/edit/", _form(), headers=HX).content.decode().count("errorlist") == 0
+    assert (
+        client.post("/runs/run_profile/gates/edit/", _form(), headers=HX).content.decode().count("errorlist")
+        == 0
+    )
     profile_run.refresh_from_db()
     assert profile_run.last_seq == before
 
