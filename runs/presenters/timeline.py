@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.presenters import numbers
+from runs.presenters.review_text import review_words
 
 SUMMARY_LIMIT = 240
 STREAM_TEXT_LIMIT = 4000
@@ -196,7 +197,8 @@ def _run_forked(event: dict[str, Any], step: Any) -> str:
 
 
 def _annotation(event: dict[str, Any], step: Any) -> str:
-    return _clip(f"note: {event.get('text')}")
+    text = event.get("text")
+    return _clip(f"note: {review_words(text) or text}")
 
 
 def _run_status_changed(event: dict[str, Any], step: Any) -> str:
