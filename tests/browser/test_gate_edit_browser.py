@@ -15,6 +15,7 @@ import sqlite3
 import pytest
 
 from tests.browser.support import launch, new_page, serve_app, shot, sign_in
+from tests.browser.test_shell_browser import overflow, serious
 
 pytestmark = pytest.mark.browser
 
@@ -29,13 +30,14 @@ add_member(ws, get_user_model().objects.create_user("bob", password="bob-passwor
 wf = {"id": "wf-profile", "version": 1, "title": "Parse, review, publish",
       "steps": [{"id": "parse"}, {"id": "review", "gatePolicy": "PAUSE_BEFORE"}, {"id": "publish"}],
       "edges": [{"id": "e1", "from": "parse", "to": "review"}, {"id": "e2", "from": "review", "to": "publish"}]}
-actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id="run_profile")
-for cmd in (c.BeginStep("parse"),
-            c.WriteArtifact(key="profile", type_id="job.profile",
-                            data={"headline": "Engineer", "skills": ["python", "sql"], "summary": "Builds things.",
-                                  "yearsOfExperience": 4}),
-            c.CompleteStep("parse")):
-    actions.do_command(workspace=ws, run_id="run_profile", command=cmd, actor="pipeline")
+for run_id in ("run_profile", "run_profile_look"):
+    actions.do_start_run(workspace=ws, workflow=wf, actor="pipeline", run_id=run_id)
+    for cmd in (c.BeginStep("parse"),
+                c.WriteArtifact(key="profile", type_id="job.profile",
+                                data={"headline": "Engineer", "skills": ["python", "sql"], "summary": "Builds things.",
+                                      "yearsOfExperience": 4}),
+                c.CompleteStep("parse")):
+        actions.do_command(workspace=ws, run_id=run_id, command=cmd, actor="pipeline")
 """
 
 
@@ -106,3 +108,31 @@ def test_approve_with_edits_from_the_prefilled_schema_form(server):
             assert page.console_errors == [], page.console_errors
         finally:
             browser.close()
+
+
+def test_the_open_gate_form_with_an_error_fits_a_phone_and_passes_axe_in_light_and_dark(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    problems: list[str] = []
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            for width in (1280, 390):
+                for scheme in ("light", "dark"):
+                    page = new_page(browser, viewport={"width": width, "height": 900}, color_scheme=scheme)
+                    sign_in(page, server["url"], "bob")
+                    page.goto(f"{server['url']}/runs/run_profile_look/")
+                    page.locator("#gate-panel details[data-edit] > summary").first.click()
+                    page.fill("#g1-f-headline", "")
+                    page.locator("#g1-f-summary").focus()  # leaving the field checks it
+                    expect(page.locator("#g1-f-headline-err")).to_have_text("This field cannot be empty.")
+                    label = f"gate form {width} {scheme}"
+                    if width == 390 and overflow(page) > 0:
+                        problems.append(f"{label}: {overflow(page)} px wider than the screen")
+                    problems += serious(page, label)
+                    shot(page, f"gate-edit-form-{width}{'-dark' if scheme == 'dark' else ''}")
+                    problems += [f"console: {e}" for e in page.console_errors]
+                    page.context.close()
+        finally:
+            browser.close()
+    assert problems == []
