@@ -8,11 +8,11 @@ parses a request or renders a template; ``Execution`` is imported for its type o
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from playground import compose as c
 from playground import highlight
+from runs.presenters import numbers
 from runs.protocol.values import loads
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def message_context(ex: Execution) -> dict:
         else [],
         "cost_text": "unknown"
         if ex.cost is None
-        else f"{ex.cost.quantize(Decimal('0.000001'))} {ex.currency}",
+        else f"{ex.currency} {numbers.money(ex.cost, ex.currency or 'USD')}",
     }
 
 

@@ -55,6 +55,7 @@ urlpatterns = [
     path("runs/<runid:run_id>/status/", detail.status_fragment, name="status"),
     path("runs/<runid:run_id>/gates/", detail.gate_panel, name="gates"),
     path("runs/<runid:run_id>/gates/resolve/", gates.resolve_gate, name="resolve_gate"),
+    path("runs/<runid:run_id>/gates/edit/", gates.check_gate_edit, name="gate_edit"),
     path("runs/<runid:run_id>/artifacts/", artifacts.artifact_editor, name="artifacts"),
     path("runs/<runid:run_id>/artifacts/diff/", artifacts.artifact_diff, name="artifact_diff"),
     path("runs/<runid:run_id>/rules/", rules.rules, name="rules"),

@@ -18,7 +18,14 @@ from runs import actions
 from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.pages.access import RunAccess, run_page
-from runs.pages.artifact_forms import (
+from runs.pages.params import int_param, parse_json_field
+from runs.presenters.timeline import diff_values
+from runs.selectors.runs import (
+    artifact_versions,
+    artifact_versions_by_key,
+    run_state,
+)
+from runs.web.artifact_forms import (
     attach_errors,
     build_form,
     fill_from_post,
@@ -26,13 +33,6 @@ from runs.pages.artifact_forms import (
     parse_form,
     schema_errors,
     schema_registry,
-)
-from runs.pages.params import int_param, parse_json_field
-from runs.presenters.timeline import diff_values
-from runs.selectors.runs import (
-    artifact_versions,
-    artifact_versions_by_key,
-    run_state,
 )
 from runs.web.request import (
     actor_for,

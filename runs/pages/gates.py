@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import jsonpatch
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -14,11 +16,12 @@ from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.models import Run
 from runs.pages.access import run_write
-from runs.pages.artifact_forms import schema_errors, schema_registry
 from runs.pages.inbox import inbox_row_context
 from runs.pages.params import parse_json_field
 from runs.selectors.run_list import pending_gate_count
 from runs.selectors.runs import run_state
+from runs.web.artifact_forms import schema_errors, schema_registry
+from runs.web.gate_edit import FORM, gate_edit, posted_for, problems_in_words, read_gate_edit
 from runs.web.partials import (
     gate_panel_context,
     graph_context,
@@ -39,6 +42,64 @@ def edit_problems(type_id: str, data: object) -> str:
     return " ".join(said)
 
 
+def _form_edit(run: Run, post: Any, step_id: str) -> tuple[cmd.PatchArtifact | None, str]:
+    """A posted schema form as the JSON Patch it makes to the version the form started from."""
+    state = run_state(run)
+    key = post.get("edit_key", "")
+    current = state.artifacts.get(key)
+    if current is None:
+        return None, "Approve with edits needs an artifact (under “Edit an artifact with this decision”)."
+    if not posted_for(post, key, int(current.get("version") or 0)):
+        return None, (
+            f"The form no longer matches {key} (now version {current.get('version')}): it shows the "
+            "current version again; make the edit there."
+        )
+    data, errors = read_gate_edit(state, post)
+    if errors:
+        return None, problems_in_words(errors)
+    patch = jsonpatch.make_patch(current.get("data"), data).patch
+    if not patch:
+        return None, "The form has no changes. To approve as it is, use Approve."
+    return (
+        cmd.PatchArtifact(
+            key=key,
+            from_version=current["version"],
+            patch=patch,
+            idempotency_key=post.get("idempotency_key") or None,
+            step_id=step_id or None,
+        ),
+        "",
+    )
+
+
+def _json_edit(run: Run, post: Any, step_id: str) -> tuple[cmd.WriteArtifact | None, str]:
+    """The JSON box's new data as a write of the artifact (checked against its schema first)."""
+    if not (post.get("edit_key") and post.get("edit_data", "").strip()):
+        # "Approve with edits" records an edit: without one it would be an approval by another name
+        return None, (
+            "Approve with edits needs an artifact and its new data (under “Edit an artifact with this "
+            "decision”). To approve as it is, use Approve."
+        )
+    data, error = parse_json_field(post.get("edit_data", ""))
+    if error:
+        return None, error
+    current = run_state(run).artifacts.get(post["edit_key"])
+    type_id = post.get("edit_type") or (current or {}).get("typeId") or "json"
+    problems = edit_problems(type_id, data)
+    if problems:
+        return None, problems
+    return (
+        cmd.WriteArtifact(
+            key=post["edit_key"],
+            type_id=type_id,
+            data=data,
+            idempotency_key=post.get("idempotency_key") or None,
+            step_id=step_id or None,
+        ),
+        "",
+    )
+
+
 def decide_gate(request: HttpRequest, run: Run) -> str:
     """Parse a decision form and record it through the one write path; "" or what went wrong."""
     post = request.POST
@@ -47,31 +108,17 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
     gate = post.get("gate", "")
     checkpoint = post.get("checkpoint") or None
     note = post.get("note", "").strip()[:4000] or None
-    edit = None
+    edit: cmd.WriteArtifact | cmd.PatchArtifact | None = None
     if decision not in ("approved", "rejected", "edited"):
         return "Choose approve, reject or edit."
-    if decision == "edited" and not (post.get("edit_key") and post.get("edit_data", "").strip()):
-        # "Approve with edits" records an edit: without one it would be an approval by another name
-        return (
-            "Approve with edits needs an artifact and its new data (under “Edit an artifact with this "
-            "decision”). To approve as it is, use Approve."
-        )
     if decision == "edited":
-        data, error = parse_json_field(post.get("edit_data", ""))
+        edit, error = (
+            _form_edit(run, post, step_id)
+            if post.get("edit_editor") == FORM
+            else _json_edit(run, post, step_id)
+        )
         if error:
             return error
-        current = run_state(run).artifacts.get(post["edit_key"])
-        type_id = post.get("edit_type") or (current or {}).get("typeId") or "json"
-        problems = edit_problems(type_id, data)
-        if problems:
-            return problems
-        edit = cmd.WriteArtifact(
-            key=post["edit_key"],
-            type_id=type_id,
-            data=data,
-            idempotency_key=post.get("idempotency_key") or None,
-            step_id=step_id or None,
-        )
     try:
         actions.do_command(
             workspace=run.workspace,
@@ -124,11 +171,7 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
             error=error,
             error_at=(step_id, gate, "edit" if decision == "edited" else ""),
             # a refused edit keeps what the person typed
-            typed=(
-                {"edit_key": post.get("edit_key", ""), "edit_data": post.get("edit_data", "")}
-                if error and decision == "edited"
-                else None
-            ),
+            typed=post if error and decision == "edited" else None,
         )
         ctx["oob_parts"] = True
         ctx.update({"layout": graph_context(run, state)["layout"]})
@@ -142,3 +185,28 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     if from_inbox:
         return redirect("runs:inbox")
     return redirect(reverse("runs:detail", args=[run.run_id]) + "#gates")
+
+
+@run_write(Action.RESOLVE_GATE)
+def check_gate_edit(request: HtmxHttpRequest, run: Run) -> HttpResponse:
+    """The gate's artifact edit again, checked as the decision would check it (nothing recorded):
+    htmx posts the gate's form here when a field changes or another artifact is chosen."""
+    post = request.POST
+    state = run_state(run)
+    try:
+        slot = max(1, min(int(post.get("edit_slot", "1")), 10_000))
+    except ValueError:
+        slot = 1
+    key = post.get("edit_key", "")
+    edit = gate_edit(state, key, prefix=f"g{slot}-", post=post)
+    text = edit.text if edit is not None else ""
+    if edit is not None and edit.form is None and post.get("edit_data", "").strip():
+        text = post.get("edit_data", "")
+        data, error = parse_json_field(text)
+        problem = error or edit_problems(edit.type_id, data)
+        edit.errors = [problem] if problem else []
+    if edit is not None and edit.form is not None:
+        for f in edit.form.walk():
+            f.autofocus = False  # checked while typing: the focus stays where the reviewer is
+    ctx = {"run": run, "artifact_keys": list(state.artifacts), "slot": slot, "edit": edit}
+    return render(request, "runs/_gate_edit.html", {**ctx, "edit_key": key, "edit_text": text})

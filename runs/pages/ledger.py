@@ -14,10 +14,19 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from runs.pages.access import RunAccess, run_page
+from runs.pages.params import int_param
 from runs.presenters.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
 from runs.protocol.telemetry import LedgerAccumulator
-from runs.selectors.ledger import PricedBy, priced_by_notes, run_ledger_view, workspace_ledger_data
+from runs.selectors.ledger import (
+    CALLS_PAGE,
+    PricedBy,
+    calls_after,
+    priced_by_notes,
+    run_ledger_view,
+    workspace_ledger_data,
+)
 from runs.web.request import (
+    HtmxHttpRequest,
     current_workspace,
 )
 
@@ -127,22 +136,32 @@ def _step_chart(step_rows: list[dict[str, Any]]):
 
 @run_page
 @require_GET
-def run_ledger(request: HttpRequest, access: RunAccess) -> HttpResponse:
-    acc, calls, priced_by = run_ledger_view(access.run)
-    ctx = {
-        "run": access.run,
+def run_ledger(request: HtmxHttpRequest, access: RunAccess) -> HttpResponse:
+    """The run's ledger; its model responses one keyset page at a time (``?after=<seq>``: the
+    responses after that event; an htmx request for a later page gets the responses' section only)."""
+    run = access.run
+    after = int_param(request.GET, "after", 0) or 0
+    calls, next_after = calls_after(run, after=after, limit=CALLS_PAGE)
+    detail_url = reverse("runs:demo") if access.demo else reverse("runs:detail", args=[run.run_id])
+    ctx: dict[str, Any] = {
+        "run": run,
         "url_id": access.url_id,
         "demo": access.demo,
-        **_ledger_context(
-            acc, workflow_step_order(access.run.run_doc.get("workflowSnapshot")), priced_by=priced_by
-        ),
         "calls": calls,
-        "calls_total": acc.totals.event_count,
+        "calls_after": after,
+        "calls_next": next_after,
+        "calls_total": run.model_calls,
+        "ledger_url": reverse("runs:run_ledger", args=[access.url_id]),
         "nav_active": "runs",
-        "detail_url": reverse("runs:demo")
-        if access.demo
-        else reverse("runs:detail", args=[access.run.run_id]),
+        "detail_url": detail_url,
     }
+    if request.htmx and request.GET.get("part") == "calls":
+        return render(request, "runs/run_ledger.html#calls", ctx)
+    acc, _, priced_by = run_ledger_view(run, calls_shown=0)
+    ctx.update(
+        _ledger_context(acc, workflow_step_order(run.run_doc.get("workflowSnapshot")), priced_by=priced_by)
+    )
+    ctx["calls_total"] = acc.totals.event_count
     return render(request, "runs/run_ledger.html", ctx)
 
 

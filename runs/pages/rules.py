@@ -13,13 +13,13 @@ from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.engine.rules import DIRECTIONS, edit_rule, move_rule, ordered_rules, toggle_rule
 from runs.pages.access import RunAccess, run_page
-from runs.pages.artifact_forms import (
-    schema_errors,
-    schema_registry,
-)
 from runs.pages.params import parse_json_field
 from runs.selectors.runs import (
     run_state,
+)
+from runs.web.artifact_forms import (
+    schema_errors,
+    schema_registry,
 )
 from runs.web.request import (
     actor_for,

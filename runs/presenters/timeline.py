@@ -15,6 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runs.presenters import numbers
+from runs.presenters.review_text import review_words
+
 SUMMARY_LIMIT = 240
 STREAM_TEXT_LIMIT = 4000
 MAX_CHUNKS_LISTED = 20
@@ -83,8 +86,10 @@ def _tokens(usage: Any) -> str:
 
 
 def _cost(cost: Any) -> str:
+    """``0.30000000000000004 USD`` (a float a host summed) as ``0.30 USD``: the one money rule."""
     if isinstance(cost, dict) and "amount" in cost:
-        return f"{cost.get('amount')} {str(cost.get('currency', '')).strip().upper()}"
+        currency = str(cost.get("currency", "")).strip().upper()
+        return f"{numbers.money(cost.get('amount'), currency or 'USD')} {currency}"
     return ""
 
 
@@ -192,7 +197,8 @@ def _run_forked(event: dict[str, Any], step: Any) -> str:
 
 
 def _annotation(event: dict[str, Any], step: Any) -> str:
-    return _clip(f"note: {event.get('text')}")
+    text = event.get("text")
+    return _clip(f"note: {review_words(text) or text}")
 
 
 def _run_status_changed(event: dict[str, Any], step: Any) -> str:

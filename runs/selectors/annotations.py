@@ -19,6 +19,7 @@ from typing import Any
 from django.db.models.functions import Length, Substr
 
 from runs.models import Event, Run
+from runs.presenters.review_text import review_words
 from runs.protocol.canonical import parse_json
 
 HEADER_SHOWN = 10
@@ -88,7 +89,7 @@ def _header(item: object, index: int, limit: int) -> Shown:
     item = item if isinstance(item, dict) else {}
     raw = item.get("text")
     raw = raw if isinstance(raw, str) else ""
-    text, cut = clip(raw, limit)
+    text, cut = clip(review_words(raw) or raw, limit)
     at = item.get("at")
     at = at if isinstance(at, str) else ""
     return Shown(text=text, cut=cut, length=len(raw), at=at[:40], index=index)
@@ -128,6 +129,7 @@ def _notes(
         if size <= BODY_PREFIX:
             data = parse_json(head)
             raw = data.get("text") if isinstance(data.get("text"), str) else ""
+            raw = review_words(raw) or raw  # a queue review's JSON as a sentence
             tags = [t for t in data.get("tags") or [] if isinstance(t, str)]
             length, complete = len(raw), True
         else:

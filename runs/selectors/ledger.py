@@ -159,7 +159,8 @@ def workspace_ledger_data(workspace: Workspace, *, first: date, last: date):
     return acc, run_count, workflows, priced_by
 
 
-CALLS_SHOWN = 500  # the run ledger lists this many model responses one by one (all are counted)
+CALLS_SHOWN = 500  # the ledger API lists this many model responses one by one (all are counted)
+CALLS_PAGE = 100  # the run ledger page lists its responses in pages of this many (keyset by seq)
 
 
 def run_ledger_view(run: Run, *, calls_shown: int = CALLS_SHOWN) -> tuple[LedgerAccumulator, list, PricedBy]:
@@ -195,9 +196,19 @@ def run_ledger_view(run: Run, *, calls_shown: int = CALLS_SHOWN) -> tuple[Ledger
 
 def first_calls(run: Run, limit: int) -> list[dict[str, Any]]:
     """The run's first ``limit`` model responses as the run ledger lists them."""
+    return calls_after(run, after=0, limit=limit)[0]
+
+
+def calls_after(run: Run, *, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """One keyset page of the run's model responses: up to ``limit`` after event ``after`` (a seq),
+    and the next page's cursor (the last seq listed; 0 on the last page). Read as ranges of the
+    (run, type, seq) index from ``after`` on: page 100 costs what page 1 does."""
     calls: list[dict[str, Any]] = []
-    last = 0
-    while len(calls) < limit:
+    last = max(after, 0)
+    more = False
+    if limit <= 0:
+        return calls, 0
+    while len(calls) <= limit:
         rows = list(
             Event.objects.filter(run=run, type="model_io", seq__gt=last)
             .order_by("seq")
@@ -205,12 +216,16 @@ def first_calls(run: Run, limit: int) -> list[dict[str, Any]]:
         )
         for seq, body in rows:
             event = loads(body)
-            if event.get("direction") == "response" and len(calls) < limit:
-                calls.append(call_row(seq, event, pricing_source(event)))
-        if not rows:
+            if event.get("direction") != "response":
+                continue
+            if len(calls) == limit:
+                more = True
+                break
+            calls.append(call_row(seq, event, pricing_source(event)))
+        if more or not rows:
             break
         last = rows[-1][0]
-    return calls
+    return calls, (calls[-1]["seq"] if more and calls else 0)
 
 
 def call_row(seq: int, event: dict[str, Any], source: tuple[str, str]) -> dict[str, Any]:

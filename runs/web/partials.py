@@ -52,6 +52,7 @@ from runs.selectors.runs import (
     span_window,
     timeline_page,
 )
+from runs.web.gate_edit import FORM, default_edit_key, gate_edit
 
 HISTORY_LIMIT = 50
 PAYLOAD_CHARS = 20_000
@@ -85,27 +86,33 @@ def gate_panel_context(
     error: str = "",
     error_at: tuple[str, str, str] = ("", "", ""),
     oob: bool = False,
-    typed: dict[str, str] | None = None,
+    typed: Any = None,
 ) -> dict[str, Any]:
     """`error_at` (step, gate, field) places `error` next to that gate's field ("edit": the artifact
     edit); without a field it is said at the top of the panel. Each gate's edit starts from the
-    current version of the artifact it asks about (``editKey``, ``editText``); after a refusal,
-    ``typed`` ({"edit_key", "edit_data"} as posted) is what that gate's edit shows again."""
+    current version of the artifact it asks about, in the artifact's schema form when it has one
+    (``edit``, a :class:`runs.web.gate_edit.GateEdit`; ``editKey``, ``editText`` for the JSON box);
+    after a refusal, ``typed`` (the posted form) is what that gate's edit shows again."""
     history = gate_history(run, limit=HISTORY_LIMIT)
     pending = state.pending_gates()
-    for gate in pending:  # what the host asked the reviewer to look at (escaped by the template)
-        if error and error_at[2] and (gate["stepId"], gate["gate"]) == error_at[:2]:
+    for slot, gate in enumerate(pending, start=1):  # what the host asked about (escaped by the template)
+        at_error = bool(error_at[2]) and (gate["stepId"], gate["gate"]) == error_at[:2]
+        if error and at_error:
             gate["fieldError"] = {"field": error_at[2], "message": error}
             error = ""
         artifact = state.artifacts.get(gate_payload_key(gate["stepId"], gate["gate"], gate["checkpoint"]))
         if artifact is not None and "data" in artifact:
             gate["payload"] = json.dumps(artifact["data"], indent=2, ensure_ascii=False)[:PAYLOAD_CHARS]
             gate["payloadKey"] = artifact["artifactKey"]
-            # "Approve with edits" starts from the current version, not an empty box
-            gate["editKey"] = artifact["artifactKey"]
-            gate["editText"] = json.dumps(artifact["data"], indent=2, ensure_ascii=False)
-        if typed is not None and (gate["stepId"], gate["gate"]) == error_at[:2]:
+        # "Approve with edits" starts from the current version, not an empty box
+        gate["editKey"] = default_edit_key(state, gate)
+        mine = typed is not None and at_error
+        if mine:
             gate["editKey"] = typed.get("edit_key", "")
+            gate["typedNote"] = typed.get("note", "")  # a refused decision keeps its note too
+        gate["edit"] = gate_edit(state, gate["editKey"], prefix=f"g{slot}-", post=typed if mine else None)
+        gate["editText"] = gate["edit"].text if gate["edit"] is not None else ""
+        if mine and typed.get("edit_editor") != FORM:
             gate["editText"] = typed.get("edit_data", "")
     return {
         "run": run,

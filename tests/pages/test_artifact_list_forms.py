@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from runs.pages.artifact_forms import build_form, form_schema_errors, parse_form, schema_registry
+from runs.web.artifact_forms import build_form, form_schema_errors, parse_form, schema_registry
 from tests.pages.conftest import login
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,8 @@ def test_parse_edits_removes_and_adds_items():
     assert problems == []
     assert [p["id"] for p in data] == ["j1", "j3", "j4"]
     assert data[0]["title"] == "Principal Engineer" and data[1]["salary"] == {"min": 1, "currency": "EUR"}
-    assert data[2] == {"id": "j4", "title": "SRE", "company": "Initech", "url": "u4", "remote": False}
+    # an optional box left unticked adds no ``false`` the data did not have
+    assert data[2] == {"id": "j4", "title": "SRE", "company": "Initech", "url": "u4"}
     # an error in the added item (data index 2) belongs to the form's new group (/3), not to j3 (/2)
     post["/3/company"] = ""
     data, _ = parse_form(form, post, POSTINGS)

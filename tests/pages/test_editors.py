@@ -132,7 +132,7 @@ def test_artifact_diff_between_versions(client, alice, profile_run, workspace):
 def test_simple_schemas_get_a_form(client, alice, make_run, workspace):
     from runs import actions
     from runs.engine import commands as c
-    from runs.pages.artifact_forms import schema_registry
+    from runs.web.artifact_forms import schema_registry
 
     schema = {
         "type": "object",
@@ -177,7 +177,7 @@ def test_union_nested_and_array_schemas_get_a_form(client, alice, make_run, work
     """rules.basic-style unions, nested objects, arrays of scalars; anything else is a JSON box."""
     from runs import actions
     from runs.engine import commands as c
-    from runs.pages.artifact_forms import schema_registry
+    from runs.web.artifact_forms import schema_registry
 
     schema = {
         "type": "object",

@@ -195,14 +195,12 @@ def test_the_ledgers_say_per_provider_and_model_which_sources_priced_its_calls(c
 
 
 def test_the_run_ledger_lists_the_first_responses_and_counts_them_all(client, alice, priced_run, monkeypatch):
-    from runs.selectors import ledger
+    from runs.pages import ledger
 
-    monkeypatch.setattr(ledger, "CALLS_SHOWN", 2)
-    monkeypatch.setattr(ledger.run_ledger_view, "__defaults__", None)
-    monkeypatch.setattr(ledger.run_ledger_view, "__kwdefaults__", {"calls_shown": 2})
+    monkeypatch.setattr(ledger, "CALLS_PAGE", 2)
     client.force_login(alice)
     html = client.get("/runs/run_p/ledger/").content.decode()
-    assert "The first 2 of 4 are listed" in html
+    assert "The first 2 of 4; the tables above count all 4." in html
     assert html.count('<td class="priced-by" data-source=') == 2
 
 

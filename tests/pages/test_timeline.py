@@ -63,7 +63,7 @@ def test_summaries_say_what_happened():
             "cost": {"amount": 0.5, "currency": " usd"},
         }
     )
-    assert "openai/m" in text and "in 3 / out 4 tok" in text and "0.5 USD" in text
+    assert "openai/m" in text and "in 3 / out 4 tok" in text and "0.50 USD" in text
     assert len(summarize({"type": "annotation", "text": "x" * 10_000})) <= 240
 
 

@@ -131,6 +131,10 @@ def test_submitting_scores_appends_an_annotation_event_in_the_export(client, que
     client.force_login(alice)
     bundle = client.get("/runs/run_0/export/").content.decode()
     assert REVIEW_TAG in bundle and "review.completed" in bundle
+    # the run page says it in words, not as the JSON it is stored as
+    page = client.get("/runs/run_0/").content.decode()
+    assert f"Review in “{queue.name}” by bob: correct 4; tone “good”; send yes. “fine”" in page
+    assert "review.completed" not in page
     # done: not given to the same reviewer again; a second submit is refused
     assert do_claim_next(queue=queue, user=bob) is None
     with pytest.raises(ActionError) as err:

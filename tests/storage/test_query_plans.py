@@ -127,6 +127,9 @@ def _queries(
     )
     run = Run.objects.for_workspace(workspace).get(run_id=run_id)
     capture("run ledger", lambda: ledger_selectors.run_ledger_view(run))
+    capture(
+        "run ledger responses, a later page", lambda: ledger_selectors.calls_after(run, after=4, limit=100)
+    )
     capture("run page timeline", lambda: runs.timeline_page(run))
     capture("run page gates", lambda: runs.gate_history(run, limit=20))
     capture("timeline search", lambda: runs.timeline_page(run, filters=runs.TimelineFilters(q="answer")))

@@ -146,10 +146,11 @@ class FormField:
     autofocus: bool = False
     item: str = ""  # a group that is one item of a list: "existing" (removable) or "new" (added on request)
     kept: list[int] = field(default_factory=list)  # items: the form index of each parsed item, in order
+    id_prefix: str = ""  # several forms on one page (a gate panel's): each its own ids
 
     @property
     def input_id(self) -> str:
-        return "f" + "".join(c if c.isalnum() else "-" for c in self.pointer) or "f-root"
+        return self.id_prefix + ("f" + "".join(c if c.isalnum() else "-" for c in self.pointer) or "f-root")
 
     @property
     def enum_options(self) -> list[tuple[int, str, bool]]:
@@ -322,6 +323,13 @@ def _items(prop: dict, pointer: str, value: Any, depth: int) -> list[FormField]:
     return out
 
 
+def with_id_prefix(form: FormField, prefix: str) -> FormField:
+    """The same form with every element id starting with ``prefix`` (names stay the pointers)."""
+    for f in form.walk():
+        f.id_prefix = prefix
+    return form
+
+
 def build_form(schema: dict | None, data: Any) -> FormField | None:
     """The form for ``schema`` filled with ``data``; None when the root is neither an object with
     properties nor a list of them."""
@@ -463,7 +471,9 @@ def _parse_group_field(f: FormField, post, current: Any, problems: list) -> tupl
 
 
 def _parse_boolean(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
-    return True, post.get(f.pointer) in ("on", "true", "1")
+    value = post.get(f.pointer) in ("on", "true", "1")
+    # an unticked box of an optional field the data did not have stays absent (no spurious false)
+    return (value or f.required or current is not None), value
 
 
 def _parse_enum(f: FormField, post, current: Any, problems: list) -> tuple[bool, Any]:
