@@ -357,7 +357,7 @@ def escalate_gate(
                 channel=DeliveryChannel.EMAIL,
                 event_type=GATE_ESCALATED,
                 payload=body,
-                next_attempt_at=now,
+                next_attempt_at=timezone.now(),  # due at once (``now`` may be a test's moved clock)
             )
             for user in recipients
         ]

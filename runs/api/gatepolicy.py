@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Router, Schema
+from ninja.responses import Status
 from pydantic import Field
 
 from runs.actions.gatepolicy import do_set_gate_policy
@@ -90,5 +91,5 @@ def set_gate_policy(request: HttpRequest):
         actor=caller.actor,
     )
     if row is None:
-        return 204, None
-    return 200, _json(row)
+        return Status(204, None)
+    return Status(200, _json(row))
