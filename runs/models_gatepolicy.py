@@ -3,7 +3,7 @@ and the escalation tiers already told (runs.actions.gatepolicy writes them).
 
 Votes are facts of the run as well: each is also an ``annotation`` event of the trace (tag
 ``workbench.gate-vote``), so an exported bundle carries them in fields protocol 1.0.0 has. The
-rows here are what the server counts and shows; ``docs/guides/gate-policies.md`` says more.
+rows here are what the server counts and shows; ``docs/users/gate-policies.md`` says more.
 """
 
 from __future__ import annotations
