@@ -35,9 +35,9 @@ def policy_from_form(post: QueryDict) -> dict[str, Any]:
     "<minutes>: name, name" (one tier a line)."""
     policy: dict[str, Any] = {}
     if post.get("quorum", "").strip():
-        policy["quorum"] = _whole(post["quorum"], "quorum")
+        policy["quorum"] = _whole(post.get("quorum", ""), "quorum")
     if post.get("rejections", "").strip():
-        policy["rejections"] = _whole(post["rejections"], "rejections")
+        policy["rejections"] = _whole(post.get("rejections", ""), "rejections")
     if post.get("separation") == "on":
         policy["separationOfDuties"] = True
     assignees = _names(post.get("assignees", "")[:MAX_FIELD])
