@@ -37,6 +37,11 @@ class RunsConfig(AppConfig):
         register("otlp-quiet", "runs.background.jobs.end_quiet_traces", "runs.telemetry.otlp_sweep.interval")
         register("import-jobs", "runs.background.jobs.recover_jobs", 30)
         register("retention", "runs.background.jobs.retention", 3600)
+        register(
+            "gate-escalation",
+            "runs.background.escalation.escalate_gates",
+            "runs.background.escalation.interval",
+        )
 
         from django.conf import settings
 

@@ -80,6 +80,7 @@ class Action(StrEnum):
     PROTECT_LABEL = "protect_label"  # which labels of the workspace are protected
     REVIEW_QUEUE_ITEMS = "review_queue_items"  # claim, score and skip annotation queue items
     MANAGE_QUEUES = "manage_queues"  # create and delete annotation queues, add their items
+    MANAGE_GATE_POLICIES = "manage_gate_policies"  # quorum, separation of duties, assignment, escalation
 
 
 ACTION_SCOPES: dict[Action, frozenset[str]] = {
@@ -114,6 +115,7 @@ ACTION_SCOPES: dict[Action, frozenset[str]] = {
     # pipelines that add items) manage them; viewers do neither
     Action.REVIEW_QUEUE_ITEMS: frozenset({REVIEW}),
     Action.MANAGE_QUEUES: frozenset({WRITE, MANAGE}),
+    Action.MANAGE_GATE_POLICIES: frozenset({MANAGE}),
 }
 
 assert set(ACTION_SCOPES) == set(Action), "every action needs a row"

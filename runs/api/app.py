@@ -30,6 +30,7 @@ from runs.api.commands import router as commands_router
 from runs.api.errors import ApiError
 from runs.api.fork import cache_router
 from runs.api.fork import router as fork_router
+from runs.api.gatepolicy import router as gate_policy_router
 from runs.api.gates import router as gates_router
 from runs.api.ledger import router as ledger_router
 from runs.api.ledger import runs_router as run_ledger_router
@@ -348,6 +349,7 @@ def _register_routers() -> None:
     api.add_router("/prices", prices_router)
     api.add_router("/ledger", ledger_router)
     api.add_router("/webhooks", webhooks_router)
+    api.add_router("/gate-policies", gate_policy_router)
     api.add_router("/prompts", prompts_router)
     api.add_router("/prompt-labels", prompt_labels_router)
 

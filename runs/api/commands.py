@@ -11,6 +11,7 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from runs import actions
+from runs.actions.gatepolicy import do_decide_gate
 from runs.actions.permissions import Action
 from runs.api.errors import ApiError
 from runs.api.responses import append_result, require, write_result
@@ -100,17 +101,19 @@ def _edit_command(edit: GateEditIn | None) -> cmd.WriteArtifact | cmd.PatchArtif
 @router.post("/{runid:run_id}/gates/resolve", response={200: WriteResult, **ERRORS}, summary="Resolve a gate")
 def resolve_gate(request: HttpRequest, run_id: str, payload: ResolveGateIn):
     caller = require(request, Action.RESOLVE_GATE)
-    command = cmd.ResolveGate(
+    decided = do_decide_gate(  # under the gate's policy (quorum, separation of duties)
+        workspace=caller.workspace,
+        run_id=run_id,
         step_id=payload.stepId,
         gate=payload.gate,
         decision=payload.decision,
         note=payload.note,
         checkpoint=payload.checkpoint,
         edit=_edit_command(payload.edit),
+        actor=caller.actor,
+        channel="api",
     )
-    return append_result(
-        actions.do_command(workspace=caller.workspace, run_id=run_id, command=command, actor=caller.actor)
-    )
+    return append_result(decided.result)
 
 
 @router.post(

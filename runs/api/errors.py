@@ -43,6 +43,8 @@ _STATUS_BY_CODE: dict[str, int] = {
     "NO_CHANGE": 409,
     "PROMPT_TYPE_MISMATCH": 409,
     "SELF_APPROVAL": 403,
+    "SEPARATION_OF_DUTIES": 403,  # gate policies (runs.actions.gatepolicy)
+    "ALREADY_VOTED": 409,
     PRECONDITION_FAILED: 412,
     UNAUTHENTICATED: 401,
     FORBIDDEN: 403,

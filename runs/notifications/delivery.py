@@ -176,7 +176,7 @@ def _may_receive(delivery: Delivery) -> bool:
         .values_list("role", flat=True)
         .first()
     )
-    if delivery.event_type == GATE_REQUESTED:
+    if delivery.event_type in (GATE_REQUESTED, "gate.escalated"):  # escalation: runs.actions.gatepolicy
         return role_allows(role, Action.RESOLVE_GATE)
     if delivery.event_type == HOOK_DISABLED:
         return role_allows(role, Action.MANAGE_WEBHOOKS)

@@ -7,6 +7,7 @@ from typing import Any
 SUBJECTS = {
     "gate.requested": "A gate is waiting for you",
     "gate.resolved": "A gate was decided",
+    "gate.escalated": "A gate has waited past its limit",
     "run.completed": "Run completed",
     "run.failed": "Run failed",
     "run.cancelled": "Run cancelled",
@@ -55,7 +56,10 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
     if kind == "webhook.disabled":
         details += [f"Webhook: {data.get('url')}", f"Why: {data.get('reason')}"]
         return headline, details, data.get("settingsUrl"), "Open the webhook settings"
-    if kind == "gate.requested":
+    if kind == "gate.escalated" and isinstance(data.get("escalation"), dict):
+        waited = data["escalation"].get("waitedSeconds")
+        details.append(f"Waiting: {waited} s (limit {data['escalation'].get('afterSeconds')} s)")
+    if kind in ("gate.requested", "gate.escalated"):
         return headline, details, gate.get("url"), "Open the gate"
     if run.get("url"):
         return headline, details, run["url"], "Open the run"

@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from runs import actions
+from runs.actions.gatepolicy import do_decide_gate
 from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.models import Run
@@ -101,7 +102,9 @@ def _json_edit(run: Run, post: Any, step_id: str) -> tuple[cmd.WriteArtifact | N
 
 
 def decide_gate(request: HttpRequest, run: Run) -> str:
-    """Parse a decision form and record it through the one write path; "" or what went wrong."""
+    """Parse a decision form and record it through the one write path (under the gate's policy:
+    runs.actions.gatepolicy); "" or what went wrong. A vote that leaves the gate waiting for more
+    approvers is said in ``request.gate_vote``."""
     post = request.POST
     decision = post.get("decision", "")
     step_id = post.get("step_id", "")
@@ -120,16 +123,23 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
         if error:
             return error
     try:
-        actions.do_command(
+        outcome = do_decide_gate(
             workspace=run.workspace,
             run_id=run.run_id,
-            command=cmd.ResolveGate(
-                step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint, edit=edit
-            ),
+            step_id=step_id,
+            gate=gate,
+            decision=decision,
+            note=note,
+            checkpoint=checkpoint,
+            edit=edit,
             actor=actor_for(request),
         )
     except actions.ActionError as exc:
         return f"{exc.message[:1].upper()}{exc.message[1:]} ({exc.code})"
+    if not outcome.resolved and outcome.policy.needs_votes:
+        request.gate_vote = (  # type: ignore[attr-defined]
+            f"Your {decision} vote is recorded: {len(outcome.approvals)} of {outcome.policy.quorum} approvals."
+        )
     return ""
 
 
@@ -137,6 +147,7 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
 def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     post = request.POST
     error = decide_gate(request, run)
+    vote = getattr(request, "gate_vote", "")  # a vote that leaves the gate waiting for more
     decision, step_id, gate = post.get("decision", ""), post.get("step_id", ""), post.get("gate", "")
     run.refresh_from_db()
     from_inbox = post.get("return") == FROM_INBOX
@@ -152,10 +163,16 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
             gate_doc,
         )
         ctx = inbox_row_context(
-            run, gate_doc, key=post.get("row_key", ""), can_review=True, decided="" if error else decision
+            run,
+            gate_doc,
+            key=post.get("row_key", ""),
+            can_review=True,
+            decided="" if error or vote else decision,
         )
-        response = render(request, "runs/inbox.html#inbox_row", {**ctx, "row_error": error})
-        if not error:
+        response = render(
+            request, "runs/inbox.html#inbox_row", {**ctx, "row_error": error, "row_notice": vote}
+        )
+        if not error and not vote:
             # said once outside the table (the row may be refreshed away by the live inbox)
             said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
             # ASCII JSON (\u escapes): a header value must be Latin-1, a title may be anything
@@ -170,6 +187,7 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
             can_review=True,
             error=error,
             error_at=(step_id, gate, "edit" if decision == "edited" else ""),
+            notice=vote,
             # a refused edit keeps what the person typed
             typed=post if error and decision == "edited" else None,
         )
@@ -178,6 +196,8 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
         return render(request, "runs/gate_response.html", ctx)
     if error:
         messages.error(request, error)
+    elif vote:
+        messages.info(request, vote)
     else:
         messages.success(
             request, f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."

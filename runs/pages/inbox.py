@@ -16,11 +16,13 @@ from runs.actions.permissions import Action
 from runs.models import Run
 from runs.pages.prompts import promotion_item
 from runs.protocol.timestamps import to_datetime
+from runs.selectors.gatepolicy import GateStatus, gate_status, workspace_layers
 from runs.selectors.prompts import pending_promotions
 from runs.selectors.run_list import inbox_page, runs_waiting_for_review
 from runs.selectors.runs import BadCursor, run_state
 from runs.web.request import (
     HtmxHttpRequest,
+    current_membership,
     current_workspace,
     may,
 )
@@ -30,16 +32,26 @@ ROW_KEY = re.compile(r"[0-9-]{1,40}")
 
 
 def inbox_row_context(
-    run: Run, gate: dict[str, Any], *, key: str, can_review: bool, decided: str = ""
+    run: Run,
+    gate: dict[str, Any],
+    *,
+    key: str,
+    can_review: bool,
+    decided: str = "",
+    policy: GateStatus | None = None,
 ) -> dict[str, Any]:
     """One inbox row: the run, its waiting gate, and (after a decision from the row) what was decided.
-    `key` makes the row's field ids unique on the page (digits and dashes only)."""
+    `key` makes the row's field ids unique on the page (digits and dashes only); `policy`: the
+    gate's policy status (read here when not given)."""
+    if policy is None:
+        policy = gate_status(run, run_state(run).run, gate)
     return {
         "item": {
             "run": run,
             "gate": gate,
             "key": key if ROW_KEY.fullmatch(key or "") else "0",
             "since": to_datetime(gate.get("requestedAt")) if gate.get("requestedAt") else None,
+            "policy": policy,
         },
         "can_review": can_review,
         "decided": decided,
@@ -58,10 +70,24 @@ def review_inbox(request: HtmxHttpRequest) -> HttpResponse:
     except BadCursor:
         return HttpResponseBadRequest("bad cursor")
     can_review = may(request, Action.RESOLVE_GATE)
+    assigned_only = request.GET.get("assigned") == "me"  # "assigned to me": gates whose policy names me
+    membership = current_membership(request)
+    role = membership.role if membership else None
+    username = request.user.get_username()
     items = []
+    layers: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        for i, gate in enumerate(run_state(run).pending_gates()):
-            items.append(inbox_row_context(run, gate, key=f"{run.pk}-{i}", can_review=can_review)["item"])
+        state = run_state(run)
+        if run.workflow_id not in layers:
+            layers[run.workflow_id] = workspace_layers(workspace, run.workflow_id)
+        for i, gate in enumerate(state.pending_gates()):
+            status = gate_status(
+                run, state.run, gate, username=username, role=role, layers=layers[run.workflow_id]
+            )
+            if assigned_only and not status.assigned:
+                continue
+            item = inbox_row_context(run, gate, key=f"{run.pk}-{i}", can_review=can_review, policy=status)
+            items.append(item["item"])
     return render(
         request,
         "runs/inbox.html#inbox_table" if request.htmx else "runs/inbox.html",
@@ -73,6 +99,7 @@ def review_inbox(request: HtmxHttpRequest) -> HttpResponse:
             "limit": INBOX_LIMIT,
             "nav_active": "inbox",
             "can_review": can_review,
+            "assigned_only": assigned_only,
             # prompt promotion requests: gates of their own (templates/runs/_promotion_requests.html)
             "promotions": [promotion_item(r, request.user) for r in pending_promotions(workspace)],
             "can_decide_promotions": may(request, Action.DECIDE_PROMOTION),

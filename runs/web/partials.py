@@ -41,6 +41,7 @@ from runs.selectors.compare import (
     run_summary,
     shared_history,
 )
+from runs.selectors.gatepolicy import gate_status
 from runs.selectors.runs import (
     TIMELINE_PAGE,
     TimelineFilters,
@@ -87,6 +88,7 @@ def gate_panel_context(
     error_at: tuple[str, str, str] = ("", "", ""),
     oob: bool = False,
     typed: Any = None,
+    notice: str = "",
 ) -> dict[str, Any]:
     """`error_at` (step, gate, field) places `error` next to that gate's field ("edit": the artifact
     edit); without a field it is said at the top of the panel. Each gate's edit starts from the
@@ -96,6 +98,7 @@ def gate_panel_context(
     history = gate_history(run, limit=HISTORY_LIMIT)
     pending = state.pending_gates()
     for slot, gate in enumerate(pending, start=1):  # what the host asked about (escaped by the template)
+        gate["policyStatus"] = gate_status(run, state.run, gate)  # quorum, votes, limit (gatepolicy)
         at_error = bool(error_at[2]) and (gate["stepId"], gate["gate"]) == error_at[:2]
         if error and at_error:
             gate["fieldError"] = {"field": error_at[2], "message": error}
@@ -122,6 +125,7 @@ def gate_panel_context(
         "can_review": can_review and not run.is_finished,
         "artifact_keys": list(state.artifacts),
         "gate_error": error,
+        "gate_notice": notice,
         "oob": oob,
     }
 

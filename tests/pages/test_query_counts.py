@@ -30,13 +30,14 @@ def _grow(run, workspace, n):
 def test_run_detail_queries_are_bounded(client, alice, run, workspace, django_assert_max_num_queries):
     login(client, alice)
     client.get(f"/runs/{run.run_id}/")  # session and membership warm-up is part of the budget anyway
-    # 17: the page's reads, plus one each for the pending-gate and pending-promotion counts in the
-    # navigation, one index probe for spans (no span waterfall without them) and two for the
-    # attempt numbers of the steps on the timeline's page
-    with django_assert_max_num_queries(17):
+    # 18: the page's reads, plus one each for the pending-gate and pending-promotion counts in the
+    # navigation, one index probe for spans (no span waterfall without them), two for the
+    # attempt numbers of the steps on the timeline's page and one for the waiting gate's policy
+    # (the workspace's gate policies: runs.selectors.gatepolicy)
+    with django_assert_max_num_queries(18):
         assert client.get(f"/runs/{run.run_id}/").status_code == 200
     _grow(run, workspace, 600)
-    with django_assert_max_num_queries(17):
+    with django_assert_max_num_queries(18):
         assert client.get(f"/runs/{run.run_id}/").status_code == 200
     with django_assert_max_num_queries(8):
         assert (

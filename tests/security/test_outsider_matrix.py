@@ -115,6 +115,7 @@ WRITE_BODIES = {
         {"url": "https://hooks.example/new", "events": ["gate.requested"]}
     ),
     ("api:delete_webhook", "DELETE"): lambda w: b"",
+    ("api:set_gate_policy", "PUT"): lambda w: _json({"policy": {"quorum": 2, "separationOfDuties": True}}),
     ("api:create_queue", "POST"): lambda w: _json(
         {"name": "new", "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}]}
     ),
