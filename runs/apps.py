@@ -37,6 +37,7 @@ class RunsConfig(AppConfig):
         register("otlp-quiet", "runs.background.jobs.end_quiet_traces", "runs.telemetry.otlp_sweep.interval")
         register("import-jobs", "runs.background.jobs.recover_jobs", 30)
         register("retention", "runs.background.jobs.retention", 3600)
+        register("monitors", "runs.background.jobs.monitors", "runs.actions.monitors.interval")
 
         from django.conf import settings
 
