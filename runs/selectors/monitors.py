@@ -209,7 +209,8 @@ def error_rate(monitor: Monitor, now: datetime) -> Reading:
 
 
 def gates_waiting(monitor: Monitor, now: datetime) -> Reading:
-    """Pending gates requested more than ``minutes`` ago (of a workflow, of one gate step)."""
+    """Pending gates waiting more than ``minutes`` (of a workflow, of one gate step): since their
+    request, or for a gate implied by the policy since the run last changed (a lower bound)."""
     waiting = Run.objects.filter(
         workspace_id=monitor.workspace_id, pending_gates__gt=0, status=RunStatus.RUNNING
     )
@@ -218,14 +219,15 @@ def gates_waiting(monitor: Monitor, now: datetime) -> Reading:
     before = now - timedelta(minutes=max(0, monitor.minutes))
     count = 0
     oldest = now.date()
-    for started, state in waiting.order_by("started_at").values_list("started_at", "state")[
-        :WAITING_RUNS_READ
-    ]:
+    rows = waiting.order_by("started_at").values_list("started_at", "updated_at", "state")
+    for started, changed, state in rows[:WAITING_RUNS_READ]:
         for gate in RunState.from_json(loads(state)).pending_gates():
             if monitor.gate and gate.get("stepId") != monitor.gate:
                 continue
-            since = to_datetime(gate["requestedAt"]) if gate.get("requestedAt") else None
-            if since is not None and since <= before:
+            # a gate implied by the step's policy has no request: it waits at least since the
+            # run last changed (the change that made it decidable, or a later one)
+            since = to_datetime(gate["requestedAt"]) if gate.get("requestedAt") else changed
+            if since <= before:
                 count += 1
                 oldest = min(oldest, started.date())
     return Reading(float(count), oldest, now.date())

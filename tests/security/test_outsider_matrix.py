@@ -115,6 +115,9 @@ WRITE_BODIES = {
         {"url": "https://hooks.example/new", "events": ["gate.requested"]}
     ),
     ("api:delete_webhook", "DELETE"): lambda w: b"",
+    ("api:create_monitor", "POST"): lambda w: _json({"name": "new", "metric": "cost_day", "alert": 5}),
+    ("api:update_monitor", "PATCH"): lambda w: _json({"alert": 9}),
+    ("api:delete_monitor", "DELETE"): lambda w: b"",
     ("api:create_queue", "POST"): lambda w: _json(
         {"name": "new", "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}]}
     ),
