@@ -112,7 +112,9 @@ def fill(workspace) -> dict[str, int]:
         day = today - timedelta(days=d)
         for shard in range(SHARDS):
             for w in range(WORKFLOWS):
-                labels = [("run_latency", "completed")] + [("model_latency", f"model-{m}") for m in range(MODELS)]
+                labels = [("run_latency", "completed")] + [
+                    ("model_latency", f"model-{m}") for m in range(MODELS)
+                ]
                 labels += [("decision_latency", "review")]
                 for kind, label in labels:
                     for bucket in BUCKETS:
@@ -185,7 +187,9 @@ def main() -> None:
         print(f"{monitor.name:<40} {statistics.median(times):>10.2f} {p95:>10.2f}  {value}")
     t = time.perf_counter()
     evaluate_monitors(now=now + timedelta(minutes=5))
-    print(f"every monitor once (the periodic job, {len(monitors)} monitors): {(time.perf_counter() - t) * 1000:.1f} ms")
+    print(
+        f"every monitor once (the periodic job, {len(monitors)} monitors): {(time.perf_counter() - t) * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -829,6 +829,7 @@ class PromotionRequest(models.Model):
 
 
 from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)
+from runs.models_monitors import Monitor, MonitorChange, MonitorMetric, MonitorSample, MonitorState  # noqa: E402,F401
 from runs.models_rollups import (  # noqa: E402,F401
     CostRollup,
     MetricRollup,
@@ -837,4 +838,3 @@ from runs.models_rollups import (  # noqa: E402,F401
     RunRollup,
 )
 from runs.models_workers import WorkerLease  # noqa: E402,F401
-from runs.models_monitors import Monitor, MonitorChange, MonitorMetric, MonitorSample, MonitorState  # noqa: E402,F401

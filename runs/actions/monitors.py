@@ -14,7 +14,7 @@ import math
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -88,7 +88,9 @@ def interval() -> float:
     return float(getattr(settings, "WORKBENCH_MONITOR_INTERVAL", 60))
 
 
-def next_state(current: str, value: float | None, *, warning: float | None, alert: float, margin: float) -> str:
+def next_state(
+    current: str, value: float | None, *, warning: float | None, alert: float, margin: float
+) -> str:
     """The state after a reading, with hysteresis: a line is crossed at its value and left only
     below ``line * (1 - margin)``, so a value hovering at the line does not flap. No value: no
     change."""
@@ -156,6 +158,38 @@ def _boolean(data: Mapping[str, Any], key: str) -> bool:
     return value
 
 
+def _merged(data: Mapping[str, Any], current: Monitor | None) -> dict[str, Any]:
+    """``data`` over ``current``'s fields (REST names); a changed metric drops the filters it
+    does not name again (they fall back to their defaults)."""
+    merged: dict[str, Any] = {}
+    if current is not None:
+        merged = {key: getattr(current, attr) for key, attr in FIELDS.items()}
+        if "metric" in data and data["metric"] != current.metric:
+            for key in FILTER_FIELDS - set(data):
+                merged.pop(key, None)
+    merged.update(data)
+    return merged
+
+
+def _refuse_unread_filters(data: Mapping[str, Any], metric: str, current: Monitor | None) -> frozenset[str]:
+    allowed = FILTERS[metric]
+    given = {
+        key
+        for key in FILTER_FIELDS
+        if data.get(key) not in (None, "") and not (current and data[key] == getattr(current, FIELDS[key]))
+    }
+    refused = sorted(given - allowed)
+    if refused:
+        raise _bad(
+            f"{metric} does not read {', '.join(refused)} (it reads {', '.join(sorted(allowed))})", refused[0]
+        )
+    return allowed
+
+
+def _optional(merged: Mapping[str, Any], key: str, read, default):
+    return default if merged.get(key) is None else read(merged, key)
+
+
 def check_monitor(data: Mapping[str, Any], current: Monitor | None = None) -> dict[str, Any]:
     """The model fields of a monitor made of ``data`` (REST names; over ``current`` when given).
     Raises ActionError INVALID_INPUT naming the field; nothing is changed then."""
@@ -164,31 +198,11 @@ def check_monitor(data: Mapping[str, Any], current: Monitor | None = None) -> di
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise _bad(f"unknown field(s): {', '.join(map(str, unknown))}", "")
-    merged: dict[str, Any] = {}
-    if current is not None:
-        merged = {key: getattr(current, attr) for key, attr in FIELDS.items()}
-        for key in ("warning",):
-            merged[key] = current.warning
-        # a metric changed: filters it does not read fall back to their defaults
-        if "metric" in data and data["metric"] != current.metric:
-            for key in FILTER_FIELDS - set(data):
-                merged.pop(key, None)
-    merged.update(data)
+    merged = _merged(data, current)
     metric = merged.get("metric")
     if metric not in MonitorMetric.values:
         raise _bad(f"metric must be one of {', '.join(MonitorMetric.values)}", "metric")
-    allowed = FILTERS[metric]
-    given = {
-        k
-        for k in FILTER_FIELDS
-        if k in data and data[k] not in (None, "") and not (current and data[k] == getattr(current, FIELDS[k]))
-    }
-    refused = sorted(given - allowed)
-    if refused:
-        raise _bad(
-            f"{metric} does not read {', '.join(refused)} (it reads {', '.join(sorted(allowed)) or 'no filter'})",
-            refused[0],
-        )
+    allowed = _refuse_unread_filters(data, metric, current)
     name = _text(merged, "name", 100)
     if not name:
         raise _bad("name is required", "name")
@@ -196,19 +210,17 @@ def check_monitor(data: Mapping[str, Any], current: Monitor | None = None) -> di
         "name": name,
         "metric": metric,
         "workflow_id": _text(merged, "workflow", 200),
-        "model": _text(merged, "model", 200) if "model" in allowed else "",
-        "prompt": _text(merged, "prompt", 200) if "prompt" in allowed else "",
-        "gate": _text(merged, "gate", 200) if "gate" in allowed else "",
-        "minutes": _integer(merged, "minutes", 0, 10_080) if merged.get("minutes") is not None else 30,
-        "window_days": _integer(merged, "windowDays", 1, 366) if merged.get("windowDays") is not None else 1,
+        **{attr: _text(merged, attr, 200) if attr in allowed else "" for attr in ("model", "prompt", "gate")},
+        "minutes": _optional(merged, "minutes", lambda m, k: _integer(m, k, 0, 10_080), 30),
+        "window_days": _optional(merged, "windowDays", lambda m, k: _integer(m, k, 1, 366), 1),
         "currency": (_text(merged, "currency", 8) or "USD").upper(),
         "alert": _number(merged, "alert"),
         "warning": _number(merged, "warning", optional=True),
-        "margin": 0.1 if merged.get("margin") is None else _number(merged, "margin"),
-        "email_owners": _boolean(merged, "emailOwners") if merged.get("emailOwners") is not None else False,
-        "enabled": _boolean(merged, "enabled") if merged.get("enabled") is not None else True,
+        "margin": _optional(merged, "margin", _number, 0.1),
+        "email_owners": _optional(merged, "emailOwners", _boolean, False),
+        "enabled": _optional(merged, "enabled", _boolean, True),
     }
-    if fields["margin"] is None or fields["margin"] >= 1:
+    if fields["margin"] >= 1:
         raise _bad("margin must be a fraction from 0 to under 1 (0.1: leave a line 10% below it)", "margin")
     if fields["warning"] is not None and fields["warning"] > fields["alert"]:
         raise _bad("warning must not be above alert", "warning")
@@ -234,7 +246,9 @@ def do_update_monitor(*, workspace: Workspace, monitor_id: object, data: Mapping
         monitor = get_monitor(workspace, monitor_id)
         fields = check_monitor(data, monitor)
         reading_changes = any(
-            getattr(monitor, k) != v for k, v in fields.items() if k not in ("name", "email_owners", "enabled")
+            getattr(monitor, k) != v
+            for k, v in fields.items()
+            if k not in ("name", "email_owners", "enabled")
         )
         for key, value in fields.items():
             setattr(monitor, key, value)
@@ -322,7 +336,12 @@ def _notify(monitor: Monitor, change: MonitorChange, reading: Reading) -> int:
         return 0
     now = timezone.now()
     body = envelope(MONITOR_STATE_CHANGED, _message_data(monitor, change, reading, workspace), at=now)
-    common = {"workspace": workspace, "event_type": MONITOR_STATE_CHANGED, "payload": body, "next_attempt_at": now}
+    common = {
+        "workspace": workspace,
+        "event_type": MONITOR_STATE_CHANGED,
+        "payload": body,
+        "next_attempt_at": now,
+    }
     rows = [
         Delivery(
             public_id=new_message_id(),
@@ -346,11 +365,15 @@ def evaluate_monitor(monitor_pk: int, *, now: datetime | None = None) -> Evaluat
     the monitor's row locked (two workers evaluating it at once announce a change once)."""
     now = now or timezone.now()
     with transaction.atomic():
-        monitor = Monitor.objects.select_for_update().select_related("workspace").filter(pk=monitor_pk).first()
+        monitor = (
+            Monitor.objects.select_for_update().select_related("workspace").filter(pk=monitor_pk).first()
+        )
         if monitor is None or not monitor.enabled:
             return None
         reading = _measure(monitor, now)
-        state = next_state(monitor.state, reading.value, warning=monitor.warning, alert=monitor.alert, margin=monitor.margin)
+        state = next_state(
+            monitor.state, reading.value, warning=monitor.warning, alert=monitor.alert, margin=monitor.margin
+        )
         changed = state != monitor.state
         sent = 0
         if changed:
@@ -381,4 +404,3 @@ def evaluate_monitors(*, now: datetime | None = None) -> list[Evaluated]:
         if done is not None:
             out.append(done)
     return out
-

@@ -45,8 +45,8 @@ from runs.api.webhooks import router as webhooks_router
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors.bundles import PROTOCOL_VERSION
-from runs.selectors.runs import RunNotFound
 from runs.selectors.monitors import MonitorNotFound
+from runs.selectors.runs import RunNotFound
 from runs.selectors.webhooks import WebhookNotFound
 from runs.web.spool import BodyIncomplete
 from runs.web.uploads import request_limit

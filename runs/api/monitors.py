@@ -36,7 +36,9 @@ class MonitorIn(Schema):
     workflow: str | None = Field(default=None, description="Only this workflow's runs (any metric).")
     model: str | None = Field(default=None, description="cost_hour, cost_day, latency_p95 (model latency).")
     prompt: str | None = Field(default=None, description='cost_hour, cost_day: a prompt version "name@N".')
-    gate: str | None = Field(default=None, description="gates_waiting, decision_p95, rejection_rate: a step id.")
+    gate: str | None = Field(
+        default=None, description="gates_waiting, decision_p95, rejection_rate: a step id."
+    )
     minutes: int | None = Field(default=None, description="gates_waiting: waiting longer than this (30).")
     windowDays: int | None = Field(default=None, description="Run days read, today included (1).")
     currency: str | None = Field(default=None, description="cost_hour, cost_day: the currency summed (USD).")

@@ -69,10 +69,18 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
 def _monitor_lines(data: dict) -> tuple[str, list[str], str | None, str | None]:
     found = data.get("monitor")
     monitor: dict = found if isinstance(found, dict) else {}
-    headline = f"{MONITOR_HEADLINES.get(str(data.get('to')), 'Monitor')}: {monitor.get('name') or monitor.get('id')}"
+    headline = (
+        f"{MONITOR_HEADLINES.get(str(data.get('to')), 'Monitor')}: {monitor.get('name') or monitor.get('id')}"
+    )
     unit = monitor.get("unit") or ""
     value = data.get("value")
-    shown = "no data" if value is None else f"{value:g} {unit}".strip() if isinstance(value, (int, float)) else str(value)
+    shown = (
+        "no data"
+        if value is None
+        else f"{value:g} {unit}".strip()
+        if isinstance(value, (int, float))
+        else str(value)
+    )
     lines = [
         f"State: {data.get('from')} -> {data.get('to')}",
         f"Value: {shown} ({monitor.get('metric')})",

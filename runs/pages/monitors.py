@@ -74,7 +74,9 @@ def monitors(request: HttpRequest) -> HttpResponse:
         {
             "monitor": m,
             "history": history[m.pk],
-            "unit": m.currency if UNITS[MonitorMetric(m.metric)] == "currency" else UNITS[MonitorMetric(m.metric)],
+            "unit": m.currency
+            if UNITS[MonitorMetric(m.metric)] == "currency"
+            else UNITS[MonitorMetric(m.metric)],
             "label": MonitorMetric(m.metric).label,
         }
         for m in listed

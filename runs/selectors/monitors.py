@@ -113,8 +113,8 @@ def cost_by_day(monitor: Monitor, first: date, today: date) -> dict[date, Decima
     """The cost of the calls made on each day ``first`` .. ``today`` in the monitor's currency
     (decimal text summed exactly, as the dashboard does)."""
     out: dict[date, Decimal] = {}
-    for call_day, cost in _cost_rows(monitor, first, today).values_list("call_day", "cost").iterator(
-        chunk_size=5000
+    for call_day, cost in (
+        _cost_rows(monitor, first, today).values_list("call_day", "cost").iterator(chunk_size=5000)
     ):
         day = date.fromisoformat(call_day)
         out[day] = out.get(day, Decimal(0)) + _decimal(cost)
@@ -226,7 +226,7 @@ def gates_waiting(monitor: Monitor, now: datetime) -> Reading:
                 continue
             # a gate implied by the step's policy has no request: it waits at least since the
             # run last changed (the change that made it decidable, or a later one)
-            since = to_datetime(gate["requestedAt"]) if gate.get("requestedAt") else changed
+            since = (to_datetime(gate["requestedAt"]) if gate.get("requestedAt") else None) or changed
             if since <= before:
                 count += 1
                 oldest = min(oldest, started.date())

@@ -63,7 +63,12 @@ def test_cost_per_hour_fires_once_stays_quiet_and_resolves_once(workspace, workf
         assert [e.changed for e in evaluate_monitors(now=t0 + timedelta(minutes=1))] == [False]
         _spend(workspace, "run_spend", [0.5])  # 1.20 within the hour: crosses it
         (fired,) = evaluate_monitors(now=t0 + timedelta(minutes=2))
-        assert (fired.state, fired.changed, fired.value, fired.deliveries) == ("alert", True, pytest.approx(1.2), 2)
+        assert (fired.state, fired.changed, fired.value, fired.deliveries) == (
+            "alert",
+            True,
+            pytest.approx(1.2),
+            2,
+        )
         assert deliver_due() == 2 and len(hook_rx.hits) == 1 and len(slack_rx.hits) == 1
         _spend(workspace, "run_spend", [0.1])  # still above: no new message
         for minute in (3, 4, 5):
@@ -80,7 +85,10 @@ def test_cost_per_hour_fires_once_stays_quiet_and_resolves_once(workspace, workf
         assert len(hook_rx.hits) == 2 and len(slack_rx.hits) == 2
 
     fired_msg, resolved_msg = (Verifier(signed.secret).verify(h.body, h.headers) for h in hook_rx.hits)
-    assert fired_msg["type"] == EVENT and (fired_msg["data"]["from"], fired_msg["data"]["to"]) == ("ok", "alert")
+    assert fired_msg["type"] == EVENT and (fired_msg["data"]["from"], fired_msg["data"]["to"]) == (
+        "ok",
+        "alert",
+    )
     assert fired_msg["data"]["monitor"]["id"] == monitor.public_id
     assert fired_msg["data"]["value"] == pytest.approx(1.2)
     today = t0.date().isoformat()

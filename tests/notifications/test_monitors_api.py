@@ -37,7 +37,11 @@ def test_create_list_update_delete(workspace):
     assert [m["id"] for m in api.get("/api/monitors").json()] == [body["id"]]
     changed = api.send("PATCH", f"/api/monitors/{body['id']}", {"alert": 8, "name": "Spend!"})
     assert changed.status_code == 200, changed.content
-    assert (changed.json()["alert"], changed.json()["name"], changed.json()["model"]) == (8, "Spend!", "gpt-x")
+    assert (changed.json()["alert"], changed.json()["name"], changed.json()["model"]) == (
+        8,
+        "Spend!",
+        "gpt-x",
+    )
     assert api.get(f"/api/monitors/{body['id']}").json()["history"] == []
     assert api.delete(f"/api/monitors/{body['id']}").status_code == 204
     assert api.get(f"/api/monitors/{body['id']}").status_code == 404
@@ -85,11 +89,15 @@ def test_read_tokens_list_but_do_not_write(workspace):
 
 
 def test_another_workspaces_monitor_is_404(workspace, other_workspace):
-    theirs = do_create_monitor(workspace=other_workspace, data={"name": "t", "metric": "cost_day", "alert": 3})
+    theirs = do_create_monitor(
+        workspace=other_workspace, data={"name": "t", "metric": "cost_day", "alert": 3}
+    )
     api = _client(workspace)
     assert api.get("/api/monitors").json() == []
     for method in ("GET", "PATCH", "DELETE"):
-        answer = api.send(method, f"/api/monitors/{theirs.public_id}", {"alert": 1} if method == "PATCH" else None)
+        answer = api.send(
+            method, f"/api/monitors/{theirs.public_id}", {"alert": 1} if method == "PATCH" else None
+        )
         assert answer.status_code == 404 and answer.json()["code"] == "MONITOR_NOT_FOUND"
     theirs.refresh_from_db()
     assert theirs.alert == 3
@@ -105,7 +113,12 @@ def test_page_owner_creates_edits_deletes_viewer_only_reads(workspace, alice, ve
     )  # fmt: skip
     assert created.status_code == 302, created.content
     monitor = Monitor.objects.get()
-    assert (monitor.metric, monitor.alert, monitor.warning, monitor.workflow_id) == ("error_rate", 10, 5, "wf-demo")
+    assert (monitor.metric, monitor.alert, monitor.warning, monitor.workflow_id) == (
+        "error_rate",
+        10,
+        5,
+        "wf-demo",
+    )
     page = owner.get("/monitors/").content.decode()
     assert "Errors &lt;b&gt;" in page and "Errors <b>" not in page
     assert f'id="monitor-{monitor.public_id}"' in page and 'name="csrfmiddlewaretoken"' in page
@@ -151,7 +164,9 @@ def test_rollup_metrics_error_rate_rejections_and_waiting_gates(workspace, workf
     actions.do_command(workspace=workspace, run_id="run_n1", command=c.FailRun(reason="rejected"))
     now = timezone.now()
     values = {e.monitor: e for e in evaluate_monitors(now=now)}
-    assert values[rate.public_id].value == 100.0 and values[rate.public_id].state == "alert"  # 1 of 1 finished
+    assert (
+        values[rate.public_id].value == 100.0 and values[rate.public_id].state == "alert"
+    )  # 1 of 1 finished
     assert values[rejections.public_id].value == 100.0 and values[rejections.public_id].state == "alert"
     assert values[waiting.public_id].value == 0.0  # run_n2's gate waits, not yet 10 minutes
     later = {e.monitor: e for e in evaluate_monitors(now=now + timedelta(minutes=11))}
