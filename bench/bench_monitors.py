@@ -2,13 +2,15 @@
 
 A monitor reads the rollups (CostRollup, RunRollup, MetricRollup), never the events, so its cost
 grows with the rollup rows of the days it reads, not with the runs. The tables are filled directly
-(bulk inserts of rows shaped as the write path keeps them): BENCH_MONITOR_DAYS days (365) x 4
+(bulk inserts of rows shaped as the write path keeps them): BENCH_MONITOR_DAYS days (60) x 4
 shards x BENCH_MONITOR_WORKFLOWS workflows (10) x BENCH_MONITOR_MODELS models (5) cost rows, the
 same days x shards x workflows run counters, and latency histograms (20 buckets of run durations
-per workflow, of model latencies per model, of times to decision per gate) plus decisions. That
-is what a workspace with a million runs over a year leaves in the rollups (the row count depends
-on days x labels x shards, not on the number of runs; BENCH_MONITOR_RUNS only sets the counts
-written into them). BENCH_MONITOR_WAITING runs wait at a gate (gates_waiting reads them).
+per workflow, of model latencies per model, of times to decision per gate) plus decisions: about
+357,000 rollup rows at 60 days, which the fill takes minutes to write on SQLite (a year is 2.1
+million metric rows: BENCH_MONITOR_DAYS=365 where there is time). The row count depends on days
+x labels x shards, not on the number of runs (BENCH_MONITOR_RUNS, 1,000,000, only sets the counts
+written into them), and a monitor reads only the days of its window through the rollups'
+(workspace, run day) indexes. BENCH_MONITOR_WAITING runs wait at a gate (gates_waiting reads them).
 
 Printed: the rows of each table, then per metric the median and p95 of BENCH_MONITOR_REPEAT (20)
 evaluations (``evaluate_monitor``: the read, the state, the transaction), and one evaluation of
@@ -30,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DAYS = int(os.environ.get("BENCH_MONITOR_DAYS", "365"))
+DAYS = int(os.environ.get("BENCH_MONITOR_DAYS", "60"))
 WORKFLOWS = int(os.environ.get("BENCH_MONITOR_WORKFLOWS", "10"))
 MODELS = int(os.environ.get("BENCH_MONITOR_MODELS", "5"))
 RUNS = int(os.environ.get("BENCH_MONITOR_RUNS", "1000000"))
