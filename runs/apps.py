@@ -42,6 +42,7 @@ class RunsConfig(AppConfig):
             "runs.background.escalation.escalate_gates",
             "runs.background.escalation.interval",
         )
+        register("monitors", "runs.background.jobs.monitors", "runs.actions.monitors.interval")
 
         from django.conf import settings
 

@@ -49,6 +49,7 @@ RUN_COMPLETED = "run.completed"
 RUN_FAILED = "run.failed"
 RUN_CANCELLED = "run.cancelled"
 RUN_DIVERGED = "run.diverged"
+MONITOR_STATE_CHANGED = "monitor.state_changed"  # runs.actions.monitors: a monitor changed state
 EVENT_TYPES: tuple[str, ...] = (
     GATE_REQUESTED,
     GATE_RESOLVED,
@@ -56,6 +57,7 @@ EVENT_TYPES: tuple[str, ...] = (
     RUN_FAILED,
     RUN_CANCELLED,
     RUN_DIVERGED,
+    MONITOR_STATE_CHANGED,
 )
 # Sent by the "Send test event" button only; hooks never subscribe to it.
 TEST_EVENT = "webhook.test"

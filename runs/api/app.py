@@ -34,6 +34,7 @@ from runs.api.gatepolicy import router as gate_policy_router
 from runs.api.gates import router as gates_router
 from runs.api.ledger import router as ledger_router
 from runs.api.ledger import runs_router as run_ledger_router
+from runs.api.monitors import router as monitors_router
 from runs.api.other_doors import with_other_doors
 from runs.api.prices import router as prices_router
 from runs.api.prompts import labels_router as prompt_labels_router
@@ -45,6 +46,7 @@ from runs.api.webhooks import router as webhooks_router
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode, ProtocolError
 from runs.selectors.bundles import PROTOCOL_VERSION
+from runs.selectors.monitors import MonitorNotFound
 from runs.selectors.runs import RunNotFound
 from runs.selectors.webhooks import WebhookNotFound
 from runs.web.spool import BodyIncomplete
@@ -235,6 +237,11 @@ def _webhook_not_found(request, exc: WebhookNotFound):
     return error_response(request, "WEBHOOK_NOT_FOUND", "no such webhook", 404)
 
 
+@api.exception_handler(MonitorNotFound)
+def _monitor_not_found(request, exc: MonitorNotFound):
+    return error_response(request, "MONITOR_NOT_FOUND", "no such monitor", 404)
+
+
 @api.exception_handler(Http404)
 def _not_found(request, exc):
     return error_response(request, errors.NOT_FOUND, "not found")
@@ -350,6 +357,7 @@ def _register_routers() -> None:
     api.add_router("/ledger", ledger_router)
     api.add_router("/webhooks", webhooks_router)
     api.add_router("/gate-policies", gate_policy_router)
+    api.add_router("/monitors", monitors_router)
     api.add_router("/prompts", prompts_router)
     api.add_router("/prompt-labels", prompt_labels_router)
 

@@ -41,7 +41,8 @@ class WebhookIn(Schema):
         description="Where to POST (http or https; public addresses unless the operator allows others)."
     )
     events: list[str] = Field(
-        description="Any of gate.requested, gate.resolved, run.completed, run.failed, run.cancelled, run.diverged."
+        description="Any of gate.requested, gate.resolved, run.completed, run.failed, run.cancelled, run.diverged, "
+        "monitor.state_changed."
     )
     description: str | None = Field(default=None, max_length=200)
 

@@ -14,6 +14,7 @@ from django_tasks_db.models import DBTaskResult
 
 from runs.actions import responsecache
 from runs.actions.importjobs import recover_import_jobs
+from runs.actions.monitors import evaluate_monitors
 from runs.actions.retention import do_prune_runs
 from runs.notifications.tasks import schedule as schedule_deliveries
 from runs.telemetry import transcript_log
@@ -27,6 +28,11 @@ PERIODIC_TASK = "runs.background.periodic.periodic"
 def look_at_outbox() -> None:
     """One look at the notification outbox on its queue: deliveries whose task was lost go out."""
     schedule_deliveries()
+
+
+def monitors() -> int:
+    """Every enabled monitor evaluated once from the rollups; returns how many changed state."""
+    return sum(1 for done in evaluate_monitors() if done.changed)
 
 
 def end_quiet_traces() -> int:

@@ -14,7 +14,9 @@ SUBJECTS = {
     "run.diverged": "Replay diverged",
     "webhook.test": "Test event",
     "webhook.disabled": "A webhook was disabled",
+    "monitor.state_changed": "Monitor",
 }
+MONITOR_HEADLINES = {"alert": "Monitor alert", "warning": "Monitor warning", "ok": "Monitor resolved"}
 
 
 def _run(data: dict) -> dict:
@@ -53,6 +55,8 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
         )
     if run.get("reason"):
         details.append(f"Reason: {run['reason']}")
+    if kind == "monitor.state_changed":
+        return _monitor_lines(data)
     if kind == "webhook.disabled":
         details += [f"Webhook: {data.get('url')}", f"Why: {data.get('reason')}"]
         return headline, details, data.get("settingsUrl"), "Open the webhook settings"
@@ -64,6 +68,31 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
     if run.get("url"):
         return headline, details, run["url"], "Open the run"
     return headline, details, None, None
+
+
+def _monitor_lines(data: dict) -> tuple[str, list[str], str | None, str | None]:
+    found = data.get("monitor")
+    monitor: dict = found if isinstance(found, dict) else {}
+    headline = (
+        f"{MONITOR_HEADLINES.get(str(data.get('to')), 'Monitor')}: {monitor.get('name') or monitor.get('id')}"
+    )
+    unit = monitor.get("unit") or ""
+    value = data.get("value")
+    shown = (
+        "no data"
+        if value is None
+        else f"{value:g} {unit}".strip()
+        if isinstance(value, (int, float))
+        else str(value)
+    )
+    lines = [
+        f"State: {data.get('from')} -> {data.get('to')}",
+        f"Value: {shown} ({monitor.get('metric')})",
+        f"Lines: warning {monitor.get('warning') if monitor.get('warning') is not None else '-'}, alert {monitor.get('alert')}",
+    ]
+    if data.get("workspace"):
+        lines.append(f"Workspace: {data['workspace']}")
+    return headline, lines, data.get("dashboardUrl"), "Open the dashboard"
 
 
 def _slack_escape(text: str) -> str:

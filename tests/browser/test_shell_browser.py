@@ -28,6 +28,9 @@ call_command("demo_data", url="http://127.0.0.1/")
 rita = get_user_model().objects.create_user("rita", password="rita-password-123")
 add_member(get_or_create_workspace("demo"), rita, "owner")
 add_member(get_or_create_workspace("side", name="Side project"), rita, "viewer")
+from runs.actions.monitors import do_create_monitor, evaluate_monitors
+do_create_monitor(workspace=get_or_create_workspace("demo"), data={"name": "Errors", "metric": "error_rate", "warning": 0, "alert": 50, "windowDays": 30})
+evaluate_monitors()
 """
 
 WAITING_RUN = "run_demo_waiting"  # replaced by the fixture with the demo's run waiting at a gate
@@ -51,6 +54,7 @@ PAGES = {
     "members": "/members/",
     "tokens": "/workspace/tokens/",
     "webhooks": "/settings/webhooks/",
+    "monitors": "/monitors/",
     "notifications": "/settings/notifications/",
     "invitations": "/workspace/invitations/",
     "compare": "/compare/?a=run_demo_jobsearch&b=run_demo_nightly_batch",

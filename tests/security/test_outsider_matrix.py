@@ -116,6 +116,9 @@ WRITE_BODIES = {
     ),
     ("api:delete_webhook", "DELETE"): lambda w: b"",
     ("api:set_gate_policy", "PUT"): lambda w: _json({"policy": {"quorum": 2, "separationOfDuties": True}}),
+    ("api:create_monitor", "POST"): lambda w: _json({"name": "new", "metric": "cost_day", "alert": 5}),
+    ("api:update_monitor", "PATCH"): lambda w: _json({"alert": 9}),
+    ("api:delete_monitor", "DELETE"): lambda w: b"",
     ("api:create_queue", "POST"): lambda w: _json(
         {"name": "new", "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}]}
     ),

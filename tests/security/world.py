@@ -42,6 +42,8 @@ IMPORT_JOB_ID = "imp_victim0000000000000001"  # a background import of acme (its
 MISSING_IMPORT_JOB_ID = "imp_victim0000000000000009"
 PROMOTION_ID = 731991  # a pending promotion request of that prompt's production label
 MISSING_PROMOTION_ID = 731993
+MONITOR_ID = "mon_victim0000000000001"  # a monitor of acme (its name carries CANARY)
+MISSING_MONITOR_ID = "mon_victim0000000000009"
 
 
 @dataclass
@@ -89,6 +91,7 @@ class World:
             "job_id": MISSING_IMPORT_JOB_ID if missing else IMPORT_JOB_ID,
             "queue_id": MISSING_QUEUE_ID if missing else QUEUE_ID,
             "item_id": MISSING_ITEM_ID if missing else ITEM_ID,
+            "monitor_id": MISSING_MONITOR_ID if missing else MONITOR_ID,
             "seq": 1,
             "artifact_key": "notes",
         }
@@ -104,7 +107,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     from playground.models import Execution, SavedPrompt
     from runs import actions
     from runs.engine import commands as c
-    from runs.models import CachedResponse, Delivery, Event, ImportJob, Invitation, Webhook
+    from runs.models import CachedResponse, Delivery, Event, ImportJob, Invitation, Monitor, Webhook
 
     run = actions.do_start_run(
         workspace=workspace,
@@ -183,6 +186,10 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
         next_attempt_at=timezone.now(),
     )
     saved = SavedPrompt.objects.create(workspace=workspace, name=f"saved {CANARY}", prompt=CANARY)
+    Monitor.objects.create(
+        public_id=MONITOR_ID, workspace=workspace, name=f"spend {CANARY}", metric="cost_hour",
+        workflow_id=CANARY, alert=1.0,
+    )  # fmt: skip
     _evals(workspace)
     io_seq = Event.objects.get(run=run, type="model_io").seq
     read = create_token(workspace=workspace, name=f"reader {CANARY}", scopes=["read"])
