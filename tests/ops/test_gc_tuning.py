@@ -55,7 +55,8 @@ def test_the_server_settles_its_heap_when_its_asgi_module_loads(restored_collect
     assert gc.get_threshold()[0] == gc_tuning.YOUNG_THRESHOLD
 
 
-def test_the_otlp_worker_settles_its_heap_when_it_starts(restored_collector, settings, tmp_path):
+def test_the_otlp_worker_settles_its_heap_when_it_starts(restored_collector, settings, tmp_path, db):
+    # db: a connection opened by an earlier test gets its WAL schedule set at once (a cursor)
     from django.db.backends.signals import connection_created
 
     from runs.telemetry import otlp_worker, transcript_log
