@@ -80,6 +80,7 @@ class Action(StrEnum):
     PROTECT_LABEL = "protect_label"  # which labels of the workspace are protected
     REVIEW_QUEUE_ITEMS = "review_queue_items"  # claim, score and skip annotation queue items
     MANAGE_QUEUES = "manage_queues"  # create and delete annotation queues, add their items
+    MANAGE_JUDGES = "manage_judges"  # attach gate judges, their budgets and delegation policies
 
 
 ACTION_SCOPES: dict[Action, frozenset[str]] = {
@@ -114,6 +115,8 @@ ACTION_SCOPES: dict[Action, frozenset[str]] = {
     # pipelines that add items) manage them; viewers do neither
     Action.REVIEW_QUEUE_ITEMS: frozenset({REVIEW}),
     Action.MANAGE_QUEUES: frozenset({WRITE, MANAGE}),
+    # who may let a machine decide a gate: owners (and manage tokens), never reviewers
+    Action.MANAGE_JUDGES: frozenset({MANAGE}),
 }
 
 assert set(ACTION_SCOPES) == set(Action), "every action needs a row"

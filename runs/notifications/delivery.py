@@ -34,7 +34,7 @@ from django.core.mail import send_mail
 from django.utils import timezone
 
 from runs.actions.notify import schedule_deliveries
-from runs.actions.outbox import GATE_REQUESTED, HOOK_DISABLED, STARTER_EVENTS, TEST_EVENT
+from runs.actions.outbox import GATE_REQUESTED, HOOK_DISABLED, JUDGE_SUSPENDED, STARTER_EVENTS, TEST_EVENT
 from runs.actions.permissions import Action, role_allows
 from runs.actions.webhooks import Outcome, claim_due, egress_message, record_attempt
 from runs.models import Delivery, DeliveryChannel, Membership
@@ -180,6 +180,8 @@ def _may_receive(delivery: Delivery) -> bool:
         return role_allows(role, Action.RESOLVE_GATE)
     if delivery.event_type == HOOK_DISABLED:
         return role_allows(role, Action.MANAGE_WEBHOOKS)
+    if delivery.event_type == JUDGE_SUSPENDED:
+        return role_allows(role, Action.MANAGE_JUDGES)
     if delivery.event_type in STARTER_EVENTS:
         return role_allows(role, Action.VIEW_RUN)
     return False

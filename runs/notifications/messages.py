@@ -13,6 +13,7 @@ SUBJECTS = {
     "run.diverged": "Replay diverged",
     "webhook.test": "Test event",
     "webhook.disabled": "A webhook was disabled",
+    "judge.suspended": "A gate judge's delegation was suspended",
 }
 
 
@@ -55,6 +56,14 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
     if kind == "webhook.disabled":
         details += [f"Webhook: {data.get('url')}", f"Why: {data.get('reason')}"]
         return headline, details, data.get("settingsUrl"), "Open the webhook settings"
+    if kind == "judge.suspended":
+        judge = data.get("judge") if isinstance(data.get("judge"), dict) else {}
+        details += [
+            f"Judge: {judge.get('label')}",
+            f"Gate: {judge.get('gate')}",
+            f"Why: {data.get('reason')}",
+        ]
+        return headline, details, judge.get("url"), "Open the judge"
     if kind == "gate.requested":
         return headline, details, gate.get("url"), "Open the gate"
     if run.get("url"):
