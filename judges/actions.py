@@ -415,19 +415,33 @@ def record_outcomes(run: Run) -> list[Proposal]:
     return decided
 
 
+def _drift(judge: GateJudge) -> str:
+    """Why a running delegation no longer holds, "" while it does: the audit sample (at least
+    MIN_AUDIT decisions since delegation began) or the whole window agreeing less than the floor."""
+    audit = agreement_of(judge, audit_only=True)
+    if audit["n"] >= MIN_AUDIT and stats.below_floor(audit, floor=judge.kappa_floor):
+        shown = "undefined" if audit["kappa"] is None else f"{audit['kappa']:.3f}"
+        return f"kappa {shown} on the audit sample ({audit['n']} decisions) fell below the floor {judge.kappa_floor:g}"
+    window = agreement_of(judge)
+    if window["n"] >= MIN_ITEMS and stats.below_floor(window, floor=judge.kappa_floor):
+        shown = "undefined" if window["kappa"] is None else f"{window['kappa']:.3f}"
+        return f"kappa {shown} on the window ({window['n']} decisions) fell below the floor {judge.kappa_floor:g}"
+    return ""
+
+
 def check_drift(judge: GateJudge) -> bool:
-    """Suspend a delegation whose audit sample agrees less than the floor; the owners are told once
-    (the suspension and its message are one transaction, under the judge's row lock)."""
+    """Suspend a delegation whose people's decisions agree less than the floor; the owners are told
+    once (the suspension and its message are one transaction, under the judge's row lock)."""
     with transaction.atomic():
         judge = GateJudge.objects.select_for_update().get(pk=judge.pk)
         if judge.delegation == Delegation.OFF or judge.suspended_at is not None:
             return False
-        audit = agreement_of(judge, audit_only=True)
-        if audit["n"] < MIN_AUDIT or not stats.below_floor(audit, floor=judge.kappa_floor):
+        reason = _drift(judge)
+        if not reason:
             return False
-        shown = "undefined" if audit["kappa"] is None else f"{audit['kappa']:.3f}"
+        audit = agreement_of(judge, audit_only=True)
         judge.suspended_at = timezone.now()
-        judge.suspended_reason = f"kappa {shown} on the audit sample ({audit['n']} decisions) fell below the floor {judge.kappa_floor:g}"
+        judge.suspended_reason = reason[:500]
         judge.save(update_fields=["suspended_at", "suspended_reason"])
         tell_owners(
             judge.workspace,
@@ -440,7 +454,7 @@ def check_drift(judge: GateJudge) -> bool:
                     "url": f"{site_url()}/judges/{judge.judge_id}/",
                 },
                 "reason": judge.suspended_reason,
-                "agreement": {k: audit[k] for k in ("n", "kappa", "tpr", "tnr")},
+                "auditSample": {k: audit[k] for k in ("n", "kappa", "tpr", "tnr")},
             },
         )
     return True
@@ -455,7 +469,7 @@ def judge_run(run_pk: int) -> str:
     judges = judges_for_workflow(run.workspace_id, run.workflow_id)
     if not judges:
         return "no judge"
-    for judge in {p.judge for p in record_outcomes(run) if p.audit}:
+    for judge in {p.judge for p in record_outcomes(run)}:
         check_drift(judge)
     for _ in range(MAX_ROUNDS):
         run.refresh_from_db()

@@ -39,6 +39,7 @@ PARAM_KINDS: dict[str, str] = {
     "promotion_id": "promotion",  # a promotion request of a prompt's protected label
     "queue_id": "queue",  # an annotation queue (review)
     "item_id": "queue_item",  # an item of an annotation queue (below its queue)
+    "judge_id": "judge",  # a gate judge (judges)
     # Parameters below a run: they only ever narrow a run the caller must see first.
     "seq": "seq",
     "artifact_key": "artifact_key",
