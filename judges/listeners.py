@@ -26,7 +26,7 @@ def may_gate(change: RunChange) -> bool:
 
 
 def queue_judges(change: RunChange) -> None:
-    if not may_gate(change):
+    if change.workspace_id is None or not may_gate(change):
         return
     if not GateJudge.objects.filter(workspace_id=change.workspace_id, enabled=True).exists():
         return

@@ -94,7 +94,7 @@ def kappa_series(
         day = today - timedelta(days=back)
         stop = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=end.tzinfo)
         start = stop - timedelta(days=judge.window_days)
-        window = [_pair(d, o) for at, d, o in rows if start <= at < stop]
+        window = [_pair(d, o) for at, d, o in rows if at is not None and start <= at < stop]
         if window:
             out[day] = stats.agreement(window)["kappa"]
     return out

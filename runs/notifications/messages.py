@@ -57,7 +57,8 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
         details += [f"Webhook: {data.get('url')}", f"Why: {data.get('reason')}"]
         return headline, details, data.get("settingsUrl"), "Open the webhook settings"
     if kind == "judge.suspended":
-        judge = data.get("judge") if isinstance(data.get("judge"), dict) else {}
+        found = data.get("judge")
+        judge: dict = found if isinstance(found, dict) else {}
         details += [
             f"Judge: {judge.get('label')}",
             f"Gate: {judge.get('gate')}",

@@ -128,7 +128,7 @@ WRITE_BODIES = {
             "gate": "PAUSE_BEFORE",
             "config": {"rules": {"errors": True}},
         }
-    ),  # fmt: skip
+    ),
     ("api:set_judge_policy", "PUT"): lambda w: _json({"showToReviewers": True}),
     ("api:add_items", "POST"): lambda w: _json({"items": [{"runId": w.run.run_id}]}),
     ("api:claim_next", "POST"): lambda w: b"",
