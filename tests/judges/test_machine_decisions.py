@@ -28,7 +28,9 @@ def test_a_delegated_decision_shows_as_the_judges_everywhere(alice, workspace, w
     do_create_webhook(
         workspace=workspace, url="https://hooks.example/judge", events=["gate.resolved"], actor="user:alice"
     )
-    run = next(r for r in (gates.judged("approved") for _ in range(5)) if Proposal.objects.get(run=r).delegated)
+    run = next(
+        r for r in (gates.judged("approved") for _ in range(5)) if Proposal.objects.get(run=r).delegated
+    )
     event = Event.objects.get(run=run, type="human_gate_resolved")
     assert event.actor == "judge:reviewer@1"
 
