@@ -64,9 +64,9 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy --strict runs/protocol runs/engine runs/presenters runs/providers review/agreement.py review/rules.py sdk/python/workbench_sdk
-	DATABASE_URL=sqlite:///var/check.sqlite3 $(BIN)/mypy --config-file mypy-django.ini runs playground accounts workbench evals review
-	set -o pipefail; $(BIN)/radon cc -n E -s runs playground evals review accounts workbench --exclude "runs/protocol/canonical.py,*/migrations/*" | (! grep .)
+	$(BIN)/mypy --strict runs/protocol runs/engine runs/presenters runs/providers review/agreement.py review/rules.py judges/stats.py sdk/python/workbench_sdk
+	DATABASE_URL=sqlite:///var/check.sqlite3 $(BIN)/mypy --config-file mypy-django.ini runs playground accounts workbench evals review judges
+	set -o pipefail; $(BIN)/radon cc -n E -s runs playground evals review judges accounts workbench --exclude "runs/protocol/canonical.py,*/migrations/*" | (! grep .)
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py makemigrations --check --dry-run
 	DATABASE_URL=sqlite:///var/check.sqlite3 $(PY) manage.py check --fail-level WARNING
 	$(MAKE) --no-print-directory docs

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("runs", "playground", "evals", "accounts", "workbench")
+PACKAGES = ("runs", "playground", "evals", "judges", "accounts", "workbench")
 
 
 def module_name(path: Path) -> str:

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "runs",
     "playground",
     "review",
+    "judges",
     "accounts",
     "evals",
     "django_tasks_db",  # django.tasks' database backend: task rows, run by `manage.py worker`

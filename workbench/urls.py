@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 import evals.api
+import judges.api
 import review.api
 from accounts.login import ThrottledLoginView
 from runs.api import otlp
@@ -10,6 +11,7 @@ from workbench import discovery, docs
 
 evals.api.register(api)  # datasets and experiments join the one REST API before its URLs are built
 api.add_router("/review", review.api.router)  # annotation queues, likewise
+api.add_router("/judges", judges.api.router)  # gate judges, likewise
 
 urlpatterns = [
     *discovery.urlpatterns(),
@@ -26,6 +28,7 @@ urlpatterns = [
     path("playground/", include("playground.urls")),
     path("evals/", include("evals.urls")),
     path("review/", include("review.urls")),
+    path("judges/", include("judges.urls")),
     path("live/", include("runs.live.metrics")),
     path("", include("runs.urls")),
 ]

@@ -50,6 +50,7 @@ RUN_FAILED = "run.failed"
 RUN_CANCELLED = "run.cancelled"
 RUN_DIVERGED = "run.diverged"
 MONITOR_STATE_CHANGED = "monitor.state_changed"  # runs.actions.monitors: a monitor changed state
+JUDGE_SUSPENDED = "judge.suspended"  # a gate judge's delegation suspended itself (judges app)
 EVENT_TYPES: tuple[str, ...] = (
     GATE_REQUESTED,
     GATE_RESOLVED,
@@ -58,6 +59,7 @@ EVENT_TYPES: tuple[str, ...] = (
     RUN_CANCELLED,
     RUN_DIVERGED,
     MONITOR_STATE_CHANGED,
+    JUDGE_SUSPENDED,
 )
 # Sent by the "Send test event" button only; hooks never subscribe to it.
 TEST_EVENT = "webhook.test"
@@ -251,18 +253,22 @@ class Watcher:
     status: str
     gates: frozenset
 
-    def record(self, events: Sequence[dict], state: RunState, *, actor: str = "") -> int:
+    def record(
+        self, events: Sequence[dict], state: RunState, *, actor: str = "", channel: str = "page"
+    ) -> int:
         """Write the outbox rows this append causes; returns how many. The hooks and choices are
         read only when the append has something to say (most appends have not)."""
         wanted = self.found.wanted
-        candidates = [m for m in self._messages(events, state, actor) if m.event_type in wanted]
+        candidates = [m for m in self._messages(events, state, actor, channel) if m.event_type in wanted]
         if not candidates:
             return 0
         interest = interest_of(self.run.workspace_id, self.found)
         messages = [m for m in candidates if interest.wants(m.event_type, run=self.run)]
         return write_messages(self.run, interest, messages)
 
-    def _messages(self, events: Sequence[dict], state: RunState, actor: str) -> Iterable[Message]:
+    def _messages(
+        self, events: Sequence[dict], state: RunState, actor: str, channel: str = "page"
+    ) -> Iterable[Message]:
         run = self.run
         links = run_links(run.run_id)
         run_data = {"id": run.run_id, "title": _clip(run.title, 300), **links}
@@ -299,6 +305,7 @@ class Watcher:
                             "gate": event.get("gate"),
                             "decision": event.get("decision"),
                             "decidedBy": actor or None,
+                            "channel": channel,
                             "eventId": event.get("id"),
                             "url": links["url"] + "#gate-panel",
                         },
@@ -379,6 +386,28 @@ def write_messages(
                         recipient=pref.user,
                     )
                 )
+    if rows:
+        Delivery.objects.bulk_create(rows)
+        schedule_deliveries()
+    return len(rows)
+
+
+def tell_owners(workspace: Workspace, event_type: str, data: dict) -> int:
+    """One message about the workspace itself (not a run) to its owners: an e-mail to each owner
+    with an address, and a post to each enabled hook that subscribes to ``event_type``. Call it in
+    the transaction that records what it says (a rollback leaves no message behind)."""
+    body = envelope(event_type, {"workspace": workspace.slug, **data})
+    now = timezone.now()
+    rows = [
+        _row(workspace.pk, event_type, body, now, channel=DeliveryChannel.EMAIL, recipient=m.user)
+        for m in Membership.objects.filter(workspace=workspace, role=Role.OWNER).select_related("user")
+        if m.user.email and m.user.is_active
+    ]
+    found = listeners(workspace.pk)
+    for hook in found.hooks if found is not None else ():
+        if hook.wants(event_type):
+            channel = DeliveryChannel.SLACK if hook.kind == WebhookKind.SLACK else DeliveryChannel.WEBHOOK
+            rows.append(_row(workspace.pk, event_type, body, now, channel=channel, webhook_id=hook.pk))
     if rows:
         Delivery.objects.bulk_create(rows)
         schedule_deliveries()

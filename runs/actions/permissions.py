@@ -81,6 +81,7 @@ class Action(StrEnum):
     REVIEW_QUEUE_ITEMS = "review_queue_items"  # claim, score and skip annotation queue items
     MANAGE_QUEUES = "manage_queues"  # create and delete annotation queues, add their items
     MANAGE_GATE_POLICIES = "manage_gate_policies"  # quorum, separation of duties, assignment, escalation
+    MANAGE_JUDGES = "manage_judges"  # attach gate judges, their budgets and delegation policies
 
 
 ACTION_SCOPES: dict[Action, frozenset[str]] = {
@@ -116,6 +117,8 @@ ACTION_SCOPES: dict[Action, frozenset[str]] = {
     Action.REVIEW_QUEUE_ITEMS: frozenset({REVIEW}),
     Action.MANAGE_QUEUES: frozenset({WRITE, MANAGE}),
     Action.MANAGE_GATE_POLICIES: frozenset({MANAGE}),
+    # who may let a machine decide a gate: owners (and manage tokens), never reviewers
+    Action.MANAGE_JUDGES: frozenset({MANAGE}),
 }
 
 assert set(ACTION_SCOPES) == set(Action), "every action needs a row"

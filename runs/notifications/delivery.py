@@ -37,6 +37,7 @@ from runs.actions.notify import schedule_deliveries
 from runs.actions.outbox import (
     GATE_REQUESTED,
     HOOK_DISABLED,
+    JUDGE_SUSPENDED,
     MONITOR_STATE_CHANGED,
     STARTER_EVENTS,
     TEST_EVENT,
@@ -186,6 +187,8 @@ def _may_receive(delivery: Delivery) -> bool:
         return role_allows(role, Action.RESOLVE_GATE)
     if delivery.event_type == HOOK_DISABLED:
         return role_allows(role, Action.MANAGE_WEBHOOKS)
+    if delivery.event_type == JUDGE_SUSPENDED:
+        return role_allows(role, Action.MANAGE_JUDGES)
     if delivery.event_type in STARTER_EVENTS or delivery.event_type == MONITOR_STATE_CHANGED:
         return role_allows(role, Action.VIEW_RUN)
     return False

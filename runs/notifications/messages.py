@@ -15,6 +15,7 @@ SUBJECTS = {
     "webhook.test": "Test event",
     "webhook.disabled": "A webhook was disabled",
     "monitor.state_changed": "Monitor",
+    "judge.suspended": "A gate judge's delegation was suspended",
 }
 MONITOR_HEADLINES = {"alert": "Monitor alert", "warning": "Monitor warning", "ok": "Monitor resolved"}
 
@@ -63,6 +64,15 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
     if kind == "gate.escalated" and isinstance(data.get("escalation"), dict):
         waited = data["escalation"].get("waitedSeconds")
         details.append(f"Waiting: {waited} s (limit {data['escalation'].get('afterSeconds')} s)")
+    if kind == "judge.suspended":
+        found = data.get("judge")
+        judge: dict = found if isinstance(found, dict) else {}
+        details += [
+            f"Judge: {judge.get('label')}",
+            f"Gate: {judge.get('gate')}",
+            f"Why: {data.get('reason')}",
+        ]
+        return headline, details, judge.get("url"), "Open the judge"
     if kind in ("gate.requested", "gate.escalated"):
         return headline, details, gate.get("url"), "Open the gate"
     if run.get("url"):

@@ -114,6 +114,15 @@ def _render(value: Any, key: Any, depth: int, budget: _Budget, parts: list[str])
     parts.append(f'<div class="row">{_label(key)}{_scalar(value)}</div>')
 
 
+MACHINE_ACTOR_PREFIX = "judge:"  # a gate judge's decisions (judges app): judge:<name>@<version>
+
+
+@register.filter
+def is_machine(actor: Any) -> bool:
+    """Whether ``actor`` (an event's recorder) is a gate judge, not a person or a token."""
+    return isinstance(actor, str) and actor.startswith(MACHINE_ACTOR_PREFIX)
+
+
 @register.filter
 def json_tree(value: Any) -> SafeString:
     """Escaped, collapsible JSON tree (see module doc)."""

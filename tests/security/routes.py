@@ -40,6 +40,7 @@ PARAM_KINDS: dict[str, str] = {
     "queue_id": "queue",  # an annotation queue (review)
     "item_id": "queue_item",  # an item of an annotation queue (below its queue)
     "monitor_id": "monitor",  # /api/monitors/<id>: a workspace's monitor (runs.actions.monitors)
+    "judge_id": "judge",  # a gate judge (judges)
     # Parameters below a run: they only ever narrow a run the caller must see first.
     "seq": "seq",
     "artifact_key": "artifact_key",

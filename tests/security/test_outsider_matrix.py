@@ -123,6 +123,17 @@ WRITE_BODIES = {
         {"name": "new", "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}]}
     ),
     ("api:delete_queue", "DELETE"): lambda w: b"",
+    ("api:create_judge", "POST"): lambda w: _json(
+        {
+            "name": "new",
+            "kind": "rule",
+            "workflowId": "wf",
+            "stepId": "review",
+            "gate": "PAUSE_BEFORE",
+            "config": {"rules": {"errors": True}},
+        }
+    ),
+    ("api:set_judge_policy", "PUT"): lambda w: _json({"showToReviewers": True}),
     ("api:add_items", "POST"): lambda w: _json({"items": [{"runId": w.run.run_id}]}),
     ("api:claim_next", "POST"): lambda w: b"",
     ("api:submit_scores", "POST"): lambda w: _json({"itemId": "qi_victim0000001", "scores": {"ok": True}}),

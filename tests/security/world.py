@@ -40,6 +40,8 @@ PROMPT_NAME = "victim/prompt-a1"  # a prompt of acme (folders with "/"), its bod
 MISSING_PROMPT_NAME = "victim/prompt-z9"
 IMPORT_JOB_ID = "imp_victim0000000000000001"  # a background import of acme (its error names CANARY)
 MISSING_IMPORT_JOB_ID = "imp_victim0000000000000009"
+JUDGE_ID = "jg_victim000000000001"  # a gate judge of acme (judges), its name carries CANARY
+MISSING_JUDGE_ID = "jg_victim000000000009"
 PROMOTION_ID = 731991  # a pending promotion request of that prompt's production label
 MISSING_PROMOTION_ID = 731993
 MONITOR_ID = "mon_victim0000000000001"  # a monitor of acme (its name carries CANARY)
@@ -92,6 +94,7 @@ class World:
             "queue_id": MISSING_QUEUE_ID if missing else QUEUE_ID,
             "item_id": MISSING_ITEM_ID if missing else ITEM_ID,
             "monitor_id": MISSING_MONITOR_ID if missing else MONITOR_ID,
+            "judge_id": MISSING_JUDGE_ID if missing else JUDGE_ID,
             "seq": 1,
             "artifact_key": "notes",
         }
@@ -196,6 +199,7 @@ def build_world(workspace, other_workspace, alice, vera, charlie, workflow) -> W
     _oauth_token(workspace, alice)
     _prompt(workspace, alice)
     _review_queue(workspace, run)
+    _judge(workspace, run)
     ImportJob.objects.create(
         job_id=IMPORT_JOB_ID, workspace=workspace, file="gone.json", status="failed",
         error_code="INVALID_JSON", error_message=CANARY,
@@ -322,7 +326,7 @@ def fingerprint(workspace=None) -> dict[str, list]:
     from django.apps import apps
 
     out: dict[str, list] = {}
-    for label in ("runs", "accounts", "playground", "evals", "review", "oauth2_provider"):
+    for label in ("runs", "accounts", "playground", "evals", "review", "judges", "oauth2_provider"):
         for model in apps.get_app_config(label).get_models():
             fields = [f.attname for f in model._meta.concrete_fields if f.attname not in _READ_SIDE_EFFECTS]
             rows = model._default_manager.order_by("pk")
@@ -333,6 +337,20 @@ def fingerprint(workspace=None) -> dict[str, list]:
                 rows = rows.filter(run__workspace=workspace)
             out[model._meta.label] = list(rows.values_list(*fields))
     return out
+
+
+def _judge(workspace, run) -> None:
+    """A gate judge of acme with a proposal on the victim run (judges)."""
+    from judges.models import GateJudge, Proposal
+
+    judge = GateJudge.objects.create(
+        workspace=workspace, judge_id=JUDGE_ID, name=f"judge-{CANARY}", kind="rule", workflow_id="wf",
+        step_id="review", gate="PAUSE_BEFORE", config={"rules": {"errors": True}, "onMatch": "rejected"},
+    )  # fmt: skip
+    Proposal.objects.create(
+        judge=judge, run=run, gate_key="review|PAUSE_BEFORE||implied", step_id="review", gate="PAUSE_BEFORE",
+        after_seq=1, status="proposed", decision="approved", confidence=1.0, rationale=CANARY,
+    )  # fmt: skip
 
 
 def _review_queue(workspace, run) -> None:

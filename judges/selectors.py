@@ -1,0 +1,114 @@
+"""Reads: a workspace's judges, the judges of one gate, and a judge's agreement with people."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from judges import stats
+from judges.models import GateJudge, Proposal, ProposalStatus
+from runs.models import Workspace
+
+CHART_DAYS = 30
+
+
+class JudgeNotFound(Exception):
+    pass
+
+
+def judges_of(workspace: Workspace) -> QuerySet[GateJudge]:
+    return GateJudge.objects.filter(workspace=workspace)
+
+
+def get_judge(workspace: Workspace, judge_id: str) -> GateJudge:
+    """A judge of this workspace; JudgeNotFound for a missing one or another workspace's."""
+    judge = GateJudge.objects.filter(workspace=workspace, judge_id=judge_id).first()
+    if judge is None:
+        raise JudgeNotFound(judge_id)
+    return judge
+
+
+def judges_for_workflow(workspace_id: int, workflow_id: str) -> list[GateJudge]:
+    return list(GateJudge.objects.filter(workspace_id=workspace_id, workflow_id=workflow_id, enabled=True))
+
+
+def watches(judge: GateJudge, gate: dict[str, Any]) -> bool:
+    """Whether ``gate`` (a pending gate of RunState.pending_gates) is the judge's gate."""
+    if gate["stepId"] != judge.step_id:
+        return False
+    if judge.checkpoint:
+        return gate["gate"] == "CHECKPOINT" and gate.get("checkpoint") == judge.checkpoint
+    return gate["gate"] == judge.gate and not gate.get("checkpoint")
+
+
+def labelled(
+    judge: GateJudge, *, now: datetime | None = None, audit_only: bool = False
+) -> QuerySet[Proposal]:
+    """The judge's proposals a person decided (the labels) in its rolling window."""
+    since = (now or timezone.now()) - timedelta(days=judge.window_days)
+    rows = (
+        Proposal.objects.filter(judge=judge, status=ProposalStatus.PROPOSED, decided_at__gte=since)
+        .exclude(outcome="")
+        .exclude(outcome_by__startswith="judge:")
+    )
+    if audit_only:
+        rows = rows.filter(audit=True)
+        if judge.delegated_at is not None:
+            rows = rows.filter(decided_at__gte=judge.delegated_at)
+    return rows
+
+
+def _pair(decision: str, outcome: str) -> tuple[str, str]:
+    # "edited" is an approval with changes: the gate let the work through
+    return decision, "approved" if outcome == "edited" else outcome
+
+
+def pairs(rows: QuerySet[Proposal]) -> list[tuple[str, str]]:
+    return [_pair(d, o) for d, o in rows.values_list("decision", "outcome")]
+
+
+def agreement_of(
+    judge: GateJudge, *, now: datetime | None = None, audit_only: bool = False
+) -> dict[str, Any]:
+    return stats.agreement(pairs(labelled(judge, now=now, audit_only=audit_only)))
+
+
+def kappa_series(
+    judge: GateJudge, *, now: datetime | None = None, days: int = CHART_DAYS
+) -> dict[date, float | None]:
+    """Kappa of the rolling window as it stood at the end of each of the last ``days`` days."""
+    end = now or timezone.now()
+    first = end - timedelta(days=days + judge.window_days)
+    rows = list(
+        Proposal.objects.filter(judge=judge, status=ProposalStatus.PROPOSED, decided_at__gte=first)
+        .exclude(outcome="")
+        .exclude(outcome_by__startswith="judge:")
+        .values_list("decided_at", "decision", "outcome")
+    )
+    out: dict[date, float | None] = {}
+    today = end.date()
+    for back in range(days - 1, -1, -1):
+        day = today - timedelta(days=back)
+        stop = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=end.tzinfo)
+        start = stop - timedelta(days=judge.window_days)
+        window = [_pair(d, o) for at, d, o in rows if at is not None and start <= at < stop]
+        if window:
+            out[day] = stats.agreement(window)["kappa"]
+    return out
+
+
+def recent_proposals(judge: GateJudge, *, limit: int = 50) -> list[Proposal]:
+    return list(Proposal.objects.filter(judge=judge).select_related("run").order_by("-pk")[:limit])
+
+
+def proposal_counts(judge: GateJudge) -> dict[str, int]:
+    rows = Proposal.objects.filter(judge=judge)
+    return {
+        "proposals": rows.count(),
+        "delegated": rows.filter(delegated=True).count(),
+        "audit": rows.filter(audit=True).count(),
+        "overBudget": rows.filter(status=ProposalStatus.OVER_BUDGET).count(),
+    }

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judges import actions as judge_actions
+from runs import actions
+from runs.actions.permissions import ROLE_SCOPES
+from runs.actions.prompts import do_save_prompt_version
+from runs.engine import commands as cmd
+from tests.fakes.anthropic_api import FakeAnthropic
+
+PROMPT = "Run {{run}}: should step {{step}} pass its {{gate}} gate? Payload: {{payload}}. Answer JSON."
+
+
+@pytest.fixture
+def fake(settings):
+    settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.0/8", "::1/128"]
+    with FakeAnthropic() as server:
+        settings.WORKBENCH_JUDGE_PROVIDERS = {
+            "anthropic": {"base_url": server.url, "api_key": "test-anthropic-key", "max_retries": 0}
+        }
+        yield server
+
+
+@pytest.fixture
+def judge_prompt(workspace, alice):
+    return do_save_prompt_version(
+        workspace, name="judges/review-gate", body=PROMPT, scopes=ROLE_SCOPES["owner"], user=alice
+    )
+
+
+@pytest.fixture
+def judge(workspace, judge_prompt, alice):
+    return judge_actions.do_create_judge(
+        workspace=workspace,
+        name="reviewer",
+        kind="llm",
+        workflow_id="wf-demo",
+        step_id="review",
+        gate="PAUSE_BEFORE",
+        config={
+            "provider": "anthropic",
+            "model": "claude-haiku-4-5",
+            "prompt": "judges/review-gate",
+            "promptVersion": 1,
+        },
+        actor="user:alice",
+    )
+
+
+def verdict(decision: str, confidence: float = 0.95, rationale: str = "looks fine") -> dict:
+    return {"text": json.dumps({"decision": decision, "confidence": confidence, "rationale": rationale})}
+
+
+def waiting_run(workspace, workflow, run_id: str):
+    """A run of wf-demo waiting at review's PAUSE_BEFORE gate (implied by the policy)."""
+    run = actions.do_start_run(workspace=workspace, workflow=workflow, run_id=run_id, actor="user:alice")
+    actions.do_commands(
+        workspace=workspace,
+        run_id=run_id,
+        commands=[cmd.BeginStep(step_id="parse"), cmd.CompleteStep(step_id="parse")],
+        actor="pipeline",
+    )
+    run.refresh_from_db()
+    return run
+
+
+def decide(workspace, run, decision: str, actor: str = "user:bob"):
+    return actions.do_command(
+        workspace=workspace,
+        run_id=run.run_id,
+        command=cmd.ResolveGate(step_id="review", gate="PAUSE_BEFORE", decision=decision),
+        actor=actor,
+    )
