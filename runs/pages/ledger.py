@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from runs.pages.access import RunAccess, run_page
 from runs.presenters.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
+from runs.presenters.priced import priced_calls, unpriced_reasons
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.selectors.ledger import PricedBy, priced_by_notes, run_ledger_view, workspace_ledger_data
 from runs.web.request import (
@@ -105,6 +106,7 @@ def _ledger_context(
         "chart": _step_chart(next((t["rows"] for t in tables if t["name"] == "byStep"), [])),
         "days": days,
         "day_chart": day_chart(days, currency=currency, first=first, last=last),
+        "priced_calls": priced_calls(extra["byPricing"], acc.totals.event_count),
     }
 
 
@@ -138,6 +140,7 @@ def run_ledger(request: HttpRequest, access: RunAccess) -> HttpResponse:
         ),
         "calls": calls,
         "calls_total": acc.totals.event_count,
+        "unpriced_reasons": unpriced_reasons(calls),
         "nav_active": "runs",
         "detail_url": reverse("runs:demo")
         if access.demo

@@ -98,11 +98,19 @@ class ClientSink:
 # Usage and cost
 
 
+def _plain(usage: Any) -> dict[str, Any]:
+    return usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+
+
 def usage_of(provider: str, usage: Any) -> dict[str, Any] | None:
-    """The protocol's ``model_io.usage`` from an SDK usage object (or dict)."""
+    """The protocol's ``model_io.usage`` from an SDK usage object (or dict), under the OTel GenAI
+    conventions: ``inputTokens`` is the whole prompt (cache reads and writes are parts of it),
+    ``outputTokens`` includes the reasoning (``reasoningTokens`` a part of it). Reads Anthropic
+    Messages (``input_tokens`` there excludes the cache), OpenAI Chat Completions
+    (``prompt_tokens``) and OpenAI Responses (``input_tokens`` with ``input_tokens_details``)."""
     if usage is None:
         return None
-    u = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+    u = _plain(usage)
     if provider == "anthropic":
         read = u.get("cache_read_input_tokens") or 0
         write = u.get("cache_creation_input_tokens") or 0
@@ -115,10 +123,16 @@ def usage_of(provider: str, usage: Any) -> dict[str, Any] | None:
             "cachedInputTokens": read,
         }
         return result
-    inp = u.get("prompt_tokens") or 0
-    out = u.get("completion_tokens") or 0
-    cached = ((u.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0
-    reasoning = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    if "prompt_tokens" not in u and "input_tokens" in u:  # the Responses API's usage
+        inp = u.get("input_tokens") or 0
+        out = u.get("output_tokens") or 0
+        cached = (u.get("input_tokens_details") or {}).get("cached_tokens") or 0
+        reasoning = (u.get("output_tokens_details") or {}).get("reasoning_tokens")
+    else:
+        inp = u.get("prompt_tokens") or 0
+        out = u.get("completion_tokens") or 0
+        cached = ((u.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0
+        reasoning = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
     result = {
         "inputTokens": inp,
         "outputTokens": out,
@@ -130,19 +144,23 @@ def usage_of(provider: str, usage: Any) -> dict[str, Any] | None:
     return result
 
 
-def _cache_write_tokens(provider: str, usage: Any) -> int:
+def _cache_write_tokens(provider: str, usage: Any) -> tuple[int, int]:
+    """(cache writes, of which 1 h) of an Anthropic usage (``cache_creation`` splits 5 min / 1 h)."""
     if provider != "anthropic" or usage is None:
-        return 0
-    u = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
-    return u.get("cache_creation_input_tokens") or 0
+        return 0, 0
+    u = _plain(usage)
+    split = u.get("cache_creation") or {}
+    return u.get("cache_creation_input_tokens") or 0, split.get("ephemeral_1h_input_tokens") or 0
 
 
 def cost_of(
-    usage: dict[str, Any] | None, price: Any, *, cache_write_tokens: int = 0
+    usage: dict[str, Any] | None, price: Any, *, cache_write_tokens: int = 0, cache_write_1h_tokens: int = 0
 ) -> dict[str, Any] | None:
     """``model_io.cost`` from a usage and a price row (a dict or an object with ``input``,
-    ``output``, ``cache_read``, ``cache_write``, ``currency``); None if unknown."""
-    return _cost_of(usage, price, cache_write_tokens=cache_write_tokens)
+    ``output``, ``cache_read``, ``cache_write``, ``cache_write_1h``, ``currency``); None if unknown."""
+    return _cost_of(
+        usage, price, cache_write_tokens=cache_write_tokens, cache_write_1h_tokens=cache_write_1h_tokens
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,7 +333,8 @@ class Call:
         usage_doc = usage_of(self.provider, usage)
         model = getattr(response, "model", None) or self.model
         price = self.tracer.price(self.provider, model, self.model)
-        cost = cost_of(usage_doc, price, cache_write_tokens=_cache_write_tokens(self.provider, usage))
+        write, hour = _cache_write_tokens(self.provider, usage)
+        cost = cost_of(usage_doc, price, cache_write_tokens=write, cache_write_1h_tokens=hour)
         fields: dict[str, Any] = {
             "correlationId": self.correlation_id,
             "direction": "response",
