@@ -828,6 +828,7 @@ class PromotionRequest(models.Model):
         ]
 
 
+from runs.models_budgets import BudgetRecord, RunBudget, WorkflowBudget, WorkspaceBudget  # noqa: E402,F401
 from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)
 from runs.models_rollups import (  # noqa: E402,F401
     CostRollup,

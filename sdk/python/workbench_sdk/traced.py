@@ -54,6 +54,7 @@ from workbench_sdk.prompt_context import active_prompt
 from workbench_sdk.shapes import AnthropicProvider, Feed, Final, OpenAIProvider, Provider, dump_model
 
 __all__ = [
+    "BudgetExceeded",
     "Call",
     "ClientSink",
     "RecordedAnswer",
@@ -83,6 +84,11 @@ class Sink(Protocol):
     def record(self, events: list[dict[str, Any]]) -> None: ...
 
 
+class BudgetExceeded(Exception):
+    """The run's budget stopped a model call: a person stopped the run at its ``budget`` gate, or
+    the server refused the call (the message says why, in words). The provider was not called."""
+
+
 class ClientSink:
     """Into a run of a remote Workbench over REST (:class:`workbench_sdk.client.WorkbenchClient`)."""
 
@@ -92,6 +98,40 @@ class ClientSink:
 
     def record(self, events: list[dict[str, Any]]) -> None:
         self.client.append_events(self.run_id, events)
+
+    def budget_check(self, step_id: str | None) -> None:
+        """Before a model call: return when the run's budget allows it; while the run waits at its
+        ``budget`` gate, wait (long polls) for a person's decision, calling nothing; raise
+        :class:`BudgetExceeded` when they stop it. A server without budgets allows every call."""
+        while True:
+            try:
+                answer = self.client.check_budget(self.run_id, step_id)
+            except WorkbenchAPIError as exc:
+                if exc.code in ("HTTP_404", "HTTP_405"):
+                    return  # an older server: no budgets
+                raise
+            if answer.get("allowed"):
+                return
+            gate = answer.get("gate")
+            if not gate:
+                raise BudgetExceeded(answer.get("message") or "the run's budget refused the call")
+            decided = self._wait(gate)
+            if decided.get("status") == "closed" or decided.get("decision") not in ("approved", "edited"):
+                why = decided.get("note") or answer.get("message") or "stopped at the run's budget"
+                raise BudgetExceeded(why)
+            # a person allowed more (the decision names the new limit): ask again
+
+    def _wait(self, gate: dict[str, Any]) -> dict[str, Any]:
+        while True:
+            answer = self.client.wait_for_gate(
+                self.run_id,
+                step_id=gate["stepId"],
+                gate=gate["gate"],
+                checkpoint=gate.get("checkpoint"),
+                after_seq=int(gate["afterSeq"]),
+            )
+            if answer.get("status") != "pending":
+                return answer
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,6 +231,7 @@ class Tracer:
         prices: PriceTable | None = None,
         replay: ReplayFn | None = None,
         record_chunks: bool = True,
+        budget: bool = True,
     ) -> None:
         """``prices``: ``{model or (provider, model): price row}`` (see :mod:`workbench_sdk.pricing`).
         Without it, a tracer recording through a :class:`ClientSink` prices calls from the server's
@@ -203,6 +244,9 @@ class Tracer:
         self.server_prices = prices is None and isinstance(getattr(sink, "client", None), WorkbenchClient)
         self.replay = replay
         self.record_chunks = record_chunks
+        # before each call, a sink that knows budgets (ClientSink) asks the server: a run that
+        # would pass its budget waits at its ``budget`` gate and nothing is called meanwhile
+        self.budget = budget
 
     def price(self, provider: str, *models: str | None) -> Any:
         """The price row of the first of ``models`` the table knows (None: the cost is unknown)."""
@@ -245,12 +289,22 @@ class Tracer:
         )
         return call, [event]
 
+    def check_budget(self) -> None:
+        """Before a model call: the run's budget allows it, or this waits for a person at the run's
+        ``budget`` gate (raises :class:`BudgetExceeded` when they stop the run there)."""
+        check = getattr(self.sink, "budget_check", None) if self.budget else None
+        if check is not None:
+            check(self.step_id)
+
     def begin(self, provider: str, model: str, request: Mapping[str, Any]) -> Call:
+        self.check_budget()
         call, events = self._begin(provider, model, request)
         self.sink.record(events)
         return call
 
     async def abegin(self, provider: str, model: str, request: Mapping[str, Any]) -> Call:
+        if self.budget and getattr(self.sink, "budget_check", None) is not None:
+            await self.run_blocking(self.check_budget)
         call, events = self._begin(provider, model, request)
         await arecord(self.sink, events)
         return call
