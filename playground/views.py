@@ -32,7 +32,7 @@ from playground.models import (
     SavedPrompt,
     WorkspacePlayground,
 )
-from runs.actions import ActionError
+from runs.actions import ActionError, budgets
 from runs.actions.permissions import ROLE_SCOPES, Action
 from runs.actions.prompts import do_save_prompt_version
 from runs.models import Event
@@ -40,7 +40,14 @@ from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ProtocolError
 from runs.providers import egress
 from runs.selectors.prompts import find_version, get_prompt, prompts_of
-from runs.web.request import current_membership, current_workspace, get_run_for_user, may, require_action
+from runs.web.request import (
+    actor_for,
+    current_membership,
+    current_workspace,
+    get_run_for_user,
+    may,
+    require_action,
+)
 from runs.web.wire import WireJsonResponse
 
 MAX_BODY_NOTE = "The request is too large."
@@ -352,6 +359,10 @@ def send(request: HttpRequest) -> WireJsonResponse:
     limited = _spend_send_budget(workspace, len(entries))
     if limited is not None:
         return limited
+    try:  # past the workspace's monthly cap: refused in words, recorded, no provider called
+        budgets.refuse_past_cap(workspace, what="this playground send", actor=actor_for(request))
+    except ActionError as exc:
+        return _error("budget", exc.message, status=402, code=exc.code)
     group = uuid.uuid4().hex if len(entries) > 1 else ""
     config.remember_model(workspace, request.user, entries[0])
     with transaction.atomic():

@@ -540,6 +540,7 @@ class SigningKey(models.Model):
         return self.kid
 
 
+from runs.models_budgets import BudgetRecord, RunBudget, WorkflowBudget, WorkspaceBudget  # noqa: E402,F401
 from runs.models_gatepolicy import GateEscalation, GatePolicySetting, GateVote  # noqa: E402,F401
 from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)
 from runs.models_monitors import Monitor, MonitorChange, MonitorMetric, MonitorSample, MonitorState  # noqa: E402,F401

@@ -7,6 +7,7 @@ import runs.ids  # noqa: F401  (registers the runid converter)
 from runs.pages import (
     annotations,
     artifacts,
+    budgets,
     compare,
     dashboard,
     detail,
@@ -45,6 +46,7 @@ urlpatterns = [
     path("promotions/<int:promotion_id>/decide/", prompts.decide_promotion, name="decide_promotion"),
     path("settings/notifications/", webhooks.notifications, name="notifications"),
     path("settings/gate-policies/", gatepolicy.gate_policies, name="gate_policies"),
+    path("settings/budgets/", budgets.budgets_page, name="budgets"),
     path("goto/", goto.goto_runs, name="goto"),
     path("workspace/switch/", run_list.switch_workspace_view, name="switch_workspace"),
     path("runs/demo", detail.run_detail, {"run_id": "demo"}, name="demo"),

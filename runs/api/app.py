@@ -24,6 +24,8 @@ from accounts.ratelimit import RateLimited
 from runs.actions import ActionError
 from runs.api import errors
 from runs.api.auth import ReplayStored, TokenAuth, WorkspaceSessionAuth
+from runs.api.budgets import router as budgets_router
+from runs.api.budgets import runs_router as run_budget_router
 from runs.api.bundles import router as bundles_router
 from runs.api.bundles import runs_router as bundle_export_router
 from runs.api.commands import router as commands_router
@@ -351,10 +353,12 @@ def _register_routers() -> None:
     api.add_router("/runs", bundle_export_router)
     api.add_router("/runs", transcript_router)
     api.add_router("/runs", run_ledger_router)
+    api.add_router("/runs", run_budget_router)
     api.add_router("/bundles", bundles_router)
     api.add_router("/cache", cache_router)
     api.add_router("/prices", prices_router)
     api.add_router("/ledger", ledger_router)
+    api.add_router("/budgets", budgets_router)
     api.add_router("/webhooks", webhooks_router)
     api.add_router("/gate-policies", gate_policy_router)
     api.add_router("/monitors", monitors_router)

@@ -51,6 +51,7 @@ _STATUS_BY_CODE: dict[str, int] = {
     NOT_FOUND: 404,
     PAYLOAD_TOO_LARGE: 413,
     RATE_LIMITED: 429,
+    "BUDGET_EXCEEDED": 402,  # past the workspace's monthly cap (runs.actions.budgets)
     INTERNAL_ERROR: 500,
 }
 

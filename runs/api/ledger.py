@@ -19,6 +19,7 @@ from pydantic import Field
 from runs.actions.permissions import Action
 from runs.api.responses import require
 from runs.api.schemas import ErrorOut
+from runs.presenters.priced import priced_calls, unpriced_reasons
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.selectors.ledger import PricedBy, priced_by_notes, run_ledger_view, workspace_ledger_data
 from runs.selectors.runs import get_run
@@ -35,7 +36,8 @@ PRICING_DOC = (
     "`workspace` (the workspace's own prices), `genai-prices` (the maintained database; its label "
     "and `note.version` name the version), `catalogue` (shipped defaults), `recorded` (a cost the "
     "caller sent without saying how) or `unpriced` (no cost). `byProviderModel[].pricedBy` counts "
-    "each provider / model's calls per source."
+    "each provider / model's calls per source. `pricedCalls` says how many calls are priced "
+    '("3 of 5 calls priced"): a cost total over some calls only is never given alone.'
 )
 
 
@@ -55,9 +57,11 @@ class LedgerQuery(Schema):
 def _sums(acc: LedgerAccumulator, priced_by: PricedBy) -> dict[str, Any]:
     ledger = acc.result(strict=False)
     notes = priced_by_notes(priced_by)
+    by_pricing = acc.breakdown_result()["byPricing"]
     return {
         "totals": ledger["totals"],
-        "byPricing": acc.breakdown_result()["byPricing"],
+        "pricedCalls": priced_calls(by_pricing, acc.totals.event_count),
+        "byPricing": by_pricing,
         "byProviderModel": [
             {**row, "pricedBy": notes.get(row["key"], [])} for row in ledger["byProviderModel"]
         ],
@@ -79,6 +83,7 @@ def run_ledger(request: HttpRequest, run_id: str, query: Query[RunLedgerQuery]):
         **_sums(acc, priced_by),
         "calls": calls,
         "callsTotal": acc.totals.event_count,
+        "unpricedReasons": unpriced_reasons(calls),
     }
 
 

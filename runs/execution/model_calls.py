@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from runs import providers
-from runs.actions import responsecache
+from runs.actions import budgets, responsecache
 from runs.providers.base import DeltaSink, ProviderResult, ProviderSettings, Usage
 from runs.providers.pricing import Price, cost, protocol_cost
 from runs.providers.redact import redact
@@ -219,6 +219,9 @@ def call(
                 chunks=recorded_chunks,
                 keys=keys,
             )
+    # past the workspace's monthly cap, a call Workbench would make (an experiment's, a judge's) is
+    # refused with BUDGET_EXCEEDED before the provider is asked (answers from the cache cost nothing)
+    budgets.refuse_past_cap(workspace, what="this model call (an experiment's or a judge's)")
     started = time.monotonic()
     pieces = DeltaPieces(sink)
     result = providers.call(settings, request, pieces, stop=stop)

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from runs.pages.access import RunAccess, run_page
 from runs.pages.params import int_param
 from runs.presenters.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
+from runs.presenters.priced import priced_calls, unpriced_reasons
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.selectors.ledger import (
     CALLS_PAGE,
@@ -114,6 +115,7 @@ def _ledger_context(
         "chart": _step_chart(next((t["rows"] for t in tables if t["name"] == "byStep"), [])),
         "days": days,
         "day_chart": day_chart(days, currency=currency, first=first, last=last),
+        "priced_calls": priced_calls(extra["byPricing"], acc.totals.event_count),
     }
 
 
@@ -152,6 +154,7 @@ def run_ledger(request: HtmxHttpRequest, access: RunAccess) -> HttpResponse:
         "calls_next": next_after,
         "calls_total": run.model_calls,
         "ledger_url": reverse("runs:run_ledger", args=[access.url_id]),
+        "unpriced_reasons": unpriced_reasons(calls),  # of the responses shown
         "nav_active": "runs",
         "detail_url": detail_url,
     }

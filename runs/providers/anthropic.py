@@ -149,12 +149,14 @@ def call(
     read = u.cache_read_input_tokens or 0
     write = u.cache_creation_input_tokens or 0
     details = getattr(u, "output_tokens_details", None)
+    split = getattr(u, "cache_creation", None)  # 5 min / 1 h writes, when the API says
     usage = Usage(
         input_tokens=u.input_tokens + read + write,
         output_tokens=u.output_tokens,
         cache_read_tokens=read,
         cache_write_tokens=write,
         reasoning_tokens=details.thinking_tokens if details is not None else None,
+        cache_write_1h_tokens=getattr(split, "ephemeral_1h_input_tokens", 0) or 0,
     )
     return ProviderResult(
         content=content,

@@ -59,6 +59,8 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int | None = None
+    # the part of ``cache_write_tokens`` written for an hour (Anthropic's 1 h cache), priced apart
+    cache_write_1h_tokens: int = 0
 
     @property
     def uncached_input_tokens(self) -> int:
@@ -83,6 +85,7 @@ class Usage:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "reasoning_tokens": self.reasoning_tokens,
+            "cache_write_1h_tokens": self.cache_write_1h_tokens,
         }
 
     @classmethod
@@ -94,6 +97,7 @@ class Usage:
             cache_read_tokens=int(data.get("cache_read_tokens") or 0),
             cache_write_tokens=int(data.get("cache_write_tokens") or 0),
             reasoning_tokens=data.get("reasoning_tokens"),
+            cache_write_1h_tokens=int(data.get("cache_write_1h_tokens") or 0),
         )
 
 

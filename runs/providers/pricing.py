@@ -23,15 +23,27 @@ class Price:
     cache_read: Decimal | None = None
     cache_write: Decimal | None = None
     currency: str = "USD"
+    cache_write_1h: Decimal | None = None  # Anthropic's 1 h cache writes (the 5 min ones: cache_write)
+
+
+def billed_parts(usage: Usage) -> list[tuple[int, str]]:
+    """The token counts a call is billed for, each with the price it takes: the uncached input,
+    the output (reasoning included: a part of it, never added on top), cache reads, 5 min and 1 h
+    cache writes (cache reads and writes are parts of the input, never added on top)."""
+    hour = min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
+    return [
+        (usage.uncached_input_tokens, "input"),
+        (usage.output_tokens, "output"),
+        (usage.cache_read_tokens, "cache_read"),
+        (usage.cache_write_tokens - hour, "cache_write"),
+        (hour, "cache_write_1h"),
+    ]
 
 
 def cost(usage: Usage, price: Price) -> Decimal | None:
     """The cost of ``usage``, or None when a price it needs is missing."""
     parts: list[tuple[int, Decimal | None]] = [
-        (usage.uncached_input_tokens, price.input),
-        (usage.output_tokens, price.output),
-        (usage.cache_read_tokens, price.cache_read),
-        (usage.cache_write_tokens, price.cache_write),
+        (tokens, getattr(price, name)) for tokens, name in billed_parts(usage)
     ]
     total = Decimal(0)
     for tokens, per_million in parts:
@@ -112,14 +124,39 @@ def table_row(table: PriceTable | None, provider: str | None, model: str | None)
     return row if row is not None else table.get(model)
 
 
-def usage_of(protocol_usage: dict[str, Any], cache_write_tokens: int = 0) -> Usage:
+def usage_of(
+    protocol_usage: dict[str, Any], cache_write_tokens: int = 0, cache_write_1h_tokens: int = 0
+) -> Usage:
     """A protocol ``model_io.usage`` (``inputTokens`` is the whole prompt) as a :class:`Usage`."""
     return Usage(
         input_tokens=int(protocol_usage.get("inputTokens") or 0),
         output_tokens=int(protocol_usage.get("outputTokens") or 0),
         cache_read_tokens=int(protocol_usage.get("cachedInputTokens") or 0),
         cache_write_tokens=int(cache_write_tokens or 0),
+        cache_write_1h_tokens=int(cache_write_1h_tokens or 0),
     )
+
+
+def _count(value: Any) -> int:
+    return value if type(value) is int and value >= 0 else 0
+
+
+def cache_writes(payload: Any) -> tuple[int, int]:
+    """(cache writes, of which 1 h) a ``model_io`` response's payload says: ``cacheCreationInputTokens``
+    (OTLP ingest) or the Anthropic response's own ``usage`` (``cache_creation_input_tokens`` and
+    ``cache_creation.ephemeral_1h_input_tokens``), as the SDK records it."""
+    if not isinstance(payload, dict):
+        return 0, 0
+    if "cacheCreationInputTokens" in payload:
+        return _count(payload.get("cacheCreationInputTokens")), _count(
+            payload.get("cacheCreation1hInputTokens")
+        )
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return 0, 0
+    split = usage.get("cache_creation")
+    hour = _count(split.get("ephemeral_1h_input_tokens")) if isinstance(split, dict) else 0
+    return _count(usage.get("cache_creation_input_tokens")), hour
 
 
 def price_call(
@@ -163,11 +200,13 @@ def genai_price(
     gp_provider, gp_model = found
     import genai_prices  # here: its price snapshot loads on first use, not at start-up
 
+    hour = min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
     gp_usage = genai_prices.Usage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        **({"cache_write_1h_tokens": hour} if hour else {}),
     )
     moment = at or datetime.now(tz=UTC)
     try:
@@ -185,15 +224,10 @@ def _flat_total(model_price: Any, usage: Usage) -> Decimal | None:
     """The cost at flat per-million rates (the common case, ~40x quicker than genai-prices'
     general calculation); None when a rate the call needs is tiered or missing."""
     total = Decimal(0)
-    for tokens, name in (
-        (usage.uncached_input_tokens, "input_mtok"),
-        (usage.output_tokens, "output_mtok"),
-        (usage.cache_read_tokens, "cache_read_mtok"),
-        (usage.cache_write_tokens, "cache_write_mtok"),
-    ):
+    for tokens, name in billed_parts(usage):
         if not tokens:
             continue
-        rate = getattr(model_price, name, None)
+        rate = getattr(model_price, f"{name}_mtok", None)
         if type(rate) is not Decimal:
             return None
         total += rate * tokens / MILLION
@@ -243,6 +277,7 @@ def genai_table_row(provider: str | None, model: str, at: datetime | None = None
         ("output", "output_mtok"),
         ("cache_read", "cache_read_mtok"),
         ("cache_write", "cache_write_mtok"),
+        ("cache_write_1h", "cache_write_1h_mtok"),
     ):
         value = getattr(prices, theirs, None)
         base = getattr(value, "base", value)
@@ -267,11 +302,10 @@ def price_event(
     if not isinstance(usage, dict):
         return None
     payload = event.get("payload")
-    cache_write = payload.get("cacheCreationInputTokens") if isinstance(payload, dict) else None
     priced = price_call(
         provider=event.get("provider"),
         model=event.get("model"),
-        usage=usage_of(usage, cache_write if type(cache_write) is int else 0),
+        usage=usage_of(usage, *cache_writes(payload)),
         table=table,
         fallback=fallback,
         at=at,
@@ -292,7 +326,13 @@ def price_event(
     return priced
 
 
-RATE_WORDS = {"input": "input", "output": "output", "cache_read": "cache-read", "cache_write": "cache-write"}
+RATE_WORDS = {
+    "input": "input",
+    "output": "output",
+    "cache_read": "cache-read",
+    "cache_write": "cache-write",
+    "cache_write_1h": "1 h cache-write",
+}
 
 
 def unpriced_reason(event: dict[str, Any], table: PriceTable | None, fallback: PriceTable | None) -> str:
@@ -305,18 +345,12 @@ def unpriced_reason(event: dict[str, Any], table: PriceTable | None, fallback: P
     found_usage, found_payload = event.get("usage"), event.get("payload")
     usage_doc: dict[str, Any] = found_usage if isinstance(found_usage, dict) else {}
     payload: dict[str, Any] = found_payload if isinstance(found_payload, dict) else {}
-    cache_write = payload.get("cacheCreationInputTokens")
-    usage = usage_of(usage_doc, cache_write if type(cache_write) is int else 0)
+    usage = usage_of(usage_doc, *cache_writes(payload))
     provider = event.get("provider") if isinstance(event.get("provider"), str) else None
     row = table_row(table, provider, model) or table_row(fallback, provider, model)
     if row is None:
         return f"no price for {model} (neither the workspace's prices nor genai-prices know it)"
-    needed = (
-        (usage.uncached_input_tokens, "input"),
-        (usage.output_tokens, "output"),
-        (usage.cache_read_tokens, "cache_read"),
-        (usage.cache_write_tokens, "cache_write"),
-    )
+    needed = billed_parts(usage)
     missing = [RATE_WORDS[name] for tokens, name in needed if tokens and getattr(row, name) is None]
     if missing:
         return f"no {' or '.join(missing)} price for {model}"

@@ -68,7 +68,7 @@ def _row_json(price: Price, source: str, provider: str | None) -> dict[str, Any]
     row: dict[str, Any] = {"currency": price.currency, "source": source}
     if provider:
         row["provider"] = provider
-    for name in ("input", "output", "cache_read", "cache_write"):
+    for name in ("input", "output", "cache_read", "cache_write", "cache_write_1h"):
         value = getattr(price, name)
         if value is not None:
             row[name] = str(value)

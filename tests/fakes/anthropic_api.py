@@ -8,7 +8,7 @@ thinking blocks when thinking is on, citations when a document asks for them, a 
 requested tool call with an input built from the tool's schema, otherwise ``Echo: <prompt>``.
 
 Scripting: ``fake.script(reply)`` queues replies (``{"error": (status, type, message)}``,
-``{"text": ...}``, ``{"tool": name, "input": {...}}``); magic words in the prompt do the same
+``{"text": ...}``, ``{"tool": name, "input": {...}}``, ``{"usage": {...}}``: the usage reported); magic words in the prompt do the same
 from a browser: ``[[error:429]]``, ``[[error:500]]``, ``[[error:529]]``, ``[[stream-error]]``,
 ``[[slow]]``. Misbehaviours (``{"misbehave": "cut" | "cut_chunked" | "garbage" | "html" | "slow"}``,
 see :func:`tests.fakes.loopback.misbehave`) cut the stream before ``message_stop``, send an
@@ -119,6 +119,8 @@ class FakeAnthropic(ScriptedFake):
         except BadRequest as exc:
             return self._error(400, str(exc))
         message = self._answer(body, scripted or {}, prompt)
+        if scripted and "usage" in scripted:  # the usage a test wants reported (the cost suite)
+            message["usage"] = dict(scripted["usage"])
         if body.get("stream"):
             delay = 0.15 if "[[slow]]" in prompt else self.chunk_delay
             frames = self._stream(message, delay, fail="[[stream-error]]" in prompt)
@@ -507,6 +509,7 @@ class FakeAnthropic(ScriptedFake):
             "input_tokens",
             "cache_creation_input_tokens",
             "cache_read_input_tokens",
+            "cache_creation",
             "output_tokens_details",
         ):
             if key in message["usage"]:

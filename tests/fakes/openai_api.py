@@ -92,6 +92,12 @@ class FakeOpenAI(ScriptedFake):
         if problem:
             return self._error(400, problem)
         completion = self._answer(body, scripted or {}, prompt)
+        if scripted and "usage" in scripted:  # the usage a test wants reported (None: none at all)
+            if scripted["usage"] is None:
+                completion.pop("usage")
+                scripted = {**scripted, "no_usage": True}
+            else:
+                completion["usage"] = dict(scripted["usage"])
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             include_usage = include_usage and not (scripted or {}).get("no_usage")

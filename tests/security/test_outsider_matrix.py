@@ -143,6 +143,9 @@ WRITE_BODIES = {
     ("api:delete_dataset_items", "POST"): lambda w: _json({"itemIds": ["i1"]}),
     ("api:create_experiment", "POST"): lambda w: _json({"datasetId": "ds_x", "name": "x"}),
     ("api:rescore_experiment", "POST"): lambda w: _json({"evaluator": {"kind": "exact"}}),
+    ("api:check_budget", "POST"): lambda w: _json({"stepId": "review"}),
+    ("api:set_run_budget", "POST"): lambda w: _json({"limit": "1"}),
+    ("api:put_budgets", "PUT"): lambda w: _json({"monthlyCap": "1"}),
 }
 
 

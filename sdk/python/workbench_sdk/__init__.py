@@ -19,13 +19,22 @@ from workbench_sdk.observe import anthropic, configure, current_run, current_ste
 from workbench_sdk.pricing import cost_of, price_for
 from workbench_sdk.prompts import Prompt, PromptCache, PromptFallbackWarning, prompt
 from workbench_sdk.run import Decision, GateClosed, GateHandle, GateTimeout, RemoteRun, gate_payload_key
-from workbench_sdk.traced import ClientSink, Sink, Tracer, traced_anthropic, traced_openai, usage_of
+from workbench_sdk.traced import (
+    BudgetExceeded,
+    ClientSink,
+    Sink,
+    Tracer,
+    traced_anthropic,
+    traced_openai,
+    usage_of,
+)
 
 __version__ = "0.2.0"
 
 __all__ = [
     "REPLAYED_SUMMARY",
     "CacheKeyError",
+    "BudgetExceeded",
     "ClientSink",
     "Prompt",
     "PromptCache",

@@ -292,6 +292,12 @@ class WorkbenchClient:
         )
         return self._object("POST", f"/runs/{_q(run_id)}/gates/resolve", json=body, **kw)
 
+    def check_budget(self, run_id: str, step_id: str | None = None) -> dict[str, Any]:
+        """Before a model call (``POST /runs/{id}/budget/check``): ``{"allowed": true, ...}``, or the
+        run paused at its ``budget`` gate: ``{"allowed": false, "gate": {stepId, gate, checkpoint,
+        afterSeq}, "message"}`` (``gate`` None: refused outright)."""
+        return self._object("POST", f"/runs/{_q(run_id)}/budget/check", json=_drop_none({"stepId": step_id}))
+
     def wait_for_gate(
         self,
         run_id: str,

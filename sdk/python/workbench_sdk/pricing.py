@@ -25,6 +25,7 @@ _FIELDS = {
     "output": ("output",),
     "cache_read": ("cache_read", "cacheRead"),
     "cache_write": ("cache_write", "cacheWrite"),
+    "cache_write_1h": ("cache_write_1h", "cacheWrite1h"),
 }
 
 PriceTable = Mapping[Any, Any]
@@ -58,17 +59,22 @@ def price_for(prices: PriceTable | None, provider: str, model: str | None) -> An
     return row
 
 
-def cost_amount(usage: Mapping[str, Any], price: Any, *, cache_write_tokens: int = 0) -> Decimal | None:
+def cost_amount(
+    usage: Mapping[str, Any], price: Any, *, cache_write_tokens: int = 0, cache_write_1h_tokens: int = 0
+) -> Decimal | None:
     """The cost of a protocol ``model_io.usage`` (``inputTokens`` is the whole prompt, cache
-    reads ``cachedInputTokens`` and ``cache_write_tokens`` included) or None when a price it
-    needs is missing."""
+    reads ``cachedInputTokens`` and ``cache_write_tokens`` included; ``outputTokens`` includes the
+    reasoning) or None when a price it needs is missing. ``cache_write_1h_tokens``: the part of the
+    cache writes kept for an hour (Anthropic), at the row's ``cache_write_1h`` price."""
     input_tokens = int(usage.get("inputTokens") or 0)
     cache_read = int(usage.get("cachedInputTokens") or 0)
+    hour = min(cache_write_1h_tokens, cache_write_tokens)
     parts = [
         (max(0, input_tokens - cache_read - cache_write_tokens), "input"),
         (int(usage.get("outputTokens") or 0), "output"),
         (cache_read, "cache_read"),
-        (cache_write_tokens, "cache_write"),
+        (cache_write_tokens - hour, "cache_write"),
+        (hour, "cache_write_1h"),
     ]
     total = Decimal(0)
     for tokens, name in parts:
@@ -89,10 +95,16 @@ def protocol_cost(amount: Decimal | None, currency: str | None) -> dict[str, Any
 
 
 def cost_of(
-    usage: Mapping[str, Any] | None, price: Any, *, cache_write_tokens: int = 0
+    usage: Mapping[str, Any] | None,
+    price: Any,
+    *,
+    cache_write_tokens: int = 0,
+    cache_write_1h_tokens: int = 0,
 ) -> dict[str, Any] | None:
     """``model_io.cost`` from a usage and a price row; None if either is unknown."""
     if usage is None or price is None:
         return None
-    amount = cost_amount(usage, price, cache_write_tokens=cache_write_tokens)
+    amount = cost_amount(
+        usage, price, cache_write_tokens=cache_write_tokens, cache_write_1h_tokens=cache_write_1h_tokens
+    )
     return protocol_cost(amount, _field(price, "currency"))

@@ -54,6 +54,7 @@ from workbench_sdk.prompt_context import active_prompt
 from workbench_sdk.shapes import AnthropicProvider, Feed, Final, OpenAIProvider, Provider, dump_model
 
 __all__ = [
+    "BudgetExceeded",
     "Call",
     "ClientSink",
     "RecordedAnswer",
@@ -83,6 +84,11 @@ class Sink(Protocol):
     def record(self, events: list[dict[str, Any]]) -> None: ...
 
 
+class BudgetExceeded(Exception):
+    """The run's budget stopped a model call: a person stopped the run at its ``budget`` gate, or
+    the server refused the call (the message says why, in words). The provider was not called."""
+
+
 class ClientSink:
     """Into a run of a remote Workbench over REST (:class:`workbench_sdk.client.WorkbenchClient`)."""
 
@@ -93,16 +99,58 @@ class ClientSink:
     def record(self, events: list[dict[str, Any]]) -> None:
         self.client.append_events(self.run_id, events)
 
+    def budget_check(self, step_id: str | None) -> None:
+        """Before a model call: return when the run's budget allows it; while the run waits at its
+        ``budget`` gate, wait (long polls) for a person's decision, calling nothing; raise
+        :class:`BudgetExceeded` when they stop it. A server without budgets allows every call."""
+        while True:
+            try:
+                answer = self.client.check_budget(self.run_id, step_id)
+            except WorkbenchAPIError as exc:
+                if exc.code in ("HTTP_404", "HTTP_405"):
+                    return  # an older server: no budgets
+                raise
+            if answer.get("allowed"):
+                return
+            gate = answer.get("gate")
+            if not gate:
+                raise BudgetExceeded(answer.get("message") or "the run's budget refused the call")
+            decided = self._wait(gate)
+            if decided.get("status") == "closed" or decided.get("decision") not in ("approved", "edited"):
+                why = decided.get("note") or answer.get("message") or "stopped at the run's budget"
+                raise BudgetExceeded(why)
+            # a person allowed more (the decision names the new limit): ask again
+
+    def _wait(self, gate: dict[str, Any]) -> dict[str, Any]:
+        while True:
+            answer = self.client.wait_for_gate(
+                self.run_id,
+                step_id=gate["stepId"],
+                gate=gate["gate"],
+                checkpoint=gate.get("checkpoint"),
+                after_seq=int(gate["afterSeq"]),
+            )
+            if answer.get("status") != "pending":
+                return answer
+
 
 # --------------------------------------------------------------------------------------------
 # Usage and cost
 
 
+def _plain(usage: Any) -> dict[str, Any]:
+    return usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+
+
 def usage_of(provider: str, usage: Any) -> dict[str, Any] | None:
-    """The protocol's ``model_io.usage`` from an SDK usage object (or dict)."""
+    """The protocol's ``model_io.usage`` from an SDK usage object (or dict), under the OTel GenAI
+    conventions: ``inputTokens`` is the whole prompt (cache reads and writes are parts of it),
+    ``outputTokens`` includes the reasoning (``reasoningTokens`` a part of it). Reads Anthropic
+    Messages (``input_tokens`` there excludes the cache), OpenAI Chat Completions
+    (``prompt_tokens``) and OpenAI Responses (``input_tokens`` with ``input_tokens_details``)."""
     if usage is None:
         return None
-    u = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+    u = _plain(usage)
     if provider == "anthropic":
         read = u.get("cache_read_input_tokens") or 0
         write = u.get("cache_creation_input_tokens") or 0
@@ -115,10 +163,16 @@ def usage_of(provider: str, usage: Any) -> dict[str, Any] | None:
             "cachedInputTokens": read,
         }
         return result
-    inp = u.get("prompt_tokens") or 0
-    out = u.get("completion_tokens") or 0
-    cached = ((u.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0
-    reasoning = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    if "prompt_tokens" not in u and "input_tokens" in u:  # the Responses API's usage
+        inp = u.get("input_tokens") or 0
+        out = u.get("output_tokens") or 0
+        cached = (u.get("input_tokens_details") or {}).get("cached_tokens") or 0
+        reasoning = (u.get("output_tokens_details") or {}).get("reasoning_tokens")
+    else:
+        inp = u.get("prompt_tokens") or 0
+        out = u.get("completion_tokens") or 0
+        cached = ((u.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0
+        reasoning = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
     result = {
         "inputTokens": inp,
         "outputTokens": out,
@@ -130,19 +184,23 @@ def usage_of(provider: str, usage: Any) -> dict[str, Any] | None:
     return result
 
 
-def _cache_write_tokens(provider: str, usage: Any) -> int:
+def _cache_write_tokens(provider: str, usage: Any) -> tuple[int, int]:
+    """(cache writes, of which 1 h) of an Anthropic usage (``cache_creation`` splits 5 min / 1 h)."""
     if provider != "anthropic" or usage is None:
-        return 0
-    u = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
-    return u.get("cache_creation_input_tokens") or 0
+        return 0, 0
+    u = _plain(usage)
+    split = u.get("cache_creation") or {}
+    return u.get("cache_creation_input_tokens") or 0, split.get("ephemeral_1h_input_tokens") or 0
 
 
 def cost_of(
-    usage: dict[str, Any] | None, price: Any, *, cache_write_tokens: int = 0
+    usage: dict[str, Any] | None, price: Any, *, cache_write_tokens: int = 0, cache_write_1h_tokens: int = 0
 ) -> dict[str, Any] | None:
     """``model_io.cost`` from a usage and a price row (a dict or an object with ``input``,
-    ``output``, ``cache_read``, ``cache_write``, ``currency``); None if unknown."""
-    return _cost_of(usage, price, cache_write_tokens=cache_write_tokens)
+    ``output``, ``cache_read``, ``cache_write``, ``cache_write_1h``, ``currency``); None if unknown."""
+    return _cost_of(
+        usage, price, cache_write_tokens=cache_write_tokens, cache_write_1h_tokens=cache_write_1h_tokens
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,6 +231,7 @@ class Tracer:
         prices: PriceTable | None = None,
         replay: ReplayFn | None = None,
         record_chunks: bool = True,
+        budget: bool = True,
     ) -> None:
         """``prices``: ``{model or (provider, model): price row}`` (see :mod:`workbench_sdk.pricing`).
         Without it, a tracer recording through a :class:`ClientSink` prices calls from the server's
@@ -185,6 +244,9 @@ class Tracer:
         self.server_prices = prices is None and isinstance(getattr(sink, "client", None), WorkbenchClient)
         self.replay = replay
         self.record_chunks = record_chunks
+        # before each call, a sink that knows budgets (ClientSink) asks the server: a run that
+        # would pass its budget waits at its ``budget`` gate and nothing is called meanwhile
+        self.budget = budget
 
     def price(self, provider: str, *models: str | None) -> Any:
         """The price row of the first of ``models`` the table knows (None: the cost is unknown)."""
@@ -227,12 +289,22 @@ class Tracer:
         )
         return call, [event]
 
+    def check_budget(self) -> None:
+        """Before a model call: the run's budget allows it, or this waits for a person at the run's
+        ``budget`` gate (raises :class:`BudgetExceeded` when they stop the run there)."""
+        check = getattr(self.sink, "budget_check", None) if self.budget else None
+        if check is not None:
+            check(self.step_id)
+
     def begin(self, provider: str, model: str, request: Mapping[str, Any]) -> Call:
+        self.check_budget()
         call, events = self._begin(provider, model, request)
         self.sink.record(events)
         return call
 
     async def abegin(self, provider: str, model: str, request: Mapping[str, Any]) -> Call:
+        if self.budget and getattr(self.sink, "budget_check", None) is not None:
+            await self.run_blocking(self.check_budget)
         call, events = self._begin(provider, model, request)
         await arecord(self.sink, events)
         return call
@@ -315,7 +387,8 @@ class Call:
         usage_doc = usage_of(self.provider, usage)
         model = getattr(response, "model", None) or self.model
         price = self.tracer.price(self.provider, model, self.model)
-        cost = cost_of(usage_doc, price, cache_write_tokens=_cache_write_tokens(self.provider, usage))
+        write, hour = _cache_write_tokens(self.provider, usage)
+        cost = cost_of(usage_doc, price, cache_write_tokens=write, cache_write_1h_tokens=hour)
         fields: dict[str, Any] = {
             "correlationId": self.correlation_id,
             "direction": "response",

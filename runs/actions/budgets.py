@@ -1,0 +1,321 @@
+"""Budgets that stop spend (the one write path for budget settings, pauses, raises and refusals).
+
+* A workspace's **monthly cap** (in its currency): past it, new calls Workbench itself would make
+  (playground sends, experiments' and judges' model calls) are refused with ``BUDGET_EXCEEDED`` in
+  words. Runs that report their own calls (the SDK, OTLP) are recorded as always and raise an
+  alert: Workbench does not make those calls and cannot stop them.
+* A **run budget** (the run's own, else its workflow's, else the workspace's default): before a
+  model call, a run whose spend plus the call's estimate (the run's average call so far) would pass
+  its budget pauses at a CHECKPOINT gate named ``budget``; a person raises the limit (the decision
+  names the new limit) or stops the run there.
+
+Every setting, pause, raise, stop, refusal and alert is a :class:`BudgetRecord` (the workspace's
+budget trail); pauses and raises are also the run's own gate events.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs.actions.core import ActionError, load_state
+from runs.actions.runs import do_command
+from runs.engine import commands as cmd
+from runs.engine.state import gate_slot
+from runs.models import Event, Run, Workspace
+from runs.models_budgets import BudgetRecord, RunBudget, WorkflowBudget, WorkspaceBudget
+from runs.protocol.errors import ErrorCode
+from runs.selectors.budgets import month_spend, month_start, run_limit, run_spend, settings_of
+from runs.selectors.runs import get_run
+
+BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+BUDGET_CHECKPOINT = "budget"
+CHECKPOINT = "CHECKPOINT"
+SELF_REPORTED = (
+    "Runs that report their own calls (the SDK, OTLP) are recorded as always: Workbench does not "
+    "make those calls, so it cannot stop them."
+)
+
+
+def money(amount: Decimal, currency: str) -> str:
+    return f"{currency} {amount.quantize(Decimal('0.000001')).normalize():f}"
+
+
+def amount_of(value: Any, field: str, *, allow_none: bool = True) -> Decimal | None:
+    """A limit from a form or JSON: a non-negative decimal (text or number); "" / None: no limit."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if allow_none:
+            return None
+        raise ActionError(ErrorCode.INVALID_INPUT, f"{field} is required", field)
+    if isinstance(value, bool):
+        raise ActionError(ErrorCode.INVALID_INPUT, f"{field} must be an amount, not {value}", field)
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ActionError(
+            ErrorCode.INVALID_INPUT, f"{field} must be an amount such as 12.50", field
+        ) from None
+    if not amount.is_finite() or amount < 0 or amount >= Decimal("1e8"):
+        raise ActionError(ErrorCode.INVALID_INPUT, f"{field} must be between 0 and 99999999.99", field)
+    return amount.quantize(Decimal("0.000001"))
+
+
+def record(
+    workspace: Workspace, kind: str, message: str, *, run_id: str = "", actor: str = ""
+) -> BudgetRecord:
+    return BudgetRecord.objects.create(
+        workspace=workspace, kind=kind, message=message, run_id=run_id, actor=actor
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings
+
+
+def do_set_budgets(
+    *,
+    workspace: Workspace,
+    monthly_cap: Any,
+    run_default: Any,
+    currency: Any = "USD",
+    workflows: dict[str, Any] | None = None,
+    user: Any = None,
+    actor: str = "",
+) -> WorkspaceBudget:
+    """Set the monthly cap, the default run budget and the per-workflow run budgets (a workflow
+    given None loses its own budget). Refused whole on any bad amount."""
+    cap = amount_of(monthly_cap, "monthlyCap")
+    default = amount_of(run_default, "runDefault")
+    cur = str(currency or "USD").strip().upper()
+    if not cur.isalpha() or not 3 <= len(cur) <= 8:
+        raise ActionError(ErrorCode.INVALID_INPUT, "currency must be a code such as USD or EUR", "currency")
+    flows: dict[str, Decimal | None] = {}
+    for workflow_id, value in (workflows or {}).items():
+        if not isinstance(workflow_id, str) or not workflow_id.strip() or len(workflow_id) > 200:
+            raise ActionError(ErrorCode.INVALID_INPUT, "a workflow id is 1..200 characters", "workflows")
+        flows[workflow_id.strip()] = amount_of(value, f"workflows.{workflow_id}")
+    with transaction.atomic():
+        budget, _ = WorkspaceBudget.objects.update_or_create(
+            workspace=workspace,
+            defaults={
+                "monthly_cap": cap,
+                "run_default": default,
+                "currency": cur,
+                "updated_at": timezone.now(),
+                "updated_by": user if getattr(user, "is_authenticated", False) else None,
+            },
+        )
+        for workflow_id, limit in flows.items():
+            if limit is None:
+                WorkflowBudget.objects.filter(workspace=workspace, workflow_id=workflow_id).delete()
+            else:
+                WorkflowBudget.objects.update_or_create(
+                    workspace=workspace, workflow_id=workflow_id, defaults={"run_limit": limit}
+                )
+        words = [
+            f"monthly cap {money(cap, cur) if cap is not None else 'none'}",
+            f"run budget by default {money(default, cur) if default is not None else 'none'}",
+        ]
+        words += [
+            f"runs of {w}: {money(v, cur) if v is not None else 'the default'}"
+            for w, v in sorted(flows.items())
+        ]
+        record(workspace, "settings", "Budgets set: " + "; ".join(words) + ".", actor=actor)
+    return budget
+
+
+# ---------------------------------------------------------------------------------------------
+# The workspace's monthly cap
+
+
+def past_cap(workspace: Workspace) -> tuple[Decimal, Decimal, str] | None:
+    """(spent this month, cap, currency) when the workspace is at or past its cap; else None."""
+    budget = settings_of(workspace)
+    if budget is None or budget.monthly_cap is None:
+        return None
+    spent = month_spend(workspace, budget.currency)
+    if spent < budget.monthly_cap:
+        return None
+    return spent, budget.monthly_cap, budget.currency
+
+
+def refuse_past_cap(workspace: Workspace, *, what: str, actor: str = "") -> None:
+    """Refuse a call Workbench would make (``what``: "this playground send") when the workspace is
+    past its monthly cap: ``BUDGET_EXCEEDED`` in words, recorded in the budget trail."""
+    over = past_cap(workspace)
+    if over is None:
+        return
+    spent, cap, currency = over
+    message = (
+        f"The workspace has spent {money(spent, currency)} this month, at or past its monthly cap of "
+        f"{money(cap, currency)}: {what} is refused and no provider was called. An admin can raise "
+        "the cap under Settings, Budgets."
+    )
+    record(workspace, "refused", message, actor=actor)
+    raise ActionError(BUDGET_EXCEEDED, message, "budget")
+
+
+def alert_if_past_cap(workspace: Workspace, *, run_id: str = "", source: str = "") -> bool:
+    """A run that reports its own calls spent past the cap: one alert per month in the trail."""
+    over = past_cap(workspace)
+    if over is None:
+        return False
+    first = month_start()
+    if BudgetRecord.objects.filter(workspace=workspace, kind="alert", at__date__gte=first).exists():
+        return True
+    spent, cap, currency = over
+    record(
+        workspace,
+        "alert",
+        f"The workspace has spent {money(spent, currency)} this month, past its monthly cap of "
+        f"{money(cap, currency)} ({source or 'a run'} reported calls). {SELF_REPORTED}",
+        run_id=run_id,
+    )
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Run budgets: the ``budget`` gate
+
+
+def _open_budget_gate(run: Run) -> tuple[str, int] | None:
+    """(step id, seq of its request) of the run's open ``budget`` gate, if one waits."""
+    state = load_state(run)
+    slot = gate_slot(CHECKPOINT, BUDGET_CHECKPOINT)
+    for step_id, slots in state.open_gates.items():
+        if slot in slots:
+            seq = (
+                Event.objects.filter(run=run, type="human_gate_requested", step_id=step_id)
+                .order_by("-seq")
+                .values_list("seq", flat=True)
+                .first()
+            )
+            return step_id, int(seq or 0)
+    return None
+
+
+def check_run_budget(
+    *, workspace: Workspace, run_id: str, step_id: str | None, actor: str = ""
+) -> dict[str, Any]:
+    """Before a model call of the run: ``{"allowed": True, ...}``, or the run pauses at its
+    ``budget`` gate (``{"allowed": False, "gate": {stepId, gate, checkpoint, afterSeq}}``): the
+    caller waits for a person's decision and calls nothing meanwhile."""
+    run = get_run(workspace, run_id)
+    budget = settings_of(workspace)
+    answer: dict[str, Any] = {"runId": run.run_id, "allowed": True, "limit": None}
+    if (
+        budget is not None
+        and budget.monthly_cap is not None
+        and alert_if_past_cap(workspace, run_id=run.run_id, source="the SDK")
+    ):
+        answer["workspaceCap"] = f"The workspace is past its monthly cap. {SELF_REPORTED}"
+    limit = run_limit(run, budget)
+    if limit is None:
+        return answer
+    spent = run_spend(run, limit.currency)
+    estimate = spent / run.model_calls if run.model_calls else Decimal(0)
+    answer.update(
+        limit=f"{limit.amount:f}",
+        spent=f"{spent:f}",
+        currency=limit.currency,
+        source=limit.source,
+        estimate=f"{estimate:f}",
+    )
+    if spent < limit.amount and spent + estimate <= limit.amount:
+        return answer
+    why = (
+        f"The run has spent {money(spent, limit.currency)} of its budget of {money(limit.amount, limit.currency)}"
+        f" ({limit.source} budget); the next model call (about {money(estimate, limit.currency)}) would pass "
+        "it. Nothing is called until a person allows more."
+    )
+    answer.update(allowed=False, message=why)
+    waiting = _open_budget_gate(run)
+    if waiting is None:
+        if not step_id:
+            message = why.replace("until a person allows more", "") + " The call names no step to pause at."
+            record(workspace, "refused", message, run_id=run.run_id, actor=actor)
+            answer["message"], answer["gate"] = message, None
+            return answer
+        result = do_command(
+            workspace=workspace,
+            run_id=run.run_id,
+            command=cmd.RequestGate(
+                step_id=step_id, gate=CHECKPOINT, reason=why, checkpoint=BUDGET_CHECKPOINT
+            ),
+            actor=actor,
+        )
+        record(workspace, "paused", why, run_id=run.run_id, actor=actor)
+        waiting = (step_id, result.last_seq)
+    answer["gate"] = {
+        "stepId": waiting[0],
+        "gate": CHECKPOINT,
+        "checkpoint": BUDGET_CHECKPOINT,
+        "afterSeq": waiting[1],
+    }
+    return answer
+
+
+def do_set_run_budget(*, workspace: Workspace, run_id: str, limit: Any, actor: str = "") -> dict[str, Any]:
+    """Set (or raise) a run's budget; an open ``budget`` gate is approved with a decision that names
+    the new limit, and the paused caller goes on."""
+    amount = amount_of(limit, "limit", allow_none=False)
+    assert amount is not None
+    run = get_run(workspace, run_id)
+    budget = settings_of(workspace)
+    before = run_limit(run, budget)
+    currency = budget.currency if budget is not None else "USD"
+    was = money(before.amount, currency) if before is not None else "none"
+    note = f"Budget raised to {money(amount, currency)} (was {was})" + (f" by {actor}" if actor else "")
+    with transaction.atomic():
+        RunBudget.objects.update_or_create(
+            run=run, defaults={"run_limit": amount, "updated_at": timezone.now()}
+        )
+        waiting = _open_budget_gate(run)
+        if waiting is not None:
+            do_command(
+                workspace=workspace,
+                run_id=run.run_id,
+                command=cmd.ResolveGate(
+                    step_id=waiting[0],
+                    gate=CHECKPOINT,
+                    decision="approved",
+                    note=note,
+                    checkpoint=BUDGET_CHECKPOINT,
+                ),
+                actor=actor,
+            )
+        record(workspace, "raised", note + ".", run_id=run.run_id, actor=actor)
+    return {
+        "runId": run.run_id,
+        "limit": f"{amount:f}",
+        "currency": currency,
+        "note": note,
+        "resumed": waiting is not None,
+    }
+
+
+def do_stop_at_budget(*, workspace: Workspace, run_id: str, actor: str = "") -> dict[str, Any]:
+    """Reject the run's open ``budget`` gate: the paused caller stops with BUDGET_EXCEEDED."""
+    run = get_run(workspace, run_id)
+    waiting = _open_budget_gate(run)
+    if waiting is None:
+        raise ActionError(ErrorCode.INVALID_STATE_TRANSITION, "no budget gate waits on this run", "budget")
+    note = "Stopped at its budget" + (f" by {actor}" if actor else "")
+    with transaction.atomic():
+        do_command(
+            workspace=workspace,
+            run_id=run.run_id,
+            command=cmd.ResolveGate(
+                step_id=waiting[0],
+                gate=CHECKPOINT,
+                decision="rejected",
+                note=note,
+                checkpoint=BUDGET_CHECKPOINT,
+            ),
+            actor=actor,
+        )
+        record(workspace, "stopped", note + ".", run_id=run.run_id, actor=actor)
+    return {"runId": run.run_id, "note": note}
