@@ -837,3 +837,4 @@ from runs.models_rollups import (  # noqa: E402,F401
     RunRollup,
 )
 from runs.models_workers import WorkerLease  # noqa: E402,F401
+from runs.models_gatelinks import EmailLinkSettings, GateDecisionMeta, GateLink  # noqa: E402,F401

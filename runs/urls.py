@@ -11,6 +11,7 @@ from runs.pages import (
     dashboard,
     detail,
     fork,
+    gatelinks,
     gates,
     goto,
     imports,
@@ -41,6 +42,8 @@ urlpatterns = [
     path("prompts/<path:prompt_name>/", prompts.prompt_detail, name="prompt_detail"),
     path("promotions/<int:promotion_id>/decide/", prompts.decide_promotion, name="decide_promotion"),
     path("settings/notifications/", webhooks.notifications, name="notifications"),
+    # An e-mailed decision link: GET asks to confirm, POST decides (runs.pages.gatelinks).
+    path("gate-links/<str:token>/", gatelinks.gate_link, name="gate_link"),
     path("goto/", goto.goto_runs, name="goto"),
     path("workspace/switch/", run_list.switch_workspace_view, name="switch_workspace"),
     path("runs/demo", detail.run_detail, {"run_id": "demo"}, name="demo"),
