@@ -36,8 +36,9 @@ def _render(request: HttpRequest, view: LinkView, *, decision: str, decided: boo
         {"view": view, "decision": decision, "decided": decided, "decisions": DECISIONS},
         status=status,
     )
-    # The token is in the address: never sent on as a Referer, never kept by a shared cache.
-    response["Referrer-Policy"] = "no-referrer"
+    # The token is in the address: never sent to another site as a Referer ("no-referrer" would
+    # make Chromium send "Origin: null" with the form, which CSRF refuses), never cached.
+    response["Referrer-Policy"] = "same-origin"
     response["X-Robots-Tag"] = "noindex"
     return response
 

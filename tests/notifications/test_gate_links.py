@@ -69,7 +69,7 @@ def test_get_never_decides_and_post_decides_as_the_recipient(workspace, started_
     for _ in range(3):  # a link scanner opens it, any number of times
         page = anonymous.get(links["Approve"])
         assert page.status_code == 200 and b"Confirm your decision" in page.content
-        assert page["Referrer-Policy"] == "no-referrer"
+        assert page["Referrer-Policy"] == "same-origin"
     assert _decided() == [] and _waiting()
     assert b"Parse, review, publish" in page.content and b"review" in page.content
     csrf = page.cookies["csrftoken"].value
