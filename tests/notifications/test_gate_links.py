@@ -191,3 +191,19 @@ def test_page_decisions_record_the_page_channel(workspace, started_run, alice):
     )
     (event,) = _decided()
     assert decision_channels(Run.objects.get(run_id="run_n1")) == {event["id"]: "page"}
+
+
+def test_owners_set_the_sign_in_requirement_on_the_webhooks_page(workspace, alice, bob):
+    from runs.actions.gatelinks import workspace_requires_sign_in
+
+    owner = Client()
+    owner.force_login(alice)
+    assert b"Decision links in e-mail" in owner.get("/settings/webhooks/").content
+    owner.post("/settings/webhooks/", {"op": "email_links", "require_sign_in": "on"})
+    assert workspace_requires_sign_in(workspace.pk)
+    reviewer = Client()
+    reviewer.force_login(bob)
+    assert reviewer.post("/settings/webhooks/", {"op": "email_links"}).status_code in (403, 404)
+    assert workspace_requires_sign_in(workspace.pk)
+    owner.post("/settings/webhooks/", {"op": "email_links"})
+    assert not workspace_requires_sign_in(workspace.pk)
