@@ -109,7 +109,9 @@ def resolve_gate(request: HttpRequest, run_id: str, payload: ResolveGateIn):
         edit=_edit_command(payload.edit),
     )
     return append_result(
-        actions.do_command(workspace=caller.workspace, run_id=run_id, command=command, actor=caller.actor)
+        actions.do_command(
+            workspace=caller.workspace, run_id=run_id, command=command, actor=caller.actor, channel="api"
+        )
     )
 
 

@@ -539,7 +539,8 @@ def build_server() -> WorkbenchMCPServer:
 
         Protocol 2026-07-28: an "input required" round carrying the elicitation (stateless; the
         SDK shows the form through its elicitation callback and calls again with the answer).
-        2025-11-25: an ``elicitation/create`` request during the call, when the client offers it.
+        2025-11-25: an ``elicitation/create`` request during the call; this endpoint is stateless
+        (JSON responses), so such a session has no back channel and gets ELICITATION_UNAVAILABLE.
         """
         where = {"run_id": runId, "step_id": stepId, "gate": gate, "checkpoint": checkpoint}
         asked = await _call(ctx, ops.gate_to_review, **where)

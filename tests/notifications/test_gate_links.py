@@ -207,3 +207,19 @@ def test_owners_set_the_sign_in_requirement_on_the_webhooks_page(workspace, alic
     assert workspace_requires_sign_in(workspace.pk)
     owner.post("/settings/webhooks/", {"op": "email_links"})
     assert not workspace_requires_sign_in(workspace.pk)
+
+
+def test_rest_decisions_record_the_api_channel(workspace, started_run):
+    from accounts.tokens import create_token
+
+    secret = create_token(workspace=workspace, name="ci", scopes=["read", "review"]).secret
+    bring_review_gate(workspace)
+    response = Client().post(
+        "/api/runs/run_n1/gates/resolve",
+        {"stepId": "review", "gate": "PAUSE_BEFORE", "decision": "rejected"},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    assert response.status_code == 200, response.content
+    (event,) = _decided()
+    assert decision_channels(Run.objects.get(run_id="run_n1")) == {event["id"]: "api"}
