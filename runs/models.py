@@ -828,6 +828,7 @@ class PromotionRequest(models.Model):
         ]
 
 
+from runs.models_gatelinks import EmailLinkSettings, GateDecisionMeta, GateLink  # noqa: E402,F401
 from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)
 from runs.models_rollups import (  # noqa: E402,F401
     CostRollup,
@@ -837,4 +838,3 @@ from runs.models_rollups import (  # noqa: E402,F401
     RunRollup,
 )
 from runs.models_workers import WorkerLease  # noqa: E402,F401
-from runs.models_gatelinks import EmailLinkSettings, GateDecisionMeta, GateLink  # noqa: E402,F401

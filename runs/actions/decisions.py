@@ -33,4 +33,7 @@ def decision_channels(run: Run, event_ids: Iterable[str] | None = None) -> dict[
     rows = GateDecisionMeta.objects.filter(run=run)
     if event_ids is not None:
         rows = rows.filter(event_id__in=list(event_ids))
-    return {event_id: (meta or {}).get(CHANNEL_KEY, "") for event_id, meta in rows.values_list("event_id", "metadata")}
+    return {
+        event_id: (meta or {}).get(CHANNEL_KEY, "")
+        for event_id, meta in rows.values_list("event_id", "metadata")
+    }

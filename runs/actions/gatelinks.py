@@ -131,7 +131,11 @@ def open_link(token: str, user: Any) -> LinkView:
     """Check a link for ``user`` (a signed-in person, or anonymous); decides nothing."""
     if not isinstance(token, str) or not 20 <= len(token) <= 100:
         return LinkView(None, UNKNOWN, "LINK_UNKNOWN")
-    link = GateLink.objects.select_related("run", "recipient", "workspace").filter(token_hash=token_hash(token)).first()
+    link = (
+        GateLink.objects.select_related("run", "recipient", "workspace")
+        .filter(token_hash=token_hash(token))
+        .first()
+    )
     if link is None:
         return LinkView(None, UNKNOWN, "LINK_UNKNOWN")
     signed_in = bool(getattr(user, "is_authenticated", False))
@@ -158,16 +162,22 @@ def open_link(token: str, user: Any) -> LinkView:
         )
     recipient = link.recipient
     role = (
-        Membership.objects.filter(user=recipient, workspace_id=link.workspace_id).values_list("role", flat=True).first()
+        Membership.objects.filter(user=recipient, workspace_id=link.workspace_id)
+        .values_list("role", flat=True)
+        .first()
     )
     if not recipient.is_active or not role_allows(role, Action.RESOLVE_GATE):
-        return LinkView(link, "The person this link was sent to may no longer decide gates here.", "FORBIDDEN")
+        return LinkView(
+            link, "The person this link was sent to may no longer decide gates here.", "FORBIDDEN"
+        )
     run = find_run(link.workspace, link.run.run_id)
     if run is None:
         return LinkView(link, "The run of this gate no longer exists.", "RUN_NOT_FOUND")
     state = run_state(run)
     key = (link.step_id, link.gate, link.checkpoint or None)
-    gate = next((g for g in state.pending_gates() if (g["stepId"], g["gate"], g.get("checkpoint")) == key), None)
+    gate = next(
+        (g for g in state.pending_gates() if (g["stepId"], g["gate"], g.get("checkpoint")) == key), None
+    )
     if gate is None:
         return LinkView(
             link,
@@ -177,7 +187,10 @@ def open_link(token: str, user: Any) -> LinkView:
             run=run,
         )
     high_risk = is_high_risk(state.run, link.step_id)
-    step = next((s for s in state.run.get("workflowSnapshot", {}).get("steps", []) if s.get("id") == link.step_id), None)
+    step = next(
+        (s for s in state.run.get("workflowSnapshot", {}).get("steps", []) if s.get("id") == link.step_id),
+        None,
+    )
     view = LinkView(link, gate=gate, run=run, state_run=state.run, step=step, high_risk=high_risk)
     if not signed_in and (high_risk or workspace_requires_sign_in(link.workspace_id)):
         view.sign_in = True

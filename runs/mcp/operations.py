@@ -291,14 +291,16 @@ def gate_to_review(
     run = _run(caller, run_id)
     state = run_state(run)
     key = (step_id, gate, checkpoint)
-    waiting = next((g for g in state.pending_gates() if (g["stepId"], g["gate"], g.get("checkpoint")) == key), None)
+    waiting = next(
+        (g for g in state.pending_gates() if (g["stepId"], g["gate"], g.get("checkpoint")) == key), None
+    )
     if waiting is None:
         raise Refused(
             ErrorCode.INVALID_STATE_TRANSITION,
             f"no {gate} gate of step {step_id!r} is waiting in run {run_id!r} (decided already, or never requested)",
         )
     steps = state.run.get("workflowSnapshot", {}).get("steps", [])
-    step = next((s for s in steps if s.get("id") == step_id), {})
+    step: dict[str, Any] = next((s for s in steps if s.get("id") == step_id), {})
     return {
         "runId": run_id_of(run),
         "title": run.title or run_id_of(run),

@@ -546,11 +546,15 @@ def build_server() -> WorkbenchMCPServer:
         asked = await _call(ctx, ops.gate_to_review, **where)
         if ctx.protocol_version == MODERN:
             response = (ctx.input_responses or {}).get(REVIEW_KEY)
-            if not isinstance(response, ElicitResult) or _gate_of_state(ctx.request_state) != asked_key(asked):
+            if not isinstance(response, ElicitResult) or _gate_of_state(ctx.request_state) != asked_key(
+                asked
+            ):
                 return InputRequiredResult(
                     input_requests={
                         REVIEW_KEY: ElicitRequest(
-                            params=ElicitRequestFormParams(message=review_message(asked), requested_schema=REVIEW_SCHEMA)
+                            params=ElicitRequestFormParams(
+                                message=review_message(asked), requested_schema=REVIEW_SCHEMA
+                            )
                         )
                     },
                     request_state=wire_json({"gate": asked_key(asked)}).decode(),
@@ -578,7 +582,9 @@ def build_server() -> WorkbenchMCPServer:
             note=note.strip()[:4000] or None if isinstance(note, str) else None,
             channel="mcp",
         )
-        return _answer(GateReview(status="decided", decision=decision, seqs=result["seqs"], **_review_ids(asked)))
+        return _answer(
+            GateReview(status="decided", decision=decision, seqs=result["seqs"], **_review_ids(asked))
+        )
 
     for name in tool_modules():  # tools of apps on top of runs (runs.mcp.register_tool_module)
         TOOL_SCOPES.update(importlib.import_module(name).add_tools(mcp, _forward))

@@ -11,8 +11,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from runs.actions import ActionError
-from runs.actions.outbox import EVENT_TYPES
 from runs.actions.gatelinks import do_set_email_link_sign_in, workspace_requires_sign_in
+from runs.actions.outbox import EVENT_TYPES
 from runs.actions.permissions import Action, role_allows
 from runs.actions.webhooks import (
     do_create_webhook,
@@ -64,7 +64,9 @@ def _apply(request: HttpRequest, workspace) -> tuple[str, object | None]:
     if op == "email_links":
         required = post.get("require_sign_in") == "on"
         do_set_email_link_sign_in(workspace=workspace, required=required)
-        return "E-mailed decision links " + ("need a signed-in session." if required else "work without signing in."), None
+        return "E-mailed decision links " + (
+            "need a signed-in session." if required else "work without signing in."
+        ), None
     raise ActionError("INVALID_INPUT", "unknown operation")
 
 

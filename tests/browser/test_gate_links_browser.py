@@ -85,7 +85,9 @@ def test_open_confirm_decide_and_refused_links(tmp_path):
 
             # A scanner (or bob) opens the link: a confirm page, nothing decided.
             page.goto(base + links[("bob", "Invoice batch A")])
-            assert page.locator("h1").inner_text() == "Confirm your decision", page.locator("#gate-link").inner_text()
+            assert page.locator("h1").inner_text() == "Confirm your decision", page.locator(
+                "#gate-link"
+            ).inner_text()
             expect(page.locator("#gate-link")).to_contain_text("Invoice batch A")
             expect(page.locator("#gate-link")).to_contain_text("before the step runs")
             page.reload()
@@ -96,7 +98,9 @@ def test_open_confirm_decide_and_refused_links(tmp_path):
             page.fill("#gate-link-note", "checked the totals")
             page.locator("button[value=approved]").click()
             page.wait_for_load_state()
-            assert "You approved PAUSE_BEFORE" in page.locator("main").inner_text(), page.locator("main").inner_text()
+            assert "You approved PAUSE_BEFORE" in page.locator("main").inner_text(), page.locator(
+                "main"
+            ).inner_text()
             assert _decisions(db) == [("run_a", "user:bob")]
             with sqlite3.connect(db) as conn:
                 (meta,) = conn.execute("SELECT metadata FROM runs_gatedecisionmeta").fetchone()

@@ -68,7 +68,9 @@ def _decisions(cluster) -> list:
 def _client(cluster, mode: str, callback) -> Client:
     http = httpx2.AsyncClient(headers={"Authorization": "Bearer rita-oauth-token-0123456789"}, timeout=60)
     return Client(
-        streamable_http_client(cluster.url(0, "/api/mcp"), http_client=http), mode=mode, elicitation_callback=callback
+        streamable_http_client(cluster.url(0, "/api/mcp"), http_client=http),
+        mode=mode,
+        elicitation_callback=callback,
     )
 
 

@@ -75,8 +75,10 @@ def test_get_never_decides_and_post_decides_as_the_recipient(workspace, started_
     csrf = page.cookies["csrftoken"].value
     refused = anonymous.post(links["Approve"], {"decision": "approved"})  # no CSRF token
     assert refused.status_code == 403 and _decided() == []
-    done = anonymous.post(links["Approve"], {"decision": "approved", "note": "fine", "csrfmiddlewaretoken": csrf})
-    assert done.status_code == 200 and b"data-outcome=\"decided\"" in done.content
+    done = anonymous.post(
+        links["Approve"], {"decision": "approved", "note": "fine", "csrfmiddlewaretoken": csrf}
+    )
+    assert done.status_code == 200 and b'data-outcome="decided"' in done.content
     (event,) = _decided()
     assert (event["decision"], event["stepId"], event.get("note")) == ("approved", "review", "fine")
     actor = Event.objects.get(event_id=event["id"]).actor
