@@ -13,6 +13,7 @@ from runs.pages import (
     detail,
     fork,
     gatepolicy,
+    gatelinks,
     gates,
     goto,
     imports,
@@ -47,6 +48,8 @@ urlpatterns = [
     path("settings/notifications/", webhooks.notifications, name="notifications"),
     path("settings/gate-policies/", gatepolicy.gate_policies, name="gate_policies"),
     path("settings/budgets/", budgets.budgets_page, name="budgets"),
+    # An e-mailed decision link: GET asks to confirm, POST decides (runs.pages.gatelinks).
+    path("gate-links/<str:token>/", gatelinks.gate_link, name="gate_link"),
     path("goto/", goto.goto_runs, name="goto"),
     path("workspace/switch/", run_list.switch_workspace_view, name="switch_workspace"),
     path("runs/demo", detail.run_detail, {"run_id": "demo"}, name="demo"),

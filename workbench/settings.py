@@ -280,6 +280,8 @@ WORKBENCH_NOTIFY_CONCURRENCY = env_int("WORKBENCH_NOTIFY_CONCURRENCY", 16, minim
 WORKBENCH_NOTIFY_PER_HOOK = env_int("WORKBENCH_NOTIFY_PER_HOOK", 2, minimum=1)
 WORKBENCH_NOTIFY_PER_HOST = env_int("WORKBENCH_NOTIFY_PER_HOST", 8, minimum=1)
 WORKBENCH_NOTIFY_BREAKER_FAILURES = env_int("WORKBENCH_NOTIFY_BREAKER_FAILURES", 5, minimum=1)
+# E-mailed decision links (runs.actions.gatelinks): hours a link stays valid.
+WORKBENCH_EMAIL_LINK_HOURS = env_float("WORKBENCH_EMAIL_LINK_HOURS", 24, minimum=0.01)
 WORKBENCH_NOTIFY_BREAKER_COOLDOWN = env_float("WORKBENCH_NOTIFY_BREAKER_COOLDOWN", 30, minimum=0.1)
 WORKBENCH_NOTIFY_BREAKER_MAX_COOLDOWN = env_float("WORKBENCH_NOTIFY_BREAKER_MAX_COOLDOWN", 3600, minimum=0.1)
 # Background work goes through Django's tasks framework (django.tasks) on django-tasks-db: a task

@@ -145,7 +145,9 @@ def do_decide_gate(
         state = load_state(run)
         waiting = _pending(state, step_id, gate, checkpoint) if isinstance(step_id, str) else None
         if waiting is None:  # not waiting: the engine says why (or takes a gate it may request)
-            result = do_commands(workspace=workspace, run_id=run_id, commands=[resolve], actor=actor)
+            result = do_commands(
+                workspace=workspace, run_id=run_id, commands=[resolve], actor=actor, channel=channel
+            )
             return GateDecision(result=result, resolved=bool(result.events))
         policy = policy_for(run, state.run, step_id)
         if decision not in DECISIONS:
@@ -160,7 +162,9 @@ def do_decide_gate(
                 "decision",
             )
         if not policy.needs_votes:
-            result = do_commands(workspace=workspace, run_id=run_id, commands=[resolve], actor=actor)
+            result = do_commands(
+                workspace=workspace, run_id=run_id, commands=[resolve], actor=actor, channel=channel
+            )
             if result.events:
                 _record_vote(run, waiting, actor, decision, note, channel, result.last_seq, voters=[actor])
             return GateDecision(result=result, resolved=bool(result.events), policy=policy)
@@ -208,7 +212,9 @@ def _vote(
             + (f": {resolve.note}" if resolve.note else "")
         )
         command = cmd.Annotate(text=text, tags=[VOTE_TAG, *tags], **where)
-        result = do_commands(workspace=run.workspace, run_id=run.run_id, commands=[command], actor=actor)
+        result = do_commands(
+            workspace=run.workspace, run_id=run.run_id, commands=[command], actor=actor, channel=channel
+        )
         _record_vote(run, waiting, actor, resolve.decision, resolve.note, channel, result.last_seq)
         return GateDecision(result, False, policy, counted.approvals, counted.rejections)
     voters = list(counted.approvals if counted.outcome == "approved" else counted.rejections)
@@ -225,7 +231,9 @@ def _vote(
         tags=[QUORUM_TAG, *tags[:1], f"decision:{counted.outcome}", *tags[2:]],
         **where,
     )
-    result = do_commands(workspace=run.workspace, run_id=run.run_id, commands=[final, summary], actor=actor)
+    result = do_commands(
+        workspace=run.workspace, run_id=run.run_id, commands=[final, summary], actor=actor, channel=channel
+    )
     _record_vote(
         run, waiting, actor, resolve.decision, resolve.note, channel, result.first_seq, voters=voters
     )

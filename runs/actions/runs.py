@@ -28,6 +28,7 @@ from runs.actions.core import (
     set_projection,
     update_projection,
 )
+from runs.actions.decisions import record_decision_channel
 from runs.actions.forks import track_replay
 from runs.actions.notify import RunChange, notify_on_commit
 from runs.engine import commands as cmd
@@ -109,8 +110,8 @@ def do_command(
     *, workspace: Workspace, run_id: str, command: Any, actor: str = "", channel: str = "page"
 ) -> AppendResult:
     """Run one engine command against a run: the single door for every state change. ``channel``
-    says where a gate decision came from ("page", "api", "judge", ...): the outbox's
-    ``gate.resolved`` names it, never the protocol event."""
+    says where a gate decision was made (page, api, email, slack, mcp, judge): it is recorded
+    beside each ``human_gate_resolved`` event as ``{"workbench.channel": channel}``."""
     return do_commands(workspace=workspace, run_id=run_id, commands=[command], actor=actor, channel=channel)
 
 
@@ -146,6 +147,7 @@ def do_commands(
             track_replay(run, appender, ctx)
         first, last = appender.save(keep_rows=True)
         update_projection(run, state, event_rows=appender.event_rows)
+        record_decision_channel(run, appender.events, channel)
         if watcher is not None:
             watcher.record(
                 appender.events, state, actor=actor, channel=channel

@@ -29,7 +29,7 @@ from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
 from runs.protocol.values import loads
 from runs.selectors.gates import gate_decision
 from runs.selectors.prompts import find_version, version_doc
-from runs.selectors.runs import RunNotFound, get_run, runs_of
+from runs.selectors.runs import RunNotFound, get_run, run_state, runs_of
 from runs.selectors.signing import bundle_signature
 
 MAX_LIST = 500
@@ -253,9 +253,14 @@ def start_run(
     return write_result(run, [], created=True)
 
 
-def _command(caller: Principal, run_id: str, command: Any) -> dict:
+def _command(caller: Principal, run_id: str, command: Any, channel: str = "page") -> dict:
     result = _write(
-        actions.do_command, workspace=caller.workspace, run_id=run_id, command=command, actor=caller.actor
+        actions.do_command,
+        workspace=caller.workspace,
+        run_id=run_id,
+        command=command,
+        actor=caller.actor,
+        channel=channel,
     )
     return write_result(result.run, result.seqs)
 
@@ -269,11 +274,42 @@ def resolve_gate(
     decision: str,
     note: str | None = None,
     checkpoint: str | None = None,
+    channel: str = "mcp",
 ) -> dict:
     caller = authorized_caller(principal, Action.RESOLVE_GATE)
     _run(caller, run_id)
     command = cmd.ResolveGate(step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint)
-    return _command(caller, run_id, command)
+    return _command(caller, run_id, command, channel)
+
+
+def gate_to_review(
+    principal: Principal | None, *, run_id: str, step_id: str, gate: str, checkpoint: str | None = None
+) -> dict:
+    """What a reviewer is asked about a waiting gate (review_gate): its run, step and reason.
+    Refused when the caller may not decide gates or the gate is not waiting."""
+    caller = authorized_caller(principal, Action.RESOLVE_GATE)
+    run = _run(caller, run_id)
+    state = run_state(run)
+    key = (step_id, gate, checkpoint)
+    waiting = next(
+        (g for g in state.pending_gates() if (g["stepId"], g["gate"], g.get("checkpoint")) == key), None
+    )
+    if waiting is None:
+        raise Refused(
+            ErrorCode.INVALID_STATE_TRANSITION,
+            f"no {gate} gate of step {step_id!r} is waiting in run {run_id!r} (decided already, or never requested)",
+        )
+    steps = state.run.get("workflowSnapshot", {}).get("steps", [])
+    step: dict[str, Any] = next((s for s in steps if s.get("id") == step_id), {})
+    return {
+        "runId": run_id_of(run),
+        "title": run.title or run_id_of(run),
+        "stepId": step_id,
+        "stepTitle": step.get("title") or step_id,
+        "gate": gate,
+        "checkpoint": checkpoint,
+        "reason": waiting.get("reason"),
+    }
 
 
 def write_artifact(

@@ -30,6 +30,9 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types import (
     CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     EmbeddedResource,
     InputRequiredResult,
     ListResourcesResult,
@@ -303,6 +306,7 @@ TOOL_SCOPES: dict[str, str] = {
     "write_artifact": "write or review",
     "export_bundle": "read",
     "request_decision": "write",
+    "review_gate": "review",
     "fork_run": "write",
     "get_prompt": "read",
 }
@@ -522,9 +526,129 @@ def build_server() -> WorkbenchMCPServer:
             raise ResourceNotFoundError(str(exc)) from None
         return data.decode()
 
+    @mcp.tool(title="Review a waiting gate", annotations=WRITES)
+    async def review_gate(
+        ctx: Context,
+        runId: RunId,
+        stepId: StepId,
+        gate: GateName,
+        checkpoint: OptionalName = None,
+    ) -> Annotated[CallToolResult, GateReview] | InputRequiredResult:
+        """Decide a waiting gate as yourself: the server asks you (an elicitation form: approve or
+        reject, and a note) and records your answer under your identity (needs the review scope).
+
+        Protocol 2026-07-28: an "input required" round carrying the elicitation (stateless; the
+        SDK shows the form through its elicitation callback and calls again with the answer).
+        2025-11-25: an ``elicitation/create`` request during the call; this endpoint is stateless
+        (JSON responses), so such a session has no back channel and gets ELICITATION_UNAVAILABLE.
+        """
+        where = {"run_id": runId, "step_id": stepId, "gate": gate, "checkpoint": checkpoint}
+        asked = await _call(ctx, ops.gate_to_review, **where)
+        if ctx.protocol_version == MODERN:
+            response = (ctx.input_responses or {}).get(REVIEW_KEY)
+            if not isinstance(response, ElicitResult) or _gate_of_state(ctx.request_state) != asked_key(
+                asked
+            ):
+                return InputRequiredResult(
+                    input_requests={
+                        REVIEW_KEY: ElicitRequest(
+                            params=ElicitRequestFormParams(
+                                message=review_message(asked), requested_schema=REVIEW_SCHEMA
+                            )
+                        )
+                    },
+                    request_state=wire_json({"gate": asked_key(asked)}).decode(),
+                )
+            action, content = response.action, response.content or {}
+        else:
+            try:
+                elicited = await ctx.elicit(review_message(asked), GateAnswer)
+            except Exception as exc:  # the client offers no elicitation (or no stream to ask on)
+                raise ToolError(
+                    f"ELICITATION_UNAVAILABLE: this client cannot be asked ({type(exc).__name__}); "
+                    "use protocol 2026-07-28, or resolve_gate with the decision as arguments"
+                ) from None
+            action = elicited.action
+            content = elicited.data.model_dump() if elicited.action == "accept" else {}
+        decision = content.get("decision")
+        if action != "accept" or decision not in ("approved", "rejected"):
+            return _answer(GateReview(status="not decided", **_review_ids(asked)))
+        note = content.get("note")
+        result = await _call(
+            ctx,
+            ops.resolve_gate,
+            **where,
+            decision=decision,
+            note=note.strip()[:4000] or None if isinstance(note, str) else None,
+            channel="mcp",
+        )
+        return _answer(
+            GateReview(status="decided", decision=decision, seqs=result["seqs"], **_review_ids(asked))
+        )
+
     for name in tool_modules():  # tools of apps on top of runs (runs.mcp.register_tool_module)
         TOOL_SCOPES.update(importlib.import_module(name).add_tools(mcp, _forward))
     return mcp
+
+
+REVIEW_KEY = "review"
+REVIEW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "enum": ["approved", "rejected"],
+            "enumNames": ["Approve", "Reject"],
+        },
+        "note": {"type": "string", "title": "Note (optional, kept with the decision)", "maxLength": 4000},
+    },
+    "required": ["decision"],
+}
+
+
+class GateAnswer(BaseModel):
+    """The elicitation form of review_gate (2025-11-25 clients)."""
+
+    decision: Literal["approved", "rejected"] = Field(title="Decision")
+    note: str = Field(default="", max_length=4000, title="Note (optional, kept with the decision)")
+
+
+class GateReview(BaseModel):
+    status: Literal["decided", "not decided"]
+    runId: str
+    stepId: str
+    gate: str
+    checkpoint: str | None = None
+    decision: str | None = None
+    seqs: list[int] = Field(default_factory=list)
+
+
+def asked_key(asked: dict) -> list:
+    return [asked["runId"], asked["stepId"], asked["gate"], asked["checkpoint"]]
+
+
+def _review_ids(asked: dict) -> dict:
+    return {k: asked[k] for k in ("runId", "stepId", "gate", "checkpoint")}
+
+
+def _gate_of_state(state: str | None) -> list | None:
+    """The gate a sealed review_gate request state names (the answer belongs to that gate only)."""
+    if not state:
+        return None
+    try:
+        value = orjson.loads(state).get("gate")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, list) else None
+
+
+def review_message(asked: dict) -> str:
+    where = f"checkpoint “{asked['checkpoint']}”" if asked.get("checkpoint") else asked["gate"]
+    text = f"Decide {where} of step “{asked['stepTitle']}” in run “{asked['title']}”."
+    if asked.get("reason"):
+        text += f" Why it waits: {asked['reason']}"
+    return text
 
 
 async def _held_until_decided(ctx: Context, arguments: dict, result: dict, wait: float) -> dict:

@@ -33,6 +33,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.utils import timezone
 
+from runs.actions.gatelinks import issue_links, link_hours
 from runs.actions.notify import schedule_deliveries
 from runs.actions.outbox import (
     GATE_REQUESTED,
@@ -207,14 +208,25 @@ def _mail(delivery: Delivery, subject: str, text: str, to: str) -> Outcome:
 Work = Callable[[], Outcome]
 
 
+def _hours_words(hours: float) -> str:
+    if hours >= 1 and float(hours).is_integer():
+        return f"{int(hours)} hour{'s' if hours != 1 else ''}"
+    return f"{round(hours * 60)} minutes"
+
+
 def prepare(delivery: Delivery) -> Outcome | Work:
     """On the sender's thread (which may read the database): the outcome at once when there is
     nothing to send any more, else the network part, to run on a thread of its own."""
     if delivery.channel == DeliveryChannel.EMAIL:
         if not _may_receive(delivery):
             return Outcome(False, error="the recipient may no longer receive it", cancelled=True)
+        payload = loads(delivery.payload)
+        links = issue_links(delivery, payload) if delivery.event_type == GATE_REQUESTED else None
         subject, text = messages.email_message(
-            loads(delivery.payload), site_name=getattr(settings, "WORKBENCH_SITE_NAME", "Workbench")
+            payload,
+            site_name=getattr(settings, "WORKBENCH_SITE_NAME", "Workbench"),
+            decision_links=(links.approve, links.reject) if links else None,
+            links_valid_for=_hours_words(link_hours()),
         )
         recipient = delivery.recipient
         if recipient is None:  # _may_receive checked it; for the type checker

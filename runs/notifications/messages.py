@@ -127,12 +127,27 @@ def slack_message(message: dict[str, Any]) -> dict[str, Any]:
     return {"text": fallback, "blocks": blocks}
 
 
-def email_message(message: dict[str, Any], *, site_name: str = "Workbench") -> tuple[str, str]:
-    """(subject, plain-text body)."""
+def email_message(
+    message: dict[str, Any],
+    *,
+    site_name: str = "Workbench",
+    decision_links: tuple[str, str] | None = None,
+    links_valid_for: str = "24 hours",
+) -> tuple[str, str]:
+    """(subject, plain-text body). ``decision_links``: the recipient's (Approve, Reject) links of a
+    gate e-mail; each opens a page that asks to confirm (opening one decides nothing)."""
     headline, details, link, label = lines(message)
     title = _title(message.get("data") or {})
     subject = f"[{site_name}] {headline}" + (f": {title}" if title else "")
     body = [headline, "", *details]
+    if decision_links:
+        approve, reject = decision_links
+        body += [
+            "",
+            f"Approve: {approve}",
+            f"Reject: {reject}",
+            f"Each link opens a page that asks you to confirm; it works once, for you only, for {links_valid_for}.",
+        ]
     if link:
         body += ["", f"{label}: {link}"]
     body += ["", "You get this because of your notification choices; change them on your settings page."]

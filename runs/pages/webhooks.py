@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from runs.actions import ActionError
+from runs.actions.gatelinks import do_set_email_link_sign_in, workspace_requires_sign_in
 from runs.actions.outbox import EVENT_TYPES
 from runs.actions.permissions import Action, role_allows
 from runs.actions.webhooks import (
@@ -60,6 +61,12 @@ def _apply(request: HttpRequest, workspace) -> tuple[str, object | None]:
     if op == "rotate":
         rotated = do_rotate_webhook_secret(workspace=workspace, webhook_id=hook_id)
         return "New secret made; the old one signs too for 24 hours.", rotated
+    if op == "email_links":
+        required = post.get("require_sign_in") == "on"
+        do_set_email_link_sign_in(workspace=workspace, required=required)
+        return "E-mailed decision links " + (
+            "need a signed-in session." if required else "work without signing in."
+        ), None
     raise ActionError("INVALID_INPUT", "unknown operation")
 
 
@@ -95,6 +102,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
             "kinds": WebhookKind.choices,
             "shown": shown,
             "nav_active": "webhooks",
+            "email_links_sign_in": workspace_requires_sign_in(workspace.pk),
         },
         status=status,
     )

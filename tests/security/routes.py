@@ -88,6 +88,9 @@ ROUTE_CLASSES: dict[str, str] = {
     "oauth2_provider:dcr-register": "public",
     # RFC 7592: the client id is a registered client's, opened with its registration access token.
     "oauth2_provider:dcr-register-management": "auth",
+    # An e-mailed decision link (runs.pages.gatelinks): the token is a random secret bound to its
+    # recipient and gate, not a workspace object; an unknown one is a 404 in words.
+    "runs:gate_link": "auth",
 }
 
 # Writes a viewer may make: they change nothing a workspace owns (the matrix still checks that).
