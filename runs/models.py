@@ -541,8 +541,8 @@ class SigningKey(models.Model):
 
 
 from runs.models_budgets import BudgetRecord, RunBudget, WorkflowBudget, WorkspaceBudget  # noqa: E402,F401
-from runs.models_gatepolicy import GateEscalation, GatePolicySetting, GateVote  # noqa: E402,F401
 from runs.models_gatelinks import EmailLinkSettings, GateDecisionMeta, GateLink  # noqa: E402,F401
+from runs.models_gatepolicy import GateEscalation, GatePolicySetting, GateVote  # noqa: E402,F401
 from runs.models_imports import ImportJob, ImportJobStatus  # noqa: E402,F401  (beyond this module)
 from runs.models_monitors import Monitor, MonitorChange, MonitorMetric, MonitorSample, MonitorState  # noqa: E402,F401
 from runs.models_notify import (  # noqa: E402,F401
