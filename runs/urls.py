@@ -20,6 +20,7 @@ from runs.pages import (
     prompts,
     rules,
     run_list,
+    slack,
     webhooks,
 )
 
@@ -41,6 +42,9 @@ urlpatterns = [
     path("prompts/<path:prompt_name>/", prompts.prompt_detail, name="prompt_detail"),
     path("promotions/<int:promotion_id>/decide/", prompts.decide_promotion, name="decide_promotion"),
     path("settings/notifications/", webhooks.notifications, name="notifications"),
+    path("settings/slack/", slack.slack_links, name="slack_links"),
+    path("settings/slack/link/", slack.slack_link, name="slack_link"),
+    path("integrations/slack/interactions", slack.interactions, name="slack_interactions"),
     path("goto/", goto.goto_runs, name="goto"),
     path("workspace/switch/", run_list.switch_workspace_view, name="switch_workspace"),
     path("runs/demo", detail.run_detail, {"run_id": "demo"}, name="demo"),

@@ -249,18 +249,22 @@ class Watcher:
     status: str
     gates: frozenset
 
-    def record(self, events: Sequence[dict], state: RunState, *, actor: str = "") -> int:
+    def record(
+        self, events: Sequence[dict], state: RunState, *, actor: str = "", channel: str = "page"
+    ) -> int:
         """Write the outbox rows this append causes; returns how many. The hooks and choices are
         read only when the append has something to say (most appends have not)."""
         wanted = self.found.wanted
-        candidates = [m for m in self._messages(events, state, actor) if m.event_type in wanted]
+        candidates = [m for m in self._messages(events, state, actor, channel) if m.event_type in wanted]
         if not candidates:
             return 0
         interest = interest_of(self.run.workspace_id, self.found)
         messages = [m for m in candidates if interest.wants(m.event_type, run=self.run)]
         return write_messages(self.run, interest, messages)
 
-    def _messages(self, events: Sequence[dict], state: RunState, actor: str) -> Iterable[Message]:
+    def _messages(
+        self, events: Sequence[dict], state: RunState, actor: str, channel: str = "page"
+    ) -> Iterable[Message]:
         run = self.run
         links = run_links(run.run_id)
         run_data = {"id": run.run_id, "title": _clip(run.title, 300), **links}
@@ -297,6 +301,7 @@ class Watcher:
                             "gate": event.get("gate"),
                             "decision": event.get("decision"),
                             "decidedBy": actor or None,
+                            "channel": channel,
                             "eventId": event.get("id"),
                             "url": links["url"] + "#gate-panel",
                         },

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import transaction
 
 from runs.actions import outbox, responsecache, rollups
+from runs.actions.channels import record_channels
 from runs.actions.core import (
     ActionError,
     Appender,
@@ -105,13 +106,17 @@ def do_set_run_title(*, workspace: Workspace, run_id: str, title: str) -> Run:
     return run
 
 
-def do_command(*, workspace: Workspace, run_id: str, command: Any, actor: str = "") -> AppendResult:
-    """Run one engine command against a run: the single door for every state change."""
-    return do_commands(workspace=workspace, run_id=run_id, commands=[command], actor=actor)
+def do_command(
+    *, workspace: Workspace, run_id: str, command: Any, actor: str = "", channel: str = "page"
+) -> AppendResult:
+    """Run one engine command against a run: the single door for every state change. ``channel``
+    says where a gate decision came from ("page", "api", "judge", ...): the outbox's
+    ``gate.resolved`` names it, never the protocol event."""
+    return do_commands(workspace=workspace, run_id=run_id, commands=[command], actor=actor, channel=channel)
 
 
 def do_commands(
-    *, workspace: Workspace, run_id: str, commands: Iterable[Any], actor: str = ""
+    *, workspace: Workspace, run_id: str, commands: Iterable[Any], actor: str = "", channel: str = "page"
 ) -> AppendResult:
     """Several commands in one transaction: all of them land, or none does."""
     ctx = engine_context()
@@ -142,8 +147,11 @@ def do_commands(
             track_replay(run, appender, ctx)
         first, last = appender.save(keep_rows=True)
         update_projection(run, state, event_rows=appender.event_rows)
+        record_channels(run, appender.events, first, channel)  # beside each gate decision
         if watcher is not None:
-            watcher.record(appender.events, state, actor=actor)  # the outbox, in this transaction
+            watcher.record(
+                appender.events, state, actor=actor, channel=channel
+            )  # the outbox, in this transaction
         notify_on_commit(RunChange.of(run, first, last, events=appender.events, actor=actor))
     return AppendResult(run=run, state=state, events=appender.events, first_seq=first, last_seq=last)
 
