@@ -103,12 +103,7 @@ MCP_PATH_ITEM: dict[str, Any] = {
     },
 }
 
-_SLACK_ERROR = {
-    "type": "object",
-    "properties": {
-        "error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}
-    },
-}
+_SLACK_ERROR = {"type": "object", "properties": {"error": {"type": "string"}, "code": {"type": "string"}}}
 
 SLACK_PATH_ITEM: dict[str, Any] = {
     SERVED_BY: "slack",

@@ -6,7 +6,7 @@ The interaction endpoint is CSRF-exempt and signature-required: a request counts
 carries the ``X-Slack-Signature`` of the Slack app it names (``slack_sdk.signature.
 SignatureVerifier`` with the app's signing secret), a timestamp within 5 minutes, and a signature
 not seen before. Until then nothing is read from the database but the app's signing secret, and
-nothing is decided. Refusals answer ``{"error": {"code", "message"}}``; a Slack user who may not
+nothing is decided. Refusals answer as the REST API does (``{"error": message, "code": CODE}``); a Slack user who may not
 decide (unlinked, or a role without review) is told so ephemerally and nothing is decided.
 """
 
@@ -49,7 +49,7 @@ MAX_BODY = 64 * 1024
 
 
 def _error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+    return JsonResponse({"error": message, "code": code}, status=status)
 
 
 def _payload(request: HttpRequest) -> dict | None:
@@ -157,7 +157,7 @@ def _refuse(app: SlackApp, channel_id, slack_user: str, code: str, message: str)
     slack.ephemeral(
         app, channel=channel_id, user=slack_user, text=f"Nothing was decided: {message} ({code})."
     )
-    return JsonResponse({"ok": False, "error": {"code": code, "message": message}})
+    return JsonResponse({"ok": False, "error": message, "code": code})
 
 
 def _refuse_unlinked(app: SlackApp, team_id: str, slack_user: str, channel_id) -> JsonResponse:

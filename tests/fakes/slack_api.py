@@ -40,6 +40,8 @@ class FakeSlack:
         parts = urlsplit(req.path)
         method = parts.path.rsplit("/", 1)[-1]
         args = dict(req.json or {})
+        if req.json is None and req.raw:  # form-encoded arguments (users.info and the like)
+            args.update({k: v[0] for k, v in parse_qs(req.raw.decode()).items()})
         args.update({k: v[0] for k, v in parse_qs(parts.query).items()})
         with self._changed:
             self.calls.append((method, args))
