@@ -153,6 +153,7 @@ def get_slack_app(request: HttpRequest, webhook_id: str):
 )
 def change_slack_app(request: HttpRequest, webhook_id: str):
     caller = require(request, Action.MANAGE_WEBHOOKS)
+    slack_app_of(caller.workspace, webhook_id)  # another workspace's: 404 before the body is read
     data = _body(request, CHANGE_FIELDS)
     do_update_slack_app(workspace=caller.workspace, webhook_id=webhook_id, changes=data)
     return _json(slack_app_of(caller.workspace, webhook_id))

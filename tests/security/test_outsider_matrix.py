@@ -115,6 +115,11 @@ WRITE_BODIES = {
         {"url": "https://hooks.example/new", "events": ["gate.requested"]}
     ),
     ("api:delete_webhook", "DELETE"): lambda w: b"",
+    ("api:create_slack_app", "POST"): lambda w: _json(
+        {"botToken": "xoxb-new", "signingSecret": "new-secret", "channel": "C0NEW"}
+    ),
+    ("api:change_slack_app", "PATCH"): lambda w: _json({"channel": "C0MOVED"}),
+    ("api:delete_slack_app", "DELETE"): lambda w: b"",
     ("api:create_queue", "POST"): lambda w: _json(
         {"name": "new", "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}]}
     ),
