@@ -31,6 +31,12 @@ from runs.protocol.values import loads
 
 log = logging.getLogger("workbench.notify")
 
+
+def _obj(value: object) -> dict:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 # Slack's answers that no retry will change: the app's token or channel is wrong.
 FATAL = frozenset(
     {"invalid_auth", "account_inactive", "token_revoked", "not_authed", "channel_not_found", "is_archived"}
@@ -55,8 +61,8 @@ def prepare_app(delivery: Delivery, app: SlackApp, failure) -> Outcome | Any:
     retry_after=)`` makes a failed outcome with the retry schedule)."""
     message = loads(delivery.payload)
     data = message.get("data") or {}
-    gate = data.get("gate") if isinstance(data.get("gate"), dict) else {}
-    run = data.get("run") if isinstance(data.get("run"), dict) else {}
+    gate = _obj(data.get("gate"))
+    run = _obj(data.get("run"))
     hook = app.webhook
     if delivery.event_type == GATE_REQUESTED:
         body = slack_blocks.gate_message(message, hook.public_id)

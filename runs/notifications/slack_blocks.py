@@ -23,9 +23,14 @@ NOTE_INPUT = "note"
 DECISIONS = {APPROVE: "approved", REJECT: "rejected"}
 
 
+def _obj(value: object) -> dict:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def gate_ref(hook_id: str, data: dict[str, Any]) -> dict[str, Any]:
-    run = data.get("run") if isinstance(data.get("run"), dict) else {}
-    gate = data.get("gate") if isinstance(data.get("gate"), dict) else {}
+    run = _obj(data.get("run"))
+    gate = _obj(data.get("gate"))
     return {
         "h": hook_id,
         "r": run.get("id"),
@@ -66,7 +71,7 @@ def gate_message(message: dict[str, Any], hook_id: str) -> dict[str, Any]:
 def decided_message(message: dict[str, Any], who: str) -> dict[str, Any]:
     """The gate message once decided (``gate.resolved``): the buttons replaced by who decided how."""
     data = message.get("data") or {}
-    gate = data.get("gate") if isinstance(data.get("gate"), dict) else {}
+    gate = _obj(data.get("gate"))
     decision = str(gate.get("decision") or "decided")
     channel = f" in {gate['channel']}" if gate.get("channel") and gate.get("channel") != "page" else ""
     said = f"{decision.capitalize()} by {who}{channel}"

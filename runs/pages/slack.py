@@ -48,6 +48,11 @@ WINDOW = 5 * 60  # seconds: Slack's timestamp window
 MAX_BODY = 64 * 1024
 
 
+def _obj(value: object) -> dict:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": message, "code": code}, status=status)
 
@@ -66,7 +71,7 @@ def _payload(request: HttpRequest) -> dict | None:
 def _ref_of(payload: dict) -> str | None:
     """The gate reference the request names (a button's value, or the modal's metadata)."""
     if payload.get("type") == "view_submission":
-        view = payload.get("view") if isinstance(payload.get("view"), dict) else {}
+        view = _obj(payload.get("view"))
         return view.get("private_metadata")
     actions = payload.get("actions")
     if isinstance(actions, list) and actions and isinstance(actions[0], dict):
@@ -106,11 +111,11 @@ def interactions(request: HttpRequest) -> HttpResponse:
         return _error(400, "INVALID_INPUT", "not an interaction with a Workbench gate")
     if not app.webhook.enabled:
         return _error(403, "WEBHOOK_DISABLED", "this Slack app's hook is disabled in Workbench")
-    user_doc = payload.get("user") if isinstance(payload.get("user"), dict) else {}
-    team_doc = payload.get("team") if isinstance(payload.get("team"), dict) else {}
+    user_doc = _obj(payload.get("user"))
+    team_doc = _obj(payload.get("team"))
     slack_user = str(user_doc.get("id") or "")
     team_id = str(team_doc.get("id") or user_doc.get("team_id") or "")
-    channel_doc = payload.get("channel") if isinstance(payload.get("channel"), dict) else {}
+    channel_doc = _obj(payload.get("channel"))
     channel_id = channel_doc.get("id")
     if payload.get("type") == "view_submission":
         return _note_submitted(app, payload, ref, team_id, slack_user, raw_ref or "")
@@ -170,7 +175,7 @@ def _refuse_unlinked(app: SlackApp, team_id: str, slack_user: str, channel_id) -
     return _refuse(app, channel_id, slack_user, "SLACK_USER_NOT_LINKED", message)
 
 
-def _note_submitted(app, payload, ref, team_id, slack_user, raw_ref) -> JsonResponse:
+def _note_submitted(app, payload, ref, team_id, slack_user, raw_ref) -> HttpResponse:
     view = payload.get("view") or {}
     values = ((view.get("state") or {}).get("values") or {}) if isinstance(view, dict) else {}
     note = ((values.get(slack_blocks.NOTE_BLOCK) or {}).get(slack_blocks.NOTE_INPUT) or {}).get("value")
