@@ -19,6 +19,7 @@ from slack_sdk.signature import SignatureVerifier
 from tests.fakes.loopback import LoopbackServer, Received, Reply
 
 CHANNEL = "C0GATES"
+_TRIGGERS = itertools.count(1)  # every click its own trigger_id, as Slack's are (no two requests alike)
 TEAM = "T0TEAM"
 
 
@@ -110,7 +111,7 @@ def block_action(message: dict, action_id: str, *, user: str, team: str = TEAM) 
         "user": {"id": user, "team_id": team},
         "channel": {"id": message.get("channel", CHANNEL)},
         "container": {"type": "message", "channel_id": message.get("channel", CHANNEL)},
-        "trigger_id": "1234.5678.trigger",
+        "trigger_id": f"1234.{next(_TRIGGERS)}.trigger",
         "response_url": "https://hooks.slack.invalid/actions/1",
         "actions": [
             {"action_id": action_id, "block_id": "wb_gate", "value": button["value"], "type": "button"}
