@@ -72,11 +72,12 @@ def prepare_app(delivery: Delivery, app: SlackApp, failure) -> Outcome | Any:
         )
     posted = SlackGateMessage.objects.filter(webhook=hook, run_id=str(run.get("id") or "")).order_by("-id")
     if delivery.event_type == GATE_RESOLVED:
-        mine = posted.filter(
-            step_id=str(gate.get("stepId") or ""),
-            gate=str(gate.get("gate") or ""),
-            checkpoint=str(gate.get("checkpoint") or ""),
-        ).first()
+        mine_q = posted.filter(step_id=str(gate.get("stepId") or ""), gate=str(gate.get("gate") or ""))
+        if (
+            gate.get("checkpoint") is not None
+        ):  # (gate.resolved names no checkpoint: the latest of the step's gate)
+            mine_q = mine_q.filter(checkpoint=str(gate["checkpoint"]))
+        mine = mine_q.first()
         body = slack_blocks.decided_message(message, _who(gate.get("decidedBy")))
         if mine is not None:
             args = {"channel": mine.channel_id, "ts": mine.ts, **body}
