@@ -573,4 +573,5 @@ from runs.models_rollups import (  # noqa: E402,F401
     RunMetricRollup,
     RunRollup,
 )
+from runs.models_slack import SlackApp, SlackGateMessage, SlackLink, SlackSeenRequest  # noqa: E402,F401
 from runs.models_workers import WorkerLease  # noqa: E402,F401

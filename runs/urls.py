@@ -12,8 +12,8 @@ from runs.pages import (
     dashboard,
     detail,
     fork,
-    gatepolicy,
     gatelinks,
+    gatepolicy,
     gates,
     goto,
     imports,
@@ -24,6 +24,7 @@ from runs.pages import (
     prompts,
     rules,
     run_list,
+    slack,
     webhooks,
 )
 
@@ -50,6 +51,9 @@ urlpatterns = [
     path("settings/budgets/", budgets.budgets_page, name="budgets"),
     # An e-mailed decision link: GET asks to confirm, POST decides (runs.pages.gatelinks).
     path("gate-links/<str:token>/", gatelinks.gate_link, name="gate_link"),
+    path("settings/slack/", slack.slack_links, name="slack_links"),
+    path("settings/slack/link/", slack.slack_link, name="slack_link"),
+    path("integrations/slack/interactions", slack.interactions, name="slack_interactions"),
     path("goto/", goto.goto_runs, name="goto"),
     path("workspace/switch/", run_list.switch_workspace_view, name="switch_workspace"),
     path("runs/demo", detail.run_detail, {"run_id": "demo"}, name="demo"),

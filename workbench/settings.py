@@ -412,6 +412,9 @@ LOGGING = {
 # else the policy page) and policy URL, and how far ahead security.txt expires (RFC 9116: < 1 year).
 WORKBENCH_SITE_NAME = env_str("WORKBENCH_SITE_NAME", "Workbench")
 WORKBENCH_SITE_URL = env_str("WORKBENCH_SITE_URL", "")
+# Slack apps' Web API (chat.postMessage, chat.update, views.open...): an operator setting, never an
+# owner's (tests point it at a loopback fake). Ends with "/", as slack_sdk's base_url does.
+WORKBENCH_SLACK_API_URL = env_str("WORKBENCH_SLACK_API_URL", "https://slack.com/api/")
 WORKBENCH_SECURITY_CONTACT = env_str("WORKBENCH_SECURITY_CONTACT", "")
 WORKBENCH_SECURITY_POLICY_URL = env_str("WORKBENCH_SECURITY_POLICY_URL", "")
 WORKBENCH_SECURITY_TXT_DAYS = env_int("WORKBENCH_SECURITY_TXT_DAYS", 180, minimum=1)

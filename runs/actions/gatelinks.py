@@ -26,10 +26,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs.actions.core import ActionError
+from runs.actions.gatepolicy import do_decide_gate
 from runs.actions.outbox import site_url
 from runs.actions.permissions import Action, role_allows
-from runs.actions.runs import do_command
-from runs.engine import commands as cmd
 from runs.models import Delivery, EmailLinkSettings, GateLink, Membership, Run, Workspace
 from runs.protocol.values import loads
 from runs.selectors.runs import find_run, run_state
@@ -217,16 +216,14 @@ def do_decide_by_link(token: str, user: Any, *, decision: str, note: str | None)
         if not claimed:  # another request used it a moment ago
             return LinkView(link, "This link was already used: a link decides once.", "LINK_USED")
         try:
-            do_command(
+            do_decide_gate(  # under the gate's policy: quorum, separation of duties
                 workspace=link.workspace,
                 run_id=view.run.run_id,
-                command=cmd.ResolveGate(
-                    step_id=link.step_id,
-                    gate=link.gate,
-                    decision=decision,
-                    note=(note or "").strip()[:4000] or None,
-                    checkpoint=link.checkpoint or None,
-                ),
+                step_id=link.step_id,
+                gate=link.gate,
+                decision=decision,
+                note=(note or "").strip()[:4000] or None,
+                checkpoint=link.checkpoint or None,
                 actor=f"user:{link.recipient.get_username()}",
                 channel="email",
             )

@@ -41,7 +41,7 @@ from runs.protocol.signing import (
 )
 from runs.protocol.values import now_iso
 from runs.selectors.bundles import export_bundle_doc
-from runs.selectors.signing import approval_actors
+from runs.selectors.signing import approval_actors, approval_channels
 
 SIGNING_KEY_ERROR = "SIGNING_KEY_ERROR"  # the configured key cannot be used (operator's problem)
 UNKNOWN_KEY = "UNKNOWN_KEY"
@@ -278,6 +278,7 @@ def do_export_bundle(run: Run, *, exported_by: str, redact: str | None = None) -
         redaction=redact,
         actors=actors,
         gate_indices=gates,
+        channels=approval_channels(run),
     )
     signed = attach(bundle, envelope)
     return SignedExport(data=canonical_bytes(signed), bundle=signed, envelope=envelope, kid=row.kid)

@@ -17,6 +17,7 @@ import base64
 import ipaddress
 import secrets
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
@@ -382,6 +383,9 @@ class Outcome:
     retry_at: datetime | None = None  # None and not delivered: given up
     disable_hook: str = ""  # why the hook is disabled ("" keeps it)
     cancelled: bool = False
+    # Bookkeeping of a delivered attempt, run in record_attempt's transaction (a Slack app's
+    # posted message remembered: runs.actions.slack.remember_gate_message).
+    after: Callable[[], object] | None = None
 
 
 def record_attempt(delivery: Delivery, outcome: Outcome) -> None:
@@ -409,6 +413,8 @@ def record_attempt(delivery: Delivery, outcome: Outcome) -> None:
         else:
             fields |= {"status": DeliveryStatus.FAILED}
         mine = Delivery.objects.filter(pk=delivery.pk, attempts=delivery.attempts).update(**fields)
+        if mine and outcome.delivered and outcome.after is not None:
+            outcome.after()
         if mine and fields["status"] == DeliveryStatus.PENDING and outcome.retry_at is not None:
             schedule_deliveries(outcome.retry_at)
         if hook is not None and hook.enabled and mine and not outcome.cancelled and not outcome.disable_hook:

@@ -43,6 +43,7 @@ from runs.api.prompts import labels_router as prompt_labels_router
 from runs.api.prompts import router as prompts_router
 from runs.api.runstore import router as runstore_router
 from runs.api.schemas import HealthOut
+from runs.api.slack import router as slack_router
 from runs.api.transcript import router as transcript_router
 from runs.api.webhooks import router as webhooks_router
 from runs.protocol.canonical import parse_json
@@ -362,6 +363,7 @@ def _register_routers() -> None:
     api.add_router("/webhooks", webhooks_router)
     api.add_router("/gate-policies", gate_policy_router)
     api.add_router("/monitors", monitors_router)
+    api.add_router("/slack/apps", slack_router)
     api.add_router("/prompts", prompts_router)
     api.add_router("/prompt-labels", prompt_labels_router)
 

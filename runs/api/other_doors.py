@@ -103,7 +103,56 @@ MCP_PATH_ITEM: dict[str, Any] = {
     },
 }
 
-PATHS: dict[str, dict[str, Any]] = {"/api/mcp": MCP_PATH_ITEM}
+_SLACK_ERROR = {"type": "object", "properties": {"error": {"type": "string"}, "code": {"type": "string"}}}
+
+SLACK_PATH_ITEM: dict[str, Any] = {
+    SERVED_BY: "slack",
+    "summary": "Slack interactivity (gate buttons and the note modal)",
+    "description": (
+        "Slack's interactivity request URL for a connected Slack app (/api/slack/apps). Signed by Slack "
+        "(`X-Slack-Signature` v0 with the app's signing secret, `X-Slack-Request-Timestamp` within 5 minutes); "
+        "a request seen before is refused. The Slack user acts as the workspace member linked to them; an "
+        "unlinked one, or a role that may not decide gates, is told so ephemerally and nothing is decided."
+    ),
+    "post": {
+        "operationId": "slack_interactions",
+        "tags": ["slack"],
+        "summary": "Receive a Slack interaction",
+        "security": [{}],
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/x-www-form-urlencoded": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"payload": {"type": "string"}},
+                        "required": ["payload"],
+                    }
+                }
+            },
+        },
+        "responses": {
+            "200": {"description": "Received (a refusal to the Slack user says why nothing was decided)."},
+            "400": {
+                "description": "Not an interaction with a Workbench gate.",
+                "content": {"application/json": {"schema": _SLACK_ERROR}},
+            },
+            "401": {
+                "description": "SLACK_SIGNATURE_MISSING, SLACK_STALE_REQUEST or SLACK_SIGNATURE_INVALID.",
+                "content": {"application/json": {"schema": _SLACK_ERROR}},
+            },
+            "409": {
+                "description": "SLACK_REPLAYED: the request was received before.",
+                "content": {"application/json": {"schema": _SLACK_ERROR}},
+            },
+        },
+    },
+}
+
+PATHS: dict[str, dict[str, Any]] = {
+    "/api/mcp": MCP_PATH_ITEM,
+    "/integrations/slack/interactions": SLACK_PATH_ITEM,
+}
 
 OAUTH2_SCHEME: dict[str, Any] = {
     "type": "oauth2",

@@ -45,8 +45,8 @@ from runs.actions.outbox import (
 )
 from runs.actions.permissions import Action, role_allows
 from runs.actions.webhooks import Outcome, claim_due, egress_message, record_attempt
-from runs.models import Delivery, DeliveryChannel, Membership
-from runs.notifications import messages, policy
+from runs.models import Delivery, DeliveryChannel, Membership, SlackApp
+from runs.notifications import messages, policy, slack
 from runs.notifications.deadline import DeadlineBackend, deadline
 from runs.notifications.signing import signed_headers
 from runs.protocol.values import dumps, loads
@@ -235,6 +235,10 @@ def prepare(delivery: Delivery) -> Outcome | Work:
     hook = delivery.webhook
     if hook is None or not hook.enabled:
         return Outcome(False, error="the webhook is disabled", cancelled=True)
+    app = SlackApp.objects.filter(webhook=hook).first() if delivery.channel == DeliveryChannel.SLACK else None
+    if app is not None:  # a Slack app: its Web API with the bot token (runs.notifications.slack)
+        app.webhook = hook
+        return slack.prepare_app(delivery, app, _failure)
     if delivery.channel == DeliveryChannel.SLACK:
         body = dumps(messages.slack_message(loads(delivery.payload)))
         headers = {"Content-Type": "application/json"}

@@ -161,3 +161,6 @@ def _one_line(text: str) -> str:
     return "".join(
         " " if (ch.isspace() and ch != " ") or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 else ch for ch in text
     )
+
+
+slack_escape = _slack_escape  # for runs.notifications.slack_blocks

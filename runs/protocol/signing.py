@@ -311,23 +311,28 @@ def _gate_indices(trace: Sequence[Any], hint: Sequence[int] | None) -> list[int]
 
 
 def approvals_of(
-    trace: Sequence[Any], actors: Mapping[str, str | None], gate_indices: Sequence[int] | None = None
+    trace: Sequence[Any],
+    actors: Mapping[str, str | None],
+    gate_indices: Sequence[int] | None = None,
+    channels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The approvals of a trace: one per ``human_gate_resolved`` event, ``by`` from ``actors``."""
+    """The approvals of a trace: one per ``human_gate_resolved`` event, ``by`` from ``actors``,
+    and ``channel`` (page, api, slack, ...) from ``channels`` where it is known."""
     out = []
     for i in _gate_indices(trace, gate_indices):
         event = trace[i]
-        out.append(
-            {
-                "eventId": event["id"],
-                "seq": i + 1,
-                "stepId": event.get("stepId"),
-                "gate": event.get("gate"),
-                "decision": event.get("decision"),
-                "by": actors.get(event["id"]),
-                "at": event.get("ts"),
-            }
-        )
+        approval = {
+            "eventId": event["id"],
+            "seq": i + 1,
+            "stepId": event.get("stepId"),
+            "gate": event.get("gate"),
+            "decision": event.get("decision"),
+            "by": actors.get(event["id"]),
+            "at": event.get("ts"),
+        }
+        if channels and event["id"] in channels:
+            approval["channel"] = channels[event["id"]]
+        out.append(approval)
     return out
 
 
@@ -341,6 +346,7 @@ def build_statement(
     redaction: str | None,
     actors: Mapping[str, str | None],
     gate_indices: Sequence[int] | None = None,
+    channels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The in-toto Statement of a bundle that already carries its ``integrity.sha256``."""
     digest = declared_integrity(dict(bundle)) if isinstance(bundle, Mapping) else None
@@ -364,7 +370,7 @@ def build_statement(
             "exportedBy": exported_by,
             "at": at,
             "redaction": redaction,
-            "approvals": approvals_of(bundle["trace"], actors, gate_indices),
+            "approvals": approvals_of(bundle["trace"], actors, gate_indices, channels),
         },
     }
 
@@ -392,6 +398,7 @@ def sign_bundle_attestation(
     redaction: str | None,
     actors: Mapping[str, str | None],
     gate_indices: Sequence[int] | None = None,
+    channels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The DSSE envelope attesting ``bundle`` (which must already carry ``integrity.sha256``).
 
@@ -410,6 +417,7 @@ def sign_bundle_attestation(
         redaction=redaction,
         actors=actors,
         gate_indices=gate_indices,
+        channels=channels,
     )
     return sign_envelope(canonical_bytes(statement), private_key)
 

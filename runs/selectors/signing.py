@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from runs.models import Event, Run, SigningKey
+from runs.models import Event, GateDecisionMeta, Run, SigningKey
 from runs.protocol.signing import (
     GATE_RESOLVED,
     KeySet,
@@ -117,3 +117,12 @@ def import_provenance(run: Run) -> dict[str, Any] | None:
     if not run.import_attestation:
         return {"status": "unsigned"}
     return loads(run.import_attestation)
+
+
+def approval_channels(run: Run) -> dict[str, str]:
+    """event id -> the channel each gate decision of the run came from (where it was recorded)."""
+    return {
+        event_id: str(metadata.get("workbench.channel"))
+        for event_id, metadata in GateDecisionMeta.objects.filter(run=run).values_list("event_id", "metadata")
+        if isinstance(metadata, dict) and metadata.get("workbench.channel")
+    }

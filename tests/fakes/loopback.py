@@ -32,6 +32,7 @@ class Received:
     headers: dict[str, str]
     json: dict | None
     at: float = field(default_factory=time.monotonic)  # when it reached the server
+    raw: bytes = b""  # the body as sent (a form-encoded one has no json)
 
 
 Handler = Callable[[Received], Reply]
@@ -58,7 +59,9 @@ class LoopbackServer:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = None
-                req = Received(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                req = Received(
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw=raw
+                )
                 outer.received.append(req)
                 reply = outer.handler(req)
                 if reply.delay:

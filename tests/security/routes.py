@@ -101,6 +101,8 @@ VIEWER_MAY_WRITE: dict[str, str] = {
     "api:verify_bundle": "checks a bundle, stores nothing (read scope)",
     "playground:preview": "renders a request preview, stores nothing",
     "runs:notifications": "the viewer's own e-mail choices (an empty form changes nothing)",
+    "runs:slack_links": "unlinks one of the viewer's own Slack links (another's is 404)",
+    "runs:slack_link": "links a Slack user to the viewer themselves (a signed one-time token; their role still decides)",
     "oauth2_provider:authorize": "a person authorizes a client for themselves, within their role",
 }
 

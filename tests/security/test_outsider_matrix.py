@@ -119,6 +119,11 @@ WRITE_BODIES = {
     ("api:create_monitor", "POST"): lambda w: _json({"name": "new", "metric": "cost_day", "alert": 5}),
     ("api:update_monitor", "PATCH"): lambda w: _json({"alert": 9}),
     ("api:delete_monitor", "DELETE"): lambda w: b"",
+    ("api:create_slack_app", "POST"): lambda w: _json(
+        {"botToken": "xoxb-new", "signingSecret": "new-secret", "channel": "C0NEW"}
+    ),
+    ("api:change_slack_app", "PATCH"): lambda w: _json({"channel": "C0MOVED"}),
+    ("api:delete_slack_app", "DELETE"): lambda w: b"",
     ("api:create_queue", "POST"): lambda w: _json(
         {"name": "new", "scoreConfigs": [{"name": "ok", "dataType": "BOOLEAN"}]}
     ),
