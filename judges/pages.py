@@ -78,6 +78,7 @@ def judge_list(request: HttpRequest) -> HttpResponse:
         "can_manage": may(request, Action.MANAGE_JUDGES),
         "error": error,
         "form": request.POST if error else {},
+        "nav_active": "judges",
     }
     return render(request, "judges/judges.html", context, status=400 if error else 200)
 
@@ -88,6 +89,7 @@ def _detail_context(request: HttpRequest, judge: GateJudge) -> dict[str, Any]:
     earned, why = stats.meets(agreement, floor=judge.kappa_floor, min_items=MIN_ITEMS)
     days = calendar((now - timedelta(days=selectors.CHART_DAYS - 1)).date(), now.date())
     return {
+        "nav_active": "judges",
         "judge": judge,
         "agreement": agreement,
         "rows": presenters.agreement_rows(agreement),
