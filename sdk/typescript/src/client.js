@@ -75,7 +75,7 @@ export class WorkbenchClient {
           method,
           headers,
           body: json === undefined ? undefined : JSON.stringify(json),
-          signal: AbortSignal.timeout((timeout ?? this.timeout) * 1000),
+          signal: AbortSignal.timeout(Math.ceil((timeout ?? this.timeout) * 1000)),
         });
       } catch (err) {
         if (attempt >= this.retries) throw err;
@@ -95,7 +95,7 @@ export class WorkbenchClient {
   }
   appendEvents(runId, events) { return this.request("POST", `/runs/${q(runId)}/events`, { json: { events } }); }
   events(runId, { afterSeq = 0, limit = 1000 } = {}) {
-    return this.request("GET", `/runs/${q(runId)}/events`, { params: { afterSeq, limit } });
+    return this.request("GET", `/runs/${q(runId)}/events`, { params: { after_seq: afterSeq, limit } });
   }
   writeArtifact(runId, { key, typeId, data, artifactIdempotencyKey, stepId }) {
     const body = dropNone({ artifactKey: key, typeId, idempotencyKey: artifactIdempotencyKey, stepId });
