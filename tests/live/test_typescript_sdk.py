@@ -63,7 +63,12 @@ def test_node_test_runner_passes_against_a_live_server():
         stop = threading.Event()
         decider = threading.Thread(target=decide_when_requested, args=(client, stop), daemon=True)
         decider.start()
-        env = {**os.environ, "WORKBENCH_URL": url, "WORKBENCH_TOKEN": seed["token"], "WORKBENCH_TS_TITLE": TITLE}
+        env = {
+            **os.environ,
+            "WORKBENCH_URL": url,
+            "WORKBENCH_TOKEN": seed["token"],
+            "WORKBENCH_TS_TITLE": TITLE,
+        }
         try:
             done = subprocess.run(
                 [str(NODE), "--test", "test/"], cwd=SDK, env=env, capture_output=True, text=True, timeout=240

@@ -20,7 +20,10 @@ REQUESTS: list[dict[str, object]] = [
         "model": "claude-3-5-haiku",
         "messages": [
             {"role": "system", "content": "Be brief."},
-            {"role": "user", "content": [{"type": "text", "text": "caf\u00e9 \u2603 \U0001f600 \"q\" \\ \n\t\u0001"}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": 'caf\u00e9 \u2603 \U0001f600 "q" \\ \n\t\u0001'}],
+            },
         ],
         "temperature": 0.7,
         "topP": 1,
@@ -38,7 +41,11 @@ REQUESTS: list[dict[str, object]] = [
         "tools": [
             {"name": "zeta", "parameters": {"type": "object"}},
             {"name": "\u00e9t\u00e9", "description": "accented"},
-            {"name": "Alpha", "description": "upper", "parameters": {"properties": {"x": {"type": "number"}}}},
+            {
+                "name": "Alpha",
+                "description": "upper",
+                "parameters": {"properties": {"x": {"type": "number"}}},
+            },
             {"name": "\U0001f600emoji"},
             {"name": "\uff61half"},
         ],
