@@ -1,0 +1,3 @@
+export * from "./canonical.js";
+export * from "./cachekey.js";
+export * from "./client.js";
