@@ -48,7 +48,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from runs import actions
-from runs.actions import core
+from runs.actions import core, rollup_metrics
 from runs.actions import rollups as rollup_actions
 from runs.engine import commands as c
 from runs.engine.fold import apply_event
@@ -285,16 +285,20 @@ def _replay(run: Run, after: int, log) -> None:
         for seq, body in cursor:
             event = loads(body)
             apply_event(state, event)
+            if core.is_error_event(event):  # as Appender.record counts them (the runs list's errors)
+                run.error_count += 1
             if seq % interval == 0:
                 snapshots.append(RunSnapshot(run=run, seq=seq, state=dumps(state.to_json())))
             if event["type"] == "model_io" and event.get("direction") == "response":
                 calls.append(event)
             if len(calls) >= 50_000:
                 rollup_actions.count_model_calls(run, calls)
+                rollup_metrics.count_metrics(run, calls, [])  # the dashboard's model latencies
                 calls = []
             if seq % 1_000_000 == 0:
                 log(f"  replayed to seq {seq:,} ({time.perf_counter() - t0:.0f} s)")
     rollup_actions.count_model_calls(run, calls)
+    rollup_metrics.count_metrics(run, calls, [])
     RunSnapshot.objects.bulk_create(snapshots, batch_size=1000)
     core.set_projection(run, state)
     run.last_seq = seq

@@ -509,7 +509,10 @@ class Appender:
                 rollups.count_model_calls(self.run, (event for _, event in self.model_responses))
         if count_calls and (self.model_responses or self.gate_events):
             rollup_metrics.count_metrics(
-                self.run, (event for _, event in self.model_responses), self.gate_events
+                self.run,
+                (event for _, event in self.model_responses),
+                self.gate_events,
+                before=self.first_seq,
             )
         self.run.last_seq = self.seq
         return self.first_seq, self.seq

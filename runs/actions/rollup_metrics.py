@@ -68,7 +68,12 @@ def _ts(text: Any) -> datetime | None:
 
 
 def gate_metrics(
-    run: Run, events: Iterable[tuple[Mapping[str, Any], str]], sign: int = 1, *, lookup: bool = True
+    run: Run,
+    events: Iterable[tuple[Mapping[str, Any], str]],
+    sign: int = 1,
+    *,
+    lookup: bool = True,
+    before: int | None = None,
 ) -> dict[MetricKey, int]:
     """Gate decisions (``human_gate_resolved``, with who recorded them) by step, reviewer and
     decision, and each decision's time to decision: from when the gate became decidable to the
@@ -77,7 +82,9 @@ def gate_metrics(
     step completion or decision (PAUSE_BEFORE, CHECKPOINT). ``events`` are the batch's gate
     requests, decisions and step completions in order; what came before them is read from the
     run's stored events (two index probes per decision whose start is not in the batch), unless
-    ``lookup`` is False (``events`` are then all the run's: a recomputation)."""
+    ``lookup`` is False (``events`` are then all the run's: a recomputation). ``before``: the
+    batch's first seq, when its events are already stored (the lookup must not find the batch's
+    own decision as the start of that decision: a recomputation never does)."""
     out: dict[MetricKey, int] = {}
     requested: dict[str, datetime] = {}
     completed: dict[str, datetime] = {}
@@ -102,7 +109,7 @@ def gate_metrics(
         implied = completed.get(step) if after else progress
         starts = [t for t in (requested.get(step), implied) if t is not None]
         if implied is None and lookup:
-            starts += _stored_starts(run, step, after=after)
+            starts += _stored_starts(run, step, after=after, before=before)
         if moment is not None and starts:
             ms = max(0.0, (moment - max(starts)).total_seconds() * 1000)
             latency: MetricKey = ("decision_latency", step, "", "", bucket_of(ms))
@@ -113,12 +120,14 @@ def gate_metrics(
     return out
 
 
-def _stored_starts(run: Run, step: str, *, after: bool) -> list[datetime]:
+def _stored_starts(run: Run, step: str, *, after: bool, before: int | None = None) -> list[datetime]:
     """When a gate of ``step`` may have become decidable, from the run's stored events: its latest
     request, and the step's completion (``after``) or the run's latest completion or decision."""
     if run.pk is None:
         return []
     rows = Event.objects.filter(run_id=run.pk)
+    if before is not None:
+        rows = rows.filter(seq__lt=before)
     found = [
         rows.filter(step_id=spell(step), type="human_gate_requested")
         .order_by("-seq")
@@ -210,12 +219,18 @@ def _upsert(table: str, columns: tuple[str, ...], conflict: str, rows: list[tupl
             )
 
 
-def count_metrics(run: Run, responses: Iterable[Mapping[str, Any]], gates: list[tuple[dict, str]]) -> None:
+def count_metrics(
+    run: Run,
+    responses: Iterable[Mapping[str, Any]],
+    gates: list[tuple[dict, str]],
+    *,
+    before: int | None = None,
+) -> None:
     """THE metric hook of the append path: the model latencies and gate decisions of a run's newly
     stored events, in the caller's transaction."""
     deltas = model_metrics(responses)
     if gates:
-        for key, n in gate_metrics(run, gates).items():
+        for key, n in gate_metrics(run, gates, before=before).items():
             deltas[key] = deltas.get(key, 0) + n
     if deltas:
         apply_metrics({run.pk: (run, deltas)})

@@ -120,6 +120,7 @@ def test_api_prices_lists_the_effective_table(client, workspace):
         "output": "5",
         "cache_read": "0.1",
         "cache_write": "1.25",
+        "cache_write_1h": "2",
     }
     assert client.get("/api/prices").status_code == 401
 
