@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -33,12 +32,19 @@ def test_vectors_json_is_what_the_python_sdk_computes():
     assert done.returncode == 0, "sdk/typescript/test/vectors.json is stale: run make_vectors.py"
 
 
+def gate_requested(client: WorkbenchClient, run_id: str) -> bool:
+    events = [item.get("event", item) for item in client.events(run_id).get("events", [])]
+    return any(e.get("type") == "human_gate_requested" and e.get("stepId") == "review" for e in events)
+
+
 def decide_when_requested(client: WorkbenchClient, stop: threading.Event) -> None:
-    """Approve the node run's gate as soon as it is requested (the workspace holds the seed run and
-    the node run only: whichever has the gate waiting is the node's)."""
-    while not stop.is_set():
-        for run in client.list_runs():
-            try:
+    """Approve the node run's gate once it is requested (a decision before the request would not
+    be the one the node's wait() is for)."""
+    while not stop.wait(0.5):
+        try:
+            for run in client.list_runs():
+                if not gate_requested(client, run["id"]):
+                    continue
                 client.resolve_gate(
                     run["id"],
                     step_id="review",
@@ -47,10 +53,9 @@ def decide_when_requested(client: WorkbenchClient, stop: threading.Event) -> Non
                     decision="approved",
                     note="ship it",
                 )
-            except WorkbenchAPIError:
-                continue  # not requested yet
-            return
-        time.sleep(0.3)
+                return
+        except WorkbenchAPIError as exc:  # a refusal (rate limit, a race): try again
+            print("decide:", exc, flush=True)
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
