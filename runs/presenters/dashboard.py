@@ -254,7 +254,7 @@ def horizontal_bars(
     chart.tables.append(
         Table(
             caption=title,
-            columns=["", *names],
+            columns=["Label", *names],
             rows=[[label, *(fmt(dict(parts).get(name, 0)) for name in names)] for label, parts in rows],
         )
     )
