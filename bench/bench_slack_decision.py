@@ -83,7 +83,10 @@ def one_round(cluster: Cluster, client: WorkbenchClient, hook: str, index: int) 
 
 
 def main() -> int:
-    env = {"WORKBENCH_GATE_WAIT_POLL_MS": "30000"}
+    env = {
+        "WORKBENCH_GATE_WAIT_POLL_MS": "30000",
+        "WORKBENCH_EGRESS_ALLOW": "127.0.0.0/8",
+    }  # the fake is loopback
     with FakeSlack() as slack:
         env["WORKBENCH_SLACK_API_URL"] = slack.api_url
         with Cluster(database="sqlite", servers=1, extra_env=env) as cluster:
