@@ -275,18 +275,7 @@ def do_set_run_budget(*, workspace: Workspace, run_id: str, limit: Any, actor: s
         )
         waiting = _open_budget_gate(run)
         if waiting is not None:
-            do_command(
-                workspace=workspace,
-                run_id=run.run_id,
-                command=cmd.ResolveGate(
-                    step_id=waiting[0],
-                    gate=CHECKPOINT,
-                    decision="approved",
-                    note=note,
-                    checkpoint=BUDGET_CHECKPOINT,
-                ),
-                actor=actor,
-            )
+            _decide_budget_gate(workspace, run, waiting[0], "approved", note, actor)
         record(workspace, "raised", note + ".", run_id=run.run_id, actor=actor)
     return {
         "runId": run.run_id,
@@ -297,6 +286,20 @@ def do_set_run_budget(*, workspace: Workspace, run_id: str, limit: Any, actor: s
     }
 
 
+def _decide_budget_gate(
+    workspace: Workspace, run: Run, step_id: str, decision: str, note: str, actor: str
+) -> None:
+    """Resolve the run's open ``budget`` checkpoint (raise: approved; stop: rejected)."""
+    do_command(
+        workspace=workspace,
+        run_id=run.run_id,
+        command=cmd.ResolveGate(
+            step_id=step_id, gate=CHECKPOINT, decision=decision, note=note, checkpoint=BUDGET_CHECKPOINT
+        ),
+        actor=actor,
+    )
+
+
 def do_stop_at_budget(*, workspace: Workspace, run_id: str, actor: str = "") -> dict[str, Any]:
     """Reject the run's open ``budget`` gate: the paused caller stops with BUDGET_EXCEEDED."""
     run = get_run(workspace, run_id)
@@ -305,17 +308,6 @@ def do_stop_at_budget(*, workspace: Workspace, run_id: str, actor: str = "") -> 
         raise ActionError(ErrorCode.INVALID_STATE_TRANSITION, "no budget gate waits on this run", "budget")
     note = "Stopped at its budget" + (f" by {actor}" if actor else "")
     with transaction.atomic():
-        do_command(
-            workspace=workspace,
-            run_id=run.run_id,
-            command=cmd.ResolveGate(
-                step_id=waiting[0],
-                gate=CHECKPOINT,
-                decision="rejected",
-                note=note,
-                checkpoint=BUDGET_CHECKPOINT,
-            ),
-            actor=actor,
-        )
+        _decide_budget_gate(workspace, run, waiting[0], "rejected", note, actor)
         record(workspace, "stopped", note + ".", run_id=run.run_id, actor=actor)
     return {"runId": run.run_id, "note": note}
