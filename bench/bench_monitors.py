@@ -12,6 +12,14 @@ x labels x shards, not on the number of runs (BENCH_MONITOR_RUNS, 1,000,000, onl
 written into them), and a monitor reads only the days of its window through the rollups'
 (workspace, run day) indexes. BENCH_MONITOR_WAITING runs wait at a gate (gates_waiting reads them).
 
+At 1M runs, literally: BENCH_MONITOR_RUNS (1,000,000) finished runs are also written to the runs
+table (the projection rows, spread over the days; the gates-waiting monitor reads that table, through
+its partial index of waiting runs). Filling all of it takes minutes on SQLite, so the database is
+built once and kept under var/bench/ (``monitors-<days>d-<workflows>w-<models>m-<runs>r.sqlite3``,
+about 1 GB; delete it to rebuild); a later ``make bench`` migrates it and only evaluates. Each
+evaluation reads the rollup rows of its window, so the figures stay what they are at 100,000 runs or
+10 million: the rows grow with days x labels x shards, never with the runs.
+
 Printed: the rows of each table, then per metric the median and p95 of BENCH_MONITOR_REPEAT (20)
 evaluations (``evaluate_monitor``: the read, the state, the transaction), and one evaluation of
 every monitor at once (the periodic job). BENCH_MONITOR_DB: a postgres:// URL (default SQLite).
@@ -41,7 +49,14 @@ REPEAT = int(os.environ.get("BENCH_MONITOR_REPEAT", "20"))
 SHARDS = 4
 BUCKETS = range(25, 45)  # 20 latency buckets (about 250 ms to 25 s)
 TMP = Path(tempfile.mkdtemp(prefix="bench_monitors_"))
-os.environ["DATABASE_URL"] = os.environ.get("BENCH_MONITOR_DB") or f"sqlite:///{TMP / 'monitors.sqlite3'}"
+CACHE = ROOT / "var" / "bench" / f"monitors-{DAYS}d-{WORKFLOWS}w-{MODELS}m-{RUNS}r.sqlite3"
+FILLED = CACHE.with_suffix(".filled")  # written once the fill finished (a half-built file is rebuilt)
+if not os.environ.get("BENCH_MONITOR_DB"):
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    if not FILLED.exists():
+        for stale in (CACHE, CACHE.with_name(CACHE.name + "-wal"), CACHE.with_name(CACHE.name + "-shm")):
+            stale.unlink(missing_ok=True)
+os.environ["DATABASE_URL"] = os.environ.get("BENCH_MONITOR_DB") or f"sqlite:///{CACHE}"
 os.environ.setdefault("WORKBENCH_VAR_DIR", str(TMP))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
 os.environ.setdefault("DEBUG", "0")
@@ -54,12 +69,13 @@ import django  # noqa: E402
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from runs import actions  # noqa: E402
 from runs.actions.monitors import do_create_monitor, evaluate_monitor, evaluate_monitors  # noqa: E402
 from runs.actions.workspaces import get_or_create_workspace  # noqa: E402
-from runs.models import CostRollup, MetricRollup, RunRollup  # noqa: E402
+from runs.models import CostRollup, MetricRollup, Monitor, Run, RunRollup  # noqa: E402
 
 WORKFLOW = {
     "id": "wf-wait",
@@ -145,6 +161,79 @@ def fill(workspace) -> dict[str, int]:
     }
 
 
+def _template_run(workspace) -> Run:
+    started = timezone.now()
+    return Run(
+        workspace=workspace, run_id="run_template", workflow_id="wf-0", workflow_version=1, status="completed",
+        started_at=started, ended_at=started + timedelta(seconds=2), doc="{}", state="{}", revision=4,
+        last_seq=4, event_count=4, model_calls=1, total_tokens=1100, cost_totals={"USD": "0.001"},
+        duration_ms=2000, cost_amount=0.001, created_by="bench", created_at=started, updated_at=started,
+    )  # fmt: skip
+
+
+def fill_runs(workspace) -> int:
+    """RUNS finished runs, spread over the days and workflows (projection rows as the write path
+    leaves them; their events are not written: no monitor reads events). On SQLite one
+    INSERT ... SELECT over a counter (no Python per row); elsewhere bulk inserts."""
+    if connection.vendor != "sqlite":
+        return _fill_runs_bulk(workspace)
+    template = _template_run(workspace)
+    columns, values, params = [], [], []
+    varying = {
+        "run_id": "'run_' || printf('%08d', i)",
+        "workflow_id": f"'wf-' || (i % {WORKFLOWS})",
+        "status": "CASE WHEN i % 20 = 0 THEN 'failed' ELSE 'completed' END",
+        "error_count": "CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END",
+        "started_at": f"strftime('%Y-%m-%d %H:%M:%f', 'now', '-' || (i % {DAYS}) || ' days', "
+        "'-' || (i % 86000 + 60) || ' seconds')",
+        "ended_at": f"strftime('%Y-%m-%d %H:%M:%f', 'now', '-' || (i % {DAYS}) || ' days', "
+        "'-' || (i % 86000 + 58) || ' seconds')",
+    }
+    for field in Run._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(connection.ops.quote_name(field.column))
+        if field.attname in varying:
+            values.append(varying[field.attname])
+        else:
+            values.append("%s")
+            params.append(field.get_db_prep_save(getattr(template, field.attname), connection))
+    sql = (
+        f"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {RUNS - 1}) "
+        f"INSERT INTO {Run._meta.db_table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM n"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    return Run.objects.filter(workspace=workspace).count()
+
+
+def _fill_runs_bulk(workspace) -> int:
+    template = _template_run(workspace)
+    now = timezone.now()
+    batch: list[Run] = []
+    for i in range(RUNS):
+        started = now - timedelta(days=i % DAYS, seconds=i % 86_000 + 60)
+        batch.append(
+            Run(
+                **{
+                    f.attname: getattr(template, f.attname)
+                    for f in Run._meta.concrete_fields
+                    if not f.primary_key
+                },
+            )
+        )
+        run = batch[-1]
+        run.run_id, run.workflow_id = f"run_{i:08d}", f"wf-{i % WORKFLOWS}"
+        run.started_at, run.ended_at = started, started + timedelta(seconds=2)
+        if i % 20 == 0:
+            run.status, run.error_count = "failed", 1
+        if len(batch) >= 20_000:
+            Run.objects.bulk_create(batch)
+            batch.clear()
+    Run.objects.bulk_create(batch)
+    return Run.objects.filter(workspace=workspace).count()
+
+
 MONITORS = [
     {"name": "cost per hour", "metric": "cost_hour", "alert": 100},
     {"name": "cost per hour, one model", "metric": "cost_hour", "alert": 100, "model": "model-1"},
@@ -163,14 +252,28 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     workspace = get_or_create_workspace("bench-monitors")
     started = time.perf_counter()
-    sizes = fill(workspace)
-    for i in range(WAITING):
-        actions.do_start_run(workspace=workspace, workflow=WORKFLOW, run_id=f"run_wait_{i}")
+    cached = FILLED.exists() and not os.environ.get("BENCH_MONITOR_DB")
+    if cached:
+        Monitor.objects.filter(workspace=workspace).delete()  # the last run's monitors and samples
+        sizes = {m.__name__: m.objects.count() for m in (CostRollup, RunRollup, MetricRollup)}
+        runs = Run.objects.filter(workspace=workspace).count()
+        how = f"cached in {CACHE.relative_to(ROOT)}"
+    else:
+        if connection.vendor == "sqlite":  # a bench file, rebuilt if the fill stops: no fsync per batch
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA synchronous=OFF")
+        sizes = fill(workspace)
+        for i in range(WAITING):
+            actions.do_start_run(workspace=workspace, workflow=WORKFLOW, run_id=f"run_wait_{i}")
+        runs = fill_runs(workspace)
+        how = f"filled in {time.perf_counter() - started:.1f} s"
+        if not os.environ.get("BENCH_MONITOR_DB"):
+            FILLED.write_text(f"{runs} runs\n")
     print(
         f"rollups: {sizes['CostRollup']:,} cost rows, {sizes['RunRollup']:,} run counter rows, "
         f"{sizes['MetricRollup']:,} metric rows ({DAYS} days x {SHARDS} shards x {WORKFLOWS} workflows x "
-        f"{MODELS} models; counts of {RUNS:,} runs); {WAITING} runs waiting at a gate; "
-        f"filled in {time.perf_counter() - started:.1f} s ({os.environ['DATABASE_URL'].split(':')[0]})"
+        f"{MODELS} models; counts of {RUNS:,} runs); runs table: {runs:,} runs, {WAITING} of them waiting "
+        f"at a gate; {how} ({os.environ['DATABASE_URL'].split(':')[0]})"
     )
     monitors = [do_create_monitor(workspace=workspace, data=spec) for spec in MONITORS]
     now = timezone.now()

@@ -2,11 +2,16 @@
 
     .venv/bin/python bench/bench_otlp.py [--shape trace10k|traces1000|all] [--repeat 3] [--profile]
 
-Two shapes, each in a fresh process on a fresh SQLite file (the embedded profile), no run id
-anywhere (every trace becomes its own run, created on the fly):
+Two shapes, each in a fresh process on a fresh SQLite file (the embedded profile) and, when
+``PG_URL`` / ``BENCH_PG_URL`` names a server (``make bench`` starts one), on a fresh PostgreSQL
+database; no run id anywhere (every trace becomes its own run, created on the fly). The spans are
+what instrumentations send (issue 53): a root agent span and chat spans carrying both conventions
+(OTel GenAI ``gen_ai.*`` with input / output messages of about 250 and 120 characters, and
+OpenInference ``llm.*``, flattened messages, ``input.value`` / ``output.value``), about 2 KB a
+span on the wire, no Workbench attribute:
 
-* ``trace10k``: one trace of 10,000 spans (10% chat spans with GenAI usage, 10% tool spans);
-* ``traces1000``: 1,000 traces of 10 spans (a root, a chat span, a tool span, 7 plain spans).
+* ``trace10k``: one trace of 10,000 spans (the root agent span and 9,999 chat spans);
+* ``traces1000``: 1,000 traces of 10 spans (a root agent span, 9 chat spans).
 
 The spans are built with the OpenTelemetry SDK and encoded by its OTLP encoder into protobuf
 ``ExportTraceServiceRequest`` bodies of 512 spans (the same bytes an exporter sends), then
@@ -20,8 +25,17 @@ them. ``--no-queue`` measures the other way (stored before the answer).
 * answered: spans / the time the POSTs took (each answered 200 with everything accepted);
 * queryable: spans / the time from the first POST until a query finds every span stored;
 * max lag: the longest time from a POST's 2xx until the worker stored its spans (the worker's
-  journal, ``WORKBENCH_OTLP_WORKER_JOURNAL``); the target is 1 s; 0 without the queue;
+  journal, ``WORKBENCH_OTLP_WORKER_JOURNAL``); the target is the window,
+  ``WORKBENCH_OTLP_QUEUE_SECONDS`` (5 s); 0 without the queue;
 * peak memory: the process's peak RSS after the run, and the growth over the set-up.
+* bytes: the database's growth over the run / spans, measured alike on both engines (SQLite: its
+  pages in use, page count less the free list, after a WAL checkpoint; PostgreSQL: the sum of
+  ``pg_total_relation_size`` over the schema's tables), from a compacted start (``VACUUM`` /
+  ``VACUUM FULL`` after the warm-up's rows are deleted); and, beside it, the transcript files'.
+  Target: at most half of Phoenix's (4,161-4,576 B on SQLite, 1,899-2,074 on PostgreSQL as
+  measured for issue 53). Phoenix's, when installed: its SQLite file's pages in use / spans.
+* worker up: whether the server process had started its queue worker before the first request
+  (``WORKBENCH_OTLP_WORKER_AT_START``, the embedded profile's default).
 
 * cpu: spans / the CPU seconds spent in the POSTs by this process plus, with the queue, the CPU
   seconds of the worker process over the run (steadier than the wall clock on a shared machine;
@@ -101,41 +115,104 @@ def build_bodies(shape: str) -> tuple[list[bytes], int]:
             end_time=start + 500_000,
         )
 
-    def child_attrs(i: int) -> tuple[str, dict]:
-        if i % 10 == 1:
-            return "chat gpt-4o-mini", {
-                "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": "openai",
-                "gen_ai.request.model": "gpt-4o-mini",
-                "gen_ai.usage.input_tokens": 100 + i % 50,
-                "gen_ai.usage.output_tokens": 20,
-            }
-        if i % 10 == 2:
-            return "execute_tool search", {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": "search",
-                "gen_ai.tool.call.arguments": json.dumps({"q": f"query {i}"}),
-                "gen_ai.tool.call.result": json.dumps({"hits": i % 7}),
-            }
-        return f"step {i % 7}", {"app.item": i, "app.kind": "work"}
+    def chat(i: int) -> tuple[str, dict]:
+        return "chat gpt-4o-mini", chat_attributes(rng, i)
+
+    def agent(i: int) -> tuple[str, dict]:
+        question = _text(rng, 110)
+        return "invoke_agent bench-agent", {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "bench-agent",
+            "openinference.span.kind": "AGENT",
+            "input.value": question,
+            "output.value": _text(rng, 60),
+        }
 
     if shape == "trace10k":
         trace_id = rng.getrandbits(128)
         root = rng.getrandbits(64)
         for i in range(1, 10_000):
-            name, attrs = child_attrs(i)
+            name, attrs = chat(i)
             spans.append(make(trace_id, rng.getrandbits(64), root, i, name, attrs))
-        spans.append(make(trace_id, root, None, 0, "agent run", {"app.job": "bench"}))  # the root ends last
+        name, attrs = agent(0)
+        spans.append(make(trace_id, root, None, 0, name, attrs))  # the root ends last
     else:
         for t in range(1_000):
             trace_id = rng.getrandbits(128)
             root = rng.getrandbits(64)
             for i in range(1, 10):
-                name, attrs = child_attrs(i)
+                name, attrs = chat(t * 10 + i)
                 spans.append(make(trace_id, rng.getrandbits(64), root, t * 10 + i, name, attrs))
-            spans.append(make(trace_id, root, None, t * 10, "request", {"app.job": "bench"}))
+            name, attrs = agent(t * 10)
+            spans.append(make(trace_id, root, None, t * 10, name, attrs))
     bodies = [encode_spans(spans[i : i + BATCH]).SerializeToString() for i in range(0, len(spans), BATCH)]
     return bodies, len(spans)
+
+
+_WORDS = (
+    "the order invoice customer refund shipping account warehouse delivery status policy week "
+    "please check whether summary report latency budget model answer question table region "
+    "quarter revenue ticket priority escalate yesterday tomorrow contract renewal price"
+).split()
+
+
+def _text(rng: random.Random, size: int) -> str:
+    """About ``size`` characters of words (varied: no two spans share their content)."""
+    words: list[str] = []
+    length = 0
+    while length < size:
+        word = rng.choice(_WORDS) if rng.random() > 0.1 else str(rng.randrange(10_000))
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:size]
+
+
+def chat_attributes(rng: random.Random, i: int) -> dict:
+    """A chat span as an application instrumented twice sends it (issue 53): OTel GenAI (1.42
+    messages) and OpenInference (flattened messages, ``input.value`` / ``output.value``) on the
+    same span, a system + user prompt of about 250 characters and an answer of about 120."""
+    system, user, answer = _text(rng, 30), _text(rng, 100), _text(rng, 45)
+    prompt, completion = 60 + i % 40, 25 + i % 10
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.request.temperature": 0.2,
+        "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+        "gen_ai.response.id": f"chatcmpl-{rng.getrandbits(64):016x}",
+        "gen_ai.response.finish_reasons": ["stop"],
+        "gen_ai.usage.input_tokens": prompt,
+        "gen_ai.usage.output_tokens": completion,
+        "gen_ai.input.messages": json.dumps(
+            [
+                {"role": "system", "parts": [{"type": "text", "content": system}]},
+                {"role": "user", "parts": [{"type": "text", "content": user}]},
+            ]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
+        ),
+        "openinference.span.kind": "LLM",
+        "llm.system": "openai",
+        "llm.provider": "openai",
+        "llm.model_name": "gpt-4o-mini",
+        "llm.invocation_parameters": json.dumps({"temperature": 0.2}),
+        "llm.token_count.prompt": prompt,
+        "llm.token_count.completion": completion,
+        "llm.token_count.total": prompt + completion,
+        "llm.input_messages.0.message.role": "system",
+        "llm.input_messages.0.message.content": system,
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.content": user,
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": answer,
+        "input.value": json.dumps(
+            {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+        ),
+        "input.mime_type": "application/json",
+        "output.value": answer,
+        "output.mime_type": "text/plain",
+    }
 
 
 PHOENIX_VENV = ROOT / "var" / "peers" / "phoenix"
@@ -249,6 +326,12 @@ def phoenix_run(python: str, bodies: list[bytes], total: int) -> dict:
                 time.sleep(0.05)
             queryable = time.perf_counter() - first
             cpu = _cpu_seconds(server.pid) - cpu_before  # answering and inserting (it inserts later)
+            reader.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            page = reader.execute("PRAGMA page_size").fetchone()[0]
+            used = (
+                reader.execute("PRAGMA page_count").fetchone()[0]
+                - reader.execute("PRAGMA freelist_count").fetchone()[0]
+            )
             reader.close()
             return {
                 "spans": total,
@@ -259,6 +342,7 @@ def phoenix_run(python: str, bodies: list[bytes], total: int) -> dict:
                 "cpu": total / cpu if stored >= total and cpu > 0 else float("nan"),
                 "peak_rss_mb": _vm_hwm_mb(server.pid),
                 "growth_mb": _vm_hwm_mb(server.pid) - rss_before,
+                "bytes_per_span": used * page / total,  # with its empty schema's pages (small)
             }
         finally:
             server.terminate()
@@ -268,6 +352,45 @@ def phoenix_run(python: str, bodies: list[bytes], total: int) -> dict:
                 server.kill()
                 server.wait()
             log.close()
+
+
+def database_bytes() -> int:
+    """The bytes the database holds now, measured alike on both engines after a compaction of
+    what deletes left: SQLite, its pages in use (page count less the free list, after a WAL
+    checkpoint); PostgreSQL, ``pg_total_relation_size`` (rows, TOAST, indexes) summed over the
+    tables of the schema, after ``VACUUM FULL`` when ``compact``."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            cursor.execute("PRAGMA page_size")
+            page = cursor.fetchone()[0]
+            cursor.execute("PRAGMA page_count")
+            pages = cursor.fetchone()[0]
+            cursor.execute("PRAGMA freelist_count")
+            return (pages - cursor.fetchone()[0]) * page
+        cursor.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm', 'p')"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def compact_database() -> None:
+    """Give back what the warm-up's deletes left (so the growth counts new pages only)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("VACUUM")
+        else:
+            cursor.execute("VACUUM FULL")
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
 def child(shape: str, profile: bool) -> None:
@@ -295,6 +418,7 @@ def child(shape: str, profile: bool) -> None:
     from runs.telemetry.otlp_worker import stop_worker, worker_pid
 
     queued = settings.WORKBENCH_OTLP_QUEUE
+    worker_at_start = worker_pid() is not None  # the server started its worker before any request
     bodies, total = build_bodies(shape)
     workspace = get_or_create_workspace("bench")
     secret = create_token(workspace=workspace, name="bench", scopes=["read", "write"]).secret
@@ -314,6 +438,10 @@ def child(shape: str, profile: bool) -> None:
     drained()
     Event.objects.all().delete()
     Run.unscoped.all().delete()
+    compact_database()
+    db_before = database_bytes()
+    transcripts = Path(settings.WORKBENCH_TRANSCRIPT_DIR)
+    transcripts_before = _dir_bytes(transcripts)
     journal = Path(os.environ.get("WORKBENCH_OTLP_WORKER_JOURNAL", "/nonexistent"))
     journal_before = len(journal.read_text().splitlines()) if journal.exists() else 0
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -358,6 +486,8 @@ def child(shape: str, profile: bool) -> None:
     worker_cpu = (_cpu_seconds(pid) - worker_cpu) if pid else 0.0
     if stored != total:
         raise SystemExit(f"{stored} of {total} spans stored")
+    bytes_per_span = (database_bytes() - db_before) / total
+    transcript_per_span = (_dir_bytes(transcripts) - transcripts_before) / total
     # The lag of each request: from its 2xx until the worker stored its spans (the worker takes
     # the bodies in the order they were queued; one sender here, so body i is the i-th line).
     lags = [0.0]
@@ -389,6 +519,10 @@ def child(shape: str, profile: bool) -> None:
                 "worker": worker,
                 "queued": queued,
                 "max_lag": max(lags),
+                "bytes_per_span": bytes_per_span,
+                "transcript_per_span": transcript_per_span,
+                "worker_at_start": worker_at_start,
+                "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
             }
         )
     )
@@ -411,8 +545,47 @@ def _run_dir() -> str:
     return tempfile.mkdtemp(dir=_RUN_DIRS[0].name)
 
 
-def _one_run(shape: str, profile: bool, root: Path = ROOT) -> dict | None:
-    """One measured run in a fresh process of the checkout at ``root``, on a fresh SQLite file."""
+def _pg_admin_url() -> str | None:
+    url = os.environ.get("LIVE_PG_ADMIN_URL")
+    if url:
+        return url
+    bench = os.environ.get("BENCH_PG_URL") or os.environ.get("PG_URL")
+    return bench.rsplit("/", 1)[0] + "/postgres" if bench else None
+
+
+_PG_DATABASES: list[str] = []  # dropped when the bench ends
+
+
+def _fresh_pg_database() -> str:
+    """A new empty database on the PostgreSQL server of ``PG_URL`` (dropped at exit)."""
+    import atexit
+
+    import psycopg
+
+    admin = _pg_admin_url()
+    assert admin is not None
+    name = f"bench_otlp_{os.getpid()}_{len(_PG_DATABASES)}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    if not _PG_DATABASES:
+        atexit.register(_drop_pg_databases)
+    _PG_DATABASES.append(name)
+    return admin.rsplit("/", 1)[0] + "/" + name
+
+
+def _drop_pg_databases() -> None:
+    import psycopg
+
+    admin = _pg_admin_url()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for name in _PG_DATABASES:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _one_run(shape: str, profile: bool, root: Path = ROOT, database: str = "sqlite") -> dict | None:
+    """One measured run in a fresh process of the checkout at ``root``, on a fresh SQLite file
+    (or, ``database="postgresql"``, a fresh PostgreSQL database)."""
     tmp = _run_dir()
     env = {
         **os.environ,
@@ -420,7 +593,11 @@ def _one_run(shape: str, profile: bool, root: Path = ROOT) -> dict | None:
         "WORKBENCH_VAR_DIR": tmp,
         "WORKBENCH_OTLP_WORKER_JOURNAL": f"{tmp}/journal",
         "WORKBENCH_OTLP_QUEUE": "1" if QUEUE["on"] else "0",
+        "WORKBENCH_OTLP_WORKER_INPROCESS": "1" if QUEUE["on"] else "0",
+        "WORKBENCH_OTLP_WORKER_AT_START": "1",  # the embedded default, said explicitly
     }
+    if database == "postgresql":
+        env["DATABASE_URL"] = _fresh_pg_database()
     out = subprocess.run(
         [sys.executable, str(root / "bench" / "bench_otlp.py"), "--child", shape]
         + (["--profile"] if profile else []),
@@ -465,8 +642,9 @@ def queue_bound(spans: int, worker: float, window: float = 1.0) -> float:
 
 
 _KEYS = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb", "worker", "max_lag", "receiver_cpu",
-         "queue_worker_cpu")  # fmt: skip
+         "queue_worker_cpu", "bytes_per_span", "transcript_per_span")  # fmt: skip
 QUEUE = {"on": True}  # --no-queue: the request stores its spans before answering
+POSTGRES = {"on": False}  # also on PostgreSQL (PG_URL or BENCH_PG_URL set; --no-postgres skips it)
 
 
 def compare(shape: str, repeat: int, other: Path) -> None:
@@ -549,6 +727,9 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
                 theirs.append(phoenix_run(python, bodies, total))
             except (RuntimeError, OSError) as exc:
                 failure = str(exc)
+    pg_results = (
+        [_one_run(shape, False, database="postgresql") for _ in range(repeat)] if POSTGRES["on"] else []
+    )
     steal_after = _cpu_ticks()
     steal = (steal_after[0] - steal_before[0], steal_after[1] - steal_before[1])
     med = {key: statistics.median(r.get(key, 0.0) for r in results) for key in _KEYS}
@@ -561,17 +742,31 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         + ", ".join(f"{r['answered']:,.0f}" for r in results)
         + "\n"
         f"  queryable  {med['queryable']:>9,.0f} spans/s\n"
-        f"  max lag    {med['max_lag']:>9.2f} s         from a 2xx until its spans were stored (target <= 1 s); each "
+        f"  max lag    {med['max_lag']:>9.2f} s         from a 2xx until its spans were stored (target <= WORKBENCH_OTLP_QUEUE_SECONDS, 5 s); each "
         "run: " + ", ".join(f"{r['max_lag']:.2f}" for r in results) + "\n"
         f"  cpu        {med['cpu']:>9,.0f} spans per CPU second (receiver {med['receiver_cpu']:,.0f}, queue's worker "
         f"process {med['queue_worker_cpu']:,.0f})\n"
         f"  peak RSS   {med['peak_rss_mb']:>9,.0f} MB      (+{med['growth_mb']:,.0f} MB during the run)\n"
+        f"  bytes      {med['bytes_per_span']:>9,.0f} B per span in the database (pages in use, growth / spans; "
+        f"target <= half of Phoenix's), + {med['transcript_per_span']:,.0f} B per span in transcript files\n"
+        f"  worker up  {'before the first request' if all(r['worker_at_start'] for r in results) else 'NOT before the first request'}\n"
         f"  worker     {med['worker']:>9,.0f} spans per CPU second of the ingest action alone (no HTTP, no "
         f"decoding)\n"
         f"             behind a queue it would bound a burst of {first['spans']:,} spans to "
         f"{queue_bound(first['spans'], med['worker']):,.0f} spans/s answered, queryable within 1 s\n"
         + _conditions_line(conditions, steal)
     )
+    if pg_results:
+        pg = {key: statistics.median(r[key] for r in pg_results) for key in ("answered", "queryable", "bytes_per_span",
+                                                                              "transcript_per_span")}  # fmt: skip
+        print(
+            f"  PostgreSQL (median of {len(pg_results)}, same queue and worker): answered {pg['answered']:,.0f} spans/s, "
+            f"queryable {pg['queryable']:,.0f} spans/s\n"
+            f"  bytes (PG) {pg['bytes_per_span']:>9,.0f} B per span in the database (pg_total_relation_size sums, growth "
+            f"/ spans), + {pg['transcript_per_span']:,.0f} B per span in transcript files"
+        )
+    elif POSTGRES["on"] is False and _pg_admin_url() is None:
+        print("  PostgreSQL: not measured (no PG_URL: `make bench` starts the services)")
     if python is None:
         if peers:
             print("  Phoenix: not installed (make bench-peers installs it in var/peers/phoenix)")
@@ -580,7 +775,7 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         print(f"  Phoenix: could not be measured: {failure}")
         return
     rounds = list(zip(results, theirs, strict=True))  # round i: our run i and theirs
-    pk = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb")
+    pk = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb", "bytes_per_span")
     ph = {key: statistics.median(r[key] for r in theirs) for key in pk}
     refused = max(r["refused_posts"] for r in theirs)
     stored = min(r["stored"] for r in theirs)
@@ -593,6 +788,8 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         f"    cpu        {ph['cpu']:>9,.0f} spans per CPU second of the server, until stored   "
         f"ours/theirs {med['cpu'] / ph['cpu']:.2f}x\n"
         f"    peak RSS   {ph['peak_rss_mb']:>9,.0f} MB      theirs/ours {ph['peak_rss_mb'] / med['peak_rss_mb']:.2f}x\n"
+        f"    bytes      {ph['bytes_per_span']:>9,.0f} B per span (SQLite)   ours/theirs "
+        f"{med['bytes_per_span'] / ph['bytes_per_span']:.2f}x\n"
         f"    kept {stored:,} of {total:,} spans; {refused} POST(s) answered other than 2xx"
     )
 
@@ -608,8 +805,10 @@ def main() -> None:
     parser.add_argument(
         "--no-queue", action="store_true", help="store before answering (WORKBENCH_OTLP_QUEUE=0)"
     )
+    parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     args = parser.parse_args()
     QUEUE["on"] = not args.no_queue
+    POSTGRES["on"] = not args.no_postgres and _pg_admin_url() is not None
     if args.child:
         child(args.child, args.profile)
         return

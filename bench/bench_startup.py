@@ -8,7 +8,12 @@ every start compiles the project's sources first (about 0.3 s more here).
 Target: the common commands start in well under a second. `manage.py check` deliberately loads
 every URL (and so the REST API and all views): it is printed for comparison.
 
-Env: STARTUP_BENCH_RUNS (7).
+Then `migrate` on an EMPTY database, what a fresh install or a test database pays once: SQLite (a
+new file each time) and PostgreSQL (a new database each time, ``BENCH_PG_URL``'s server, dropped
+afterwards; skipped when it cannot be reached), median of STARTUP_MIGRATE_RUNS, with the number of
+migrations applied. Target (issue 53): no slower than a peer's fresh start (Phoenix: ~1-2 s).
+
+Env: STARTUP_BENCH_RUNS (7), STARTUP_MIGRATE_RUNS (3), BENCH_PG_URL.
 """
 
 from __future__ import annotations
@@ -21,10 +26,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+try:
+    import psycopg
+except ImportError:  # PostgreSQL's figure is skipped
+    psycopg = None
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = int(os.environ.get("STARTUP_BENCH_RUNS", "7"))
+MIGRATE_RUNS = int(os.environ.get("STARTUP_MIGRATE_RUNS", "3"))
+PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/workbench_bench_startup")
 COMMANDS = [
     ("help", ["help"]),
     ("showmigrations", ["showmigrations"]),
@@ -59,6 +72,44 @@ def sqlite_env(tmp: Path) -> dict[str, str]:
     return env
 
 
+def _pg_admin(url: str, statement: str) -> bool:
+    if psycopg is None:
+        return False
+    base = url.rsplit("/", 1)[0].replace("postgres://", "postgresql://", 1)
+    try:
+        with psycopg.connect(base + "/postgres", autocommit=True, connect_timeout=5) as con:
+            con.execute(statement)
+        return True
+    except Exception as exc:  # reported, not hidden
+        print(f"  (PostgreSQL unavailable: {exc})")
+        return False
+
+
+def migrate_empty(label: str, fresh: Callable[[], dict[str, str] | None]) -> None:
+    """`migrate` on a new, empty database each run: median wall and CPU of MIGRATE_RUNS."""
+    samples = []
+    for _ in range(MIGRATE_RUNS):
+        env = fresh()
+        if env is None:
+            return
+        samples.append(timed(["migrate", "--noinput", "-v", "0"], env))
+    failed = [c for _, _, c in samples if c]
+    count = subprocess.run(
+        [sys.executable, "manage.py", "showmigrations", "--plan"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    ).stdout.count("[X]")
+    wall = statistics.median(s[0] for s in samples)
+    cpu = statistics.median(s[1] for s in samples)
+    note = f"  (exit {failed[0]})" if failed else ""
+    print(f"  {label:28s} {wall:6.2f}s {cpu:6.2f}s  {count} migrations applied{note}")
+    print(
+        f"headline: migrate on an empty {label} database {wall:.1f} s ({cpu:.1f} s CPU, {count} migrations)"
+    )
+
+
 def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="wb-startup-"))
     try:
@@ -79,6 +130,28 @@ def main() -> int:
             print(f"  {label:28s} {wall:6.2f}s {cpu:6.2f}s{note}")
         load = os.getloadavg()[0]
         print(f"  (load average {load:.1f} on {os.cpu_count()} CPUs while measuring)")
+        print(f"migrate on an empty database, median of {MIGRATE_RUNS} (a new database each run)")
+        print(f"  {'database':28s} {'wall':>7s} {'cpu':>7s}")
+        counter = iter(range(1 << 30))
+
+        def fresh_sqlite() -> dict[str, str]:
+            folder = tmp / f"empty-{next(counter)}"
+            folder.mkdir()
+            return sqlite_env(folder)
+
+        def fresh_pg() -> dict[str, str] | None:
+            name = PG_URL.rsplit("/", 1)[1]
+            if not (
+                _pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{name}"')
+                and _pg_admin(PG_URL, f'CREATE DATABASE "{name}"')
+            ):
+                return None
+            return {**sqlite_env(tmp), "DATABASE_URL": PG_URL}
+
+        migrate_empty("SQLite", fresh_sqlite)
+        migrate_empty("PostgreSQL", fresh_pg)
+        _pg_admin(PG_URL, f'DROP DATABASE IF EXISTS "{PG_URL.rsplit("/", 1)[1]}"')
+        print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs while measuring)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

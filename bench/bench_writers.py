@@ -12,7 +12,9 @@ runs holding more than was acknowledged), and the PostgreSQL/SQLite throughput r
 profiles ran (SQLite: the embedded profile, one daphne).
 
 Environment: WRITERS_PIPELINES (200), WRITERS_APPENDS (10), WRITERS_SERVERS (4, at most 16),
-WRITERS_PROFILES (postgres,sqlite), WRITERS_REDIS_DB (13), WRITERS_POOL (on). Figures only: nothing is asserted.
+WRITERS_PROFILES (postgres,sqlite), WRITERS_REDIS_DB (13), WRITERS_POOL (both: the PostgreSQL
+profile with the connection pool of the scaled profile and without it, then the ratio; on or off
+for one). Figures only: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -45,17 +47,22 @@ REDIS_DB = int(os.environ.get("WRITERS_REDIS_DB", "13"))
 INFLIGHT = int(os.environ.get("WRITERS_INFLIGHT", "32"))
 
 
-POOL = os.environ.get("WRITERS_POOL", "on")
+POOL = os.environ.get("WRITERS_POOL", "both")
+POOLS = ["on", "off"] if POOL == "both" else [POOL]
 
 
 class _Cluster(Cluster):
-    """The servers take their PostgreSQL connections from a pool per process (``?pool=on``, the
-    default; WRITERS_POOL=off: a new connection per request). Not persistent connections
+    """The servers take their PostgreSQL connections from a pool per process (``?pool=on``, what
+    scripts/scaled.py sets; pool "off": a new connection per request). Not persistent connections
     (``conn_max_age``): one per request thread, they pile up to the server's limit."""
+
+    def __init__(self, *args, pool: str = "on", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.pool = pool
 
     @property
     def database_url(self) -> str:
-        query = "?pool=on" if POOL == "on" else ""
+        query = "?pool=on" if self.pool == "on" else ""
         return super().database_url.replace("?conn_max_age=60", query)
 
 
@@ -117,9 +124,9 @@ async def pipelines(cluster: Cluster, token: str, servers: int) -> dict:
     return {"latencies": latencies, "acked": acked, "errors": errors, "seconds": seconds}
 
 
-def run_profile(name: str) -> dict | None:
+def run_profile(name: str, pool: str = "on") -> dict | None:
     if name == "postgres":
-        cluster = _Cluster(database="postgres", redis_db=REDIS_DB, servers=SERVERS)
+        cluster = _Cluster(database="postgres", redis_db=REDIS_DB, servers=SERVERS, pool=pool)
     else:
         cluster = _Cluster(database="sqlite", servers=1)
     with cluster:
@@ -132,7 +139,7 @@ def run_profile(name: str) -> dict | None:
         result = asyncio.run(pipelines(cluster, seed["token"], cluster.n_servers))
         appends = len(result["latencies"])
         label = (
-            f"PostgreSQL (pool {POOL}), {cluster.n_servers} daphne + Redis"
+            f"PostgreSQL (pool {pool}), {cluster.n_servers} daphne + Redis"
             if name == "postgres"
             else "SQLite, 1 daphne"
         )
@@ -161,12 +168,25 @@ def run_profile(name: str) -> dict | None:
         lost += sum(1 for s in seqs if s > (top or 0)) + max(0, len(seqs) - stored)
     stored_events = sum(v[0] for v in counts.values())
     print(f"  lost {lost}; {stored_events} events stored in the {len(counts)} runs", flush=True)
-    return {"rate": rate}
+    return {"rate": rate, "p99": percentile(result["latencies"], 0.99)}
 
 
 def main() -> int:
-    results = {name: run_profile(name) for name in PROFILES}
-    pg, lite = results.get("postgres"), results.get("sqlite")
+    results: dict[str, dict | None] = {}
+    for name in PROFILES:
+        if name == "postgres":
+            for pool in POOLS:
+                results[f"postgres-pool-{pool}"] = run_profile(name, pool)
+        else:
+            results[name] = run_profile(name)
+    pooled, unpooled = results.get("postgres-pool-on"), results.get("postgres-pool-off")
+    if pooled and unpooled:
+        print(
+            f"PostgreSQL pool on / off: appends/s {pooled['rate']:.0f} / {unpooled['rate']:.0f}"
+            f" ({pooled['rate'] / unpooled['rate']:.2f}x), p99 {pooled['p99'] * 1000:.0f} ms /"
+            f" {unpooled['p99'] * 1000:.0f} ms"
+        )
+    pg, lite = pooled or unpooled, results.get("sqlite")
     if pg and lite:
         print(f"PostgreSQL / SQLite appends: {pg['rate'] / lite['rate']:.2f}x (target >= 0.6x)")
     return 0

@@ -3,7 +3,8 @@ results page of the docs (docs/operators/bench-results.md).
 
 `bench/run_all.py bench_live bench_otlp` runs only those; the page keeps the other benches'
 last results (each section says when and where it was measured), so one bench can be re-run
-without losing the rest.
+without losing the rest. A bench's lines that start with ``headline:`` also go in the table's
+"headline" column (the figure to read first, e.g. the import's ratio to its floor).
 """
 
 from __future__ import annotations
@@ -62,15 +63,26 @@ def write_results(results: dict[str, tuple[int, float, str]]) -> None:
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     for name, (code, seconds, output) in results.items():
         status = "ok" if code == 0 else f"exit {code}"
-        rows[name] = f"{status} | {seconds:.1f} s | {when}"
+        headline = "; ".join(
+            line.removeprefix("headline:").strip().replace("|", "/")
+            for line in output.splitlines()
+            if line.startswith("headline:")
+        )
+        rows[name] = f"{status} | {seconds:.1f} s | {when} | {headline}"
         text = output.rstrip().replace("```", "'''")
         sections[name] = f"\n{status}, {seconds:.1f} s, {when}, {machine()}.\n\n```text\n{text}\n```\n\n"
-    table = "| bench | result | wall time | measured |\n|---|---|---|---|\n" + "".join(
-        f"| [{name}](#{name.replace('_', '_')}) | {rows[name]} |\n" for name in sorted(rows)
+    table = "| bench | result | wall time | measured | headline |\n|---|---|---|---|---|\n" + "".join(
+        f"| [{name}](#{name.replace('_', '_')}) | {_cells(rows[name], 4)} |\n" for name in sorted(rows)
     )
     body = "".join(f"## {name}\n{sections[name]}" for name in sorted(sections))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(HEADER + table + "\n" + body.rstrip() + "\n", encoding="utf-8")
+
+
+def _cells(rest: str, count: int) -> str:
+    """A row's cells after the bench's name, padded to ``count`` (rows of an older page have fewer)."""
+    cells = rest.split(" | ")
+    return " | ".join(cells + [""] * (count - len(cells)))
 
 
 def main() -> int:

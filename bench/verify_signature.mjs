@@ -143,6 +143,9 @@ function checkOne(bundle, env, keySet, declared, result) {
     if (a.stepId !== event.stepId || a.gate !== event.gate || a.decision !== event.decision || a.at !== event.ts)
       throw withKid("APPROVAL_MISMATCH", `approval differs from event ${event.id}`);
     if (!(a.by === null || typeof a.by === "string")) throw withKid("APPROVAL_MISMATCH", "by");
+    // a machine decision's delegation policy: an object naming the approval's judge
+    if (a.policy !== undefined && (a.policy === null || typeof a.policy !== "object" || Array.isArray(a.policy) || a.policy.judge !== a.by))
+      throw withKid("APPROVAL_MISMATCH", "policy");
     if (covered.has(a.seq)) throw withKid("APPROVAL_MISMATCH", "duplicate");
     covered.add(a.seq);
   }

@@ -24,7 +24,7 @@ from runs.actions import ActionError
 from runs.actions.permissions import Action
 from runs.models import Workspace
 from runs.protocol.errors import ErrorCode
-from runs.web.request import actor_for, require_action
+from runs.web.request import actor_for, may, require_action
 
 FILTER_FIELDS = ("q", "status", "workflow", "tag")
 
@@ -49,11 +49,13 @@ def _added(request: HttpRequest, dataset: Dataset, added: int, revision: int) ->
     return redirect("evals:dataset", dataset_id=dataset.public_id)
 
 
-def _run_ids(workspace: Workspace, params: Any) -> tuple[list[str], int | None]:
-    """The runs the form names: every run matching its filter (``all=1``), else the ticked ones.
-    The second value is the count matching the filter (None for ticked runs)."""
+def _run_ids(workspace: Workspace, params: Any, *, hide_judge_calls: bool) -> tuple[list[str], int | None]:
+    """The runs the form names: every run matching its filter (``all=1``; as the runs list, less
+    a gate judge's own calls for those who may not manage judges), else the ticked ones. The
+    second value is the count matching the filter (None for ticked runs)."""
     if params.get("all") == "1":
         filters = selectors.filter_of(params)
+        filters.hide_judge_calls = hide_judge_calls
         total = selectors.count_matching(workspace, filters)
         return selectors.run_ids_matching(workspace, filters, limit=actions.MAX_ITEMS_PER_REQUEST + 1), total
     return list(dict.fromkeys(r for r in params.getlist("run") if r))[
@@ -67,7 +69,7 @@ def add_runs(request: HttpRequest) -> HttpResponse:
     """``?run=<id>&run=<id>`` (ticked) or ``?all=1&q=&status=&workflow=&tag=`` (the filter)."""
     workspace = require_action(request, Action.EDIT_DATASET).workspace
     params = request.POST if request.method == "POST" else request.GET
-    run_ids, total = _run_ids(workspace, params)
+    run_ids, total = _run_ids(workspace, params, hide_judge_calls=not may(request, Action.MANAGE_JUDGES))
     error = ""
     if not run_ids:
         error = "No runs match this filter." if total is not None else "Tick at least one run to add."

@@ -5,14 +5,14 @@
 ``POST /api/datasets/{id}/items`` (one of ``items``, ``fromRuns``, ``fromGates``, ``fromEvent``),
 ``GET /api/datasets/{id}/items?asOf=``, ``POST /api/datasets/{id}/items:delete``,
 ``POST /api/experiments``, ``GET /api/experiments``, ``GET /api/experiments/{id}``,
-``POST /api/experiments/{id}/rescore``.
+``POST /api/experiments/{id}/rescore``, ``POST /api/experiments/{id}/cancel``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
@@ -23,6 +23,7 @@ from evals.runner import enqueue
 from runs.actions import ActionError
 from runs.actions.permissions import Action
 from runs.api.errors import ApiError
+from runs.api.paging import NEXT_DOC, PageQuery, newest
 from runs.api.responses import require
 from runs.api.schemas import ErrorOut
 from runs.protocol.canonical import parse_json
@@ -133,10 +134,13 @@ def _dataset(request: HttpRequest, dataset_id: str, action: Action) -> tuple[Any
     return caller, selectors.get_dataset(caller.workspace, dataset_id)
 
 
-@datasets_router.get("", response={200: DatasetList, **ERRORS}, summary="List datasets")
-def list_datasets(request: HttpRequest):
+@datasets_router.get(
+    "", response={200: DatasetList, **ERRORS}, summary="List datasets, newest first", description=NEXT_DOC
+)
+def list_datasets(request: HttpRequest, response: HttpResponse, page: Query[PageQuery]):
     caller = require(request, Action.VIEW_DATASET)
-    return {"datasets": [presenters.dataset_json(d) for d in selectors.datasets_of(caller.workspace)[:500]]}
+    rows = newest(request, response, selectors.datasets_of(caller.workspace), page)
+    return {"datasets": [presenters.dataset_json(d) for d in rows]}
 
 
 @datasets_router.post(
@@ -269,6 +273,10 @@ class ExperimentOut(Schema):
     summary: dict[str, Any] = Field(
         description="n, providerCalls, cacheHits, cost, costDelta, meanScore {n, mean, low, high} ..."
     )
+    error: str = Field(
+        description="Why it failed, in words (CANCELLED: cancelled by <user>; WORKER_LOST: ...)"
+    )
+    progress: dict[str, int] = Field(description="Items: total, done, running, pending")
     items: list[dict[str, Any]] = Field(
         description="[{itemId, runId, status, score, providerCalls, cacheHits, tokens, cost, costDelta, latencyMs, firstDivergenceSeq}]"
     )
@@ -318,14 +326,25 @@ def create_experiment(request: HttpRequest):
     return Status(201, presenters.experiment_json(experiment, selectors.experiment_items(experiment)))
 
 
-@experiments_router.get("", response={200: ExperimentList, **ERRORS}, summary="List experiments")
-def list_experiments(request: HttpRequest):
+class ExperimentsQuery(PageQuery):
+    dataset: str = Field(default="", description="Only the experiments on this dataset (its id, `ds_...`).")
+    status: str = Field(default="", description="Only the experiments of this status.")
+
+
+@experiments_router.get(
+    "",
+    response={200: ExperimentList, **ERRORS},
+    summary="List experiments, newest first",
+    description="Filters combine. " + NEXT_DOC,
+)
+def list_experiments(request: HttpRequest, response: HttpResponse, page: Query[ExperimentsQuery]):
     caller = require(request, Action.VIEW_DATASET)
-    return {
-        "experiments": [
-            presenters.experiment_row(e) for e in selectors.experiments_of(caller.workspace)[:500]
-        ]
-    }
+    qs = selectors.experiments_of(caller.workspace)
+    if page.dataset:
+        qs = qs.filter(dataset__public_id=page.dataset)
+    if page.status:
+        qs = qs.filter(status=page.status)
+    return {"experiments": [presenters.experiment_row(e) for e in newest(request, response, qs, page)]}
 
 
 @experiments_router.get(
@@ -352,6 +371,24 @@ def rescore_experiment(request: HttpRequest, experiment_id: str):
     experiment = actions.do_rescore_experiment(
         experiment, evaluator=data.get("evaluator"), actor=caller.actor
     )
+    return presenters.experiment_json(experiment, selectors.experiment_items(experiment))
+
+
+@experiments_router.post(
+    "/{experiment_id}/cancel",
+    response={200: ExperimentOut, **ERRORS},
+    summary="Cancel a pending or running experiment",
+    description=(
+        'The experiment ends `failed` at once (`error`: "CANCELLED: cancelled by <user>"), its pending '
+        "items never run, and the forks of its running items are cancelled: no request reaches a "
+        "provider after this answer (the call under way is shut). Items still running finish being "
+        "recorded within a moment (poll `progress`). An experiment that already ended: `409 CONFLICT`."
+    ),
+)
+def cancel_experiment(request: HttpRequest, experiment_id: str):
+    caller = require(request, Action.RUN_EXPERIMENT)
+    experiment = selectors.get_experiment(caller.workspace, experiment_id)
+    experiment = actions.do_cancel_experiment(experiment, actor=caller.actor)
     return presenters.experiment_json(experiment, selectors.experiment_items(experiment))
 
 

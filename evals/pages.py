@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from evals import actions, presenters, selectors
 from runs.actions import ActionError
@@ -95,10 +97,21 @@ def _found(read: Any) -> Any:
 
 @login_required
 @require_GET
+@vary_on_headers("HX-Request")
 def experiment_compare(request: HttpRequest, experiment_id: str) -> HttpResponse:
-    """The candidate against its baseline (or ``?with=`` ids: other experiments of the dataset)."""
+    """The candidate against its baseline (or ``?with=`` ids: other experiments of the dataset).
+    htmx asks for its status section only (progress, Cancel), every 2 s while it runs."""
     workspace = require_action(request, Action.VIEW_DATASET).workspace
     candidate = _found(lambda: selectors.get_experiment(workspace, experiment_id))
+    status = {
+        "candidate": candidate,
+        "progress": presenters.progress(selectors.experiment_items(candidate)),
+        "is_open": candidate.status in ("pending", "running"),
+        "can_cancel": may(request, Action.RUN_EXPERIMENT),
+        "page_url": reverse("evals:experiment", args=[candidate.public_id]),
+    }
+    if request.headers.get("HX-Request"):
+        return render(request, "evals/compare.html#exp-status", {**status, "was_open": True})
     others = [i for i in request.GET.get("with", "").split(",") if i][: MAX_COMPARED - 1]
     compared = [_found(lambda i=i: selectors.get_experiment(workspace, i)) for i in others]
     if not compared and candidate.baseline_id is not None:
@@ -120,12 +133,27 @@ def experiment_compare(request: HttpRequest, experiment_id: str) -> HttpResponse
         "only_regressions": only_regressions,
         "regressions": sum(1 for r in rows if r["regressed"]),
         "with_ids": ",".join(e.public_id for e in compared),
-        "page_url": reverse("evals:experiment", args=[candidate.public_id]),
+        **status,
         "calibration": presenters.calibration(list(items[candidate.pk].values()), expected),
         "change_rows": presenters.change_rows(candidate.change),
-        "nav_active": "datasets",
+        "nav_active": "experiments",  # the sidebar's Build, Experiments
     }
     return render(request, "evals/compare.html", ctx)
+
+
+@login_required
+@require_POST
+def experiment_cancel(request: HttpRequest, experiment_id: str) -> HttpResponse:
+    """Cancel a pending or running experiment (its page shows it end)."""
+    workspace = require_action(request, Action.RUN_EXPERIMENT).workspace
+    experiment = _found(lambda: selectors.get_experiment(workspace, experiment_id))
+    try:
+        actions.do_cancel_experiment(experiment, actor=actor_for(request))
+    except ActionError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Experiment cancelled: no item starts and no provider is asked any more.")
+    return redirect("evals:experiment", experiment_id=experiment.public_id)
 
 
 @login_required

@@ -40,6 +40,15 @@ def item_json(row: Any) -> dict[str, Any]:
     return {"runId": row.run_id_text or None, **item_facts(row), "error": row.error}
 
 
+def progress(items: list[Any]) -> dict[str, int]:
+    """How far the items are: total, finished (completed, waiting or failed), running, pending."""
+    counts = {"pending": 0, "running": 0}
+    for row in items:
+        if row.status in counts:
+            counts[row.status] += 1
+    return {"total": len(items), "done": len(items) - counts["pending"] - counts["running"], **counts}
+
+
 def experiment_json(experiment: Any, items: list[Any]) -> dict[str, Any]:
     return {
         "id": experiment.public_id,
@@ -52,6 +61,8 @@ def experiment_json(experiment: Any, items: list[Any]) -> dict[str, Any]:
         "evaluator": experiment.evaluator or {},
         "baselineId": experiment.baseline.public_id if experiment.baseline_id else None,
         "summary": experiment.summary or {},
+        "error": experiment.error,
+        "progress": progress(items),
         "items": [item_json(row) for row in items],
         "rescored": experiment.rescored,
         "createdAt": experiment.created_at.isoformat(),

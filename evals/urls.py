@@ -13,5 +13,6 @@ urlpatterns = [
     path("datasets/<str:dataset_id>/", pages.dataset_detail, name="dataset"),
     path("experiments/new/", prompt_experiments.new_prompt_experiment, name="new_prompt_experiment"),
     path("experiments/<str:experiment_id>/", pages.experiment_compare, name="experiment"),
+    path("experiments/<str:experiment_id>/cancel/", pages.experiment_cancel, name="experiment_cancel"),
     path("experiments/<str:experiment_id>/summary/", pages.experiment_summary, name="experiment_summary"),
 ]

@@ -29,9 +29,10 @@ from judges.selectors import agreement_of, judges_for_workflow, watches
 from review.rules import in_sample, parse_rules
 from runs import actions
 from runs.actions import ActionError
+from runs.actions.decisions import record_decision_policy
 from runs.actions.outbox import JUDGE_SUSPENDED, site_url, tell_owners
 from runs.engine import commands as cmd
-from runs.models import Run, Workspace
+from runs.models import Run, RunFork, Workspace
 from runs.selectors.gates import gate_decision
 from runs.selectors.prompts import find_version
 from runs.selectors.runs import run_state
@@ -44,6 +45,7 @@ MIN_AUDIT = 10  # audit-sample decisions since delegation began before drift is 
 MAX_ROUNDS = 20  # gates a judge may decide one after another in one run in one task
 INVALID = "INVALID_INPUT"
 NOT_EARNED = "DELEGATION_NOT_EARNED"
+NOT_CALIBRATED = "JUDGE_NOT_CALIBRATED"
 
 
 def _text(raw: Any, field: str, limit: int = 200, *, required: bool = True) -> str:
@@ -163,6 +165,19 @@ def _number(raw: Any, field: str, low: float, high: float) -> float:
     return value
 
 
+def _require_calibrated(judge: GateJudge) -> None:
+    """Reviewers may see the judge's proposals before they decide only once it is calibrated: the
+    condition delegation needs (kappa at or above the floor on at least 50 human-decided items in
+    the window). Until then their labels stay independent (JUDGE_NOT_CALIBRATED)."""
+    earned, why = stats.meets(agreement_of(judge), floor=judge.kappa_floor, min_items=MIN_ITEMS)
+    if not earned:
+        raise ActionError(
+            NOT_CALIBRATED,
+            f"reviewers see proposals only once the judge is calibrated: {why}",
+            "showToReviewers",
+        )
+
+
 def do_set_policy(
     judge: GateJudge,
     *,
@@ -171,6 +186,7 @@ def do_set_policy(
     kappa_floor: Any = None,
     audit_percent: Any = None,
     window_days: Any = None,
+    online_percent: Any = None,
     show_to_reviewers: Any = None,
     budget: Any = ...,
     enabled: Any = None,
@@ -178,7 +194,8 @@ def do_set_policy(
     """Change what the owner controls; a field left None keeps its value. Letting the judge decide
     is refused (DELEGATION_NOT_EARNED) until its agreement with people earns it: kappa at or above
     the floor on at least 50 human-decided items of the gate in the window. The floor may be
-    raised, never set below 0.6 (FLOOR_TOO_LOW)."""
+    raised, never set below 0.6 (FLOOR_TOO_LOW). Showing proposals to reviewers is refused on the
+    same condition (JUDGE_NOT_CALIBRATED)."""
     changes: dict[str, Any] = {}
     if delegation is not None:
         if delegation not in Delegation.values:
@@ -195,6 +212,8 @@ def do_set_policy(
         changes["audit_percent"] = _number(audit_percent, "auditPercent", 1, 100)
     if window_days is not None:
         changes["window_days"] = int(_number(window_days, "windowDays", 1, 365))
+    if online_percent is not None:
+        changes["online_percent"] = _number(online_percent, "onlinePercent", 0, 100)
     for field, raw in (("show_to_reviewers", show_to_reviewers), ("enabled", enabled)):
         if raw is not None:
             if not isinstance(raw, bool):
@@ -204,9 +223,11 @@ def do_set_policy(
         changes["budget"] = _budget(budget)
     with transaction.atomic():
         judge = GateJudge.objects.select_for_update().get(pk=judge.pk)
-        was = judge.delegation
+        was, shown = judge.delegation, judge.show_to_reviewers
         for field, value in changes.items():
             setattr(judge, field, value)
+        if judge.show_to_reviewers and not shown:
+            _require_calibrated(judge)
         if judge.delegation != Delegation.OFF and (
             was == Delegation.OFF
             or judge.suspended_at
@@ -273,11 +294,13 @@ def _annotate(judge: GateJudge, run: Run, proposal: Proposal) -> None:
     Proposal.objects.filter(pk=proposal.pk).update(annotation_seq=result.last_seq or None)
 
 
-def _say_budget_spent(judge: GateJudge, run: Run, proposal: Proposal) -> None:
+def _say_budget_spent(judge: GateJudge, run: Run, proposal: Proposal, *, why: str = "") -> None:
     """The judge stops proposing and says so: once on the judge's page (budget_said), and on
-    each run whose gate it did not judge."""
+    each run whose gate it did not judge. ``why``: the workspace's cap refused the call (else the
+    judge's own budget is spent)."""
     GateJudge.objects.filter(pk=judge.pk).update(budget_said=True)
-    text = f"Judge {judge.label} did not judge {proposal.gate} on {proposal.step_id}: its budget of USD {judge.budget} is spent."
+    spent = why or f"its budget of USD {judge.budget} is spent"
+    text = f"Judge {judge.label} did not judge {proposal.gate} on {proposal.step_id}: {spent}."
     try:
         actions.do_command(
             workspace=run.workspace,
@@ -313,22 +336,26 @@ def _decide(judge: GateJudge, run: Run, proposal: Proposal, policy: dict[str, An
         f"{judge.kappa_floor:g} on {policy['items']} human decisions)"
     )
     try:
-        result = actions.do_commands(
-            workspace=run.workspace,
-            run_id=run.run_id,
-            commands=[
-                _annotation(judge, proposal),
-                cmd.ResolveGate(
-                    step_id=proposal.step_id,
-                    gate=proposal.gate,
-                    decision=proposal.decision,
-                    note=note,
-                    checkpoint=proposal.checkpoint or None,
-                ),
-            ],
-            actor=judge.actor,
-            channel="judge",
-        )
+        with transaction.atomic():  # the decision and the policy beside it land together
+            result = actions.do_commands(
+                workspace=run.workspace,
+                run_id=run.run_id,
+                commands=[
+                    _annotation(judge, proposal),
+                    cmd.ResolveGate(
+                        step_id=proposal.step_id,
+                        gate=proposal.gate,
+                        decision=proposal.decision,
+                        note=note,
+                        checkpoint=proposal.checkpoint or None,
+                    ),
+                ],
+                actor=judge.actor,
+                channel="judge",
+            )
+            for event in result.events:
+                if event.get("type") == "human_gate_resolved":
+                    record_decision_policy(result.run, event["id"], policy)
     except ActionError as exc:  # decided meanwhile, run ended: people's decision stands
         log.info("judge %s: no decision on %s: %s", judge.label, run.run_id, exc)
         return False
@@ -362,6 +389,11 @@ def propose(judge: GateJudge, run: Run, gate: dict[str, Any]) -> bool:
         return False
     try:
         verdict = calls.ask(judge, run, run_state(run), gate)
+    except calls.JudgeOverBudget as exc:  # the workspace's monthly cap: no provider was asked
+        proposal.status, proposal.error = ProposalStatus.OVER_BUDGET, str(exc)[:500]
+        proposal.save(update_fields=["status", "error"])
+        _say_budget_spent(judge, run, proposal, why=str(exc))
+        return False
     except (calls.JudgeFailed, ActionError) as exc:
         proposal.status, proposal.error = ProposalStatus.FAILED, str(exc)[:500]
         proposal.save(update_fields=["status", "error"])
@@ -382,6 +414,8 @@ def propose(judge: GateJudge, run: Run, gate: dict[str, Any]) -> bool:
     proposal.save()
     if verdict.cost:
         GateJudge.objects.filter(pk=judge.pk).update(spent=F("spent") + verdict.cost)
+    if judge.budget_said:  # it could call again (the workspace's cap was raised): no longer said
+        GateJudge.objects.filter(pk=judge.pk).update(budget_said=False)
     if policy is not None:
         return _decide(judge, run, proposal, policy)
     if judge.show_to_reviewers:
@@ -460,6 +494,16 @@ def check_drift(judge: GateJudge) -> bool:
     return True
 
 
+def people_chose(run: Run) -> set[str]:
+    """Steps whose gate decision the person who forked the run named (a branch's ``gateDecisions``,
+    e.g. an overrule of a machine decision): no judge proposes or decides there."""
+    fork = RunFork.objects.filter(run=run).values_list("mode", "overlay").first()
+    if fork is None or fork[0] != "branch" or not isinstance(fork[1], dict):
+        return set()
+    decisions = fork[1].get("gateDecisions")
+    return set(decisions) if isinstance(decisions, dict) else set()
+
+
 def judge_run(run_pk: int) -> str:
     """The task's work for one run: join decisions, check drift, then propose (and decide, where
     delegated) on each pending gate a judge watches. Idempotent: a gate request is judged once."""
@@ -471,10 +515,13 @@ def judge_run(run_pk: int) -> str:
         return "no judge"
     for judge in {p.judge for p in record_outcomes(run)}:
         check_drift(judge)
+    chosen = people_chose(run)
     for _ in range(MAX_ROUNDS):
         run.refresh_from_db()
         decided = False
         for gate in run_state(run).pending_gates():
+            if gate["stepId"] in chosen:
+                continue  # a branch whose creator named this gate's decision (an overrule): theirs
             for judge in judges:
                 if watches(judge, gate):
                     decided = propose(judge, run, gate) or decided

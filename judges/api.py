@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from ninja import Router, Schema
+from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
@@ -17,6 +17,7 @@ from judges.models import MIN_ITEMS, GateJudge
 from runs.actions import ActionError
 from runs.actions.permissions import Action
 from runs.api.errors import ApiError
+from runs.api.paging import NEXT_DOC, PageQuery, oldest
 from runs.api.responses import require
 from runs.api.schemas import ErrorOut
 from runs.protocol.canonical import parse_json
@@ -47,6 +48,9 @@ class PolicyIn(Schema):
     kappaFloor: float | None = Field(default=None, description="At least 0.6 (default 0.8).")
     auditPercent: float | None = None
     windowDays: int | None = None
+    onlinePercent: float | None = Field(
+        default=None, description="Share (percent) of the workflow's finished runs the judge scores; 0: off."
+    )
     showToReviewers: bool | None = None
     enabled: bool | None = None
 
@@ -90,6 +94,7 @@ def judge_json(judge: GateJudge, *, agreement: bool = False) -> dict[str, Any]:
             "kappaFloor": judge.kappa_floor,
             "auditPercent": judge.audit_percent,
             "windowDays": judge.window_days,
+            "onlinePercent": judge.online_percent,
             "minItems": MIN_ITEMS,
             "suspendedAt": judge.suspended_at.isoformat() if judge.suspended_at else None,
             "suspendedReason": judge.suspended_reason or None,
@@ -134,10 +139,15 @@ def _schema(name: str) -> dict[str, Any]:
     }
 
 
-@router.get("", response={200: list[JudgeOut], **ERRORS}, summary="List gate judges")
-def list_judges(request: HttpRequest):
+@router.get(
+    "",
+    response={200: list[JudgeOut], **ERRORS},
+    summary="List gate judges, oldest first",
+    description=NEXT_DOC,
+)
+def list_judges(request: HttpRequest, response: HttpResponse, page: Query[PageQuery]):
     caller = require(request, Action.VIEW_RUN)
-    return [judge_json(j) for j in selectors.judges_of(caller.workspace)]
+    return [judge_json(j) for j in oldest(request, response, selectors.judges_of(caller.workspace), page)]
 
 
 @router.post(
@@ -193,12 +203,13 @@ def set_judge_policy(request: HttpRequest, judge_id: str):
             kappa_floor=data.get("kappaFloor"),
             audit_percent=data.get("auditPercent"),
             window_days=data.get("windowDays"),
+            online_percent=data.get("onlinePercent"),
             show_to_reviewers=data.get("showToReviewers"),
             enabled=data.get("enabled"),
             **({"budget": data["budget"]} if "budget" in data else {}),
         )
     except ActionError as exc:
-        if exc.code == actions.NOT_EARNED:
+        if exc.code in (actions.NOT_EARNED, actions.NOT_CALIBRATED):
             raise ApiError(exc.code, exc.message, 409) from None
         raise
     return judge_json(judge, agreement=True)

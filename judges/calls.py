@@ -17,11 +17,14 @@ from evals.judge import provider_settings
 from judges import stats
 from judges.models import GateJudge, JudgeKind
 from review.rules import RunFacts, matches, parse_rules
+from runs.actions import ActionError
+from runs.actions.budgets import BUDGET_EXCEEDED
 from runs.engine.state import TERMINAL_STATUSES, RunState, gate_payload_key
 from runs.execution.host import Workbench
 from runs.execution.replay import run_program
 from runs.models import Run
 from runs.protocol.canonical import canonical_str
+from runs.selectors.runs import JUDGE_CALL_TAG
 
 WORKFLOW: dict[str, Any] = {
     "id": "gate-judge",
@@ -29,7 +32,7 @@ WORKFLOW: dict[str, Any] = {
     "steps": [{"id": "judge", "inputs": [], "outputs": ["verdict"]}],
     "edges": [],
 }
-TAG = "gate-judge"
+TAG = JUDGE_CALL_TAG  # the judge's calls: readable only by those who may manage judges
 MAX_TOKENS = 400
 
 
@@ -45,6 +48,10 @@ class Verdict:
 
 class JudgeFailed(Exception):
     pass
+
+
+class JudgeOverBudget(JudgeFailed):
+    """The workspace is past its monthly cap: the provider was not asked (BUDGET_EXCEEDED)."""
 
 
 def gate_values(run: Run, state: RunState, gate: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +98,10 @@ class JudgeProgram:
                 use_cache=True,
                 prompt=prompt,
             )
+        except ActionError as exc:
+            s.fail(f"the judge's model call was refused: {exc.code}: {exc.message[:300]}")
+            failure = JudgeOverBudget if exc.code == BUDGET_EXCEEDED else JudgeFailed
+            raise failure(f"{exc.code}: {exc.message[:400]}") from exc
         except Exception as exc:  # the judgement run ends failed; the gate is left to people
             s.fail(f"the judge's model call failed: {type(exc).__name__}: {str(exc)[:300]}")
             raise JudgeFailed(f"{type(exc).__name__}: {str(exc)[:300]}") from exc

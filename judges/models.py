@@ -57,6 +57,8 @@ class GateJudge(models.Model):
     kappa_floor = models.FloatField(default=DEFAULT_FLOOR)
     audit_percent = models.FloatField(default=DEFAULT_AUDIT_PERCENT)
     window_days = models.PositiveIntegerField(default=DEFAULT_WINDOW_DAYS)
+    # online evaluation: the share (percent) of the gate's workflow's finished runs it scores; 0: off
+    online_percent = models.FloatField(default=0.0)
     delegated_at = models.DateTimeField(null=True, blank=True)
     suspended_at = models.DateTimeField(null=True, blank=True)
     suspended_reason = models.CharField(max_length=500, blank=True, default="")
@@ -129,3 +131,26 @@ class Proposal(models.Model):
     def human(self) -> bool:
         """Whether a person decided the gate (a label the agreement counts)."""
         return bool(self.outcome) and not self.outcome_by.startswith("judge:")
+
+
+class OnlineScore(models.Model):
+    """One live run (SDK, OTLP-ingested, or the workbench's own) of the judge's workflow, scored
+    by the judge once it finished (online evaluation): recorded on the run as an annotation
+    tagged ``judge-score``. A new version of the judge re-scores the runs older versions scored;
+    an equal model request is answered from the response cache (no provider call)."""
+
+    judge = models.ForeignKey(GateJudge, on_delete=models.CASCADE, related_name="scores")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=12, choices=ProposalStatus.choices, default=ProposalStatus.PENDING)
+    decision = models.CharField(max_length=10, blank=True, default="")  # approved | rejected
+    confidence = models.FloatField(null=True, blank=True)
+    rationale = models.TextField(blank=True, default="")
+    error = models.CharField(max_length=500, blank=True, default="")
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    judge_run_id = models.CharField(max_length=200, blank=True, default="")
+    annotation_seq = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-pk"]
+        constraints = [models.UniqueConstraint(fields=["judge", "run"], name="online_score_unique")]

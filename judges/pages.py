@@ -7,6 +7,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -16,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from judges import actions, presenters, selectors, stats
 from judges.models import MIN_FLOOR, MIN_ITEMS, Delegation, GateJudge
+from judges.rescore import do_rescore
 from runs.actions import ActionError
 from runs.actions.permissions import Action
 from runs.presenters.dashboard import calendar
@@ -88,6 +90,8 @@ def _detail_context(request: HttpRequest, judge: GateJudge) -> dict[str, Any]:
     agreement = selectors.agreement_of(judge, now=now)
     earned, why = stats.meets(agreement, floor=judge.kappa_floor, min_items=MIN_ITEMS)
     days = calendar((now - timedelta(days=selectors.CHART_DAYS - 1)).date(), now.date())
+    can_manage = may(request, Action.MANAGE_JUDGES)
+    pending = selectors.sees_pending(judge, may_manage=can_manage)
     return {
         "nav_active": "judges",
         "judge": judge,
@@ -97,9 +101,10 @@ def _detail_context(request: HttpRequest, judge: GateJudge) -> dict[str, Any]:
         "earned": earned,
         "why": why,
         "chart": presenters.kappa_chart(selectors.kappa_series(judge, now=now), days),
-        "proposals": selectors.recent_proposals(judge),
+        "proposals": selectors.recent_proposals(judge, pending=pending),
+        "withheld": 0 if pending else selectors.withheld_count(judge),
         "counts": selectors.proposal_counts(judge),
-        "can_manage": may(request, Action.MANAGE_JUDGES),
+        "can_manage": can_manage,
         "delegations": Delegation.choices,
         "min_floor": MIN_FLOOR,
         "min_items": MIN_ITEMS,
@@ -126,6 +131,7 @@ def judge_policy(request: HttpRequest, judge_id: str) -> HttpResponse:
             kappa_floor=post.get("kappa_floor") or None,
             audit_percent=post.get("audit_percent") or None,
             window_days=post.get("window_days") or None,
+            online_percent=post.get("online_percent") or None,
             show_to_reviewers=post.get("show_to_reviewers") == "on",
             budget=post.get("budget", ""),
             enabled=post.get("enabled") == "on",
@@ -135,3 +141,19 @@ def judge_policy(request: HttpRequest, judge_id: str) -> HttpResponse:
         context = {**_detail_context(request, judge), "policy_error": f"{exc.message} ({exc.code})"}
         return render(request, "judges/judge.html", context, status=400)
     return redirect(reverse("judges:judge", args=[judge.judge_id]) + "#policy")
+
+
+@login_required
+@require_POST
+def judge_rescore(request: HttpRequest, judge_id: str) -> HttpResponse:
+    """Online evaluation: this version scores the runs its older versions scored (a task)."""
+    judge = _judge(request, judge_id, Action.MANAGE_JUDGES)
+    try:
+        runs = do_rescore(judge)
+    except ActionError as exc:
+        messages.error(request, f"{exc.message} ({exc.code})")
+    else:
+        messages.success(
+            request, f"Re-scoring {runs} run{'s' if runs != 1 else ''} with {judge.label} in the background."
+        )
+    return redirect(reverse("judges:judge", args=[judge.judge_id]) + "#online")

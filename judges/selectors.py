@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from judges import stats
-from judges.models import GateJudge, Proposal, ProposalStatus
+from judges.models import GateJudge, OnlineScore, Proposal, ProposalStatus
 from runs.models import Workspace
 
 CHART_DAYS = 30
@@ -100,8 +100,25 @@ def kappa_series(
     return out
 
 
-def recent_proposals(judge: GateJudge, *, limit: int = 50) -> list[Proposal]:
-    return list(Proposal.objects.filter(judge=judge).select_related("run").order_by("-pk")[:limit])
+def sees_pending(judge: GateJudge, *, may_manage: bool) -> bool:
+    """Whether a reader sees the judge's proposals on gates still waiting for a decision: those who
+    may manage judges (owners) always, others only when the owner turned ``show_to_reviewers`` on
+    (allowed once the judge is calibrated), so people's labels stay independent."""
+    return may_manage or judge.show_to_reviewers
+
+
+def recent_proposals(judge: GateJudge, *, limit: int = 50, pending: bool = True) -> list[Proposal]:
+    """The judge's latest proposals; ``pending=False`` leaves out those whose gate no decision has
+    closed yet (see :func:`sees_pending`)."""
+    rows = Proposal.objects.filter(judge=judge)
+    if not pending:
+        rows = rows.exclude(outcome="")
+    return list(rows.select_related("run").order_by("-pk")[:limit])
+
+
+def withheld_count(judge: GateJudge) -> int:
+    """Proposals on gates still waiting for a decision (what a reader who does not see them misses)."""
+    return Proposal.objects.filter(judge=judge, outcome="").count()
 
 
 def proposal_counts(judge: GateJudge) -> dict[str, int]:
@@ -111,4 +128,5 @@ def proposal_counts(judge: GateJudge) -> dict[str, int]:
         "delegated": rows.filter(delegated=True).count(),
         "audit": rows.filter(audit=True).count(),
         "overBudget": rows.filter(status=ProposalStatus.OVER_BUDGET).count(),
+        "online": OnlineScore.objects.filter(judge=judge, status=ProposalStatus.PROPOSED).count(),
     }

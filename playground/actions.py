@@ -268,7 +268,7 @@ def do_add_model(*, membership: Membership, provider_pk: object, **fields: Unpac
 
 
 def do_set_prices(*, membership: Membership, prices: dict[int, dict[str, str]]) -> int:
-    """``{model pk: {input, output, cache_read, cache_write, currency}}`` for the workspace's own
+    """``{model pk: {input, output, cache_read, cache_write, cache_write_1h, currency}}`` for the workspace's own
     models; all rows are checked before any is written. Returns how many rows changed."""
     workspace = _require_owner(membership).workspace
     entries = {e.pk: e for e in ModelEntry.objects.filter(workspace=workspace, pk__in=list(prices))}
@@ -281,6 +281,9 @@ def do_set_prices(*, membership: Membership, prices: dict[int, dict[str, str]]) 
         entry.output_price = parse_price(row.get("output"), f"output price of {label}")
         entry.cache_read_price = parse_price(row.get("cache_read"), f"cache read price of {label}")
         entry.cache_write_price = parse_price(row.get("cache_write"), f"cache write price of {label}")
+        entry.cache_write_1h_price = parse_price(
+            row.get("cache_write_1h"), f"1 h cache write price of {label}"
+        )
         entry.currency = parse_currency(row.get("currency"))
     with transaction.atomic():
         for entry in entries.values():

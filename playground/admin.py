@@ -20,6 +20,7 @@ class ModelEntryAdmin(admin.ModelAdmin):
         "output_price",
         "cache_read_price",
         "cache_write_price",
+        "cache_write_1h_price",
     )
 
 

@@ -36,7 +36,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, OperationalError, connection, transaction
+from django.db import OperationalError, transaction
 from django.db.models import F
 from django.tasks import TaskContext, task
 from django.utils import timezone
@@ -56,8 +56,9 @@ from playground.recording import (  # noqa: F401 - STEP, WORKFLOW and the comman
     run_title,
 )
 from runs import providers
-from runs.actions import ActionError, do_commands
+from runs.actions import ActionError, budgets, do_commands
 from runs.engine import commands as cmd
+from runs.execution.stopwatch import StopWatch
 from runs.models import Workspace
 from runs.protocol.values import dumps
 from runs.providers import pricing
@@ -368,51 +369,26 @@ def process(execution_id: uuid.UUID, worker_id: str) -> str:
         return _status(execution_id)
     stop = _hold_stop(execution_id)
     try:
-        with StopWatch(execution_id, stop):
+        watch = StopWatch(
+            partial(_was_stopped, execution_id),
+            stop,
+            every=STOP_WATCH_SECONDS,
+            name=f"stop-watch-{execution_id}",
+        )
+        with watch:
             _process(execution_id, worker_id, stop)
     finally:
         _drop_stop(execution_id)
     return _status(execution_id)
 
 
+def _was_stopped(execution_id: uuid.UUID) -> bool:
+    """Whether a Stop pressed in another process has ended the execution (its row says cancelled)."""
+    return Execution.objects.filter(pk=execution_id, status=ExecutionStatus.CANCELLED).exists()
+
+
 def _status(execution_id: uuid.UUID) -> str:
     return Execution.objects.filter(pk=execution_id).values_list("status", flat=True).first() or ""
-
-
-class StopWatch:
-    """While a call runs, one look at its row every ``STOP_WATCH_SECONDS``: a Stop pressed in
-    another process (the row says cancelled) sets the call's Stop, which shuts its connection at
-    once, even while it waits for a first byte or between the SDK's retries."""
-
-    def __init__(self, execution_id: uuid.UUID, stop: providers.Stop) -> None:
-        self.execution_id = execution_id
-        self.stop = stop
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._loop, name=f"stop-watch-{execution_id}", daemon=True)
-
-    def __enter__(self) -> StopWatch:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.thread.join()
-
-    def _loop(self) -> None:
-        try:
-            while not self.done.wait(STOP_WATCH_SECONDS):
-                try:
-                    stopped = Execution.objects.filter(
-                        pk=self.execution_id, status=ExecutionStatus.CANCELLED
-                    ).exists()
-                except DatabaseError as exc:  # a busy database only delays the next look
-                    log.info("playground: stop watch of %s: %s", self.execution_id, exc)
-                    continue
-                if stopped:
-                    self.stop.set()
-                    return
-        finally:
-            connection.close()
 
 
 def _process(execution_id: uuid.UUID, worker_id: str, stop: providers.Stop) -> None:
@@ -441,6 +417,12 @@ def _process(execution_id: uuid.UUID, worker_id: str, stop: providers.Stop) -> N
         ex.run_id = run_id
         if not Execution.objects.filter(pk=ex.pk, status=ExecutionStatus.PROCESSING).exists():
             raise Cancelled()  # stopped before its run existed: cancel the run just started
+        try:  # the run's budget (the playground workflow's, else the default): refused before the call
+            budgets.refuse_over_run_budget(
+                workspace=ex.workspace, run_id=run_id, what="this playground send", actor=recorder.actor
+            )
+        except ActionError as exc:
+            raise ProviderError(exc.code, exc.message) from None
         streamer = Streamer(ex, recorder)
         result = providers.call(provider_settings, request, streamer.on_delta, stop=stop)
         streamer.flush(final=True)

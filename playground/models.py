@@ -173,6 +173,8 @@ class ModelEntry(models.Model):
     output_price = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cache_read_price = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     cache_write_price = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    # Anthropic's 1 h cache writes (cache_write_price: the 5 min ones); NULL = unknown
+    cache_write_1h_price = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
 
     objects = ScopedQuerySet.as_manager()
 
@@ -206,6 +208,7 @@ class ModelEntry(models.Model):
             cache_read=self.cache_read_price,
             cache_write=self.cache_write_price,
             currency=self.currency,
+            cache_write_1h=self.cache_write_1h_price,
         )
 
 

@@ -28,11 +28,19 @@ def price_rows(workspace: Workspace) -> tuple[PriceTable, PriceTable]:
             "output_price",
             "cache_read_price",
             "cache_write_price",
+            "cache_write_1h_price",
             "currency",
         )
     )  # plain rows: OTLP ingest asks for them on every request that carries a model call
-    for workspace_id, kind, model_id, input_price, output_price, read, write, currency in rows:
-        price = Price(input_price, output_price, cache_read=read, cache_write=write, currency=currency)
+    for workspace_id, kind, model_id, input_price, output_price, read, write, write_1h, currency in rows:
+        price = Price(
+            input_price,
+            output_price,
+            cache_read=read,
+            cache_write=write,
+            currency=currency,
+            cache_write_1h=write_1h,
+        )
         target = own if workspace_id is not None else catalogue
         target.setdefault((kind, model_id), price)
         target.setdefault(model_id, price)  # a call whose provider is named otherwise

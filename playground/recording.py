@@ -18,6 +18,7 @@ from runs.engine import commands as cmd
 from runs.providers import pricing
 from runs.providers.base import ProviderResult
 from runs.providers.redact import redact
+from runs.selectors.prices import price_book
 from runs.selectors.prompts import PROMPT_KEY
 
 WORKFLOW: dict[str, Any] = {
@@ -114,7 +115,7 @@ class RunRecorder:
                 cost=priced.protocol_cost() if priced is not None else None,
                 duration_ms=duration_ms,
                 summary=(result.text or "")[:200] or None,
-                payload=_with_prompt(_with_pricing_note(result.raw, priced), ex.flags),
+                payload=_with_prompt(_with_pricing_note(ex, result, priced), ex.flags),
                 step_id=STEP,
                 correlation_id=ex.correlation_id,
             )
@@ -161,7 +162,7 @@ class RunRecorder:
                 cost=priced.protocol_cost() if priced is not None else None,
                 duration_ms=duration_ms,
                 summary=(result.text or "")[:200] or None,
-                payload=_with_prompt(_with_pricing_note(result.raw, priced), ex.flags),
+                payload=_with_prompt(_with_pricing_note(ex, result, priced), ex.flags),
                 step_id=STEP,
                 correlation_id=ex.correlation_id,
             ),
@@ -238,8 +239,26 @@ def _with_prompt(payload: Any, flags: Any) -> Any:
     return {**(payload if isinstance(payload, dict) else {}), PROMPT_KEY: ref}
 
 
-def _with_pricing_note(payload: Any, priced: pricing.PricedCall | None) -> Any:
-    """Which source priced the call (the protocol's cost object takes no extra keys)."""
-    if priced is None or not isinstance(payload, dict):
+def _with_pricing_note(ex: Execution, result: ProviderResult, priced: pricing.PricedCall | None) -> Any:
+    """Which source priced the call (the protocol's cost object takes no extra keys); a call with
+    usage that no price covers says why ("no cache-read price for ..."), as every way in does. A
+    call without usage is left as it is (unknown, nothing priced)."""
+    payload = result.raw
+    if not isinstance(payload, dict):
         return payload
-    return {**payload, pricing.PRICING_KEY: priced.note()}
+    if priced is not None:
+        return {**payload, pricing.PRICING_KEY: priced.note()}
+    if result.usage is None:
+        return payload
+    book = price_book(ex.workspace)
+    event = {
+        "provider": ex.provider_kind,
+        "model": result.model or ex.model_name,
+        "usage": result.usage.to_protocol(),
+        "payload": {
+            "cacheCreationInputTokens": result.usage.cache_write_tokens,
+            "cacheCreation1hInputTokens": result.usage.cache_write_1h_tokens,
+        },
+    }
+    why = pricing.unpriced_reason(event, book.own, book.catalogue)
+    return {**payload, pricing.PRICING_KEY: {"source": "unpriced", "why": why}}

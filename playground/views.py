@@ -721,4 +721,6 @@ def _apply_settings(membership, action: str, post) -> None:
         raise actions.SettingsError("INVALID_INPUT", "unknown action")
 
 
-_PRICE_FIELD = re.compile(r"m(?P<pk>[0-9]{1,18})_(?P<field>input|output|cache_read|cache_write|currency)")
+_PRICE_FIELD = re.compile(
+    r"m(?P<pk>[0-9]{1,18})_(?P<field>input|output|cache_read|cache_write_1h|cache_write|currency)"
+)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
-from ninja import Router, Schema
+from django.http import HttpRequest, HttpResponse
+from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
@@ -26,6 +26,7 @@ from review.selectors import (
 )
 from runs.actions.permissions import Action
 from runs.api.errors import FORBIDDEN, ApiError
+from runs.api.paging import NEXT_DOC, PageQuery, named
 from runs.api.responses import require
 from runs.api.schemas import ErrorOut
 from runs.protocol.canonical import parse_json
@@ -186,10 +187,15 @@ def create_queue(request: HttpRequest):
     return Status(201, queue_json(queue))
 
 
-@router.get("/queues", response={200: list[QueueOut], **ERRORS}, summary="The workspace's queues")
-def list_queues(request: HttpRequest):
+@router.get(
+    "/queues",
+    response={200: list[QueueOut], **ERRORS},
+    summary="The workspace's queues, by name",
+    description=NEXT_DOC,
+)
+def list_queues(request: HttpRequest, response: HttpResponse, page: Query[PageQuery]):
     caller = require(request, Action.VIEW_RUN)
-    return [queue_json(q) for q in queues_with_counts(caller.workspace)]
+    return [queue_json(q) for q in named(request, response, queues_with_counts(caller.workspace), page)]
 
 
 @router.get(

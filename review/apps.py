@@ -6,13 +6,9 @@ class ReviewConfig(AppConfig):
     verbose_name = "Annotation queues"
 
     def ready(self) -> None:
-        # Its REST routes join the one API in workbench/urls.py (not here: `manage.py help` and
-        # migrate must not load the API stack); runs never imports review.
-        from runs.mcp import register_tool_module
+        # AppConfig.ready: where an app registers what it provides (Django's convention); its
+        # modules need the app registry, so they are imported here, not at the top. Its REST
+        # routes join the one API in workbench/urls.py; runs never imports review.
+        from review.registrations import register_all
 
-        register_tool_module("review.mcp")  # the MCP server imports it when it is built
-
-        from review.listeners import add_by_rules
-        from runs.actions.notify import register_listener
-
-        register_listener(add_by_rules)  # rules add runs to queues after each commit
+        register_all()

@@ -284,6 +284,8 @@ def add_filtered_runs(request: HttpRequest) -> HttpResponse:
         hidden = {k: v for k, v in vars(filters).items() if v}
         return pick_queue(request, title=f"Add the runs listed ({said}) to a review queue", hidden=hidden)
     queue = queue_for(request, params.get("queue", ""))
+    # as the runs list: a gate judge's own calls only for those who may manage judges
+    filters.hide_judge_calls = not may(request, Action.MANAGE_JUDGES)
     run_ids: list[str] = []
     cursor = ""
     while len(run_ids) < ADD_FILTERED_MAX:

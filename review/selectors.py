@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from review.agreement import agreement
@@ -36,12 +36,8 @@ def get_item(queue: Queue, item_id: str) -> Item:
         raise QueueNotFound(item_id) from None
 
 
-def queues_with_counts(workspace: Workspace) -> list[Queue]:
-    return list(
-        Queue.objects.for_workspace(workspace).annotate(
-            item_count=Count("items", distinct=True),
-        )
-    )
+def queues_with_counts(workspace: Workspace) -> QuerySet[Queue]:
+    return Queue.objects.filter(workspace=workspace).annotate(item_count=Count("items", distinct=True))
 
 
 def progress(queue: Queue) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
+from django.db.models.signals import post_migrate
 
 from runs.fields import register_search_text
 
@@ -31,12 +32,16 @@ class RunsConfig(AppConfig):
 
         connect_access_signals()  # membership / user changes -> open sockets re-check access
 
+        from runs.actions.partitions import after_migrate  # PostgreSQL: the event table's ranges
         from runs.background.periodic import register  # periodic work, run by `manage.py worker`
+
+        post_migrate.connect(after_migrate, sender=self)
 
         register("outbox", "runs.background.jobs.look_at_outbox", 30)
         register("otlp-quiet", "runs.background.jobs.end_quiet_traces", "runs.telemetry.otlp_sweep.interval")
         register("import-jobs", "runs.background.jobs.recover_jobs", 30)
         register("retention", "runs.background.jobs.retention", 3600)
+        register("event-partitions", "runs.actions.partitions.maintain", 3600)  # PostgreSQL only
         register(
             "gate-escalation",
             "runs.background.escalation.escalate_gates",

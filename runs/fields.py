@@ -145,8 +145,8 @@ class ProtocolJSONField(models.JSONField):
 # --- the text a model call is searched by -------------------------------------------------------
 #
 # The runs list's text search finds a run by what its model calls asked and answered: the string
-# values of a ``model_io`` event's ``summary`` and ``payload``, never the JSON keys (``role``,
-# ``content``, ``usage``...), the envelope (ids, timestamps) or the numbers. Searching the body's
+# values of a ``model_io`` event's ``summary`` and ``payload`` (less :data:`NOT_SEARCHED`), never
+# the JSON keys (``role``, ``content``, ``usage``...), the envelope (ids, timestamps) or the numbers. Searching the body's
 # JSON text instead found every run with a model call for "content" or "token", and indexing all
 # of it cost every model_io insert twice the trigrams. The same extraction on both databases:
 # ``wb_search_text(body)`` is a SQL function on PostgreSQL (migration 0019, which indexes
@@ -155,12 +155,18 @@ class ProtocolJSONField(models.JSONField):
 # six characters ``\u0000`` (as :func:`json_text_needle` spells it); a body that does not parse (a lone
 # surrogate escape, jsonb's limits) is searched as its JSON text, as before.
 
+# A payload's top-level keys left out of the search text (issue 53): a provider's response id
+# (random text: dozens of trigrams no search shares, a third of a model call's index entries) and
+# the pricing provenance Workbench adds (the same few words on every priced call). Both stay in
+# the stored event; the runs list's search only does not match them.
+NOT_SEARCHED = frozenset({"responseId", "workbench.pricing"})
+
 # PARALLEL UNSAFE: its exception block is a subtransaction, which no process of a parallel query
 # (its leader included) may start ("cannot start subtransactions during a parallel operation").
 SEARCH_TEXT_FUNCTION = r"""
 CREATE OR REPLACE FUNCTION wb_search_text(body text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL UNSAFE COST 1000 AS $f$
-DECLARE doc jsonb;
+DECLARE doc jsonb; payload jsonb;
 BEGIN
   IF strpos(body, '\u0000') > 0 THEN  -- jsonb refuses NUL: keep an unescaped \u0000 as its text
     body := regexp_replace(body, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\\\u0000', 'g');
@@ -170,10 +176,14 @@ BEGIN
   EXCEPTION WHEN others THEN
     RETURN body;
   END;
+  payload := doc -> 'payload';
+  IF jsonb_typeof(payload) = 'object' THEN  -- ids and provenance, not what was asked or answered
+    payload := payload - 'responseId' - 'workbench.pricing';
+  END IF;
   RETURN concat_ws(E'\n',
     CASE WHEN jsonb_typeof(doc -> 'summary') = 'string' THEN doc ->> 'summary' END,
     (SELECT string_agg(v #>> '{}', E'\n')
-       FROM jsonb_path_query(doc, 'strict $.payload.** ? (@.type() == "string")', '{}', true) AS v));
+       FROM jsonb_path_query(payload, 'strict $.** ? (@.type() == "string")', '{}', true) AS v));
 END
 $f$
 """
@@ -190,7 +200,10 @@ def search_text(body: str) -> str:
     parts: list[str] = []
     if isinstance(doc.get("summary"), str):
         parts.append(doc["summary"])
-    stack = [doc.get("payload")]
+    payload = doc.get("payload")
+    if isinstance(payload, dict):
+        payload = {key: value for key, value in payload.items() if key not in NOT_SEARCHED}
+    stack = [payload]
     while stack:  # not recursive: a payload may nest as deep as the protocol allows
         value = stack.pop()
         if isinstance(value, str):

@@ -253,7 +253,11 @@ STARTS = models.Q(type="step_started")
 
 
 class Event(models.Model):
-    """One trace event, appended and never updated. `body` is the exact protocol JSON."""
+    """One trace event, appended and never updated. `body` is the exact protocol JSON.
+
+    On PostgreSQL the table is partitioned by ranges of ``run_id``, one range per month (migration
+    0032, runs.actions.partitions): the key below contains the partition key, a run's events are
+    all in one partition, and retention drops whole partitions."""
 
     # The key is (run, seq): no surrogate id, and its index serves every lookup by run.
     pk = models.CompositePrimaryKey("run", "seq")

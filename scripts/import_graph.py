@@ -14,11 +14,28 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("runs", "playground", "evals", "judges", "accounts", "workbench")
+PACKAGES = ("runs", "playground", "evals", "review", "judges", "accounts", "workbench", "workbench_sdk")
+# where a package lives when not at the repository's root (the Python SDK is a project of its own)
+PLACES = {"workbench_sdk": ROOT / "sdk" / "python" / "workbench_sdk"}
+
+
+def package_dir(pkg: str) -> Path:
+    return PLACES.get(pkg, ROOT / pkg)
+
+
+def sources() -> list[Path]:
+    """Every first-party module file of PACKAGES (migrations left out)."""
+    return [
+        path
+        for pkg in PACKAGES
+        for path in sorted(package_dir(pkg).rglob("*.py"))
+        if "migrations" not in path.relative_to(package_dir(pkg)).parts
+    ]
 
 
 def module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
+    pkg = next(p for p in PACKAGES if path.is_relative_to(package_dir(p)))
+    rel = path.relative_to(package_dir(pkg).parent).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -26,13 +43,7 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    found = {}
-    for pkg in PACKAGES:
-        for path in (ROOT / pkg).rglob("*.py"):
-            if "migrations" in path.parts:
-                continue
-            found[module_name(path)] = path
-    return found
+    return {module_name(path): path for path in sources()}
 
 
 def _resolve(name: str, known: dict[str, Path]) -> str | None:

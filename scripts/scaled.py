@@ -3,18 +3,23 @@
 task workers behind one port.
 
     .venv/bin/python scripts/scaled.py [--host 127.0.0.1] [--port 8000] [--web 2]
-                                       [--task-workers 2] [--threads 4] [--no-demo]
+                                       [--task-workers 2] [--threads 4] [--otlp-storers 2]
+                                       [--no-demo]
 
 What it does, in order:
 1. PostgreSQL and Redis through scripts/services.py: the machine's own when they answer, else
    servers it provisions under var/services/ (stopped again on exit). DATABASE_URL and REDIS_URL
    from the environment win (database `workbench` and Redis db 0 otherwise; the database is
-   created if missing).
+   created if missing). Without DATABASE_URL each process takes its PostgreSQL connections from
+   a pool (psycopg_pool through Django's OPTIONS["pool"]), sized by WORKBENCH_DB_POOL_MAX (10),
+   WORKBENCH_DB_POOL_MIN (2) and WORKBENCH_DB_POOL_TIMEOUT (30 s); WORKBENCH_DB_POOL=off keeps
+   persistent connections instead (conn_max_age=60).
 2. `manage.py migrate`, then `manage.py demo_data` (unless --no-demo; it prints the admin login).
 3. `--web` daphne processes on free loopback ports and `--task-workers` `manage.py worker
    --threads N` processes (every background task: playground calls, replays and forks, imports,
    experiments, deliveries, the periodic sweeps; task rows of django-tasks-db), restarted if
-   they die.
+   they die; `--otlp-storers` `manage.py otlp_storer` processes, which store the OTLP batches the
+   web processes put in a Redis Stream (WORKBENCH_OTLP_BUFFER=redis, runs/actions/otlp_streams.py).
 4. A small TCP proxy on HOST:PORT that hands each connection (HTTP or websocket) to the web process
    with the fewest open connections, skipping one that refuses connections.
 
@@ -188,6 +193,20 @@ def ensure_database(url: str) -> None:
             say(f"created database {name}")
 
 
+POOL_ENV = (("WORKBENCH_DB_POOL_MAX", "pool_max"), ("WORKBENCH_DB_POOL_MIN", "pool_min"),
+            ("WORKBENCH_DB_POOL_TIMEOUT", "pool_timeout"))  # fmt: skip
+
+
+def database_url(pg_url: str, environ: dict[str, str]) -> str:
+    """The scaled profile's DATABASE_URL on ``pg_url``: a connection pool per process (the sizes
+    from the environment, see the module's docstring), or persistent connections when
+    WORKBENCH_DB_POOL is off. workbench.env checks the values (a bad one fails at start)."""
+    if environ.get("WORKBENCH_DB_POOL", "on").strip().lower() in ("off", "0", "false", "no"):
+        return pg_url + "?conn_max_age=60"
+    query = ["pool=on"] + [f"{key}={environ[name].strip()}" for name, key in POOL_ENV if environ.get(name)]
+    return pg_url + "?" + "&".join(query)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -197,10 +216,13 @@ def main() -> int:
         "--task-workers", type=int, default=2, help="`manage.py worker` processes (default 2)"
     )
     parser.add_argument("--threads", type=int, default=4, help="tasks at once per task worker (default 4)")
+    parser.add_argument(
+        "--otlp-storers", type=int, default=2, help="`manage.py otlp_storer` processes (default 2)"
+    )
     parser.add_argument("--no-demo", action="store_true", help="do not load the demo workspace")
     args = parser.parse_args()
-    if args.web < 1 or args.task_workers < 0 or args.threads < 1:
-        parser.error("--web and --threads must be >= 1, --task-workers >= 0")
+    if args.web < 1 or args.task_workers < 0 or args.threads < 1 or args.otlp_storers < 0:
+        parser.error("--web and --threads must be >= 1, --task-workers and --otlp-storers >= 0")
 
     state = services.up()
     logs = services.VAR / "scaled"
@@ -209,10 +231,12 @@ def main() -> int:
     try:
         urls = services.environment(state)
         env = dict(os.environ)
-        env.setdefault("DATABASE_URL", urls["PG_URL"] + "?conn_max_age=60")
+        env.setdefault("DATABASE_URL", database_url(urls["PG_URL"], env))
         env.setdefault("REDIS_URL", urls["REDIS_TEST_URL"])
         env.setdefault("DEBUG", "0")
         env.setdefault("WORKBENCH_TASKS_BACKEND", "database")
+        if args.otlp_storers:  # /v1/traces answers once a batch is in the Redis Stream
+            env.setdefault("WORKBENCH_OTLP_BUFFER", "redis")
         env.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
         if args.host in LOOPBACK:
             env.setdefault("SECURE_SSL_REDIRECT", "0")
@@ -237,6 +261,9 @@ def main() -> int:
         for i in range(args.task_workers):
             argv = [*manage, "worker", "--threads", str(args.threads)]
             children.append(Child(f"task worker {i + 1}", argv, env, logs / f"tasks-{i + 1}.log"))
+        for i in range(args.otlp_storers):
+            argv = [*manage, "otlp_storer"]
+            children.append(Child(f"otlp storer {i + 1}", argv, env, logs / f"otlp-storer-{i + 1}.log"))
         for child in children:
             child.start()
         for port in ports:
@@ -244,7 +271,7 @@ def main() -> int:
                 raise SystemExit(f"scaled: the web process on port {port} did not start (see {logs})")
         say(
             f"{args.web} web process(es) on {', '.join(map(str, ports))}, "
-            f"{args.task_workers} task worker(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
+            f"{args.task_workers} task worker(s), {args.otlp_storers} OTLP storer(s); database {env['DATABASE_URL']}, Redis {env['REDIS_URL']}; logs in {logs}"
         )
         say(f"serving {url} (Ctrl-C stops everything)")
 

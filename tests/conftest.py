@@ -129,10 +129,14 @@ SLOW_WITHOUT_PROCESS = {
 
 
 def pytest_collection_modifyitems(config, items):
+    from tests.lanes import second_lane_files
     from tests.markers import differs_by_database, starts_process
 
+    second_lane = second_lane_files()
     for item in items:
         rel = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        if rel in second_lane:
+            item.add_marker(pytest.mark.lane2)
         if rel in SLOW_WITHOUT_PROCESS or starts_process(item):
             item.add_marker(pytest.mark.slow)
         if differs_by_database(item, rel):

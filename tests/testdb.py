@@ -1,10 +1,10 @@
 """The test database of each pytest(-xdist) worker, copied from a migrated template.
 
-Running the migrations (about a hundred, every app's) is the slow part of creating a test
-database; every worker of every pytest run did it. Here the first worker that needs the database
-migrates it as pytest-django does, and keeps a copy as a template named by a hash of every
-migration file (and the Django version): the other workers, and later runs while the migrations
-do not change, copy the template and let `migrate` find nothing to apply.
+Running the migrations (every app's: about seventy, ours squashed) is the slow part of creating a
+test database; every worker of every pytest run did it. Here the first worker that needs the
+database migrates it as pytest-django does, and keeps a copy as a template named by a hash of
+every migration file (and the Django version): the other workers, and later runs while the
+migrations do not change, copy the template and let `migrate` find nothing to apply.
 
 - SQLite: the template is a file in var/ (``test-template-<hash>.sqlite3``), copied to the
   worker's test database file.

@@ -64,11 +64,11 @@ install_daphne_graceful_shutdown()  # SIGTERM: follow streams end, websockets cl
 # Background work (deliveries, imports, experiments, sweeps) is `manage.py worker`'s: the workers
 # look at the outbox when they start and every 30 s, so a server start schedules nothing.
 
-from runs.telemetry.otlp_worker import resume_queue  # noqa: E402
+from runs.telemetry.otlp_worker import start_with_server  # noqa: E402
 
-# Spans the OTLP queue took before a crash or a restart are stored now (embedded profile: by this
-# process's worker), not when the next OTLP request comes.
-resume_queue()
+# The server's OTLP worker (embedded profile) starts with it, not on the first OTLP request; and
+# spans the queue took before a crash or a restart are stored now, not when the next request comes.
+start_with_server()
 
 from runs.telemetry.gc_tuning import settle_heap  # noqa: E402
 

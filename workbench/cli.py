@@ -8,6 +8,7 @@ Python servers are (`pip install`, then one command):
     workbench createuser ada --workspace acme --password-from-stdin   its owner
     workbench serve [--host H] [--port P] [--database-url URL] [--redis-url URL] [--no-worker]
     workbench worker [--threads N] [--queues a,b]
+    workbench otlp-storer                     the scaled profile's OTLP storer (WORKBENCH_OTLP_BUFFER=redis)
     workbench tokens create --workspace acme --name ci --scope write
     workbench demo                            demo workspace, users and runs
     workbench verify BUNDLE                   check a bundle's integrity (no Django, no database)
@@ -41,6 +42,7 @@ PASSTHROUGH = {
     "tokens": "tokens",
     "demo": "demo_data",
     "worker": "worker",
+    "otlp-storer": "otlp_storer",
 }
 
 
@@ -65,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         "tokens": "create, list or revoke API tokens (tokens create|list|revoke ...)",
         "demo": "load the demo workspace, users and runs",
         "worker": "run a task worker (imports, experiments, deliveries ...)",
+        "otlp-storer": "store OTLP batches from the Redis Stream (scaled profile)",
     }
     helps["verify"] = "verify a bundle's integrity (workbench-verify; no database)"
     helps["manage"] = "any Django management command (workbench manage help lists them)"
@@ -155,6 +158,8 @@ def serve(options: argparse.Namespace) -> int:
     )
     children: list[tuple[str, subprocess.Popen]] = []
     daphne = [sys.executable, "-m", "daphne", "-b", options.host.strip("[]"), "-p", str(options.port)]
+    # daphne starts its OTLP worker (embedded profile) as it starts, not on the first OTLP request
+    # (the settings' default: WORKBENCH_OTLP_WORKER_AT_START)
     children.append(("daphne", subprocess.Popen([*daphne, "workbench.asgi:application"], env=env)))
     if worker:
         children.append(("worker", subprocess.Popen([sys.executable, "-m", "workbench", "worker"], env=env)))

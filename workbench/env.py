@@ -182,6 +182,18 @@ def env_proxy_header(name: str) -> tuple[str, str] | None:
     return "HTTP_" + header.upper().replace("-", "_"), value
 
 
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder only its owner may enter (0700), created if needed, tightened if an
+    earlier version left it more open: the files in it hold content (prompts, answers, uploads)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except PermissionError:  # another user's folder: leave it
+        pass
+    return path
+
+
 def private_sqlite_file(name: str) -> None:
     """Make the SQLite database file ``name`` readable by its owner only (0600): it holds prompts,
     answers and sessions. Created here before SQLite opens it, because SQLite gives the ``-wal``
@@ -272,8 +284,12 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,
+                # page_size first: it applies to a new file only (before WAL is set). 8 kB pages
+                # hold a trace event's 0.6-1 kB rows with less left over at each page's end than
+                # 4 kB ones (issue 53: 725 B less per OTLP span); an existing file keeps its own.
                 "init_command": (
-                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
+                    "PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                    "PRAGMA busy_timeout=20000;"
                 ),
             },
             # Tests use a file too (WAL, as served): Django's default in-memory test database

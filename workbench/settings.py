@@ -19,6 +19,7 @@ from workbench.env import (
     env_secret_key,
     env_str,
     package_dir,
+    private_dir,
     private_sqlite_file,
 )
 
@@ -165,6 +166,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("WORKBENCH_MAX_BODY_BYTES", 25 * 1024 * 10
 WORKBENCH_MAX_BUNDLE_BYTES = env_int("WORKBENCH_MAX_BUNDLE_BYTES", 8 * 1024**3, minimum=1024)
 # Uploads (and ASGI bodies) beyond this many bytes go to a temporary file, never whole into memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+# ... into var/uploads (0700; the files are 0600), not the shared /tmp: an upload holds content.
+FILE_UPLOAD_TEMP_DIR = str(private_dir(VAR_DIR / "uploads"))
 # The same limit for multipart uploads (the import page) and at the ASGI door: see runs/web/uploads.py.
 FILE_UPLOAD_HANDLERS = [
     "runs.web.uploads.BodyLimitUploadHandler",
@@ -232,6 +235,9 @@ WORKBENCH_SNAPSHOT_INTERVAL = env_int("WORKBENCH_SNAPSHOT_INTERVAL", 1000, minim
 GATE_WAIT_POLL_SECONDS = env_int("WORKBENCH_GATE_WAIT_POLL_MS", 1000, minimum=50) / 1000
 # Live transcripts (seed 003): one JSONL file per run, appended after each commit (runs.telemetry.transcript_log).
 WORKBENCH_TRANSCRIPTS = env_bool("WORKBENCH_TRANSCRIPTS", True)
+# The transcript of a run an OTLP trace became: "read" (written by its first read, live from
+# then on: the content is in its events already) or "live" (written as every other run's).
+WORKBENCH_TRANSCRIPTS_OF_TRACES = env_str("WORKBENCH_TRANSCRIPTS_OF_TRACES", "read")
 WORKBENCH_TRANSCRIPT_DIR = Path(env_str("WORKBENCH_TRANSCRIPT_DIR", str(VAR_DIR / "transcripts")))
 WORKBENCH_RATE_LIMIT_PER_MINUTE = env_int("WORKBENCH_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 
@@ -249,6 +255,9 @@ WORKBENCH_REPLAY_CACHE_DAYS = env_int("WORKBENCH_REPLAY_CACHE_DAYS", 90, minimum
 # Runs that ended this many days ago are deleted by `manage.py prune_runs` (in bounded batches,
 # runs.actions.retention); 0 keeps every run.
 WORKBENCH_RUN_RETENTION_DAYS = env_int("WORKBENCH_RUN_RETENTION_DAYS", 0, minimum=0)
+# PostgreSQL: the event table is partitioned by ranges of the run's key, one range (or more) per
+# month, each this many run keys wide (runs.actions.partitions; docs/operators/retention.md).
+WORKBENCH_EVENT_PARTITION_RUNS = env_int("WORKBENCH_EVENT_PARTITION_RUNS", 1_000_000, minimum=1000)
 # Bundles from this size on are imported by a background job (`202` with the job from the API).
 WORKBENCH_IMPORT_ASYNC_BYTES = env_int("WORKBENCH_IMPORT_ASYNC_BYTES", 8 * 1024 * 1024, minimum=0)
 # PostgreSQL: after an import job stored this many events, it runs VACUUM (ANALYZE) on the event table
@@ -307,6 +316,9 @@ TASKS = {
     }
 }
 WORKBENCH_WORKER_LEASE_SECONDS = env_float("WORKBENCH_WORKER_LEASE_SECONDS", 30.0, minimum=1)
+# An experiment whose item's fork another worker runs does not wait for it: its task ends and a
+# new task row for it runs this many seconds later (evals.runner.come_back).
+WORKBENCH_EXPERIMENT_RECHECK_SECONDS = env_float("WORKBENCH_EXPERIMENT_RECHECK_SECONDS", 2.0, minimum=0)
 # Finished task rows are deleted after this many days (a periodic task of the workers).
 WORKBENCH_TASK_RESULT_DAYS = env_int("WORKBENCH_TASK_RESULT_DAYS", 7, minimum=1)
 # E-mail (gate and run notifications, disabled-webhook notices) through Django's mailers: the
@@ -452,8 +464,14 @@ WORKBENCH_OTLP_PENDING_LOGS_MAX = env_int("WORKBENCH_OTLP_PENDING_LOGS_MAX", 20_
 # request stores its spans before answering (the scaled profile's default: start workers to use it).
 WORKBENCH_OTLP_QUEUE = env_bool("WORKBENCH_OTLP_QUEUE", EMBEDDED_PROFILE)
 WORKBENCH_OTLP_WORKER_INPROCESS = env_bool("WORKBENCH_OTLP_WORKER_INPROCESS", EMBEDDED_PROFILE)
+# Start that worker with the server (the embedded profile's default: a bare `daphne
+# workbench.asgi:application` starts it too), not on the first OTLP request; off, a server starts
+# it on the first OTLP request (or at once when spans wait in the spool).
+WORKBENCH_OTLP_WORKER_AT_START = env_bool("WORKBENCH_OTLP_WORKER_AT_START", EMBEDDED_PROFILE)
 WORKBENCH_OTLP_SPOOL_DIR = Path(env_str("WORKBENCH_OTLP_SPOOL_DIR", str(VAR_DIR / "otlp-spool")))
-WORKBENCH_OTLP_QUEUE_SECONDS = env_float("WORKBENCH_OTLP_QUEUE_SECONDS", 0.7, minimum=0.05)
+# 5 s (0.7 s before issue 53): a 10,000-span burst is answered at the receiver's pace, not the
+# worker's, and every span is still queryable within seconds (Phoenix's lag: minutes).
+WORKBENCH_OTLP_QUEUE_SECONDS = env_float("WORKBENCH_OTLP_QUEUE_SECONDS", 5.0, minimum=0.05)
 WORKBENCH_OTLP_QUEUE_WAIT_SECONDS = env_float("WORKBENCH_OTLP_QUEUE_WAIT_SECONDS", 20.0, minimum=0)
 # A worker stores bodies queued one after the other together, up to this many spans (one
 # transaction per run for all of them); 0: one body at a time.
@@ -462,3 +480,16 @@ WORKBENCH_OTLP_WORKER_BATCH_SPANS = env_int("WORKBENCH_OTLP_WORKER_BATCH_SPANS",
 # only past this many pages of 4 KiB, and whenever its queue runs empty; SQLite's own default
 # (1,000 pages, about every second batch of a burst) when 0. See runs/telemetry/otlp_worker.py.
 WORKBENCH_OTLP_WORKER_CHECKPOINT_PAGES = env_int("WORKBENCH_OTLP_WORKER_CHECKPOINT_PAGES", 16384, minimum=0)
+# The scaled profile's OTLP buffer (runs/actions/otlp_streams.py): WORKBENCH_OTLP_BUFFER=redis puts each
+# accepted /v1/traces batch in the Redis Stream WORKBENCH_OTLP_STREAM (on REDIS_URL) and answers once
+# Redis has it; `manage.py otlp_storer` processes store them (any number, a consumer group). A 503
+# + Retry-After while MAX_BATCHES wait; a storer's entries are taken over after LEASE_SECONDS.
+# "spool" (default): the file spool above when WORKBENCH_OTLP_QUEUE is on (the embedded profile).
+WORKBENCH_OTLP_BUFFER = env_str("WORKBENCH_OTLP_BUFFER", "spool")
+if WORKBENCH_OTLP_BUFFER not in ("spool", "redis"):
+    raise ValueError("WORKBENCH_OTLP_BUFFER must be spool or redis")
+if WORKBENCH_OTLP_BUFFER == "redis" and not REDIS_URL:
+    raise ValueError("WORKBENCH_OTLP_BUFFER=redis needs REDIS_URL")
+WORKBENCH_OTLP_STREAM = env_str("WORKBENCH_OTLP_STREAM", "workbench:otlp")
+WORKBENCH_OTLP_STREAM_MAX_BATCHES = env_int("WORKBENCH_OTLP_STREAM_MAX_BATCHES", 20_000, minimum=1)
+WORKBENCH_OTLP_STREAM_LEASE_SECONDS = env_float("WORKBENCH_OTLP_STREAM_LEASE_SECONDS", 30.0, minimum=0.1)

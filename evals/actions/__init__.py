@@ -16,9 +16,11 @@ from evals.actions.datasets import (
     items_from_upload,
 )
 from evals.actions.experiments import (
+    do_cancel_experiment,
     do_create_experiment,
     do_finish_experiment,
     do_record_item,
+    do_refresh_experiment,
     do_rescore_experiment,
     resolve_as_of,
 )
@@ -26,11 +28,13 @@ from evals.actions.experiments import (
 __all__ = [
     "MAX_ITEMS_PER_REQUEST",
     "do_add_items",
+    "do_cancel_experiment",
     "do_create_dataset",
     "do_create_experiment",
     "do_delete_items",
     "do_finish_experiment",
     "do_record_item",
+    "do_refresh_experiment",
     "do_rescore_experiment",
     "item_from_event",
     "items_from_gates",

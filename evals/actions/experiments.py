@@ -16,10 +16,10 @@ from evals import scoring, selectors
 from evals.actions.datasets import invalid, text_field
 from evals.judge import judge_for
 from evals.models import Dataset, Experiment, ExperimentItem, ExperimentStatus, ItemStatus
-from runs.actions import ActionError
+from runs.actions import ActionError, do_cancel_tree
 from runs.engine import programs
 from runs.execution.prompts import PROMPT_OVERLAY, ProgramPrompt
-from runs.models import Workspace
+from runs.models import Run, RunStatus, Workspace
 from runs.protocol.canonical import canonical_str
 from runs.protocol.values import loads, new_id
 from runs.selectors.prompts import find_version
@@ -234,17 +234,83 @@ def summarize(experiment: Experiment) -> dict[str, Any]:
 
 
 def do_finish_experiment(experiment: Experiment, *, error: str = "") -> Experiment:
-    """Score what the runner recorded and write the summary; ends the experiment."""
+    """Score what the runner recorded and write the summary; ends the experiment. A cancelled
+    experiment keeps its status and reason, and is not scored (a judge would ask a provider)."""
+    with transaction.atomic():
+        ended = Experiment.objects.filter(pk=experiment.pk).values_list("error", "finished_at").first()
+        cancelled = ended is not None and is_cancelled(ended[0])
+        if not cancelled:
+            items = _item_dicts(experiment)
+            for row in experiment.items.all():
+                score_item(experiment, row, items.get(row.item_key))
+                row.save(update_fields=["score", "score_detail"])
+        experiment.summary = summarize(experiment)
+        if cancelled and ended is not None:
+            experiment.status, experiment.error, experiment.finished_at = ExperimentStatus.FAILED, *ended
+        else:
+            experiment.status = ExperimentStatus.FAILED if error else ExperimentStatus.COMPLETED
+            experiment.error = error
+            experiment.finished_at = timezone.now()
+        experiment.save(update_fields=["summary", "status", "error", "finished_at"])
+    return experiment
+
+
+def do_refresh_experiment(experiment: Experiment) -> Experiment:
+    """Score the items again and rewrite the summary of a finished experiment whose waiting item
+    went on after a person decided (its status and end stay)."""
     with transaction.atomic():
         items = _item_dicts(experiment)
         for row in experiment.items.all():
             score_item(experiment, row, items.get(row.item_key))
             row.save(update_fields=["score", "score_detail"])
         experiment.summary = summarize(experiment)
-        experiment.status = ExperimentStatus.FAILED if error else ExperimentStatus.COMPLETED
-        experiment.error = error
-        experiment.finished_at = timezone.now()
-        experiment.save(update_fields=["summary", "status", "error", "finished_at"])
+        experiment.save(update_fields=["summary"])
+    return experiment
+
+
+CANCELLED = "CANCELLED"
+OPEN = (ExperimentStatus.PENDING, ExperimentStatus.RUNNING)
+
+
+def is_cancelled(error: str) -> bool:
+    return error.startswith(f"{CANCELLED}:")
+
+
+def fork_actor(experiment: Experiment) -> str:
+    """Who the experiment's forks are started by (how its Cancel finds them)."""
+    return f"experiment:{experiment.public_id}"
+
+
+def do_cancel_experiment(experiment: Experiment, *, actor: str) -> Experiment:
+    """Cancel a pending or running experiment: it ends ``failed`` now ("CANCELLED: cancelled by
+    <user>"), its pending items never run, and the forks its running items re-execute are
+    cancelled (each stops before its next provider call; the call under way is shut). The runner
+    sees it between items and records what the running ones did. Refused with ``CONFLICT`` once
+    it ended (nothing changes)."""
+    who = actor.removeprefix("user:")[:200] or "someone"
+    error = f"{CANCELLED}: cancelled by {who}"
+    with transaction.atomic():
+        if not Experiment.objects.filter(pk=experiment.pk, status__in=OPEN).update(
+            status=ExperimentStatus.FAILED, error=error, finished_at=timezone.now()
+        ):
+            experiment.refresh_from_db()
+            raise ActionError(
+                "CONFLICT", f"the experiment already ended ({experiment.status}): nothing to cancel"
+            )
+        experiment.items.filter(status=ItemStatus.PENDING).update(
+            status=ItemStatus.FAILED, error=f"{error} before this item ran"
+        )
+    forks = Run.unscoped.filter(
+        workspace=experiment.workspace, created_by=fork_actor(experiment), status=RunStatus.RUNNING
+    ).values_list("run_id", flat=True)
+    for run_id in list(forks):
+        try:
+            do_cancel_tree(workspace=experiment.workspace, run_id=run_id, actor=actor, reason=error)
+        except ActionError:  # it ended meanwhile
+            pass
+    experiment.refresh_from_db()
+    experiment.summary = summarize(experiment)
+    experiment.save(update_fields=["summary"])
     return experiment
 
 

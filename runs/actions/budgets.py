@@ -15,6 +15,7 @@ budget trail); pauses and raises are also the run's own gate events.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -22,6 +23,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs.actions.core import ActionError, load_state
+from runs.actions.outbox import BUDGET_EXCEEDED as BUDGET_EXCEEDED_EVENT
+from runs.actions.outbox import run_links, site_url, tell_owners
 from runs.actions.runs import do_command
 from runs.engine import commands as cmd
 from runs.engine.state import gate_slot
@@ -159,7 +162,9 @@ def refuse_past_cap(workspace: Workspace, *, what: str, actor: str = "") -> None
 
 
 def alert_if_past_cap(workspace: Workspace, *, run_id: str = "", source: str = "") -> bool:
-    """A run that reports its own calls spent past the cap: one alert per month in the trail."""
+    """A run that reports its own calls spent past the cap: one alert per month, in the trail and
+    through the outbox (``budget.exceeded`` to the hooks that chose it, Slack hooks included, and
+    an e-mail to each owner), in one transaction. Its calls are recorded as always."""
     over = past_cap(workspace)
     if over is None:
         return False
@@ -167,14 +172,43 @@ def alert_if_past_cap(workspace: Workspace, *, run_id: str = "", source: str = "
     if BudgetRecord.objects.filter(workspace=workspace, kind="alert", at__date__gte=first).exists():
         return True
     spent, cap, currency = over
-    record(
-        workspace,
-        "alert",
+    message = (
         f"The workspace has spent {money(spent, currency)} this month, past its monthly cap of "
-        f"{money(cap, currency)} ({source or 'a run'} reported calls). {SELF_REPORTED}",
-        run_id=run_id,
+        f"{money(cap, currency)} ({source or 'a run'} reported calls). {SELF_REPORTED}"
     )
+    with transaction.atomic():
+        # the workspace's row locked: two ingests past the cap at once alert once
+        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        if BudgetRecord.objects.filter(workspace=workspace, kind="alert", at__date__gte=first).exists():
+            return True
+        record(workspace, "alert", message, run_id=run_id)
+        tell_owners(
+            workspace,
+            BUDGET_EXCEEDED_EVENT,
+            {
+                "budget": {
+                    "spent": money(spent, currency),
+                    "cap": money(cap, currency),
+                    "currency": currency,
+                    "month": first.isoformat()[:7],
+                    "url": f"{site_url()}/settings/budgets/",
+                },
+                "source": source or "a run",
+                "reason": message,
+                **({"run": {"id": run_id, **run_links(run_id)}} if run_id else {}),
+            },
+        )
     return True
+
+
+def alert_after_reported(workspace: Workspace, events: Iterable[dict], *, source: str) -> bool:
+    """After a run reported calls it made itself (the SDK's events over REST, OTLP spans): when one
+    was priced and the workspace is past its cap, the month's alert (:func:`alert_if_past_cap`).
+    Nothing is refused: Workbench did not make those calls. Unpriced events cost no query."""
+    priced = next((e for e in events if e.get("type") == "model_io" and e.get("cost")), None)
+    if priced is None:
+        return False
+    return alert_if_past_cap(workspace, run_id=str(priced.get("runId") or ""), source=source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,16 +232,27 @@ def _open_budget_gate(run: Run) -> tuple[str, int] | None:
 
 
 def check_run_budget(
-    *, workspace: Workspace, run_id: str, step_id: str | None, actor: str = ""
+    *,
+    workspace: Workspace,
+    run_id: str,
+    step_id: str | None,
+    actor: str = "",
+    self_reported: bool = True,
+    what: str = "",
 ) -> dict[str, Any]:
     """Before a model call of the run: ``{"allowed": True, ...}``, or the run pauses at its
     ``budget`` gate (``{"allowed": False, "gate": {stepId, gate, checkpoint, afterSeq}}``): the
-    caller waits for a person's decision and calls nothing meanwhile."""
+    caller waits for a person's decision and calls nothing meanwhile. ``self_reported``: the run
+    makes its own calls (the SDK), so past the monthly cap it raises an alert; Workbench's own calls
+    (an experiment's fork) are refused at the cap instead (runs.execution.model_calls). A call that
+    names no step (``step_id`` None) has nowhere to pause: it is refused, recorded in the trail
+    (``what`` names it in the message: "this playground send")."""
     run = get_run(workspace, run_id)
     budget = settings_of(workspace)
     answer: dict[str, Any] = {"runId": run.run_id, "allowed": True, "limit": None}
     if (
-        budget is not None
+        self_reported
+        and budget is not None
         and budget.monthly_cap is not None
         and alert_if_past_cap(workspace, run_id=run.run_id, source="the SDK")
     ):
@@ -235,7 +280,12 @@ def check_run_budget(
     waiting = _open_budget_gate(run)
     if waiting is None:
         if not step_id:
-            message = why.replace("until a person allows more", "") + " The call names no step to pause at."
+            message = (
+                f"The run has spent {money(spent, limit.currency)} of its budget of "
+                f"{money(limit.amount, limit.currency)} ({limit.source} budget); the next model call "
+                f"(about {money(estimate, limit.currency)}) would pass it: {what or 'the call'} is refused "
+                "and no provider was called. Raise the run's budget under Settings, Budgets."
+            )
             record(workspace, "refused", message, run_id=run.run_id, actor=actor)
             answer["message"], answer["gate"] = message, None
             return answer
@@ -256,6 +306,17 @@ def check_run_budget(
         "afterSeq": waiting[1],
     }
     return answer
+
+
+def refuse_over_run_budget(*, workspace: Workspace, run_id: str, what: str, actor: str = "") -> None:
+    """Before a call Workbench makes for a caller that cannot wait at a gate (a playground send, a
+    judge's call): a run whose spend plus its average call would pass its run budget is refused
+    with ``BUDGET_EXCEEDED`` in words, recorded in the budget trail; no budget, nothing asked."""
+    answer = check_run_budget(
+        workspace=workspace, run_id=run_id, step_id=None, actor=actor, self_reported=False, what=what
+    )
+    if not answer["allowed"]:
+        raise ActionError(BUDGET_EXCEEDED, answer["message"], "budget")
 
 
 def do_set_run_budget(*, workspace: Workspace, run_id: str, limit: Any, actor: str = "") -> dict[str, Any]:

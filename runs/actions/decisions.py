@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from runs.models import GateDecisionMeta, Run
 
 CHANNEL_KEY = "workbench.channel"
+POLICY_KEY = "workbench.policy"  # a machine decision's delegation policy (judges), signed in approvals
 CHANNELS = ("page", "api", "email", "slack", "mcp", "judge")
 
 
@@ -37,3 +38,13 @@ def decision_channels(run: Run, event_ids: Iterable[str] | None = None) -> dict[
         event_id: (meta or {}).get(CHANNEL_KEY, "")
         for event_id, meta in rows.values_list("event_id", "metadata")
     }
+
+
+def record_decision_policy(run: Run, event_id: str, policy: dict) -> None:
+    """Keep the delegation policy that allowed a machine decision beside its event (signed bundles
+    list it in the decision's approval)."""
+    meta, _created = GateDecisionMeta.objects.get_or_create(
+        run=run, event_id=event_id, defaults={"metadata": {}}
+    )
+    meta.metadata = {**(meta.metadata or {}), POLICY_KEY: policy}
+    meta.save(update_fields=["metadata"])

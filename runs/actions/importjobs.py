@@ -14,6 +14,12 @@ the synchronous import would answer. The bundle file is removed when the job end
 A job whose worker died is taken over by the same task row when the worker's lease expires
 (``runs.background.worker``); after ``MAX_ATTEMPTS`` starts, or when its task row is gone
 (:func:`recover_import_jobs`, a periodic task), it ends ``failed`` with the reason in words.
+
+Cancel (:func:`do_cancel_import_job`): a queued job ends ``failed`` at once (code ``CANCELLED``,
+"cancelled by <user>"); a running one is told through a file beside its bundle
+(``<job>.cancel``, 0600), which the import looks at after every batch and once more before it
+commits: the import's transaction may hold SQLite's one write lock until its end, so a flag in
+the database could not reach it. The import rolls back (nothing stored) and deletes its files.
 """
 
 from __future__ import annotations
@@ -44,6 +50,16 @@ log = logging.getLogger("workbench.imports")
 
 MAX_ATTEMPTS = 3
 WORKER_LOST = "WORKER_LOST"
+CANCELLED = "CANCELLED"
+OPEN = (ImportJobStatus.QUEUED, ImportJobStatus.RUNNING)
+
+
+class ImportCancelled(Exception):
+    """Raised inside the import's transaction once Cancel was pressed: it rolls back."""
+
+    def __init__(self, by: str) -> None:
+        super().__init__(by)
+        self.by = by
 
 
 def import_dir() -> Path:
@@ -109,11 +125,57 @@ def import_bundle_task(context: TaskContext, job_pk: int) -> str:
     return run_import_job(job_pk, task_id=str(context.task_result.id)).status
 
 
-class _ProgressWriter:
-    """Writes (events, bytes) to the job row from a thread of its own, at most once a second."""
+def cancel_marker(job: ImportJob) -> Path:
+    """The file that tells a running import its Cancel (its content: who pressed it)."""
+    return import_dir() / f"{job.job_id}.cancel"
 
-    def __init__(self, job_pk: int) -> None:
+
+def cancelled_by(job: ImportJob) -> str | None:
+    """Who cancelled ``job`` while it ran (None: nobody)."""
+    try:
+        return cancel_marker(job).read_text(encoding="utf-8").strip() or "someone"
+    except FileNotFoundError:
+        return None
+
+
+def _cancel_message(by: str) -> str:
+    return f"cancelled by {by.removeprefix('user:') or 'someone'}; nothing was stored"
+
+
+def do_cancel_import_job(job: ImportJob, *, actor: str) -> ImportJob:
+    """Cancel ``job``: a queued one ends ``failed`` (``CANCELLED``) now and its bundle is deleted;
+    a running one is told (:func:`cancel_marker`) and ends so at its next batch, storing nothing.
+    A job that already ended is refused with ``CONFLICT`` (nothing changes)."""
+    job.refresh_from_db()
+    if job.status not in OPEN:
+        raise ActionError("CONFLICT", f"the import already ended ({job.status}): there is nothing to cancel")
+    who = actor[:200] or "someone"
+    ended = 0
+    if job.status == ImportJobStatus.QUEUED:  # a running one is not written to: see the module's notes
+        ended = ImportJob.objects.filter(pk=job.pk, status=ImportJobStatus.QUEUED).update(
+            status=ImportJobStatus.FAILED, error_code=CANCELLED, error_message=_cancel_message(who),
+            events=0, finished_at=timezone.now(),
+        )  # fmt: skip
+    if ended:
+        (import_dir() / job.file).unlink(missing_ok=True)
+    else:
+        marker = cancel_marker(job)
+        with open_private(marker) as out:
+            out.write(who.encode())
+        job.refresh_from_db()
+        if job.status not in OPEN:  # it ended meanwhile: nobody will read the marker
+            marker.unlink(missing_ok=True)
+    job.refresh_from_db()
+    return job
+
+
+class _ProgressWriter:
+    """Writes (events, bytes) to the job row from a thread of its own, at most once a second;
+    every report also looks for the job's Cancel (:class:`ImportCancelled`)."""
+
+    def __init__(self, job_pk: int, marker: Path) -> None:
         self.job_pk = job_pk
+        self.marker = marker
         self.latest: tuple[int, int] | None = None
         self.done = threading.Event()
         self.live = connection.vendor != "sqlite"
@@ -123,6 +185,12 @@ class _ProgressWriter:
 
     def __call__(self, events: int, bytes_read: int) -> None:
         self.latest = (events, bytes_read)
+        self.check()
+
+    def check(self) -> None:
+        """Raise :class:`ImportCancelled` when Cancel was pressed (one stat of the marker file)."""
+        if self.marker.exists():
+            raise ImportCancelled(self.marker.read_text(encoding="utf-8").strip() or "someone")
 
     def _loop(self) -> None:
         written = None
@@ -157,6 +225,7 @@ def run_import_job(job_pk: int, *, task_id: str = "") -> ImportJob:
     if not claimed:
         if job.status in (ImportJobStatus.SUCCEEDED, ImportJobStatus.FAILED):
             path.unlink(missing_ok=True)  # ended by an attempt killed before it deleted the file
+            cancel_marker(job).unlink(missing_ok=True)
         return job
     if job.attempts > MAX_ATTEMPTS:
         fail_job(
@@ -166,10 +235,11 @@ def run_import_job(job_pk: int, *, task_id: str = "") -> ImportJob:
         )
         job.refresh_from_db()
         return job
-    progress = _ProgressWriter(job.pk)
+    progress = _ProgressWriter(job.pk, cancel_marker(job))
     fields: dict[str, object] = {}
     try:
         with transaction.atomic():  # the run and the job's outcome: committed together
+            progress.check()
             try:
                 run = do_import_bundle_file(
                     workspace=job.workspace, path=path, actor=job.created_by, as_new_id=job.as_new_id,
@@ -182,10 +252,17 @@ def run_import_job(job_pk: int, *, task_id: str = "") -> ImportJob:
                     actor=job.created_by,
                     as_new_id=job.as_new_id,
                 )
+            progress.check()  # a Cancel pressed during the last batch: still nothing stored
             fields = {"status": ImportJobStatus.SUCCEEDED, "run_id": run.run_id, "events": run.last_seq}
             ImportJob.objects.filter(pk=job.pk).update(
                 **fields, bytes_read=job.size, finished_at=timezone.now()
             )
+    except ImportCancelled as exc:
+        fields = {
+            "status": ImportJobStatus.FAILED,
+            "error_code": CANCELLED,
+            "error_message": _cancel_message(exc.by),
+        }
     except ActionError as exc:
         fields = {
             "status": ImportJobStatus.FAILED,
@@ -208,6 +285,7 @@ def run_import_job(job_pk: int, *, task_id: str = "") -> ImportJob:
     finally:
         progress.stop()
         path.unlink(missing_ok=True)
+        progress.marker.unlink(missing_ok=True)
         if fields.get("status") != ImportJobStatus.SUCCEEDED:
             if not fields:  # interrupted (the worker stops): the next attempt, or recovery, ends it
                 fields = {
@@ -252,6 +330,7 @@ def fail_job(job: ImportJob, reason: str) -> bool:
         finished_at=timezone.now(),
     )  # fmt: skip
     (import_dir() / job.file).unlink(missing_ok=True)
+    cancel_marker(job).unlink(missing_ok=True)
     return bool(ended)
 
 

@@ -43,6 +43,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from runs.actions import budgets
 from runs.actions.core import (
     ActionError,
     Appender,
@@ -226,6 +227,8 @@ def _store_batch(
         ):
             report.run_ids.append(run_id)  # one transaction per existing run
     _touch_traces(workspace, traces, known, now, retitled, touched)
+    # priced calls past the workspace's monthly cap: recorded as always, the month's alert raised
+    budgets.alert_after_reported(workspace, responses, source="OTLP")
     return report
 
 

@@ -4,9 +4,13 @@ profile's server starts one itself) stores them through :func:`runs.actions.otlp
 so receiving and storing run on two cores. Without the queue the request stores its spans before
 it answers (the default of the scaled profile).
 
-What a 2xx means with the queue: the request's spans were decoded, routed and mapped (a span that
-cannot be, or that names a run the workspace does not have, is refused and counted in the
-answer's ``partial_success``, as without the queue), and the body is on disk in the spool. A span
+What a 2xx means with the queue: the body is on disk in the spool, and every span the answer
+counts as accepted passed routing's checks. A protobuf body that parses, names no run and whose
+spans all have valid ids and times is spooled as it came (:func:`do_queue_body`, issue 53: the
+receiver's least work; the worker decodes and maps it). Any other body is decoded, routed and
+mapped before the answer (:func:`do_queue_spans`: a span that cannot be, or that names a run the
+workspace does not have, is refused and counted in the answer's ``partial_success``, as without
+the queue) and spooled with what was mapped. A span
 is queryable within about ``WORKBENCH_OTLP_QUEUE_SECONDS`` of its answer: the receiver answers only
 while the queued work (spans waiting, divided by the worker's recent rate) fits in that window;
 otherwise it waits for room, and after ``WORKBENCH_OTLP_QUEUE_WAIT_SECONDS`` answers ``503`` with
@@ -32,11 +36,11 @@ body is written without fsync, as SQLite commits in the embedded profile (WAL, s
 it survives a killed process, not a power cut.
 
 Each file: one JSON line (the workspace's key, the ``X-Workbench-Run`` header, the actor, the
-content type, the span count and ``mapped``, the length of the next part), then the spans as the
-receiver's check mapped them (JSON: each routed span's events and what routing reads of it, see
+content type, the span count and ``mapped``, the length of the next part, when the receiver mapped
+the body), then the spans as the receiver's check mapped them (JSON: each routed span's events and what routing reads of it, see
 :func:`mapped_section`), then the body as it came (decompressed). The worker stores the mapped
-part; it decodes and maps the body itself only when the mapped part is missing (a file of an
-earlier version) or content logs wait for the body's spans (they are joined onto the spans
+part; it decodes and maps the body itself when the mapped part is missing (a body spooled as it
+came, or a file of an earlier version) or content logs wait for the body's spans (they are joined onto the spans
 before mapping).
 """
 
@@ -323,14 +327,16 @@ def check_spans(workspace: Workspace, spans: Sequence[dict], header_run_id: str 
     """What :func:`runs.actions.otlp.do_ingest_spans` would accept and refuse before the engine:
     each span routed and mapped (new traces under a stand-in run id), the runs spans name looked
     up in the workspace. Writes nothing."""
-    return _check(workspace, spans, header_run_id)[0]
+    return check_and_map(workspace, spans, header_run_id)[0]
 
 
-def _check(
+def check_and_map(
     workspace: Workspace, spans: Sequence[dict], header_run_id: str | None
 ) -> tuple[IngestReport, dict[str, Any]]:
     """:func:`check_spans`, and what the worker needs of the spans it would store (their mapped
-    events and what routing reads of them: :func:`mapped_section`)."""
+    events and what routing reads of them: :func:`mapped_section`, serialised by
+    :func:`dump_section`). The spool's receiver and the Redis Stream's (``otlp_streams``) both
+    queue this."""
     routes, _traces = route_spans(spans, header_run_id)
     named = {r.run_id for r in routes if r is not None and r.run_id is not None}
     held = (
@@ -383,7 +389,7 @@ def do_queue_spans(
     """Check the spans (:func:`check_spans`), wait for room in the window and queue the body
     with what the check mapped (:func:`mapped_section`). Raises :class:`QueueFull` (nothing
     queued) when no room came in time."""
-    report, section = _check(workspace, spans, header_run_id)
+    report, section = check_and_map(workspace, spans, header_run_id)
     if report.accepted <= 0:
         return report
     spool = (spool or Spool()).ensure()
@@ -397,12 +403,43 @@ def do_queue_spans(
         spans=report.accepted,
         header_run_id=header_run_id,
         actor=actor,
-        mapped=_dumps(section),
+        mapped=dump_section(section),
     )
     return report
 
 
-def _dumps(section: dict[str, Any]) -> bytes | None:
+def do_queue_body(
+    *,
+    workspace: Workspace,
+    body: bytes,
+    content_type: str,
+    spans: int,
+    actor: str = "otlp",
+    spool: Spool | None = None,
+) -> IngestReport:
+    """Queue a body as it came, with no mapped part (the worker decodes, routes and maps it):
+    the receiver's least work for a body :func:`runs.telemetry.otlp_ingest.spoolable_protobuf_spans`
+    passed (it parses, names no run, no span would be refused by routing). Waits for room in the
+    window as :func:`do_queue_spans` does; raises :class:`QueueFull` (nothing queued)."""
+    report = IngestReport(accepted=spans)
+    if spans <= 0:
+        return report
+    spool = (spool or Spool()).ensure()
+    spool.wait_for_room(
+        spans, settings.WORKBENCH_OTLP_QUEUE_SECONDS, settings.WORKBENCH_OTLP_QUEUE_WAIT_SECONDS
+    )
+    spool.put(
+        workspace_id=workspace.pk,
+        body=body,
+        content_type=content_type,
+        spans=spans,
+        header_run_id=None,
+        actor=actor,
+    )
+    return report
+
+
+def dump_section(section: dict[str, Any]) -> bytes | None:
     try:
         return orjson.dumps(section)
     except (orjson.JSONEncodeError, TypeError):  # not expected: the events were checked

@@ -51,6 +51,7 @@ RUN_CANCELLED = "run.cancelled"
 RUN_DIVERGED = "run.diverged"
 MONITOR_STATE_CHANGED = "monitor.state_changed"  # runs.actions.monitors: a monitor changed state
 JUDGE_SUSPENDED = "judge.suspended"  # a gate judge's delegation suspended itself (judges app)
+BUDGET_EXCEEDED = "budget.exceeded"  # runs.actions.budgets: self-reported calls passed the monthly cap
 EVENT_TYPES: tuple[str, ...] = (
     GATE_REQUESTED,
     GATE_RESOLVED,
@@ -60,6 +61,7 @@ EVENT_TYPES: tuple[str, ...] = (
     RUN_DIVERGED,
     MONITOR_STATE_CHANGED,
     JUDGE_SUSPENDED,
+    BUDGET_EXCEEDED,
 )
 # Sent by the "Send test event" button only; hooks never subscribe to it.
 TEST_EVENT = "webhook.test"

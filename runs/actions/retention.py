@@ -35,11 +35,12 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import router, transaction
-from django.db.models import Q
+from django.db import connection, router, transaction
+from django.db.models import CharField, Q, Value
 from django.db.models.deletion import Collector
+from django.db.models.functions import Cast, Concat
 
-from runs.actions import rollups
+from runs.actions import partitions, rollups
 from runs.actions.core import lock_run
 from runs.actions.notify import RunChange, notify_on_commit
 from runs.engine.state import TERMINAL_STATUSES
@@ -59,6 +60,7 @@ class PurgeReport:
     seconds: float = 0.0
     run_ids: list[str] = field(default_factory=list)
     step_ms: dict[str, float] = field(default_factory=dict)  # each step's longest transaction
+    partitions_dropped: list[str] = field(default_factory=list)  # PostgreSQL: event ranges dropped
 
     def timed(self, started: float, step: str) -> None:
         self.transactions += 1
@@ -77,6 +79,15 @@ def do_purge_run(*, workspace: Workspace, run_id: str, batch: int = PURGE_BATCH)
     """Delete one run in bounded transactions (see the module's docstring)."""
     report = PurgeReport()
     began = time.perf_counter()
+    run = _hide(workspace, run_id, report)
+    _purge_rows(run, batch, report)
+    report.runs, report.run_ids = 1, [run_id]
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def _hide(workspace: Workspace, run_id: str, report: PurgeReport) -> Run:
+    """Step 1, one transaction: the run leaves its workspace and its rollups."""
     started = time.perf_counter()
     with transaction.atomic():
         run = lock_run(workspace, run_id)
@@ -88,10 +99,7 @@ def do_purge_run(*, workspace: Workspace, run_id: str, batch: int = PURGE_BATCH)
         hidden_id = f"purging-{run.pk}-ws{run.workspace_id}"  # the workspace its rollups are under
         Run.unscoped.filter(pk=run.pk).update(workspace=_purging_workspace(), run_id=hidden_id)
     report.timed(started, "hide the run")
-    _purge_rows(run, batch, report)
-    report.runs, report.run_ids = 1, [run_id]
-    report.seconds = time.perf_counter() - began
-    return report
+    return run
 
 
 def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
@@ -131,8 +139,8 @@ def _purge_rows(run: Run, batch: int, report: PurgeReport) -> None:
 _VERSIONED = (ArtifactVersion, RuleSetVersion, RunSnapshot)
 
 
-def _purge_versions(model, pk: int, batch: int, report: PurgeReport, step: str = "") -> None:
-    """``model``'s rows of the run, ``batch`` at a time, each batch its own transaction."""
+def _purge_versions(model, pk: int | list[int], batch: int, report: PurgeReport, step: str = "") -> None:
+    """``model``'s rows of the run (or runs), ``batch`` at a time, each batch its own transaction."""
     while True:
         started = time.perf_counter()
         with transaction.atomic():
@@ -144,13 +152,14 @@ def _purge_versions(model, pk: int, batch: int, report: PurgeReport, step: str =
             return
 
 
-def _delete_some(model, pk: int, batch: int) -> int:
+def _delete_some(model, pk: int | list[int], batch: int) -> int:
     """At most ``batch`` of ``model``'s rows of run ``pk``, in ONE statement: ``DELETE ... WHERE id
     IN (SELECT id ... WHERE run_id = pk LIMIT batch)``, found through the run's index, unordered (a
     sort would read them all every time). Reading the ids first and sending them back as a list of
     10,000 parameters cost PostgreSQL more to parse and plan than the delete (a batch of 10,000
     artifact versions: ~250 ms)."""
-    some = model.objects.filter(run_id=pk).order_by().values("pk")[:batch]
+    mine = model.objects.filter(run_id__in=pk) if isinstance(pk, list) else model.objects.filter(run_id=pk)
+    some = mine.order_by().values("pk")[:batch]
     deleted, _ = model.objects.filter(pk__in=some).delete()
     return deleted
 
@@ -168,17 +177,17 @@ def _pass_over(rows) -> None:
     list(rows.values_list("pk", flat=True)[:1])
 
 
-def _delete_run_row(pk: int) -> None:
+def _delete_run_row(pk: int | list[int]) -> None:
     """The run row and what cascades from it, but for its events and versions, which the batches
     deleted: the cascade's ``DELETE ... WHERE run_id IN (pk)`` found none, after walking the index
     entries of every deleted one (8.6 s for a ten-million-event run's events before a VACUUM).
     Nothing can have been added meanwhile: the run was renamed, under its lock, before the first
     batch."""
-    row = Run.unscoped.filter(pk=pk).first()
-    if row is None:
+    rows = list(Run.unscoped.filter(pk__in=pk if isinstance(pk, list) else [pk]))
+    if not rows:
         return
     collector = Collector(using=router.db_for_write(Run))
-    collector.collect([row])
+    collector.collect(rows)
     batched = (Event, *_VERSIONED)
     collector.fast_deletes = [q for q in collector.fast_deletes if getattr(q, "model", None) not in batched]
     collector.delete()
@@ -198,8 +207,11 @@ def old_runs(workspace: Workspace | None, before: datetime) -> list[tuple[Worksp
 def do_prune_runs(
     *, before: datetime, workspace: Workspace | None = None, batch: int = PURGE_BATCH
 ) -> PurgeReport:
-    """Purge every ended run older than ``before`` (one workspace, or all), and finish interrupted purges."""
+    """Purge every ended run older than ``before`` (one workspace, or all), and finish interrupted
+    purges. On PostgreSQL, the event partitions whose every run goes are dropped first
+    (:func:`drop_partitions`); the runs left are purged one by one in batches."""
     total = resume_purges(batch=batch)
+    drop_partitions(workspace=workspace, before=before, batch=batch, report=total)
     for owner, run_id in old_runs(workspace, before):
         report = do_purge_run(workspace=owner, run_id=run_id, batch=batch)
         total.runs += 1
@@ -214,6 +226,107 @@ def do_prune_runs(
             total.step_ms[step] = max(took, total.step_ms.get(step, 0.0))
         total.run_ids.append(run_id)
     return total
+
+
+def _eligible(workspace: Workspace | None, before: datetime) -> Q:
+    """What :func:`old_runs` selects, as a condition (the runs a prune deletes)."""
+    query = Q(status__in=TERMINAL_STATUSES) & (
+        Q(ended_at__lt=before) | Q(ended_at__isnull=True, started_at__lt=before)
+    )
+    query &= ~Q(workspace__slug=PURGING_SLUG)
+    return query & Q(workspace=workspace) if workspace is not None else query
+
+
+def drop_partitions(
+    *, workspace: Workspace | None, before: datetime, batch: int = PURGE_BATCH, report: PurgeReport
+) -> list[str]:
+    """PostgreSQL: drop every event partition (runs.actions.partitions) whose range is closed (no
+    new run can get a key in it) and whose every run this prune deletes. A range that holds a
+    run the prune keeps is not dropped: a run still running or waiting at a gate, one that ended
+    after ``before``, one of another workspace (``workspace`` given), one another purge is
+    deleting; its deleted runs go one by one in batches after this, as on SQLite. A run is never
+    split between partitions (the range is by its key), so a kept run keeps every event.
+
+    For each range dropped: its runs are hidden one by one (step 1 of :func:`do_purge_run`:
+    they leave their workspaces and rollups), the partition is detached and dropped (its events
+    gone in one catalog change, not deleted row by row), then steps 3 to 5 run for each of them
+    (the events' step finds none). Interrupted, the hidden runs are finished by
+    :func:`resume_purges` (their events in batches if the partition is still attached) and a
+    range detached but not dropped by :func:`partitions.finish_detaches`."""
+    if not partitions.partitioned():
+        return []
+    partitions.finish_detaches()
+    keep = ~_eligible(workspace, before)
+    dropped: list[str] = []
+    with connection.cursor() as cursor:
+        closed = [part for part in partitions.partitions(cursor) if partitions.closed(cursor, part)]
+    for part in closed:
+        runs = Run.unscoped.filter(pk__lt=part.high)
+        if part.low is not None:
+            runs = runs.filter(pk__gte=part.low)
+        if runs.filter(keep).exists():
+            continue
+        _hide_all(runs, report)
+        started = time.perf_counter()
+        partitions.detach_and_drop(part)
+        report.timed(started, "drop a partition")
+        for chunk in _chunks(runs):  # all hidden now: their versions, cached answers, run rows
+            _purge_rest(chunk, batch, report)
+        dropped.append(part.name)
+    report.partitions_dropped += dropped
+    return dropped
+
+
+HIDE_CHUNK = 500  # runs of a dropped partition hidden (and their rows deleted) per transaction
+
+
+def _chunks(runs, chunk: int = HIDE_CHUNK):
+    """The runs of ``runs`` by key, ``chunk`` at a time (a range may hold a million)."""
+    last = None
+    while True:
+        page = runs.order_by("pk") if last is None else runs.filter(pk__gt=last).order_by("pk")
+        rows = list(page[:chunk])
+        if not rows:
+            return
+        yield rows
+        last = rows[-1].pk
+
+
+def _hide_all(runs, report: PurgeReport) -> None:
+    """Step 1 for the runs of a partition about to be dropped, HIDE_CHUNK runs a transaction."""
+    purging = _purging_workspace()
+    for chunk in _chunks(runs.exclude(workspace=purging)):
+        started = time.perf_counter()
+        with transaction.atomic():
+            keys = [run.pk for run in chunk]
+            locked = list(
+                Run.unscoped.select_for_update().filter(pk__in=keys).exclude(workspace=purging).order_by("pk")
+            )
+            for run in locked:
+                notify_on_commit(RunChange.of(run, 0, 0, status="deleted"))
+            rollups.forget_runs(locked)  # what forget_run does for each, one write per rollup table
+            hidden = Concat(
+                Value("purging-"), Cast("id", CharField()), Value("-ws"), Cast("workspace_id", CharField())
+            )
+            Run.unscoped.filter(pk__in=[run.pk for run in locked]).update(workspace=purging, run_id=hidden)
+        report.timed(started, "hide the runs")
+        report.runs += len(locked)
+        report.events += sum(run.event_count for run in locked)
+        report.run_ids += [run.run_id for run in locked]
+
+
+def _purge_rest(chunk: list[Run], batch: int, report: PurgeReport) -> None:
+    """Steps 3 to 5 for hidden runs whose events are gone with their partition."""
+    keys = [run.pk for run in chunk]
+    for model in _VERSIONED:
+        _purge_versions(model, keys, batch, report)
+    _purge_versions(CachedResponse, keys, batch, report, "cached responses")
+    for rows_model in (*_VERSIONED, CachedResponse):
+        _pass_over(rows_model.objects.filter(run_id__in=keys).order_by())
+    started = time.perf_counter()
+    with transaction.atomic():
+        _delete_run_row(keys)
+    report.timed(started, "the run rows")
 
 
 def resume_purges(*, batch: int = PURGE_BATCH) -> PurgeReport:

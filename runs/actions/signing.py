@@ -41,7 +41,7 @@ from runs.protocol.signing import (
 )
 from runs.protocol.values import now_iso
 from runs.selectors.bundles import export_bundle_doc
-from runs.selectors.signing import approval_actors, approval_channels
+from runs.selectors.signing import approval_actors, approval_channels, approval_policies
 
 SIGNING_KEY_ERROR = "SIGNING_KEY_ERROR"  # the configured key cannot be used (operator's problem)
 UNKNOWN_KEY = "UNKNOWN_KEY"
@@ -279,6 +279,7 @@ def do_export_bundle(run: Run, *, exported_by: str, redact: str | None = None) -
         actors=actors,
         gate_indices=gates,
         channels=approval_channels(run),
+        policies=approval_policies(run),
     )
     signed = attach(bundle, envelope)
     return SignedExport(data=canonical_bytes(signed), bundle=signed, envelope=envelope, kid=row.kid)

@@ -157,7 +157,7 @@ OTLP_DESCRIPTIONS = {
         "trace becomes its own run, created on first sight and appended to by later batches. Model calls "
         "are priced on ingest. Content-Encoding gzip is accepted. With the queue (`WORKBENCH_OTLP_QUEUE`, "
         "on in the embedded profile) a 200 means checked and durably queued: a worker process stores the "
-        "spans, each queryable within about `WORKBENCH_OTLP_QUEUE_SECONDS` (0.7 s) of its answer; "
+        "spans, each queryable within about `WORKBENCH_OTLP_QUEUE_SECONDS` (5 s) of its answer; "
         "without it, stored before the answer."
     ),
     "logs": (

@@ -19,10 +19,9 @@ from pydantic import Field
 
 from runs.actions import budgets
 from runs.actions.permissions import Action
-from runs.api.responses import require
+from runs.api.responses import readable_run, require
 from runs.api.schemas import ErrorOut
 from runs.selectors.budgets import month_spend, records, run_limit, run_spend, settings_of, workflow_limits
-from runs.selectors.runs import get_run
 
 router = Router(tags=["budgets"])
 runs_router = Router(tags=["budgets"])
@@ -113,7 +112,7 @@ def put_budgets(request: HttpRequest, payload: BudgetsIn):
 )
 def get_run_budget(request: HttpRequest, run_id: str):
     caller = require(request, Action.VIEW_RUN)
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     limit = run_limit(run, settings_of(caller.workspace))
     currency = limit.currency if limit is not None else "USD"
     return {

@@ -10,18 +10,17 @@ from ninja.responses import Status
 from pydantic import Field
 
 from runs import actions
-from runs.actions.importjobs import async_threshold, do_create_import_job
+from runs.actions.importjobs import async_threshold, do_cancel_import_job, do_create_import_job
 from runs.actions.permissions import Action
 from runs.actions.signing import do_export_bundle
 from runs.api.errors import ApiError
-from runs.api.responses import etag_for, require, write_result
+from runs.api.responses import etag_for, readable_run, require, write_result
 from runs.api.schemas import DsseEnvelope, ErrorOut, RunBundle, VerifyResult, WriteResult
 from runs.ids import content_disposition
 from runs.models import ImportJob
 from runs.protocol.bundle import check_bundle
 from runs.protocol.errors import ErrorCode
 from runs.protocol.redaction import POLICIES
-from runs.selectors.runs import get_run
 from runs.selectors.signing import bundle_signature
 from runs.web.spool import spool_body
 
@@ -100,7 +99,7 @@ def job_out(job) -> dict:
 )
 def export_bundle(request: HttpRequest, run_id: str, redact: str | None = None, detached: bool = False):
     caller = require(request, Action.VIEW_RUN)
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     if redact is not None and redact not in POLICIES:
         raise ApiError(
             ErrorCode.INVALID_INPUT,
@@ -134,6 +133,7 @@ def _body(request: HttpRequest) -> bytes:
         "waits: `201` with the run. A larger one (or any with `background=true`) is imported by a "
         "background job: `202` with the job and its `url` (also in `Location`), which the client polls "
         "(`GET /api/bundles/jobs/{job}`) for `status` (`queued`, `running`, `succeeded`, `failed`), "
+        "and may cancel (`POST /api/bundles/jobs/{job}/cancel`), "
         "progress (`events`, `bytesRead` of `size`) and, at the end, `runId` or `error` (`code`, "
         "`message`: the code the synchronous import would answer). Either way the bundle is verified "
         "completely and stored in one transaction: a refused bundle stores nothing. The job path reads "
@@ -180,6 +180,29 @@ def import_job(request: HttpRequest, job_id: str):
     if job is None:
         raise ApiError("NOT_FOUND", f"no import job {job_id!r}", 404)  # another workspace's: the same
     return job_out(job)
+
+
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response={200: ImportJobOut, **ERRORS, 409: ErrorOut},
+    summary="Cancel a background import",
+    description=(
+        "A queued job ends `failed` at once with `error.code` `CANCELLED` and the message "
+        '"cancelled by <user>"; a running one ends so after the batch it is writing (nothing is '
+        "stored: the import is one transaction), so poll it. Its bundle file is deleted either way. "
+        "A job that already ended: `409 CONFLICT`."
+    ),
+)
+def cancel_import_job(request: HttpRequest, job_id: str):
+    caller = require(request, Action.IMPORT_BUNDLE)
+    job = (
+        None
+        if "\x00" in job_id
+        else ImportJob.objects.filter(workspace=caller.workspace, job_id=job_id).first()
+    )
+    if job is None:
+        raise ApiError("NOT_FOUND", f"no import job {job_id!r}", 404)  # another workspace's: the same
+    return job_out(do_cancel_import_job(job, actor=caller.actor))
 
 
 class VerifyQuery(Schema):

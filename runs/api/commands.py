@@ -11,10 +11,11 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from runs import actions
+from runs.actions import budgets
 from runs.actions.gatepolicy import do_decide_gate
 from runs.actions.permissions import Action
 from runs.api.errors import ApiError
-from runs.api.responses import append_result, require, write_result
+from runs.api.responses import append_result, readable_run, require, write_result
 from runs.api.schemas import (
     AnnotateIn,
     AppendEventsIn,
@@ -31,7 +32,7 @@ from runs.api.schemas import (
 from runs.engine import commands as cmd
 from runs.protocol.canonical import wire_bytes
 from runs.protocol.errors import ErrorCode
-from runs.selectors.runs import get_run, iter_event_bodies
+from runs.selectors.runs import iter_event_bodies
 
 router = Router(tags=["commands"])
 
@@ -57,7 +58,7 @@ class EventsQuery(Schema):
 )
 def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
     caller = require(request, Action.VIEW_RUN)
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     after = min(query.after_seq, run.last_seq)
     upto = min(after + query.limit, run.last_seq)
     events = [
@@ -83,6 +84,8 @@ def append_events(request: HttpRequest, run_id: str, payload: AppendEventsIn):
     result = actions.do_append_events(
         workspace=caller.workspace, run_id=run_id, events=payload.events, actor=caller.actor
     )
+    # calls the host made itself, past the workspace's monthly cap: recorded, the month's alert raised
+    budgets.alert_after_reported(caller.workspace, payload.events, source="the SDK")
     return append_result(result)
 
 
@@ -169,7 +172,7 @@ def annotate(request: HttpRequest, run_id: str, payload: AnnotateIn):
 )
 def cancel(request: HttpRequest, run_id: str, payload: CancelIn):
     caller = require(request, Action.CANCEL_RUN)
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     before = run.last_seq
     if payload.cascade:
         report = actions.do_cancel_tree(
@@ -184,6 +187,6 @@ def cancel(request: HttpRequest, run_id: str, payload: CancelIn):
             actor=caller.actor,
         )
         cancelled, skipped = [run_id], []
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     result = write_result(run, list(range(before + 1, run.last_seq + 1)))
     return {**result, "cancelled": cancelled, "skipped": skipped}

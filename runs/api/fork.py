@@ -15,11 +15,11 @@ from runs.actions import responsecache
 from runs.actions.forks import determinism_report, do_fork_with_history
 from runs.actions.permissions import Action
 from runs.api.errors import NOT_FOUND, ApiError
-from runs.api.responses import require
+from runs.api.responses import readable_run, require
 from runs.api.schemas import ErrorOut
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode
-from runs.selectors.runs import get_fork, get_run
+from runs.selectors.runs import get_fork
 
 router = Router(tags=["fork and replay"])
 cache_router = Router(tags=["fork and replay"])
@@ -117,7 +117,7 @@ def _body(request: HttpRequest) -> dict:
 def fork(request: HttpRequest, run_id: str):
     caller = require(request, Action.FORK_RUN)
     data = _body(request)
-    get_run(caller.workspace, run_id)  # reading the source is needed: 404 for outsiders first
+    readable_run(caller, run_id)  # reading the source is needed: 404 for outsiders first
     result = do_fork_with_history(
         workspace=caller.workspace,
         source_run_id=run_id,
@@ -165,7 +165,7 @@ def cache_lookup(request: HttpRequest, key: str, query: Query[CacheQuery]):
         raise ApiError(ErrorCode.INVALID_INPUT, "a cache key is 64 lowercase hex digits")
     prefer = None
     if query.preferRunId:
-        prefer = get_run(caller.workspace, query.preferRunId)
+        prefer = readable_run(caller, query.preferRunId)
     entry = responsecache.lookup(caller.workspace, key, recipe=query.recipe, prefer_run=prefer)
     if entry is None:
         raise ApiError(NOT_FOUND, "no cached response for this key in this workspace", 404)

@@ -27,11 +27,10 @@ from pydantic import Field
 from runs.actions.notify import RunChange, register_listener
 from runs.actions.permissions import Action
 from runs.api.errors import ApiError
-from runs.api.responses import require
+from runs.api.responses import readable_run, require
 from runs.api.schemas import ErrorOut, Gate
 from runs.protocol.errors import ErrorCode
 from runs.selectors.gates import gate_decision
-from runs.selectors.runs import get_run
 
 router = Router(tags=["gates"])
 
@@ -126,7 +125,7 @@ def poll_seconds() -> float:
 def _look(request: HttpRequest, run_id: str, query: WaitQuery) -> tuple[int, dict[str, Any]]:
     """(the run's pk, the answer so far): decided, closed, or pending."""
     caller = require(request, Action.VIEW_RUN)
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     step_id, gate, after_seq = query.stepId, query.gate, query.afterSeq
     if not step_id or gate is None or after_seq is None:
         given = {"stepId": step_id, "gate": gate, "afterSeq": after_seq}

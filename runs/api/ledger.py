@@ -17,12 +17,11 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from runs.actions.permissions import Action
-from runs.api.responses import require
+from runs.api.responses import readable_run, require
 from runs.api.schemas import ErrorOut
 from runs.presenters.priced import priced_calls, unpriced_reasons
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.selectors.ledger import PricedBy, priced_by_notes, run_ledger_view, workspace_ledger_data
-from runs.selectors.runs import get_run
 
 runs_router = Router(tags=["ledger"])
 
@@ -76,7 +75,7 @@ def _sums(acc: LedgerAccumulator, priced_by: PricedBy) -> dict[str, Any]:
 )
 def run_ledger(request: HttpRequest, run_id: str, query: Query[RunLedgerQuery]):
     caller = require(request, Action.VIEW_RUN)
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     acc, calls, priced_by = run_ledger_view(run, calls_shown=min(max(query.limit, 0), 5000))
     return {
         "runId": run.run_id,

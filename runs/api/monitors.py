@@ -8,13 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from ninja import Router, Schema
+from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
 from runs.actions.monitors import UNITS, do_create_monitor, do_delete_monitor, do_update_monitor
 from runs.actions.permissions import Action
 from runs.api.errors import ApiError
+from runs.api.paging import NEXT_DOC, PageQuery, oldest
 from runs.api.responses import require
 from runs.api.schemas import ErrorOut
 from runs.models import Monitor, MonitorChange, MonitorMetric
@@ -145,10 +146,15 @@ BODY = {
 }
 
 
-@router.get("", response={200: list[MonitorOut], **ERRORS}, summary="List the workspace's monitors")
-def list_monitors(request: HttpRequest):
+@router.get(
+    "",
+    response={200: list[MonitorOut], **ERRORS},
+    summary="List the workspace's monitors, oldest first",
+    description=NEXT_DOC,
+)
+def list_monitors(request: HttpRequest, response: HttpResponse, page: Query[PageQuery]):
     caller = require(request, Action.VIEW_RUN)
-    monitors = monitors_of(caller.workspace)
+    monitors = oldest(request, response, monitors_of(caller.workspace), page)
     history = history_of(monitors)
     return [monitor_json(m, history[m.pk]) for m in monitors]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
-from ninja import Router, Schema
+from django.http import HttpRequest, HttpResponse
+from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
@@ -23,6 +23,7 @@ from runs.actions.permissions import Action
 from runs.actions.prompts import do_move_label, do_save_prompt_version
 from runs.api.auth import principal
 from runs.api.errors import ApiError
+from runs.api.paging import NEXT_DOC, PageQuery, named
 from runs.api.schemas import ErrorOut
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode
@@ -85,8 +86,13 @@ def _json_object(request: HttpRequest, fields: frozenset[str]) -> dict:
     return data
 
 
-@router.get("", response={200: list[PromptSummaryOut], **ERRORS}, summary="The workspace's prompts")
-def list_prompts(request: HttpRequest):
+@router.get(
+    "",
+    response={200: list[PromptSummaryOut], **ERRORS},
+    summary="The workspace's prompts, by name",
+    description=NEXT_DOC,
+)
+def list_prompts(request: HttpRequest, response: HttpResponse, page: Query[PageQuery]):
     caller = principal(request)
     caller.require_action(Action.VIEW_PROMPTS)
     return [
@@ -97,7 +103,7 @@ def list_prompts(request: HttpRequest):
             "versions": p.version_count,
             "labels": {label.name: label.version.number for label in p.labels.all()},
         }
-        for p in prompts_of(caller.workspace)[:1000]
+        for p in named(request, response, prompts_of(caller.workspace), page)
     ]
 
 

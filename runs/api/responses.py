@@ -9,6 +9,7 @@ from runs.actions.permissions import Action
 from runs.api.auth import principal
 from runs.api.errors import ApiError
 from runs.models import Run
+from runs.selectors.runs import RunNotFound, get_run, is_judge_call
 
 
 def etag_for(run: Run) -> str:
@@ -40,6 +41,16 @@ def require(request: HttpRequest, action: Action):
     caller = principal(request)
     caller.require_action(action)
     return caller
+
+
+def readable_run(caller, run_id: str) -> Run:
+    """The caller's workspace's run ``run_id`` (404 UNKNOWN_RUN otherwise). A gate judge's own call
+    is as missing as a missing run to a caller who may not manage judges: its answer is a proposal
+    for a gate people may still be deciding (docs/users/judges.md)."""
+    run = get_run(caller.workspace, run_id)
+    if is_judge_call(run) and not caller.may(Action.MANAGE_JUDGES):
+        raise RunNotFound(run_id)
+    return run
 
 
 def parse_if_match(value: str | None) -> frozenset[int] | str | None:

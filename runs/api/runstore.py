@@ -6,6 +6,9 @@ a prefix of the new one) and honours ``If-Match: "<revision>"`` (412 on mismatch
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from ninja.responses import Status
@@ -15,23 +18,67 @@ from runs import actions
 from runs.actions.permissions import Action
 from runs.actions.runstore import do_put_run_state
 from runs.api.errors import ApiError
-from runs.api.responses import etag_for, parse_if_match, require, write_result
+from runs.api.paging import NEXT_DOC, keyset
+from runs.api.responses import etag_for, parse_if_match, readable_run, require, write_result
 from runs.api.schemas import ErrorOut, RunStoreState, RunUpdateIn, SavedRunMeta, StartRunIn, WriteResult
-from runs.models import Run
+from runs.models import Run, RunStatus
 from runs.protocol.canonical import parse_json, wire_bytes
+from runs.protocol.errors import ErrorCode
 from runs.protocol.runstore import bundle_to_runstore
 from runs.protocol.values import loads
 from runs.selectors.bundles import build_bundle
-from runs.selectors.runs import get_run, runs_of
+from runs.selectors.run_list import REJECTED_FILTER, RunListFilters, keyset_page, runs_matching
 
 router = Router(tags=["run store"])
 
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: ErrorOut}
-MAX_LIST = 500
+MAX_LIST = 500  # runs a page holds at most; the Link header's next page goes on
+TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 
 
 class ListQuery(Schema):
-    limit: int = Field(default=100, description="How many runs, newest first (clamped to 1..500).")
+    limit: int = Field(
+        default=100, description="How many runs a page holds, newest first (clamped to 1..500)."
+    )
+    cursor: str = Field(default="", description="The opaque cursor of the `Link` header's next page.")
+    status: str = Field(
+        default="",
+        description="Only runs of this status (`running`, `completed`, `failed`, `cancelled`), "
+        "or `rejected`: runs with a rejected gate.",
+    )
+    workflow: str = Field(default="", description="Only runs of this workflow id.")
+    tag: str = Field(default="", description="Only runs carrying this tag.")
+    startedAfter: datetime | None = Field(
+        default=None, description="Only runs started (created) at or after this instant (ISO 8601)."
+    )
+    startedBefore: datetime | None = Field(
+        default=None, description="Only runs started (created) before this instant (ISO 8601)."
+    )
+    traceId: str = Field(
+        default="",
+        description="The run an OTLP trace became (32 hex digits; a trace whose spans named a run "
+        "with `workbench.run.id` is in that run instead).",
+    )
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _filters(query: ListQuery, *, hide_judge_calls: bool) -> RunListFilters:
+    if query.status and query.status not in (*RunStatus.values, REJECTED_FILTER):
+        raise ApiError(ErrorCode.INVALID_INPUT, f"status: one of {', '.join(RunStatus.values)}, rejected")
+    if query.traceId and not TRACE_ID.fullmatch(query.traceId):
+        raise ApiError(ErrorCode.INVALID_INPUT, "traceId: 32 hexadecimal digits")
+    return RunListFilters(
+        status=query.status,
+        workflow=query.workflow,
+        tag=query.tag,
+        started_after=_aware(query.startedAfter),
+        started_before=_aware(query.startedBefore),
+        trace_id=query.traceId.lower(),
+        hide_judge_calls=hide_judge_calls,
+    )
 
 
 def _saved_meta(run: Run) -> dict:
@@ -50,12 +97,26 @@ def _saved_meta(run: Run) -> dict:
 
 
 @router.get(
-    "", response={200: list[SavedRunMeta], **ERRORS}, exclude_none=True, summary="List runs (SavedRunMeta[])"
+    "",
+    response={200: list[SavedRunMeta], **ERRORS},
+    exclude_none=True,
+    summary="List runs (SavedRunMeta[]), newest first, in keyset pages",
+    description="Filters combine (all must hold). " + NEXT_DOC,
 )
-def list_runs(request: HttpRequest, query: Query[ListQuery]):
+def list_runs(request: HttpRequest, response: HttpResponse, query: Query[ListQuery]):
     caller = require(request, Action.VIEW_RUN)
     limit = min(max(query.limit, 1), MAX_LIST)
-    runs = runs_of(caller.workspace).only("run_id", "workflow_id", "status", "doc")[:limit]
+    filters = _filters(query, hide_judge_calls=not caller.may(Action.MANAGE_JUDGES))
+    runs = keyset(
+        request,
+        response,
+        lambda: keyset_page(
+            runs_matching(caller.workspace, filters),
+            cursor=query.cursor,
+            limit=limit,
+            fields=("run_id", "workflow_id", "status", "doc", "started_at"),
+        ),
+    )
     return [_saved_meta(run) for run in runs]
 
 
@@ -85,7 +146,7 @@ def start_run(request: HttpRequest, payload: StartRunIn):
 )
 def update_run(request: HttpRequest, run_id: str, payload: RunUpdateIn):
     caller = require(request, Action.START_RUN)
-    get_run(caller.workspace, run_id)  # 404 before anything else for another workspace's run
+    readable_run(caller, run_id)  # 404 before anything else for another workspace's run
     run = actions.do_set_run_title(workspace=caller.workspace, run_id=run_id, title=payload.title)
     return write_result(run, [])
 
@@ -99,7 +160,7 @@ def update_run(request: HttpRequest, run_id: str, payload: RunUpdateIn):
 )
 def get_run_state(request: HttpRequest, run_id: str):
     caller = require(request, Action.VIEW_RUN)
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     body = bundle_to_runstore(build_bundle(run))
     response = HttpResponse(wire_bytes(body), content_type="application/json")
     response["ETag"] = etag_for(run)

@@ -14,10 +14,10 @@ from ninja import Router
 from runs.actions.permissions import Action
 from runs.api.auth import principal
 from runs.api.errors import ApiError
+from runs.api.responses import readable_run
 from runs.ids import content_disposition
 from runs.protocol.errors import ErrorCode
 from runs.protocol.redaction import POLICIES
-from runs.selectors.runs import get_run
 from runs.selectors.transcript import aiter_run_transcript, iter_run_transcript
 from runs.telemetry import transcript_log
 from runs.telemetry.transcript_log import afollow, sync_run, transcript_path
@@ -71,7 +71,7 @@ def run_transcript(
 ):
     caller = principal(request)
     caller.require_action(Action.VIEW_RUN)
-    run = get_run(caller.workspace, run_id)
+    run = readable_run(caller, run_id)
     if redact is not None and redact not in POLICIES:
         raise ApiError(
             ErrorCode.INVALID_INPUT,

@@ -4,22 +4,20 @@ delivery log, a retry. Owners (session) or tokens with the ``manage`` scope
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from django.http import HttpRequest, HttpResponse
-from ninja import Router, Schema
+from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
 from runs.actions.permissions import Action
 from runs.actions.webhooks import do_create_webhook, do_delete_webhook, do_retry_delivery
 from runs.api.errors import ApiError
+from runs.api.paging import NEXT_DOC, PageQuery, keyset, oldest
 from runs.api.responses import require
 from runs.api.schemas import ErrorOut
 from runs.models import Delivery, Webhook
 from runs.protocol.canonical import parse_json
 from runs.protocol.errors import ErrorCode
-from runs.selectors.keyset import BadCursor
 from runs.selectors.webhooks import deliveries_page, get_webhook, webhooks_of
 
 router = Router(tags=["webhooks"])
@@ -42,7 +40,7 @@ class WebhookIn(Schema):
     )
     events: list[str] = Field(
         description="Any of gate.requested, gate.resolved, run.completed, run.failed, run.cancelled, run.diverged, "
-        "monitor.state_changed."
+        "monitor.state_changed, judge.suspended, budget.exceeded."
     )
     description: str | None = Field(default=None, max_length=200)
 
@@ -159,10 +157,15 @@ def create_webhook(request: HttpRequest):
     return Status(201, {**_hook_json(created.webhook), "secret": created.secret})
 
 
-@router.get("", response={200: list[WebhookOut], **ERRORS}, summary="List the workspace's webhooks")
-def list_webhooks(request: HttpRequest):
+@router.get(
+    "",
+    response={200: list[WebhookOut], **ERRORS},
+    summary="List the workspace's webhooks, oldest first",
+    description=NEXT_DOC,
+)
+def list_webhooks(request: HttpRequest, response: HttpResponse, page: Query[PageQuery]):
     caller = require(request, Action.MANAGE_WEBHOOKS)
-    return [_hook_json(hook) for hook in webhooks_of(caller.workspace)]
+    return [_hook_json(hook) for hook in oldest(request, response, webhooks_of(caller.workspace), page)]
 
 
 @router.delete("/{webhook_id}", response={204: None, **ERRORS}, summary="Delete a webhook and its deliveries")
@@ -182,12 +185,7 @@ def delete_webhook(request: HttpRequest, webhook_id: str):
 def list_deliveries(request: HttpRequest, response: HttpResponse, webhook_id: str, cursor: str = ""):
     caller = require(request, Action.MANAGE_WEBHOOKS)
     hook = get_webhook(caller.workspace, webhook_id)
-    try:
-        page, next_cursor = deliveries_page(hook, cursor=cursor)
-    except BadCursor:
-        raise ApiError(ErrorCode.INVALID_INPUT, "cursor: not a cursor this list gave") from None
-    if next_cursor:
-        response["Link"] = f'<{request.path}?cursor={quote(next_cursor)}>; rel="next"'
+    page = keyset(request, response, lambda: deliveries_page(hook, cursor=cursor))
     return [_delivery_json(d, hook) for d in page]
 
 

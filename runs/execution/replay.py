@@ -24,11 +24,20 @@ mid-replay the same row runs again and re-executes the program from the start ag
 the fork already recorded, which is matched, not appended (no event twice), and model calls inside
 it take their recorded answers (no second provider call). A fork whose worker died
 ``MAX_ATTEMPTS`` times ends failed with the reason in words.
+
+Cancel: a fork is a run, cancelled like any (the run page's Cancel, ``POST
+/api/runs/{id}/cancel``, an experiment's Cancel). Before every call that could reach a provider
+the fork reads its run's status, and while the program runs a watch looks at it every
+``CANCEL_WATCH_SECONDS`` and sets the call's :class:`~runs.providers.Stop` (the call under way is
+shut, the SDK's retries refused): no request reaches a provider after Cancel. The fork then ends
+``failed`` with code ``CANCELLED`` and "cancelled by <who>".
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 from django.db.models import F, Q
@@ -36,7 +45,7 @@ from django.tasks import TaskContext, task
 from django.utils import timezone
 
 from runs import actions
-from runs.actions import ActionError, AppendResult, responsecache
+from runs.actions import ActionError, AppendResult, budgets, responsecache
 from runs.actions.core import engine_context, load_state
 from runs.actions.forks import REPLAY_DATA_EXPIRED
 from runs.actions.notify import RunChange
@@ -50,8 +59,10 @@ from runs.engine.state import initial_run_doc
 from runs.execution import model_calls as cached
 from runs.execution import prompts as program_prompts
 from runs.execution.session import RunSession
-from runs.models import Event, ForkMode, ForkStatus, Run, RunFork, Workspace
+from runs.execution.stopwatch import StopWatch
+from runs.models import Event, ForkMode, ForkStatus, Run, RunFork, RunStatus, Workspace
 from runs.protocol.values import loads
+from runs.providers import Stop, StopRequested
 
 
 class Host(Protocol):
@@ -74,6 +85,10 @@ class GateWaiting(Exception):  # noqa: N818 (a state the fork stops in, not an e
         self.step_id = step_id
         self.gate = gate
         self.checkpoint = checkpoint
+
+
+class ForkCancelled(Exception):  # noqa: N818 (a state the fork ends in)
+    """The fork's run was cancelled: nothing more is appended or asked of a provider."""
 
 
 class ReplayError(Exception):
@@ -135,8 +150,11 @@ class ProgramSession(RunSession):
         response as ``model_io`` events. Live runs ask the cache only with ``use_cache``.
         ``prompt`` (from :meth:`prompt`): the response records its name and version.
         ``options`` go to ``runs.execution.model_calls.call`` (``record_chunks``,
-        ``on_delta``)."""
+        ``on_delta``). Before a call that would reach the provider, the run's budget is checked:
+        a live run cannot wait at a gate here, so one that would pass it is refused
+        (``BUDGET_EXCEEDED``, in the budget trail) and nothing is called."""
 
+        self._refuse_over_budget(provider, request, summary, use_cache)
         record = cached.call(
             provider,
             request,
@@ -147,6 +165,16 @@ class ProgramSession(RunSession):
         )
         self._record_call(record, step_id=step_id, correlation_id=correlation_id, prompt=prompt)
         return record.result
+
+    def _refuse_over_budget(self, provider: Any, request: dict, summary: str | None, use_cache: bool) -> None:
+        if use_cache:
+            recorded = cached.request_fields(provider, request, summary=summary)
+            keys = responsecache.request_keys(provider.kind, recorded.get("model"), recorded["payload"])
+            if keys is not None and responsecache.lookup(self.workspace, keys["v2"]) is not None:
+                return  # answered from the cache: no provider request, no spend
+        budgets.refuse_over_run_budget(
+            workspace=self.workspace, run_id=self.run_id, what="this model call", actor=self.actor
+        )
 
     def prompt(
         self, name: str, *, label: str | None = None, version: int | None = None
@@ -224,6 +252,13 @@ class ForkSession(ProgramSession):
         self.shadow = fold(start, [])
         self.position = 0  # source positions consumed (history) or produced (after it)
         self.ctx = engine_context()
+        self.stop = Stop()  # set by Cancel (the run's status): see the StopWatch in run_fork
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`ForkCancelled` once the fork's run was cancelled."""
+        if self.stop.is_set() or run_was_cancelled(self.fork.run_id):
+            self.stop.set()
+            raise ForkCancelled()
 
     @property
     def in_history(self) -> bool:
@@ -296,15 +331,58 @@ class ForkSession(ProgramSession):
         prompt: program_prompts.ProgramPrompt | None = None,
         **options: Any,
     ):
+        self._take_budget_gates()
         if self.in_history:
             return self._call_from_history(provider, request, step_id, correlation_id, summary, options)
+        self._check_budget(provider, request, summary, step_id)
         record = self._call_after_history(provider, request, summary, options)
         self._record_call(record, step_id=step_id, correlation_id=correlation_id, prompt=prompt)
         return record.result
 
-    def _call_after_history(self, provider: Any, request: dict, summary: str | None, options: dict):
-        """A replay answers from the cache, a branch makes a new invocation; both are counted."""
+    # run budgets -------------------------------------------------------------------------------
 
+    def _take_budget_gates(self) -> None:
+        """The ``budget`` gate this call paused at before (the fork re-executes from the start
+        once a person decided): its request and resolution are taken from the history, not asked
+        again. A stop there ends the fork with BUDGET_EXCEEDED."""
+        while self.in_history and _budget_gate_event(self.history[self.position]):
+            event = self.history[self.position]
+            apply_event(self.shadow, event)
+            self.position += 1
+            if event["type"] == "human_gate_resolved" and event.get("decision") != "approved":
+                raise ReplayError(
+                    budgets.BUDGET_EXCEEDED, f"stopped at its budget ({event.get('note') or 'rejected'})"
+                )
+
+    def _check_budget(self, provider: Any, request: dict, summary: str | None, step_id: str | None) -> None:
+        """Before a call that asks the provider (a branch's; a replay's cache miss): a fork whose
+        spend would pass its run budget pauses at its ``budget`` gate and calls nothing; a person
+        raising the limit resumes it (:func:`resume_waiting_forks`)."""
+        if self.mode == ForkMode.REPLAY:
+            recorded = cached.request_fields(provider, request, summary=summary)
+            keys = responsecache.request_keys(provider.kind, recorded.get("model"), recorded["payload"])
+            if keys is not None and responsecache.lookup(self.workspace, keys["v2"]) is not None:
+                return  # answered from the cache: no provider request, no spend
+        answer = budgets.check_run_budget(
+            workspace=self.workspace,
+            run_id=self.run_id,
+            step_id=step_id,
+            actor=self.actor,
+            self_reported=False,
+        )
+        if answer["allowed"]:
+            return
+        gate = answer.get("gate")
+        if gate is None:  # the call names no step to pause at: refused, recorded in the trail
+            raise ReplayError(budgets.BUDGET_EXCEEDED, answer["message"])
+        raise GateWaiting(gate["stepId"], budgets.CHECKPOINT, budgets.BUDGET_CHECKPOINT)
+
+    def _call_after_history(self, provider: Any, request: dict, summary: str | None, options: dict):
+        """A replay answers from the cache, a branch makes a new invocation; both are counted.
+        Nothing is asked once the run was cancelled (and a call under way is stopped)."""
+
+        self.check_cancelled()
+        options = {**options, "stop": self.stop}
         if self.mode == ForkMode.REPLAY:
             record = self._replay_call(provider, request, summary, options)
         else:
@@ -458,6 +536,15 @@ class ForkSession(ProgramSession):
         ]
 
 
+def _budget_gate_event(event: dict) -> bool:
+    """A request or resolution of a run's ``budget`` checkpoint (runs.actions.budgets)."""
+    return (
+        event.get("type") in ("human_gate_requested", "human_gate_resolved")
+        and event.get("gate") == budgets.CHECKPOINT
+        and event.get("correlationId") == f"checkpoint:{budgets.BUDGET_CHECKPOINT}"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Running programs
 
@@ -490,6 +577,23 @@ def _fail_run(fork: RunFork, code: str, message: str) -> None:
 MAX_ATTEMPTS = 3
 WORKER_LOST = "WORKER_LOST"
 NOT_QUEUED = "NOT_QUEUED"
+CANCELLED = "CANCELLED"
+CANCEL_WATCH_SECONDS = 0.25
+
+
+def run_was_cancelled(run_pk: int) -> bool:
+    return Run.unscoped.filter(pk=run_pk, status=RunStatus.CANCELLED).exists()
+
+
+def cancelled_by(fork: RunFork) -> str:
+    """Who ended the fork's run (the actor of its last status change), in words."""
+    actor = (
+        Event.objects.filter(run_id=fork.run_id, type="run_status_changed")
+        .order_by("-seq")
+        .values_list("actor", flat=True)
+        .first()
+    )
+    return (actor or "").removeprefix("user:") or "someone"
 
 
 @task(takes_context=True)
@@ -527,10 +631,21 @@ def run_fork(fork_pk: int, *, task_id: str = "") -> RunFork | None:
         return fork
     status, code, message = ForkStatus.COMPLETED, "", ""
     waiting: GateWaiting | None = None
+    session = ForkSession(fork.run.workspace, f"replay:{fork.mode}", fork)
     try:
-        program(ForkSession(fork.run.workspace, f"replay:{fork.mode}", fork))
+        watch = StopWatch(
+            partial(run_was_cancelled, fork.run_id),
+            session.stop,
+            every=CANCEL_WATCH_SECONDS,
+            name=f"fork-cancel-{fork.run_id}",
+        )
+        with watch:
+            session.check_cancelled()  # cancelled while it waited in the queue
+            program(session)
     except GateWaiting as exc:
         status, waiting = ForkStatus.WAITING, exc
+    except (ForkCancelled, StopRequested):
+        status, code, message = ForkStatus.FAILED, CANCELLED, ""
     except ReplayError as exc:
         status, code, message = ForkStatus.FAILED, exc.code, exc.message
     except ActionError as exc:
@@ -538,7 +653,9 @@ def run_fork(fork_pk: int, *, task_id: str = "") -> RunFork | None:
     except Exception as exc:  # the step code crashed: the fork ends failed, never half-running
         log.exception("replay of %s crashed", fork.run.run_id)
         status, code, message = ForkStatus.FAILED, "STEP_CODE_FAILED", f"{type(exc).__name__}: {exc}"
-    if status == ForkStatus.FAILED:
+    if status == ForkStatus.FAILED and (code == CANCELLED or run_was_cancelled(fork.run_id)):
+        code, message = CANCELLED, f"cancelled by {cancelled_by(fork)}"  # the run says cancelled
+    elif status == ForkStatus.FAILED:
         _fail_run(fork, code, message)
     RunFork.objects.filter(pk=fork_pk).update(
         status=status,
@@ -553,7 +670,27 @@ def run_fork(fork_pk: int, *, task_id: str = "") -> RunFork | None:
         ):
             dispatch(fork_pk)
     fork.refresh_from_db()
+    if fork.status in (ForkStatus.COMPLETED, ForkStatus.FAILED):
+        _finished(fork)
     return fork
+
+
+_finished_hooks: list[Callable[[RunFork], None]] = []
+
+
+def register_fork_finished(hook: Callable[[RunFork], None]) -> None:
+    """``hook(fork)`` after a fork ends completed or failed (an app on top of runs registers it in
+    its AppConfig.ready: evals refreshes an experiment item that was waiting at a gate)."""
+    if hook not in _finished_hooks:
+        _finished_hooks.append(hook)
+
+
+def _finished(fork: RunFork) -> None:
+    for hook in _finished_hooks:
+        try:
+            hook(fork)
+        except Exception:  # a listener's failure never undoes the fork's outcome
+            log.exception("after the fork %s finished", fork.pk)
 
 
 def _gate_still_waiting(fork: RunFork, waiting: GateWaiting) -> bool:

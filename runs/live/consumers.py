@@ -73,6 +73,7 @@ from runs.live.publisher import access_group, metrics, publisher, workspace_grou
 from runs.live.spawn import Tasks, cancel_all, spawn
 from runs.live.transport import backlog, send_now
 from runs.models import Membership, Run
+from runs.selectors.runs import JUDGE_CALL_TAG
 from runs.web.request import SESSION_KEY
 from runs.web.wire import wire_json
 
@@ -106,8 +107,9 @@ def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subsc
         .annotate(
             run_pk=Subquery(runs.values("pk")[:1]),
             run_last_seq=Subquery(runs.values("last_seq")[:1]),
+            run_tags=Subquery(runs.values("tags")[:1], output_field=Run._meta.get_field("tags")),
         )
-        .values_list("workspace_id", "role", "workspace__slug", "run_pk", "run_last_seq")
+        .values_list("workspace_id", "role", "workspace__slug", "run_pk", "run_last_seq", "run_tags")
     )
     chosen = None
     if workspace_slug and isinstance(workspace_slug, str):
@@ -116,7 +118,9 @@ def authorize_run(user, run_id: str, workspace_slug: str | None = None) -> Subsc
         chosen = rows[0]
     if chosen is None or not role_allows(chosen[1], Action.VIEW_RUN) or chosen[3] is None:
         return None
-    workspace_id, role, _slug, run_pk, last_seq = chosen
+    workspace_id, role, _slug, run_pk, last_seq, tags = chosen
+    if JUDGE_CALL_TAG in (tags or []) and not role_allows(role, Action.MANAGE_JUDGES):
+        return None  # a gate judge's own call: its owners' to watch, as its page (runs.web.request)
     return Subscription(run_id, workspace_id, role, last_seq, run_pk)
 
 

@@ -31,9 +31,12 @@ from functools import partial
 from django.conf import settings
 
 from runs.actions.notify import RunChange
+from runs.live.spawn import Tasks, spawn
 from runs.models import Membership
 
 log = logging.getLogger(__name__)
+# Broadcasts sent at once by one drain (each is one or two group sends); see LivePublisher._drain.
+BROADCASTS_IN_FLIGHT = 16
 
 
 _GROUP_SAFE = re.compile(r"[A-Za-z0-9_.\-]{1,80}")
@@ -136,6 +139,7 @@ class LivePublisher:
         self._idle.set()
         self._progress = time.monotonic()
         self._drain_loop: asyncio.AbstractEventLoop | None = None
+        self._drains: Tasks = set()  # the drain tasks, held until they end (the loop holds them weakly)
 
     # -- where the drain runs
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -215,7 +219,8 @@ class LivePublisher:
             self._drain_loop = loop
 
     def _start_drain(self, loop: asyncio.AbstractEventLoop) -> None:
-        loop.create_task(self._drain())
+        """In ``loop`` (call_soon_threadsafe): the drain, held in ``_drains`` and its failure logged."""
+        spawn(self._drains, self._drain(), what="the live publisher's drain")
 
     async def _drain(self) -> None:
         from channels.layers import get_channel_layer
@@ -241,16 +246,24 @@ class LivePublisher:
                         self._idle.set()
                         return
                 layer = get_channel_layer()
-                # Every run's two groups at once: with Redis each group_send is a few round trips,
-                # and waiting for them one after the other would add up in the latency.
-                sends = [self._broadcast(layer, message) for message in batch]
-                await asyncio.gather(*sends)
+                # Many runs' groups at once: with Redis each group_send is a few round trips, and
+                # waiting for them one after the other would add up in the latency. At most
+                # BROADCASTS_IN_FLIGHT at a time: redis-py's pool holds 100 connections per event
+                # loop and answers MaxConnectionsError past them (an OTLP storer's batch of 512
+                # spans touches ~50 runs, 100 groups, each send taking a connection or more).
+                limit = asyncio.Semaphore(BROADCASTS_IN_FLIGHT)
+                await asyncio.gather(*(self._bounded(limit, layer, message) for message in batch))
                 await asyncio.sleep(coalesce_seconds())
         except BaseException:
             with self._lock:
                 self._draining = False
                 self._idle.set()
             raise
+
+    @classmethod
+    async def _bounded(cls, limit: asyncio.Semaphore, layer, message: dict) -> None:
+        async with limit:
+            await cls._broadcast(layer, message)
 
     @staticmethod
     async def _broadcast(layer, message: dict) -> None:

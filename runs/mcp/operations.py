@@ -29,7 +29,8 @@ from runs.protocol.redaction import POLICIES as REDACTION_POLICIES
 from runs.protocol.values import loads
 from runs.selectors.gates import gate_decision
 from runs.selectors.prompts import find_version, version_doc
-from runs.selectors.runs import RunNotFound, get_run, run_state, runs_of
+from runs.selectors.run_list import without_judge_calls
+from runs.selectors.runs import RunNotFound, get_run, is_judge_call, run_state, runs_of
 from runs.selectors.signing import bundle_signature
 
 MAX_LIST = 500
@@ -63,9 +64,12 @@ def authorized_caller(principal: Principal | None, action: Action) -> Principal:
 
 def _run(principal: Principal, run_id: str) -> Run:
     try:
-        return get_run(principal.workspace, run_id)
+        run = get_run(principal.workspace, run_id)
     except RunNotFound:
         raise Refused(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}") from None
+    if is_judge_call(run) and not principal.may(Action.MANAGE_JUDGES):  # a judge's call: its owners'
+        raise Refused(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r}")
+    return run
 
 
 def _write[T](fn: Callable[..., T], **kwargs: Any) -> T:
@@ -122,6 +126,8 @@ def list_runs(principal: Principal | None, *, limit: int = 100, status: str | No
     caller = authorized_caller(principal, Action.VIEW_RUN)
     limit = min(max(int(limit), 1), MAX_LIST)
     qs = runs_of(caller.workspace)
+    if not caller.may(Action.MANAGE_JUDGES):
+        qs = without_judge_calls(qs)  # a gate judge's own calls: its owners'
     if status:
         qs = qs.filter(status=status)
     return {"runs": [run_summary(run) for run in qs[:limit]]}

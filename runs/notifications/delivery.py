@@ -36,6 +36,7 @@ from django.utils import timezone
 from runs.actions.gatelinks import issue_links, link_hours
 from runs.actions.notify import schedule_deliveries
 from runs.actions.outbox import (
+    BUDGET_EXCEEDED,
     GATE_REQUESTED,
     HOOK_DISABLED,
     JUDGE_SUSPENDED,
@@ -190,6 +191,8 @@ def _may_receive(delivery: Delivery) -> bool:
         return role_allows(role, Action.MANAGE_WEBHOOKS)
     if delivery.event_type == JUDGE_SUSPENDED:
         return role_allows(role, Action.MANAGE_JUDGES)
+    if delivery.event_type == BUDGET_EXCEEDED:  # told to the owners, who set the cap
+        return role_allows(role, Action.MANAGE_PROVIDERS)
     if delivery.event_type in STARTER_EVENTS or delivery.event_type == MONITOR_STATE_CHANGED:
         return role_allows(role, Action.VIEW_RUN)
     return False

@@ -16,6 +16,7 @@ SUBJECTS = {
     "webhook.disabled": "A webhook was disabled",
     "monitor.state_changed": "Monitor",
     "judge.suspended": "A gate judge's delegation was suspended",
+    "budget.exceeded": "The workspace passed its monthly budget",
 }
 MONITOR_HEADLINES = {"alert": "Monitor alert", "warning": "Monitor warning", "ok": "Monitor resolved"}
 
@@ -73,6 +74,14 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
             f"Why: {data.get('reason')}",
         ]
         return headline, details, judge.get("url"), "Open the judge"
+    if kind == "budget.exceeded":
+        found = data.get("budget")
+        budget: dict = found if isinstance(found, dict) else {}
+        details += [
+            f"Spent this month: {budget.get('spent')} (cap {budget.get('cap')})",
+            f"Why: {data.get('reason')}",
+        ]
+        return headline, details, budget.get("url"), "Open the budgets"
     if kind in ("gate.requested", "gate.escalated"):
         return headline, details, gate.get("url"), "Open the gate"
     if run.get("url"):

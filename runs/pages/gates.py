@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from runs import actions
+from runs.actions import budgets
 from runs.actions.gatepolicy import do_decide_gate
 from runs.actions.permissions import Action
 from runs.engine import commands as cmd
@@ -114,6 +115,8 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
     edit: cmd.WriteArtifact | cmd.PatchArtifact | None = None
     if decision not in ("approved", "rejected", "edited"):
         return "Choose approve, reject or edit."
+    if gate == budgets.CHECKPOINT and checkpoint == budgets.BUDGET_CHECKPOINT:
+        return _decide_budget_gate(request, run, decision)
     if decision == "edited":
         edit, error = (
             _form_edit(run, post, step_id)
@@ -140,6 +143,25 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
         request.gate_vote = (  # type: ignore[attr-defined]
             f"Your {decision} vote is recorded: {len(outcome.approvals)} of {outcome.policy.quorum} approvals."
         )
+    return ""
+
+
+def _decide_budget_gate(request: HttpRequest, run: Run, decision: str) -> str:
+    """The run's ``budget`` gate: an approval alone would only open it again at the next call (the
+    limit is what the caller checks), so going on means raising the run's budget (the decision
+    names the new limit); rejecting stops the run there. Both through runs.actions.budgets."""
+    try:
+        if decision == "rejected":
+            budgets.do_stop_at_budget(workspace=run.workspace, run_id=run.run_id, actor=actor_for(request))
+            return ""
+        limit = request.POST.get("limit", "").strip()
+        if decision != "approved" or not limit:
+            return "To let the run go on, name its new budget and press Raise and continue (INVALID_INPUT)."
+        budgets.do_set_run_budget(
+            workspace=run.workspace, run_id=run.run_id, limit=limit, actor=actor_for(request)
+        )
+    except actions.ActionError as exc:
+        return f"{exc.message[:1].upper()}{exc.message[1:]} ({exc.code})"
     return ""
 
 
@@ -176,7 +198,9 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
             # said once outside the table (the row may be refreshed away by the live inbox)
             said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
             # ASCII JSON (\u escapes): a header value must be Latin-1, a title may be anything
-            detail = {"text": said, "pending": pending_gate_count(run.workspace)}
+            # dispatched on <body> ("target"): the form that asked may be gone by the answer (a
+            # live refresh morphed the row meanwhile) and an event on a detached node reaches no one
+            detail = {"text": said, "pending": pending_gate_count(run.workspace), "target": "body"}
             response["HX-Trigger"] = json.dumps({"inbox:decided": detail}, ensure_ascii=True)
         return response
     if request.htmx:

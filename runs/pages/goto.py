@@ -8,9 +8,10 @@ from django.urls import reverse
 from django.utils.timezone import now as timezone_now
 from django.views.decorators.http import require_GET
 
+from runs.actions.permissions import Action
 from runs.presenters import times
 from runs.selectors.run_list import runs_to_go_to
-from runs.web.request import current_workspace
+from runs.web.request import current_workspace, may
 
 GOTO_LIMIT = 8
 GOTO_MAX_QUERY = 200
@@ -30,7 +31,9 @@ def goto_runs(request: HttpRequest) -> JsonResponse:
         )
     workspace = current_workspace(request)
     now = timezone_now()
-    runs = runs_to_go_to(workspace, text, limit=GOTO_LIMIT)
+    runs = runs_to_go_to(
+        workspace, text, limit=GOTO_LIMIT, hide_judge_calls=not may(request, Action.MANAGE_JUDGES)
+    )
     return JsonResponse(
         {
             "runs": [

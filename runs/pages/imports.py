@@ -10,11 +10,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from runs import actions
-from runs.actions.importjobs import async_threshold, do_create_import_job, import_dir, open_private
+from runs.actions.importjobs import (
+    async_threshold,
+    do_cancel_import_job,
+    do_create_import_job,
+    import_dir,
+    open_private,
+)
 from runs.actions.permissions import Action
 from runs.models import ImportJob
 from runs.protocol.bundle import check_bundle, check_bundle_file
@@ -207,14 +213,44 @@ def import_bundle(request: HttpRequest) -> HttpResponse:
 def import_job(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
     """A background import's progress and outcome (the section polls itself while the job runs)."""
     require_action(request, Action.VIEW_RUN)
-    workspace = current_workspace(request)
+    job = _job(request, job_id)
+    read = job.size if job.status == "succeeded" else job.bytes_read
+    ctx = {
+        "job": job,
+        "percent": int(100 * read / job.size) if job.size else 100,
+        "can_cancel": may(request, Action.IMPORT_BUNDLE) and job.status in ("queued", "running"),
+        "nav_active": "import",
+    }
+    template = "runs/import_job.html#job-status" if request.htmx else "runs/import_job.html"
+    return render(request, template, ctx)
+
+
+def _job(request: HttpRequest, job_id: str) -> ImportJob:
+    """The current workspace's job (another workspace's answers 404 like a missing one)."""
     found = (
-        ImportJob.objects.filter(workspace=workspace, job_id=job_id[:40]) if "\x00" not in job_id else None
+        ImportJob.objects.filter(workspace=current_workspace(request), job_id=job_id[:40])
+        if "\x00" not in job_id
+        else None
     )
     job = found.first() if found is not None else None
     if job is None:
         raise Http404("no such import job")
-    read = job.size if job.status == "succeeded" else job.bytes_read
-    ctx = {"job": job, "percent": int(100 * read / job.size) if job.size else 100, "nav_active": "import"}
-    template = "runs/import_job.html#job-status" if request.htmx else "runs/import_job.html"
-    return render(request, template, ctx)
+    return job
+
+
+@require_POST
+@login_required
+def cancel_import_job(request: HttpRequest, job_id: str) -> HttpResponse:
+    """Cancel a background import (the job's page shows it end: nothing is stored)."""
+    require_action(request, Action.IMPORT_BUNDLE)
+    job = _job(request, job_id)
+    try:
+        job = do_cancel_import_job(job, actor=actor_for(request))
+    except actions.ActionError as exc:
+        messages.error(request, exc.message)
+    else:
+        if job.status == "failed":
+            messages.success(request, "Import cancelled: nothing was stored.")
+        else:
+            messages.success(request, "Cancel sent: the import stops after the batch it is writing.")
+    return redirect("runs:import_job", job.job_id)

@@ -17,6 +17,7 @@ from runs.models import Run
 from runs.pages.prompts import promotion_item
 from runs.protocol.timestamps import to_datetime
 from runs.selectors.gatepolicy import GateStatus, gate_status, workspace_layers
+from runs.selectors.gates import recent_decisions
 from runs.selectors.prompts import pending_promotions
 from runs.selectors.run_list import inbox_page, runs_waiting_for_review
 from runs.selectors.runs import BadCursor, run_state
@@ -103,6 +104,8 @@ def review_inbox(request: HtmxHttpRequest) -> HttpResponse:
             # prompt promotion requests: gates of their own (templates/runs/_promotion_requests.html)
             "promotions": [promotion_item(r, request.user) for r in pending_promotions(workspace)],
             "can_decide_promotions": may(request, Action.DECIDE_PROMOTION),
+            # the history: recent decisions, a gate judge's marked as machine decisions
+            "recent": [] if request.htmx else recent_decisions(workspace),
         },
     )
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from runs.pages.access import RunAccess, run_page
 from runs.pages.params import int_param
 from runs.presenters.graph import bar_chart, day_chart, merged_step_order, workflow_step_order
+from runs.presenters.ledger_pages import page_of
 from runs.presenters.priced import priced_calls, unpriced_reasons
 from runs.protocol.telemetry import LedgerAccumulator
 from runs.selectors.ledger import (
@@ -59,10 +60,12 @@ def _ledger_context(
     first: date | None = None,
     last: date | None = None,
     priced_by: PricedBy | None = None,
+    query: QueryDict | None = None,
 ) -> dict[str, Any]:
     """What _ledger_body.html shows: totals, tables whose rows add up to the totals (an
     "(unattributed)" row for the responses no row of that table covers), charts by step and day;
-    the provider / model rows say which sources priced their calls ("Priced by")."""
+    the provider / model rows say which sources priced their calls ("Priced by"). A long table
+    shows one page of its rows (``?page_<table>=N`` in ``query``) and a row summing the others."""
     ledger = acc.result(strict=False)
     extra = acc.breakdown_result()
     exact = acc.exact_cost_by_currency()
@@ -98,6 +101,8 @@ def _ledger_context(
                 "unattributed": extra["unattributed"].get("byPrompt"),
             }
         )
+    for table in tables:
+        _paginate(table, query or QueryDict())
     currency = _main_currency(exact)
     days = [
         {
@@ -112,11 +117,26 @@ def _ledger_context(
         "ledger": ledger,
         "exact_costs": {cur: format(v, "f") for cur, v in exact.items()},
         "tables": tables,
-        "chart": _step_chart(next((t["rows"] for t in tables if t["name"] == "byStep"), [])),
+        "chart": _step_chart(next((t["all_rows"] for t in tables if t["name"] == "byStep"), [])),
         "days": days,
         "day_chart": day_chart(days, currency=currency, first=first, last=last),
         "priced_calls": priced_calls(extra["byPricing"], acc.totals.event_count),
     }
+
+
+def _paginate(table: dict[str, Any], query: QueryDict) -> None:
+    """One page of the table's rows; links to its neighbouring pages keep the rest of the query."""
+    key = f"page_{table['name']}"
+    paged = page_of(table["rows"], int_param(query, key, 1) or 1)
+    table["all_rows"] = table["rows"]
+    table.update(paged)
+    n = paged["others_count"]
+    table["others_label"] = f"{n:,} row{'s' if n != 1 else ''} on other pages"
+    for side in ("previous", "next"):
+        if paged[side] is not None:
+            q = query.copy()
+            q[key] = str(paged[side])
+            table[f"{side}_url"] = f"?{q.urlencode()}#tbl-{table['name']}"
 
 
 def _step_chart(step_rows: list[dict[str, Any]]):
@@ -162,7 +182,12 @@ def run_ledger(request: HtmxHttpRequest, access: RunAccess) -> HttpResponse:
         return render(request, "runs/run_ledger.html#calls", ctx)
     acc, _, priced_by = run_ledger_view(run, calls_shown=0)
     ctx.update(
-        _ledger_context(acc, workflow_step_order(run.run_doc.get("workflowSnapshot")), priced_by=priced_by)
+        _ledger_context(
+            acc,
+            workflow_step_order(run.run_doc.get("workflowSnapshot")),
+            priced_by=priced_by,
+            query=request.GET,
+        )
     )
     ctx["calls_total"] = acc.totals.event_count
     return render(request, "runs/run_ledger.html", ctx)
@@ -191,7 +216,9 @@ def workspace_ledger(request: HttpRequest) -> HttpResponse:
     acc, run_count, workflows, priced_by = workspace_ledger_data(workspace, first=start, last=end)
     ctx = {
         # the chart spans the chosen range (runs started in it may have answered later)
-        **_ledger_context(acc, merged_step_order(workflows), first=start, last=end, priced_by=priced_by),
+        **_ledger_context(
+            acc, merged_step_order(workflows), first=start, last=end, priced_by=priced_by, query=request.GET
+        ),
         "start": start,
         "end": end,
         "run_count": run_count,

@@ -68,7 +68,7 @@ def monitors(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, message)
             return redirect("runs:monitors")
-    listed = monitors_of(workspace)
+    listed = list(monitors_of(workspace))
     history = history_of(listed)
     rows = [
         {

@@ -9,20 +9,21 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from runs.actions.permissions import Action
 from runs.models import RunStatus
 from runs.selectors.run_list import (
     DEFAULT_SORT,
     REJECTED_FILTER,
     RUN_SORTS,
     RunListFilters,
-    runs_matching,
+    capped_count,
     runs_page,
     sort_problem,
     waiting_steps,
     workflow_ids,
 )
 from runs.selectors.runs import BadCursor
-from runs.web.request import HtmxHttpRequest, current_workspace, switch_workspace
+from runs.web.request import HtmxHttpRequest, current_workspace, may, switch_workspace
 
 RUNS_PER_PAGE = 50
 MATCH_COUNT_CAP = 10_000
@@ -37,6 +38,7 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     if problem:
         return HttpResponseBadRequest(problem)
     filters = RunListFilters.from_query(request.GET)
+    filters.hide_judge_calls = not may(request, Action.MANAGE_JUDGES)  # a judge's calls: its owners'
     cursor = request.GET.get("cursor", "")
     try:
         runs, next_cursor = runs_page(workspace, filters, cursor=cursor, limit=RUNS_PER_PAGE)
@@ -44,14 +46,12 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
         return HttpResponseBadRequest("INVALID_INPUT: bad cursor")
     waiting = waiting_steps(runs)
     # "Add all N runs matching this filter": counted only when the filter spans several pages, up to
-    # MATCH_COUNT_CAP (an index range each); a text search over several pages is not counted (its
-    # matches are found a page at a time) and the button then says "all runs matching"
+    # MATCH_COUNT_CAP, and only where one index range answers the count (capped_count); a text
+    # search, a tag or a combined filter over several pages is not counted and the button then says
+    # "all runs matching"
     matching_count: int | None = len(runs)
     if cursor or next_cursor:
-        matching_count = None
-        if not filters.q:
-            counted = runs_matching(workspace, filters).values("pk")[: MATCH_COUNT_CAP + 1].count()
-            matching_count = counted if counted <= MATCH_COUNT_CAP else None
+        matching_count = capped_count(workspace, filters, MATCH_COUNT_CAP)
     context = {
         "runs": [(run, waiting.get(run.pk, [])) for run in runs],
         "next_cursor": next_cursor,

@@ -87,7 +87,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
                 messages.success(request, message)
                 return redirect("runs:webhooks")
             status = 201
-    hooks = webhooks_of(workspace)
+    hooks = list(webhooks_of(workspace))
     recent = recent_deliveries_by_hook(hooks)
     for hook in hooks:
         hook.recent = recent[hook.pk]  # type: ignore[attr-defined]  # read by the template only

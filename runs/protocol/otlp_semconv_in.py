@@ -6,13 +6,17 @@ The conventions an instrumented application emits, read into one shape (see
 * **OTel GenAI semantic conventions**, current (1.42) and the older names still emitted, with
   content from attributes, span events or joined OTLP log records;
 * **OpenInference** (``openinference.span.kind`` LLM, EMBEDDING, TOOL, CHAIN, AGENT,
-  RETRIEVER, ...): ``llm.*`` attributes, flattened messages, ``input.value`` / ``output.value``.
+  RETRIEVER, ...): ``llm.*`` attributes, flattened messages, ``input.value`` / ``output.value``;
+* the **Vercel AI SDK**'s own telemetry (``ai.*`` attributes: :mod:`runs.protocol.otlp_aisdk_in`).
 
 Messages of every source are normalised to the 1.42 shape ``{role, parts: [{type: text,
 content} | {type: tool_call, id, name, arguments} | {type: tool_call_response, id, response}],
 finish_reason?}`` (the shape ``runs.protocol.otel_semconv`` writes on export).
 :func:`span_events` gives the ``(time, event)`` pairs of one span; :func:`span_role` says
-whether a span records a model call, a tool call or neither.
+whether a span records a model call, a tool call or neither. A ``tool_call`` event is a tool
+the application ran (a tool span, with its arguments and result); the calls a model asks for
+stay in its response's ``outputMessages`` (a requested call and its tool span are one tool run:
+counting both made every tool run two, issue 54).
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from typing import Any
 
 import orjson
 
+from runs.protocol import otlp_aisdk_in as aisdk
 from runs.protocol.otel_semconv import input_messages as body_input_messages
 from runs.protocol.otel_semconv import output_messages as body_output_messages
+from runs.protocol.otlp_derived import split_derivable
 from runs.protocol.validate_shapes import MAX_SAFE_INTEGER
 
 KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -358,6 +364,10 @@ def _model_content(span: Mapping[str, Any]) -> _Content:
             content.outputs = _flattened_messages(content.oi_out or content.flat_out, bool(content.oi_out))
     if (content.inputs is None or content.outputs is None) and span.get("events"):
         _messages_from_events(span["events"], content)
+    if content.inputs is None and "ai.prompt.messages" in attrs:
+        content.inputs = aisdk.input_messages(attrs)
+    if content.outputs is None and aisdk.operation(attrs) is not None:
+        content.outputs = aisdk.output_messages(attrs)
     if content.inputs is None and "input.value" in attrs:
         body = json_attr(attrs["input.value"])
         content.inputs = body_input_messages(body) or None
@@ -371,24 +381,15 @@ def _model_content(span: Mapping[str, Any]) -> _Content:
     return content
 
 
-def requested_tool_calls(messages: Iterable[Any] | None) -> list[tuple[Any, Any, Any]]:
-    """``(call id, name, arguments)`` of each ``tool_call`` part in output messages."""
-    out = []
-    for message in messages or ():
-        if not isinstance(message, Mapping):
-            continue
-        for part in message.get("parts") or ():
-            if isinstance(part, Mapping) and part.get("type") == "tool_call" and part.get("name"):
-                out.append((part.get("id"), part["name"], part.get("arguments")))
-    return out
-
-
 # --------------------------------------------------------------------------------------------
 # One span -> events
 
 
 def span_role(attrs: Mapping[str, Any]) -> str:
     """``model``, ``tool`` or ``span``: what a span's attributes say it records."""
+    ai_sdk = aisdk.role(attrs)
+    if ai_sdk is not None:
+        return ai_sdk
     oi_kind = attrs.get("openinference.span.kind")
     if oi_kind is not None:
         oi_kind = str(oi_kind).upper()
@@ -428,6 +429,11 @@ def _usage(attrs: Mapping[str, Any]) -> tuple[dict[str, int] | None, int | None]
     cache_write = _count(get("gen_ai.usage.cache_creation.input_tokens"))
     if cache_write is None:
         cache_write = _count(get("llm.token_count.prompt_details.cache_write"))
+    ai_cached, ai_reasoning, ai_cache_write = aisdk.usage_details(attrs)
+    if inp is None and out is None:
+        inp, out = aisdk.usage_counts(attrs)
+    if cache_write is None:
+        cache_write = ai_cache_write
     if inp is None and out is None and total is None:
         return None, cache_write
     usage = {
@@ -441,6 +447,10 @@ def _usage(attrs: Mapping[str, Any]) -> tuple[dict[str, int] | None, int | None]
     reasoning = _count(get("gen_ai.usage.reasoning.output_tokens"))
     if reasoning is None:
         reasoning = _count(get("llm.token_count.completion_details.reasoning"))
+    if cached is None:
+        cached = ai_cached
+    if reasoning is None:
+        reasoning = ai_reasoning
     if cached is not None:
         usage["cachedInputTokens"] = cached
     if reasoning is not None:
@@ -448,10 +458,18 @@ def _usage(attrs: Mapping[str, Any]) -> tuple[dict[str, int] | None, int | None]
     return usage, cache_write
 
 
-def _span_attributes(attrs: Mapping[str, Any], strip_content: bool) -> dict[str, Any]:
+def _span_attributes(attrs: Mapping[str, Any], strip_content: bool, strip_ai_sdk: bool) -> dict[str, Any]:
+    """The span's attributes as stored. A tool span's content goes to its tool_call event; an AI
+    SDK model span's ``ai.*`` content (prompt, text, tool calls: the AI SDK's own shapes, fully
+    read into the model_io events) is not kept again; other model spans keep what the mapped
+    events cannot rebuild exactly (:func:`split_derivable`)."""
     out = {}
     for key, value in attrs.items():
-        if strip_content and (key in _CONTENT_KEYS or key.startswith(_CONTENT_PREFIXES)):
+        if strip_content and (
+            key in _CONTENT_KEYS or key in aisdk.CONTENT_KEYS or key.startswith(_CONTENT_PREFIXES)
+        ):
+            continue
+        if strip_ai_sdk and key in aisdk.CONTENT_KEYS:
             continue
         kept = _attribute(value)
         if kept is not None:
@@ -497,7 +515,9 @@ def span_events(span: Mapping[str, Any], run_id: str) -> list[tuple[int, dict[st
         "spanId": span_id,
         "name": span["name"] or "span",
         "kind": KINDS.get(span.get("kind"), "internal"),  # type: ignore[arg-type]
-        "attributes": _span_attributes(attrs, role != "span"),
+        "attributes": _span_attributes(
+            attrs, role == "tool", role == "model" and aisdk.operation(attrs) is not None
+        ),
     }
     if span.get("parentSpanId"):
         started["parentSpanId"] = span["parentSpanId"]
@@ -520,7 +540,10 @@ def span_events(span: Mapping[str, Any], run_id: str) -> list[tuple[int, dict[st
         ended["status"] = "ok"
     out: list[tuple[int, dict[str, Any]]] = [(start, started)]
     if role == "model":
-        out.extend(_model_events(span, attrs, run_id, correlation, prefix, start, end, duration))
+        model = _model_events(span, attrs, run_id, correlation, prefix, start, end, duration)
+        # what the request and response hold is not kept again beside them (issue 53)
+        split_derivable(started["attributes"], model[0][1], model[1][1])
+        out.extend(model)
     elif role == "tool":
         out.append((end, _tool_event(span, attrs, run_id, correlation, prefix + "tool", end_ts)))
     out.append((end, ended))
@@ -537,11 +560,14 @@ def _model_events(
     end: int,
     duration: float,
 ) -> list[tuple[int, dict[str, Any]]]:
-    provider = first_attr(attrs, ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"))
-    request_model = first_attr(attrs, ("gen_ai.request.model", "llm.model_name", "embedding.model_name"))
+    provider = aisdk.provider(attrs) if aisdk.operation(attrs) else None
+    if provider is None:
+        provider = first_attr(attrs, ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"))
+    request_model = first_attr(
+        attrs, ("gen_ai.request.model", "llm.model_name", "embedding.model_name", "ai.model.id")
+    )
     response_model = first_attr(attrs, ("gen_ai.response.model",)) or request_model
     content = _model_content(span)
-    otel = {"traceId": span["traceId"], "spanId": span["spanId"], "name": span["name"]}
     request: dict[str, Any] = {
         "id": prefix + "request",
         "runId": run_id,
@@ -568,13 +594,14 @@ def _model_events(
     if usage is not None:
         response["usage"] = usage
     response["durationMs"] = duration
-    request_payload: dict[str, Any] = {"otel": otel}
+    # the span's trace and span ids are in correlationId, its name on span_started
+    request_payload: dict[str, Any] = {}
     if content.inputs is not None:
         request_payload["inputMessages"] = content.inputs
     if content.system is not None:
         request_payload["systemInstructions"] = content.system
     request["payload"] = request_payload
-    response_payload: dict[str, Any] = {"otel": otel}
+    response_payload: dict[str, Any] = {}
     if content.outputs is not None:
         response_payload["outputMessages"] = content.outputs
     finish = attrs.get("gen_ai.response.finish_reasons")
@@ -585,26 +612,18 @@ def _model_events(
     if cache_write is not None:
         response_payload["cacheCreationInputTokens"] = cache_write  # no protocol usage field
     response["payload"] = response_payload
-    out = [(start, request), (end, response)]
-    for n, (_call_id, name, arguments) in enumerate(requested_tool_calls(content.outputs)):
-        call: dict[str, Any] = {
-            "id": f"{prefix}call{n}",
-            "runId": run_id,
-            "ts": response["ts"],
-            "correlationId": correlation,
-            "type": "tool_call",
-            "name": str(name),
-        }
-        if arguments is not None:
-            call["args"] = arguments
-        out.append((end, call))
-    return out
+    return [(start, request), (end, response)]
 
 
 def _tool_event(
     span: Mapping[str, Any], attrs: Mapping[str, Any], run_id: str, correlation: str, eid: str, ts: str
 ) -> dict[str, Any]:
-    name = first_attr(attrs, ("gen_ai.tool.name", "tool.name", "tool_call.function.name")) or span["name"]
+    ai_name, ai_args, ai_result, ai_has_result = aisdk.tool(attrs)
+    name = (
+        ai_name
+        or first_attr(attrs, ("gen_ai.tool.name", "tool.name", "tool_call.function.name"))
+        or span["name"]
+    )
     event: dict[str, Any] = {
         "id": eid,
         "runId": run_id,
@@ -613,12 +632,16 @@ def _tool_event(
         "type": "tool_call",
         "name": str(name or "tool"),
     }
+    if ai_args is not None:
+        event["args"] = ai_args
+    if ai_has_result:
+        event["result"] = ai_result
     for key in ("gen_ai.tool.call.arguments", "tool_call.function.arguments", "input.value"):
-        if key in attrs:
+        if key in attrs and "args" not in event:
             event["args"] = json_attr(attrs[key])
             break
     for key in ("gen_ai.tool.call.result", "output.value"):
-        if key in attrs:
+        if key in attrs and "result" not in event:
             event["result"] = json_attr(attrs[key])
             break
     return event

@@ -93,7 +93,7 @@ def load_signing(
     validity file cannot be read as one. A detached envelope that is not JSON is kept as its
     text: it then fails verification as a malformed envelope (``SIGNATURE_INVALID``)."""
     # Deferred: signing imports cryptography; a plain integrity check must not pay for it.
-    from runs.protocol.signing import KeySetError, load_keys
+    from runs.protocol.signing_keys import KeySetError, load_keys
 
     try:
         key_set = load_keys(_read_json_file(keys), _read_json_file(validity) if validity else None)

@@ -4,13 +4,14 @@ chosen run days. Bounded by days x labels x latency buckets, never by the runs o
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import DecimalField, Func, QuerySet, Sum
 
 from runs.fields import from_column, to_column
 from runs.models import CostRollup, MetricRollup, RunRollup, Workspace
@@ -48,25 +49,47 @@ class DashboardData:
     models: list[str] = field(default_factory=list)
 
 
-def _read(text: str) -> str:
-    return from_column(text) if connection.vendor == "postgresql" else text
+def _same(text: str) -> str:
+    return text
 
 
-def _spell(text: str) -> str:
-    return to_column(text) if connection.vendor == "postgresql" else text
+class _Numeric(Func):
+    """Decimal text as PostgreSQL's exact ``numeric``."""
+
+    template = "CAST(%(expressions)s AS numeric)"
+    output_field = DecimalField()
+
+
+def _usage_rows(usage: QuerySet[CostRollup]) -> Iterable[tuple[Any, ...]]:
+    """(run day, model, currency, calls, total tokens, cost) of the cost rollup rows. On PostgreSQL
+    summed by the database over the other labels (steps, subjects, shards, prices: exact ``numeric``,
+    as runs.selectors.ledger), so the rows are days x models x currencies; elsewhere every row."""
+    if connection.vendor != "postgresql":
+        return usage.values_list("run_day", "model", "currency", "calls", "total_tokens", "cost").iterator(
+            chunk_size=5000
+        )
+    summed = usage.values("run_day", "model", "currency").annotate(
+        n=Sum("calls"), tokens=Sum("total_tokens"), spent=Sum(_Numeric("cost"))
+    )
+    return summed.values_list("run_day", "model", "currency", "n", "tokens", "spent")
 
 
 def dashboard_data(workspace: Workspace, filters: DashboardFilters) -> DashboardData:
     """What the dashboard shows for the workspace and filters (eight grouped reads)."""
     data = DashboardData()
+    # labels as runs.fields spells them on PostgreSQL (the vendor looked up once: per row it was
+    # half of this function's time at 1M runs)
+    postgresql = connection.vendor == "postgresql"
+    read = from_column if postgresql else _same
+    spell = to_column if postgresql else _same
     days = {"run_day__gte": filters.first, "run_day__lte": filters.last}
     counters = RunRollup.objects.filter(workspace=workspace, **days)
     metrics = MetricRollup.objects.filter(workspace=workspace, **days)
     costs = CostRollup.objects.filter(workspace=workspace, **days)
     if filters.workflow:
-        counters = counters.filter(workflow_id=_spell(filters.workflow))
-        metrics = metrics.filter(workflow_id=_spell(filters.workflow))
-        costs = costs.filter(workflow_id=_spell(filters.workflow))
+        counters = counters.filter(workflow_id=spell(filters.workflow))
+        metrics = metrics.filter(workflow_id=spell(filters.workflow))
+        costs = costs.filter(workflow_id=spell(filters.workflow))
 
     row: Any  # the rows of several differently shaped queries below
     held: Any
@@ -83,58 +106,57 @@ def dashboard_data(workspace: Workspace, filters: DashboardFilters) -> Dashboard
 
     latency = metrics.filter(kind="run_latency").values("run_day", "workflow_id", "bucket")
     for row in latency.annotate(n=Sum("count")):
-        held = data.run_latency.setdefault((row["run_day"], _read(row["workflow_id"])), {})
+        held = data.run_latency.setdefault((row["run_day"], read(row["workflow_id"])), {})
         held[row["bucket"]] = held.get(row["bucket"], 0) + row["n"]
 
     models = metrics.filter(kind="model_latency")
     usage = costs
     if filters.model:
-        models = models.filter(label=_spell(filters.model))
-        usage = usage.filter(model=_spell(filters.model))
+        models = models.filter(label=spell(filters.model))
+        usage = usage.filter(model=spell(filters.model))
     for row in models.values("run_day", "label", "bucket").annotate(n=Sum("count")):
-        held = data.model_latency.setdefault((row["run_day"], _read(row["label"])), {})
+        held = data.model_latency.setdefault((row["run_day"], read(row["label"])), {})
         held[row["bucket"]] = held.get(row["bucket"], 0) + row["n"]
 
-    # cost is decimal text (exact): summed here per day, model and currency (few rows)
-    for day, model, currency, calls, tokens, cost in usage.values_list(
-        "run_day", "model", "currency", "calls", "total_tokens", "cost"
-    ).iterator(chunk_size=5000):
-        held = data.usage_by_model.setdefault((day, _read(model)), [0, 0, {}])
+    # cost is decimal text (exact): summed per day, model and currency
+    for day, model, currency, calls, tokens, cost in _usage_rows(usage):
+        held = data.usage_by_model.setdefault((day, read(model)), [0, 0, {}])
         held[0] += calls
         held[1] += int(tokens)
         if currency:
-            name = _read(currency)
+            name = read(currency)
             held[2][name] = held[2].get(name, Decimal(0)) + Decimal(cost)
 
     waiting = RunRollup.objects.filter(workspace=workspace, waiting_gates__gt=0)
     if filters.workflow:
-        waiting = waiting.filter(workflow_id=_spell(filters.workflow))
+        waiting = waiting.filter(workflow_id=spell(filters.workflow))
     data.waiting_gates = int(waiting.aggregate(n=Sum("waiting_gates"))["n"] or 0)
 
     gates = metrics.filter(kind="decision_latency").values("label", "bucket").annotate(n=Sum("count"))
     for row in gates:
-        held = data.decision_latency.setdefault(_read(row["label"]), {})
+        held = data.decision_latency.setdefault(read(row["label"]), {})
         held[row["bucket"]] = held.get(row["bucket"], 0) + row["n"]
     decided = metrics.filter(kind="decision").values("label", "reviewer", "decision").annotate(n=Sum("count"))
     for row in decided:
-        key = (_read(row["label"]), _read(row["reviewer"]), _read(row["decision"]))
+        key = (read(row["label"]), read(row["reviewer"]), read(row["decision"]))
         data.decisions[key] = data.decisions.get(key, 0) + row["n"]
 
     data.workflows = sorted(
         {
-            _read(w)
+            read(w)
             for w in RunRollup.objects.filter(workspace=workspace)
             .values_list("workflow_id", flat=True)
             .distinct()
         }
     )
-    data.models = sorted(
-        {
-            _read(m)
+    if filters.workflow or filters.model:
+        named = {
+            read(m)
             for m in CostRollup.objects.filter(workspace=workspace, **days)
             .values_list("model", flat=True)
             .distinct()
         }
-        - {""}
-    )
+    else:  # the usage read above already covers every row of the days: no second scan
+        named = {model for _, model in data.usage_by_model}
+    data.models = sorted(named - {""})
     return data

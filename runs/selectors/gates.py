@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from runs.engine.fold import CHECKPOINT_CORRELATION_PREFIX, reviewer_note
-from runs.models import ArtifactVersion, Event, Run
+from runs.models import ArtifactVersion, Event, Run, Workspace
 from runs.protocol.values import loads
 
 EDIT_EVENT_TYPES = ("artifact_written", "artifact_patch")
@@ -73,3 +73,36 @@ def gate_decision(
             "seq": seq,
         }
     return None
+
+
+def recent_decisions(workspace: Workspace, *, limit: int = 15, runs: int = 50) -> list[dict[str, Any]]:
+    """The inbox's history: the newest gate decisions over the workspace's ``runs`` newest runs
+    (one index range per run: (run, type, seq)), newest first, each with its run, actor and
+    whether a gate judge made it (a machine decision)."""
+    recent = list(Run.objects.filter(workspace=workspace).order_by("-started_at", "-id")[:runs])
+    by_pk = {run.pk: run for run in recent}
+    rows = (
+        Event.objects.filter(run_id__in=list(by_pk), type="human_gate_resolved")
+        .order_by("-ts", "-seq")
+        .values("run_id", "seq", "ts", "step_id", "correlation_id", "actor", "body")[:limit]
+    )
+    out = []
+    for row in rows:
+        data = loads(row["body"])
+        corr = row.get("correlation_id") or ""
+        out.append(
+            {
+                "run": by_pk[row["run_id"]],
+                "seq": row["seq"],
+                "ts": row["ts"],
+                "step_id": row["step_id"],
+                "gate": data.get("gate"),
+                "decision": data.get("decision"),
+                "checkpoint": corr.removeprefix(CHECKPOINT_CORRELATION_PREFIX)
+                if corr.startswith(CHECKPOINT_CORRELATION_PREFIX)
+                else "",
+                "note": reviewer_note(data),
+                "actor": row["actor"],
+            }
+        )
+    return out

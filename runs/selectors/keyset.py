@@ -54,6 +54,22 @@ def newest_first(
     return rows, f"{getattr(last, field).isoformat()}|{last.pk}"
 
 
+def oldest_first(
+    qs: QuerySet[Any], *, cursor: str, limit: int, field: str = "created_at"
+) -> tuple[list[Any], str]:
+    """:func:`newest_first` the other way: (``field``, pk) ascending after ``cursor`` (lists kept in
+    the order their rows were made: webhooks, monitors)."""
+    if cursor:
+        ts, after_pk = parse_time_cursor(cursor)
+        qs = qs.filter(**{f"{field}__gte": ts}).filter(Q(**{f"{field}__gt": ts}) | Q(pk__gt=after_pk))
+    rows = list(qs.order_by(field, "pk")[: limit + 1])
+    if len(rows) <= limit:
+        return rows, ""
+    rows = rows[:limit]
+    last = rows[-1]
+    return rows, f"{getattr(last, field).isoformat()}|{last.pk}"
+
+
 def by_name(qs: QuerySet[Any], *, name: str, cursor: str, limit: int) -> tuple[list[Any], str]:
     """One page of ``qs`` in the order of the unique text ``name`` (a path such as
     ``user__username``) after ``cursor`` (the previous page's last name), and the next cursor."""

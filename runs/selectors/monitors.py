@@ -53,8 +53,8 @@ class Reading:
     last: date
 
 
-def monitors_of(workspace) -> list[Monitor]:
-    return list(Monitor.objects.filter(workspace=workspace))
+def monitors_of(workspace) -> QuerySet[Monitor]:
+    return Monitor.objects.filter(workspace=workspace)
 
 
 def get_monitor(workspace, monitor_id: object) -> Monitor:
@@ -112,39 +112,49 @@ def _cost_rows(monitor: Monitor, first_call_day: date, today: date) -> QuerySet[
 def cost_by_day(monitor: Monitor, first: date, today: date) -> dict[date, Decimal]:
     """The cost of the calls made on each day ``first`` .. ``today`` in the monitor's currency
     (decimal text summed exactly, as the dashboard does)."""
+    return _cost_read(monitor, first, today)[0]
+
+
+def _cost_read(monitor: Monitor, first: date, today: date) -> tuple[dict[date, Decimal], date]:
+    """:func:`cost_by_day` and the first day the link's range must start on: the start day of
+    the earliest run that made those calls (the dashboard counts runs by the day they started),
+    else ``first`` (no call: the days measured)."""
     out: dict[date, Decimal] = {}
-    for call_day, cost in (
-        _cost_rows(monitor, first, today).values_list("call_day", "cost").iterator(chunk_size=5000)
+    earliest = first
+    for run_day, call_day, cost in (
+        _cost_rows(monitor, first, today).values_list("run_day", "call_day", "cost").iterator(chunk_size=5000)
     ):
         day = date.fromisoformat(call_day)
         out[day] = out.get(day, Decimal(0)) + _decimal(cost)
-    return out
+        earliest = min(earliest, run_day)
+    return out, earliest
 
 
 def cost_today(monitor: Monitor, now: datetime) -> Reading:
+    """Today's spend; its range: today, back to the start day of the earliest run that spent."""
     today = now.date()
-    total = cost_by_day(monitor, today, today).get(today, Decimal(0))
-    return Reading(float(total), today - timedelta(days=COST_LOOKBACK_DAYS), today)
+    by_day, earliest = _cost_read(monitor, today, today)
+    return Reading(float(by_day.get(today, Decimal(0))), earliest, today)
 
 
 def cost_last_hour(monitor: Monitor, now: datetime) -> tuple[Reading, Decimal]:
     """The spend over the last hour: the cost the rollups hold now for the days since the sample
     taken an hour ago (the newest at least an hour old, else the oldest kept), minus that
     sample's total. Answers the reading (None when there is no sample yet) and today's total (the
-    next sample)."""
+    next sample). Its range: the days measured, back to the start day of the earliest run that
+    spent in them."""
     today = now.date()
     samples = MonitorSample.objects.filter(monitor=monitor)
     base = samples.filter(at__lte=now - timedelta(hours=1)).order_by("-at", "-id").first()
     if base is None:
         base = samples.filter(at__lte=now).order_by("at", "id").first()
     first = min(base.day, today) if base is not None else today
-    by_day = cost_by_day(monitor, first, today)
+    by_day, earliest = _cost_read(monitor, first, today)
     total_today = by_day.get(today, Decimal(0))
-    range_first = first - timedelta(days=COST_LOOKBACK_DAYS)
     if base is None:
-        return Reading(None, range_first, today), total_today
+        return Reading(None, earliest, today), total_today
     spent = sum(by_day.values(), Decimal(0)) - _decimal(base.total)
-    return Reading(float(max(spent, Decimal(0))), range_first, today), total_today
+    return Reading(float(max(spent, Decimal(0))), earliest, today), total_today
 
 
 # ------------------------------------------------------------------------------------------

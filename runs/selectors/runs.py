@@ -35,6 +35,16 @@ class RunNotFound(Exception):
     code = "UNKNOWN_RUN"
 
 
+# A gate judge's own model call (judges.calls) is a run tagged so. Its answer is the judge's
+# proposal for a gate people may still be deciding, so only those who may manage judges (owners,
+# ``manage`` tokens) read such runs; everyone else finds them missing (docs/users/judges.md).
+JUDGE_CALL_TAG = "gate-judge"
+
+
+def is_judge_call(run: Run) -> bool:
+    return JUDGE_CALL_TAG in (run.tags or [])
+
+
 def get_run(workspace: Workspace, run_id: str) -> Run:
     """A run of this workspace; another workspace's run is exactly as missing as a missing one."""
     try:

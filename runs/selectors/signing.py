@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from runs.models import Event, GateDecisionMeta, Run, SigningKey
+from runs.models import Event, GateDecisionMeta, Run, SigningKey, Workspace
 from runs.protocol.signing import (
     GATE_RESOLVED,
     KeySet,
@@ -34,6 +34,23 @@ def _iso(moment: datetime | None) -> str | None:
 def published_keys() -> list[SigningKey]:
     """Every key that ever signed here (instance and workspace keys), oldest first."""
     return list(SigningKey.objects.order_by("not_before", "id"))
+
+
+def workspace_keys(workspace: Workspace) -> list[dict[str, Any]]:
+    """The keys that sign (or signed) this workspace's exports: its own keys and the instance's,
+    newest first, each with what it is used for now ("signing", "retired", "revoked")."""
+    rows = SigningKey.objects.filter(workspace=workspace) | SigningKey.objects.filter(workspace__isnull=True)
+    own_active = any(k.workspace_id and not k.revoked_at and not k.not_after for k in rows)
+    out = []
+    for key in rows.order_by("-not_before", "-id"):
+        if key.revoked_at:
+            state = "revoked"
+        elif key.not_after or (key.workspace_id is None and own_active):
+            state = "retired" if key.not_after else "not used (the workspace has its own key)"
+        else:
+            state = "signing"
+        out.append({"key": key, "own": key.workspace_id is not None, "state": state})
+    return out
 
 
 def jwks_document(keys: list[SigningKey] | None = None) -> dict[str, Any]:
@@ -117,6 +134,15 @@ def import_provenance(run: Run) -> dict[str, Any] | None:
     if not run.import_attestation:
         return {"status": "unsigned"}
     return loads(run.import_attestation)
+
+
+def approval_policies(run: Run) -> dict[str, dict[str, Any]]:
+    """event id -> the delegation policy that allowed a machine decision (``workbench.policy``)."""
+    return {
+        event_id: dict(metadata["workbench.policy"])
+        for event_id, metadata in GateDecisionMeta.objects.filter(run=run).values_list("event_id", "metadata")
+        if isinstance(metadata, dict) and isinstance(metadata.get("workbench.policy"), dict)
+    }
 
 
 def approval_channels(run: Run) -> dict[str, str]:

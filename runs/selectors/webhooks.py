@@ -5,6 +5,8 @@ Workspace first: another workspace's hook answers exactly like a missing one (We
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
+
 from runs.models import Delivery, NotificationPreference, Webhook, Workspace
 from runs.selectors.keyset import newest_first
 
@@ -13,8 +15,8 @@ class WebhookNotFound(Exception):
     """No such webhook (or delivery) in this workspace."""
 
 
-def webhooks_of(workspace: Workspace) -> list[Webhook]:
-    return list(Webhook.objects.filter(workspace=workspace))
+def webhooks_of(workspace: Workspace) -> QuerySet[Webhook]:
+    return Webhook.objects.filter(workspace=workspace)
 
 
 def get_webhook(workspace: Workspace, webhook_id: object) -> Webhook:

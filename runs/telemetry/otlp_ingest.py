@@ -96,6 +96,50 @@ def spans_from_protobuf(body: bytes) -> list[dict]:
     return out
 
 
+_ZERO_TRACE, _ZERO_SPAN = bytes(16), bytes(8)
+_MAX_NS = 253402300799 * 1_000_000_000  # as runs.protocol.otlp_map checks a decoded span's times
+
+
+def spoolable_protobuf_spans(body: bytes) -> int | None:
+    """How many spans a protobuf body holds when the queue may spool it as it came, its spans
+    decoded, mapped and checked by the worker (runs/actions/otlp_queue.py, :func:`do_queue_body`):
+    the body parses as an ``ExportTraceServiceRequest`` (else :class:`ProtocolError`, a 400), names
+    no run (no ``workbench.`` attribute anywhere: routing then needs no lookup) and every span has
+    what :func:`runs.protocol.otlp_map.span_problem` asks of a protobuf span (ids of 16 and 8
+    bytes, not all zero; a start or an end time an ISO timestamp can hold). ``None``: some span
+    would be refused, or one names a run, so the request takes the full check (each refusal
+    counted in the answer's ``partial_success``)."""
+    # Deferred: the protobuf runtime costs start-up time (tests/ops/test_startup).
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except DecodeError as exc:
+        raise _bad(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
+    if b"workbench." in body:  # a run named by an attribute (or a lookalike): the full check
+        return None
+    count = 0
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                trace_id, span_id = span.trace_id, span.span_id
+                start, end = span.start_time_unix_nano, span.end_time_unix_nano
+                if (
+                    len(trace_id) != 16
+                    or len(span_id) != 8
+                    or trace_id == _ZERO_TRACE
+                    or span_id == _ZERO_SPAN
+                    or start > _MAX_NS
+                    or end > _MAX_NS
+                    or not (start or end)
+                ):
+                    return None
+                count += 1
+    return count
+
+
 def logs_from_protobuf(body: bytes) -> list[dict]:
     # Deferred: the protobuf runtime costs start-up time (tests/ops/test_startup).
     from google.protobuf.message import DecodeError

@@ -170,7 +170,8 @@ def prepare_process() -> None:
 
     data_snapshot.get_snapshot()  # the price data itself (26 ms), not in the first body's lag
     warm_worker()
-    transcript_log.keep_files_ready(READY_FILES)
+    if settings.WORKBENCH_TRANSCRIPTS_OF_TRACES == "live":  # else a trace's file waits for a read
+        transcript_log.keep_files_ready(READY_FILES)
     connection_created.connect(_checkpoint_pages, dispatch_uid="otlp_worker_checkpoint_pages")
     if connection.connection is not None:  # opened before the signal was connected: set it here too
         _checkpoint_pages(None, connection)
@@ -325,6 +326,18 @@ def resume_queue() -> None:
     request to be stored."""
     if settings.WORKBENCH_OTLP_QUEUE and settings.WORKBENCH_OTLP_WORKER_INPROCESS and Spool().pending_spans():
         ensure_worker()
+
+
+def start_with_server() -> None:
+    """What the server process does about its worker as it starts: with
+    ``WORKBENCH_OTLP_WORKER_AT_START`` (the embedded profile's default: ``workbench serve`` and a
+    bare ``daphne workbench.asgi:application`` alike) the worker is started now, so the first OTLP
+    request does not wait for its start (about 2 s on a loaded machine); otherwise (set off, tests)
+    only when spans wait in the spool (:func:`resume_queue`), else on the first OTLP request."""
+    if settings.WORKBENCH_OTLP_WORKER_AT_START:
+        ensure_worker()
+    else:
+        resume_queue()
 
 
 def worker_pid() -> int | None:

@@ -505,6 +505,20 @@ def _mark_parents(run, kind: str, parents: list[str] | None = None) -> None:
 _ROW_FIELDS = ("id", "workspace_id", "run_id", "workflow_id", "status", "doc", "created_at")
 
 
+def _written_on_read(run, directory: str) -> bool:
+    """Whether a change of ``run`` leaves its file alone: the run an OTLP trace became (its
+    ``metadata.otel``) whose transcript nobody has read yet. Its events hold its content already;
+    the file is written, from them, by the first read (:func:`sync_run` before every read and
+    follow) and kept live from then on (issue 53: a span's content is stored once, not again in
+    a file per trace nobody opens). ``WORKBENCH_TRANSCRIPTS_OF_TRACES=live`` writes them as
+    every other run's."""
+    if getattr(settings, "WORKBENCH_TRANSCRIPTS_OF_TRACES", "read") != "read":
+        return False
+    metadata = (run.run_doc or {}).get("metadata")
+    otel = metadata.get("otel") if isinstance(metadata, dict) else None
+    return isinstance(otel, dict) and "traceId" in otel and not os.path.exists(_file_path(run, directory))
+
+
 def record_change(change: RunChange) -> None:
     """The durable sink ``runs.actions.notify`` calls after every commit, before any listener."""
     if change.status == "deleted":  # whether or not transcripts are recorded now
@@ -518,7 +532,7 @@ def record_change(change: RunChange) -> None:
         run = (
             Run.unscoped.filter(workspace_id=change.workspace_id, pk=change.run_pk).only(*_ROW_FIELDS).first()
         )
-    if run is None:
+    if run is None or _written_on_read(run, str(transcript_dir())):
         return
     started, completed, parents = _sync(run, change, None, str(transcript_dir()))
     if started:
@@ -548,7 +562,7 @@ def record_changes(changes) -> None:
     try:
         for change in simple:
             run = rows.get((change.workspace_id, change.run_pk))
-            if run is None:
+            if run is None or _written_on_read(run, directory):
                 continue
             started, completed, parents = _sync(run, change, new_files, directory)
             if started:

@@ -344,9 +344,12 @@ def critical_css() -> SafeString:
 
 
 @register.filter
-def error_words(error: Any) -> SafeString:
+def error_words(error: Any, code: Any = "") -> SafeString:
     """A stored error (``"NOT_EXECUTABLE: the workbench has ..."``) as a sentence with its code as a
-    small tag: ``The workbench has ... <code class="error-code">NOT_EXECUTABLE</code>``."""
+    small tag: ``The workbench has ... <code class="error-code">NOT_EXECUTABLE</code>``. A code kept
+    apart from its message: ``{{ job.error_message|error_words:job.error_code }}``."""
+    if code:
+        error = f"{code}: {error or ''}"
     code, words = errors.split(error)
     tag = f' <code class="error-code">{escape(code)}</code>' if code else ""
     return mark_safe(f"{escape(words)}{tag}")

@@ -23,7 +23,7 @@ from runs.actions.workspaces import PUBLIC_DEMO_WORKSPACE, personal_workspace
 from runs.models import Membership, Run, Workspace
 from runs.selectors.prompts import pending_promotion_count
 from runs.selectors.run_list import pending_gate_count
-from runs.selectors.runs import RunNotFound, get_run
+from runs.selectors.runs import RunNotFound, get_run, is_judge_call
 
 SESSION_KEY = "workbench_workspace"
 # The public demo (`/runs/demo`, no sign-in) is a read-only snapshot: a copy of the demo run in a
@@ -125,12 +125,16 @@ def switch_workspace(request: HttpRequest, slug: str) -> Workspace:
 
 
 def get_run_for_user(request: HttpRequest, run_id: str) -> Run:
-    """A run of the current workspace, or 404 (missing and foreign runs look the same)."""
+    """A run of the current workspace, or 404 (missing and foreign runs look the same, and so does
+    a gate judge's own call to whoever may not manage judges: its answer is a pending proposal)."""
 
     try:
-        return get_run(current_workspace(request), run_id)
+        run = get_run(current_workspace(request), run_id)
     except RunNotFound:
         raise Http404("no such run") from None
+    if is_judge_call(run) and not may(request, Action.MANAGE_JUDGES):
+        raise Http404("no such run")
+    return run
 
 
 def get_demo_run() -> Run:

@@ -50,6 +50,8 @@ from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import HttpResponse
 from django.utils.deprecation import MiddlewareMixin
 
+from runs.presenters import errors
+
 PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
 _MACHINE_PATHS = ("/api/", "/v1/")
 API_DESCRIBED_BY = '</api/openapi.json>; rel="describedby"'
@@ -138,7 +140,8 @@ def refusal(path: str, method: str = "POST", limit: int | None = None) -> tuple[
         return "application/json", json.dumps({"error": message, "code": PAYLOAD_TOO_LARGE}).encode(), headers
     page = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Too large</title></head>'
-        f"<body><h1>Too large</h1><p>{PAYLOAD_TOO_LARGE}: {html.escape(message)}.</p>"
+        f"<body><h1>Too large</h1><p>{html.escape(errors.sentence(message))} "
+        f'<code class="error-code">{PAYLOAD_TOO_LARGE}</code></p>'
         '<p><a href="javascript:history.back()">Back</a></p></body></html>'
     )
     return "text/html; charset=utf-8", page.encode(), {}

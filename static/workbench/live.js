@@ -8,8 +8,9 @@
 // reading is disconnected with a resync notice and reconnects here with its seq).
 //
 // Timeline rows are appended only while the list shows the tail of the trace unfiltered; panels
-// (status, gates, graph, ledger) are always replaced (the gate panel morphed, hx-swap-oob="morph":
-// static/workbench/morph.js keeps a note being typed, its caret and selection); the span tree's <template class="live-spans">
+// (status, gates, graph, ledger) are always replaced (the gate panel and the graph morphed,
+// hx-swap-oob="morph": static/workbench/morph.js keeps a note being typed, its caret and selection,
+// and the focus on a node of the graph); the span tree's <template class="live-spans">
 // goes to static/workbench/trace.js as a "live:spans" event.
 //
 // Pages listing runs may carry data-live-workspace on any element: on each run change the body

@@ -3,9 +3,10 @@
 // using survives them: the field with the focus keeps its node, value, caret and selection (and an
 // IME composition), and a field anyone typed into, a box ticked, an option chosen or a <details>
 // opened keeps that state even when not focused. Used by the lists that refresh on the workspace's
-// changes (hx-swap="morph") and by the run page's panels pushed over the websocket
-// (hx-swap-oob="morph", static/workbench/live.js). A decision's own answer still uses outerHTML:
-// the row it replaces is finished with.
+// changes (hx-swap="morph"), by the sections that poll while a job runs (an experiment's or an
+// import's status: the focus stays on their Cancel button) and by the run page's panels pushed
+// over the websocket (hx-swap-oob="morph", static/workbench/live.js). A decision's own answer
+// still uses outerHTML: the row it replaces is finished with.
 (function () {
   "use strict";
   if (!window.htmx || !window.Idiomorph) return;

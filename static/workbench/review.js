@@ -169,7 +169,18 @@
       form.removeAttribute("data-commit-now");
     } else {
       // the row was refreshed away meanwhile: the same POST, then a refresh of the list
-      fetch(form.action, { method: "POST", body: entry.data, credentials: "same-origin" }).then(function () {
+      // (asked as htmx would, so that the answer's HX-Trigger says the decision in #inbox-status)
+      fetch(form.action, {
+        method: "POST",
+        body: entry.data,
+        credentials: "same-origin",
+        headers: { "HX-Request": "true" },
+      }).then(function (response) {
+        var said = response.headers.get("HX-Trigger");
+        var events = said && said.charAt(0) === "{" ? JSON.parse(said) : {};
+        Object.keys(events).forEach(function (name) {
+          body.dispatchEvent(new CustomEvent(name, { detail: events[name] }));
+        });
         body.dispatchEvent(new CustomEvent("live:runs-changed"));
       });
     }

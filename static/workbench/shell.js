@@ -77,10 +77,39 @@
   }
 
   // --- the workspace switcher: switches on choice (its button stays for pages without scripts) ---
+  // A choice made with the pointer (or a picker, an assistive technology) switches at once. From
+  // the keyboard a closed <select> changes its value on each arrow key (Chromium fires "change"
+  // each time): browsing with the arrows switches nothing; Enter switches, and so does leaving
+  // the field with another value chosen. Escape puts the current workspace back.
+  var BROWSE_KEYS = /^(Arrow(Up|Down|Left|Right)|Home|End|Page(Up|Down)|.)$/;
   Array.prototype.forEach.call(document.querySelectorAll("select[data-autosubmit]"), function (select) {
     var initial = select.value;
+    var byKeyboard = false;
+    var sent = false;
+    function submit() {
+      if (sent || select.value === initial || !select.form) return;
+      sent = true;
+      select.form.requestSubmit();
+    }
+    select.addEventListener("pointerdown", function () {
+      byKeyboard = false;
+    });
+    select.addEventListener("keydown", function (event) {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        submit();
+      } else if (event.key === "Escape" && select.value !== initial) {
+        select.value = initial;
+      } else if (BROWSE_KEYS.test(event.key) && !event.ctrlKey && !event.metaKey) {
+        byKeyboard = true;
+      }
+    });
     select.addEventListener("change", function () {
-      if (select.value !== initial && select.form) select.form.requestSubmit();
+      if (!byKeyboard) submit();
+    });
+    select.addEventListener("blur", function () {
+      if (byKeyboard) submit();
+      byKeyboard = false;
     });
   });
 

@@ -40,6 +40,13 @@ def no_whole_body(monkeypatch):
     monkeypatch.setattr(HttpRequest, "body", property(whole))
 
 
+@pytest.fixture(autouse=True)
+def own_var_dir(settings, tmp_path):
+    """An import folder of this test's own: the workers of a parallel run share ``var/imports``,
+    and another test's upload in flight would show here as a leftover (or vanish from ``before``)."""
+    settings.VAR_DIR = tmp_path / "var"
+
+
 def _leftovers() -> set[str]:
     return {p.name for p in import_dir().glob("*.part")}
 

@@ -82,6 +82,11 @@ def test_host_flow_over_http(live_server, token, workflow):
         copy = wb.import_bundle(bundle, as_new_id=True)
         assert copy["runId"] != run_id
         assert {m["id"] for m in wb.list_runs()} == {run_id, copy["runId"]}
+        listed = wb.list_runs()
+        assert [m["id"] for m in wb.iter_runs(page_size=1)] == [m["id"] for m in listed]  # 2 pages
+        status = listed[0]["status"]
+        same = [m["id"] for m in listed if m["status"] == status]
+        assert [m["id"] for m in wb.iter_runs(page_size=1, status=status)] == same
         assert wb.cancel(run_id, reason="done")["status"] == "cancelled"
         wb.delete_run(copy["runId"])
         with pytest.raises(WorkbenchAPIError) as missing:

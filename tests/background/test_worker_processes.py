@@ -1,7 +1,11 @@
 """Nothing accepted is lost (issue 47): 50 bundle imports and 20 experiments submitted at once to a
 real daphne server (embedded profile: SQLite file database) with real `manage.py worker`
 processes; every one ends done or failed with a reason, none stays queued, no upload stays in
-var/imports. Again with the worker `kill -9`'d half-way and a new one started."""
+var/imports. Again with the worker `kill -9`'d half-way and a new one started.
+
+The experiments do real work: each item replays a run of step code the workers can execute
+(tests/background/programs.py), whose model answers come from the response cache; the loopback
+provider fake counts requests, and none reaches it, killed worker or not."""
 
 from __future__ import annotations
 
@@ -14,7 +18,9 @@ import httpx
 import pytest
 
 from tests.api.test_import_stream import _generated
+from tests.background.test_kill9_fork import RECORD
 from tests.conftest import LINEAR_WORKFLOW
+from tests.fakes.anthropic_api import FakeAnthropic
 from tests.live.cluster import Cluster
 
 pytestmark = pytest.mark.slow
@@ -87,12 +93,25 @@ def _dataset(http: httpx.Client, cluster: Cluster, run_id: str) -> str:
 
 @pytest.mark.parametrize("kill", [False, True], ids=["steady", "kill-9-half-way"])
 def test_every_import_and_experiment_submitted_at_once_ends(kill):
-    env = {"WORKBENCH_WORKER_LEASE_SECONDS": "3", "WORKBENCH_IMPORT_ASYNC_BYTES": str(1 << 30)}
+    with FakeAnthropic() as fake:
+        _every_import_and_experiment_ends(kill, fake)
+
+
+def _every_import_and_experiment_ends(kill: bool, fake: FakeAnthropic) -> None:
+    env = {
+        "WORKBENCH_WORKER_LEASE_SECONDS": "3",
+        "WORKBENCH_IMPORT_ASYNC_BYTES": str(1 << 30),
+        "WORKBENCH_PROGRAM_MODULES": "runs.demo.job_search,tests.background.programs",
+        "WORKBENCH_TEST_FAKE_URL": fake.url,
+        "WORKBENCH_EGRESS_ALLOW": "127.0.0.0/8",
+    }
     with Cluster(database="sqlite", servers=1, workers=1, extra_env=env) as cluster:
         seed = cluster.seed(workflow=LINEAR_WORKFLOW)
+        source, status = cluster.python(RECORD).split()[-2:]
+        assert status == "completed" and len(fake.requests) == 2
         headers = {"Authorization": f"Bearer {seed['token']}"}
         with httpx.Client(headers=headers, timeout=120) as http:
-            dataset = _dataset(http, cluster, seed["run_id"])
+            dataset = _dataset(http, cluster, source)
             imports, experiments = _submit(http, cluster, _generated(EVENTS), dataset)
             if kill:
                 deadline = time.monotonic() + 200
@@ -107,6 +126,10 @@ def test_every_import_and_experiment_submitted_at_once_ends(kill):
                 cluster.start_worker()
             jobs, exps = _wait_all_ended(http, cluster, imports, experiments)
         _check(jobs, exps, cluster)
+        if not kill:  # every item replayed for real (a killed one may end failed, in words)
+            assert [e["status"] for e in exps] == ["completed"] * EXPERIMENTS, [e["error"] for e in exps][:3]
+            assert {i["status"] for e in exps for i in e["items"]} == {"completed"}
+        assert len(fake.requests) == 2  # the replays asked no provider: answers from the cache
         succeeded = [j for j in jobs if j["status"] == "succeeded"]
         assert len(succeeded) == IMPORTS, [j.get("error") for j in jobs if j["status"] == "failed"][:3]
         # nothing imported twice: one run per job

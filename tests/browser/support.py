@@ -13,8 +13,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.testdb import copy_migrated_sqlite
+
+# expect() retries its check up to 30 s (Playwright's default is 5 s): make test runs the Chromium
+# phase beside the SQLite suite on two cores, where a live update can take longer than 5 s to reach
+# the page. A check that holds returns at once, so this only changes how long a failure waits.
+expect.set_options(timeout=30_000)
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -74,6 +80,8 @@ def serve_app(
         "PYTHONPATH": str(REPO),
         # approvals are sent at once unless a test measures the undo (test_keyboard_review_browser)
         "WORKBENCH_APPROVE_UNDO_MS": "0",
+        # no OTLP worker process unless a span comes (tests/telemetry/test_otlp_worker_start.py)
+        "WORKBENCH_OTLP_WORKER_AT_START": "0",
         **({"WORKBENCH_TASKS_BACKEND": "database"} if workers else {}),
         **(extra_env or {}),
     }
@@ -132,14 +140,15 @@ def serve_app(
                 child.kill()
 
 
-SHOTS = REPO / "test-results" / "screenshots"
+# WORKBENCH_SCREENSHOTS names another folder for them (test-results/ is gitignored).
+SHOTS = Path(os.environ.get("WORKBENCH_SCREENSHOTS") or REPO / "test-results" / "screenshots")
 # Error answers a test provokes on purpose (form validation is 422, a missing thing 404); the
 # browser logs them as console errors, so a page may name the ones it expects.
 EXPECTED_ERROR_STATUSES = ("status of 422",)
 
 
 def shot(page, name: str) -> None:
-    """A full-page screenshot kept as a test artifact (test-results/screenshots/<name>.png).
+    """A full-page screenshot kept as a test artifact (<SHOTS>/<name>.png).
 
     ``caret="initial"``: to hide the text caret Playwright writes ``caret-color`` into each input's
     inline style; an htmx swap settling at that moment copies that ``style`` attribute and the CSP

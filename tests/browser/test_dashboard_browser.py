@@ -73,6 +73,63 @@ def test_every_dashboard_chart_is_drawn_on_the_demo_data(browser, server, dark):
     page.context.close()
 
 
+def test_one_tab_stop_per_chart_arrows_move_and_the_value_shows(browser, server):
+    """A chart is one tab stop (a roving tabindex, static/workbench/charts.js): Tab reaches its
+    first mark, the arrow keys move between marks, Home/End jump, and the focused mark's value is
+    written under the chart while the chart has the focus."""
+    from playwright.sync_api import expect
+
+    page = support.new_page(browser, viewport={"width": 1280, "height": 900})
+    support.sign_in(page, server, "rita")
+    page.goto(f"{server}/dashboard/")
+    for key in CHARTS:
+        marks = page.locator(f'[data-chart="{key}"] svg g.mark')
+        tabbable = page.locator(f'[data-chart="{key}"] svg g.mark[tabindex="0"]')
+        assert marks.count() >= 1 and tabbable.count() == 1, key
+    runs = page.locator('[data-chart="runs"]')
+    marks = runs.locator("svg g.mark")
+    assert marks.count() >= 3
+    label = runs.locator("[data-chart-value]")
+    expect(label).to_be_hidden()
+    texts = marks.evaluate_all("ms => ms.map(m => m.getAttribute('aria-label'))")
+
+    # Tab from the heading's neighbourhood lands on the chart's first mark, once
+    page.locator("#runs-h").evaluate("h => { h.tabIndex = -1; h.focus(); }")
+    page.keyboard.press("Tab")
+    expect(marks.nth(0)).to_be_focused()
+    expect(label).to_be_visible()
+    expect(label).to_have_text(texts[0])
+    page.keyboard.press("ArrowRight")
+    expect(marks.nth(1)).to_be_focused()
+    expect(label).to_have_text(texts[1])
+    page.keyboard.press("ArrowDown")
+    expect(marks.nth(2)).to_be_focused()
+    page.keyboard.press("ArrowLeft")
+    expect(marks.nth(1)).to_be_focused()
+    page.keyboard.press("End")
+    expect(marks.last).to_be_focused()
+    expect(label).to_have_text(texts[-1])
+    page.keyboard.press("ArrowRight")  # at the end it stays
+    expect(marks.last).to_be_focused()
+    page.keyboard.press("Home")
+    expect(marks.nth(0)).to_be_focused()
+    page.keyboard.press("ArrowRight")
+    assert runs.locator('svg g.mark[tabindex="0"]').count() == 1  # the stop moved with the focus
+
+    # Tab leaves the chart at once (not mark by mark), and the value goes away
+    page.keyboard.press("Tab")
+    left = page.evaluate("() => !!document.activeElement.closest('[data-chart=\"runs\"] svg')")
+    assert left is False
+    expect(label).to_be_hidden()
+    # Shift+Tab comes back to the mark last visited
+    page.keyboard.press("Shift+Tab")
+    expect(marks.nth(1)).to_be_focused()
+    support.shot(page, "dashboard-mark-focused")
+    assert _serious(page, "dashboard focused mark") == []
+    assert page.console_errors == []
+    page.context.close()
+
+
 def test_span_detail_shows_the_429_and_a_model_calls_input_output_tokens_and_cost(browser, server):
     from playwright.sync_api import expect
 

@@ -5,6 +5,7 @@ serious or critical violation. Screenshots go to test-results/screenshots/experi
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import support
 from tests.browser.support import serve_app
@@ -77,9 +78,10 @@ def test_compare_page_shows_regressions_first_and_filters(page, server):
 def test_dataset_pages(page, server):
     page.goto(f"{server}/evals/datasets/")
     page.click("text=Draft replies")
-    assert page.locator("table tbody tr").count() == 5
+    expect(page.locator("table tbody tr")).to_have_count(5)  # the dataset's page, once it has loaded
     support.shot(page, "experiments-dataset")
     assert axe_violations(page) == []
     page.fill("#as-of", "0")
     page.click("form.filters button[type=submit]")
-    assert "Revision 0 of 1: 0 items" in page.content()
+    # the submit navigates: wait for the new page, not for whatever the document holds mid-load
+    expect(page.locator("main")).to_contain_text("Revision 0 of 1: 0 items", timeout=30_000)

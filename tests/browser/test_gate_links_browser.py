@@ -77,7 +77,7 @@ def test_open_confirm_decide_and_refused_links(tmp_path):
 
     env = {"WORKBENCH_SITE_URL": "http://wb.test", "WORKBENCH_EMAIL": "console"}
     with serve_app(tmp_path, setup_code=SETUP, extra_env=env, keep_stdout=True, workers=1) as base:
-        links = _links(tmp_path / "stdout.log", time.time() + 30)
+        links = _links(tmp_path / "stdout.log", time.time() + 120)  # the outbox's worker, on a busy machine
         db = tmp_path / "db.sqlite3"
         with sync_playwright() as pw:
             browser = launch(pw)

@@ -83,16 +83,21 @@ def test_compose_send_stream_export_switch_mode_and_open_from_run(page, server, 
     assert preview["thinking"] == {"type": "enabled", "budget_tokens": 10000}
     assert preview["messages"][-1]["content"][0]["type"] == "document"
 
-    page.click("#send")
-    # streaming: thinking arrives while the execution is still processing
-    page.wait_for_function(
-        """() => { const m = document.querySelector('.pg-msg-assistant');
-                   if (!m) return false;
-                   const t = m.querySelector('[data-stream=thinking]');
-                   return m.dataset.status === 'processing' && t && t.textContent.length > 0; }""",
-        timeout=20000,
-    )
-    partial = page.eval_on_selector(".pg-msg-assistant [data-stream]", "e => e.textContent")
+    # streaming: thinking arrives while the execution is still processing. The fake holds its stream
+    # after the first thinking delta until the page has shown it, so no timing decides this test.
+    fake.gate.clear()
+    try:
+        page.click("#send")
+        page.wait_for_function(
+            """() => { const m = document.querySelector('.pg-msg-assistant');
+                       if (!m) return false;
+                       const t = m.querySelector('[data-stream=thinking]');
+                       return m.dataset.status === 'processing' && t && t.textContent.length > 0; }""",
+            timeout=60000,  # the execution waits for the worker, which a loaded machine starts late
+        )
+        partial = page.eval_on_selector(".pg-msg-assistant [data-stream]", "e => e.textContent")
+    finally:
+        fake.gate.set()
     page.wait_for_selector(".pg-msg-assistant[data-status=completed]", timeout=30000)
     answer = page.text_content(".pg-msg-assistant")
     assert "Echo: What are the payment terms?" in answer

@@ -6,6 +6,8 @@ Run separately: ``.venv/bin/pytest -m browser tests/browser/test_playground_dail
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.browser.support import serve_app, sign_in, signed_in_page
@@ -162,8 +164,14 @@ def test_sampling_settings_stop_retry_keep_prompt_and_file_toggle(page, server, 
     assert page.is_enabled("#send")
     assert page.input_value("#prompt").startswith("Long answer")
     run_href = last.locator(".pg-meta a").first.get_attribute("href")
+    # the run ends when the worker has seen the Stop: under load that can trail the execution's
+    # own status by a moment, so read the run page until it says so (30 s at most)
+    deadline = time.monotonic() + 30
     page.goto(server + run_href)
-    assert "cancelled" in page.text_content("body").lower()
+    while "cancelled" not in page.text_content("main").lower() and time.monotonic() < deadline:
+        page.wait_for_timeout(500)
+        page.reload()
+    assert "cancelled" in page.text_content("main").lower()
     assert not [e for e in page.console_errors if "Content Security Policy" in e or "Refused" in e]
 
 

@@ -235,9 +235,7 @@ def test_save_protect_promote_approve_and_fetch(env):
                     "claude-sonnet-4-6",
                     {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": text}]},
                 )
-                call.finish(
-                    {"id": "msg", "model": "claude-sonnet-4-6", "content": []}, usage=None, tool_calls=[]
-                )
+                call.finish({"id": "msg", "model": "claude-sonnet-4-6", "content": []}, usage=None)
             finally:
                 active_prompt.reset(token_ctx)
             rene.goto(f"{server}/runs/?prompt={NAME}@2")

@@ -17,10 +17,12 @@ from playground.models import ModelEntry, ProviderConfig
 from runs import actions
 from runs.actions import ActionError, budgets
 from runs.execution import model_calls
+from runs.models import Run
 from runs.models_budgets import BudgetRecord
 from runs.providers.base import ProviderSettings
 from runs.selectors.budgets import month_spend
 from tests.fakes.openai_api import FakeOpenAI
+from tests.task_backends import IMMEDIATE, task_backend
 
 pytestmark = pytest.mark.django_db
 
@@ -66,6 +68,13 @@ def spend(workspace, amount: float, run_id: str = "run_spent") -> None:
         "cost": {"amount": amount, "currency": "USD"},
     }
     actions.do_append_events(workspace=workspace, run_id=run_id, events=[event])
+
+
+@pytest.fixture
+def immediate():
+    """Playground executions run as soon as their rows are committed."""
+    with task_backend(IMMEDIATE) as backend:
+        yield backend
 
 
 def send(client, model):
@@ -133,3 +142,44 @@ def test_nobody_asked_nothing_is_refused(
     assert answer.status_code == 202
     assert not BudgetRecord.objects.filter(workspace=workspace).exists()
     assert budgets.past_cap(workspace) is None
+
+
+def test_a_playground_send_over_its_run_budget_is_refused_and_calls_nothing(
+    client, alice, workspace, model, fake, immediate, django_capture_on_commit_callbacks
+):
+    # the playground workflow's run budget is 0: the send's call would pass it
+    budgets.do_set_budgets(
+        workspace=workspace, monthly_cap=None, run_default=None, workflows={"playground": "0"}
+    )
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = send(client, model)
+    assert answer.status_code == 202
+    state = client.get(f"/playground/executions/{answer.json()['executions'][0]['id']}/").json()
+    assert state["status"] == "failed" and state["error"]["code"] == "BUDGET_EXCEEDED"
+    assert "budget of USD 0 (workflow budget)" in state["error"]["message"]
+    assert "this playground send is refused and no provider was called" in state["error"]["message"]
+    assert fake.requests == []
+    refused = BudgetRecord.objects.get(workspace=workspace, kind="refused")
+    assert refused.run_id and refused.actor == "user:alice"
+    assert Run.objects.get(run_id=refused.run_id).status == "failed"
+
+    # a budget the call fits in: sent
+    budgets.do_set_budgets(
+        workspace=workspace, monthly_cap=None, run_default="1", workflows={"playground": None}
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = send(client, model)
+    state = client.get(f"/playground/executions/{answer.json()['executions'][0]['id']}/").json()
+    assert state["status"] == "completed" and len(fake.requests) == 1
+
+
+def test_nobody_asked_a_playground_send_is_not_held_by_run_budgets(
+    client, alice, workspace, model, fake, immediate, django_capture_on_commit_callbacks
+):
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = send(client, model)
+    state = client.get(f"/playground/executions/{answer.json()['executions'][0]['id']}/").json()
+    assert state["status"] == "completed" and len(fake.requests) == 1
+    assert not BudgetRecord.objects.filter(workspace=workspace).exists()

@@ -28,12 +28,19 @@ def workspace_row(case: dict[str, Any]) -> dict[str, Any] | None:
 
 def assert_cost(case: dict[str, Any], cost: dict[str, Any] | None, why: str | None) -> None:
     """The recorded ``model_io.cost`` equals the case's expected cost (to the 12th decimal, the
-    ledger's precision), in its currency; an unknown cost is absent and says why."""
+    ledger's precision), in its currency. An unknown cost is absent and its reason is required: the
+    case names it (``expected.why``) and the way recorded it (``why``: the pricing note, "no
+    cache-read price for ..."); only a call without usage records none (nothing was priced: the
+    ledger says "no usage reported")."""
     expected = case["expected"]
     if expected["cost"] is None:
-        assert cost is None, f"{case['id']}: priced {cost}, expected unknown ({expected.get('why')})"
-        if why is not None and "usage" not in expected.get("why", ""):
-            assert why.startswith(expected["why"]), (case["id"], why)
+        assert expected.get("why"), f"{case['id']}: an unknown cost must name its reason (expected.why)"
+        assert cost is None, f"{case['id']}: priced {cost}, expected unknown ({expected['why']})"
+        if expected["usage"] is None:
+            assert why is None, (case["id"], why)
+            return
+        assert why is not None, f"{case['id']}: unpriced without a recorded reason ({expected['why']})"
+        assert why.startswith(expected["why"]), (case["id"], why)
         return
     assert cost is not None, f"{case['id']}: not priced ({why}), expected {expected['cost']}"
     assert cost["currency"] == expected["currency"], case["id"]

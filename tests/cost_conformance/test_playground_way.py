@@ -45,6 +45,7 @@ def _entry(workspace, case: dict[str, Any], fake) -> ModelEntry:
         output_price=row.get("output"),
         cache_read_price=row.get("cache_read"),
         cache_write_price=row.get("cache_write"),
+        cache_write_1h_price=row.get("cache_write_1h"),
         currency=row.get("currency", "USD"),
     )
 

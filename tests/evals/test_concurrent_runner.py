@@ -19,9 +19,9 @@ def test_two_workers_run_every_item_on_their_own_connections(
     threads: set[str] = set()  # run_item wrapped to see which threads ran items
     original = runner.run_item
 
-    def spy(experiment, row):
+    def spy(experiment, row, **kw):
         threads.add(threading.current_thread().name)
-        original(experiment, row)
+        return original(experiment, row, **kw)
 
     monkeypatch.setattr(runner, "run_item", spy)
     before = len(fake.requests)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -89,6 +90,10 @@ class FakeAnthropic(ScriptedFake):
         super().__init__(api_key=api_key, min_cache_tokens=min_cache_tokens)
         self.cache: set[str] = set()
         self.headers: list[dict] = []
+        # A test that must see a stream half-way clears this: every stream then stops after its first
+        # delta until the test sets it again (no timing guess about how fast a loaded machine reads).
+        self.gate = threading.Event()
+        self.gate.set()
 
     # -- HTTP ----------------------------------------------------------------------------
     def handle(self, req: Received) -> Reply:
@@ -460,7 +465,7 @@ class FakeAnthropic(ScriptedFake):
                         "content_block": {"type": "thinking", "thinking": "", "signature": ""},
                     },
                 )
-                for piece in re.findall(r"\S+\s*|\s+", block["thinking"]):
+                for number, piece in enumerate(re.findall(r"\S+\s*|\s+", block["thinking"])):
                     if delay:
                         time.sleep(delay)
                     yield sse(
@@ -471,6 +476,8 @@ class FakeAnthropic(ScriptedFake):
                             "delta": {"type": "thinking_delta", "thinking": piece},
                         },
                     )
+                    if number == 0:
+                        self.gate.wait(timeout=120)
                 yield sse(
                     "content_block_delta",
                     {

@@ -2,7 +2,8 @@
 
 Answers like an OpenAI-compatible server would: ``Echo: <prompt>`` text, a JSON document that
 satisfies ``response_format.json_schema`` when one is given, tool calls when the prompt asks to
-use a defined tool, ``reasoning_content`` deltas plus ``reasoning_tokens`` when
+use a defined tool (one call per defined tool it names after "use" or "call", in the order of
+``tools``; a scripted ``{"tool": name, "input": ...}`` asks for one), ``reasoning_content`` deltas plus ``reasoning_tokens`` when
 ``reasoning_effort`` is set (the llama.cpp/vLLM convention), automatic prefix caching reported
 as ``prompt_tokens_details.cached_tokens``, usage in a final chunk when
 ``stream_options.include_usage`` is set (a scripted ``{"no_usage": True}`` leaves it out, as
@@ -195,20 +196,27 @@ class FakeOpenAI(ScriptedFake):
         message: dict = {"role": "assistant", "content": None}
         finish = "stop"
         tools = {t["function"]["name"]: t["function"] for t in body.get("tools") or []}
-        tool_name = scripted.get("tool")
-        if tool_name is None:
-            for name in tools:
-                if re.search(rf"\b(use|call)\b.*\b{re.escape(name)}\b", prompt, re.IGNORECASE):
-                    tool_name = name
+        names = [scripted["tool"]] if scripted.get("tool") is not None else []
+        if not names:
+            names = [
+                name
+                for name in tools
+                if re.search(rf"\b(use|call)\b.*\b{re.escape(name)}\b", prompt, re.IGNORECASE)
+            ]
         fmt = (body.get("response_format") or {}).get("json_schema")
-        if tool_name is not None:
-            args = scripted.get("input", example_for(tools.get(tool_name, {}).get("parameters", {})))
+        if names:
             message["tool_calls"] = [
                 {
                     "id": f"call_{uuid.uuid4().hex[:16]}",
                     "type": "function",
-                    "function": {"name": tool_name, "arguments": json.dumps(args)},
+                    "function": {
+                        "name": name,
+                        "arguments": json.dumps(
+                            scripted.get("input", example_for(tools.get(name, {}).get("parameters", {})))
+                        ),
+                    },
                 }
+                for name in names
             ]
             finish = "tool_calls"
         elif fmt:

@@ -3,8 +3,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.utils import timezone
 
 from judges import actions as judge_actions
+from judges.models import Proposal, ProposalStatus
 from runs import actions
 from runs.actions.permissions import ROLE_SCOPES
 from runs.actions.prompts import do_save_prompt_version
@@ -73,4 +75,28 @@ def decide(workspace, run, decision: str, actor: str = "user:bob"):
         run_id=run.run_id,
         command=cmd.ResolveGate(step_id="review", gate="PAUSE_BEFORE", decision=decision),
         actor=actor,
+    )
+
+
+def calibrate(judge, run, n: int = 50) -> None:
+    """``n`` proposals of ``judge`` on ``run`` that people decided the same way (half approvals, half
+    rejections: kappa 1 on ``n`` items), so the judge is calibrated (MIN_ITEMS is 50)."""
+    now = timezone.now()
+    Proposal.objects.bulk_create(
+        Proposal(
+            judge=judge,
+            run=run,
+            gate_key=f"review|PAUSE_BEFORE||calibration-{i}",
+            step_id="review",
+            gate="PAUSE_BEFORE",
+            after_seq=0,
+            status=ProposalStatus.PROPOSED,
+            decision=decision,
+            confidence=0.95,
+            outcome=decision,
+            outcome_by="user:bob",
+            decided_at=now,
+        )
+        for i in range(n)
+        for decision in ["approved" if i % 2 == 0 else "rejected"]
     )

@@ -43,22 +43,24 @@ def test_an_owner_attaches_a_judge_and_sets_its_policy_on_the_page(alice, judge_
     judge.refresh_from_db()
     assert (judge.delegation, judge.kappa_floor) == ("off", 0.8)
 
+    # reviewers see proposals before they decide only once the judge is calibrated
+    refused = client.post(
+        f"/judges/{judge.judge_id}/policy/", {"show_to_reviewers": "on", "enabled": "on", "budget": ""}
+    )
+    assert refused.status_code == 400 and "JUDGE_NOT_CALIBRATED" in refused.content.decode()
+    judge.refresh_from_db()
+    assert not judge.show_to_reviewers
+
     saved = client.post(
         f"/judges/{judge.judge_id}/policy/",
-        {
-            "kappa_floor": "0.85",
-            "audit_percent": "20",
-            "show_to_reviewers": "on",
-            "enabled": "on",
-            "budget": "",
-        },
+        {"kappa_floor": "0.85", "audit_percent": "20", "enabled": "on", "budget": ""},
     )
     assert saved.status_code == 302
     judge.refresh_from_db()
     assert (judge.kappa_floor, judge.audit_percent, judge.show_to_reviewers, judge.budget) == (
         0.85,
         20,
-        True,
+        False,
         None,
     )
 

@@ -13,7 +13,7 @@ from judges.models import GateJudge, Proposal, ProposalStatus
 from runs.actions import ActionError
 from runs.models import Event, Run
 from runs.selectors.runs import run_state
-from tests.judges.conftest import decide, verdict, waiting_run
+from tests.judges.conftest import calibrate, decide, verdict, waiting_run
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +50,7 @@ def test_a_gate_request_gets_a_proposal_and_nothing_is_decided(workspace, workfl
 
 
 def test_shown_to_reviewers_when_the_owner_says_so(workspace, workflow, judge, fake):
+    calibrate(judge, waiting_run(workspace, workflow, "run_s2c"))  # the setting needs a calibrated judge
     judge_actions.do_set_policy(judge, show_to_reviewers=True)
     run = waiting_run(workspace, workflow, "run_s2")
     fake.script(verdict("reject", 0.6, "missing fields"))

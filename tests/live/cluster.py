@@ -114,6 +114,9 @@ class Cluster:
             DEBUG="1",
             PYTHONPATH=str(ROOT),
             WORKBENCH_TASKS_BACKEND="database",  # the suite's settings say dummy; a cluster runs tasks
+            # the OTLP worker on the first OTLP request (as before its start-up default): a server
+            # that takes no span starts no process (tests/telemetry/test_otlp_worker_start.py)
+            WORKBENCH_OTLP_WORKER_AT_START="0",
         )
         if self.redis_url:
             env["REDIS_URL"] = self.redis_url

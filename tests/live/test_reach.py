@@ -9,6 +9,7 @@ commit itself.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import TypedDict
@@ -38,6 +39,14 @@ WEATHER_TOOL = {
     "function": {
         "name": "get_weather",
         "description": "Weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+DELETE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "delete_city",
+        "description": "Remove a city from the list",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     },
 }
@@ -83,7 +92,7 @@ def decide(
 # --------------------------------------------------------------------------------------------- @observe
 
 
-def test_observe_records_one_run_with_three_priced_calls_and_a_tool_call(client, fakes):
+def test_observe_records_one_run_with_three_priced_calls_and_the_one_tool_that_ran(client, fakes):
     gpt_fake, claude_fake = fakes
     gpt = wb.openai(
         openai_sdk.OpenAI(api_key="test-openai-key", base_url=gpt_fake.url + "/v1", max_retries=0)
@@ -96,10 +105,17 @@ def test_observe_records_one_run_with_three_priced_calls_and_a_tool_call(client,
     def lookup(city: str) -> str:
         answer = gpt.chat.completions.create(
             model="gpt-5-mini",
-            messages=[{"role": "user", "content": f"use get_weather for {city}"}],
-            tools=[WEATHER_TOOL],
+            messages=[{"role": "user", "content": f"use get_weather, then call delete_city for {city}"}],
+            tools=[WEATHER_TOOL, DELETE_TOOL],
         )
-        return answer.choices[0].message.tool_calls[0].function.name
+        calls = answer.choices[0].message.tool_calls
+        assert [c.function.name for c in calls] == ["get_weather", "delete_city"]
+        for call in calls:
+            if call.function.name == "delete_city":
+                continue  # refused: never run
+            with wb.tool(call) as tool:
+                tool.result = {"city": tool.args["city"], "sky": "clear"}
+        return calls[0].function.name
 
     @wb.observe(title="forecast desk")
     def forecast(city: str) -> dict:
@@ -134,8 +150,16 @@ def test_observe_records_one_run_with_three_priced_calls_and_a_tool_call(client,
     assert {r["correlationId"] for r in requests} == {r["correlationId"] for r in responses}
     assert all(r["cost"]["amount"] > 0 and r["cost"]["currency"] == "USD" for r in responses)
     assert [r["stepId"] for r in responses] == ["lookup", "forecast", "forecast"]
+    # two tools asked for, one ran: exactly one tool_call, with its result, named by the call's id
     tools = [e for e in trace if e["type"] == "tool_call"]
-    assert [(t["name"], t["stepId"]) for t in tools] == [("get_weather", "lookup")]
+    assert [(t["name"], t["stepId"], t["result"]["sky"]) for t in tools] == [
+        ("get_weather", "lookup", "clear")
+    ]
+    asked = responses[0]["payload"]["choices"][0]["message"]["tool_calls"]
+    assert [c["function"]["name"] for c in asked] == ["get_weather", "delete_city"]  # both stay visible
+    assert tools[0]["correlationId"] == asked[0]["id"]
+    [span] = [e for e in trace if e["type"] == "span_ended" and e["correlationId"] == asked[0]["id"]]
+    assert span["status"] == "ok" and span["durationMs"] >= 0
     artifacts = {a["artifactKey"] for _, a in state["artifactsByKey"]}
     assert {"forecast.input", "forecast.output", "lookup.input", "lookup.output"} <= artifacts
 
@@ -459,3 +483,63 @@ def test_langgraph_parallel_branches_one_rejected_still_publish(client):
         (e["stepId"], e["decision"]) for e in state["trace"] if e["type"] == "human_gate_resolved"
     )
     assert decisions == [("legal", "rejected"), ("review", "approved")]
+
+
+def test_langgraph_a_tool_node_run_is_one_tool_call_and_an_unrun_request_none(client, fakes):
+    """The model asks for two tools; the graph's ToolNode has one of them: exactly one tool_call
+    (LangChain's tool callbacks, on the node's step, named by the model's call id), and both
+    requests stay visible in the model's recorded response."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from workbench_sdk.langgraph import WorkbenchGraph
+
+    gpt_fake, _ = fakes
+    gpt = wb.openai(
+        openai_sdk.OpenAI(api_key="test-openai-key", base_url=gpt_fake.url + "/v1", max_retries=0)
+    )
+
+    @tool
+    def get_weather(city: str) -> dict:
+        """Weather of a city."""
+        return {"city": city, "sky": "clear"}
+
+    def agent(state: MessagesState) -> dict:
+        answer = gpt.chat.completions.create(
+            model="gpt-5-mini",
+            messages=[{"role": "user", "content": state["messages"][0].content}],
+            tools=[WEATHER_TOOL, DELETE_TOOL],
+        )
+        calls = [
+            {
+                "id": c.id,
+                "name": c.function.name,
+                "args": json.loads(c.function.arguments),
+                "type": "tool_call",
+            }
+            for c in answer.choices[0].message.tool_calls
+        ]
+        return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([get_weather], handle_tool_errors=True))
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "tools")
+    builder.add_edge("tools", END)
+    graph = WorkbenchGraph(builder.compile(checkpointer=InMemorySaver()), workflow_id="tools-graph")
+    graph.invoke({"messages": [HumanMessage("use get_weather, then call delete_city for Oslo")]})
+    trace = trace_of(client, graph.last_run.run_id)
+    [response] = [e for e in trace if e["type"] == "model_io" and e["direction"] == "response"]
+    asked = response["payload"]["choices"][0]["message"]["tool_calls"]
+    assert [c["function"]["name"] for c in asked] == ["get_weather", "delete_city"]
+    [ran] = [e for e in trace if e["type"] == "tool_call"]
+    city = json.loads(asked[0]["function"]["arguments"])["city"]
+    assert (ran["name"], ran["args"], ran["result"]) == (
+        "get_weather",
+        {"city": city},
+        {"city": city, "sky": "clear"},
+    )
+    assert ran["stepId"] == "tools" and ran["correlationId"] == asked[0]["id"]

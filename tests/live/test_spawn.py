@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from runs.live.publisher import LivePublisher
 from runs.live.spawn import cancel_all, spawn
 
 
@@ -48,3 +49,21 @@ async def test_cancel_all_ends_the_tasks_and_logs_no_cancellation(caplog):
         await cancel_all(tasks)
     assert task.cancelled() and tasks == set()
     assert not [r for r in caplog.records if r.name == "runs.live.spawn"]
+
+
+@pytest.mark.asyncio
+async def test_the_publishers_drain_is_held_until_it_ends():
+    publisher = LivePublisher()
+    publisher.attach_loop(asyncio.get_running_loop())  # the drain runs in this loop
+    assert publisher._drains == set()  # nobody asked: no drain
+    publisher.submit_access_change(1)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    gc.collect()
+    (drain,) = publisher._drains  # held by the publisher, not only weakly by the loop
+    assert not drain.done()
+    for _ in range(200):
+        if not publisher._drains:
+            break
+        await asyncio.sleep(0.05)
+    assert publisher._drains == set() and drain.done() and publisher.flush(0)

@@ -99,3 +99,49 @@ def test_kill9_mid_delivery_is_retried_with_the_same_webhook_id(tmp_path):
     assert second.headers["webhook-id"] == hits[0].headers["webhook-id"] == message_id
     assert second.body == hits[0].body
     assert _row(tmp_path) == (message_id, "delivered", 2)
+
+
+def test_kill9_of_the_task_worker_mid_delivery_keeps_the_webhook_id(tmp_path):
+    """The same with the one worker command (`manage.py worker`, deliveries as django.tasks tasks
+    on django-tasks-db): the delivery row outlives the killed process and the next worker sends it
+    again after the leases, with the same webhook-id and body."""
+    answers = iter([Answer(200, delay=60), Answer(200), Answer(200)])
+    with Receiver(lambda hit: next(answers)) as rx:
+        env = {**_env(tmp_path), "WORKBENCH_TASKS_BACKEND": "database", "WORKBENCH_WORKER_LEASE_SECONDS": "3"}
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+        subprocess.run([sys.executable, "-c", SETUP.format(url=rx.url)], cwd=REPO, env=env, check=True)
+        message_id, status, attempts = _row(tmp_path)
+        assert (status, attempts) == ("pending", 0)
+
+        def task_worker() -> subprocess.Popen:
+            return subprocess.Popen(
+                [sys.executable, "manage.py", "worker"],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+            )
+
+        worker = task_worker()
+        try:
+            hits = rx.wait_for(1, timeout=60)
+            assert len(hits) == 1
+            os.kill(worker.pid, signal.SIGKILL)  # mid-delivery: the receiver has not answered
+            assert worker.wait(timeout=10) == -signal.SIGKILL
+            assert _row(tmp_path) == (message_id, "pending", 1)  # not lost, not marked delivered
+            worker = task_worker()
+            second = rx.wait_for(2, timeout=120)[1]
+            deadline = time.monotonic() + 30
+            while _row(tmp_path)[1] != "delivered" and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait(timeout=5)
+    assert second.headers["webhook-id"] == hits[0].headers["webhook-id"] == message_id
+    assert second.body == hits[0].body
+    assert _row(tmp_path) == (message_id, "delivered", 2)
+    assert len(rx.hits) == 2  # sent again once, not twice

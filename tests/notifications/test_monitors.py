@@ -1,9 +1,11 @@
 """Monitors (runs.actions.monitors): evaluated from the rollups, with hysteresis, each state change
 through the outbox as ``monitor.state_changed`` to a Standard Webhooks receiver (verified with the
-reference implementation) and a Slack incoming-webhook fake; nothing when nobody asked."""
+reference implementation), a Slack incoming-webhook fake and a Slack app (the loopback Slack Web API
+fake, tests/fakes/slack_api.py); nothing when nobody asked."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 
@@ -14,8 +16,10 @@ from standardwebhooks import Webhook as Verifier
 
 from runs import actions
 from runs.actions.monitors import do_create_monitor, evaluate_monitors, next_state
+from runs.actions.slack import do_create_slack_app
 from runs.models import Delivery, MonitorChange
 from runs.notifications.delivery import deliver_due
+from tests.fakes.slack_api import CHANNEL, FakeSlack
 from tests.fakes.webhook_receiver import Receiver
 from tests.notifications.conftest import make_hook
 
@@ -50,10 +54,25 @@ def _cost_monitor(workspace, **extra):
     return do_create_monitor(workspace=workspace, data=data, actor="user:alice")
 
 
-def test_cost_per_hour_fires_once_stays_quiet_and_resolves_once(workspace, workflow, alice):
+@pytest.fixture
+def slack_api(settings):
+    with FakeSlack() as fake:
+        settings.WORKBENCH_SLACK_API_URL = fake.api_url
+        yield fake
+
+
+def test_cost_per_hour_fires_once_stays_quiet_and_resolves_once(workspace, workflow, alice, slack_api):
     with Receiver() as hook_rx, Receiver() as slack_rx:
         signed = make_hook(workspace, hook_rx.url, events=[EVENT])
         make_hook(workspace, slack_rx.url, events=[EVENT], kind="slack")
+        do_create_slack_app(
+            workspace=workspace,
+            bot_token="xoxb-test",
+            signing_secret="s" * 32,
+            channel=CHANNEL,
+            events=[EVENT],
+            actor="user:alice",
+        )
         monitor = _cost_monitor(workspace)
         actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_spend", actor="user:alice")
         t0 = timezone.now()
@@ -67,9 +86,10 @@ def test_cost_per_hour_fires_once_stays_quiet_and_resolves_once(workspace, workf
             "alert",
             True,
             pytest.approx(1.2),
-            2,
+            3,
         )
-        assert deliver_due() == 2 and len(hook_rx.hits) == 1 and len(slack_rx.hits) == 1
+        assert deliver_due() == 3 and len(hook_rx.hits) == 1 and len(slack_rx.hits) == 1
+        assert len(slack_api.of("chat.postMessage")) == 1
         _spend(workspace, "run_spend", [0.1])  # still above: no new message
         for minute in (3, 4, 5):
             (again,) = evaluate_monitors(now=t0 + timedelta(minutes=minute))
@@ -80,8 +100,8 @@ def test_cost_per_hour_fires_once_stays_quiet_and_resolves_once(workspace, workf
         (quiet,) = evaluate_monitors(now=t0 + timedelta(minutes=67))
         assert not quiet.changed
 
-        assert Delivery.objects.filter(event_type=EVENT).count() == 4  # 2 changes x 2 hooks
-        assert deliver_due() == 2
+        assert Delivery.objects.filter(event_type=EVENT).count() == 6  # 2 changes x 3 hooks
+        assert deliver_due() == 3
         assert len(hook_rx.hits) == 2 and len(slack_rx.hits) == 2
 
     fired_msg, resolved_msg = (Verifier(signed.secret).verify(h.body, h.headers) for h in hook_rx.hits)
@@ -102,6 +122,14 @@ def test_cost_per_hour_fires_once_stays_quiet_and_resolves_once(workspace, workf
     assert button["text"]["text"] == "Open the dashboard" and "/dashboard/?from=" in button["url"]
     assert "Monitor resolved" in ok_slack["text"]
     assert "webhook-signature" not in slack_rx.hits[0].headers
+    # the Slack app posted each change in its channel through the Web API, with its bot token
+    fired_post, resolved_post = slack_api.of("chat.postMessage")
+    assert fired_post["channel"] == CHANNEL and "Monitor alert: Spend per hour" in fired_post["text"]
+    assert "Open the dashboard" in str(fired_post["blocks"]) and "/dashboard/?from=" in str(
+        fired_post["blocks"]
+    )
+    assert "Monitor resolved: Spend per hour" in resolved_post["text"]
+    assert slack_api.tokens == ["Bearer xoxb-test"] * 2
     assert list(MonitorChange.objects.values_list("from_state", "to_state").order_by("at")) == [
         ("ok", "alert"),
         ("alert", "ok"),
@@ -146,6 +174,36 @@ def test_cost_per_day_and_email_to_owners(workspace, workflow, alice):
     (message,) = mail.outbox
     assert message.to == ["alice@example.com"] and "Monitor warning: Daily" in message.subject
     assert "Open the dashboard: https://wb.example/dashboard/?from=" in message.body
+
+
+@pytest.mark.parametrize("metric", ["cost_day", "cost_hour"])
+def test_a_cost_monitors_link_covers_the_range_it_measured(workspace, workflow, metric):
+    """The link spans the days whose calls were measured, back to the day the earliest run that
+    spent in them started (the dashboard counts runs by start day): not a blanket 31 days."""
+    t0 = timezone.now()
+    later = t0 + timedelta(days=3)
+    do_create_monitor(workspace=workspace, data={"name": "Spend", "metric": metric, "alert": 1.0})
+    actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_old", actor="user:alice")
+    evaluate_monitors(now=later - timedelta(minutes=5))  # the cost-per-hour baseline
+    _spend(workspace, "run_old", [2.0], at=later)  # a run started 3 days ago spends now
+    (fired,) = evaluate_monitors(now=later)
+    assert (fired.state, fired.changed) == ("alert", True)
+    change = MonitorChange.objects.get(to_state="alert")
+    assert (change.range_from, change.range_to) == (t0.date(), later.date())
+    assert not Delivery.objects.exists()  # nobody asked for a message: the change records the range
+
+
+def test_a_cost_monitors_link_is_the_day_measured_when_runs_started_that_day(workspace, workflow, receiver):
+    make_hook(workspace, receiver.url, events=[EVENT])
+    do_create_monitor(workspace=workspace, data={"name": "Daily", "metric": "cost_day", "alert": 1.0})
+    actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_today", actor="user:alice")
+    _spend(workspace, "run_today", [2.0])
+    (fired,) = evaluate_monitors()
+    assert fired.state == "alert" and fired.deliveries == 1
+    today = timezone.now().date().isoformat()
+    data = json.loads(Delivery.objects.get(event_type=EVENT).payload)["data"]
+    assert data["range"] == {"from": today, "to": today}
+    assert data["dashboardUrl"] == f"https://wb.example/dashboard/?from={today}&to={today}"
 
 
 @pytest.mark.parametrize(

@@ -171,3 +171,70 @@ def test_rollup_metrics_error_rate_rejections_and_waiting_gates(workspace, workf
     assert values[waiting.public_id].value == 0.0  # run_n2's gate waits, not yet 10 minutes
     later = {e.monitor: e for e in evaluate_monitors(now=now + timedelta(minutes=11))}
     assert later[waiting.public_id].value == 1.0 and later[waiting.public_id].state == "alert"
+
+
+def _responses(workspace, run_id: str, durations_ms: list[int]) -> None:
+    """Model responses that took ``durations_ms`` (the write path keeps the latency rollups)."""
+    ts = timezone.now().strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    events = [
+        {
+            "id": f"evt_{run_id}_{ms}_{n}",
+            "runId": run_id,
+            "ts": ts,
+            "type": "model_io",
+            "direction": "response",
+            "provider": "openai",
+            "model": "gpt-slow",
+            "durationMs": ms,
+        }
+        for n, ms in enumerate(durations_ms)
+    ]
+    actions.do_append_events(workspace=workspace, run_id=run_id, events=events)
+
+
+def test_latency_p95_fires_when_over_and_stays_quiet_under(workspace, workflow):
+    monitor = do_create_monitor(
+        workspace=workspace,
+        data={"name": "slow", "metric": "latency_p95", "model": "gpt-slow", "warning": 2, "alert": 4},
+    )
+    (empty,) = evaluate_monitors()
+    assert (empty.value, empty.state, empty.changed) == (None, "ok", False)  # nothing measured yet
+    actions.do_start_run(workspace=workspace, workflow=workflow, run_id="run_lat")
+    _responses(workspace, "run_lat", [300] * 20)
+    (under,) = evaluate_monitors()
+    assert under.value is not None and under.value < 1 and (under.state, under.changed) == ("ok", False)
+    _responses(workspace, "run_lat", [9000] * 20)  # half the calls now take 9 s: p95 over 4 s
+    (over,) = evaluate_monitors()
+    assert (
+        over.monitor == monitor.public_id and over.value > 4 and (over.state, over.changed) == ("alert", True)
+    )
+
+
+def test_decision_p95_fires_when_over_and_stays_quiet_under(workspace, workflow):
+    do_create_monitor(
+        workspace=workspace,
+        data={"name": "slow reviews", "metric": "decision_p95", "gate": "review", "alert": 600},
+    )
+    now = timezone.now()
+
+    def decide(run_id: str, after: timedelta) -> None:
+        actions.do_start_run(workspace=workspace, workflow=workflow, run_id=run_id)
+        bring_review_gate(workspace, run_id)
+        ts = (now + after).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        event = {
+            "id": f"evt_{run_id}_decided",
+            "runId": run_id,
+            "ts": ts,
+            "type": "human_gate_resolved",
+            "stepId": "review",
+            "gate": "PAUSE_BEFORE",
+            "decision": "approved",
+        }
+        actions.do_append_events(workspace=workspace, run_id=run_id, events=[event], actor="user:alice")
+
+    decide("run_quick", timedelta(seconds=30))
+    (under,) = evaluate_monitors(now=now + timedelta(hours=1))
+    assert under.value is not None and under.value < 600 and (under.state, under.changed) == ("ok", False)
+    decide("run_slow", timedelta(minutes=30))  # decided after half an hour: p95 over 10 minutes
+    (over,) = evaluate_monitors(now=now + timedelta(hours=1))
+    assert over.value > 600 and (over.state, over.changed) == ("alert", True)

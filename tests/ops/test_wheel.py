@@ -1,8 +1,10 @@
 """The wheel serves: built from the checkout, installed into a fresh virtualenv with its declared
 dependencies (offline, from a wheelhouse of this virtualenv's, tests/wheelhouse.py), then run the
 way a user runs it, from a folder outside the repository: `workbench migrate`, `createworkspace`,
-`createuser`, `serve --no-worker`; the run list (signed in), a static file and /docs/ (when the
-project has that route) answer 200 from the installed package, whose data lands in ./var."""
+`createuser`, `serve --no-worker`; the run list (signed in), a static file and /docs/ answer 200
+from the installed package, whose data lands in ./var. Then `serve` with its task worker: Ctrl-C
+(SIGINT to its process group, as a terminal sends it) stops the server, the worker and the
+server's OTLP worker, and `serve` exits 0."""
 
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.urls import Resolver404, resolve
 
 from tests.wheelhouse import build as build_wheelhouse
 
@@ -60,12 +61,32 @@ def _wait_for(port: int, proc: subprocess.Popen, seconds: float = 120) -> None:
     raise AssertionError(f"nothing listens on {port} after {seconds} s")
 
 
-def _has_docs_route() -> bool:
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children of all its threads, recursively)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(p) for p in (task / "children").read_text().split()]
+        except FileNotFoundError:  # a thread or process that ended meanwhile
+            continue
+        for child in children:
+            found += [child, *_descendants(child)]
+    return found
+
+
+def _cmdline(pid: int) -> str:
     try:
-        resolve("/docs/")
-    except Resolver404:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
         return False
-    return True
+    return state != "Z"  # a zombie has exited (its parent has not reaped it yet)
 
 
 @pytest.fixture(scope="module")
@@ -175,10 +196,56 @@ def test_the_installed_wheel_serves_pages_static_files_and_docs(installed, tmp_p
             assert signed_in.status_code == 302, signed_in.text[:500]
             runs = client.get("/runs/")
             assert runs.status_code == 200 and "Acme" in runs.text
-            if _has_docs_route():  # the docs site (served at /docs/) where this checkout has it
-                assert client.get("/docs/", follow_redirects=True).status_code == 200
+            assert client.get("/docs/", follow_redirects=True).status_code == 200  # the docs site
     finally:
         serve.send_signal(signal.SIGTERM)
         out, _ = serve.communicate(timeout=60)
     assert serve.returncode == 0, out
     assert "serving http://127.0.0.1:" in out
+
+    # with its task worker (no --no-worker): Ctrl-C stops server, worker and the OTLP worker, both
+    # as a terminal sends it (to the process group) and sent to `serve` alone (it stops the others)
+    for group in (True, False):
+        _serve_then_interrupt(workbench, home, env, group=group)
+
+
+def _serve_then_interrupt(workbench: str, home: Path, env: dict[str, str], *, group: bool) -> None:
+    port = _free_port()
+    serve = subprocess.Popen(
+        [workbench, "serve", "--port", str(port)],
+        cwd=home,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group, as a shell's foreground job
+    )
+    try:
+        _wait_for(port, serve)
+        deadline = time.monotonic() + 60
+        while True:  # daphne, the task worker, and daphne's OTLP worker (embedded profile)
+            below = {pid: _cmdline(pid) for pid in _descendants(serve.pid)}
+            kinds = {k for k in ("daphne", " worker", "otlp_worker") if any(k in c for c in below.values())}
+            if len(kinds) == 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert kinds == {"daphne", " worker", "otlp_worker"}, below
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            assert client.get("/static/workbench/critical.css").status_code == 200
+        if group:
+            os.killpg(serve.pid, signal.SIGINT)  # Ctrl-C in a terminal
+        else:
+            serve.send_signal(signal.SIGINT)
+        out, _ = serve.communicate(timeout=90)
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+            serve.wait()
+    assert serve.returncode == 0, out
+    assert "(daphne + worker; Ctrl-C stops)" in out, out
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [below[pid] for pid in below if _alive(pid)] == [], (group, out)  # nothing left running
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=5)

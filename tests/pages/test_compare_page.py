@@ -144,7 +144,7 @@ def test_runs_list_selects_two_runs_without_javascript(client, alice, pair):
     response = client.get("/compare/", {"run": ["run_b", "run_a"]})  # newest first, as the list shows them
     assert response.status_code == 302 and response["Location"] == _url("run_a", "run_b")
     one = client.get("/compare/", {"run": ["run_a"]})
-    assert one.status_code == 400 and b"INVALID_INPUT: select exactly two runs" in one.content
+    assert one.status_code == 400 and b"Select exactly two runs" in one.content
     three = client.get("/compare/", {"run": ["run_a", "run_b", "run_a"]})
     assert three.status_code == 400
 

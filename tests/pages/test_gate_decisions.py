@@ -126,7 +126,7 @@ def test_navigation_counts_pending_gates_and_rows_name_the_subject(client, bob, 
         'class="badge badge-gate nav-count">2<' in html
     )  # run_subject waits at review, run_waiting at check
     listing = client.get("/runs/").content.decode()
-    assert "user-zed · t-9" in listing and " ago</time>" in listing
+    assert "user-zed · t-9" in listing and " data-rel>just now</time>" in listing
 
 
 def test_ledger_numbers_have_separators_and_no_internal_names(client, alice, make_run, workspace):

@@ -51,7 +51,11 @@ def test_htmx_approve_with_a_note_swaps_the_row_and_records_who(client, bob, mak
     assert html.lstrip().startswith('<tr class="inbox-row"') and html.count("<tr") == 1
     assert 'role="status"' in html and "badge-approved" in html
     said = json.loads(response["HX-Trigger"])["inbox:decided"]
-    assert said == {"text": "Approved: PAUSE_BEFORE on review of “Parse, review, publish”.", "pending": 0}
+    assert said == {
+        "text": "Approved: PAUSE_BEFORE on review of “Parse, review, publish”.",
+        "pending": 0,
+        "target": "body",
+    }
     run = Run.objects.get(run_id="run_a")
     assert run.pending_gates == 0
     body, actor = _last_gate_event(run)

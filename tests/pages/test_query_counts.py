@@ -63,7 +63,7 @@ def test_list_and_inbox_queries_do_not_grow_with_runs(client, alice, make_run, d
     client.get("/runs/")  # the first request stores the chosen workspace in the session
     with django_assert_max_num_queries(9):  # + the navigation's pending-gate and promotion counts
         assert client.get("/runs/").status_code == 200
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(11):  # + "Decided recently": the newest runs, their decisions
         assert client.get("/runs/inbox/").status_code == 200
     with django_assert_max_num_queries(11):
         assert client.get("/ledger/").status_code == 200

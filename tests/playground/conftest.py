@@ -23,13 +23,15 @@ def egress_allows_loopback(settings):
     settings.WORKBENCH_EGRESS_ALLOW = LOOPBACK
 
 
-GLOBAL_DEFAULTS = importlib.import_module("playground.migrations.0002_global_defaults")
+# The squashed migration's copy of 0002_global_defaults (what a fresh database runs).
+GLOBAL_DEFAULTS = importlib.import_module("playground.migrations.0001_squashed_0010_cache_write_1h_price")
 
 
 @pytest.fixture(autouse=True)
 def global_defaults(request):
-    """The operator's global providers and models come from migration 0002. A transactional test
-    empties every table when it ends, and under xdist a worker may run one before these tests:
+    """The operator's global providers and models come from migration 0002 (on a fresh database:
+    the squashed migration's create_global_defaults). A transactional test empties every table
+    when it ends, and under xdist a worker may run one before these tests:
     they get the migration's rows back (the same function, on the current models)."""
     for name in ("transactional_db", "db"):
         if name in request.fixturenames:
@@ -37,7 +39,7 @@ def global_defaults(request):
             from playground.models import ProviderConfig
 
             if not ProviderConfig.objects.filter(workspace__isnull=True).exists():
-                GLOBAL_DEFAULTS.create(apps, None)
+                GLOBAL_DEFAULTS.create_global_defaults(apps, None)
             return
 
 

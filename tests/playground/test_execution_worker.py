@@ -119,7 +119,7 @@ def row(db: Path, execution_id: str) -> dict:
     return dict(found)
 
 
-def wait_for(predicate, seconds: float = 30.0) -> None:
+def wait_for(predicate, seconds: float = 120.0) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"

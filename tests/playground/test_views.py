@@ -4,6 +4,7 @@ open-in-playground from a run's model_io event, settings (keys encrypted, never 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from channels.testing import WebsocketCommunicator
@@ -225,11 +226,19 @@ def test_settings_store_keys_encrypted_and_never_show_them(client, alice, bob, w
             f"m{entry.pk}_output": "",
             f"m{entry.pk}_cache_read": "",
             f"m{entry.pk}_cache_write": "",
+            f"m{entry.pk}_cache_write_1h": "1.5",
             f"m{entry.pk}_currency": "eur",
         },
     )
     entry.refresh_from_db()
     assert str(entry.input_price) == "0.500000" and entry.output_price is None and entry.currency == "EUR"
+    # a 1 h cache-write price of its own (Anthropic's 1 h cache writes), in the price book
+    assert str(entry.cache_write_1h_price) == "1.500000" and entry.cache_write_price is None
+    assert entry.price().cache_write_1h == Decimal("1.5")
+    assert (
+        f'name="m{entry.pk}_cache_write_1h" value="1.500000"'
+        in client.get("/playground/settings/").content.decode()
+    )
     assert "sk-very-secret-9876" not in client.get("/playground/").content.decode()
 
 

@@ -31,7 +31,7 @@ def _run_with_call(workspace, workflow, run_id: str, prompt: Prompt | None) -> N
         prices = {"gpt-x": {"input": "2", "output": "8", "currency": "USD"}}
         call = Tracer(sink, prices=prices).begin("openai", "gpt-x", {"model": "gpt-x", "messages": []})
         usage = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
-        call.finish({"id": "r", "model": "gpt-x", "choices": []}, usage=usage, tool_calls=[])
+        call.finish({"id": "r", "model": "gpt-x", "choices": []}, usage=usage)
     finally:
         active_prompt.reset(token)
     actions.do_append_events(workspace=workspace, run_id=run_id, events=sink.events, actor="token:t")

@@ -7,6 +7,7 @@ execution, cached response and token name all carry ``CANARY``. globex: charlie,
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -322,21 +323,37 @@ _READ_SIDE_EFFECTS = {"last_used_at", "last_hit_at", "hits"}
 def fingerprint(workspace=None) -> dict[str, list]:
     """Every row of the project's own models (minus read side effects), or only those of
     ``workspace`` (rows with a workspace or run link; others always count): equal before and
-    after a refused write means nothing changed."""
-    from django.apps import apps
+    after a refused write means nothing changed. The matrices take it thousands of times: each
+    model's query is compiled once (:func:`_fingerprint_queries`) and its raw rows compared."""
+    from django.db import connection
 
     out: dict[str, list] = {}
-    for label in ("runs", "accounts", "playground", "evals", "review", "judges", "oauth2_provider"):
-        for model in apps.get_app_config(label).get_models():
+    with connection.cursor() as cursor:
+        for label, sql, params in _fingerprint_queries(
+            connection.vendor, workspace.pk if workspace else None
+        ):
+            cursor.execute(sql, params)
+            out[label] = cursor.fetchall()
+    return out
+
+
+@functools.cache
+def _fingerprint_queries(vendor: str, workspace_pk) -> list[tuple[str, str, tuple]]:
+    from django.apps import apps
+
+    queries = []
+    for app in ("runs", "accounts", "playground", "evals", "review", "judges", "oauth2_provider"):
+        for model in apps.get_app_config(app).get_models():
             fields = [f.attname for f in model._meta.concrete_fields if f.attname not in _READ_SIDE_EFFECTS]
             rows = model._default_manager.order_by("pk")
             names = {f.name for f in model._meta.concrete_fields}
-            if workspace is not None and "workspace" in names:
-                rows = rows.filter(workspace=workspace)
-            elif workspace is not None and "run" in names:
-                rows = rows.filter(run__workspace=workspace)
-            out[model._meta.label] = list(rows.values_list(*fields))
-    return out
+            if workspace_pk is not None and "workspace" in names:
+                rows = rows.filter(workspace_id=workspace_pk)
+            elif workspace_pk is not None and "run" in names:
+                rows = rows.filter(run__workspace_id=workspace_pk)
+            sql, params = rows.values_list(*fields).query.sql_with_params()
+            queries.append((model._meta.label, sql, tuple(params)))
+    return queries
 
 
 def _judge(workspace, run) -> None:

@@ -5,6 +5,7 @@ model latencies and gate decisions are counted once, deletes subtract, a rebuild
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 
 import pytest
 
@@ -52,7 +53,8 @@ def test_statuses_durations_latencies_and_decisions_are_counted(workspace, workf
     assert {label for _, label in data.run_latency} == {"wf-demo"}
     assert data.model_latency[(day, "m-1")] == {histogram.bucket_of(350): 2}
     assert data.model_latency[(day, "m-2")] == {histogram.bucket_of(4000): 1}
-    assert data.usage_by_model[(day, "m-1")][:2] == [2, 30]
+    # two runs' calls (on their shards' rows) summed exactly, whichever database adds them
+    assert data.usage_by_model[(day, "m-1")] == [2, 30, {"USD": Decimal("0.50")}]
     assert data.decisions == {("review", "user:bob", "approved"): 1, ("review", "user:bob", "rejected"): 1}
     assert histogram.total(data.decision_latency["review"]) == 2
     # r1 waits at publish (PAUSE_AFTER is not reached yet): r3 was cancelled, r2 failed
@@ -69,8 +71,10 @@ def test_filters_by_workflow_and_model(workspace, workflow):
     only = dashboard_data(workspace, DashboardFilters(first=ALL.first, last=ALL.last, model="m-2"))
     assert {m for _, m in only.model_latency} == {"m-2"} and {m for _, m in only.usage_by_model} == {"m-2"}
     assert sum(sum(v.values()) for v in only.runs_by_day.values()) == 2  # the run charts keep every run
+    assert only.models == ["m-1", "m-2"]  # still every model to choose from
     none = dashboard_data(workspace, DashboardFilters(first=ALL.first, last=ALL.last, workflow="other"))
     assert not none.runs_by_day and not none.model_latency and not none.decisions and none.waiting_gates == 0
+    assert none.models == ["m-1", "m-2"]
     later = dashboard_data(workspace, DashboardFilters(first=date(2100, 1, 2), last=date(2100, 1, 3)))
     assert not later.runs_by_day and not later.usage_by_model
 

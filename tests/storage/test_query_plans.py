@@ -10,7 +10,7 @@ means that no index serves the query. Plans are checked, not times. Skipped on S
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 from django.db import connection
@@ -97,6 +97,14 @@ def _queries(
         ("rejected filter", f(status="rejected")),
         ("workflow filter", f(workflow=workflow)),
         ("tag filter", f(tag=tag)),
+        (
+            "start range filter",
+            f(
+                started_after=datetime(2026, 1, 2, tzinfo=UTC),
+                started_before=datetime(2026, 1, 3, tzinfo=UTC),
+            ),
+        ),
+        ("trace id filter (the run of a trace)", f(trace_id="0" * 31 + "1")),
         ("text search", f(q=words[0])),
         ("broad text search", f(q=words[1])),
         ("filtered search", f(status="failed", workflow=workflow, q=words[2])),

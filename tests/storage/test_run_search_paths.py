@@ -97,7 +97,14 @@ def said(workspace, workflow):
         run_id="run_said",
         events=[
             _call("run_said", 1, direction="request", provider="p", model="m", payload=request),
-            _call("run_said", 2, direction="response", usage=usage, summary="it is a\\b, cloudy\x00"),
+            _call(
+                "run_said",
+                2,
+                direction="response",
+                usage=usage,
+                summary="it is a\\b, cloudy\x00",
+                payload={"responseId": "chatcmpl-said42", "workbench.pricing": {"source": "genai-prices"}},
+            ),
         ],
     )
     actions.do_start_run(workspace=workspace, workflow=workflow, actor="t", run_id="run_quiet")
@@ -119,6 +126,8 @@ def said(workspace, workflow):
         "model_io",
         '"role":"user"',  # JSON text across keys and values
         "0.5",  # numbers are not text
+        "chatcmpl",  # a response id and the pricing provenance (runs.fields.NOT_SEARCHED)
+        "genai-prices",
     ],
 )
 @pytest.mark.parametrize("probe", [True, False])
@@ -145,6 +154,18 @@ def test_the_database_extracts_what_python_does(db):
         dumps({"type": "model_io", "payload": {"k": "back\\u0000slash"}}),
         dumps({"type": "model_io", "direction": "request"}),
         '{"payload":"\\ud800 lone"}',  # neither parses it: the JSON text itself
+        # a response id and the pricing provenance are not searched (issue 53), at the top only
+        dumps(
+            {
+                "type": "model_io",
+                "payload": {
+                    "responseId": "chatcmpl-9f3a",
+                    "workbench.pricing": {"source": "genai-prices", "model": "m"},
+                    "outputMessages": [{"role": "assistant", "responseId": "inner"}],
+                },
+            }
+        ),
+        dumps({"type": "model_io", "payload": ["responseId", "workbench.pricing"]}),
     ]
     with connection.cursor() as cursor:
         for body in bodies:
@@ -152,6 +173,8 @@ def test_the_database_extracts_what_python_does(db):
             got = cursor.fetchone()[0]
             # the same values (PostgreSQL's jsonb orders object members its own way)
             assert sorted(got.split("\n")) == sorted(search_text(body).split("\n")), body
+    assert search_text(bodies[5]).split("\n") == ["assistant", "inner"]
+    assert search_text(bodies[6]).split("\n") == ["responseId", "workbench.pricing"]
 
 
 def test_a_search_in_a_parallel_plan_is_no_error(said):

@@ -69,7 +69,8 @@ def bodies(run: Run) -> list[dict]:
     return [loads(b) for b in Event.objects.filter(run=run).order_by("seq").values_list("body", flat=True)]
 
 
-def test_one_request_creates_many_runs_each_complete_with_its_transcript(workspace):
+def test_one_request_creates_many_runs_each_complete_with_its_transcript(workspace, settings):
+    settings.WORKBENCH_TRANSCRIPTS_OF_TRACES = "live"  # written as the spans come (else on first read)
     spans = [s for t in range(5) for s in a_trace(t)]
     report = do_ingest_spans(workspace=workspace, spans=spans)
     assert (report.accepted, report.rejected) == (15, 0)
@@ -239,7 +240,9 @@ def test_a_later_batch_the_run_refuses_still_moves_its_traces_clock(workspace):
     assert after.last_span_at > before.last_span_at
 
 
-def test_runs_created_together_equal_runs_created_one_at_a_time(workspace, other_workspace, monkeypatch):
+def test_runs_created_together_equal_runs_created_one_at_a_time(
+    workspace, other_workspace, monkeypatch, settings
+):
     """The batch path (one insert of run rows, trace rows and events, one rollup write, one
     transcript pass) stores what the one-run-at-a-time path stores: run rows, state, events,
     trace rows, rollups (workspace and per run) and transcript bytes. Same clock and run ids
@@ -252,6 +255,7 @@ def test_runs_created_together_equal_runs_created_one_at_a_time(workspace, other
     from runs.models_rollups import CostRollup, RunCostRollup, RunRollup
 
     monkeypatch.setattr(core, "now_iso", lambda: "2026-01-01T00:00:00.000Z")
+    settings.WORKBENCH_TRANSCRIPTS_OF_TRACES = "live"  # both paths' live transcript writes compared
     spans = [s for t in range(4) for s in a_trace(t)]
     spans += [span(4, 1, name="orphan")]  # a trace whose root is not in the request
 

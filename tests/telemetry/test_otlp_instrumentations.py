@@ -5,7 +5,7 @@ The real packages (pinned in the ``otel-tests`` extra: opentelemetry-instrumenta
 0.1.66) instrument the official OpenAI SDK talking to the loopback fake (tests/fakes/openai_api);
 the OTel SDK exports spans (and the contrib instrumentation's content log events) over OTLP/HTTP
 protobuf to the test server. Each trace becomes its own run, with priced model calls, the tool
-call the model asked for, content where captured, the model spans in the waterfall; the run ends
+the application ran as its one tool call, content where captured, the model spans in the waterfall; the run ends
 when its root span has ended and the trace went quiet.
 """
 
@@ -152,12 +152,17 @@ def test_contrib_openai_v2_trace_becomes_a_priced_run(
     # content came as log events (POST /v1/logs) and was joined onto its span
     requests = [e for e in events if e["type"] == "model_io" and e["direction"] == "request"]
     assert requests[0]["payload"]["inputMessages"][1]["parts"][0]["content"] == "Use get_weather for Paris"
-    # the tool the model asked for, and the tool span's own call with its result
+    # the tool the model asked for stays in its output; the tool span is the one tool call
+    asked = [
+        part
+        for response in responses  # the fake asks each time
+        for message in response["payload"]["outputMessages"]
+        for part in message["parts"]
+        if part["type"] == "tool_call"
+    ]
+    assert asked and all(c["name"] == "get_weather" and "city" in c["arguments"] for c in asked)
     calls = [e for e in events if e["type"] == "tool_call"]
-    asked = [c for c in calls if "result" not in c]  # from the model's output (the fake asks each time)
-    ran = [c for c in calls if "result" in c]  # the tool span
-    assert asked and all(c["name"] == "get_weather" and "city" in c["args"] for c in asked)
-    assert [(c["name"], c["result"]) for c in ran] == [("get_weather", {"sky": "clear"})]
+    assert [(c["name"], c["result"]) for c in calls] == [("get_weather", {"sky": "clear"})]
     # every model call is a span of the waterfall, under the root
     started = {e["spanId"]: e for e in events if e["type"] == "span_started"}
     chats = [e for e in started.values() if e["name"].startswith("chat ")]

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from runs.protocol.errors import ErrorCode, ProtocolError
+from runs.protocol.otlp_derived import DERIVED, span_attributes, split_derivable
 from runs.protocol.otlp_map import (
     join_content_logs,
     load_otlp_json,
@@ -34,14 +35,22 @@ def by_type(events, kind, **match):
     return [e for e in events if e["type"] == kind and all(e.get(k) == v for k, v in match.items())]
 
 
+def asked_tools(response):
+    """The tool calls a model asked for: parts of its output messages (not ``tool_call`` events)."""
+    return [p for m in response["payload"]["outputMessages"] for p in m["parts"] if p["type"] == "tool_call"]
+
+
 def test_openai_v2_chat_span_with_content_log_records_joined():
     spans, unmatched = join_content_logs([fx.openai_v2_chat_span()], fx.openai_v2_log_records())
     assert unmatched == []
     events = events_of(spans)
-    assert [e["type"] for e in events] == ["span_started", "model_io", "model_io", "tool_call", "span_ended"]
-    started, request, response, call, ended = events
-    assert started["kind"] == "client" and "gen_ai.usage.input_tokens" in started["attributes"]
-    assert started["attributes"]["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    assert [e["type"] for e in events] == ["span_started", "model_io", "model_io", "span_ended"]
+    started, request, response, ended = events
+    # the attributes the model_io events hold are named, not kept twice (issue 53); all come back
+    attributes = span_attributes(started, request, response)
+    assert started["kind"] == "client" and "gen_ai.usage.input_tokens" in attributes
+    assert "gen_ai.usage.input_tokens" not in started["attributes"] and DERIVED in started["attributes"]
+    assert attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
     assert request["direction"] == "request" and request["ts"] == "2026-01-01T00:00:00.000Z"
     assert request["provider"] == "openai" and request["model"] == "gpt-4o-mini"
     assert request["payload"]["inputMessages"] == [
@@ -53,8 +62,9 @@ def test_openai_v2_chat_span_with_content_log_records_joined():
     assert response["durationMs"] == 420 and response["ts"] == "2026-01-01T00:00:00.420Z"
     assert response["payload"]["outputMessages"][0]["finish_reason"] == "tool_calls"
     assert response["payload"]["responseId"] == "chatcmpl-AbC123"
-    # the tool the model asked for
-    assert call["name"] == "get_weather" and call["args"] == {"city": "Paris"} and "result" not in call
+    # the tool the model asked for: part of its output, not a tool_call of its own (issue 54)
+    [call] = [p for p in response["payload"]["outputMessages"][0]["parts"] if p["type"] == "tool_call"]
+    assert call["name"] == "get_weather" and call["arguments"] == {"city": "Paris"}
     assert {e["correlationId"] for e in events} == {f"otel:{fx.OPENAI_V2_TRACE}:{fx.OPENAI_V2_SPAN}"}
     assert ended["spanId"] == started["spanId"] == fx.OPENAI_V2_SPAN
 
@@ -128,13 +138,16 @@ def test_openinference_trace():
     ]
     llm_started = by_type(events, "span_started", spanId=fx.OI_LLM)[0]
     assert llm_started["parentSpanId"] == fx.OI_ROOT
-    assert not any(
-        k.startswith("llm.input_messages.") or k == "input.value" for k in llm_started["attributes"]
-    )
-    assert llm_started["attributes"]["llm.token_count.prompt"] == 1200
-    asked, ran = by_type(events, "tool_call")
-    assert asked["name"] == ran["name"] == "get_weather"
-    assert asked["args"] == {"city": "Paris"} and "result" not in asked
+    # the flattened messages and the counts are rebuilt from the model_io events (not kept twice);
+    # input.value holds more than the messages (the request's parameters): kept as sent
+    kept = llm_started["attributes"]
+    assert not any(k.startswith("llm.input_messages.") or k == "llm.token_count.prompt" for k in kept)
+    assert kept["input.value"] == fx.openinference_llm_span()["attributes"]["input.value"]
+    llm_request, llm_response = by_type(events, "model_io", correlationId=llm_started["correlationId"])
+    assert span_attributes(llm_started, llm_request, llm_response)["llm.token_count.prompt"] == 1200
+    # one tool run, one tool_call: the tool span (what the model asked for is in its output above)
+    [ran] = by_type(events, "tool_call")
+    assert ran["name"] == "get_weather"
     assert ran["args"] == {"city": "Paris"} and ran["result"] == {"temp_c": 21}
     assert ran["correlationId"] == f"otel:{fx.OI_TRACE}:{fx.OI_TOOL}"
 
@@ -146,10 +159,10 @@ def test_openinference_llm_from_input_output_values_only():
         for k, v in llm["attributes"].items()
         if not k.startswith(("llm.input_messages", "llm.output_messages"))
     }
-    _s, request, response, call, _e = events_of([llm])
+    _s, request, response, _e = events_of([llm])
     assert [m["role"] for m in request["payload"]["inputMessages"]] == ["system", "user"]
     assert response["payload"]["outputMessages"][0]["finish_reason"] == "tool_calls"
-    assert call["name"] == "get_weather"
+    assert [c["name"] for c in asked_tools(response)] == ["get_weather"]
 
 
 def test_current_genai_conventions():
@@ -167,8 +180,9 @@ def test_current_genai_conventions():
     }
     assert response["payload"]["cacheCreationInputTokens"] == 100
     assert request["payload"]["systemInstructions"] == [{"type": "text", "content": "Be brief."}]
-    asked, ran = by_type(events, "tool_call")
-    assert asked["args"] == {"q": "jobs"} and "result" not in asked
+    [asked] = asked_tools(response)
+    [ran] = by_type(events, "tool_call")
+    assert asked["arguments"] == {"q": "jobs"}
     assert ran["args"] == {"q": "jobs"} and ran["result"] == {"hits": 3}
     # invoke_agent is a span, not a model call
     assert by_type(events, "span_started", name="invoke_agent planner")
@@ -190,7 +204,7 @@ def test_the_same_call_in_both_conventions_gives_the_same_usage():
 
 def test_older_attribute_names():
     events = events_of([fx.genai_legacy_span()])
-    _s, request, response, call, _e = events
+    _s, request, response, _e = events
     assert response["provider"] == "OpenAI" and response["usage"] == {
         "inputTokens": 40,
         "outputTokens": 12,
@@ -200,8 +214,11 @@ def test_older_attribute_names():
         {"role": "user", "parts": [{"type": "text", "content": "What's 2+2?"}]}
     ]
     assert response["payload"]["outputMessages"][0]["finish_reason"] == "tool_calls"
-    assert call["name"] == "calculator" and call["args"] == {"expr": "2+2"}
+    [call] = asked_tools(response)
+    assert call["name"] == "calculator" and call["arguments"] == {"expr": "2+2"}
     assert not any(k.startswith("gen_ai.prompt.") for k in events[0]["attributes"])
+    # the completion's tool call has no place in the rebuilt flattened form: kept as sent
+    assert events[0]["attributes"]["gen_ai.completion.0.tool_calls.0.name"] == "calculator"
 
 
 def test_error_status_and_exception_event():
@@ -438,3 +455,23 @@ def test_openinference_agent_retriever_and_embedding_kinds():
     assert response["model"] == "text-embedding-3-small" and response["provider"] == "openai"
     assert response["usage"]["inputTokens"] == 7 and response["usage"]["totalTokens"] == 7
     assert by_type(events, "span_ended", spanId=agent)[0]["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"),
+    [
+        ({"input.mime_type": "application/json", "output.mime_type": "text/plain"}, {}),
+        # a MIME type the mapped events would not rebuild stays as sent
+        ({"input.mime_type": "text/plain", "output.mime_type": "application/json"},
+         {"input.mime_type": "text/plain", "output.mime_type": "application/json"}),
+    ],
+)  # fmt: skip
+def test_openinference_mime_types_are_rebuilt_or_kept(sent, kept):
+    request = {"type": "model_io", "direction": "request", "payload": {
+        "inputMessages": [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]}}  # fmt: skip
+    response = {"type": "model_io", "direction": "response", "payload": {
+        "outputMessages": [{"role": "assistant", "parts": [{"type": "text", "content": "yo"}]}]}}  # fmt: skip
+    attrs = dict(sent)
+    split_derivable(attrs, request, response)
+    assert {k: v for k, v in attrs.items() if k != DERIVED} == kept
+    assert span_attributes({"attributes": attrs}, request, response) == sent

@@ -375,7 +375,10 @@ def test_the_workers_connection_checkpoints_late_and_copies_the_wal_on_demand(wo
             cursor.execute("PRAGMA wal_autocheckpoint=1000")
 
 
-def test_an_idle_worker_makes_transcript_files_ahead_and_a_new_trace_takes_one(client, workspace, spool):
+def test_an_idle_worker_makes_transcript_files_ahead_and_a_new_trace_takes_one(
+    client, workspace, spool, settings
+):
+    settings.WORKBENCH_TRANSCRIPTS_OF_TRACES = "live"  # the trace's file is written as it comes
     transcript_log.keep_files_ready(8)
     ready = transcript_log.transcript_dir() / ".pool" / str(os.getpid())
     stop = threading.Event()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from decimal import Decimal
 
 import anthropic
@@ -126,7 +127,7 @@ def test_anthropic_stream_records_chunks_and_the_assembled_response(session, ant
 
 
 @pytest.mark.django_db(transaction=True)  # async: the sink runs in a worker thread
-def test_anthropic_async_tool_use_becomes_a_tool_call(session, anthropic_fake):
+def test_anthropic_async_tool_use_stays_in_the_response_until_the_tool_runs(session, anthropic_fake):
     anthropic_fake.script({"tool": "get_weather", "input": {"city": "Paris"}})
     claude = traced_anthropic(
         a_client(anthropic_fake, anthropic.AsyncAnthropic), Tracer(SessionSink(session))
@@ -143,9 +144,20 @@ def test_anthropic_async_tool_use_becomes_a_tool_call(session, anthropic_fake):
     message = asyncio.run(go())
     assert message.stop_reason == "tool_use"
     call = one_call(events())
-    assert [(t["name"], t["args"]) for t in call["tools"]] == [("get_weather", {"city": "Paris"})]
+    assert call["tools"] == []  # asked for, not run: part of the response only
+    [use] = [b for b in call["response"][0]["payload"]["content"] if b["type"] == "tool_use"]
+    assert (use["name"], use["input"]) == ("get_weather", {"city": "Paris"})
     assert call["request"][0]["payload"]["tools"][0]["name"] == "get_weather"
     assert "cost" not in call["response"][0]  # no price given: unknown, never 0
+
+    async def run_it():
+        async with Tracer(SessionSink(session)).tool_run(message.content[-1]) as tool:
+            tool.result = {"sky": "clear"}
+
+    asyncio.run(run_it())
+    [ran] = [e for e in events() if e["type"] == "tool_call"]
+    assert (ran["name"], ran["args"], ran["result"]) == ("get_weather", {"city": "Paris"}, {"sky": "clear"})
+    assert ran["correlationId"] == use["id"]  # the run names the call the model asked with
 
 
 def test_openai_structured_output_and_cached_reasoning_usage(session, openai_fake):
@@ -199,7 +211,11 @@ def test_openai_async_stream_with_tools(session, openai_fake):
     assert len(call["chunks"]) == len(chunks)
     [resp] = call["response"]
     assert resp["usage"]["inputTokens"] > 0  # stream_options.include_usage was asked for
-    assert [(t["name"], t["args"]) for t in call["tools"]] == [("get_weather", {"city": "Oslo"})]
+    assert call["tools"] == []  # the accumulated response holds the call the model asked for
+    [asked] = resp["payload"]["choices"][0]["message"]["tool_calls"]
+    assert asked["function"]["name"] == "get_weather" and json.loads(asked["function"]["arguments"]) == {
+        "city": "Oslo"
+    }
     assert openai_fake.requests[-1]["stream_options"] == {"include_usage": True}
 
 
@@ -370,8 +386,10 @@ def test_an_openai_async_stream_with_tools_is_replayed_from_the_cache(session, o
     assert len(openai_fake.requests) == sent
     assert all(isinstance(c, openai.types.chat.ChatCompletionChunk) for c in again)
     assert [c.model_dump() for c in again] == [c.model_dump() for c in first]
-    tools = [(e["name"], e["args"]) for e in _run_events(replay.run_id) if e["type"] == "tool_call"]
-    assert tools == [("get_weather", {"city": "Oslo"})]
+    replayed = _run_events(replay.run_id)
+    assert [e for e in replayed if e["type"] == "tool_call"] == []  # asked for, never run
+    [resp] = [e for e in replayed if e.get("direction") == "response"]
+    assert resp["payload"]["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
 
 
 @pytest.mark.django_db(transaction=True)

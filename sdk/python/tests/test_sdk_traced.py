@@ -122,9 +122,9 @@ def test_one_call_by_hand_with_dict_prices():
     tracer = Tracer(sink, step_id="parse", prices=PRICES)
     call = tracer.begin("anthropic", HAIKU, {"model": HAIKU, "messages": [], "extra_headers": {"x-key": "s"}})
     call.chunk({"type": "message_start"})
-    call.finish(MESSAGE, usage=MESSAGE["usage"], tool_calls=[("get_weather", {"city": "Oslo"})])
-    call.finish(MESSAGE, usage=None, tool_calls=[])  # a second end records nothing
-    request, chunk, response, tool = sink.events
+    call.finish(MESSAGE, usage=MESSAGE["usage"])
+    call.finish(MESSAGE, usage=None)  # a second end records nothing
+    request, chunk, response = sink.events
     assert len(sink.batches) == 2  # the request when the call starts, the rest in one append
     assert request["payload"] == {"model": HAIKU, "messages": []}  # transport settings stay out
     assert {e["correlationId"] for e in sink.events} == {call.correlation_id}
@@ -132,7 +132,89 @@ def test_one_call_by_hand_with_dict_prices():
     assert chunk["direction"] == "stream_chunk" and response["direction"] == "response"
     # 100 uncached x 1 + 20 x 5 + 50 x 0.1, per million
     assert response["cost"] == {"amount": 0.000205, "currency": "USD"}
-    assert tool["type"] == "tool_call" and tool["name"] == "get_weather" and tool["args"] == {"city": "Oslo"}
+    # the tool the model asked for is part of the response, not a tool_call: nothing ran it
+    assert response["payload"]["content"][1] == MESSAGE["content"][1]
+
+
+def test_requested_tools_are_not_tool_calls_until_one_runs():
+    """A model asks for two tools; the host runs one and refuses the other: exactly one
+    tool_call (name, args, result, duration, the model's call id), both requests in the response."""
+    sink = ListSink()
+    tracer = Tracer(sink, step_id="agent", prices=PRICES)
+    two = {
+        **MESSAGE,
+        "content": [
+            *MESSAGE["content"],
+            {"type": "tool_use", "id": "tu_2", "name": "delete_files", "input": {"path": "/"}},
+        ],
+    }
+    call = tracer.begin("anthropic", HAIKU, {"model": HAIKU, "messages": []})
+    call.finish(two, usage=two["usage"])
+    assert [e["type"] for e in sink.events] == ["model_io", "model_io"]
+    for block in two["content"][1:]:
+        if block["name"] == "delete_files":
+            continue  # refused: never run, so never a tool_call
+        with tracer.tool_run(block) as tool:
+            tool.result = {"temp": 12}
+    (ran,) = [e for e in sink.events if e["type"] == "tool_call"]
+    assert (ran["name"], ran["args"], ran["result"]) == ("get_weather", {"city": "Oslo"}, {"temp": 12})
+    assert ran["correlationId"] == "tu_1" and ran["stepId"] == "agent"
+    response = sink.events[1]
+    asked = [b["id"] for b in response["payload"]["content"] if b["type"] == "tool_use"]
+    assert asked == ["tu_1", "tu_2"]  # both requests stay visible in the model's response
+    # a block may also decide not to run its tool: skip() records nothing
+    with tracer.tool_run(two["content"][2]) as tool:
+        tool.skip()
+    assert len([e for e in sink.events if e["type"] == "tool_call"]) == 1
+
+
+def test_one_tool_run_is_a_span_around_one_tool_call():
+    sink = ListSink()
+    tracer = Tracer(sink, step_id="agent")
+    with tracer.tool_run(
+        {"id": "call_7", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}
+    ) as tool:
+        assert tool.args == {"a": 1, "b": 2}
+        tool.result = 3
+    started, call, ended = sink.events
+    assert len(sink.batches) == 1
+    assert started["type"] == "span_started" and started["name"] == "execute_tool add"
+    assert started["attributes"] == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.call.id": "call_7",
+    }
+    assert call == {**call, "type": "tool_call", "name": "add", "args": {"a": 1, "b": 2}, "result": 3}
+    assert ended["spanId"] == started["spanId"] and ended["status"] == "ok" and ended["durationMs"] >= 0
+    assert {e["correlationId"] for e in sink.events} == {"call_7"}
+    assert {e["stepId"] for e in sink.events} == {"agent"}
+    assert started["ts"] <= ended["ts"]
+
+
+def test_a_tool_that_raises_is_a_run_with_an_error_and_no_result():
+    sink = ListSink()
+    with pytest.raises(KeyError):
+        with Tracer(sink).tool_run("lookup", {"k": "x"}):
+            raise KeyError("x")
+    started, call, ended = sink.events
+    assert call["name"] == "lookup" and call["args"] == {"k": "x"} and "result" not in call
+    assert ended["status"] == "error" and ended["error"] == {"message": "KeyError: 'x'", "code": "KeyError"}
+    assert call["correlationId"].startswith("tool_")  # no call id given: one of its own
+
+
+def test_async_tool_run_and_a_reported_failure():
+    sink = ListSink()
+
+    async def main() -> None:
+        async with Tracer(sink).tool_run(
+            {"type": "function_call", "call_id": "fc_1", "name": "ping", "arguments": "{}"}
+        ) as tool:
+            tool.fail("host unreachable")
+
+    asyncio.run(main())
+    _, call, ended = sink.events
+    assert call["correlationId"] == "fc_1" and call["args"] == {} and "result" not in call
+    assert ended["error"] == {"message": "host unreachable"}
 
 
 def test_a_failed_call_records_an_error():
@@ -154,8 +236,9 @@ def test_the_client_sink_appends_over_rest():
     with WorkbenchClient("http://wb.test", "t", transport=httpx.MockTransport(handler)) as wb:
         Tracer(ClientSink(wb, "run_9")).tool("search", args={"q": "x"}, result=["hit"])
     assert seen[0].url.path == "/api/runs/run_9/events"
-    (event,) = json.loads(seen[0].content)["events"]
+    started, event, ended = json.loads(seen[0].content)["events"]
     assert event["type"] == "tool_call" and event["runId"] == "run_9" and event["result"] == ["hit"]
+    assert started["type"] == "span_started" and ended["type"] == "span_ended"
 
 
 def test_anthropic_recorded_and_replayed(fake_url):
@@ -167,7 +250,8 @@ def test_anthropic_recorded_and_replayed(fake_url):
     message = claude.messages.create(model=HAIKU, max_tokens=50, messages=[{"role": "user", "content": "Hi"}])
     assert message.content[0].text == "Let me look." and len(Fake.received) == 1
     kinds = [e.get("direction") or e["type"] for e in sink.events]
-    assert kinds == ["request", "response", "tool_call"]
+    assert kinds == ["request", "response"]  # the tool_use asked for is in the response's payload
+    assert sink.events[1]["payload"]["content"][1]["name"] == "get_weather"
     assert sink.events[1]["usage"]["inputTokens"] == 150 and sink.events[1]["cost"]["amount"] > 0
 
     replaying = Tracer(ListSink(), replay=lambda provider, model, request: RecordedAnswer(MESSAGE))

@@ -15,10 +15,20 @@ adapter is :mod:`workbench_sdk.langgraph` (the ``langgraph`` extra).
 from workbench_sdk.cachekey import CacheKeyError, llm_cache_key, llm_cache_keys, request_from_wire
 from workbench_sdk.client import WorkbenchAPIError, WorkbenchClient, WorkbenchTransportError
 from workbench_sdk.events import REPLAYED_SUMMARY, RecordedAnswer, make_event, now_iso, recorded_answer
-from workbench_sdk.observe import anthropic, configure, current_run, current_step, observe, openai, scope
+from workbench_sdk.observe import (
+    anthropic,
+    configure,
+    current_run,
+    current_step,
+    observe,
+    openai,
+    scope,
+    tool,
+)
 from workbench_sdk.pricing import cost_of, price_for
 from workbench_sdk.prompts import Prompt, PromptCache, PromptFallbackWarning, prompt
 from workbench_sdk.run import Decision, GateClosed, GateHandle, GateTimeout, RemoteRun, gate_payload_key
+from workbench_sdk.tools import ToolRun
 from workbench_sdk.traced import (
     BudgetExceeded,
     ClientSink,
@@ -46,6 +56,7 @@ __all__ = [
     "RecordedAnswer",
     "RemoteRun",
     "Sink",
+    "ToolRun",
     "Tracer",
     "WorkbenchAPIError",
     "WorkbenchClient",
@@ -68,6 +79,7 @@ __all__ = [
     "recorded_answer",
     "request_from_wire",
     "scope",
+    "tool",
     "traced_anthropic",
     "traced_openai",
     "usage_of",

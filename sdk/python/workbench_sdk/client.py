@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
 
@@ -216,9 +216,23 @@ class WorkbenchClient:
         params = _drop_none({"label": label, "version": version})
         return self._object("GET", "/prompts/" + quote(name, safe="/"), params=params or None)
 
-    def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
-        runs: list[dict[str, Any]] = self._json("GET", "/runs", params={"limit": limit})
+    def list_runs(self, limit: int = 100, **filters: str) -> list[dict[str, Any]]:
+        """The first page of runs, newest first (``filters``: status, workflow, tag, startedAfter,
+        startedBefore, traceId); :meth:`iter_runs` follows the pages."""
+        runs: list[dict[str, Any]] = self._json("GET", "/runs", params={"limit": limit, **filters})
         return runs
+
+    def iter_runs(self, page_size: int = 100, **filters: str) -> Iterator[dict[str, Any]]:
+        """Every run the filters match, newest first, page after page (the ``Link`` header's next
+        page, until there is none)."""
+        params: dict[str, Any] = {"limit": page_size, **filters}
+        while True:
+            response = self.request("GET", "/runs", params=params)
+            yield from response.json()
+            following = response.links.get("next", {}).get("url")
+            if not following:
+                return
+            params = dict(parse_qsl(urlsplit(following).query))
 
     def get_run_state(self, run_id: str) -> tuple[dict[str, Any], str]:
         """The run's RunStoreState and its ETag (pass it as ``if_match`` to put_run_state)."""

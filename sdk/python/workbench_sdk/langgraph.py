@@ -16,7 +16,12 @@ its edges that do not close a cycle, so a loop back to an earlier node stays a D
   interrupt of one attempt ``<node>-2`` ...), its ``value`` the gate's payload, shown in the gate
   panel. When the reviewer decides, the graph is resumed with ``Command(resume=<decision>)``:
   ``{"decision", "note", "edits", "by", "at", "payload"}`` (``payload``: as the reviewer edited
-  it, else the interrupt's value).
+  it, else the interrupt's value);
+- every tool the graph runs (a ``ToolNode``, any LangChain tool invoked in a node) is a tool run
+  on the node's step, from LangChain's tool callbacks (:class:`ToolRecorder`): one ``tool_call``
+  with name, input, output or error, duration and the tool call id the model asked with
+  (:mod:`workbench_sdk.tools`). The tool calls a model only asks for stay in its recorded
+  response: a call the graph never runs is no ``tool_call``.
 
 A rejection is the node's to handle: the graph's own edges decide what runs next (back into a
 loop, on to another node, or on beside a parallel branch), so the run is marked as one that routes
@@ -30,10 +35,14 @@ poll on the server); the graph needs a checkpointer, as for any ``interrupt()``.
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, cast
+from uuid import UUID
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
@@ -42,8 +51,9 @@ from workbench_sdk.client import WorkbenchClient
 from workbench_sdk.observe import current_run, default_client, default_prices, jsonable, scope
 from workbench_sdk.pricing import PriceTable
 from workbench_sdk.run import GateHandle, RemoteRun, error_of
+from workbench_sdk.tools import tool_run_events
 
-__all__ = ["WorkbenchGraph", "workflow_of"]
+__all__ = ["ToolRecorder", "WorkbenchGraph", "workflow_of"]
 
 GRAPH_ENDS = ("__start__", "__end__")
 
@@ -173,6 +183,64 @@ class _Node(Runnable[Any, Any]):
         return result
 
 
+def _parsed(text: Any) -> Any:
+    if not isinstance(text, str):
+        return jsonable(text)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class ToolRecorder(BaseCallbackHandler):
+    """LangChain's tool callbacks as tool runs of ``run`` (one ``tool_call`` per tool that ran,
+    on the step of the node that ran it)."""
+
+    raise_error = False
+
+    def __init__(self, run: RemoteRun) -> None:
+        self.run = run
+        self.open: dict[UUID, tuple[str, Any, str | None, str | None, float]] = {}
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
+        args = jsonable(inputs) if inputs is not None else _parsed(input_str)
+        step = (metadata or {}).get("langgraph_node")
+        self.open[run_id] = (str(name), args, kwargs.get("tool_call_id"), step, time.monotonic())
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        content = getattr(output, "content", output)  # a ToolMessage: what the model is given back
+        self._record(run_id, result=_parsed(content), has_result=True)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._record(run_id, error=error)
+
+    def _record(self, run_id: UUID, **outcome: Any) -> None:
+        found = self.open.pop(run_id, None)
+        if found is None:
+            return
+        name, args, call_id, step, started = found
+        events = tool_run_events(
+            self.run.run_id,
+            name,
+            args=args,
+            call_id=call_id,
+            step_id=step,
+            duration_ms=(time.monotonic() - started) * 1000,
+            **outcome,
+        )
+        self.run.record(events)
+
+
 class WorkbenchGraph:
     """A compiled LangGraph graph whose ``invoke`` records a run and waits at its interrupts."""
 
@@ -224,8 +292,11 @@ class WorkbenchGraph:
         return run
 
     @staticmethod
-    def _config(config: RunnableConfig | None) -> RunnableConfig:
+    def _config(config: RunnableConfig | None, run: RemoteRun) -> RunnableConfig:
         merged: dict[str, Any] = dict(config or {})
+        callbacks = merged.get("callbacks")
+        if callbacks is None or isinstance(callbacks, list):  # a manager given is left as it is
+            merged["callbacks"] = [*(callbacks or []), ToolRecorder(run)]
         configurable: dict[str, Any] = dict(merged.get("configurable") or {})
         configurable.setdefault("thread_id", f"wb-{uuid.uuid4()}")
         merged["configurable"] = configurable
@@ -244,7 +315,7 @@ class WorkbenchGraph:
         """Run the graph to its end, waiting for a reviewer at every interrupt; the final state."""
         run = self._start()
         session = self.sessions[run.run_id]
-        config = self._config(config)
+        config = self._config(config, run)
         value = input
         try:
             with scope(run):
@@ -267,7 +338,7 @@ class WorkbenchGraph:
 
         run = await asyncio.to_thread(self._start)
         session = self.sessions[run.run_id]
-        config = self._config(config)
+        config = self._config(config, run)
         value = input
         try:
             with scope(run):

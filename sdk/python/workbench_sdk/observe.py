@@ -16,8 +16,11 @@
 - Inputs and outputs are artifacts of the step: ``<step>.input`` (the bound arguments, ``self``
   left out) and ``<step>.output`` (the return value, when not None), as JSON.
 - Calls through the wrapped clients inside an observed call record a ``model_io`` request and
-  response (usage, cost from the price table), stream chunks, and a ``tool_call`` per tool the
-  model asked for, on the current step. Outside any observed call they are not recorded.
+  response (usage, cost from the price table; the tool calls the model asked for are part of the
+  response) and stream chunks, on the current step. Outside any observed call they are not recorded.
+- A tool the host runs is recorded by ``with wb.tool(call) as t: t.result = ...`` (a
+  ``tool_call`` event with name, arguments, result or error, duration, and the model's tool call
+  id; :mod:`workbench_sdk.tools`). A requested call the host does not run is not a ``tool_call``.
 - Prices: the server's effective table (``GET /api/prices``, read by the tracer when a call first
   needs it), unless ``configure(prices=...)`` gives one.
 """
@@ -37,6 +40,7 @@ from typing import Any, TypeVar, overload
 from workbench_sdk.client import WorkbenchClient
 from workbench_sdk.pricing import PriceTable
 from workbench_sdk.run import RemoteRun, error_of
+from workbench_sdk.tools import ToolRun
 from workbench_sdk.traced import Tracer, traced_anthropic, traced_openai
 
 __all__ = [
@@ -48,6 +52,7 @@ __all__ = [
     "observe",
     "openai",
     "scope",
+    "tool",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -292,6 +297,23 @@ def observe(
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def tool(call_or_name: Any, args: Any = None, *, call_id: str | None = None) -> ToolRun:
+    """A block that runs one tool, recorded into the current observed call when it ends (outside
+    any, nothing is recorded and the block still runs); ``with`` or ``async with``::
+
+        for call in message.tool_calls or []:
+            with wb.tool(call) as t:                 # name, arguments and id from the call
+                t.result = TOOLS[t.name](**t.args)
+
+    ``call_or_name``: a tool call the model asked for (OpenAI's, an Anthropic ``tool_use`` block,
+    or a dict of either) or the tool's name with ``args``. An exception leaving the block is the
+    run's error (raised on). See :meth:`workbench_sdk.traced.Tracer.tool_run`."""
+    found = _scope.get()
+    if found is None:
+        return ToolRun(call_or_name, args, call_id=call_id, run_id=None)
+    return found.tracer().tool_run(call_or_name, args, call_id=call_id)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What differs between the official SDKs: tool calls in a response, the response model, stream
+"""What differs between the official SDKs: the response model, stream
 accumulation and replaying a recorded answer as the SDK's own stream events.
 
 Used by :mod:`workbench_sdk.traced`; the SDKs themselves are imported only when a call needs them.
@@ -23,34 +23,8 @@ def dump_model(value: Any) -> Any:
     return value
 
 
-def anthropic_tools(message: Any) -> list[tuple[str, Any]]:
-    return [
-        (b.name, dump_model(b.input))
-        for b in (getattr(message, "content", None) or [])
-        if b.type == "tool_use"
-    ]
-
-
-def openai_tools(completion: Any) -> list[tuple[str, Any]]:
-    out = []
-    for choice in getattr(completion, "choices", None) or []:
-        for call in getattr(choice.message, "tool_calls", None) or []:
-            function = getattr(call, "function", None)
-            if function is None:
-                continue
-            try:
-                args = json.loads(function.arguments) if function.arguments else None
-            except ValueError:
-                args = function.arguments
-            out.append((function.name, args))
-    return out
-
-
 class Provider:
     name: str
-
-    def tools(self, response: Any) -> list[tuple[str, Any]]:
-        raise NotImplementedError
 
     def response_type(self) -> Any:
         """The SDK's response model class (a pydantic model: ``model_validate`` reads a dict)."""
@@ -73,9 +47,6 @@ class Provider:
 
 class AnthropicProvider(Provider):
     name = "anthropic"
-
-    def tools(self, response: Any) -> list[tuple[str, Any]]:
-        return anthropic_tools(response)
 
     def response_type(self) -> Any:
         from anthropic.types import Message
@@ -124,9 +95,6 @@ class AnthropicProvider(Provider):
 
 class OpenAIProvider(Provider):
     name = "openai"
-
-    def tools(self, response: Any) -> list[tuple[str, Any]]:
-        return openai_tools(response)
 
     def response_type(self) -> Any:
         from openai.types.chat import ChatCompletion

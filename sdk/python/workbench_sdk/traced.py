@@ -13,8 +13,11 @@
 Each call gets one correlation id. Its ``model_io`` request event is recorded when the call
 starts; its ``stream_chunk`` events (one per SDK stream event), the ``model_io`` response
 (provider, model, usage with cached and reasoning tokens, cost from the price table, duration,
-the response as payload) and a ``tool_call`` event per tool the model asked for are recorded
-together when it ends (one append). A failed call records an ``error`` event. Sync, async and
+the response as payload) are recorded together when it ends (one append). A failed call records
+an ``error`` event. The tool calls the model asked for are part of that response (its payload),
+not events of their own: a ``tool_call`` event is a tool the host ran, recorded by
+:meth:`Tracer.tool_run` / :meth:`Tracer.tool` (name, arguments, result or error, duration, and
+the model's tool call id as correlation id; :mod:`workbench_sdk.tools`). Sync, async and
 streaming calls are covered; structured output (``response_format`` / ``output_format``) and
 tools pass through untouched and are part of the recorded request.
 
@@ -52,6 +55,7 @@ from workbench_sdk.pricing import cost_of as _cost_of
 from workbench_sdk.prompt_context import PAYLOAD_KEY as PROMPT_KEY
 from workbench_sdk.prompt_context import active_prompt
 from workbench_sdk.shapes import AnthropicProvider, Feed, Final, OpenAIProvider, Provider, dump_model
+from workbench_sdk.tools import ToolRun, tool_run_events
 
 __all__ = [
     "BudgetExceeded",
@@ -60,6 +64,7 @@ __all__ = [
     "RecordedAnswer",
     "ReplayFn",
     "Sink",
+    "ToolRun",
     "Tracer",
     "arecord",
     "cost_of",
@@ -310,11 +315,52 @@ class Tracer:
         return call
 
     def tool(
-        self, name: str, *, args: Any = None, result: Any = None, correlation_id: str | None = None
+        self,
+        name: str,
+        *,
+        args: Any = None,
+        result: Any = None,
+        error: BaseException | str | Mapping[str, Any] | None = None,
+        call_id: str | None = None,
+        duration_ms: float | None = None,
+        correlation_id: str | None = None,
     ) -> None:
-        """Record a tool the host ran (with its result)."""
+        """Record a tool the host ran: its arguments, its result (or ``error``), how long it took,
+        and ``call_id``, the tool call id the model asked with (``correlation_id`` is the older
+        name). See :mod:`workbench_sdk.tools`; :meth:`tool_run` measures and catches for you."""
         self.sink.record(
-            [self.event("tool_call", name=name, args=args, result=result, correlationId=correlation_id)]
+            tool_run_events(
+                self.sink.run_id,
+                name,
+                args=args,
+                result=result,
+                has_result=result is not None,
+                error=error,
+                call_id=call_id or correlation_id,
+                duration_ms=duration_ms,
+                step_id=self.step_id,
+            )
+        )
+
+    def tool_run(self, call_or_name: Any, args: Any = None, *, call_id: str | None = None) -> ToolRun:
+        """A block that runs one tool, recorded when it ends (``with`` or ``async with``)::
+
+            for call in completion.choices[0].message.tool_calls or []:
+                with tracer.tool_run(call) as tool:      # name, arguments and id from the call
+                    tool.result = TOOLS[tool.name](**tool.args)
+
+        ``call_or_name``: a tool call the model asked for (OpenAI's, an Anthropic ``tool_use``
+        block, or a dict of either) or the tool's name with ``args``. An exception leaving the
+        block is recorded as the run's error and raised on; a call the host does not run is
+        simply not given a block (it stays in the model's response only)."""
+        return ToolRun(
+            call_or_name,
+            args,
+            call_id=call_id,
+            run_id=self.sink.run_id,
+            step_id=self.step_id,
+            record=self.sink.record,
+            arecord=lambda events: arecord(self.sink, events),
         )
 
 
@@ -378,9 +424,7 @@ class Call:
         if events:
             await arecord(self.tracer.sink, events)
 
-    def _finish(
-        self, response: Any, *, usage: Any, tool_calls: list[tuple[str, Any]], summary: str | None = None
-    ) -> list[dict[str, Any]]:
+    def _finish(self, response: Any, *, usage: Any, summary: str | None = None) -> list[dict[str, Any]]:
         if self.done:
             return []
         self.done = True
@@ -414,12 +458,8 @@ class Call:
             fields["payload"] = {**fields["payload"], PROMPT_KEY: dict(prompt_ref)}
         if summary:
             fields["summary"] = summary
-        events = [*self.pending, self.tracer.event("model_io", **fields)]
-        events += [
-            self.tracer.event("tool_call", correlationId=self.correlation_id, name=name, args=args)
-            for name, args in tool_calls
-        ]
-        return events
+        # the tool calls the model asked for stay in the payload: a tool_call event is a tool run
+        return [*self.pending, self.tracer.event("model_io", **fields)]
 
     def _fail(self, exc: BaseException) -> list[dict[str, Any]]:
         if self.done:
@@ -497,8 +537,7 @@ class _TracedStream:
 
     def _end(self) -> None:
         response, usage = self._final()
-        tools = self._provider.tools(response)
-        self._call.finish(response, usage=usage, tool_calls=tools, summary=self._summary)
+        self._call.finish(response, usage=usage, summary=self._summary)
 
     def __enter__(self) -> _TracedStream:
         return self
@@ -526,8 +565,7 @@ class _AsyncTracedStream(_TracedStream):
             await self._call.afail(exc)
             raise
         response, usage = self._final()
-        tools = self._provider.tools(response)
-        await self._call.afinish(response, usage=usage, tool_calls=tools, summary=self._summary)
+        await self._call.afinish(response, usage=usage, summary=self._summary)
 
     async def __aenter__(self) -> _AsyncTracedStream:
         return self
@@ -594,12 +632,7 @@ class _Endpoint:
         if isinstance(replayed, list):
             return self._replayed_stream(replayed, call, kwargs)
         if replayed is not None:
-            call.finish(
-                replayed,
-                usage=replayed.usage,
-                tool_calls=self._provider.tools(replayed),
-                summary=REPLAYED_SUMMARY,
-            )
+            call.finish(replayed, usage=replayed.usage, summary=REPLAYED_SUMMARY)
             return replayed
         kwargs = self._stream_options(kwargs)
         try:
@@ -610,7 +643,7 @@ class _Endpoint:
         if kwargs.get("stream"):
             feed, final = self._provider.accumulator(kwargs)
             return _TracedStream(result, call, feed, final, self._provider)
-        call.finish(result, usage=getattr(result, "usage", None), tool_calls=self._provider.tools(result))
+        call.finish(result, usage=getattr(result, "usage", None))
         return result
 
     async def _acreate(self, **kwargs: Any) -> Any:
@@ -620,8 +653,7 @@ class _Endpoint:
         if isinstance(replayed, list):
             return self._replayed_stream(replayed, call, kwargs)
         if replayed is not None:
-            tools = self._provider.tools(replayed)
-            await call.afinish(replayed, usage=replayed.usage, tool_calls=tools, summary=REPLAYED_SUMMARY)
+            await call.afinish(replayed, usage=replayed.usage, summary=REPLAYED_SUMMARY)
             return replayed
         kwargs = self._stream_options(kwargs)
         try:
@@ -632,9 +664,7 @@ class _Endpoint:
         if kwargs.get("stream"):
             feed, final = self._provider.accumulator(kwargs)
             return _AsyncTracedStream(result, call, feed, final, self._provider)
-        await call.afinish(
-            result, usage=getattr(result, "usage", None), tool_calls=self._provider.tools(result)
-        )
+        await call.afinish(result, usage=getattr(result, "usage", None))
         return result
 
     def stream(self, **kwargs: Any) -> Any:

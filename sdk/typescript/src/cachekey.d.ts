@@ -24,3 +24,5 @@ export declare function cacheKeyInput(request: CacheKeyRequest, opts?: { recipe?
 /** Lowercase hex SHA-256 of the RFC 8785 form of cacheKeyInput (same as the Python SDK). */
 export declare function llmCacheKey(request: CacheKeyRequest, opts?: { recipe?: Recipe }): string;
 export declare function llmCacheKeys(request: CacheKeyRequest): { v1: string; v2: string };
+/** The cache-key input of a provider wire body (Anthropic Messages, OpenAI Chat Completions). */
+export declare function requestFromWire(provider: string, model: string | null | undefined, body: Record<string, unknown>): CacheKeyRequest;

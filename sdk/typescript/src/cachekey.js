@@ -1,9 +1,10 @@
 // The LLM cache key: a port of workbench_sdk.cachekey (byte-equal keys, pinned by
 // test/vectors.json which the Python side generates). v1 and v2 (default) recipes, RFC 8785
-// canonical JSON hashed with SHA-256 as lowercase hex. Bad input throws CacheKeyError
+// canonical JSON hashed with SHA-256 as lowercase hex (src/sha256.js: synchronous and without
+// node:crypto, so edge runtimes compute the same keys). Bad input throws CacheKeyError
 // (code INVALID_INPUT, with the JSON path), never hashed.
-import { createHash } from "node:crypto";
 import { CanonicalError, canonicalBytes } from "./canonical.js";
+import { sha256Hex } from "./sha256.js";
 
 export const RECIPES = ["v1", "v2"];
 export const V2_RECIPE_NAME = "openwop-semantic-request-v2";
@@ -141,10 +142,74 @@ export function llmCacheKey(request, { recipe = "v2" } = {}) {
     if (err instanceof CanonicalError) throw new CacheKeyError(err.message);
     throw err;
   }
-  return createHash("sha256").update(data).digest("hex");
+  return sha256Hex(data);
 }
 
 /** Both keys of one request: {v1, v2}. */
 export function llmCacheKeys(request) {
   return { v1: llmCacheKey(request, { recipe: "v1" }), v2: llmCacheKey(request, { recipe: "v2" }) };
+}
+
+// Provider wire bodies (Anthropic Messages, OpenAI Chat Completions) -> the cache-key input: a
+// port of workbench_sdk.cachekey.request_from_wire (the server computes the same from a recorded
+// model_io request).
+const TRANSPORT_KEYS = new Set([
+  "stream", "stream_options", "metadata", "user", "service_tier", "store", "n", "logprobs", "top_logprobs",
+]);
+const WIRE_FIELDS = {
+  temperature: "temperature",
+  top_p: "topP",
+  top_k: "topK",
+  max_tokens: "maxOutputTokens",
+  max_completion_tokens: "maxOutputTokens",
+  max_output_tokens: "maxOutputTokens",
+  seed: "seed",
+  stop: "stop",
+  stop_sequences: "stop",
+  safety_settings: "safetySettings",
+};
+
+function wireTool(tool) {
+  if (!isObject(tool)) return tool;
+  if (tool.type === "function" && isObject(tool.function)) {
+    const fn = tool.function;
+    const out = { name: fn.name, parameters: fn.parameters || {} };
+    if (given(fn.description)) out.description = fn.description;
+    return out;
+  }
+  const out = { name: tool.name, parameters: tool.input_schema || tool.parameters || {} };
+  if (given(tool.description)) out.description = tool.description;
+  return out;
+}
+
+function wireResponseFormat(body) {
+  const fmt = body.response_format;
+  if (!isObject(fmt)) return undefined;
+  if (fmt.type === "json_schema" && isObject(fmt.json_schema)) return { type: "json", schema: fmt.json_schema.schema || {} };
+  if (fmt.type === "json_object") return { type: "json" };
+  if (fmt.type === "text") return { type: "text" };
+  return fmt;
+}
+
+/** The cache-key input of a provider wire body (same as the Python SDK's request_from_wire). */
+export function requestFromWire(provider, model, body) {
+  if (!isObject(body)) throw bad("", "a provider request body must be a JSON object");
+  const out = { provider, model: model || body.model };
+  let msgs = [...(body.messages || [])];
+  if (given(body.system)) msgs = [{ role: "system", content: body.system }, ...msgs];
+  out.messages = msgs;
+  if (given(body.tools)) out.tools = Array.isArray(body.tools) ? body.tools.map(wireTool) : body.tools;
+  const fmt = wireResponseFormat(body);
+  if (fmt !== undefined) out.responseFormat = fmt;
+  const options = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (["model", "messages", "system", "tools", "response_format"].includes(key) || TRANSPORT_KEYS.has(key)) continue;
+    if (key in WIRE_FIELDS) {
+      if (given(value)) out[WIRE_FIELDS[key]] = value;
+      continue;
+    }
+    options[key] = value;
+  }
+  if (Object.keys(options).length) out.providerOptions = options;
+  return out;
 }

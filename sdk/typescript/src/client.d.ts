@@ -1,6 +1,8 @@
 export declare class WorkbenchAPIError extends Error { status: number; code: string; }
 export declare class GateTimeout extends Error {}
 export declare class GateClosed extends Error {}
+export declare const REPLAYED_SUMMARY: string;
+export declare const PRICES_TTL_SECONDS: number;
 export type GateKind = "PAUSE_BEFORE" | "PAUSE_AFTER" | "CHECKPOINT";
 export interface Decision {
   decision: "approved" | "rejected" | "edited" | string;
@@ -22,6 +24,14 @@ export declare class WorkbenchClient {
   constructor(options?: ClientOptions);
   request(method: string, path: string, opts?: { json?: unknown; params?: Record<string, unknown>; idempotencyKey?: string; timeout?: number }): Promise<Json>;
   health(): Promise<Json>;
+  listRuns(o?: { limit?: number }): Promise<Json[]>;
+  getRun(runId: string): Promise<Json>;
+  /** GET /api/prices: {model: row}, cached 5 minutes per set of models asked. */
+  prices(models?: string[], o?: { refresh?: boolean }): Promise<Record<string, import("./pricing.js").PriceRow>>;
+  cachedResponse(provider: string, model: string | null | undefined, body: Record<string, unknown>, o?: { preferRunId?: string }): Promise<Json | null>;
+  replayFn(o?: { preferRunId?: string }): import("./traced.js").ReplayFn;
+  fork(runId: string, o?: { mode?: "replay" | "branch"; fromSeq?: number; overlay?: Record<string, unknown> }): Promise<Json>;
+  checkBudget(runId: string, stepId?: string): Promise<Json>;
   startRun(body: { workflow: Record<string, unknown>; runId?: string; title?: string; subject?: unknown; metadata?: Record<string, unknown>; tags?: string[]; context?: unknown }): Promise<Json>;
   appendEvents(runId: string, events: Record<string, unknown>[]): Promise<{ seqs: number[]; lastSeq: number }>;
   events(runId: string, opts?: { afterSeq?: number; limit?: number }): Promise<Json>;
@@ -40,7 +50,9 @@ export interface PendingGate extends PromiseLike<GateHandle> {
 }
 export declare class RemoteRun {
   constructor(client: WorkbenchClient, runId: string);
-  client: WorkbenchClient; runId: string;
+  client: WorkbenchClient; runId: string; replay?: import("./traced.js").ReplayFn;
+  /** Fork a run as a replay this host re-executes (model calls answered from the response cache). */
+  static replayOf(client: WorkbenchClient, sourceRunId: string, o?: { fromSeq?: number }): Promise<RemoteRun>;
   static start(client: WorkbenchClient, o: { workflow: Record<string, unknown>; title?: string; tags?: string[]; metadata?: Record<string, unknown>; subject?: unknown; runId?: string }): Promise<RemoteRun>;
   record(events: Record<string, unknown>[]): Promise<{ seqs: number[]; lastSeq: number }>;
   event(type: string, fields?: Record<string, unknown>): Promise<{ seqs: number[]; lastSeq: number }>;

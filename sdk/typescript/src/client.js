@@ -1,5 +1,6 @@
 // The REST client, runs and gates: a port of workbench_sdk.client / run (same routes, same
 // event shapes). Only the platform's fetch and crypto.randomUUID are used.
+import { llmCacheKey, requestFromWire } from "./cachekey.js";
 
 export const ENV_URL = "WORKBENCH_URL";
 export const ENV_TOKEN = "WORKBENCH_TOKEN";
@@ -9,6 +10,9 @@ export const EXTERNAL_DRIVER = "external";
 export const GATE_PAYLOAD_TYPE = "workbench.gate-payload";
 export const GATES = ["PAUSE_BEFORE", "PAUSE_AFTER", "CHECKPOINT"];
 export const LONG_POLL_SECONDS = 25;
+export const PRICES_TTL_SECONDS = 300;
+/** The summary of a model answer replayed from the response cache (the server's REPLAYED_SUMMARY). */
+export const REPLAYED_SUMMARY = "replayed";
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export class WorkbenchAPIError extends Error {
@@ -90,6 +94,56 @@ export class WorkbenchClient {
   }
 
   health() { return this.request("GET", "/health"); }
+  listRuns({ limit = 100, status, workflowId } = {}) {
+    return this.request("GET", "/runs", { params: { limit, status, workflow_id: workflowId } });
+  }
+  getRun(runId) { return this.request("GET", `/runs/${q(runId)}`); }
+
+  /** The workspace's effective price table (GET /api/prices): {model: row}, cached 5 minutes per
+   * set of models asked ("provider:model" or "model" asks for rows the workspace has not listed). */
+  async prices(models = [], { refresh = false } = {}) {
+    const key = [...models].sort().join("\n");
+    this._prices ??= new Map();
+    const hit = this._prices.get(key);
+    if (hit && !refresh && performance.now() - hit.at < PRICES_TTL_SECONDS * 1000) return hit.table;
+    const url = models.length ? "/prices?" + models.map((m) => `model=${q(m)}`).join("&") : "/prices";
+    const table = (await this.request("GET", url)).prices;
+    this._prices.set(key, { at: performance.now(), table });
+    return table;
+  }
+
+  /** The workspace's cached answer to this provider request body (null on a miss): the key is
+   * computed here exactly as the server computes it from a recorded model_io request. */
+  async cachedResponse(provider, model, body, { preferRunId } = {}) {
+    const key = llmCacheKey(requestFromWire(provider, model, body));
+    try {
+      return await this.request("GET", `/cache/${key}`, { params: { preferRunId } });
+    } catch (err) {
+      if (err instanceof WorkbenchAPIError && err.status === 404) return null;
+      throw err;
+    }
+  }
+
+  /** A `replay` function for a Tracer: (provider, model, body) -> {body, chunks} or null. */
+  replayFn({ preferRunId } = {}) {
+    return async (provider, model, body) => {
+      const found = await this.cachedResponse(provider, model, body, { preferRunId });
+      const payload = found?.response?.payload;
+      if (!payload || typeof payload !== "object" || Array.isArray(payload)) return null;
+      const chunks = (found.chunks || []).map((c) => c.payload).filter((p) => p && typeof p === "object");
+      return { body: payload, chunks };
+    };
+  }
+
+  /** POST /runs/{id}:fork: {runId, sourceRunId, fromSeq, mode, status}. */
+  fork(runId, { mode = "replay", fromSeq, overlay } = {}) {
+    return this.request("POST", `/runs/${q(runId)}:fork`, { json: dropNone({ mode, fromSeq, runOptionsOverlay: overlay }) });
+  }
+
+  /** Before a model call (POST /runs/{id}/budget/check): {allowed, gate?, message?}. */
+  checkBudget(runId, stepId) {
+    return this.request("POST", `/runs/${q(runId)}/budget/check`, { json: dropNone({ stepId }) });
+  }
   startRun({ workflow, runId, title, subject, metadata, tags, context }) {
     return this.request("POST", "/runs", { json: dropNone({ workflow, runId, title, subject, metadata, tags, context }) });
   }
@@ -171,6 +225,16 @@ export class RemoteRun {
     const meta = { ...(metadata || {}), [DRIVER_METADATA_KEY]: EXTERNAL_DRIVER };
     const started = await client.startRun({ workflow, runId, title, tags, metadata: meta, subject });
     return new RemoteRun(client, started.runId);
+  }
+
+  /** Fork `sourceRunId` as a replay this host re-executes: model calls through the traced
+   * clients (inside withScope(replay, ...)) answer from the server's response cache, the
+   * source's answers preferred, recorded as "replayed". Then finish() it. */
+  static async replayOf(client, sourceRunId, { fromSeq = 0 } = {}) {
+    const fork = await client.fork(sourceRunId, { mode: "replay", fromSeq });
+    const run = new RemoteRun(client, fork.runId);
+    run.replay = client.replayFn({ preferRunId: sourceRunId });
+    return run;
   }
 
   record(events) { return this.client.appendEvents(this.runId, events); }

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from workbench_sdk.cachekey import llm_cache_keys
+from workbench_sdk.cachekey import llm_cache_keys, request_from_wire
 
 HERE = Path(__file__).resolve().parent
 
@@ -63,8 +63,59 @@ REQUESTS: list[dict[str, object]] = [
 ]
 
 
+# Provider wire bodies (what the traced clients record): keyed through request_from_wire.
+WIRE: list[tuple[str, str | None, dict[str, object]]] = [
+    (
+        "openai",
+        None,
+        {
+            "model": "gpt-5-mini",
+            "messages": [{"role": "user", "content": "use get_weather for Oslo"}],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "description": "Weather",
+                        "parameters": {"type": "object"},
+                    },
+                }
+            ],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_completion_tokens": 64,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": {"type": "object"}},
+            },
+            "reasoning_effort": "low",
+        },
+    ),
+    (
+        "anthropic",
+        "claude-haiku-4-5",
+        {
+            "model": "claude-haiku-4-5",
+            "system": "Be brief.",
+            "max_tokens": 50,
+            "stop_sequences": ["END"],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Forecast for Oslo"}]}],
+            "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "metadata": {"user_id": "u1"},
+        },
+    ),
+]
+
+
 def vectors() -> list[dict[str, object]]:
-    return [{"request": request, "keys": llm_cache_keys(request)} for request in REQUESTS]
+    out: list[dict[str, object]] = [
+        {"request": request, "keys": llm_cache_keys(request)} for request in REQUESTS
+    ]
+    for provider, model, body in WIRE:
+        keys = llm_cache_keys(request_from_wire(provider, model, body))
+        out.append({"wire": {"provider": provider, "model": model, "body": body}, "keys": keys})
+    return out
 
 
 def main() -> int:

@@ -1,0 +1,68 @@
+"""A migration operation for the squashed migrations (issue 53): many models created at once.
+
+Each ``CreateModel`` makes Django's migration state render again every model related to the new
+one, and through the workspace and the user that is nearly every model of the project: an app's
+migration that creates its models one by one renders them a few thousand times (most of what
+``migrate`` on an empty database cost). ``CreateModels`` adds all of its models to the state and
+renders once, then creates their tables one after another (foreign keys among them included: the
+schema editor adds those constraints once every table is there, or SQLite checks them on use).
+What it creates is what the same ``CreateModel`` operations create (scripts/migration_schema.py
+compares the schemas).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.migrations.operations import CreateModel
+from django.db.migrations.operations.base import Operation
+from django.db.migrations.state import ModelState, ProjectState
+
+
+class CreateModels(Operation):
+    """``CreateModel`` operations (of one app) applied as one state change."""
+
+    reversible = True
+
+    def __init__(self, *operations: CreateModel) -> None:
+        self.operations = operations
+        super().__init__()
+
+    def deconstruct(self) -> tuple[str, tuple[CreateModel, ...], dict[str, Any]]:
+        return (self.__class__.__qualname__, self.operations, {})
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        keys = []
+        for op in self.operations:  # what CreateModel.state_forwards adds, without the render
+            key = (app_label, op.name_lower)
+            state.models[key] = ModelState(
+                app_label,
+                op.name,
+                list(op.fields),
+                dict(op.options),
+                tuple(op.bases or ()),
+                list(op.managers or []),
+            )
+            keys.append(key)
+        if vars(state).get("_relations") is not None:  # computed already: kept up to date
+            for key in keys:
+                state.resolve_model_relations(key)
+        state.reload_models(keys, delay=False)  # when rendered already: once, every related model
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        for op in self.operations:
+            op.database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        for op in reversed(self.operations):
+            op.database_backwards(app_label, schema_editor, from_state, to_state)
+
+    def describe(self) -> str:
+        return "Create models " + ", ".join(op.name for op in self.operations)
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "models"
+
+    def references_model(self, name: str, app_label: str) -> bool:
+        return any(op.references_model(name, app_label) for op in self.operations)
