@@ -327,7 +327,7 @@ EMAIL_BACKEND_NAME = env_str("WORKBENCH_EMAIL", "console" if DEBUG else "smtp")
 if EMAIL_BACKEND_NAME not in ("console", "smtp"):
     raise ValueError("WORKBENCH_EMAIL must be console or smtp")
 MAILERS = {
-    "default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    "default": {"BACKEND": "runs.notifications.console_mail.EmailBackend"}
     if EMAIL_BACKEND_NAME == "console"
     else {
         "BACKEND": "django.core.mail.backends.smtp.EmailBackend",

@@ -20,6 +20,7 @@ from runs.models import Run
 from runs.pages.access import run_write
 from runs.pages.inbox import inbox_row_context
 from runs.pages.params import parse_json_field
+from runs.selectors.gatepolicy import vote_words
 from runs.selectors.run_list import pending_gate_count
 from runs.selectors.runs import run_state
 from runs.web.artifact_forms import schema_errors, schema_registry
@@ -140,8 +141,8 @@ def decide_gate(request: HttpRequest, run: Run) -> str:
     except actions.ActionError as exc:
         return f"{exc.message[:1].upper()}{exc.message[1:]} ({exc.code})"
     if not outcome.resolved and outcome.policy.needs_votes:
-        request.gate_vote = (  # type: ignore[attr-defined]
-            f"Your {decision} vote is recorded: {len(outcome.approvals)} of {outcome.policy.quorum} approvals."
+        request.gate_vote = vote_words(  # type: ignore[attr-defined]
+            decision, len(outcome.approvals), outcome.policy.quorum
         )
     return ""
 
@@ -189,6 +190,7 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
             gate_doc,
             key=post.get("row_key", ""),
             can_review=True,
+            username=request.user.get_username(),
             decided="" if error or vote else decision,
         )
         response = render(

@@ -40,12 +40,13 @@ def inbox_row_context(
     can_review: bool,
     decided: str = "",
     policy: GateStatus | None = None,
+    username: str = "",
 ) -> dict[str, Any]:
     """One inbox row: the run, its waiting gate, and (after a decision from the row) what was decided.
     `key` makes the row's field ids unique on the page (digits and dashes only); `policy`: the
-    gate's policy status (read here when not given)."""
+    gate's policy status (read here when not given, for `username`)."""
     if policy is None:
-        policy = gate_status(run, run_state(run).run, gate)
+        policy = gate_status(run, run_state(run).run, gate, username=username)
     return {
         "item": {
             "run": run,

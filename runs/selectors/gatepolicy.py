@@ -92,12 +92,21 @@ class GateStatus:
     limit_seconds: int | None
     assigned: bool  # to the person asking
     waited: float | None  # seconds, at the time it was read
+    mine: str = ""  # the asking person's own vote on it ("approved" / "rejected"), "" when none
 
     @property
     def shown(self) -> bool:
         """Whether the policy has anything to say beyond the defaults."""
         p = self.policy
         return p.needs_votes or p.separation_of_duties or bool(p.assignees) or bool(p.escalation)
+
+    @property
+    def mine_words(self) -> str:
+        """What the asking person is told of their own vote while the gate waits for more (the
+        inbox row says it again after a live refresh, not only in the answer to the vote)."""
+        if not self.mine or not self.policy.needs_votes:
+            return ""
+        return vote_words(self.mine, len(self.approvals), self.policy.quorum)
 
     @property
     def overdue(self) -> bool:
@@ -112,6 +121,10 @@ class GateStatus:
     @property
     def limit_text(self) -> str:
         return duration_text(self.limit_seconds) if self.limit_seconds is not None else ""
+
+
+def vote_words(decision: str, approvals: int, quorum: int) -> str:
+    return f"Your {decision} vote is recorded: {approvals} of {quorum} approvals."
 
 
 def duration_text(seconds: float) -> str:
@@ -149,4 +162,5 @@ def gate_status(
         limit_seconds=gatepolicy.limit_seconds(policy, notified),
         assigned=bool(username) and gatepolicy.names_user(policy.assignees, username, role),
         waited=((now or timezone.now()) - since).total_seconds() if since is not None else None,
+        mine=next((v.decision for v in reversed(votes) if username and v.voter == f"user:{username}"), ""),
     )

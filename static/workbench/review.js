@@ -212,6 +212,19 @@
     });
   });
 
+  function carrySubmitter(form, button) {
+    Array.prototype.forEach.call(form.querySelectorAll("input[data-submitter-copy]"), function (copy) {
+      copy.remove();
+    });
+    if (!button || !button.name || button.form !== form) return;
+    var copy = document.createElement("input");
+    copy.type = "hidden";
+    copy.name = button.name;
+    copy.value = button.value;
+    copy.setAttribute("data-submitter-copy", "");
+    form.appendChild(copy);
+  }
+
   document.addEventListener(
     "submit",
     function (event) {
@@ -222,6 +235,11 @@
       // between (an approval sent from its undo timer, a quick key) would leave the page as a
       // plain POST. Processed now, its htmx listener (on the form, after this one) takes it.
       if (window.htmx && (form.hasAttribute("hx-post") || form.hasAttribute("hx-get"))) window.htmx.process(form);
+      // htmx learns which button was pressed from its own click listener, which a form it had not
+      // processed yet (a click as the page loads on a slow machine, or just after a swap) lacks:
+      // it would post without the button's value ("Choose approve, reject or edit."). A hidden
+      // copy of the pressed button's value goes with the form whoever sends it.
+      carrySubmitter(form, button);
       if (form.hasAttribute("data-commit-now")) return;
       if (button && button.hasAttribute("data-undo") && item && undoMs() > 0) {
         event.preventDefault();

@@ -247,7 +247,7 @@ def test_inbox_assigned_to_me_and_waited_against_limit(client, workspace, bob, d
     )
 
 
-def test_inbox_vote_keeps_the_row_and_says_the_count(client, workspace, bob, make_run):
+def test_inbox_vote_keeps_the_row_and_says_the_count(client, workspace, alice, bob, make_run):
     do_set_gate_policy(workspace=workspace, policy={"quorum": 2})
     make_run("run_q")
     login(client, bob)
@@ -262,6 +262,11 @@ def test_inbox_vote_keeps_the_row_and_says_the_count(client, workspace, bob, mak
     assert "Your approved vote is recorded: 1 of 2 approvals." in html
     assert "badge-approved" not in html and 'name="decision" value="approved"' in html
     assert "1 of 2 approvals (user:bob)" in html
+    # a live refresh of the inbox (a GET) says it again: the vote is read, not only answered
+    again = client.get("/runs/inbox/", headers=HX).content.decode()
+    assert "Your approved vote is recorded: 1 of 2 approvals." in again
+    login(client, alice)
+    assert "vote is recorded" not in client.get("/runs/inbox/", headers=HX).content.decode()
 
 
 def test_gate_panel_refuses_the_starter_in_words(client, workspace, alice, make_run):
