@@ -232,9 +232,12 @@ def test_decision_p95_fires_when_over_and_stays_quiet_under(workspace, workflow)
         }
         actions.do_append_events(workspace=workspace, run_id=run_id, events=[event], actor="user:alice")
 
+    # read later the same UTC day: the window is the runs' start days (today), so an hour later
+    # would read an empty window whenever the test runs after 23:00
+    later = now.replace(hour=23, minute=59, second=59)
     decide("run_quick", timedelta(seconds=30))
-    (under,) = evaluate_monitors(now=now + timedelta(hours=1))
+    (under,) = evaluate_monitors(now=later)
     assert under.value is not None and under.value < 600 and (under.state, under.changed) == ("ok", False)
     decide("run_slow", timedelta(minutes=30))  # decided after half an hour: p95 over 10 minutes
-    (over,) = evaluate_monitors(now=now + timedelta(hours=1))
+    (over,) = evaluate_monitors(now=later)
     assert over.value > 600 and (over.state, over.changed) == ("alert", True)
