@@ -40,3 +40,14 @@ def pause_at_budget(workspace, run_id: str = "run_spend", *, title: str = "Draft
 def gate_decisions(run_id: str = "run_spend") -> list[dict]:
     rows = Event.objects.filter(run__run_id=run_id, type="human_gate_resolved").order_by("seq")
     return [loads(body) for body in rows.values_list("body", flat=True)]
+
+
+def wait_at_review(workspace, run_id: str) -> None:
+    """A run waiting at another checkpoint (``review``): it keeps its plain Approve."""
+    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="t", run_id=run_id)
+    actions.do_command(
+        workspace=workspace,
+        run_id=run_id,
+        command=cmd.RequestGate(step_id="draft", gate="CHECKPOINT", reason="look", checkpoint="review"),
+        actor="t",
+    )

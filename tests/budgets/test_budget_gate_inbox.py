@@ -14,7 +14,7 @@ import pytest
 from runs.actions import budgets
 from runs.models import Run
 from runs.models_budgets import BudgetRecord, RunBudget
-from tests.budgets.support import gate_decisions, pause_at_budget
+from tests.budgets.support import gate_decisions, pause_at_budget, wait_at_review
 
 pytestmark = pytest.mark.django_db
 
@@ -127,17 +127,7 @@ def test_an_outsider_gets_404_and_changes_nothing(client, charlie, workspace):
 
 
 def test_other_gates_keep_their_approve_in_the_inbox(client, alice, workspace):
-    from runs import actions
-    from runs.engine import commands as cmd
-    from tests.budgets.support import WORKFLOW
-
-    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="t", run_id="run_other")
-    actions.do_command(
-        workspace=workspace,
-        run_id="run_other",
-        command=cmd.RequestGate(step_id="draft", gate="CHECKPOINT", reason="look", checkpoint="review"),
-        actor="t",
-    )
+    wait_at_review(workspace, "run_other")
     client.force_login(alice)
     row = _row(client)
     assert ">Approve</button>" in row and 'name="limit"' not in row and "Spent" not in row

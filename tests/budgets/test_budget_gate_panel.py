@@ -8,13 +8,11 @@ from decimal import Decimal
 
 import pytest
 
-from runs import actions
 from runs.actions import budgets
-from runs.engine import commands as cmd
 from runs.models import Event
 from runs.models_budgets import BudgetRecord, RunBudget
 from runs.protocol.values import loads
-from tests.budgets.support import WORKFLOW, pause_at_budget
+from tests.budgets.support import pause_at_budget, wait_at_review
 
 pytestmark = pytest.mark.django_db
 
@@ -79,13 +77,7 @@ def test_stop_the_run_here_rejects_the_budget_gate(client, alice, workspace):
 
 
 def test_nobody_asked_another_gate_keeps_its_approve(client, alice, workspace):
-    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="t", run_id="run_panel")
-    actions.do_command(
-        workspace=workspace,
-        run_id="run_panel",
-        command=cmd.RequestGate(step_id="draft", gate="CHECKPOINT", reason="look", checkpoint="review"),
-        actor="t",
-    )
+    wait_at_review(workspace, "run_panel")
     client.force_login(alice)
     panel = client.get("/runs/run_panel/").content.decode()
     panel = panel[panel.index('id="gate-panel"') :].split("</section>")[0]
