@@ -22,7 +22,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from runs.actions.core import ActionError, load_state
+from runs.actions.core import ActionError, AppendResult, load_state
 from runs.actions.outbox import BUDGET_EXCEEDED as BUDGET_EXCEEDED_EVENT
 from runs.actions.outbox import run_links, site_url, tell_owners
 from runs.actions.runs import do_command
@@ -35,12 +35,31 @@ from runs.selectors.budgets import month_spend, month_start, run_limit, run_spen
 from runs.selectors.runs import get_run
 
 BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+# An approval of the ``budget`` gate without a new limit (REST, MCP, Slack, e-mail links): it would
+# only let the caller through to pause again at its next call, so it is refused (nothing written).
+BUDGET_LIMIT_REQUIRED = "BUDGET_LIMIT_REQUIRED"
 BUDGET_CHECKPOINT = "budget"
 CHECKPOINT = "CHECKPOINT"
 SELF_REPORTED = (
     "Runs that report their own calls (the SDK, OTLP) are recorded as always: Workbench does not "
     "make those calls, so it cannot stop them."
 )
+
+
+def is_budget_gate(gate: str | None, checkpoint: str | None) -> bool:
+    """Whether a gate is a run's ``budget`` checkpoint (it goes on only with a raised budget)."""
+    return gate == CHECKPOINT and checkpoint == BUDGET_CHECKPOINT
+
+
+def limit_required(run_id: str) -> ActionError:
+    """The refusal of an approval of the ``budget`` gate that names no new budget."""
+    return ActionError(
+        BUDGET_LIMIT_REQUIRED,
+        "the run's budget gate goes on only with a new budget: raise it (POST "
+        f'/api/runs/{run_id}/budget with {{"limit": "0.05"}}, or on the run\'s page), or reject '
+        "the gate to stop the run at its budget; an approval alone would pause it again at its next call",
+        "decision",
+    )
 
 
 def money(amount: Decimal, currency: str) -> str:
@@ -348,27 +367,45 @@ def do_set_run_budget(*, workspace: Workspace, run_id: str, limit: Any, actor: s
 
 
 def _decide_budget_gate(
-    workspace: Workspace, run: Run, step_id: str, decision: str, note: str, actor: str
-) -> None:
+    workspace: Workspace,
+    run: Run,
+    step_id: str,
+    decision: str,
+    note: str,
+    actor: str,
+    channel: str = "page",
+) -> AppendResult:
     """Resolve the run's open ``budget`` checkpoint (raise: approved; stop: rejected)."""
-    do_command(
+    return do_command(
         workspace=workspace,
         run_id=run.run_id,
         command=cmd.ResolveGate(
             step_id=step_id, gate=CHECKPOINT, decision=decision, note=note, checkpoint=BUDGET_CHECKPOINT
         ),
         actor=actor,
+        channel=channel,
     )
 
 
-def do_stop_at_budget(*, workspace: Workspace, run_id: str, actor: str = "") -> dict[str, Any]:
-    """Reject the run's open ``budget`` gate: the paused caller stops with BUDGET_EXCEEDED."""
+def stop_at_budget(
+    *, workspace: Workspace, run_id: str, actor: str = "", note: str | None = None, channel: str = "page"
+) -> AppendResult:
+    """Reject the run's open ``budget`` gate (``note``: the person's words, after ours); the
+    events written. Refused with INVALID_STATE_TRANSITION when no budget gate waits."""
     run = get_run(workspace, run_id)
     waiting = _open_budget_gate(run)
     if waiting is None:
         raise ActionError(ErrorCode.INVALID_STATE_TRANSITION, "no budget gate waits on this run", "budget")
-    note = "Stopped at its budget" + (f" by {actor}" if actor else "")
+    said = "Stopped at its budget" + (f" by {actor}" if actor else "")
     with transaction.atomic():
-        _decide_budget_gate(workspace, run, waiting[0], "rejected", note, actor)
-        record(workspace, "stopped", note + ".", run_id=run.run_id, actor=actor)
-    return {"runId": run.run_id, "note": note}
+        result = _decide_budget_gate(
+            workspace, run, waiting[0], "rejected", said + (f": {note}" if note else ""), actor, channel
+        )
+        record(workspace, "stopped", said + ".", run_id=run.run_id, actor=actor)
+    return result
+
+
+def do_stop_at_budget(*, workspace: Workspace, run_id: str, actor: str = "") -> dict[str, Any]:
+    """Reject the run's open ``budget`` gate: the paused caller stops with BUDGET_EXCEEDED."""
+    stop_at_budget(workspace=workspace, run_id=run_id, actor=actor)
+    return {"runId": run_id, "note": "Stopped at its budget" + (f" by {actor}" if actor else "")}

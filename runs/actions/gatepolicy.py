@@ -26,6 +26,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from runs.actions import budgets
 from runs.actions.core import ActionError, AppendResult, load_state, lock_run
 from runs.actions.notify import schedule_deliveries
 from runs.actions.outbox import envelope, new_message_id, run_links
@@ -135,7 +136,9 @@ def do_decide_gate(
 ) -> GateDecision:
     """A reviewer's decision on a waiting gate under its policy (see the module's docstring).
     Refusals: SEPARATION_OF_DUTIES (the starter approves), ALREADY_VOTED, INVALID_INPUT (an
-    edit on a gate that counts votes), and whatever the engine refuses; nothing is written then."""
+    edit on a gate that counts votes), BUDGET_LIMIT_REQUIRED (an approval of the run's ``budget``
+    gate, which goes on only with a raised budget; rejecting it stops the run at its budget), and
+    whatever the engine refuses; nothing is written then."""
     channel = _channel(channel)
     resolve = cmd.ResolveGate(
         step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint, edit=edit
@@ -154,6 +157,15 @@ def do_decide_gate(
             raise ActionError(
                 ErrorCode.INVALID_INPUT, f"decision must be one of {', '.join(DECISIONS)}", "decision"
             )
+        if budgets.is_budget_gate(gate, checkpoint):
+            # going on needs a new limit (runs.actions.budgets.do_set_run_budget); a rejection
+            # stops the run at its budget, as "Stop the run here" does
+            if decision != "rejected":
+                raise budgets.limit_required(run.run_id)
+            result = budgets.stop_at_budget(
+                workspace=workspace, run_id=run.run_id, actor=actor, note=note, channel=channel
+            )
+            return GateDecision(result=result, resolved=True, policy=policy)
         if policy.separation_of_duties and decision != "rejected" and started_by(run, actor):
             raise ActionError(
                 SEPARATION_OF_DUTIES,

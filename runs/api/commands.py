@@ -101,7 +101,17 @@ def _edit_command(edit: GateEditIn | None) -> cmd.WriteArtifact | cmd.PatchArtif
     return cmd.WriteArtifact(key=edit.artifactKey, type_id=edit.typeId, data=edit.data)
 
 
-@router.post("/{runid:run_id}/gates/resolve", response={200: WriteResult, **ERRORS}, summary="Resolve a gate")
+@router.post(
+    "/{runid:run_id}/gates/resolve",
+    response={200: WriteResult, **ERRORS},
+    summary="Resolve a gate",
+    description=(
+        "Decide a waiting gate under its policy (quorum, separation of duties). A run's budget gate "
+        "(gate CHECKPOINT, checkpoint `budget`) goes on only with a new budget: approving it here is "
+        "refused with 409 `BUDGET_LIMIT_REQUIRED` (nothing is written); raise the budget with "
+        '`POST /api/runs/{id}/budget` `{"limit": "0.05"}`, or reject it to stop the run at its budget.'
+    ),
+)
 def resolve_gate(request: HttpRequest, run_id: str, payload: ResolveGateIn):
     caller = require(request, Action.RESOLVE_GATE)
     decided = do_decide_gate(  # under the gate's policy (quorum, separation of duties)

@@ -52,6 +52,8 @@ _STATUS_BY_CODE: dict[str, int] = {
     PAYLOAD_TOO_LARGE: 413,
     RATE_LIMITED: 429,
     "BUDGET_EXCEEDED": 402,  # past the workspace's monthly cap (runs.actions.budgets)
+    # approving a run's budget gate without raising its budget (runs.actions.budgets)
+    "BUDGET_LIMIT_REQUIRED": 409,
     INTERNAL_ERROR: 500,
 }
 

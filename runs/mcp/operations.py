@@ -16,6 +16,7 @@ from django.conf import settings
 from accounts.principals import NotPermitted, Principal
 from runs import actions
 from runs.actions.forks import do_fork_with_history
+from runs.actions.gatepolicy import do_decide_gate
 from runs.actions.permissions import Action
 from runs.actions.signing import do_export_bundle
 from runs.engine import commands as cmd
@@ -284,8 +285,19 @@ def resolve_gate(
 ) -> dict:
     caller = authorized_caller(principal, Action.RESOLVE_GATE)
     _run(caller, run_id)
-    command = cmd.ResolveGate(step_id=step_id, gate=gate, decision=decision, note=note, checkpoint=checkpoint)
-    return _command(caller, run_id, command, channel)
+    decided = _write(  # under the gate's policy, as REST and pages (a budget gate needs a raise)
+        do_decide_gate,
+        workspace=caller.workspace,
+        run_id=run_id,
+        step_id=step_id,
+        gate=gate,
+        decision=decision,
+        note=note,
+        checkpoint=checkpoint,
+        actor=caller.actor,
+        channel=channel,
+    )
+    return write_result(decided.result.run, decided.result.seqs)
 
 
 def gate_to_review(

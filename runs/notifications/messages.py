@@ -31,6 +31,18 @@ def _gate(data: dict) -> dict:
     return gate if isinstance(gate, dict) else {}
 
 
+def is_budget_gate(gate: dict) -> bool:
+    """A run's ``budget`` checkpoint: it goes on only when a person raises the run's budget (an
+    approval alone is refused with BUDGET_LIMIT_REQUIRED), so no message offers an Approve."""
+    return gate.get("gate") == "CHECKPOINT" and gate.get("checkpoint") == "budget"
+
+
+BUDGET_HOW = (
+    "The run waits at its budget: open the run to raise its budget and let it go on "
+    "(an approval alone is refused), or stop it here."
+)
+
+
 def _title(data: dict) -> str:
     run = _run(data)
     return run.get("title") or run.get("id") or ""
@@ -51,6 +63,8 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
         details.append(f"Step: {gate['stepId']} ({gate.get('gate')})")
     if gate.get("reason"):
         details.append(f"Reason: {gate['reason']}")
+    if kind == "gate.requested" and is_budget_gate(gate):
+        details.append(BUDGET_HOW)
     if gate.get("decision"):
         details.append(
             f"Decision: {gate['decision']}" + (f" by {gate['decidedBy']}" if gate.get("decidedBy") else "")
@@ -149,7 +163,14 @@ def email_message(
     title = _title(message.get("data") or {})
     subject = f"[{site_name}] {headline}" + (f": {title}" if title else "")
     body = [headline, "", *details]
-    if decision_links:
+    budget_gate = message.get("type") == "gate.requested" and is_budget_gate(_gate(message.get("data") or {}))
+    if decision_links and budget_gate:
+        body += [
+            "",
+            f"Stop the run at its budget: {decision_links[1]}",
+            f"The link opens a page that asks you to confirm; it works once, for you only, for {links_valid_for}.",
+        ]
+    elif decision_links:
         approve, reject = decision_links
         body += [
             "",

@@ -1,5 +1,5 @@
 """What a Slack app posts: the gate message (Block Kit: Approve, Reject, Reject with a note,
-Open), its decided form, the "Reject with a note" modal, and thread replies. Pure.
+Open; a run's ``budget`` gate: Stop the run, Open the run), its decided form, the "Reject with a note" modal, and thread replies. Pure.
 
 Every button carries the gate it decides in its ``value`` (``{"h": hook, "r": run, "s": step,
 "g": gate, "c": checkpoint}``): the interaction endpoint finds the hook (and so the signing
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runs.notifications.messages import lines, slack_escape, slack_message
+from runs.notifications.messages import is_budget_gate, lines, slack_escape, slack_message
 
 APPROVE = "wb_approve"
 REJECT = "wb_reject"
@@ -56,7 +56,15 @@ def gate_message(message: dict[str, Any], hook_id: str) -> dict[str, Any]:
     """``{text, blocks}`` of a ``gate.requested`` message with its four buttons."""
     base = slack_message(message)
     headline, details, link, _label = lines(message)
-    value = json.dumps(gate_ref(hook_id, message.get("data") or {}), separators=(",", ":"))
+    data = message.get("data") or {}
+    value = json.dumps(gate_ref(hook_id, data), separators=(",", ":"))
+    if is_budget_gate(_obj(data.get("gate"))):
+        # no Approve: the run goes on only with a new budget, named on the run's page
+        elements = [_button("Stop the run", REJECT, value, "danger")]
+        if link:
+            elements.append({**_button("Open the run", OPEN, value, "primary"), "url": link})
+        actions = {"type": "actions", "block_id": "wb_gate", "elements": elements}
+        return {"text": base["text"], "blocks": [base["blocks"][0], actions]}
     elements = [
         _button("Approve", APPROVE, value, "primary"),
         _button("Reject", REJECT, value, "danger"),

@@ -157,10 +157,14 @@ def _decide_budget_gate(request: HttpRequest, run: Run, decision: str) -> str:
             return ""
         limit = request.POST.get("limit", "").strip()
         if decision != "approved" or not limit:
-            return "To let the run go on, name its new budget and press Raise and continue (INVALID_INPUT)."
-        budgets.do_set_run_budget(
+            return (
+                "To let the run go on, name its new budget and press Raise and continue "
+                f"({budgets.BUDGET_LIMIT_REQUIRED})."
+            )
+        raised = budgets.do_set_run_budget(
             workspace=run.workspace, run_id=run.run_id, limit=limit, actor=actor_for(request)
         )
+        request.gate_said = raised["note"] + "."  # type: ignore[attr-defined]
     except actions.ActionError as exc:
         return f"{exc.message[:1].upper()}{exc.message[1:]} ({exc.code})"
     return ""
@@ -193,12 +197,14 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
             username=request.user.get_username(),
             decided="" if error or vote else decision,
         )
+        typed = {"typed_limit": post.get("limit", "")[:40]} if error else {}
         response = render(
-            request, "runs/inbox.html#inbox_row", {**ctx, "row_error": error, "row_notice": vote}
+            request, "runs/inbox.html#inbox_row", {**ctx, **typed, "row_error": error, "row_notice": vote}
         )
         if not error and not vote:
             # said once outside the table (the row may be refreshed away by the live inbox)
             said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
+            said += f" {getattr(request, 'gate_said', '')}".rstrip()
             # ASCII JSON (\u escapes): a header value must be Latin-1, a title may be anything
             # dispatched on <body> ("target"): the form that asked may be gone by the answer (a
             # live refresh morphed the row meanwhile) and an event on a detached node reaches no one
@@ -225,9 +231,8 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     elif vote:
         messages.info(request, vote)
     else:
-        messages.success(
-            request, f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
-        )
+        said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
+        messages.success(request, f"{said} {getattr(request, 'gate_said', '')}".rstrip())
     if from_inbox:
         return redirect("runs:inbox")
     return redirect(reverse("runs:detail", args=[run.run_id]) + "#gates")

@@ -12,10 +12,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from runs.actions.permissions import Action
+from runs.actions.budgets import is_budget_gate, money
+from runs.actions.permissions import Action, minimum_role
 from runs.models import Run
 from runs.pages.prompts import promotion_item
 from runs.protocol.timestamps import to_datetime
+from runs.selectors.budgets import run_limit, run_spend, settings_of
 from runs.selectors.gatepolicy import GateStatus, gate_status, workspace_layers
 from runs.selectors.gates import recent_decisions
 from runs.selectors.prompts import pending_promotions
@@ -32,6 +34,18 @@ INBOX_LIMIT = 50  # runs per keyset page
 ROW_KEY = re.compile(r"[0-9-]{1,40}")
 
 
+def budget_spend(run: Run) -> dict[str, str]:
+    """What a run waiting at its ``budget`` gate has spent against its budget, in words."""
+    settings = settings_of(run.workspace)
+    limit = run_limit(run, settings)
+    currency = limit.currency if limit is not None else (settings.currency if settings else "USD")
+    spent = money(run_spend(run, currency), currency)
+    if limit is None:
+        return {"currency": currency, "said": f"Spent {spent}; the run has no budget now."}
+    said = f"Spent {spent} of its budget of {money(limit.amount, currency)} ({limit.source} budget)."
+    return {"currency": currency, "said": said}
+
+
 def inbox_row_context(
     run: Run,
     gate: dict[str, Any],
@@ -44,9 +58,11 @@ def inbox_row_context(
 ) -> dict[str, Any]:
     """One inbox row: the run, its waiting gate, and (after a decision from the row) what was decided.
     `key` makes the row's field ids unique on the page (digits and dashes only); `policy`: the
-    gate's policy status (read here when not given, for `username`)."""
+    gate's policy status (read here when not given, for `username`). A run's ``budget`` gate says
+    what the run spent against its budget (`budget`): it goes on only with a new limit."""
     if policy is None:
         policy = gate_status(run, run_state(run).run, gate, username=username)
+    budget = budget_spend(run) if is_budget_gate(gate.get("gate"), gate.get("checkpoint")) else None
     return {
         "item": {
             "run": run,
@@ -54,6 +70,7 @@ def inbox_row_context(
             "key": key if ROW_KEY.fullmatch(key or "") else "0",
             "since": to_datetime(gate.get("requestedAt")) if gate.get("requestedAt") else None,
             "policy": policy,
+            "budget": budget,
         },
         "can_review": can_review,
         "decided": decided,
@@ -101,6 +118,8 @@ def review_inbox(request: HtmxHttpRequest) -> HttpResponse:
             "limit": INBOX_LIMIT,
             "nav_active": "inbox",
             "can_review": can_review,
+            # who may raise a run's budget at its gate (the gate panel's and REST's right)
+            "raise_role": minimum_role(Action.RESOLVE_GATE),
             "assigned_only": assigned_only,
             # prompt promotion requests: gates of their own (templates/runs/_promotion_requests.html)
             "promotions": [promotion_item(r, request.user) for r in pending_promotions(workspace)],

@@ -5,6 +5,7 @@
 //   [data-review-item="<key>"] tabindex=-1   one pending item (an inbox row, a gate of the panel)
 //     [data-key-action=approve|reject|edit]  its buttons (a / r / e)
 //     [data-key-note]                         its note field (n)
+//     [data-key-limit]                        a budget gate's new limit: approve needs it filled
 //   button[data-undo="<what is said>"]        submits only after an undo delay (Approve)
 //   [data-review-fallback]                    where focus goes when no pending item is left
 //   #shortcuts-help (a <dialog>), #undo-toast  from templates/runs/_review_keys.html
@@ -346,6 +347,16 @@
 
   // --- the shortcuts -----------------------------------------------------------------------
 
+  // A run's budget gate goes on only with a new budget ([data-key-limit]): the approve key never
+  // sends one without it; it takes the reviewer to the field and says what is missing.
+  function needsLimit(it) {
+    var limit = it.querySelector("[data-key-limit]");
+    if (!limit || limit.checkValidity()) return false;
+    limit.focus();
+    limit.reportValidity();
+    return true;
+  }
+
   function act(name) {
     var it = itemOf(document.activeElement);
     if (!it) return focusItem(items()[0]); // the first key picks the first item, it decides nothing
@@ -357,6 +368,7 @@
     }
     var button = it.querySelector('[data-key-action="' + name + '"]');
     if (!button) return false;
+    if (name === "approve" && needsLimit(it)) return true;
     if (name === "edit") {
       var edit = it.querySelector("details[data-edit]");
       if (edit && !edit.open) {
@@ -379,7 +391,7 @@
       } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.hasAttribute("data-key-note")) {
         event.preventDefault();
         var approve = itemOf(target) && itemOf(target).querySelector('[data-key-action="approve"]');
-        if (approve) approve.click();
+        if (approve && !needsLimit(itemOf(target))) approve.click();
       }
       return;
     }

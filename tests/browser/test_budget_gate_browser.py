@@ -8,6 +8,7 @@ Run alone: ``pytest tests/browser/test_budget_gate_browser.py -m browser``.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
@@ -61,6 +62,43 @@ def test_the_budget_gate_is_raised_from_the_run_page(tmp_path):
             events = json.loads(page.request.get(f"{base}/api/runs/run_b/events").text())["events"]
             decided = [i["event"] for i in events if i["event"]["type"] == "human_gate_resolved"]
             assert len(decided) == 1 and decided[0]["decision"] == "approved"
+            assert page.console_errors == []  # type: ignore[attr-defined]
+        finally:
+            browser.close()
+
+
+def test_an_owner_raises_the_budget_from_the_inbox_row(tmp_path):
+    """The inbox row says what the run spent against its budget; the approve key with no new
+    budget only takes the owner to the field (nothing is sent); with one, "Raise and continue"
+    raises the run's budget and resolves the gate in the row (htmx, no reload)."""
+    owner = 'add_member(ws, get_user_model().objects.create_user("olga", password="olga-password-123"), "owner")\n'
+    with serve_app(tmp_path, setup_code=SETUP + owner, workers=0) as base, sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = new_page(browser)
+            sign_in(page, base, "olga")
+            page.goto(f"{base}/runs/inbox/")
+            row = page.locator('tr.inbox-row[data-run="run_b"]')
+            expect(row).to_contain_text("Spent USD 0.01 of its budget of USD 0.01 (workspace budget).")
+            expect(row.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+            limit = row.get_by_label("New run budget (USD)")
+            row.focus()
+            page.keyboard.press("a")  # the approve key: no budget named, so nothing is sent
+            expect(limit).to_be_focused()
+            assert limit.evaluate("e => e.validity.valueMissing") is True
+            expect(row.get_by_role("alert")).to_have_count(0)
+            limit.fill("0.05")
+            shot(page, "budget-gate-inbox-raise")
+            row.get_by_role("button", name="Raise and continue").click()
+            expect(page.locator("#inbox-status")).to_contain_text("Budget raised to USD 0.05 (was USD 0.01)")
+            # decided: the row's form is gone (the live inbox may refresh the row away meanwhile)
+            expect(page.locator('tr.inbox-row[data-run="run_b"] form')).to_have_count(0)
+            budget = json.loads(page.request.get(f"{base}/api/runs/run_b/budget").text())
+            assert (Decimal(budget["limit"]), budget["source"]) == (Decimal("0.05"), "run")
+            events = json.loads(page.request.get(f"{base}/api/runs/run_b/events").text())["events"]
+            decided = [i["event"] for i in events if i["event"]["type"] == "human_gate_resolved"]
+            assert len(decided) == 1 and decided[0]["decision"] == "approved"
+            assert decided[0]["note"] == "Budget raised to USD 0.05 (was USD 0.01) by user:olga"
             assert page.console_errors == []  # type: ignore[attr-defined]
         finally:
             browser.close()

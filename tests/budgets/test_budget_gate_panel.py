@@ -4,44 +4,24 @@ continue") or stops the run there; both through runs.actions.budgets. Other gate
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
-from runs import actions
 from runs.actions import budgets
-from runs.engine import commands as cmd
 from runs.models import Event
 from runs.models_budgets import BudgetRecord, RunBudget
 from runs.protocol.values import loads
+from tests.budgets.support import pause_at_budget, wait_at_review
 
 pytestmark = pytest.mark.django_db
 
-WORKFLOW = {"id": "wf-panel", "version": 1, "steps": [{"id": "draft"}], "edges": []}
 URL = "/runs/run_panel/gates/resolve/"
 
 
 def paused_run(workspace) -> None:
     """A run that spent USD 0.01 with a run budget of USD 0.01: its next call pauses at ``budget``."""
-    budgets.do_set_budgets(workspace=workspace, monthly_cap=None, run_default="0.01")
-    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="t", run_id="run_panel")
-    actions.do_command(workspace=workspace, run_id="run_panel", command=cmd.BeginStep("draft"), actor="t")
-    now = datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    spent = {
-        "id": "evt_spent",
-        "runId": "run_panel",
-        "ts": now,
-        "type": "model_io",
-        "direction": "response",
-        "provider": "openai",
-        "model": "gpt-4o",
-        "stepId": "draft",
-        "cost": {"amount": 0.01, "currency": "USD"},
-    }
-    actions.do_append_events(workspace=workspace, run_id="run_panel", events=[spent])
-    answer = budgets.check_run_budget(workspace=workspace, run_id="run_panel", step_id="draft")
-    assert answer["allowed"] is False and answer["gate"]["checkpoint"] == "budget"
+    pause_at_budget(workspace, "run_panel")
 
 
 def decide(client, decision: str, *, htmx: bool = False, **extra):
@@ -97,13 +77,7 @@ def test_stop_the_run_here_rejects_the_budget_gate(client, alice, workspace):
 
 
 def test_nobody_asked_another_gate_keeps_its_approve(client, alice, workspace):
-    actions.do_start_run(workspace=workspace, workflow=WORKFLOW, actor="t", run_id="run_panel")
-    actions.do_command(
-        workspace=workspace,
-        run_id="run_panel",
-        command=cmd.RequestGate(step_id="draft", gate="CHECKPOINT", reason="look", checkpoint="review"),
-        actor="t",
-    )
+    wait_at_review(workspace, "run_panel")
     client.force_login(alice)
     panel = client.get("/runs/run_panel/").content.decode()
     panel = panel[panel.index('id="gate-panel"') :].split("</section>")[0]

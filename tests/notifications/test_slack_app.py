@@ -20,6 +20,7 @@ from runs.models import Event, GateDecisionMeta, Run, SlackGateMessage, SlackLin
 from runs.notifications.delivery import deliver_due
 from runs.selectors.runs import run_state
 from tests.api.conftest import BearerClient
+from tests.budgets.support import pause_at_budget
 from tests.fakes.slack_api import CHANNEL, TEAM, FakeSlack, block_action, note_submission, signed
 from tests.notifications.conftest import bring_review_gate
 
@@ -282,3 +283,23 @@ def test_a_reader_token_may_not_manage_slack_apps(workspace, slack):
         ).status_code
         == 403
     )
+
+
+def test_a_budget_gate_message_stops_the_run_and_an_approve_click_is_refused(workspace, app, slack, bob):
+    """A run's ``budget`` gate: no Approve in its message (it goes on only with a new budget);
+    an Approve click of an older message is refused with BUDGET_LIMIT_REQUIRED, Stop stops it."""
+    pause_at_budget(workspace, "run_n1")
+    deliver_due()
+    (message,) = slack.of("chat.postMessage")
+    posted = {**message, "ts": SlackGateMessage.objects.get().ts}
+    (buttons,) = [b["elements"] for b in posted["blocks"] if b["type"] == "actions"]
+    assert [b["action_id"] for b in buttons] == ["wb_reject", "wb_open"]
+    _link(workspace, bob)
+    older = {"blocks": [{"type": "actions", "elements": [{**buttons[0], "action_id": "wb_approve"}]}]}
+    refused = _click(older, "wb_approve")
+    assert refused.json()["code"] == "BUDGET_LIMIT_REQUIRED" and _waiting(workspace)
+    assert not Event.objects.filter(type="human_gate_resolved").exists()
+    assert _click(posted, "wb_reject").status_code == 200
+    event = Event.objects.get(type="human_gate_resolved")
+    assert event.data["decision"] == "rejected" and event.data["note"] == "Stopped at its budget by user:bob"
+    assert GateDecisionMeta.objects.get().metadata == {"workbench.channel": "slack"}
