@@ -77,6 +77,16 @@ def test_judge_policy_page_and_overruling_a_machine_decision(tmp_path):
             expect(alice.locator('#agreement [data-stat="2"]')).to_have_text("0.000")
             expect(alice.locator("#confusion tbody")).to_contain_text("25")
             expect(alice.locator("#agreement ~ p.muted").first).to_contain_text("is not earned")
+            # the kappa chart is one tab stop (a roving tabindex, static/workbench/charts.js)
+            chart = alice.locator('[data-chart="kappa"]')
+            marks = chart.locator("svg[data-chart-marks] g.mark")
+            assert marks.count() >= 1 and chart.locator('g.mark[tabindex="0"]').count() == 1
+            marks.first.focus()
+            expect(chart.locator("[data-chart-value]")).to_have_text(marks.first.get_attribute("aria-label"))
+            if marks.count() > 1:
+                alice.keyboard.press("End")
+                expect(marks.last).to_be_focused()
+                assert chart.locator('g.mark[tabindex="0"]').count() == 1
             alice.select_option("#p-delegation", "approve")
             alice.get_by_role("button", name="Save policy").click()
             expect(alice.locator("#policy-error")).to_contain_text("DELEGATION_NOT_EARNED")
