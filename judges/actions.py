@@ -464,8 +464,9 @@ def _drift(judge: GateJudge) -> str:
 
 
 def check_drift(judge: GateJudge) -> bool:
-    """Suspend a delegation whose people's decisions agree less than the floor; the owners are told
-    once (the suspension and its message are one transaction, under the judge's row lock)."""
+    """Suspend a delegation whose people's decisions agree less than the floor, and hide its pending
+    proposals from reviewers again if they were shown; the owners are told once (the suspension and
+    its message are one transaction, under the judge's row lock)."""
     with transaction.atomic():
         judge = GateJudge.objects.select_for_update().get(pk=judge.pk)
         if judge.delegation == Delegation.OFF or judge.suspended_at is not None:
@@ -476,7 +477,11 @@ def check_drift(judge: GateJudge) -> bool:
         audit = agreement_of(judge, audit_only=True)
         judge.suspended_at = timezone.now()
         judge.suspended_reason = reason[:500]
-        judge.save(update_fields=["suspended_at", "suspended_reason"])
+        # proposals shown to reviewers needed the calibration that no longer holds: hidden again
+        # (an owner may show them once more when the judge is calibrated: do_set_policy checks)
+        hidden = judge.show_to_reviewers
+        judge.show_to_reviewers = False
+        judge.save(update_fields=["suspended_at", "suspended_reason", "show_to_reviewers"])
         tell_owners(
             judge.workspace,
             JUDGE_SUSPENDED,
@@ -488,6 +493,7 @@ def check_drift(judge: GateJudge) -> bool:
                     "url": f"{site_url()}/judges/{judge.judge_id}/",
                 },
                 "reason": judge.suspended_reason,
+                "hiddenFromReviewers": hidden,
                 "auditSample": {k: audit[k] for k in ("n", "kappa", "tpr", "tnr")},
             },
         )

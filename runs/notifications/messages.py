@@ -87,6 +87,8 @@ def lines(message: dict[str, Any]) -> tuple[str, list[str], str | None, str | No
             f"Gate: {judge.get('gate')}",
             f"Why: {data.get('reason')}",
         ]
+        if data.get("hiddenFromReviewers"):
+            details.append("Its proposals are hidden from reviewers again (show to reviewers is off).")
         return headline, details, judge.get("url"), "Open the judge"
     if kind == "budget.exceeded":
         found = data.get("budget")

@@ -16,6 +16,7 @@ from judges.models import GateJudge, Proposal
 from review.rules import in_sample
 from runs.actions import ActionError
 from runs.models import Delivery, Event
+from runs.notifications import messages
 from runs.selectors.runs import run_state
 from tests.judges.conftest import decide, verdict, waiting_run
 
@@ -138,7 +139,7 @@ def test_drift_on_the_audit_sample_suspends_delegation_and_tells_the_owners_once
     alice.email = "alice@example.test"
     alice.save()
     _agreeing(gates, 50)
-    judge = judge_actions.do_set_policy(judge, delegation="both", audit_percent=50)
+    judge = judge_actions.do_set_policy(judge, delegation="both", audit_percent=50, show_to_reviewers=True)
     suspended_after = None
     for i in range(40):
         run = gates.judged("approved")
@@ -152,7 +153,12 @@ def test_drift_on_the_audit_sample_suspends_delegation_and_tells_the_owners_once
     assert suspended_after is not None and "below the floor" in judge.suspended_reason
     told = Delivery.objects.filter(workspace=workspace, event_type="judge.suspended")
     assert told.count() == 1 and told.get().recipient == alice
-    assert json.loads(told.get().payload)["data"]["judge"]["label"] == "reviewer@1"
+    message = json.loads(told.get().payload)
+    data = message["data"]
+    assert data["judge"]["label"] == "reviewer@1" and data["hiddenFromReviewers"] is True
+    # shown to reviewers only while calibrated: drift hides the proposals again, and says so
+    assert judge.show_to_reviewers is False
+    assert "hidden from reviewers again" in "\n".join(messages.lines(message)[1])
     # after the suspension every gate goes to people
     run = gates.judged("approved")
     assert not Event.objects.filter(run=run, type="human_gate_resolved").exists()
