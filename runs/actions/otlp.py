@@ -43,7 +43,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from runs.actions import budgets
+from runs.actions import budgets, rollups
 from runs.actions.core import (
     ActionError,
     Appender,
@@ -264,8 +264,11 @@ def _create_runs(
             prepared.append((appender, info))
     if not prepared:
         return []
+    # in trace id order: two storers creating some of the same traces take their unique keys in one
+    # order, so one waits for the other's commit (then takes the one-at-a-time path) and none deadlocks
+    prepared.sort(key=lambda pair: pair[1].trace_id)
     try:
-        with transaction.atomic():
+        with rollups.deferred():  # the workspace's rollup rows written last, locked only till the commit
             save_new_runs([appender for appender, _ in prepared])
             # OtelTrace.objects.bulk_create without the ORM's insert compiler (core.insert_new_rows)
             insert_new_rows(OtelTrace, [_trace_row(workspace, a.run, info, now) for a, info in prepared])
@@ -277,7 +280,7 @@ def _create_runs(
             )
     except IntegrityError:
         created = []
-        with transaction.atomic():  # one commit still: each run in its own savepoint
+        with rollups.deferred():  # one commit still: each run in its own savepoint, the rollups last
             for appender, info in prepared:
                 if _append(workspace, appender.run.run_id, appender.events, info, actor, report, now):
                     created.append(appender.run.run_id)
@@ -404,7 +407,7 @@ def _append(
         todo = [e for e in events if e.get("correlationId") not in dropped] if dropped else events
         titled: set[str] = set()
         try:
-            with transaction.atomic():
+            with rollups.deferred():  # the workspace's rollup rows written last, as in _create_runs
                 if create is not None:
                     landed = _create_and_append(workspace, run_id, todo, create, actor, now)
                 else:

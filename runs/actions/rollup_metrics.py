@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import connection
 
+from runs.actions import rollup_pending
 from runs.actions.rollup_labels import RUN_COLUMNS, read_label, run_labels, spell
 from runs.models import Event, MetricRollup, Run, RunMetricRollup, Workspace
 from runs.presenters.histogram import bucket_of
@@ -172,20 +173,11 @@ def apply_metrics(by_run: Mapping[Any, tuple[Run, Mapping[MetricKey, int]]], *, 
             if own:
                 mine = own_rows.setdefault((run.pk, _own_hash(key)), [key, 0])
                 mine[1] += count
-    if merged:
-        table = MetricRollup._meta.db_table
-        columns: tuple[str, ...] = ("workspace_id", "run_day", "key_hash", "workflow_id", "shard", "kind",
-                                    "label", "reviewer", "decision", "bucket", "count")  # fmt: skip
-        rows = [
-            (ws, day, key_hash, spell(workflow), shard, key[0], *(spell(t) for t in key[1:4]), key[4], n)
-            for (ws, day, key_hash), (workflow, shard, key, n) in sorted(merged.items())
-        ]
-        _upsert(table, columns, "workspace_id, run_day, key_hash", rows)
-        if any(n < 0 for *_, n in merged.values()):
-            for ws in {ws for ws, _, _ in merged}:
-                MetricRollup.objects.filter(
-                    workspace_id=ws, key_hash__in=[h for w, _, h in merged if w == ws], count__lte=0
-                ).delete()
+    deferred = rollup_pending.pending()
+    if deferred is not None:  # inside runs.actions.rollups.deferred: written at the block's end
+        deferred.add_metrics(merged)
+    else:
+        write_workspace_metrics(merged)
     if own_rows:
         table = RunMetricRollup._meta.db_table
         columns = (
@@ -205,6 +197,27 @@ def apply_metrics(by_run: Mapping[Any, tuple[Run, Mapping[MetricKey, int]]], *, 
         _upsert(table, columns, "run_id, key_hash", rows)
         if any(n < 0 for _, n in own_rows.values()):
             RunMetricRollup.objects.filter(run_id__in={pk for pk, _ in own_rows}, count__lte=0).delete()
+
+
+def write_workspace_metrics(merged: Mapping[tuple, list]) -> None:
+    """Add ``{(workspace, run day, key hash): [workflow, shard, key, count]}`` to MetricRollup: one
+    statement, rows in key order, emptied rows removed."""
+    if not merged:
+        return
+    table = MetricRollup._meta.db_table
+    columns: tuple[str, ...] = ("workspace_id", "run_day", "key_hash", "workflow_id", "shard", "kind",
+                                "label", "reviewer", "decision", "bucket", "count")  # fmt: skip
+    rows = [
+        (ws, day, key_hash, spell(workflow), shard, key[0], *(spell(t) for t in key[1:4]), key[4], n)
+        for (ws, day, key_hash), (workflow, shard, key, n) in sorted(merged.items())
+        if n  # (increments of one deferred block may sum to nothing)
+    ]
+    _upsert(table, columns, "workspace_id, run_day, key_hash", rows)
+    if any(n < 0 for *_, n in merged.values()):
+        for ws in {ws for ws, _, _ in merged}:
+            MetricRollup.objects.filter(
+                workspace_id=ws, key_hash__in=[h for w, _, h in merged if w == ws], count__lte=0
+            ).delete()
 
 
 def _upsert(table: str, columns: tuple[str, ...], conflict: str, rows: list[tuple]) -> None:

@@ -47,13 +47,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import date
 from decimal import Decimal
 from typing import Any, cast
 
 from django.db import connection, transaction
 
+from runs.actions import rollup_pending
 from runs.actions.rollup_labels import ROLLUP_SHARDS, RUN_COLUMNS, read_label, run_day, run_labels, spell
 from runs.actions.rollup_metrics import (
     MetricKey,
@@ -63,6 +65,7 @@ from runs.actions.rollup_metrics import (
     rebuild_metrics,
     run_metric,
     run_metrics,
+    write_workspace_metrics,
 )
 from runs.models import (
     CostRollup,
@@ -205,12 +208,19 @@ def _key_hash(key: Key) -> str:
 
 def _apply(workspace_id: int, deltas: dict[Key, list]) -> None:
     """Add the deltas to the rollup rows (created when missing), in key order (no deadlock between
-    two writers that touch the same rows)."""
+    two writers that touch the same rows); inside a :func:`deferred` block, at its end."""
     if not deltas:
         return
+    held = rollup_pending.pending()
+    if held is not None:
+        held.add_costs(workspace_id, deltas)
+        return
     ordered = sorted(
-        ((_key_hash(key), key, sums) for key, sums in deltas.items()), key=lambda x: (x[1][0], x[0])
+        ((_key_hash(key), key, sums) for key, sums in deltas.items() if any(sums)),
+        key=lambda x: (x[1][0], x[0]),
     )
+    if not ordered:
+        return
     if connection.vendor == "postgresql":
         _apply_postgresql(workspace_id, ordered)
     else:
@@ -393,7 +403,7 @@ def count_model_calls_many(
         for key, sums in by_run[run.pk].items():
             held = merged.get(key)
             if held is None:
-                merged[key] = sums
+                merged[key] = list(sums)  # a copy: the sums below must not add into this run's own
             else:
                 for i, value in enumerate(sums):
                     held[i] += value
@@ -407,7 +417,11 @@ _STATUS_COLUMNS = ("completed", "failed", "cancelled")
 
 def _count_runs(workspace_id: int, counts: dict[RunKey, list[int]]) -> None:
     """Add [runs, waiting gates, completed, failed, cancelled] to the run counters (rows created
-    when missing, in key order)."""
+    when missing, in key order); inside a :func:`deferred` block, at its end."""
+    held = rollup_pending.pending()
+    if held is not None:
+        held.add_runs(workspace_id, {key: _padded(vector) for key, vector in counts.items()})
+        return
     table = RunRollup._meta.db_table
     sums = ("runs", "waiting_gates", *_STATUS_COLUMNS)
     sql = (
@@ -427,6 +441,31 @@ def _count_runs(workspace_id: int, counts: dict[RunKey, list[int]]) -> None:
         cursor.executemany(sql, rows)
     if any(vector[0] < 0 for vector in counts.values()):
         RunRollup.objects.filter(workspace_id=workspace_id, runs__lte=0).delete()
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """``transaction.atomic()`` whose workspace rollup increments (run counters, calls, metrics) are
+    summed per key and written at the block's end, one statement per table in one order, so the
+    shared rows stay locked only from there to the commit (runs.actions.rollup_pending says why
+    and what is held). An exception writes nothing of them: the block rolls back as a whole. A
+    deferred block directly inside another (its savepoint) hands its increments to the outer one
+    once it succeeded: the rows are written once, at the outer block's end."""
+    outer = rollup_pending.pending()
+    with transaction.atomic():
+        held, hidden = rollup_pending.enter()
+        try:
+            yield
+        finally:
+            rollup_pending.leave(hidden)
+        if outer is None:
+            for workspace_id, counts in sorted(held.runs.items()):
+                _count_runs(workspace_id, counts)
+            for workspace_id, deltas in sorted(held.costs.items()):
+                _apply(workspace_id, deltas)
+            write_workspace_metrics(held.metrics)
+    if outer is not None:  # our savepoint released: what we held is the outer block's now
+        outer.merge(held)
 
 
 def _padded(vector: list[int]) -> list[int]:

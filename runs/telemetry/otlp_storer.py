@@ -99,9 +99,10 @@ def run(
 
 def _store_batch(buffer: StreamBuffer, batch: list[Queued], journal: IO[str] | None) -> int:
     """Store a batch and acknowledge it. A failure is tried again at once, up to :data:`ATTEMPTS`
-    times: two storers creating runs of one workspace at the same moment can deadlock on its rollup
-    rows (PostgreSQL aborts one transaction; measured in bench_otlp_streams), and a batch left to
-    its lease would wait 30 s for that. After that it stays pending for the lease."""
+    times (a database hiccup; a batch left to its lease would wait 30 s for that). Two storers of
+    one workspace no longer deadlock on its rollup rows: they are written at the end of each
+    transaction, in one order (runs.actions.rollups.deferred). After that it stays pending for
+    the lease."""
     started = time.perf_counter()
     for attempt in range(1, ATTEMPTS + 1):
         try:

@@ -316,3 +316,16 @@ def test_runs_created_together_equal_runs_created_one_at_a_time(
     for run_id in ours[0]:
         assert ours[0][run_id] == theirs[0][run_id], run_id
     assert ours[1] == theirs[1] and ours[1][0] and ours[1][1]
+
+
+def test_runs_created_together_each_count_their_own_calls(workspace):
+    """More new runs in one request than rollup shards: runs of one shard share the workspace's
+    rollup keys, and each run's own rows still hold its own calls, not its shard's (the sums of
+    the batch's workspace write once added into the first run's own rows)."""
+    from runs.actions import rollups
+
+    do_ingest_spans(workspace=workspace, spans=[s for t in range(9) for s in a_trace(t)])
+    for t in range(9):
+        [(_labels, sums)] = rollups.run_calls(run_of(workspace, t))
+        assert sums[:3] == [1, 100, 20]
+    assert rollups.rollups_match(workspace)
