@@ -329,3 +329,32 @@ def test_runs_created_together_each_count_their_own_calls(workspace):
         [(_labels, sums)] = rollups.run_calls(run_of(workspace, t))
         assert sums[:3] == [1, 100, 20]
     assert rollups.rollups_match(workspace)
+
+
+def test_after_a_conflict_the_other_new_runs_are_created_together_again(workspace, monkeypatch):
+    """A trace another writer created meanwhile (two storers meeting at the trace their batches
+    share): the other new runs go in together in a second batch, not one at a time, and the late
+    trace's spans land on the run that exists."""
+    first = do_ingest_spans(workspace=workspace, spans=a_trace(0)[:1])
+    existing = run_of(workspace, 0)
+    monkeypatch.setattr(otlp_actions, "_known_traces", lambda workspace, trace_ids: {})  # the lookup misses
+    batches: list[int] = []
+    real = otlp_actions.save_new_runs
+
+    def counted(appenders):
+        batches.append(len(appenders))
+        real(appenders)
+
+    monkeypatch.setattr(otlp_actions, "save_new_runs", counted)
+    report = do_ingest_spans(
+        workspace=workspace, spans=a_trace(0)[1:] + [s for t in range(1, 6) for s in a_trace(t)]
+    )
+    assert (report.accepted, report.rejected) == (17, 0)
+    assert batches == [6, 5]  # the first batch met trace 0's run; the 5 others went in together
+    assert {run_of(workspace, t).run_id for t in range(1, 6)} <= set(report.created)
+    assert run_of(workspace, 0).pk == existing.pk and first.created == [existing.run_id]
+    assert [e["type"] for e in bodies(existing)].count("span_started") == 3
+    assert Run.objects.filter(workspace=workspace).count() == 6
+    from runs.actions import rollups
+
+    assert rollups.rollups_match(workspace)
