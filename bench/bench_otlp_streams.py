@@ -296,6 +296,12 @@ def main() -> None:
     print(f"2 storers / 1 storer: {two / one:.2f}x on {os.cpu_count()} cores (load {os.getloadavg()[0]:.1f})")
     for storers in (1, 2):
         print(explain(storers, results[storers]))
+    states: Counter = sum((r.activity.states for r in results[2]), Counter())
+    print(
+        f"headline: 2 OTLP storers / 1: {two / one:.2f}x ({two:,.0f} vs {one:,.0f} stored spans/s), 2 storers'"
+        f" backends waiting on a lock {100 * states['lock'] / (sum(states.values()) or 1):.0f}% of samples,"
+        f" load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     raw, checked = statistics.median(receivers[False]), statistics.median(receivers[True])
     print(
         f"receiver before its 2xx: {raw:,.0f} spans per CPU second (clean bodies as they came), "
