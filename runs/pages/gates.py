@@ -178,6 +178,8 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     decision, step_id, gate = post.get("decision", ""), post.get("step_id", ""), post.get("gate", "")
     run.refresh_from_db()
     from_inbox = post.get("return") == FROM_INBOX
+    said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
+    said = f"{said} {getattr(request, 'gate_said', '')}".rstrip()  # a raised budget names its limit
     if request.htmx and from_inbox:
         gate_doc = {"stepId": step_id, "gate": gate, "checkpoint": post.get("checkpoint") or None}
         # still pending (the decision was refused): the row keeps its reason and age
@@ -203,8 +205,6 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
         )
         if not error and not vote:
             # said once outside the table (the row may be refreshed away by the live inbox)
-            said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
-            said += f" {getattr(request, 'gate_said', '')}".rstrip()
             # ASCII JSON (\u escapes): a header value must be Latin-1, a title may be anything
             # dispatched on <body> ("target"): the form that asked may be gone by the answer (a
             # live refresh morphed the row meanwhile) and an event on a detached node reaches no one
@@ -231,8 +231,7 @@ def resolve_gate(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     elif vote:
         messages.info(request, vote)
     else:
-        said = f"{decision.capitalize()}: {gate} on {step_id} of “{run.title or run.run_id}”."
-        messages.success(request, f"{said} {getattr(request, 'gate_said', '')}".rstrip())
+        messages.success(request, said)
     if from_inbox:
         return redirect("runs:inbox")
     return redirect(reverse("runs:detail", args=[run.run_id]) + "#gates")

@@ -152,6 +152,15 @@
     });
   }
 
+  function hiddenValue(form, name, value) {
+    var input = document.createElement("input");
+    input.type = "hidden";
+    input.name = name;
+    input.value = value;
+    form.appendChild(input);
+    return input;
+  }
+
   function commit(key) {
     var entry = pending[key];
     if (!entry) return;
@@ -160,11 +169,7 @@
     var el = document.querySelector('[data-review-item="' + CSS.escape(key) + '"]');
     var form = (el && el.querySelector("form")) || entry.form;
     if (form.isConnected) {
-      var keep = document.createElement("input");
-      keep.type = "hidden";
-      keep.name = entry.name;
-      keep.value = entry.value;
-      form.appendChild(keep);
+      hiddenValue(form, entry.name, entry.value);
       form.setAttribute("data-commit-now", "1");
       form.requestSubmit();
       form.removeAttribute("data-commit-now");
@@ -218,12 +223,7 @@
       copy.remove();
     });
     if (!button || !button.name || button.form !== form) return;
-    var copy = document.createElement("input");
-    copy.type = "hidden";
-    copy.name = button.name;
-    copy.value = button.value;
-    copy.setAttribute("data-submitter-copy", "");
-    form.appendChild(copy);
+    hiddenValue(form, button.name, button.value).setAttribute("data-submitter-copy", "");
   }
 
   document.addEventListener(
