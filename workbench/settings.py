@@ -65,6 +65,14 @@ INSTALLED_APPS = [
     "oauth2_provider",
 ]
 
+# The migrations of Django's contrib apps and of the libraries' apps come from workbench/vendored_migrations/:
+# exact copies of theirs plus one squashed migration each, so that `migrate` on an empty database
+# applies one per app (issue 53). scripts/vendor_migrations.py refreshes them on a library upgrade.
+MIGRATION_MODULES = {
+    label: f"workbench.vendored_migrations.{label}"
+    for label in ("admin", "auth", "contenttypes", "django_tasks_database", "oauth2_provider")
+}
+
 MIDDLEWARE = [
     "runs.web.uploads.BodyLimitMiddleware",  # before anything reads the body (CSRF reads forms)
     "runs.web.request_limits.UrlLengthMiddleware",  # 414 before anything routes a huge URL
