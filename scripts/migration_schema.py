@@ -2,8 +2,10 @@
 """The squashed migrations build the same schema as the migrations they replace (issue 53).
 
 Each app's migrations are squashed into one (``<app>/migrations/0001_squashed_*.py``, whose
-``replaces`` names every older migration of the app). A fresh database applies the squashed one;
-a database partway through the old chain finishes it with the old files, still in the tree.
+``replaces`` names every older migration of the app), and so are those of Django's contrib apps
+and of the libraries' apps (``workbench/vendored_migrations/<app>/``, next to exact copies of
+theirs: scripts/vendor_migrations.py). A fresh database applies the squashed one; a database
+partway through the old chain finishes it with the old files, still in the tree.
 
     scripts/migration_schema.py check [--sqlite] [--postgres URL]
     scripts/migration_schema.py dump --chain old|squashed   (DATABASE_URL: an empty database)
@@ -285,9 +287,20 @@ def fresh_databases(postgres_url: str | None, count: int) -> Iterator[tuple[list
                 _pg_admin(postgres_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
-# A database partway through the old chain (what an install upgraded now and then may have).
-PARTWAY = ["runs:0020_event_run_no_db_constraint", "playground:0005_user_playground"]
-SQUASHED_APPS = ["accounts", "evals", "judges", "playground", "review", "runs"]
+# A database partway through the old chain (what an install upgraded now and then may have): our
+# apps', and the libraries' chains (their copies in workbench/vendored_migrations/).
+PARTWAY = [
+    "runs:0020_event_run_no_db_constraint",
+    "playground:0005_user_playground",
+    "auth:0008_alter_user_username_max_length",
+    "admin:0002_logentry_remove_auto_add",
+    "oauth2_provider:0012_add_token_checksum",
+    "django_tasks_database:0010_alter_dbtaskresult_status",
+]
+VENDORED_APPS = sorted(
+    p.name for p in (ROOT / "workbench" / "vendored_migrations").iterdir() if (p / "__init__.py").is_file()
+)
+SQUASHED_APPS = ["accounts", "evals", "judges", "playground", "review", "runs", *VENDORED_APPS]
 
 
 def _manage(args: list[str], database_url: str, var_dir: str) -> subprocess.CompletedProcess[str]:

@@ -116,6 +116,34 @@ def _external_dependencies(loader: MigrationLoader, label: str) -> list[Any]:
     return [deps[app] for app in sorted(deps)]
 
 
+def _altered_unique(loader: MigrationLoader, label: str) -> list[tuple[str, str]]:
+    """The fields of ``label`` that are unique at the end of its chain because an ``AlterField``
+    made them so (PostgreSQL names that constraint otherwise than CREATE TABLE does)."""
+    unique: dict[tuple[str, str], bool] = {}
+    altered: set[tuple[str, str]] = set()
+    leaf = loader.graph.leaf_nodes(label)[0]
+    for app, name in loader.graph.forwards_plan(leaf):
+        if app != label:
+            continue
+        for op in loader.graph.nodes[app, name].operations:
+            if isinstance(op, migrations.CreateModel):
+                for field_name, field in op.fields:
+                    unique[op.name_lower, field_name] = bool(field.unique and not field.primary_key)
+            elif isinstance(op, migrations.AddField | migrations.AlterField):
+                key = (op.model_name_lower, op.name)
+                now = bool(op.field.unique and not op.field.primary_key)
+                if isinstance(op, migrations.AlterField) and now and not unique.get(key):
+                    altered.add(key)
+                elif not now:
+                    altered.discard(key)
+                unique[key] = now
+            elif isinstance(op, migrations.RemoveField):
+                altered.discard((op.model_name_lower, op.name))
+            elif isinstance(op, migrations.RenameField | migrations.DeleteModel | migrations.RenameModel):
+                raise SystemExit(f"{label}: {op.describe()}: not handled here, extend _altered_unique")
+    return sorted(altered)
+
+
 def squash_source(label: str) -> str:
     """The squashed migration of ``label``, as the library's chain leaves its models."""
     loader = _upstream_loader()
@@ -143,6 +171,10 @@ def squash_source(label: str) -> str:
     if "oauth2_settings." in uses:
         lines.append("from oauth2_provider.settings import oauth2_settings")
     lines.append("from runs.migrations._operations import CreateModels")
+    renamed = _altered_unique(loader, label)
+    if renamed:
+        text += ",\n" + f"NameUniqueAsAltered({', '.join(map(repr, renamed))})"
+        lines.append("from runs.migrations._operations import NameUniqueAsAltered")
     version = _version(label)
     out = [HEADER.format(label=label, version=version, last=names[-1])]
     out += sorted(set(lines), key=lambda line: (line.startswith("from"), line)) + ["", ""]

@@ -1,4 +1,5 @@
-"""A migration operation for the squashed migrations (issue 53): many models created at once.
+"""Migration operations for the squashed migrations (issue 53): many models created at once, and
+unique constraints named as the chain named them.
 
 Each ``CreateModel`` makes Django's migration state render again every model related to the new
 one, and through the workspace and the user that is nearly every model of the project: an app's
@@ -66,3 +67,49 @@ class CreateModels(Operation):
 
     def references_model(self, name: str, app_label: str) -> bool:
         return any(op.references_model(name, app_label) for op in self.operations)
+
+
+class NameUniqueAsAltered(Operation):
+    """PostgreSQL: the unique constraint of each field named here gets the name an ``AlterField``
+    gives one (``<table>_<column>_<hash>_uniq``) instead of the one ``CREATE TABLE`` gave it
+    (``<table>_<column>_key``). For a squash of a chain that made the field unique by an
+    ``AlterField``: both chains then leave the same schema (scripts/migration_schema.py). No
+    state change; SQLite (whose unique constraints have no name) and swapped models: nothing.
+    """
+
+    reduces_to_sql = False
+    reversible = True
+
+    def __init__(self, *fields: tuple[str, str]) -> None:
+        self.fields = fields
+        super().__init__()
+
+    def deconstruct(self) -> tuple[str, tuple[tuple[str, str], ...], dict[str, Any]]:
+        return (self.__class__.__qualname__, self.fields, {})
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        pass
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        quote = schema_editor.quote_name
+        for model_name, field_name in self.fields:
+            model = to_state.apps.get_model(app_label, model_name)
+            if not self.allow_migrate_model(schema_editor.connection.alias, model):
+                continue
+            table, column = model._meta.db_table, model._meta.get_field(field_name).column
+            target = schema_editor._create_index_name(table, [column], suffix="_uniq")
+            for name in schema_editor._constraint_names(model, [column], unique=True, primary_key=False):
+                if name != target:
+                    schema_editor.execute(f"ALTER TABLE {quote(table)} RENAME CONSTRAINT {quote(name)} TO {quote(target)}")
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        pass  # the tables go with the models created before it
+
+    def describe(self) -> str:
+        return "Name unique constraints as AlterField does: " + ", ".join(".".join(f) for f in self.fields)
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "unique_names"

@@ -16,6 +16,7 @@ from django.db import migrations
 from django.db import models
 from oauth2_provider.settings import oauth2_settings
 from runs.migrations._operations import CreateModels
+from runs.migrations._operations import NameUniqueAsAltered
 
 
 class Migration(migrations.Migration):
@@ -192,4 +193,5 @@ class Migration(migrations.Migration):
                 },
             ),
         ),
+        NameUniqueAsAltered(('accesstoken', 'token_checksum')),
     ]
