@@ -92,8 +92,14 @@ def _dependency(dep: Any) -> str:
     if setting is not None:
         if setting == settings.AUTH_USER_MODEL:
             return "migrations.swappable_dependency(settings.AUTH_USER_MODEL)"
-        for name in ("APPLICATION_MODEL", "ACCESS_TOKEN_MODEL", "REFRESH_TOKEN_MODEL", "ID_TOKEN_MODEL",
-                     "GRANT_MODEL", "DEVICE_GRANT_MODEL"):
+        for name in (
+            "APPLICATION_MODEL",
+            "ACCESS_TOKEN_MODEL",
+            "REFRESH_TOKEN_MODEL",
+            "ID_TOKEN_MODEL",
+            "GRANT_MODEL",
+            "DEVICE_GRANT_MODEL",
+        ):
             if setting == settings.OAUTH2_PROVIDER.get(name, f"oauth2_provider.{name}"):
                 return f"migrations.swappable_dependency(oauth2_settings.{name})"
     return repr(tuple(dep))
@@ -111,7 +117,9 @@ def _external_dependencies(loader: MigrationLoader, label: str) -> list[Any]:
             known = deps.get(dep[0])
             if known is None or known[1] in ("__first__", "__latest__"):
                 deps[dep[0]] = dep
-            elif dep[1] not in ("__first__", "__latest__") and known in loader.graph.forwards_plan(tuple(dep)):
+            elif dep[1] not in ("__first__", "__latest__") and known in loader.graph.forwards_plan(
+                tuple(dep)
+            ):
                 deps[dep[0]] = dep
     return [deps[app] for app in sorted(deps)]
 
@@ -261,7 +269,9 @@ def stale(label: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=["refresh", "check"])
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -275,7 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     problems = [p for label in vendored_labels() for p in stale(label)]
     for line in problems:
         print(line)
-    print("vendored migrations: " + ("stale, run scripts/vendor_migrations.py refresh" if problems else "up to date"))
+    print(
+        "vendored migrations: "
+        + ("stale, run scripts/vendor_migrations.py refresh" if problems else "up to date")
+    )
     return 1 if problems else 0
 
 

@@ -40,7 +40,9 @@ def _squash(label: str) -> Path:
 
 
 def test_the_vendored_apps_are_the_settings_and_the_folders():
-    vendored = {k for k, v in settings.MIGRATION_MODULES.items() if v.startswith("workbench.vendored_migrations.")}
+    vendored = {
+        k for k, v in settings.MIGRATION_MODULES.items() if v.startswith("workbench.vendored_migrations.")
+    }
     assert sorted(vendored) == VENDORED
     folders = {p.name for p in VENDORED_DIR.iterdir() if (p / "__init__.py").is_file()}
     assert folders == vendored
