@@ -13,14 +13,13 @@
 from __future__ import annotations
 
 import importlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from django.apps import apps
 from django.conf import settings
 from django.db.migrations.loader import MigrationLoader
+
+from tests.scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDORED_DIR = ROOT / "workbench" / "vendored_migrations"
@@ -79,15 +78,6 @@ def test_an_empty_database_applies_only_the_squash_of_each_vendored_app():
 
 
 def test_the_squashes_are_what_the_script_generates_from_the_library_s_chain():
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "vendor_migrations.py"), "check"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_script("vendor_migrations.py", "check", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "vendored migrations: up to date" in proc.stdout
