@@ -34,18 +34,20 @@ import django
 from django.apps import apps
 from django.conf import settings
 from django.db import connections
+from django.db.migrations.loader import MigrationLoader
 from django.test.utils import setup_databases
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def migrations_key() -> str:
-    """A hash of every installed app's migration files and the Django version."""
+    """A hash of every installed app's migration files (MIGRATION_MODULES' where it names them: the
+    vendored ones) and the Django version."""
     digest = hashlib.sha256(django.get_version().encode())
     for app in sorted(apps.get_app_configs(), key=lambda a: a.label):
         try:
-            package = import_module(f"{app.name}.migrations")
-        except ImportError:
+            package = import_module(MigrationLoader.migrations_module(app.label)[0] or "")
+        except (ImportError, ValueError):  # no migrations (ValueError: MIGRATION_MODULES says None)
             continue
         folder = Path(package.__file__).parent
         for path in sorted(folder.glob("*.py")):

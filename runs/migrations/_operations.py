@@ -5,7 +5,8 @@ Each ``CreateModel`` makes Django's migration state render again every model rel
 one, and through the workspace and the user that is nearly every model of the project: an app's
 migration that creates its models one by one renders them a few thousand times (most of what
 ``migrate`` on an empty database cost). ``CreateModels`` adds all of its models to the state and
-renders once, then creates their tables one after another (foreign keys among them included: the
+renders once (on the executor's state migrating forwards only the new models: the related ones as
+they are, see ``_rendered_in_place``), then creates their tables one after another (foreign keys among them included: the
 schema editor adds those constraints once every table is there, or SQLite checks them on use).
 What it creates is what the same ``CreateModel`` operations create (scripts/migration_schema.py
 compares the schemas).
@@ -18,6 +19,48 @@ from typing import Any
 from django.db.migrations.operations import CreateModel
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ModelState, ProjectState
+
+
+def _reference(ref: Any, app_label: str) -> tuple[str, str]:
+    """``"app.Model"``, ``"Model"`` or a model class: its (app label, model name) key."""
+    if isinstance(ref, str):
+        label, _, name = ref.rpartition(".")
+        return (label or app_label, name.lower())
+    return (ref._meta.app_label, ref._meta.model_name)
+
+
+def _rendered_in_place(state: ProjectState, keys: list[tuple[str, str]]) -> bool:
+    """Whether the new models can be rendered into the state's registry as it is: none of them is
+    there yet, and every model they point at (relations, through models, bases) is either one of
+    them or was rendered by this very registry, as on the executor's state migrating forwards.
+
+    Django renders again every model related to a new one (for a new model pointing at the
+    user: nearly all of them) so that the state before the operation, a copy of the registry
+    that shares its model classes, keeps classes without the new relations. Only the schema
+    editor's ``create_model`` reads that earlier state here, and it reads none of its models.
+    Elsewhere (a state copied to go backwards, whose classes another registry rendered) the
+    related models are rendered again as Django does.
+    """
+    apps = state.apps
+    new = set(keys)
+    for key in keys:
+        if apps.all_models.get(key[0], {}).get(key[1]) is not None:
+            return False
+        model = state.models[key]
+        refs = [base for base in model.bases if isinstance(base, str) or hasattr(base, "_meta")]
+        for field in model.fields.values():
+            if field.is_relation and field.remote_field.model != "self":
+                refs.append(field.remote_field.model)
+                if getattr(field.remote_field, "through", None) is not None:
+                    refs.append(field.remote_field.through)
+        for ref in refs:
+            target = _reference(ref, key[0])
+            if target in new:
+                continue
+            found = apps.all_models.get(target[0], {}).get(target[1])
+            if found is None or found._meta.apps is not apps:
+                return False
+    return True
 
 
 class CreateModels(Operation):
@@ -48,7 +91,12 @@ class CreateModels(Operation):
         if vars(state).get("_relations") is not None:  # computed already: kept up to date
             for key in keys:
                 state.resolve_model_relations(key)
-        state.reload_models(keys, delay=False)  # when rendered already: once, every related model
+        if "apps" not in vars(state):
+            return  # not rendered: whatever reads the models renders the whole state
+        if _rendered_in_place(state, keys):
+            state.apps.render_multiple([state.models[key] for key in keys])
+        else:
+            state.reload_models(keys, delay=False)  # once, every related model
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         for op in self.operations:
