@@ -16,7 +16,7 @@ most ~1.5 s on a quiet machine. Every app applies one squashed migration (the co
 apps' from workbench/vendored_migrations/); on PostgreSQL the server's own DDL time for the ~90
 tables and ~250 indexes (about 0.9 s here) comes on top of Python's.
 
-Env: STARTUP_BENCH_RUNS (7), STARTUP_MIGRATE_RUNS (3), BENCH_PG_URL.
+Env: STARTUP_BENCH_RUNS (7), STARTUP_MIGRATE_RUNS (5), BENCH_PG_URL.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ except ImportError:  # PostgreSQL's figure is skipped
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = int(os.environ.get("STARTUP_BENCH_RUNS", "7"))
-MIGRATE_RUNS = int(os.environ.get("STARTUP_MIGRATE_RUNS", "3"))
+MIGRATE_RUNS = int(os.environ.get("STARTUP_MIGRATE_RUNS", "5"))
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/workbench_bench_startup")
 COMMANDS = [
     ("help", ["help"]),
