@@ -81,3 +81,20 @@ def test_the_squashes_are_what_the_script_generates_from_the_library_s_chain():
     proc = run_script("vendor_migrations.py", "check", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "vendored migrations: up to date" in proc.stdout
+
+
+def test_no_migration_depends_on_a_vendored_squash_by_name():
+    """A squash is renamed when its library adds a migration (``0001_squashed_<new last>``): a
+    migration that names it would no longer load. The library's own names stay: depend on the last
+    migration the squash replaces (Django follows it to the squash where that is applied)."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    squashes = {
+        (label, _squash(label).stem): loader.disk_migrations[label, _squash(label).stem] for label in VENDORED
+    }
+    wrong = [
+        f"{app}.{name} depends on {dep[0]}.{dep[1]}: name {tuple(squashes[tuple(dep)].replaces[-1])} instead"
+        for (app, name), migration in sorted(loader.disk_migrations.items())
+        for dep in migration.dependencies
+        if tuple(dep) in squashes
+    ]
+    assert wrong == []
