@@ -516,7 +516,9 @@ def record_overrule(run: Run) -> GateJudge | None:
     tagged ``overrule`` from the judge's ``human_gate_resolved``, naming the person's decision), the
     proposal behind that decision takes the person's decision as its label, once; its judge is
     returned (its agreement changed: drift is checked). Anything else: None, nothing written."""
-    fork = RunFork.objects.filter(run=run, mode="branch").values_list("source_id", "from_seq", "overlay").first()
+    fork = (
+        RunFork.objects.filter(run=run, mode="branch").values_list("source_id", "from_seq", "overlay").first()
+    )
     if fork is None or fork[0] is None or not isinstance(fork[2], dict):
         return None
     source_pk, from_seq, overlay = fork

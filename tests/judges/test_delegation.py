@@ -217,7 +217,11 @@ def test_people_overruling_delegated_decisions_count_as_disagreements_and_suspen
         judge_actions.judge_run(fork.run.pk)  # the task again (a retry): counted once
         overruled += 1
         proposal.refresh_from_db()
-        assert (proposal.overruled, proposal.overruled_by, proposal.outcome) == ("rejected", "user:bob", "approved")
+        assert (proposal.overruled, proposal.overruled_by, proposal.outcome) == (
+            "rejected",
+            "user:bob",
+            "approved",
+        )
         assert agreement_of(judge)["n"] == 50 + overruled
         judge.refresh_from_db()
         if judge.suspended_at is not None:
