@@ -31,6 +31,7 @@ from runs import actions
 from runs.actions import ActionError
 from runs.actions.decisions import record_decision_policy
 from runs.actions.outbox import JUDGE_SUSPENDED, site_url, tell_owners
+from runs.actions.overrule import OVERRULE_TAG
 from runs.engine import commands as cmd
 from runs.models import Run, RunFork, Workspace
 from runs.selectors.gates import gate_decision
@@ -510,6 +511,33 @@ def people_chose(run: Run) -> set[str]:
     return set(decisions) if isinstance(decisions, dict) else set()
 
 
+def record_overrule(run: Run) -> GateJudge | None:
+    """When ``run`` is a person's overrule of a judge's decision (runs.actions.overrule: a branch
+    tagged ``overrule`` from the judge's ``human_gate_resolved``, naming the person's decision), the
+    proposal behind that decision takes the person's decision as its label, once; its judge is
+    returned (its agreement changed: drift is checked). Anything else: None, nothing written."""
+    fork = (
+        RunFork.objects.filter(run=run, mode="branch").values_list("source_id", "from_seq", "overlay").first()
+    )
+    if fork is None or fork[0] is None or not isinstance(fork[2], dict):
+        return None
+    source_pk, from_seq, overlay = fork
+    if OVERRULE_TAG not in (overlay.get("tags") or ()) or not isinstance(overlay.get("gateDecisions"), dict):
+        return None
+    proposal = (
+        Proposal.objects.filter(run_id=source_pk, outcome_seq=from_seq, overruled="", delegated=True)
+        .select_related("judge")
+        .first()
+    )
+    chosen = overlay["gateDecisions"].get(proposal.step_id) if proposal is not None else None
+    decision = chosen.get("decision") if isinstance(chosen, dict) else chosen
+    if proposal is None or decision not in ("approved", "rejected") or decision == proposal.outcome:
+        return None
+    proposal.overruled, proposal.overruled_by = decision, (run.created_by or "")[:200]
+    proposal.save(update_fields=["overruled", "overruled_by"])
+    return proposal.judge
+
+
 def judge_run(run_pk: int) -> str:
     """The task's work for one run: join decisions, check drift, then propose (and decide, where
     delegated) on each pending gate a judge watches. Idempotent: a gate request is judged once."""
@@ -519,7 +547,8 @@ def judge_run(run_pk: int) -> str:
     judges = judges_for_workflow(run.workspace_id, run.workflow_id)
     if not judges:
         return "no judge"
-    for judge in {p.judge for p in record_outcomes(run)}:
+    overruled = record_overrule(run)
+    for judge in {p.judge for p in record_outcomes(run)} | ({overruled} if overruled else set()):
         check_drift(judge)
     chosen = people_chose(run)
     for _ in range(MAX_ROUNDS):

@@ -117,6 +117,10 @@ class Proposal(models.Model):
     outcome_by = models.CharField(max_length=200, blank=True, default="")
     outcome_seq = models.PositiveIntegerField(null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # A person overruled the judge's decision of this gate (runs.actions.overrule, a fork): their
+    # decision, a label the agreement counts (the gate's outcome in the run stays the judge's)
+    overruled = models.CharField(max_length=10, blank=True, default="")
+    overruled_by = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -131,6 +135,12 @@ class Proposal(models.Model):
     def human(self) -> bool:
         """Whether a person decided the gate (a label the agreement counts)."""
         return bool(self.outcome) and not self.outcome_by.startswith("judge:")
+
+    @property
+    def label(self) -> str:
+        """What a person decided, "" when nobody did: their overrule of the judge's decision, else
+        the gate's outcome when a person decided it."""
+        return self.overruled or (self.outcome if self.human else "")
 
 
 class OnlineScore(models.Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from judges import stats
@@ -13,6 +13,8 @@ from judges.models import GateJudge, OnlineScore, Proposal, ProposalStatus
 from runs.models import Workspace
 
 CHART_DAYS = 30
+# The labels: gates a person decided, and judges' decisions a person overruled (Proposal.label)
+PEOPLE_DECIDED = (~Q(outcome="") & ~Q(outcome_by__startswith="judge:")) | ~Q(overruled="")
 
 
 class JudgeNotFound(Exception):
@@ -49,10 +51,8 @@ def labelled(
 ) -> QuerySet[Proposal]:
     """The judge's proposals a person decided (the labels) in its rolling window."""
     since = (now or timezone.now()) - timedelta(days=judge.window_days)
-    rows = (
-        Proposal.objects.filter(judge=judge, status=ProposalStatus.PROPOSED, decided_at__gte=since)
-        .exclude(outcome="")
-        .exclude(outcome_by__startswith="judge:")
+    rows = Proposal.objects.filter(judge=judge, status=ProposalStatus.PROPOSED, decided_at__gte=since).filter(
+        PEOPLE_DECIDED
     )
     if audit_only:
         rows = rows.filter(audit=True)
@@ -61,13 +61,15 @@ def labelled(
     return rows
 
 
-def _pair(decision: str, outcome: str) -> tuple[str, str]:
-    # "edited" is an approval with changes: the gate let the work through
-    return decision, "approved" if outcome == "edited" else outcome
+def _pair(decision: str, outcome: str, overruled: str = "") -> tuple[str, str]:
+    # a person's overrule of the judge's decision is their label; "edited" is an approval with
+    # changes: the gate let the work through
+    label = overruled or outcome
+    return decision, "approved" if label == "edited" else label
 
 
 def pairs(rows: QuerySet[Proposal]) -> list[tuple[str, str]]:
-    return [_pair(d, o) for d, o in rows.values_list("decision", "outcome")]
+    return [_pair(d, o, x) for d, o, x in rows.values_list("decision", "outcome", "overruled")]
 
 
 def agreement_of(
@@ -84,9 +86,8 @@ def kappa_series(
     first = end - timedelta(days=days + judge.window_days)
     rows = list(
         Proposal.objects.filter(judge=judge, status=ProposalStatus.PROPOSED, decided_at__gte=first)
-        .exclude(outcome="")
-        .exclude(outcome_by__startswith="judge:")
-        .values_list("decided_at", "decision", "outcome")
+        .filter(PEOPLE_DECIDED)
+        .values_list("decided_at", "decision", "outcome", "overruled")
     )
     out: dict[date, float | None] = {}
     today = end.date()
@@ -94,7 +95,7 @@ def kappa_series(
         day = today - timedelta(days=back)
         stop = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=end.tzinfo)
         start = stop - timedelta(days=judge.window_days)
-        window = [_pair(d, o) for at, d, o in rows if at is not None and start <= at < stop]
+        window = [_pair(d, o, x) for at, d, o, x in rows if at is not None and start <= at < stop]
         if window:
             out[day] = stats.agreement(window)["kappa"]
     return out

@@ -24,8 +24,9 @@ Messages of every source are normalised to the 1.42 shape ``{role, parts: [{type
 content} | {type: tool_call, id, name, arguments} | {type: tool_call_response, id, response}],
 finish_reason?}`` (the shape ``runs.protocol.otel_semconv`` writes on export).
 
-What a span becomes (all events of a span share ``correlationId`` ``otel:<trace>:<span>``; ids
-are ``otel_<trace>_<span>_<suffix>``, so a retried export maps to the same ids):
+What a span becomes (all events of a span share ``correlationId`` ``o:<key>``, ``<key>`` the
+trace and span ids in base64url (``span_key``); ids are ``o<key>_<suffix>``, so a retried
+export maps to the same ids):
 
 * every span: ``span_started`` (start time; kind, parent, its scalar attributes less the
   message content carried below) and ``span_ended`` (end time, duration, status, error), so

@@ -22,6 +22,7 @@ counting both made every tool run two, issue 54).
 from __future__ import annotations
 
 import math
+from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -141,8 +142,51 @@ def _attribute(value: Any) -> Any:
     return None
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def span_key(trace_id: str, span_id: str) -> str:
+    """What names a span in its events' ``id`` and ``correlationId``: its trace and span ids, 24
+    bytes, in base64url (32 characters; 48 in hex). A chat span's four events hold it in their
+    id and correlation columns, their bodies and two indexes, so the hex spelling cost 716 B a
+    span on SQLite and 595 on PostgreSQL (issue 53). Ids that are not lowercase hex of the OTLP
+    lengths (the receivers refuse them; kept for other callers) are joined with ``:``, which
+    base64url never holds, so the two spellings cannot meet."""
+    if len(trace_id) == 32 and len(span_id) == 16 and _HEX.issuperset(trace_id) and _HEX.issuperset(span_id):
+        return urlsafe_b64encode(bytes.fromhex(trace_id + span_id)).decode("ascii")
+    return f"{trace_id}:{span_id}"
+
+
+def span_of_key(key: str) -> str | None:
+    """The span id (hex) a ``span_key`` of lowercase hex ids names, else None."""
+    if len(key) != 32:
+        return None
+    try:
+        return urlsafe_b64decode(key.encode("ascii")).hex()[32:]
+    except ValueError:  # binascii.Error is a ValueError; so is a non-ASCII key
+        return None
+
+
+def legacy_start_id(trace_id: str, span_id: str) -> str:
+    """The id a span's ``span_started`` had before issue 53 (hex ids), looked up with the new one
+    so that a span exported again after an upgrade is still known as stored."""
+    return f"otel_{trace_id}_{span_id}_start"
+
+
+def legacy_event_id(event_id: str) -> tuple[str, str] | None:
+    """``(trace id, the id before issue 53)`` of an event id ``o<span_key>_<suffix>``."""
+    key = event_id[1:33]
+    if event_id[:1] != "o" or event_id[33:34] != "_" or len(key) != 32:
+        return None
+    try:
+        both = urlsafe_b64decode(key.encode("ascii")).hex()
+    except ValueError:
+        return None
+    return both[:32], f"otel_{both[:32]}_{both[32:]}_{event_id[34:]}"
+
+
 def event_id(span: Mapping[str, Any], suffix: str) -> str:
-    return f"otel_{span['traceId']}_{span['spanId']}_{suffix}"
+    return f"o{span_key(span['traceId'], span['spanId'])}_{suffix}"
 
 
 def _index_path(rest: str) -> tuple[int, str] | None:
@@ -498,8 +542,9 @@ def span_events(span: Mapping[str, Any], run_id: str) -> list[tuple[int, dict[st
     """
     attrs = span["attributes"]
     trace_id, span_id = span["traceId"], span["spanId"]
-    correlation = f"otel:{trace_id}:{span_id}"
-    prefix = f"otel_{trace_id}_{span_id}_"
+    key = span_key(trace_id, span_id)
+    correlation = f"o:{key}"  # short: a chat span's four events hold both three times (issue 53)
+    prefix = f"o{key}_"
     start, end = span["start"] or span["end"], span["end"] or span["start"]
     if end < start:
         end = start

@@ -48,6 +48,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from runs.protocol.otel import trace_events_to_otel_spans
 from runs.protocol.otel_semconv import to_current_conventions
+from runs.protocol.otlp_semconv_in import span_of_key
 from runs.providers import egress
 from runs.providers.egress_requests import guarded_session
 
@@ -121,8 +122,11 @@ def _status(span: Mapping[str, Any]) -> Status:
 
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
-# model-<event id> / tool-<event id> of an event recorded from an ingested span
-_FROM_SPAN = re.compile(r"^(?:model|tool)-otel_([0-9a-f]{32})_([0-9a-f]{16})_(?:model|tool)$")
+# model-<event id> / tool-<event id> of an event recorded from an ingested span: its span_key, or
+# the hex trace and span ids of events stored before issue 53
+_FROM_SPAN = re.compile(
+    r"^(?:model|tool)-(?:otel_[0-9a-f]{32}_([0-9a-f]{16})|o([A-Za-z0-9_-]{32}))_(?:model|tool)$"
+)
 
 
 def ingested_origin(run: Mapping[str, Any]) -> tuple[str, str | None] | None:
@@ -141,7 +145,8 @@ def fold_ingested_calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for record in records:
         found = _FROM_SPAN.match(record["spanId"])
-        origin = by_id.get(found.group(2)) if found else None
+        span = (found.group(1) or span_of_key(found.group(2))) if found else None
+        origin = by_id.get(span) if span else None
         if origin is None:
             out.append(record)
             continue

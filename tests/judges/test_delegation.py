@@ -8,13 +8,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.tasks import default_task_backend
 from django.test import Client
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from judges import actions as judge_actions
 from judges.models import GateJudge, Proposal
+from judges.selectors import agreement_of
 from review.rules import in_sample
 from runs.actions import ActionError
+from runs.actions.forks import do_fork_with_history
+from runs.actions.overrule import do_overrule
 from runs.models import Delivery, Event
 from runs.notifications import messages
 from runs.selectors.runs import run_state
@@ -177,3 +181,56 @@ def test_nobody_asked_a_gate_without_a_delegation_policy_is_never_decided_by_a_j
     assert len(gates.fake.requests) - before == 10  # the shadow run's call per gate, no other
     assert not Proposal.objects.filter(delegated=True).exists()
     assert not Event.objects.filter(type="human_gate_resolved", actor__startswith="judge:").exists()
+
+
+def test_people_overruling_delegated_decisions_count_as_disagreements_and_suspend_it(
+    alice, workspace, gates, judge, django_capture_on_commit_callbacks
+):
+    """Nobody audits a delegated decision a person overrules (a fork from before it, runs.actions
+    .overrule): the overrule is that person's label, so a judge people keep overruling loses its
+    delegation although its audit sample has too few decisions to say so."""
+    _agreeing(gates, 50)
+    judge = judge_actions.do_set_policy(judge, delegation="approve", min_confidence=0.9)
+    overruled = 0
+    for _ in range(30):
+        run = gates.judged("approved")
+        proposal = Proposal.objects.get(run=run)
+        if not proposal.delegated:
+            continue  # the audit share: people decide it, as any gate
+        if not overruled:  # a fork from the judge's decision that names no decision labels nothing
+            branch = do_fork_with_history(
+                workspace=workspace, source_run_id=run.run_id, mode="branch", from_seq=proposal.outcome_seq,
+                actor="user:bob",
+            )  # fmt: skip
+            judge_actions.judge_run(branch.run.pk)
+            proposal.refresh_from_db()
+            assert proposal.overruled == "" and agreement_of(judge)["n"] == 50
+        default_task_backend.clear()
+        with django_capture_on_commit_callbacks(execute=True):
+            fork = do_overrule(
+                workspace=workspace, run_id=run.run_id, seq=proposal.outcome_seq, decision="rejected",
+                note="wrong vendor", actor="user:bob",
+            )  # fmt: skip
+        queued = [r.args for r in default_task_backend.results if r.task.name == "judge_run"]
+        assert [fork.run.pk] in queued  # the overrule queues the judges' task of the fork
+        judge_actions.judge_run(fork.run.pk)
+        judge_actions.judge_run(fork.run.pk)  # the task again (a retry): counted once
+        overruled += 1
+        proposal.refresh_from_db()
+        assert (proposal.overruled, proposal.overruled_by, proposal.outcome) == (
+            "rejected",
+            "user:bob",
+            "approved",
+        )
+        assert agreement_of(judge)["n"] == 50 + overruled
+        judge.refresh_from_db()
+        if judge.suspended_at is not None:
+            break
+    assert judge.suspended_at is not None and "below the floor" in judge.suspended_reason
+    stats = agreement_of(judge)
+    assert stats["matrix"]["fp"] == overruled and stats["kappa"] < judge.kappa_floor
+    assert sum(1 for p in Proposal.objects.filter(judge=judge) if p.label == "rejected") == 25 + overruled
+    client = Client()
+    client.force_login(alice)
+    page = client.get(f"/judges/{judge.judge_id}/").content.decode()
+    assert page.count("overruled: rejected</span> by user:bob") == overruled

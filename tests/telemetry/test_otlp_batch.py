@@ -6,12 +6,15 @@ ingested model calls kept out of the response cache."""
 
 from __future__ import annotations
 
+from base64 import urlsafe_b64decode
+
 import pytest
 from orjson import loads as jloads
 
 from runs.actions import otlp as otlp_actions
 from runs.actions.otlp import do_ingest_spans
 from runs.models import CachedResponse, Event, OtelTrace, Run
+from runs.protocol.otlp_semconv_in import span_key
 from runs.protocol.values import loads
 from runs.telemetry.transcript_log import transcript_dir, transcript_path
 
@@ -153,6 +156,31 @@ def test_an_exporter_retry_of_a_whole_request_stores_nothing_twice(workspace):
     again = do_ingest_spans(workspace=workspace, spans=spans)
     assert (again.accepted, again.rejected, again.created) == (9, 0, [])
     assert {t: Event.objects.filter(run=run_of(workspace, t)).count() for t in range(3)} == counts
+
+
+def test_a_span_stored_under_its_hex_ids_before_issue_53_is_not_stored_again(workspace):
+    """Events of OTLP spans are named by the span's trace and span ids in base64url now; a span
+    stored under the hex spelling by an older version and exported again is still known."""
+    spans = a_trace(0)
+    do_ingest_spans(workspace=workspace, spans=spans)
+    run = run_of(workspace, 0)
+    for row in Event.objects.filter(run=run):
+        key = span_key(*legacy_parts(row.event_id))
+        assert row.event_id.startswith(f"o{key}_") and len(key) == 32
+        Event.objects.filter(run=run, seq=row.seq).update(  # what an older version stored
+            event_id="otel_{}_{}".format(*legacy_parts(row.event_id)) + row.event_id[33:]
+        )
+    count = Event.objects.filter(run=run).count()
+    again = do_ingest_spans(workspace=workspace, spans=spans)
+    assert (again.accepted, again.rejected, again.created) == (3, 0, [])
+    assert Event.objects.filter(run=run).count() == count
+
+
+def legacy_parts(event_id: str) -> tuple[str, str]:
+    """(trace id, span id) in hex of an event id ``o<span_key>_<suffix>``."""
+    key = event_id[1:33]
+    both = urlsafe_b64decode(key).hex()
+    return both[:32], both[32:]
 
 
 def test_the_root_arriving_later_retitles_the_run_in_its_append(workspace):

@@ -17,7 +17,7 @@ from runs.protocol.otlp_map import (
     partial_success,
     route_spans,
 )
-from runs.protocol.otlp_semconv_in import span_events, span_role
+from runs.protocol.otlp_semconv_in import span_events, span_key, span_of_key, span_role
 from runs.protocol.validate import validate_event
 from tests.telemetry import otlp_span_fixtures as fx
 
@@ -65,7 +65,7 @@ def test_openai_v2_chat_span_with_content_log_records_joined():
     # the tool the model asked for: part of its output, not a tool_call of its own (issue 54)
     [call] = [p for p in response["payload"]["outputMessages"][0]["parts"] if p["type"] == "tool_call"]
     assert call["name"] == "get_weather" and call["arguments"] == {"city": "Paris"}
-    assert {e["correlationId"] for e in events} == {f"otel:{fx.OPENAI_V2_TRACE}:{fx.OPENAI_V2_SPAN}"}
+    assert {e["correlationId"] for e in events} == {f"o:{span_key(fx.OPENAI_V2_TRACE, fx.OPENAI_V2_SPAN)}"}
     assert ended["spanId"] == started["spanId"] == fx.OPENAI_V2_SPAN
 
 
@@ -149,7 +149,7 @@ def test_openinference_trace():
     [ran] = by_type(events, "tool_call")
     assert ran["name"] == "get_weather"
     assert ran["args"] == {"city": "Paris"} and ran["result"] == {"temp_c": 21}
-    assert ran["correlationId"] == f"otel:{fx.OI_TRACE}:{fx.OI_TOOL}"
+    assert ran["correlationId"] == f"o:{span_key(fx.OI_TRACE, fx.OI_TOOL)}"
 
 
 def test_openinference_llm_from_input_output_values_only():
@@ -358,7 +358,9 @@ def test_json_bodies_within_the_limit_parse():
 def test_span_events_of_a_plain_span_match_the_ingest_shape():
     root = fx.genai_current_spans()[2]
     [(start, started), (end, ended)] = span_events(root, "r")
-    assert started["id"] == f"otel_{root['traceId']}_{root['spanId']}_start" and ended["id"].endswith("_end")
+    key = span_key(root["traceId"], root["spanId"])
+    assert started["id"] == f"o{key}_start" and ended["id"] == f"o{key}_end"
+    assert len(key) == 32 and span_of_key(key) == root["spanId"]  # 24 bytes in base64url, not 48 hex
     assert start == root["start"] and end == root["end"] and ended["durationMs"] == 2000
 
 

@@ -15,8 +15,9 @@ from opentelemetry.trace import SpanKind
 
 from accounts.tokens import create_token
 from runs.models import OtelTrace
+from runs.protocol.otlp_semconv_in import span_key
 from runs.selectors.runs import iter_event_bodies
-from runs.telemetry.otel_export import export_run_to_otlp
+from runs.telemetry.otel_export import export_run_to_otlp, fold_ingested_calls
 from tests.telemetry.test_otel_export import Collector, _attributes
 
 
@@ -85,3 +86,19 @@ def test_export_of_an_ingested_run_keeps_trace_span_ids_parents_and_service(live
     attributes = _attributes(chat)
     assert attributes["gen_ai.usage.input_tokens"] == 100
     assert attributes["gen_ai.usage.cost.currency"] == "USD"  # priced on ingest, exported with it
+
+
+def test_model_and_tool_spans_fold_into_their_span_in_both_id_spellings():
+    """Events stored before issue 53 name their span with hex ids, later ones with its span_key."""
+    trace, span, other = "ab" * 16, "cd" * 8, "ef" * 8
+    records = [
+        {"spanId": span, "attributes": {"a": 1}},
+        {"spanId": other, "attributes": {}},
+        {"spanId": f"model-otel_{trace}_{span}_model", "attributes": {"gen_ai.system": "openai"}},
+        {"spanId": f"tool-o{span_key(trace, other)}_tool", "attributes": {"gen_ai.tool.name": "t"}},
+        {"spanId": f"model-o{span_key(trace, 'aa' * 8)}_model", "attributes": {"x": 2}},  # no origin
+    ]
+    folded = fold_ingested_calls(records)
+    assert [r["spanId"] for r in folded] == [span, other, f"model-o{span_key(trace, 'aa' * 8)}_model"]
+    assert folded[0]["attributes"] == {"a": 1, "gen_ai.system": "openai"}
+    assert folded[1]["attributes"] == {"gen_ai.tool.name": "t"}

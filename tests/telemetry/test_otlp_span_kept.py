@@ -27,6 +27,7 @@ from accounts.tokens import create_token
 from runs.models import Event, OtelTrace
 from runs.protocol.integrity import verify_integrity
 from runs.protocol.otlp_derived import DERIVED, span_attributes
+from runs.protocol.otlp_semconv_in import span_of_key
 from runs.protocol.values import loads
 from runs.selectors.bundles import export_bundle_doc
 from runs.telemetry.transcript_log import sync_run, transcript_path
@@ -148,7 +149,7 @@ def _ingest(workspace) -> tuple[object, dict[str, list[dict]]]:
     by_span: dict[str, list[dict]] = {}
     for body in Event.objects.filter(run=run).order_by("seq").values_list("body", flat=True):
         event = loads(body)
-        by_span.setdefault(event["correlationId"].rsplit(":", 1)[1], []).append(event)
+        by_span.setdefault(span_of_key(event["correlationId"].removeprefix("o:")), []).append(event)
     return run, by_span
 
 
