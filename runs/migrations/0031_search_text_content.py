@@ -7,6 +7,7 @@ reads every ``model_io`` body once). SQLite: nothing stored (its function is Pyt
 from django.db import migrations
 
 from runs.fields import SEARCH_TEXT_FUNCTION
+from runs.migrations._operations import RunPythonOnDatabase
 
 # 0019's function, for the way back
 OLD_FUNCTION = r"""
@@ -61,4 +62,4 @@ def backward(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [("runs", "0030_slack_links")]
 
-    operations = [migrations.RunPython(forward, backward)]
+    operations = [RunPythonOnDatabase(forward, backward)]

@@ -12,7 +12,8 @@ read: seconds for ten million events). Then two empty
 ranges are created above it. No foreign key points at ``runs_event`` and its ``run_id`` has none
 (migration 0020), so nothing else is recreated.
 
-Self-contained on purpose (no import of the app's code: a later squash copies it as it is). Not
+Self-contained on purpose (no import of the app's code but the migrations' own operations: a
+later squash copies it as it is). Not
 reversed: the partitioned table serves the previous schema as it is (same columns and indexes).
 """
 
@@ -20,6 +21,8 @@ import re
 
 from django.conf import settings
 from django.db import migrations
+
+from runs.migrations._operations import RunPythonOnDatabase
 
 TABLE = "runs_event"
 LEGACY = "runs_event_r0"
@@ -111,5 +114,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(partition_events, migrations.RunPython.noop, elidable=False),
+        RunPythonOnDatabase(partition_events, migrations.RunPython.noop, elidable=False),
     ]

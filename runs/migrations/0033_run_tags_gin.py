@@ -10,6 +10,8 @@ SQLite: nothing (the filter stays a LIKE; the embedded profile's workspaces are 
 
 from django.db import migrations
 
+from runs.migrations._operations import RunPythonOnDatabase
+
 CREATE = "CREATE INDEX IF NOT EXISTS run_tags_gin ON runs_run USING gin (tags jsonb_path_ops)"
 
 
@@ -26,4 +28,4 @@ def drop(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [("runs", "0032_event_partitions")]
 
-    operations = [migrations.RunPython(create, drop)]
+    operations = [RunPythonOnDatabase(create, drop)]
