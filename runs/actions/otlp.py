@@ -40,7 +40,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runs.actions import budgets, rollups
@@ -64,7 +64,7 @@ from runs.engine.check import append_in_place
 from runs.engine.commands import Context
 from runs.engine.errors import EngineError
 from runs.engine.lifecycle import new_run, with_title
-from runs.models import Event, OtelPendingLog, OtelTrace, Run, Workspace, held_event_ids, sqlite_index_hint
+from runs.models import OtelPendingLog, OtelTrace, Run, Workspace, held_event_ids
 from runs.protocol.errors import ProtocolError
 from runs.protocol.otlp_map import (
     MappedBatch,
@@ -523,7 +523,7 @@ def _lock_and_append(
         # the quiet clock of the run's trace, with its spans (the title below, when it changes)
         OtelTrace.objects.filter(pk=row.pk).update(**changes)
     ids = [e["id"] for e in events]
-    legacy = _legacy_ids(run, ids)
+    legacy = _legacy_ids(ids)
     held = set(held_event_ids(run, ids + list(legacy), limit=len(ids) + len(legacy)))
     held |= {legacy[h] for h in held if h in legacy}
     fresh = [e for e in events if e["id"] not in held] if held else events
@@ -686,25 +686,16 @@ def _hex_id(value: Any, length: int) -> bool:
     )
 
 
-def _legacy_ids(run: Run, ids: list[str]) -> dict[str, str]:
-    """``{id before issue 53: id}`` of ``ids`` whose trace the run holds events of under their hex
-    ids (stored by an older version): one index probe per trace in ``ids``, and no more unless
-    the run has such events, so that a span exported again after an upgrade is not stored twice."""
-    by_trace: dict[str, dict[str, str]] = {}
+def _legacy_ids(ids: list[str]) -> dict[str, str]:
+    """``{id before issue 53: id}`` of the OTLP ids among ``ids``: looked up with them, so that a
+    span an older version stored (hex ids) and an exporter sends again after an upgrade is not
+    stored twice. Equal ids, not a range of them: a range of text orders by the database's
+    collation, which may skip punctuation."""
+    out: dict[str, str] = {}
     for new in ids:
         found = legacy_event_id(new)
         if found is not None:
-            by_trace.setdefault(found[0], {})[found[1]] = new
-    out: dict[str, str] = {}
-    with connection.cursor() as cursor:
-        for trace, olds in by_trace.items():
-            cursor.execute(
-                f"SELECT 1 FROM {Event._meta.db_table}{sqlite_index_hint('event_run_event_id')}"
-                " WHERE run_id = %s AND event_id > %s AND event_id < %s LIMIT 1",
-                [run.pk, f"otel_{trace}_", f"otel_{trace}`"],  # "`" follows "_"
-            )
-            if cursor.fetchone() is not None:
-                out.update(olds)
+            out[found[1]] = new
     return out
 
 
