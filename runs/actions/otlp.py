@@ -78,7 +78,7 @@ from runs.protocol.otlp_map import (
     reroute_unknown,
     route_spans,
 )
-from runs.protocol.otlp_semconv_in import event_id, legacy_event_id, legacy_start_id
+from runs.protocol.otlp_semconv_in import event_id, legacy_event_id
 from runs.protocol.values import dumps, loads, new_id
 from runs.selectors.prices import price_book
 
@@ -693,9 +693,9 @@ def _legacy_ids(ids: list[str]) -> dict[str, str]:
     collation, which may skip punctuation."""
     out: dict[str, str] = {}
     for new in ids:
-        found = legacy_event_id(new)
-        if found is not None:
-            out[found[1]] = new
+        old = legacy_event_id(new)
+        if old is not None:
+            out[old] = new
     return out
 
 
@@ -710,8 +710,8 @@ def _already_ingested(workspace: Workspace, records: list[dict]) -> set[tuple[st
     for row in OtelTrace.objects.filter(workspace=workspace, trace_id__in=by_trace).select_related("run"):
         wanted = {}
         for span in by_trace[row.trace_id]:
-            wanted[event_id({"traceId": row.trace_id, "spanId": span}, "start")] = span
-            wanted[legacy_start_id(row.trace_id, span)] = span  # stored before issue 53
+            new = event_id({"traceId": row.trace_id, "spanId": span}, "start")
+            wanted[new] = wanted[legacy_event_id(new) or new] = span  # or as stored before issue 53
         for held in held_event_ids(row.run, list(wanted), limit=len(wanted)):
             out.add((row.trace_id, wanted[held]))
     return out

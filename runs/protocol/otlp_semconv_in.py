@@ -157,32 +157,28 @@ def span_key(trace_id: str, span_id: str) -> str:
     return f"{trace_id}:{span_id}"
 
 
-def span_of_key(key: str) -> str | None:
-    """The span id (hex) a ``span_key`` of lowercase hex ids names, else None."""
+def _ids_of_key(key: str) -> str | None:
+    """The trace and span ids (48 hex characters) a ``span_key`` of lowercase hex ids names."""
     if len(key) != 32:
         return None
     try:
-        return urlsafe_b64decode(key.encode("ascii")).hex()[32:]
+        return urlsafe_b64decode(key.encode("ascii")).hex()
     except ValueError:  # binascii.Error is a ValueError; so is a non-ASCII key
         return None
 
 
-def legacy_start_id(trace_id: str, span_id: str) -> str:
-    """The id a span's ``span_started`` had before issue 53 (hex ids), looked up with the new one
-    so that a span exported again after an upgrade is still known as stored."""
-    return f"otel_{trace_id}_{span_id}_start"
+def span_of_key(key: str) -> str | None:
+    """The span id (hex) a ``span_key`` of lowercase hex ids names, else None."""
+    both = _ids_of_key(key)
+    return both[32:] if both else None
 
 
-def legacy_event_id(event_id: str) -> tuple[str, str] | None:
-    """``(trace id, the id before issue 53)`` of an event id ``o<span_key>_<suffix>``."""
-    key = event_id[1:33]
-    if event_id[:1] != "o" or event_id[33:34] != "_" or len(key) != 32:
-        return None
-    try:
-        both = urlsafe_b64decode(key.encode("ascii")).hex()
-    except ValueError:
-        return None
-    return both[:32], f"otel_{both[:32]}_{both[32:]}_{event_id[34:]}"
+def legacy_event_id(event_id: str) -> str | None:
+    """The id an event ``o<span_key>_<suffix>`` had before issue 53 (``otel_<trace>_<span>_<suffix>``
+    in hex), looked up beside it so that a span an older version stored and an exporter sends
+    again after an upgrade is still known as stored."""
+    both = _ids_of_key(event_id[1:33]) if event_id[:1] == "o" and event_id[33:34] == "_" else None
+    return f"otel_{both[:32]}_{both[32:]}_{event_id[34:]}" if both else None
 
 
 def event_id(span: Mapping[str, Any], suffix: str) -> str:
