@@ -34,6 +34,11 @@ them. ``--no-queue`` measures the other way (stored before the answer).
   ``VACUUM FULL`` after the warm-up's rows are deleted); and, beside it, the transcript files'.
   Target: at most half of Phoenix's (4,161-4,576 B on SQLite, 1,899-2,074 on PostgreSQL as
   measured for issue 53). Phoenix's, when installed: its SQLite file's pages in use / spans.
+* floor: the bytes per span of the same event rows with their content left out and no index but
+  the primary key (:func:`record_floor`): what storing a span as its four protocol events costs
+  before any content or lookup index. On PostgreSQL it is 928 B, the whole budget of half of
+  Phoenix's (950 B). The JSON line of each run also holds ``relations``: each table's and
+  index's growth per span.
 * worker up: whether the server process had started its queue worker before the first request
   (``WORKBENCH_OTLP_WORKER_AT_START``, the embedded profile's default).
 
@@ -378,6 +383,55 @@ def database_bytes() -> int:
         return int(cursor.fetchone()[0])
 
 
+def relation_bytes() -> dict[str, int]:
+    """The bytes each table and index holds now (SQLite: ``dbstat``'s pages; PostgreSQL:
+    ``pg_relation_size`` of each table with its TOAST, and of each index), for the breakdown."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
+        else:
+            cursor.execute(
+                "SELECT c.relname, pg_relation_size(c.oid) + CASE WHEN c.reltoastrelid = 0 THEN 0 "
+                "ELSE pg_total_relation_size(c.reltoastrelid) END FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')"
+            )
+        return {name: int(size) for name, size in cursor.fetchall()}
+
+
+def record_floor(total: int) -> float:
+    """The bytes per span of the stored events without their content: the same rows (every column
+    but ``body``, which is left empty) copied into a new table that has only the primary key, no
+    other index, compacted. What storing a span as its protocol events costs before a byte of
+    content, a search index or a lookup index (issue 53: on PostgreSQL it alone is above half of
+    Phoenix's bytes per span)."""
+    from django.db import connection
+
+    from runs.models import Event
+
+    table = Event._meta.db_table
+    columns = [f.column for f in Event._meta.concrete_fields]
+    selected = ", ".join("''" if c == "body" else c for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS bench_record_floor")
+        cursor.execute(f"CREATE TABLE bench_record_floor AS SELECT {selected} FROM {table}")
+        if connection.vendor == "sqlite":  # a table made by a query has no key: a unique index
+            cursor.execute("CREATE UNIQUE INDEX bench_record_floor_key ON bench_record_floor (run_id, seq)")
+            cursor.execute("VACUUM")
+            cursor.execute(
+                "SELECT sum(pgsize) FROM dbstat WHERE name IN ('bench_record_floor', 'bench_record_floor_key')"
+            )
+        else:
+            cursor.execute("ALTER TABLE bench_record_floor ADD PRIMARY KEY (run_id, seq)")
+            cursor.execute("VACUUM FULL bench_record_floor")
+            cursor.execute("SELECT pg_total_relation_size('bench_record_floor')")
+        size = int(cursor.fetchone()[0])
+        cursor.execute("DROP TABLE bench_record_floor")
+    return size / total
+
+
 def compact_database() -> None:
     """Give back what the warm-up's deletes left (so the growth counts new pages only)."""
     from django.db import connection
@@ -440,6 +494,7 @@ def child(shape: str, profile: bool) -> None:
     Run.unscoped.all().delete()
     compact_database()
     db_before = database_bytes()
+    relations_before = relation_bytes()
     transcripts = Path(settings.WORKBENCH_TRANSCRIPT_DIR)
     transcripts_before = _dir_bytes(transcripts)
     journal = Path(os.environ.get("WORKBENCH_OTLP_WORKER_JOURNAL", "/nonexistent"))
@@ -487,7 +542,13 @@ def child(shape: str, profile: bool) -> None:
     if stored != total:
         raise SystemExit(f"{stored} of {total} spans stored")
     bytes_per_span = (database_bytes() - db_before) / total
+    relations = {
+        name: round((size - relations_before.get(name, 0)) / total)
+        for name, size in relation_bytes().items()
+        if size - relations_before.get(name, 0) >= total
+    }
     transcript_per_span = (_dir_bytes(transcripts) - transcripts_before) / total
+    floor_per_span = record_floor(total)
     # The lag of each request: from its 2xx until the worker stored its spans (the worker takes
     # the bodies in the order they were queued; one sender here, so body i is the i-th line).
     lags = [0.0]
@@ -521,6 +582,8 @@ def child(shape: str, profile: bool) -> None:
                 "max_lag": max(lags),
                 "bytes_per_span": bytes_per_span,
                 "transcript_per_span": transcript_per_span,
+                "floor_per_span": floor_per_span,
+                "relations": dict(sorted(relations.items(), key=lambda item: -item[1])),
                 "worker_at_start": worker_at_start,
                 "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
             }
@@ -642,7 +705,7 @@ def queue_bound(spans: int, worker: float, window: float = 1.0) -> float:
 
 
 _KEYS = ("answered", "queryable", "cpu", "peak_rss_mb", "growth_mb", "worker", "max_lag", "receiver_cpu",
-         "queue_worker_cpu", "bytes_per_span", "transcript_per_span")  # fmt: skip
+         "queue_worker_cpu", "bytes_per_span", "transcript_per_span", "floor_per_span")  # fmt: skip
 QUEUE = {"on": True}  # --no-queue: the request stores its spans before answering
 POSTGRES = {"on": False}  # also on PostgreSQL (PG_URL or BENCH_PG_URL set; --no-postgres skips it)
 
@@ -749,6 +812,8 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
         f"  peak RSS   {med['peak_rss_mb']:>9,.0f} MB      (+{med['growth_mb']:,.0f} MB during the run)\n"
         f"  bytes      {med['bytes_per_span']:>9,.0f} B per span in the database (pages in use, growth / spans; "
         f"target <= half of Phoenix's), + {med['transcript_per_span']:,.0f} B per span in transcript files\n"
+        f"  floor      {med['floor_per_span']:>9,.0f} B per span: the same event rows with no content and no index "
+        "but their key\n"
         f"  worker up  {'before the first request' if all(r['worker_at_start'] for r in results) else 'NOT before the first request'}\n"
         f"  worker     {med['worker']:>9,.0f} spans per CPU second of the ingest action alone (no HTTP, no "
         f"decoding)\n"
@@ -758,12 +823,14 @@ def run_shape(shape: str, repeat: int, profile: bool, peers: bool) -> None:
     )
     if pg_results:
         pg = {key: statistics.median(r[key] for r in pg_results) for key in ("answered", "queryable", "bytes_per_span",
-                                                                              "transcript_per_span")}  # fmt: skip
+                                                                              "transcript_per_span", "floor_per_span")}  # fmt: skip
         print(
             f"  PostgreSQL (median of {len(pg_results)}, same queue and worker): answered {pg['answered']:,.0f} spans/s, "
             f"queryable {pg['queryable']:,.0f} spans/s\n"
             f"  bytes (PG) {pg['bytes_per_span']:>9,.0f} B per span in the database (pg_total_relation_size sums, growth "
-            f"/ spans), + {pg['transcript_per_span']:,.0f} B per span in transcript files"
+            f"/ spans), + {pg['transcript_per_span']:,.0f} B per span in transcript files\n"
+            f"  floor (PG) {pg['floor_per_span']:>9,.0f} B per span: the same event rows with no content and no index "
+            "but their key"
         )
     elif POSTGRES["on"] is False and _pg_admin_url() is None:
         print("  PostgreSQL: not measured (no PG_URL: `make bench` starts the services)")
