@@ -250,6 +250,21 @@ def _open_budget_gate(run: Run) -> tuple[str, int] | None:
     return None
 
 
+def _within(spent: Decimal, estimate: Decimal, limit: Decimal) -> bool:
+    """Whether the next call (about ``estimate``) keeps the run within its budget."""
+    return spent < limit and spent + estimate <= limit
+
+
+def over_budget(run: Run) -> bool:
+    """Whether the run's next model call would pass its budget now (what the caller's check would
+    pause at): an approval of its ``budget`` gate goes on only once this is False."""
+    limit = run_limit(run, settings_of(run.workspace))
+    if limit is None:
+        return False
+    spent = run_spend(run, limit.currency)
+    return not _within(spent, spent / run.model_calls if run.model_calls else Decimal(0), limit.amount)
+
+
 def check_run_budget(
     *,
     workspace: Workspace,
@@ -288,15 +303,21 @@ def check_run_budget(
         source=limit.source,
         estimate=f"{estimate:f}",
     )
-    if spent < limit.amount and spent + estimate <= limit.amount:
+    within = _within(spent, estimate, limit.amount)
+    # a waiting budget gate holds every call until it is decided, even once the limit allows it
+    # (a raise that is one approval of a quorum: runs.actions.gatepolicy.do_raise_run_budget)
+    waiting = _open_budget_gate(run) if run.pending_gates else None
+    if within and waiting is None:
         return answer
     why = (
         f"The run has spent {money(spent, limit.currency)} of its budget of {money(limit.amount, limit.currency)}"
         f" ({limit.source} budget); the next model call (about {money(estimate, limit.currency)}) would pass "
         "it. Nothing is called until a person allows more."
+        if not within
+        else f"The run's budget gate waits for its decision (its budget is now {money(limit.amount, limit.currency)}): "
+        "nothing is called until the people its policy asks for have approved."
     )
     answer.update(allowed=False, message=why)
-    waiting = _open_budget_gate(run)
     if waiting is None:
         if not step_id:
             message = (
@@ -338,9 +359,18 @@ def refuse_over_run_budget(*, workspace: Workspace, run_id: str, what: str, acto
         raise ActionError(BUDGET_EXCEEDED, answer["message"], "budget")
 
 
-def do_set_run_budget(*, workspace: Workspace, run_id: str, limit: Any, actor: str = "") -> dict[str, Any]:
+def do_set_run_budget(
+    *,
+    workspace: Workspace,
+    run_id: str,
+    limit: Any,
+    actor: str = "",
+    decide: bool = True,
+    channel: str = "page",
+) -> dict[str, Any]:
     """Set (or raise) a run's budget; an open ``budget`` gate is approved with a decision that names
-    the new limit, and the paused caller goes on."""
+    the new limit, and the paused caller goes on. ``decide=False``: the limit only (the gate's
+    policy counts the raise as one approval: runs.actions.gatepolicy.do_raise_run_budget)."""
     amount = amount_of(limit, "limit", allow_none=False)
     assert amount is not None
     run = get_run(workspace, run_id)
@@ -353,9 +383,9 @@ def do_set_run_budget(*, workspace: Workspace, run_id: str, limit: Any, actor: s
         RunBudget.objects.update_or_create(
             run=run, defaults={"run_limit": amount, "updated_at": timezone.now()}
         )
-        waiting = _open_budget_gate(run)
+        waiting = _open_budget_gate(run) if decide else None
         if waiting is not None:
-            _decide_budget_gate(workspace, run, waiting[0], "approved", note, actor)
+            _decide_budget_gate(workspace, run, waiting[0], "approved", note, actor, channel)
         record(workspace, "raised", note + ".", run_id=run.run_id, actor=actor)
     return {
         "runId": run.run_id,
@@ -387,25 +417,29 @@ def _decide_budget_gate(
     )
 
 
+def stop_words(actor: str, note: str | None = None) -> str:
+    """The note of a stop at the budget gate (the person's words after ours)."""
+    return "Stopped at its budget" + (f" by {actor}" if actor else "") + (f": {note}" if note else "")
+
+
+def record_stop(workspace: Workspace, run_id: str, actor: str) -> None:
+    """The budget trail's line of a run stopped at its budget gate."""
+    record(workspace, "stopped", stop_words(actor) + ".", run_id=run_id, actor=actor)
+
+
 def stop_at_budget(
     *, workspace: Workspace, run_id: str, actor: str = "", note: str | None = None, channel: str = "page"
 ) -> AppendResult:
     """Reject the run's open ``budget`` gate (``note``: the person's words, after ours); the
-    events written. Refused with INVALID_STATE_TRANSITION when no budget gate waits."""
+    events written. Refused with INVALID_STATE_TRANSITION when no budget gate waits. (A gate whose
+    policy counts rejections is decided through runs.actions.gatepolicy.do_decide_gate.)"""
     run = get_run(workspace, run_id)
     waiting = _open_budget_gate(run)
     if waiting is None:
         raise ActionError(ErrorCode.INVALID_STATE_TRANSITION, "no budget gate waits on this run", "budget")
-    said = "Stopped at its budget" + (f" by {actor}" if actor else "")
     with transaction.atomic():
         result = _decide_budget_gate(
-            workspace, run, waiting[0], "rejected", said + (f": {note}" if note else ""), actor, channel
+            workspace, run, waiting[0], "rejected", stop_words(actor, note), actor, channel
         )
-        record(workspace, "stopped", said + ".", run_id=run.run_id, actor=actor)
+        record_stop(workspace, run.run_id, actor)
     return result
-
-
-def do_stop_at_budget(*, workspace: Workspace, run_id: str, actor: str = "") -> dict[str, Any]:
-    """Reject the run's open ``budget`` gate: the paused caller stops with BUDGET_EXCEEDED."""
-    stop_at_budget(workspace=workspace, run_id=run_id, actor=actor)
-    return {"runId": run_id, "note": "Stopped at its budget" + (f" by {actor}" if actor else "")}

@@ -67,6 +67,10 @@ GATE_ESCALATED = "gate.escalated"
 SEPARATION_OF_DUTIES = "SEPARATION_OF_DUTIES"
 ALREADY_VOTED = "ALREADY_VOTED"
 CHANNELS = ("page", "api", "slack", "email", "mcp", "judge")
+_SOD_WORDS = (
+    "you started this run (or own the token that started it), so someone else has to approve its "
+    "gates; you may reject"
+)
 
 
 @dataclass
@@ -157,22 +161,15 @@ def do_decide_gate(
             raise ActionError(
                 ErrorCode.INVALID_INPUT, f"decision must be one of {', '.join(DECISIONS)}", "decision"
             )
-        if budgets.is_budget_gate(gate, checkpoint):
-            # going on needs a new limit (runs.actions.budgets.do_set_run_budget); a rejection
-            # stops the run at its budget, as "Stop the run here" does
-            if decision != "rejected":
-                raise budgets.limit_required(run.run_id)
-            result = budgets.stop_at_budget(
-                workspace=workspace, run_id=run.run_id, actor=actor, note=note, channel=channel
-            )
-            return GateDecision(result=result, resolved=True, policy=policy)
+        budget_gate = budgets.is_budget_gate(gate, checkpoint)
+        if budget_gate and decision != "rejected" and budgets.over_budget(run):
+            # going on needs a new limit first (do_raise_run_budget); a rejection stops the run at
+            # its budget, as "Stop the run here" does
+            raise budgets.limit_required(run.run_id)
         if policy.separation_of_duties and decision != "rejected" and started_by(run, actor):
-            raise ActionError(
-                SEPARATION_OF_DUTIES,
-                "you started this run (or own the token that started it), so someone else has to approve "
-                "its gates; you may reject",
-                "decision",
-            )
+            raise ActionError(SEPARATION_OF_DUTIES, _SOD_WORDS, "decision")
+        if budget_gate and decision == "rejected":
+            return _stop_at_budget(run, waiting, policy, resolve, actor=actor, channel=channel)
         if not policy.needs_votes:
             result = do_commands(
                 workspace=workspace, run_id=run_id, commands=[resolve], actor=actor, channel=channel
@@ -181,6 +178,115 @@ def do_decide_gate(
                 _record_vote(run, waiting, actor, decision, note, channel, result.last_seq, voters=[actor])
             return GateDecision(result=result, resolved=bool(result.events), policy=policy)
         return _vote(run, waiting, policy, resolve, actor=actor, channel=channel)
+
+
+def _stop_at_budget(
+    run: Run,
+    waiting: dict[str, Any],
+    policy: GatePolicy,
+    resolve: cmd.ResolveGate,
+    *,
+    actor: str,
+    channel: str,
+) -> GateDecision:
+    """A rejection of the run's ``budget`` gate: the run stops at its budget, at once, or once the
+    rejections its policy counts are in (each one before is a vote)."""
+    if not policy.needs_votes:
+        result = budgets.stop_at_budget(
+            workspace=run.workspace, run_id=run.run_id, actor=actor, note=resolve.note, channel=channel
+        )
+        return GateDecision(result=result, resolved=True, policy=policy)
+    stop = cmd.ResolveGate(
+        step_id=resolve.step_id,
+        gate=resolve.gate,
+        decision="rejected",
+        note=budgets.stop_words(actor, resolve.note),
+        checkpoint=resolve.checkpoint,
+    )
+    outcome = _vote(run, waiting, policy, stop, actor=actor, channel=channel)
+    if outcome.resolved:  # a rejection settles a gate only as rejected
+        budgets.record_stop(run.workspace, run.run_id, actor)
+    return outcome
+
+
+def _waiting_budget_gate(workspace: Workspace, run_id: str) -> tuple[Run, dict[str, Any] | None, GatePolicy]:
+    """The run (locked), its waiting ``budget`` gate, if any, and that gate's policy."""
+    run = lock_run(workspace, run_id)
+    state = load_state(run)
+    waiting = next(
+        (g for g in state.pending_gates() if budgets.is_budget_gate(g["gate"], g.get("checkpoint"))), None
+    )
+    if waiting is None:
+        return run, None, GatePolicy()
+    return run, waiting, policy_for(run, state.run, waiting["stepId"])
+
+
+def do_raise_run_budget(
+    *, workspace: Workspace, run_id: str, limit: Any, actor: str = "", channel: str = "page"
+) -> dict[str, Any]:
+    """Set or raise a run's budget (runs.actions.budgets.do_set_run_budget); a ``budget`` gate
+    waiting on the run is approved under its policy: the raise is the approval of whoever raised
+    (refused with SEPARATION_OF_DUTIES, nothing changed, for the run's starter when the policy
+    says so) and, when the policy counts approvals, one vote: the run goes on once the quorum's
+    other approvals are in (``resumed`` False until then; ``approvals`` / ``quorum`` say how
+    many). Nothing is written on a refusal (ALREADY_VOTED included)."""
+    with transaction.atomic():
+        run, waiting, policy = _waiting_budget_gate(workspace, run_id)
+        if waiting is not None and policy.separation_of_duties and started_by(run, actor):
+            raise ActionError(SEPARATION_OF_DUTIES, _SOD_WORDS, "limit")
+        if waiting is None or not policy.needs_votes:
+            return budgets.do_set_run_budget(
+                workspace=workspace, run_id=run_id, limit=limit, actor=actor, channel=channel
+            )
+        raised = budgets.do_set_run_budget(
+            workspace=workspace, run_id=run_id, limit=limit, actor=actor, decide=False, channel=channel
+        )
+        approve = cmd.ResolveGate(
+            step_id=waiting["stepId"],
+            gate=budgets.CHECKPOINT,
+            decision="approved",
+            note=raised["note"],
+            checkpoint=budgets.BUDGET_CHECKPOINT,
+        )
+        outcome = _vote(run, waiting, policy, approve, actor=actor, channel=channel)
+    return {
+        **raised,
+        "resumed": outcome.resolved,
+        "approvals": len(outcome.approvals),
+        "quorum": policy.quorum,
+    }
+
+
+def do_stop_at_budget(
+    *, workspace: Workspace, run_id: str, actor: str = "", channel: str = "page"
+) -> dict[str, Any]:
+    """Reject the run's waiting ``budget`` gate under its policy (:func:`do_decide_gate`): the
+    paused caller stops with BUDGET_EXCEEDED, at once or once the rejections the policy counts are
+    in (``stopped`` says which). INVALID_STATE_TRANSITION when no budget gate waits."""
+    with transaction.atomic():
+        run, waiting, _policy = _waiting_budget_gate(workspace, run_id)
+        if waiting is None:
+            raise ActionError(
+                ErrorCode.INVALID_STATE_TRANSITION, "no budget gate waits on this run", "budget"
+            )
+        outcome = do_decide_gate(
+            workspace=workspace,
+            run_id=run.run_id,
+            step_id=waiting["stepId"],
+            gate=budgets.CHECKPOINT,
+            checkpoint=budgets.BUDGET_CHECKPOINT,
+            decision="rejected",
+            actor=actor,
+            channel=channel,
+        )
+    answer: dict[str, Any] = {
+        "runId": run.run_id,
+        "note": budgets.stop_words(actor),
+        "stopped": outcome.resolved,
+    }
+    if not outcome.resolved:
+        answer.update(rejections=len(outcome.rejections), needed=outcome.policy.rejections)
+    return answer
 
 
 def _vote(

@@ -18,6 +18,7 @@ from ninja import Router, Schema
 from pydantic import Field
 
 from runs.actions import budgets
+from runs.actions.gatepolicy import do_raise_run_budget, do_stop_at_budget
 from runs.actions.permissions import Action
 from runs.api.responses import readable_run, require
 from runs.api.schemas import ErrorOut
@@ -148,7 +149,7 @@ def check_budget(request: HttpRequest, run_id: str, payload: CheckIn):
 def set_run_budget(request: HttpRequest, run_id: str, payload: RunBudgetIn):
     caller = require(request, Action.RESOLVE_GATE)
     if payload.stop:
-        return budgets.do_stop_at_budget(workspace=caller.workspace, run_id=run_id, actor=caller.actor)
-    return budgets.do_set_run_budget(
-        workspace=caller.workspace, run_id=run_id, limit=payload.limit, actor=caller.actor
+        return do_stop_at_budget(workspace=caller.workspace, run_id=run_id, actor=caller.actor, channel="api")
+    return do_raise_run_budget(
+        workspace=caller.workspace, run_id=run_id, limit=payload.limit, actor=caller.actor, channel="api"
     )

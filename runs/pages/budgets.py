@@ -4,6 +4,8 @@ cap and the budgets; reviewers raise a run's budget (its waiting ``budget`` gate
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -11,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from runs.actions import ActionError, budgets
+from runs.actions.gatepolicy import do_raise_run_budget
 from runs.actions.permissions import Action
 from runs.selectors.budgets import month_spend, records, settings_of, workflow_limits
 from runs.web.request import AuthenticatedHttpRequest, actor_for, may, require_action
@@ -35,15 +38,24 @@ def _save(request: AuthenticatedHttpRequest) -> None:
     messages.success(request, "Budgets saved.")
 
 
+def still_waiting(raised: dict[str, Any]) -> str:
+    """What a raise that is one approval of a quorum leaves to do (runs.actions.gatepolicy.
+    do_raise_run_budget); nothing for a raise that let the run go on or met no gate."""
+    if raised.get("resumed", True) or "quorum" not in raised:
+        return ""
+    return f" The run goes on once {raised['quorum']} approve ({raised['approvals']} of {raised['quorum']} so far)."
+
+
 def _raise(request: AuthenticatedHttpRequest) -> None:
     membership = require_action(request, Action.RESOLVE_GATE)
-    result = budgets.do_set_run_budget(
+    result = do_raise_run_budget(
         workspace=membership.workspace,
         run_id=request.POST.get("run_id", "").strip(),
         limit=request.POST.get("limit", ""),
         actor=actor_for(request),
     )
-    messages.success(request, f"{result['note']}." + (" The run goes on." if result["resumed"] else ""))
+    said = " The run goes on." if result["resumed"] else still_waiting(result)
+    messages.success(request, f"{result['note']}.{said}")
 
 
 @login_required

@@ -13,11 +13,12 @@ from django.urls import reverse
 
 from runs import actions
 from runs.actions import budgets
-from runs.actions.gatepolicy import do_decide_gate
+from runs.actions.gatepolicy import do_decide_gate, do_raise_run_budget, do_stop_at_budget
 from runs.actions.permissions import Action
 from runs.engine import commands as cmd
 from runs.models import Run
 from runs.pages.access import run_write
+from runs.pages.budgets import still_waiting
 from runs.pages.inbox import inbox_row_context
 from runs.pages.params import parse_json_field
 from runs.selectors.gatepolicy import vote_words
@@ -153,7 +154,11 @@ def _decide_budget_gate(request: HttpRequest, run: Run, decision: str) -> str:
     names the new limit); rejecting stops the run there. Both through runs.actions.budgets."""
     try:
         if decision == "rejected":
-            budgets.do_stop_at_budget(workspace=run.workspace, run_id=run.run_id, actor=actor_for(request))
+            stopped = do_stop_at_budget(workspace=run.workspace, run_id=run.run_id, actor=actor_for(request))
+            if not stopped["stopped"]:  # the policy counts rejections: a vote
+                request.gate_said = (  # type: ignore[attr-defined]
+                    f"Your vote to stop is in ({stopped['rejections']} of {stopped['needed']} rejections)."
+                )
             return ""
         limit = request.POST.get("limit", "").strip()
         if decision != "approved" or not limit:
@@ -161,10 +166,10 @@ def _decide_budget_gate(request: HttpRequest, run: Run, decision: str) -> str:
                 "To let the run go on, name its new budget and press Raise and continue "
                 f"({budgets.BUDGET_LIMIT_REQUIRED})."
             )
-        raised = budgets.do_set_run_budget(
+        raised = do_raise_run_budget(
             workspace=run.workspace, run_id=run.run_id, limit=limit, actor=actor_for(request)
         )
-        request.gate_said = raised["note"] + "."  # type: ignore[attr-defined]
+        request.gate_said = raised["note"] + "." + still_waiting(raised)  # type: ignore[attr-defined]
     except actions.ActionError as exc:
         return f"{exc.message[:1].upper()}{exc.message[1:]} ({exc.code})"
     return ""

@@ -13,6 +13,7 @@ import pytest
 from evals import actions
 from evals.runner import run_experiment
 from runs.actions import budgets
+from runs.actions.gatepolicy import do_stop_at_budget
 from runs.execution.replay import run_fork
 from runs.models import Event, ForkStatus, RunFork
 from runs.models_budgets import BudgetRecord
@@ -96,7 +97,7 @@ def test_an_experiment_pauses_each_fork_at_its_budget_gate_until_a_person_raises
     )
 
     # a person stops the second fork at its budget: it ends without a call
-    budgets.do_stop_at_budget(workspace=workspace, run_id=items[1].run_id_text, actor="user:alice")
+    do_stop_at_budget(workspace=workspace, run_id=items[1].run_id_text, actor="user:alice")
     stopped = run_fork(forks[1].pk)
     assert stopped.status == ForkStatus.FAILED and stopped.error_code == "BUDGET_EXCEEDED"
     assert "Stopped at its budget by user:alice" in stopped.error_message
