@@ -29,11 +29,13 @@ from judges.selectors import agreement_of, judges_for_workflow, watches
 from review.rules import in_sample, parse_rules
 from runs import actions
 from runs.actions import ActionError
+from runs.actions.budgets import is_budget_gate
 from runs.actions.decisions import record_decision_policy
 from runs.actions.outbox import JUDGE_SUSPENDED, site_url, tell_owners
 from runs.actions.overrule import OVERRULE_TAG
 from runs.engine import commands as cmd
 from runs.models import Run, RunFork, Workspace
+from runs.selectors.gatepolicy import policy_for
 from runs.selectors.gates import gate_decision
 from runs.selectors.prompts import find_version
 from runs.selectors.runs import run_state
@@ -126,6 +128,12 @@ def do_create_judge(
     checkpoint = _text(checkpoint or None, "checkpoint", required=False)
     if checkpoint and gate != "CHECKPOINT":
         raise ActionError(INVALID, "a checkpoint name goes with gate CHECKPOINT", "checkpoint")
+    if is_budget_gate(gate, checkpoint):
+        raise ActionError(
+            INVALID,
+            "a judge does not watch a run's budget gate: going on there spends money, which a person decides",
+            "checkpoint",
+        )
     kind = str(kind or "")
     clean = check_config(workspace, kind, config)
     amount = _budget(budget)
@@ -314,8 +322,14 @@ def _say_budget_spent(judge: GateJudge, run: Run, proposal: Proposal, *, why: st
 
 
 def _may_decide(judge: GateJudge, run: Run, proposal: Proposal) -> tuple[bool, dict[str, Any] | None]:
-    """(audit, policy): the policy when the judge may decide this gate now, None otherwise."""
+    """(audit, policy): the policy when the judge may decide this gate now, None otherwise. Never
+    a run's ``budget`` gate (going on spends money), nor a gate whose policy counts votes (a quorum
+    or several rejections asks for that many people): the judge proposes, people decide."""
     if judge.delegation == Delegation.OFF or judge.suspended_at is not None:
+        return False, None
+    if is_budget_gate(proposal.gate, proposal.checkpoint or None):
+        return False, None
+    if policy_for(run, run_state(run).run, proposal.step_id).needs_votes:
         return False, None
     if proposal.confidence is None or proposal.confidence < judge.min_confidence:
         return False, None
