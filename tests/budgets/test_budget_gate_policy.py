@@ -53,7 +53,8 @@ def test_under_a_quorum_a_raise_is_one_vote_and_the_run_calls_nothing_until_the_
     assert resolved["decision"] == "approved"
     notes = [loads(b)["text"] for b in Event.objects.filter(type="annotation").values_list("body", flat=True)]
     assert notes[0].startswith("Vote on CHECKPOINT budget on draft: approved by user:bob (1 of 2 approvals)")
-    assert "Budget raised to USD 5 (was USD 0.01)" in notes[0] and notes[1].startswith("Quorum on CHECKPOINT budget")
+    assert "Budget raised to USD 5 (was USD 0.01)" in notes[0]
+    assert notes[1].startswith("Quorum on CHECKPOINT budget")
     assert _check(workspace)["allowed"] is True and not _waiting()
 
 
