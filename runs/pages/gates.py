@@ -155,9 +155,9 @@ def _decide_budget_gate(request: HttpRequest, run: Run, decision: str) -> str:
     try:
         if decision == "rejected":
             stopped = do_stop_at_budget(workspace=run.workspace, run_id=run.run_id, actor=actor_for(request))
-            if not stopped["stopped"]:  # the policy counts rejections: a vote
-                request.gate_said = (  # type: ignore[attr-defined]
-                    f"Your vote to stop is in ({stopped['rejections']} of {stopped['needed']} rejections)."
+            if not stopped["stopped"]:  # the policy counts rejections: a vote, the gate still waits
+                request.gate_vote = (  # type: ignore[attr-defined]
+                    f"Your vote to stop is recorded: {stopped['rejections']} of {stopped['needed']} rejections."
                 )
             return ""
         limit = request.POST.get("limit", "").strip()
@@ -169,7 +169,10 @@ def _decide_budget_gate(request: HttpRequest, run: Run, decision: str) -> str:
         raised = do_raise_run_budget(
             workspace=run.workspace, run_id=run.run_id, limit=limit, actor=actor_for(request)
         )
-        request.gate_said = raised["note"] + "." + still_waiting(raised)  # type: ignore[attr-defined]
+        if raised["resumed"]:
+            request.gate_said = raised["note"] + "."  # type: ignore[attr-defined]
+        else:  # one approval of a quorum: the gate still waits
+            request.gate_vote = raised["note"] + "." + still_waiting(raised)  # type: ignore[attr-defined]
     except actions.ActionError as exc:
         return f"{exc.message[:1].upper()}{exc.message[1:]} ({exc.code})"
     return ""

@@ -151,3 +151,35 @@ def test_rest_raise_under_a_quorum_answers_the_votes_and_the_page_says_what_is_l
 
 def _gate() -> dict:
     return {"step_id": GATE["stepId"], "gate": GATE["gate"], "checkpoint": GATE["checkpoint"]}
+
+
+@pytest.mark.parametrize(
+    ("policy", "decision", "said"),
+    [
+        ({"quorum": 2}, "approved", "The run goes on once 2 approve (1 of 2 so far)."),
+        ({"rejections": 2}, "rejected", "Your vote to stop is recorded: 1 of 2 rejections."),
+    ],
+)
+def test_a_vote_from_the_inbox_keeps_the_row_and_says_what_is_left(
+    client, alice, workspace, policy, decision, said
+):
+    pause_at_budget(workspace, title="Drafts")
+    Run.objects.filter(run_id=RUN).update(created_by="user:carol")  # alice did not start it
+    do_set_gate_policy(workspace=workspace, policy=policy)
+    client.force_login(alice)
+    data = {
+        "return": "inbox",
+        "row_key": "3-0",
+        "step_id": "draft",
+        "gate": "CHECKPOINT",
+        "checkpoint": "budget",
+    }
+    answer = client.post(
+        f"/runs/{RUN}/gates/resolve/",
+        {**data, "decision": decision, "limit": "5"},
+        headers={"HX-Request": "true"},
+    )
+    assert answer.status_code == 200
+    html = answer.content.decode()
+    assert said in html and 'class="inbox-notice"' in html and "HX-Trigger" not in answer
+    assert gate_decisions() == [] and _waiting()
