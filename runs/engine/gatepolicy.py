@@ -146,10 +146,7 @@ def check(raw: Any, path: str = "policy") -> dict[str, Any]:
     return out
 
 
-def merge(*layers: dict[str, Any] | None, step_id: str | None = None) -> GatePolicy:
-    """The policy of one gate from checked layers (later wins key by key; each layer's
-    ``steps[step_id]`` right after it). A layer that does not check is skipped, not fatal:
-    a run's metadata is the host's, and a bad one must not stop its gates from being decided."""
+def _layered(layers: tuple[dict[str, Any] | None, ...], step_id: str | None) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for layer in layers:
         if not layer:
@@ -162,6 +159,31 @@ def merge(*layers: dict[str, Any] | None, step_id: str | None = None) -> GatePol
         merged.update(checked)
         if step_id is not None and step_id in steps:
             merged.update(steps[step_id])
+    return merged
+
+
+def merge(
+    *layers: dict[str, Any] | None, step_id: str | None = None, host: dict[str, Any] | None = None
+) -> GatePolicy:
+    """The policy of one gate from checked layers (later wins key by key; each layer's
+    ``steps[step_id]`` right after it). A layer that does not check is skipped, not fatal:
+    a run's metadata is the host's, and a bad one must not stop its gates from being decided.
+
+    ``host``: the run's own layer (its metadata, set by whoever started the run, the party its
+    gates hold). It may ask for more than the layers before it, never for less: a higher quorum,
+    fewer rejections to stop the run, separation of duties switched on; it cannot lower an
+    owner's quorum or switch off their separation of duties. Its assignees and escalation (who
+    is asked, and told) are taken as they are."""
+    merged = _layered(layers, step_id)
+    for key, value in _layered((host,), step_id).items():
+        if key == "quorum":
+            merged[key] = max(merged.get(key, 1), value)
+        elif key == "rejections":
+            merged[key] = min(merged.get(key, 1), value)
+        elif key == "separationOfDuties":
+            merged[key] = merged.get(key, False) or value
+        else:
+            merged[key] = value
     return GatePolicy(
         quorum=merged.get("quorum", 1),
         rejections=merged.get("rejections", 1),

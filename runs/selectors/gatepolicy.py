@@ -46,7 +46,7 @@ def policy_for(
     caller read them already for many gates)."""
     if layers is None:
         layers = workspace_layers(run.workspace, run.workflow_id)
-    return gatepolicy.merge(*layers, run_layer(run_doc), step_id=step_id)
+    return gatepolicy.merge(*layers, step_id=step_id, host=run_layer(run_doc))
 
 
 def gate_filter(run: Run, gate: dict[str, Any]) -> dict[str, Any]:

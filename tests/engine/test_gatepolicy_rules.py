@@ -56,6 +56,20 @@ def test_merge_later_layers_win_key_by_key_and_steps_narrow():
     assert gp.merge().to_json() == gp.DEFAULT.to_json()
 
 
+def test_the_hosts_layer_asks_for_more_never_for_less():
+    owner = {"quorum": 2, "rejections": 2, "separationOfDuties": True, "assignees": ["bob"]}
+    looser = {"quorum": 1, "rejections": 3, "separationOfDuties": False, "assignees": ["dave"]}
+    policy = gp.merge(owner, host=looser)
+    assert (policy.quorum, policy.rejections, policy.separation_of_duties) == (2, 2, True)
+    assert policy.assignees == ("dave",)  # who is asked first: the host's
+    stricter = {"steps": {"pay": {"quorum": 3, "rejections": 1, "separationOfDuties": True}}}
+    pay = gp.merge({"quorum": 2, "rejections": 2}, step_id="pay", host=stricter)
+    assert (pay.quorum, pay.rejections, pay.separation_of_duties) == (3, 1, True)
+    assert gp.merge({"quorum": 2}, step_id="other", host=stricter).quorum == 2
+    assert gp.merge(host={"quorum": 2}).quorum == 2  # no owner's policy: the host's
+    assert gp.merge(owner, host={"quorum": "lots"}).quorum == 2  # a bad host layer is skipped
+
+
 def test_tally_quorum_and_rejections():
     two = gp.GatePolicy(quorum=2)
     assert gp.tally(two, [("a", "approved")]).outcome is None

@@ -141,13 +141,25 @@ def test_the_owner_of_the_starting_token_cannot_approve(workspace, bob, make_run
     assert _decide(workspace, "user:alice").resolved  # not alice's token
 
 
-def test_a_run_policy_in_metadata_overrides_the_workspace(workspace, bob, make_run):
-    do_set_gate_policy(workspace=workspace, policy={"quorum": 3})
-    make_run("run_q", metadata={"workbench.gatePolicy": {"steps": {"review": {"quorum": 1}}}})
-    assert _decide(workspace, "user:bob").resolved
+def test_a_run_policy_in_metadata_asks_for_more_never_for_less(workspace, bob, make_run):
+    # the host that starts a run is the party its gates hold: its metadata cannot lower the
+    # owner's quorum nor switch off their separation of duties, only ask for more
+    do_set_gate_policy(workspace=workspace, policy={"quorum": 3, "separationOfDuties": True})
+    lower = {"quorum": 1, "separationOfDuties": False}
+    make_run("run_q", metadata={"workbench.gatePolicy": {"steps": {"review": lower}}})
+    Run.objects.filter(run_id="run_q").update(created_by="user:bob")
+    with pytest.raises(ActionError) as refused:
+        _decide(workspace, "user:bob")  # the starter, still under separation of duties
+    assert refused.value.code == "SEPARATION_OF_DUTIES"
+    assert not _decide(workspace, "user:alice").resolved  # 1 of the owner's 3, not the host's 1
     do_set_gate_policy(workspace=workspace, policy={"quorum": 2}, workflow_id="wf-demo")
     make_run("run_w")
     assert not _decide(workspace, "user:bob", run_id="run_w").resolved  # the workflow's 2, not 3
+    do_set_gate_policy(workspace=workspace, policy={})
+    do_set_gate_policy(workspace=workspace, policy={}, workflow_id="wf-demo")
+    make_run("run_more", metadata={"workbench.gatePolicy": {"quorum": 2}})  # more: taken
+    assert not _decide(workspace, "user:bob", run_id="run_more").resolved
+    assert _decide(workspace, "user:alice", run_id="run_more").resolved
 
 
 def test_without_a_policy_a_decision_is_as_before(workspace, bob, make_run):
