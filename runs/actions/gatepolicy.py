@@ -31,7 +31,7 @@ from runs.actions.core import ActionError, AppendResult, load_state, lock_run
 from runs.actions.notify import schedule_deliveries
 from runs.actions.outbox import envelope, new_message_id, run_links
 from runs.actions.permissions import Action, role_allows
-from runs.actions.runs import do_commands
+from runs.actions.runs import do_append_events, do_commands
 from runs.engine import commands as cmd
 from runs.engine import gatepolicy
 from runs.engine.check import DECISIONS
@@ -65,6 +65,8 @@ CHANNEL_KEY = "workbench.channel"
 VOTERS_KEY = "workbench.voters"
 GATE_ESCALATED = "gate.escalated"
 SEPARATION_OF_DUTIES = "SEPARATION_OF_DUTIES"
+VOTES_REQUIRED = "VOTES_REQUIRED"  # a host's appended decision on a gate that counts votes
+FORBIDDEN = "FORBIDDEN"
 ALREADY_VOTED = "ALREADY_VOTED"
 CHANNELS = ("page", "api", "slack", "email", "mcp", "judge")
 _SOD_WORDS = (
@@ -287,6 +289,52 @@ def do_stop_at_budget(
     if not outcome.resolved:
         answer.update(rejections=len(outcome.rejections), needed=outcome.policy.rejections)
     return answer
+
+
+def do_append_host_events(
+    *, workspace: Workspace, run_id: str, events: list[Any], actor: str = "", may_decide: bool
+) -> AppendResult:
+    """A host's events appended as they came (``POST /api/runs/{id}/events``, the run store's
+    PUT). A ``human_gate_resolved`` among them that decides a gate already waiting on the run is
+    a decision like a reviewer's, not a record: refused with FORBIDDEN when the caller may not
+    decide gates (``may_decide``: the review scope), with VOTES_REQUIRED where the gate's policy
+    counts votes (each voter decides through ``POST /api/runs/{id}/gates/resolve``), with
+    SEPARATION_OF_DUTIES for the run's starter's approval where the policy says so. Nothing is
+    written then. A gate's request and its decision appended together are the host's record of a
+    gate it decided itself, as before."""
+    with transaction.atomic():
+        run = lock_run(workspace, run_id)
+        _refuse_host_decisions(run, events, actor=actor, may_decide=may_decide)
+        return do_append_events(workspace=workspace, run_id=run_id, events=events, actor=actor)
+
+
+def _refuse_host_decisions(run: Run, events: list[Any], *, actor: str, may_decide: bool) -> None:
+    decisions = [e for e in events if isinstance(e, dict) and e.get("type") == "human_gate_resolved"]
+    if not decisions:
+        return
+    state = load_state(run)
+    waiting = {(g["stepId"], g["gate"]) for g in state.pending_gates()}
+    for event in decisions:
+        step_id, gate = event.get("stepId"), event.get("gate")
+        if (step_id, gate) not in waiting or not isinstance(step_id, str):
+            continue
+        if not may_decide:
+            raise ActionError(
+                FORBIDDEN,
+                f"the {gate} gate on {step_id} waits for a reviewer: deciding it needs the review scope "
+                "(a token of a member who may decide gates)",
+                "events",
+            )
+        policy = policy_for(run, state.run, step_id)
+        if policy.needs_votes:
+            raise ActionError(
+                VOTES_REQUIRED,
+                f"the {gate} gate on {step_id} needs {policy.quorum} approvers: each decides through "
+                f"POST /api/runs/{run.run_id}/gates/resolve",
+                "events",
+            )
+        if policy.separation_of_duties and event.get("decision") != "rejected" and started_by(run, actor):
+            raise ActionError(SEPARATION_OF_DUTIES, _SOD_WORDS, "events")
 
 
 def _vote(

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from runs.actions import ActionError, do_append_events, do_import_bundle
+from runs.actions import ActionError, do_import_bundle
+from runs.actions.gatepolicy import do_append_host_events
 from runs.models import Run, Workspace
 from runs.protocol.canonical import wire_bytes
 from runs.protocol.errors import ErrorCode, ProtocolError
@@ -47,6 +48,7 @@ def do_put_run_state(
     state: object,
     actor: str = "",
     expected_revision: frozenset[int] | str | None = None,
+    may_decide: bool = True,
 ) -> PutResult:
     """Store the next revision of run ``run_id`` from a RunStoreState body.
 
@@ -76,7 +78,7 @@ def do_put_run_state(
             raise ActionError(PRECONDITION_FAILED, f"If-Match does not match: {current}")
         if run is None:
             return _create(workspace=workspace, state=state, actor=actor)
-        return _extend(workspace=workspace, run=run, trace=trace, actor=actor)
+        return _extend(workspace=workspace, run=run, trace=trace, actor=actor, may_decide=may_decide)
 
 
 def _create(*, workspace: Workspace, state: dict, actor: str) -> PutResult:
@@ -91,7 +93,7 @@ def _create(*, workspace: Workspace, state: dict, actor: str) -> PutResult:
     return PutResult(run=run, created=True, seqs=list(range(1, run.last_seq + 1)))
 
 
-def _extend(*, workspace: Workspace, run: Run, trace: list, actor: str) -> PutResult:
+def _extend(*, workspace: Workspace, run: Run, trace: list, actor: str, may_decide: bool) -> PutResult:
     stored = 0
     for i, event in enumerate(iter_event_bodies(run)):
         if i >= len(trace):
@@ -109,5 +111,7 @@ def _extend(*, workspace: Workspace, run: Run, trace: list, actor: str) -> PutRe
     suffix = trace[stored:]
     if not suffix:
         return PutResult(run=run, created=False, seqs=[])
-    result = do_append_events(workspace=workspace, run_id=run.run_id, events=suffix, actor=actor)
+    result = do_append_host_events(
+        workspace=workspace, run_id=run.run_id, events=suffix, actor=actor, may_decide=may_decide
+    )
     return PutResult(run=result.run, created=False, seqs=result.seqs)

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from runs import actions
 from runs.actions import budgets
-from runs.actions.gatepolicy import do_decide_gate
+from runs.actions.gatepolicy import do_append_host_events, do_decide_gate
 from runs.actions.permissions import Action
 from runs.api.errors import ApiError
 from runs.api.responses import append_result, readable_run, require, write_result
@@ -77,12 +77,26 @@ def list_events(request: HttpRequest, run_id: str, query: Query[EventsQuery]):
 
 
 @router.post(
-    "/{runid:run_id}/events", response={200: WriteResult, **ERRORS}, summary="Append a batch of events"
+    "/{runid:run_id}/events",
+    response={200: WriteResult, **ERRORS},
+    summary="Append a batch of events",
+    description=(
+        "Events as the host recorded them, checked by the engine. A `human_gate_resolved` that decides "
+        "a gate already waiting on the run is a reviewer's decision: it needs the `review` scope (403 "
+        "`FORBIDDEN` otherwise), and the gate's policy applies (409 `VOTES_REQUIRED` where it counts "
+        "votes: decide through `POST /api/runs/{id}/gates/resolve`; 403 `SEPARATION_OF_DUTIES`). A "
+        "gate's request and decision appended together are the host's own record. Nothing is written "
+        "on a refusal."
+    ),
 )
 def append_events(request: HttpRequest, run_id: str, payload: AppendEventsIn):
     caller = require(request, Action.APPEND_EVENTS)
-    result = actions.do_append_events(
-        workspace=caller.workspace, run_id=run_id, events=payload.events, actor=caller.actor
+    result = do_append_host_events(
+        workspace=caller.workspace,
+        run_id=run_id,
+        events=payload.events,
+        actor=caller.actor,
+        may_decide=caller.may(Action.RESOLVE_GATE),
     )
     # calls the host made itself, past the workspace's monthly cap: recorded, the month's alert raised
     budgets.alert_after_reported(caller.workspace, payload.events, source="the SDK")

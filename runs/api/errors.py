@@ -45,6 +45,7 @@ _STATUS_BY_CODE: dict[str, int] = {
     "SELF_APPROVAL": 403,
     "SEPARATION_OF_DUTIES": 403,  # gate policies (runs.actions.gatepolicy)
     "ALREADY_VOTED": 409,
+    "VOTES_REQUIRED": 409,  # a host's appended decision on a gate that counts votes
     PRECONDITION_FAILED: 412,
     UNAUTHENTICATED: 401,
     FORBIDDEN: 403,

@@ -200,7 +200,12 @@ def put_run_state(request: HttpRequest, run_id: str):
         raise ApiError("INVALID_RUN_STATE", "a RunStoreState body is required")
     state = parse_json(request.body)
     result = do_put_run_state(
-        workspace=caller.workspace, run_id=run_id, state=state, actor=caller.actor, expected_revision=expected
+        workspace=caller.workspace,
+        run_id=run_id,
+        state=state,
+        actor=caller.actor,
+        expected_revision=expected,
+        may_decide=caller.may(Action.RESOLVE_GATE),
     )
     status = 201 if result.created else 200
     response = HttpResponse(
